@@ -1,0 +1,75 @@
+// The runtime config every Tollgate engine runs on: the sidecar, the central server and the local proxy.
+// It has no Kubernetes imports: the operator renders ProxyConfig resources into this shape, the config
+// file is parsed into it, and POST /_local/api/config merges into it.
+
+import type { CacheSettings, PriceEntry } from '../pricing/price-entry.ts';
+import type { Provider, RouteName } from '../providers/routes.ts';
+
+export interface UpstreamConfig {
+  /** Overrides the route's default base URL (regional or private endpoints; tests point it at fakes). */
+  baseUrl?: string;
+  /** Google Cloud project (Vertex AI routes). */
+  project?: string;
+  /** Vertex AI location, e.g. `us-central1` or `global`. */
+  location?: string;
+  /** AWS region (Bedrock). */
+  region?: string;
+  /** Per-request upstream timeout (headers and idle body), milliseconds. */
+  timeoutMs?: number;
+}
+
+export interface CredentialsConfig {
+  /** File holding the OpenAI API key (a mounted Secret); re-read when it changes. Else OPENAI_API_KEY. */
+  openaiApiKeyFile?: string;
+  /** File holding the Anthropic API key; else ANTHROPIC_API_KEY. */
+  anthropicApiKeyFile?: string;
+}
+
+export interface BreakerConfig {
+  /** Consecutive failures that open the breaker. */
+  consecutiveFailures: number;
+  /** Failure ratio (0..1] over the rolling window that opens the breaker, once minimumRequests is reached. */
+  failureRatio: number;
+  minimumRequests: number;
+  windowMs: number;
+  /** How long the breaker stays open before one half-open probe is let through. */
+  openMs: number;
+}
+
+export interface StorageConfig {
+  /** `sqlite` (default) or `memory` (spans kept only in a bounded ring, for tests and ephemeral pods). */
+  kind: 'sqlite' | 'memory';
+  /** SQLite file path. */
+  path: string;
+  /** Spans waiting to be written; beyond this they are dropped, counted and logged. */
+  bufferSize: number;
+  batchSize: number;
+  flushIntervalMs: number;
+}
+
+export interface GatewayConfig {
+  /** Which route serves provider `anthropic` models on /v1/chat/completions. */
+  anthropicRoute: 'gamma-direct' | 'gamma' | 'gamma-cloudb';
+  /** Which route serves provider `google` models on /v1/chat/completions. */
+  googleRoute: 'alpha' | 'alpha-compat';
+}
+
+export interface ServerConfig {
+  host: string;
+  port: number;
+  /** Largest request body accepted, bytes; larger bodies get 413. */
+  bodyLimitBytes: number;
+  /** Port of the LM Studio-compatible endpoint in local mode; 0 disables it. */
+  lmStudioPort: number;
+}
+
+export interface RuntimeConfig {
+  server: ServerConfig;
+  upstreams: Partial<Record<RouteName, UpstreamConfig>>;
+  pricing: { models: PriceEntry[] };
+  cache: Record<Provider, CacheSettings>;
+  credentials: CredentialsConfig;
+  breaker: BreakerConfig;
+  storage: StorageConfig;
+  gateway: GatewayConfig;
+}

@@ -1,0 +1,33 @@
+import type { Provider } from '../providers/routes.ts';
+
+/** USD per million tokens for one model. Field names match the config file and the ProxyConfig CRD. */
+export interface PriceEntry {
+  provider: Provider;
+  /** Canonical model id, e.g. `claude-sonnet-4`, `gemini-2.5-flash`, `gpt-4o`. */
+  model: string;
+  /** Other ids of the same model on other routes (`claude-sonnet-4@20250514`, `anthropic.claude-...-v1:0`). */
+  aliases?: string[];
+  input_per_million: number;
+  output_per_million: number;
+  /** Price of cached-read input tokens; when absent, input price × the provider's cached multiplier. */
+  cached_input_per_million?: number;
+  /** Price of cache writes (Anthropic 5-minute writes); when absent, the input price. */
+  cache_write_per_million?: number;
+  /** Price of 1-hour cache writes (Anthropic); when absent, cache_write_per_million. */
+  cache_write_1h_per_million?: number;
+  /** Long-context tier (Gemini 2.5 Pro): when the prompt exceeds the threshold, the whole request uses it. */
+  long_context?: {
+    threshold_tokens: number;
+    input_per_million: number;
+    output_per_million: number;
+    cached_input_per_million?: number;
+  };
+}
+
+/** Per-provider prompt-cache settings held in the runtime config. */
+export interface CacheSettings {
+  /** Cache time-to-live the proxy assumes/reports for this provider, in seconds. */
+  ttl_seconds: number;
+  /** Cached-read price as a fraction of the input price, used when an entry has no explicit cached price. */
+  cached_multiplier: number;
+}

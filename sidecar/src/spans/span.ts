@@ -1,0 +1,44 @@
+import type { Provider, RouteName } from '../providers/routes.ts';
+
+/**
+ * How a proxied call ended:
+ * - `ok`: the upstream answered 2xx/3xx and the response reached the caller whole.
+ * - `upstream_error`: the upstream answered 4xx/5xx (its status is in statusCode).
+ * - `error`: the proxy could not complete the call (upstream unreachable, timeout, open breaker, credential
+ *   failure, malformed or truncated stream); `error` names the cause.
+ * - `client_aborted`: the caller went away before the response was complete.
+ * - `rejected`: the proxy refused the call before contacting the upstream (bad request, budget).
+ */
+export type SpanStatus = 'ok' | 'upstream_error' | 'error' | 'client_aborted' | 'rejected';
+
+export interface Span {
+  spanId: string;
+  traceId: string;
+  parentSpanId: string | null;
+  /** `{operation} {model}` per the OpenTelemetry GenAI conventions. */
+  name: string;
+  operation: string;
+  model: string;
+  responseModel: string | null;
+  provider: Provider;
+  route: RouteName | 'v1';
+  userId: string | null;
+  projectId: string | null;
+  requestId: string;
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  cachedTokens: number;
+  cacheWriteTokens: number;
+  reasoningTokens: number;
+  costUsd: number;
+  /** False when no price entry matched the model (cost is then 0). */
+  priced: boolean;
+  durationMs: number;
+  status: SpanStatus;
+  /** Upstream HTTP status; null when the upstream was never reached. */
+  statusCode: number | null;
+  error: string | null;
+  /** ISO 8601 UTC start time. */
+  startTime: string;
+}

@@ -1,0 +1,40 @@
+// One normalised usage shape for every provider. Extractors fill it; pricing reads it; spans store it.
+// Conventions follow OpenTelemetry's gen_ai.usage.*: input counts every prompt token (cached reads and
+// cache writes included), output counts every generated token (reasoning/thinking included).
+
+export interface TokenUsage {
+  /** All prompt tokens, cached reads and cache writes included. */
+  inputTokens: number;
+  /** All generated tokens, reasoning/thinking included. */
+  outputTokens: number;
+  /** Prompt tokens served from a cache (subset of inputTokens). */
+  cacheReadTokens: number;
+  /** Prompt tokens written to a cache (subset of inputTokens), all TTLs. */
+  cacheWriteTokens: number;
+  /** Of cacheWriteTokens, those written with a 1-hour TTL (Anthropic bills them at a higher rate). */
+  cacheWrite1hTokens: number;
+  /** Reasoning/thinking tokens (subset of outputTokens). */
+  reasoningTokens: number;
+  totalTokens: number;
+}
+
+export function emptyUsage(): TokenUsage {
+  return {
+    inputTokens: 0,
+    outputTokens: 0,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    cacheWrite1hTokens: 0,
+    reasoningTokens: 0,
+    totalTokens: 0,
+  };
+}
+
+/** What an extractor learned from one response. `usage` is null when the response carried none. */
+export interface UsageResult {
+  usage: TokenUsage | null;
+  /** Model the upstream reports (response.model / modelVersion), if any. */
+  responseModel?: string;
+  /** Set when a stream ended early or a frame failed its checksum: the usage may be partial. */
+  streamError?: string;
+}
