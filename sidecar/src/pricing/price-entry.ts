@@ -7,6 +7,8 @@ export interface PriceEntry {
   model: string;
   /** Other ids of the same model on other routes (`claude-sonnet-4@20250514`, `anthropic.claude-...-v1:0`). */
   aliases?: string[];
+  /** In an override: hide this model (a built-in default included) from pricing and from GET /v1/models. */
+  disabled?: boolean;
   input_per_million: number;
   output_per_million: number;
   /** Price of cached-read input tokens; when absent, input price × the provider's cached multiplier. */
