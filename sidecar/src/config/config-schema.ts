@@ -1,0 +1,227 @@
+// Validation of config input from every source (the YAML file, POST /_local/api/config, operator
+// snapshots). Input is checked whole before anything is applied, and every error names its field, so a bad
+// value is refused with a message the user can act on and never half-applied.
+
+import type { CacheSettings, PriceEntry } from '../pricing/price-entry.ts';
+import { parsePriceEntry } from '../pricing/price-table.ts';
+import { isRouteName, PROVIDERS, type Provider, type RouteName } from '../providers/routes.ts';
+import { ConfigError } from './config-error.ts';
+import type {
+  BreakerConfig,
+  CredentialsConfig,
+  GatewayConfig,
+  ServerConfig,
+  StorageConfig,
+  UpstreamConfig,
+} from './runtime-config.ts';
+
+/** A partial runtime config: what one source (file, API, operator) sets. */
+export interface RuntimeConfigPatch {
+  server?: Partial<ServerConfig>;
+  upstreams?: Partial<Record<RouteName, UpstreamConfig>>;
+  /** Price overrides, merged over the built-in defaults by (provider, model). */
+  pricing?: { models: PriceEntry[] };
+  cache?: Partial<Record<Provider, Partial<CacheSettings>>>;
+  credentials?: CredentialsConfig;
+  breaker?: Partial<BreakerConfig>;
+  storage?: Partial<StorageConfig>;
+  gateway?: Partial<GatewayConfig>;
+}
+
+type Obj = Record<string, unknown>;
+
+function isObject(value: unknown): value is Obj {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function object(value: unknown, field: string): Obj {
+  if (!isObject(value)) throw new ConfigError(field, 'must be an object');
+  return value;
+}
+
+function onlyKeys(value: Obj, field: string, allowed: readonly string[]): void {
+  for (const key of Object.keys(value)) {
+    if (!allowed.includes(key)) {
+      throw new ConfigError(field ? `${field}.${key}` : key, `is not a known field (expected one of: ${allowed.join(', ')})`);
+    }
+  }
+}
+
+function optionalString(value: Obj, key: string, field: string, pattern?: RegExp, hint?: string): string | undefined {
+  const v = value[key];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || v.length === 0) throw new ConfigError(`${field}.${key}`, 'must be a non-empty string');
+  if (pattern && !pattern.test(v)) throw new ConfigError(`${field}.${key}`, hint ?? `must match ${pattern}`);
+  return v;
+}
+
+function optionalNumber(
+  value: Obj,
+  key: string,
+  field: string,
+  range: { min: number; max: number; integer?: boolean; minExclusive?: boolean },
+): number | undefined {
+  const v = value[key];
+  if (v === undefined) return undefined;
+  const what = range.integer ? 'an integer' : 'a number';
+  const ok =
+    typeof v === 'number' &&
+    Number.isFinite(v) &&
+    (!range.integer || Number.isInteger(v)) &&
+    (range.minExclusive ? v > range.min : v >= range.min) &&
+    v <= range.max;
+  if (!ok) {
+    const lower = range.minExclusive ? `greater than ${range.min}` : `at least ${range.min}`;
+    throw new ConfigError(`${field}.${key}`, `must be ${what} ${lower} and at most ${range.max} (got ${JSON.stringify(v)})`);
+  }
+  return v as number;
+}
+
+function optionalEnum<T extends string>(value: Obj, key: string, field: string, allowed: readonly T[]): T | undefined {
+  const v = value[key];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || !(allowed as readonly string[]).includes(v)) {
+    throw new ConfigError(`${field}.${key}`, `must be one of ${allowed.join(', ')} (got ${JSON.stringify(v)})`);
+  }
+  return v as T;
+}
+
+function assignDefined<T extends object>(target: T, values: Partial<T>): T {
+  for (const [k, v] of Object.entries(values)) if (v !== undefined) (target as Obj)[k] = v;
+  return target;
+}
+
+const HTTP_URL = /^https?:\/\/[^\s/?#]+(?:\/[^\s?#]*)?$/;
+const SHORT_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const PROJECT = /^[a-z0-9][a-z0-9.:-]{0,127}$/;
+
+function parseServer(input: unknown, field: string): Partial<ServerConfig> {
+  const v = object(input, field);
+  onlyKeys(v, field, ['host', 'port', 'bodyLimitBytes', 'lmStudioPort']);
+  return assignDefined<Partial<ServerConfig>>({}, {
+    host: optionalString(v, 'host', field),
+    port: optionalNumber(v, 'port', field, { min: 0, max: 65535, integer: true }),
+    bodyLimitBytes: optionalNumber(v, 'bodyLimitBytes', field, { min: 1024, max: 1 << 30, integer: true }),
+    lmStudioPort: optionalNumber(v, 'lmStudioPort', field, { min: 0, max: 65535, integer: true }),
+  });
+}
+
+function parseUpstream(input: unknown, field: string): UpstreamConfig {
+  const v = object(input, field);
+  onlyKeys(v, field, ['baseUrl', 'project', 'location', 'region', 'timeoutMs']);
+  const baseUrl = optionalString(v, 'baseUrl', field, HTTP_URL, 'must be an http(s) URL without query or fragment');
+  return assignDefined<UpstreamConfig>({}, {
+    baseUrl: baseUrl?.replace(/\/+$/, ''),
+    project: optionalString(v, 'project', field, PROJECT, 'must be a Google Cloud project id'),
+    location: optionalString(v, 'location', field, SHORT_NAME, 'must be a location such as us-central1 or global'),
+    region: optionalString(v, 'region', field, SHORT_NAME, 'must be a region such as us-east-1'),
+    timeoutMs: optionalNumber(v, 'timeoutMs', field, { min: 100, max: 3_600_000, integer: true }),
+  });
+}
+
+function parseUpstreams(input: unknown, field: string): Partial<Record<RouteName, UpstreamConfig>> {
+  const v = object(input, field);
+  const out: Partial<Record<RouteName, UpstreamConfig>> = {};
+  for (const [route, upstream] of Object.entries(v)) {
+    if (!isRouteName(route)) throw new ConfigError(`${field}.${route}`, 'is not a route (expected alpha, alpha-compat, beta, gamma, gamma-cloud, gamma-direct or gamma-cloudb)');
+    out[route] = parseUpstream(upstream, `${field}.${route}`);
+  }
+  return out;
+}
+
+function parsePricing(input: unknown, field: string): { models: PriceEntry[] } {
+  const v = object(input, field);
+  onlyKeys(v, field, ['models']);
+  if (v.models === undefined) return { models: [] };
+  if (!Array.isArray(v.models)) throw new ConfigError(`${field}.models`, 'must be a list of price entries');
+  if (v.models.length > 1000) throw new ConfigError(`${field}.models`, 'must have at most 1000 entries');
+  const models = v.models.map((entry, i) => parsePriceEntry(entry, `${field}.models[${i}]`));
+  const seen = new Map<string, number>();
+  models.forEach((m, i) => {
+    const key = `${m.provider}/${m.model}`;
+    const first = seen.get(key);
+    if (first !== undefined) throw new ConfigError(`${field}.models[${i}]`, `repeats provider ${m.provider} model ${m.model} (already at ${field}.models[${first}])`);
+    seen.set(key, i);
+  });
+  return { models };
+}
+
+function parseCache(input: unknown, field: string): Partial<Record<Provider, Partial<CacheSettings>>> {
+  const v = object(input, field);
+  onlyKeys(v, field, PROVIDERS);
+  const out: Partial<Record<Provider, Partial<CacheSettings>>> = {};
+  for (const [provider, settings] of Object.entries(v)) {
+    const f = `${field}.${provider}`;
+    const s = object(settings, f);
+    onlyKeys(s, f, ['ttl_seconds', 'cached_multiplier']);
+    out[provider as Provider] = assignDefined<Partial<CacheSettings>>({}, {
+      ttl_seconds: optionalNumber(s, 'ttl_seconds', f, { min: 0, max: 86_400 * 7, integer: true }),
+      cached_multiplier: optionalNumber(s, 'cached_multiplier', f, { min: 0, max: 1 }),
+    });
+  }
+  return out;
+}
+
+function parseCredentials(input: unknown, field: string): CredentialsConfig {
+  const v = object(input, field);
+  onlyKeys(v, field, ['openaiApiKeyFile', 'anthropicApiKeyFile']);
+  return assignDefined<CredentialsConfig>({}, {
+    openaiApiKeyFile: optionalString(v, 'openaiApiKeyFile', field),
+    anthropicApiKeyFile: optionalString(v, 'anthropicApiKeyFile', field),
+  });
+}
+
+function parseBreaker(input: unknown, field: string): Partial<BreakerConfig> {
+  const v = object(input, field);
+  onlyKeys(v, field, ['consecutiveFailures', 'failureRatio', 'minimumRequests', 'windowMs', 'openMs']);
+  return assignDefined<Partial<BreakerConfig>>({}, {
+    consecutiveFailures: optionalNumber(v, 'consecutiveFailures', field, { min: 1, max: 10_000, integer: true }),
+    failureRatio: optionalNumber(v, 'failureRatio', field, { min: 0, max: 1, minExclusive: true }),
+    minimumRequests: optionalNumber(v, 'minimumRequests', field, { min: 1, max: 1_000_000, integer: true }),
+    windowMs: optionalNumber(v, 'windowMs', field, { min: 100, max: 3_600_000, integer: true }),
+    openMs: optionalNumber(v, 'openMs', field, { min: 10, max: 3_600_000, integer: true }),
+  });
+}
+
+function parseStorage(input: unknown, field: string): Partial<StorageConfig> {
+  const v = object(input, field);
+  onlyKeys(v, field, ['kind', 'path', 'bufferSize', 'batchSize', 'flushIntervalMs']);
+  return assignDefined<Partial<StorageConfig>>({}, {
+    kind: optionalEnum(v, 'kind', field, ['sqlite', 'memory'] as const),
+    path: optionalString(v, 'path', field),
+    bufferSize: optionalNumber(v, 'bufferSize', field, { min: 1, max: 1_000_000, integer: true }),
+    batchSize: optionalNumber(v, 'batchSize', field, { min: 1, max: 10_000, integer: true }),
+    flushIntervalMs: optionalNumber(v, 'flushIntervalMs', field, { min: 1, max: 60_000, integer: true }),
+  });
+}
+
+function parseGateway(input: unknown, field: string): Partial<GatewayConfig> {
+  const v = object(input, field);
+  onlyKeys(v, field, ['anthropicRoute', 'googleRoute']);
+  return assignDefined<Partial<GatewayConfig>>({}, {
+    anthropicRoute: optionalEnum(v, 'anthropicRoute', field, ['gamma-direct', 'gamma', 'gamma-cloudb'] as const),
+    googleRoute: optionalEnum(v, 'googleRoute', field, ['alpha', 'alpha-compat'] as const),
+  });
+}
+
+const SECTIONS = ['server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway'] as const;
+
+/**
+ * Checks a whole config patch. Throws ConfigError naming the first bad field; returns a clean copy
+ * (unknown fields are errors, so a typo is never silently ignored).
+ */
+export function parseRuntimeConfigPatch(input: unknown, sections: readonly string[] = SECTIONS): RuntimeConfigPatch {
+  if (input === null || input === undefined) return {};
+  const v = object(input, 'config');
+  onlyKeys(v, '', sections);
+  const patch: RuntimeConfigPatch = {};
+  if (v.server !== undefined) patch.server = parseServer(v.server, 'server');
+  if (v.upstreams !== undefined) patch.upstreams = parseUpstreams(v.upstreams, 'upstreams');
+  if (v.pricing !== undefined) patch.pricing = parsePricing(v.pricing, 'pricing');
+  if (v.cache !== undefined) patch.cache = parseCache(v.cache, 'cache');
+  if (v.credentials !== undefined) patch.credentials = parseCredentials(v.credentials, 'credentials');
+  if (v.breaker !== undefined) patch.breaker = parseBreaker(v.breaker, 'breaker');
+  if (v.storage !== undefined) patch.storage = parseStorage(v.storage, 'storage');
+  if (v.gateway !== undefined) patch.gateway = parseGateway(v.gateway, 'gateway');
+  return patch;
+}

@@ -1,0 +1,134 @@
+// The live runtime config. Three layers, later ones winning field by field: the config file (with built-in
+// defaults under it), the operator's pushed snapshot, and changes made through POST /_local/api/config.
+// Readers call get() per request and keep what they got for the whole call, so swapping the config never
+// changes a request that is already in flight.
+
+import { DEFAULT_CACHE_SETTINGS } from '../pricing/default-cache.ts';
+import { DEFAULT_PRICES } from '../pricing/default-prices.ts';
+import { mergePriceEntries, PriceTable } from '../pricing/price-table.ts';
+import type { Provider, RouteName } from '../providers/routes.ts';
+import type { RuntimeConfigPatch } from './config-schema.ts';
+import type { RuntimeConfig } from './runtime-config.ts';
+
+export type ConfigLayer = 'file' | 'operator' | 'api';
+const LAYER_ORDER: readonly ConfigLayer[] = ['file', 'operator', 'api'];
+
+export function defaultRuntimeConfig(): RuntimeConfig {
+  return {
+    server: { host: '127.0.0.1', port: 8181, bodyLimitBytes: 32 * 1024 * 1024, lmStudioPort: 0 },
+    upstreams: {},
+    pricing: { models: [] },
+    cache: structuredClone(DEFAULT_CACHE_SETTINGS),
+    credentials: {},
+    breaker: { consecutiveFailures: 5, failureRatio: 0.5, minimumRequests: 20, windowMs: 30_000, openMs: 10_000 },
+    storage: { kind: 'sqlite', path: 'tollgate.db', bufferSize: 10_000, batchSize: 200, flushIntervalMs: 200 },
+    gateway: { anthropicRoute: 'gamma-direct', googleRoute: 'alpha' },
+  };
+}
+
+/** Applies one patch over a config, returning a new config (the input is not modified). */
+export function applyPatch(base: RuntimeConfig, patch: RuntimeConfigPatch): RuntimeConfig {
+  const next = structuredClone(base);
+  if (patch.server) Object.assign(next.server, patch.server);
+  if (patch.upstreams) {
+    for (const [route, upstream] of Object.entries(patch.upstreams) as [RouteName, object][]) {
+      next.upstreams[route] = { ...next.upstreams[route], ...upstream };
+    }
+  }
+  if (patch.pricing) next.pricing.models = mergePriceEntries(next.pricing.models, patch.pricing.models);
+  if (patch.cache) {
+    for (const [provider, settings] of Object.entries(patch.cache) as [Provider, object][]) {
+      next.cache[provider] = { ...next.cache[provider], ...settings };
+    }
+  }
+  if (patch.credentials) Object.assign(next.credentials, patch.credentials);
+  if (patch.breaker) Object.assign(next.breaker, patch.breaker);
+  if (patch.storage) Object.assign(next.storage, patch.storage);
+  if (patch.gateway) Object.assign(next.gateway, patch.gateway);
+  return next;
+}
+
+export interface ConfigSnapshot {
+  readonly config: RuntimeConfig;
+  /** Built-in prices merged with every override: what calls are costed with. */
+  readonly prices: PriceTable;
+  /** Increases with every change; reported by the config API. */
+  readonly revision: number;
+}
+
+export type ConfigListener = (snapshot: ConfigSnapshot) => void;
+
+export class ConfigStore {
+  #layers = new Map<ConfigLayer, RuntimeConfigPatch>();
+  #snapshot: ConfigSnapshot;
+  #listeners = new Set<ConfigListener>();
+
+  constructor(filePatch: RuntimeConfigPatch = {}) {
+    this.#layers.set('file', filePatch);
+    this.#snapshot = this.#build(0);
+  }
+
+  current(): ConfigSnapshot {
+    return this.#snapshot;
+  }
+
+  get(): RuntimeConfig {
+    return this.#snapshot.config;
+  }
+
+  layer(name: ConfigLayer): RuntimeConfigPatch | undefined {
+    return this.#layers.get(name);
+  }
+
+  /** Replaces a whole layer (the operator's snapshot replaces the previous snapshot). */
+  setLayer(name: ConfigLayer, patch: RuntimeConfigPatch): ConfigSnapshot {
+    this.#layers.set(name, patch);
+    return this.#publish();
+  }
+
+  /** Merges into a layer (the config API adds to earlier API changes). */
+  mergeIntoLayer(name: ConfigLayer, patch: RuntimeConfigPatch): ConfigSnapshot {
+    const merged = mergePatches(this.#layers.get(name) ?? {}, patch);
+    this.#layers.set(name, merged);
+    return this.#publish();
+  }
+
+  subscribe(listener: ConfigListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #publish(): ConfigSnapshot {
+    this.#snapshot = this.#build(this.#snapshot.revision + 1);
+    for (const listener of this.#listeners) listener(this.#snapshot);
+    return this.#snapshot;
+  }
+
+  #build(revision: number): ConfigSnapshot {
+    let config = defaultRuntimeConfig();
+    for (const name of LAYER_ORDER) {
+      const patch = this.#layers.get(name);
+      if (patch) config = applyPatch(config, patch);
+    }
+    const prices = new PriceTable(mergePriceEntries(DEFAULT_PRICES, config.pricing.models), config.cache);
+    return Object.freeze({ config, prices, revision });
+  }
+}
+
+function mergePatches(a: RuntimeConfigPatch, b: RuntimeConfigPatch): RuntimeConfigPatch {
+  const out: RuntimeConfigPatch = structuredClone(a);
+  for (const key of Object.keys(b) as (keyof RuntimeConfigPatch)[]) {
+    const value = b[key];
+    if (value === undefined) continue;
+    if (key === 'pricing') {
+      out.pricing = { models: mergePriceEntries(out.pricing?.models ?? [], (value as { models: [] }).models) };
+    } else if (key === 'upstreams' || key === 'cache') {
+      const merged: Record<string, object> = { ...(out[key] as Record<string, object> | undefined) };
+      for (const [k, v] of Object.entries(value as Record<string, object>)) merged[k] = { ...merged[k], ...v };
+      (out as Record<string, unknown>)[key] = merged;
+    } else {
+      (out as Record<string, unknown>)[key] = { ...(out[key] as object | undefined), ...(value as object) };
+    }
+  }
+  return out;
+}
