@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Provides etcd, kube-apiserver, kubectl and helm for the cluster tests and prints the folder holding them
+# as the last line on stdout. Progress goes to stderr.
+#
+# With KUBEBUILDER_ASSETS naming a folder that holds kube-apiserver and etcd (as setup-envtest leaves it),
+# those binaries are used; kubectl and helm are built when that folder lacks them. Otherwise pinned releases
+# are built once with the machine's Go from the Go module proxy into a cache outside the repository.
+# Idempotent: a second run finds the cache and returns in well under a second. See ADR 0100.
+set -euo pipefail
+
+K8S_VERSION=v1.34.10
+ETCD_VERSION=v3.5.21
+HELM_VERSION=v3.19.5
+
+cache_root="${TOLLGATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tollgate}/control-plane"
+
+log() { printf '[control-plane build] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+has_all() {
+  local dir=$1; shift
+  local name
+  for name in "$@"; do [[ -x "$dir/$name" ]] || return 1; done
+}
+
+# Go environment shared by every build: a static, reproducible-path, stripped binary; no toolchain download
+# (the machine's Go is newer than any of these releases need); at most two compile jobs on a shared machine.
+go_env() {
+  command -v go >/dev/null || die "Go is not on PATH; install Go >= 1.24 or set KUBEBUILDER_ASSETS"
+  export CGO_ENABLED=0 GOTOOLCHAIN=local GOWORK=off
+  export GOFLAGS="${GOFLAGS:-} -p=${TOLLGATE_BUILD_JOBS:-2} -buildvcs=false"
+}
+
+new_wrapper_module() {
+  local dir=$1
+  mkdir -p "$dir"
+  printf 'module tollgate.test/control-plane-build\n\ngo 1.24\n' >"$dir/go.mod"
+}
+
+# kube-apiserver and kubectl from k8s.io/kubernetes. Its go.mod points every staging module at ./staging/...
+# with v0.0.0 requirements; the wrapper replaces each with the published v0.MINOR.PATCH release. The list is
+# read from the exact release's go.mod rather than written down, so a version bump cannot miss one.
+build_kubernetes() {
+  local out=$1; shift
+  local cmds=("$@")
+  local work="$tmp/k8s-module"
+  new_wrapper_module "$work"
+  local gomod
+  gomod=$(cd "$work" && go mod download -json "k8s.io/kubernetes@$K8S_VERSION" |
+    sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
+  [[ -f "$gomod" ]] || die "could not download the go.mod of k8s.io/kubernetes@$K8S_VERSION"
+  local staging_version="v0.${K8S_VERSION#v1.}"
+  local staging
+  staging=$(sed -n 's/^[[:space:]]*\(k8s\.io\/[^[:space:]]*\)[[:space:]]*=>[[:space:]]*\.\/staging\/.*/\1/p' "$gomod" | sort -u)
+  [[ -n "$staging" ]] || die "no staging replace lines found in $gomod"
+  log "kubernetes $K8S_VERSION: $(wc -l <<<"$staging") staging modules pinned to $staging_version"
+  {
+    printf '\nreplace (\n'
+    local m
+    for m in $staging; do printf '\t%s => %s %s\n' "$m" "$m" "$staging_version"; done
+    printf ')\n'
+  } >>"$work/go.mod"
+
+  local pkgs=() c
+  for c in "${cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+  log "kubernetes $K8S_VERSION: resolving modules (first run downloads several hundred MB)"
+  (cd "$work" && go get "${pkgs[@]/%/@$K8S_VERSION}" >&2)
+
+  local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+  local ldflags="-s -w"
+  local pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  log "kubernetes $K8S_VERSION: compiling ${cmds[*]} (many minutes on a cold cache)"
+  (cd "$work" && go build -mod=mod -trimpath -ldflags "$ldflags" -o "$out/" "${pkgs[@]}")
+}
+
+# etcd's main package is go.etcd.io/etcd/server/v3; its own go.mod has replace directives, so it is built
+# from a wrapper module that takes the published sibling modules.
+build_etcd() {
+  local out=$1
+  local work="$tmp/etcd-module"
+  new_wrapper_module "$work"
+  log "etcd $ETCD_VERSION: resolving modules"
+  (cd "$work" && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >&2)
+  log "etcd $ETCD_VERSION: compiling"
+  (cd "$work" && go build -mod=mod -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
+}
+
+build_helm() {
+  local out=$1
+  log "helm $HELM_VERSION: compiling"
+  (cd "$tmp" && GOBIN="$out" go install -trimpath \
+    -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean" \
+    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION")
+}
+
+# Publishes $tmp/bin as $dest/bin with one rename, so an interrupted build never leaves a half-filled cache.
+publish() {
+  local dest=$1
+  mv -T "$tmp/result" "$dest" 2>/dev/null || [[ -d "$dest/bin" ]] || die "could not move the build to $dest"
+}
+
+mkdir -p "$cache_root"
+exec 9>"$cache_root/.build.lock"
+# Two test runs starting together on a cold cache must not both spend ten minutes building.
+if ! flock -n 9; then
+  log "another build holds $cache_root/.build.lock; waiting"
+  flock 9
+fi
+
+tmp=""
+cleanup() { [[ -n "$tmp" ]] && chmod -R u+w "$tmp" 2>/dev/null; [[ -n "$tmp" ]] && rm -rf "$tmp"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if [[ -n "${KUBEBUILDER_ASSETS:-}" ]] && has_all "$KUBEBUILDER_ASSETS" kube-apiserver etcd; then
+  assets=$(cd "$KUBEBUILDER_ASSETS" && pwd -P)
+  log "using kube-apiserver and etcd from KUBEBUILDER_ASSETS=$assets"
+  if has_all "$assets" kubectl helm; then
+    printf '%s\n' "$assets"
+    exit 0
+  fi
+  # A folder of links: the envtest binaries beside a kubectl and helm of our own.
+  key=$(printf '%s' "$assets" | sha256sum | cut -c1-16)
+  dest="$cache_root/assets-$key-k8s-$K8S_VERSION-helm-$HELM_VERSION"
+  if ! has_all "$dest/bin" kube-apiserver etcd kubectl helm; then
+    go_env
+    tmp=$(mktemp -d "$cache_root/.tmp-XXXXXX")
+    mkdir -p "$tmp/result/bin"
+    for name in kube-apiserver etcd kubectl helm; do
+      [[ -x "$assets/$name" ]] && ln -s "$assets/$name" "$tmp/result/bin/$name"
+    done
+    [[ -e "$tmp/result/bin/kubectl" ]] || build_kubernetes "$tmp/result/bin" kubectl
+    [[ -e "$tmp/result/bin/helm" ]] || build_helm "$tmp/result/bin"
+    rm -rf "$dest"
+    publish "$dest"
+  fi
+  printf '%s\n' "$dest/bin"
+  exit 0
+fi
+
+dest="$cache_root/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-helm-$HELM_VERSION"
+if has_all "$dest/bin" kube-apiserver kubectl etcd helm; then
+  log "cached: $dest/bin"
+  printf '%s\n' "$dest/bin"
+  exit 0
+fi
+
+go_env
+log "building kube-apiserver, kubectl $K8S_VERSION, etcd $ETCD_VERSION, helm $HELM_VERSION with $(go version)"
+started=$SECONDS
+tmp=$(mktemp -d "$cache_root/.tmp-XXXXXX")
+mkdir -p "$tmp/result/bin"
+build_etcd "$tmp/result/bin"
+build_helm "$tmp/result/bin"
+build_kubernetes "$tmp/result/bin" kube-apiserver kubectl
+has_all "$tmp/result/bin" kube-apiserver kubectl etcd helm || die "build finished without every binary"
+publish "$dest"
+log "built in $((SECONDS - started)) s: $dest/bin"
+printf '%s\n' "$dest/bin"
