@@ -1,0 +1,92 @@
+// Builds the engine's HTTP app without listening, so tests drive it with inject() or a real port alike.
+
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { CredentialProvider } from './auth/credential-provider.ts';
+import { createCredentialProviders } from './auth/credential-provider.ts';
+import type { ConfigStore } from './config/config-store.ts';
+import { Lifecycle } from './lifecycle.ts';
+import { CallMeter } from './metering/call-meter.ts';
+import type { CredentialKind } from './providers/routes.ts';
+import { healthRoutes } from './routes/health.ts';
+import { managementRoutes } from './routes/management.ts';
+import { proxyRoutes } from './routes/proxy.ts';
+import { openMemorySpanStore } from './spans/memory-span-store.ts';
+import { openSqliteSpanStore } from './spans/sqlite-span-store.ts';
+import type { SpanStore } from './spans/span-store.ts';
+import { SpanWriter } from './spans/span-writer.ts';
+import { UpstreamClient } from './upstream/upstream-client.ts';
+
+export interface Engine {
+  app: FastifyInstance;
+  store: ConfigStore;
+  spans: SpanStore;
+  writer: SpanWriter;
+  client: UpstreamClient;
+  lifecycle: Lifecycle;
+  /** Stops accepting, drains in-flight calls (streams included), flushes spans, closes everything. */
+  shutdown(drainTimeoutMs?: number): Promise<void>;
+}
+
+export interface EngineOptions {
+  store: ConfigStore;
+  logger: Logger;
+  env?: NodeJS.ProcessEnv;
+  /** Replace the credential providers (tests of the engine that are not about credentials). */
+  credentials?: Record<CredentialKind, CredentialProvider>;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function buildEngine(opts: EngineOptions): Engine {
+  const { store, logger } = opts;
+  const config = store.get();
+  const spans = config.storage.kind === 'sqlite' ? openSqliteSpanStore(config.storage.path, logger) : openMemorySpanStore(config.storage.bufferSize);
+  const writer = new SpanWriter(spans, config.storage, logger);
+  const credentials =
+    opts.credentials ??
+    createCredentialProviders({ credentials: config.credentials, upstreams: config.upstreams, logger, env: opts.env ?? process.env });
+  const client = new UpstreamClient({ credentials, breaker: config.breaker, logger });
+  const unsubscribe = store.subscribe((snapshot) => client.updateBreakerConfig(snapshot.config.breaker));
+  const lifecycle = new Lifecycle();
+  const meter = new CallMeter(writer, logger);
+
+  const app = Fastify({
+    loggerInstance: logger,
+    disableRequestLogging: true, // every call gets one richer line from the call meter instead
+    bodyLimit: config.server.bodyLimitBytes,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+  });
+
+  app.register(healthRoutes, { lifecycle, writer });
+  app.register(managementRoutes, { store, spans, writer });
+  app.register(proxyRoutes, { store, client, meter, lifecycle });
+
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).send({ error: { code: 'not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` } });
+  });
+
+  let shuttingDown: Promise<void> | null = null;
+  const shutdown = (drainTimeoutMs = 30_000) => {
+    shuttingDown ??= (async () => {
+      lifecycle.startDraining();
+      const closed = app.close(); // stops accepting; waits for open requests
+      const drained = await lifecycle.waitIdle(drainTimeoutMs);
+      if (!drained) logger.warn({ in_flight: lifecycle.inFlight }, 'drain timeout: closing with calls still in flight');
+      await closed;
+      unsubscribe();
+      await writer.close();
+      spans.close();
+      await client.close();
+    })();
+    return shuttingDown;
+  };
+
+  return { app, store, spans, writer, client, lifecycle, shutdown };
+}

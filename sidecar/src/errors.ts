@@ -1,0 +1,47 @@
+// Errors the engine turns into HTTP answers. Each has a stable code that appears in the JSON body, the
+// span's error field and the log line, so an operator can grep for it and a client can branch on it.
+
+export type ProxyErrorCode =
+  | 'unknown_route'
+  | 'invalid_request'
+  | 'body_too_large'
+  | 'upstream_misconfigured'
+  | 'credential_unavailable'
+  | 'circuit_open'
+  | 'upstream_unreachable'
+  | 'upstream_timeout'
+  | 'upstream_stream_error'
+  | 'shutting_down';
+
+const STATUS: Record<ProxyErrorCode, number> = {
+  unknown_route: 404,
+  invalid_request: 400,
+  body_too_large: 413,
+  upstream_misconfigured: 502,
+  credential_unavailable: 502,
+  circuit_open: 502,
+  upstream_unreachable: 502,
+  upstream_timeout: 502,
+  upstream_stream_error: 502,
+  shutting_down: 503,
+};
+
+export class ProxyError extends Error {
+  readonly code: ProxyErrorCode;
+  readonly statusCode: number;
+  constructor(code: ProxyErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ProxyError';
+    this.code = code;
+    this.statusCode = STATUS[code];
+  }
+
+  /** True when the request never reached the caller's provider, i.e. the proxy is at fault or refused it. */
+  get isClientError(): boolean {
+    return this.statusCode < 500;
+  }
+
+  toJSON(): { error: { code: ProxyErrorCode; message: string } } {
+    return { error: { code: this.code, message: this.message } };
+  }
+}

@@ -1,0 +1,101 @@
+// `tollgate proxy`: the engine as a process. With no config file it is the developer's local proxy on
+// port 8181 with SQLite in ./tollgate.db; in a pod the injected env connects it to the operator.
+
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { buildEngine } from './app.ts';
+import { ConfigError } from './config/config-error.ts';
+import { loadConfigFile } from './config/config-file.ts';
+import type { RuntimeConfigPatch } from './config/config-schema.ts';
+import { ConfigStore } from './config/config-store.ts';
+
+const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS]
+
+  --config FILE   YAML config file (see README: "Config file"); default: built-in defaults
+  --port N        listen port (default 8181, or server.port from the config, or TOLLGATE_PORT)
+  --host ADDRESS  listen address (default 127.0.0.1, or server.host, or TOLLGATE_HOST)
+
+environment: OPENAI_API_KEY, ANTHROPIC_API_KEY, GOOGLE_APPLICATION_CREDENTIALS, AWS_* (credentials);
+TOLLGATE_LOG_LEVEL; TOLLGATE_OPERATOR_ADDRESS, TOLLGATE_OPERATOR_CA_FILE, TOLLGATE_TOKEN_FILE,
+TOLLGATE_STATE_DIR (in a pod, set by the injection webhook)
+`;
+
+function parsePort(value: string, source: string): number {
+  if (!/^\d+$/.test(value) || Number(value) > 65535) throw new ConfigError(source, `must be a port number from 0 to 65535 (got ${JSON.stringify(value)})`);
+  return Number(value);
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let args;
+  try {
+    args = parseArgs({
+      args: argv,
+      options: { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    });
+  } catch (error) {
+    process.stderr.write(`tollgate proxy: ${(error as Error).message}\n\n${HELP}`);
+    return 2;
+  }
+  if (args.values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const logger = pino({ level: process.env.TOLLGATE_LOG_LEVEL ?? 'info', base: { component: 'proxy' } });
+  let filePatch: RuntimeConfigPatch = {};
+  try {
+    if (args.values.config) filePatch = loadConfigFile(args.values.config);
+    const port = args.values.port ?? process.env.TOLLGATE_PORT;
+    const host = args.values.host ?? process.env.TOLLGATE_HOST;
+    if (port !== undefined || host !== undefined) {
+      filePatch.server = {
+        ...filePatch.server,
+        ...(port !== undefined ? { port: parsePort(port, args.values.port !== undefined ? '--port' : 'TOLLGATE_PORT') } : {}),
+        ...(host !== undefined ? { host } : {}),
+      };
+    }
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`tollgate proxy: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+
+  const store = new ConfigStore(filePatch);
+  const engine = buildEngine({ store, logger });
+  const pushClient = await startOperatorLink(store, logger);
+  const { host, port } = store.get().server;
+  await engine.app.listen({ host, port });
+  logger.info({ host, port, storage: store.get().storage.kind }, 'tollgate proxy listening');
+
+  return new Promise<number>((resolve) => {
+    const stop = (signal: string) => {
+      logger.info({ signal }, 'shutting down: draining in-flight calls and flushing spans');
+      void (async () => {
+        await pushClient?.stop();
+        await engine.shutdown();
+        const stats = engine.writer.stats();
+        logger.info({ written: stats.written, dropped: stats.dropped }, 'tollgate proxy stopped');
+        resolve(0);
+      })();
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}
+
+/** In a pod the webhook sets TOLLGATE_OPERATOR_ADDRESS; the proxy then takes its config from the operator. */
+async function startOperatorLink(store: ConfigStore, logger: pino.Logger): Promise<{ stop(): Promise<void> } | null> {
+  const address = process.env.TOLLGATE_OPERATOR_ADDRESS;
+  if (!address) return null;
+  const { startPushClient } = await import('./config/push-client.ts');
+  return startPushClient({
+    address,
+    caFile: process.env.TOLLGATE_OPERATOR_CA_FILE ?? '/var/run/tollgate/operator-ca/ca.crt',
+    tokenFile: process.env.TOLLGATE_TOKEN_FILE ?? '/var/run/secrets/tollgate/token',
+    stateDir: process.env.TOLLGATE_STATE_DIR ?? '/var/run/tollgate',
+    store,
+    logger: logger.child({ component: 'config-push' }),
+  });
+}

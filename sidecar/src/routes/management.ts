@@ -1,0 +1,76 @@
+// /_local/api: the management API of the local proxy (and of every engine, for debugging): the live
+// runtime config and recent spans.
+
+import type { FastifyPluginAsync } from 'fastify';
+import { ConfigError } from '../config/config-error.ts';
+import { parseRuntimeConfigPatch } from '../config/config-schema.ts';
+import type { ConfigStore, ConfigSnapshot } from '../config/config-store.ts';
+import { PriceEntryError } from '../pricing/price-table.ts';
+import { spanToJson } from '../spans/span-json.ts';
+import type { SpanStore } from '../spans/span-store.ts';
+import type { SpanWriter } from '../spans/span-writer.ts';
+
+export interface ManagementOptions {
+  store: ConfigStore;
+  spans: SpanStore;
+  writer: SpanWriter;
+}
+
+/** Sections that can change while running; server and storage settings need a restart. */
+const LIVE_SECTIONS = ['pricing', 'cache', 'upstreams', 'breaker', 'gateway', 'credentials'] as const;
+
+const TRACES_MAX = 200;
+
+function configView(snapshot: ConfigSnapshot) {
+  const { config } = snapshot;
+  return {
+    revision: snapshot.revision,
+    config: {
+      ...config,
+      // effective prices: built-in defaults merged with every override
+      pricing: { models: snapshot.prices.models(), overrides: config.pricing.models },
+    },
+  };
+}
+
+export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (app, opts) => {
+  app.get('/_local/api/config', async () => configView(opts.store.current()));
+
+  app.post(
+    '/_local/api/config',
+    {
+      schema: {
+        body: { type: 'object' },
+      },
+    },
+    async (request, reply) => {
+      let patch;
+      try {
+        patch = parseRuntimeConfigPatch(request.body, LIVE_SECTIONS);
+      } catch (error) {
+        if (error instanceof ConfigError || error instanceof PriceEntryError) {
+          return reply.code(400).send({ error: { code: 'invalid_config', message: error.message } });
+        }
+        throw error;
+      }
+      return configView(opts.store.mergeIntoLayer('api', patch));
+    },
+  );
+
+  app.get<{ Querystring: { limit?: string } }>('/_local/api/traces', async (request, reply) => {
+    const raw = request.query.limit;
+    let limit = 50;
+    if (raw !== undefined) {
+      if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > TRACES_MAX) {
+        return reply.code(400).send({
+          error: { code: 'invalid_request', message: `limit must be an integer from 1 to ${TRACES_MAX} (got ${JSON.stringify(raw)})` },
+        });
+      }
+      limit = Number(raw);
+    }
+    // Spans still waiting in the writer's buffer are not visible yet; write them first so a caller sees its call.
+    await opts.writer.flush();
+    const spans = opts.spans.recent(limit).map(spanToJson);
+    return { spans, count: spans.length };
+  });
+};

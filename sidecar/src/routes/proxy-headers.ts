@@ -1,0 +1,70 @@
+// Which caller headers reach the upstream and which upstream headers reach the caller. The proxy owns the
+// credential and the hop-by-hop framing, so those never pass in either direction.
+
+import type { IncomingHttpHeaders } from 'node:http';
+
+const NOT_FORWARDED_UPSTREAM = new Set([
+  // hop-by-hop (RFC 9110 §7.6.1) and framing that the proxy recomputes
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'host',
+  'content-length',
+  // every credential a caller may send: the proxy attaches the upstream's own
+  'authorization',
+  'proxy-authorization',
+  'x-proxy-auth',
+  'x-api-key',
+  'x-goog-api-key',
+  'cookie',
+  // replaced with the proxy's span
+  'traceparent',
+  'tracestate',
+  // usage extraction reads the bytes, so ask for them uncompressed
+  'accept-encoding',
+]);
+
+const NOT_FORWARDED_DOWNSTREAM = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'set-cookie',
+]);
+
+/** Headers for the upstream request. `keepContentLength` when the caller's body is passed through unchanged. */
+export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, keepContentLength: boolean): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name in incoming) {
+    const value = incoming[name];
+    if (value === undefined) continue;
+    if (NOT_FORWARDED_UPSTREAM.has(name) || name.startsWith('x-tollgate-')) {
+      if (!(keepContentLength && name === 'content-length')) continue;
+    }
+    out[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  out['accept-encoding'] = 'identity';
+  return out;
+}
+
+/** Headers for the caller's response; `dropContentLength` when the proxy changes the body's length. */
+export function downstreamResponseHeaders(
+  upstream: Record<string, string | string[] | undefined>,
+  dropContentLength: boolean,
+): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const name in upstream) {
+    const value = upstream[name];
+    if (value === undefined || NOT_FORWARDED_DOWNSTREAM.has(name)) continue;
+    if (dropContentLength && name === 'content-length') continue;
+    out[name] = value;
+  }
+  return out;
+}

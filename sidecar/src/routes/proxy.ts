@@ -1,0 +1,237 @@
+// /proxy/<route>/*: the native routes. Each call is forwarded to its route's upstream with the route's
+// credential; the response streams back chunk by chunk while the usage extractor reads it, and the call
+// ends as one span. Bodies are read only where the route needs them (see routeReadsBody).
+
+import type { ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { ProxyError } from '../errors.ts';
+import type { Lifecycle } from '../lifecycle.ts';
+import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
+import type { ConfigStore } from '../config/config-store.ts';
+import { planUpstreamRequest, routeReadsBody } from '../providers/upstream-request.ts';
+import { isRouteName, ROUTES, type RouteName } from '../providers/routes.ts';
+import { formatTraceparent, startSpanContext, type TraceContext } from '../spans/trace-context.ts';
+import type { SpanStatus } from '../spans/span.ts';
+import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.ts';
+import { toProxyError } from '../upstream/upstream-client.ts';
+import { createUsageExtractor } from '../usage/extractor.ts';
+import { downstreamResponseHeaders, upstreamRequestHeaders } from './proxy-headers.ts';
+import { BodyLimit, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
+
+export interface ProxyRoutesOptions {
+  store: ConfigStore;
+  client: UpstreamClient;
+  meter: CallMeter;
+  lifecycle: Lifecycle;
+}
+
+const PREFIX = '/proxy/';
+
+export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app: FastifyInstance, opts) => {
+  // Leave the body unread: each route decides whether to read it or pass the bytes through.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+  const handler = (request: FastifyRequest, reply: FastifyReply) => handleProxyCall(request, reply, opts);
+  app.all('/proxy/*', handler);
+  app.all('/proxy', handler);
+};
+
+function splitUrl(url: string): { route: string; rest: string; query: string } {
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  const query = q === -1 ? '' : url.slice(q);
+  const afterPrefix = path.startsWith(PREFIX) ? path.slice(PREFIX.length) : '';
+  const slash = afterPrefix.indexOf('/');
+  return {
+    route: slash === -1 ? afterPrefix : afterPrefix.slice(0, slash),
+    rest: slash === -1 ? '/' : afterPrefix.slice(slash),
+    query,
+  };
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export function sendProxyError(res: ServerResponse, error: ProxyError, trace: TraceContext): void {
+  if (res.headersSent) {
+    res.destroy(error);
+    return;
+  }
+  const body = JSON.stringify(error.toJSON());
+  res.writeHead(error.statusCode, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'x-proxy-span-id': trace.spanId,
+    'x-proxy-trace-id': trace.traceId,
+  });
+  res.end(body);
+}
+
+async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opts: ProxyRoutesOptions): Promise<void> {
+  reply.hijack();
+  const res = reply.raw;
+  const trace = startSpanContext(header(request, 'traceparent'), header(request, 'tracestate'));
+  const { route: routeName, rest, query } = splitUrl(request.raw.url ?? '/');
+  if (!isRouteName(routeName)) {
+    const known = Object.keys(ROUTES).join(', ');
+    sendProxyError(res, new ProxyError('unknown_route', `unknown route ${JSON.stringify(routeName)}: use /proxy/<route>/... with one of ${known}`), trace);
+    request.raw.resume();
+    return;
+  }
+  if (opts.lifecycle.draining) {
+    res.setHeader('connection', 'close');
+    sendProxyError(res, new ProxyError('shutting_down', 'the proxy is shutting down; retry on another instance'), trace);
+    request.raw.resume();
+    return;
+  }
+  const route: RouteName = routeName;
+  const spec = ROUTES[route];
+  // One config snapshot for the whole call: a config push mid-call changes nothing for this call.
+  const snapshot = opts.store.current();
+  const config = snapshot.config;
+  const userHeader = header(request, 'x-tollgate-user') ?? null;
+  const projectHeader = header(request, 'x-tollgate-project') ?? null;
+  let call: MeteredCall | null = null;
+  const done = opts.lifecycle.track();
+  try {
+    const limit = config.server.bodyLimitBytes;
+    let body: Buffer | null = null;
+    let bodyStream: Readable | null = null;
+    const withBody = hasBody(request.raw);
+    if (withBody && routeReadsBody(route)) {
+      body = await readBoundedBody(request.raw, limit);
+    } else if (withBody) {
+      checkDeclaredLength(request.raw, limit);
+      bodyStream = request.raw.pipe(new BodyLimit(limit));
+    }
+    let plan;
+    try {
+      plan = planUpstreamRequest(route, request.method, rest, query, body, config.upstreams[route]);
+    } catch (error) {
+      if (error instanceof ProxyError) {
+        opts.meter
+          .start({ route, provider: spec.provider, model: 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace })
+          .finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${error.code}: ${error.message}` });
+      }
+      throw error;
+    }
+    call = opts.meter.start({
+      route,
+      provider: spec.provider,
+      model: plan.model,
+      operation: plan.operation,
+      userId: userHeader ?? plan.bodyUserId,
+      projectId: projectHeader ?? config.upstreams[route]?.project ?? null,
+      requestId: request.id,
+      trace,
+    });
+    const headers = upstreamRequestHeaders(request.headers, plan.body === null && bodyStream !== null);
+    headers.traceparent = formatTraceparent(trace);
+    if (trace.tracestate) headers.tracestate = trace.tracestate;
+    if (plan.body !== null && plan.body !== body) headers['content-type'] = 'application/json';
+
+    const abort = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    const upstream = await opts.client.send(config, {
+      route,
+      method: request.method,
+      path: plan.path,
+      headers,
+      body: plan.body ?? bodyStream,
+      signal: abort.signal,
+    });
+    await relayResponse(res, upstream, call, snapshot.prices, spec.format, plan.stripInjectedUsage, trace);
+  } catch (error) {
+    const proxyError = error instanceof ProxyError ? error : toProxyError(route, error);
+    if (call && !call.finished) {
+      const aborted = res.destroyed && !res.writableFinished;
+      call.finish({
+        prices: snapshot.prices,
+        usage: null,
+        status: aborted ? 'client_aborted' : proxyError.isClientError ? 'rejected' : 'error',
+        statusCode: null,
+        error: `${proxyError.code}: ${proxyError.message}`,
+      });
+    }
+    if (!res.destroyed) sendProxyError(res, proxyError, trace);
+  } finally {
+    done();
+  }
+}
+
+function relayResponse(
+  res: ServerResponse,
+  upstream: UpstreamResponse,
+  call: MeteredCall,
+  prices: Parameters<MeteredCall['finish']>[0]['prices'],
+  format: (typeof ROUTES)[RouteName]['format'],
+  stripInjectedUsage: boolean,
+  trace: TraceContext,
+): Promise<void> {
+  const contentType = upstream.headers['content-type'];
+  const extractor = createUsageExtractor({
+    format,
+    contentType: Array.isArray(contentType) ? contentType[0] : contentType,
+    headers: upstream.headers,
+    stripInjectedUsage,
+  });
+  const headers = downstreamResponseHeaders(upstream.headers, stripInjectedUsage);
+  headers['x-proxy-span-id'] = trace.spanId;
+  headers['x-proxy-trace-id'] = trace.traceId;
+  res.writeHead(upstream.statusCode, headers);
+  const statusCode = upstream.statusCode;
+  const body = upstream.body;
+
+  return new Promise<void>((resolve) => {
+    let ended = false;
+    const finish = (status: SpanStatus, streamError?: string) => {
+      if (ended) return;
+      ended = true;
+      const result = extractor.end(streamError);
+      const error = streamError ?? result.streamError;
+      const finalStatus: SpanStatus = status === 'ok' && error ? 'error' : status;
+      upstream.settle(finalStatus === 'client_aborted' ? 'abandoned' : finalStatus === 'error' ? 'failure' : 'success');
+      call.finish({
+        prices,
+        usage: result.usage,
+        responseModel: result.responseModel,
+        status: finalStatus,
+        statusCode,
+        error: error ? `upstream_stream_error: ${error}` : null,
+      });
+      resolve();
+    };
+    body.on('data', (chunk: Buffer) => {
+      const out = extractor.write(chunk);
+      if (out.length > 0 && !res.write(out)) {
+        body.pause();
+        res.once('drain', () => body.resume());
+      }
+    });
+    body.once('end', () => {
+      res.end();
+      finish(statusCode >= 400 ? 'upstream_error' : 'ok');
+    });
+    body.once('error', (error: Error) => {
+      if (res.destroyed && !res.writableFinished) {
+        finish('client_aborted', 'client went away');
+        return;
+      }
+      // Headers are already sent: the only honest signal left is to cut the connection.
+      res.destroy(error);
+      finish('error', error.message);
+    });
+    res.once('close', () => {
+      if (!res.writableFinished && !ended) {
+        body.destroy();
+        finish('client_aborted', 'client went away');
+      }
+    });
+  });
+}

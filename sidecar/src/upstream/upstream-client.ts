@@ -1,0 +1,170 @@
+// Sends one request to a route's upstream: breaker check, credential, undici dispatch with timeouts, and
+// the mapping of every failure to a ProxyError with a stable code. Shared by the native /proxy routes
+// and the /v1 gateway, so both fail, retry-guard and authenticate the same way.
+
+import type { Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
+import type { CredentialProvider } from '../auth/credential-provider.ts';
+import { CredentialError } from '../auth/credential-provider.ts';
+import type { BreakerConfig, RuntimeConfig } from '../config/runtime-config.ts';
+import { ProxyError } from '../errors.ts';
+import { upstreamBaseUrl } from '../providers/upstream-request.ts';
+import { ROUTE_NAMES, ROUTES, type CredentialKind, type RouteName } from '../providers/routes.ts';
+import { CircuitBreaker } from './breaker.ts';
+
+export interface UpstreamSend {
+  route: RouteName;
+  method: string;
+  /** Path and query relative to the route's base URL. */
+  path: string;
+  headers: Record<string, string>;
+  /** A Buffer (read or rewritten body), the caller's stream passed through, or null. */
+  body: Buffer | Readable | null;
+  signal: AbortSignal;
+}
+
+export interface UpstreamResponse {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Readable;
+  /** Report how the response ended, so the breaker counts it (a stream that dies mid-way is a failure). */
+  settle(outcome: 'success' | 'failure' | 'abandoned'): void;
+}
+
+const DEFAULT_TIMEOUT_MS = 300_000;
+
+interface ResolvedBase {
+  origin: string;
+  prefix: string;
+}
+
+export class UpstreamClient {
+  readonly #agent: Agent;
+  readonly #credentials: Record<CredentialKind, CredentialProvider>;
+  readonly #breakers: Record<RouteName, CircuitBreaker>;
+  readonly #bases = new WeakMap<RuntimeConfig, Map<RouteName, ResolvedBase>>();
+  #breakerConfig: BreakerConfig;
+
+  constructor(opts: { credentials: Record<CredentialKind, CredentialProvider>; breaker: BreakerConfig; logger: Logger; agent?: Agent }) {
+    this.#credentials = opts.credentials;
+    this.#breakerConfig = opts.breaker;
+    this.#agent =
+      opts.agent ??
+      new Agent({
+        connections: 256,
+        keepAliveTimeout: 30_000,
+        connect: { timeout: 10_000 },
+      });
+    const breakers = {} as Record<RouteName, CircuitBreaker>;
+    for (const route of ROUTE_NAMES) breakers[route] = new CircuitBreaker(route, opts.breaker, opts.logger);
+    this.#breakers = breakers;
+  }
+
+  /** Applies live breaker settings without resetting breaker state. */
+  updateBreakerConfig(config: BreakerConfig): void {
+    if (JSON.stringify(config) === JSON.stringify(this.#breakerConfig)) return;
+    this.#breakerConfig = config;
+    for (const breaker of Object.values(this.#breakers)) breaker.updateConfig(config);
+  }
+
+  breakerStates(): Record<RouteName, string> {
+    const out = {} as Record<RouteName, string>;
+    for (const route of ROUTE_NAMES) out[route] = this.#breakers[route].state();
+    return out;
+  }
+
+  credentialProblems(): string[] {
+    const problems: string[] = [];
+    for (const provider of Object.values(this.#credentials)) {
+      const problem = provider.problem();
+      if (problem) problems.push(problem);
+    }
+    return problems;
+  }
+
+  async send(config: RuntimeConfig, req: UpstreamSend): Promise<UpstreamResponse> {
+    const breaker = this.#breakers[req.route];
+    if (!breaker.tryAcquire()) {
+      throw new ProxyError('circuit_open', `circuit breaker for upstream ${req.route} is open after repeated failures; retry later`);
+    }
+    let settled = false;
+    const settle = (outcome: 'success' | 'failure' | 'abandoned') => {
+      if (settled) return;
+      settled = true;
+      if (outcome === 'success') breaker.onSuccess();
+      else if (outcome === 'failure') breaker.onFailure();
+      else breaker.release();
+    };
+    const base = this.#base(config, req.route);
+    const path = base.prefix + req.path;
+    try {
+      const credential = this.#credentials[ROUTES[req.route].credential];
+      try {
+        await credential.apply({
+          method: req.method,
+          url: new URL(path, base.origin),
+          headers: req.headers,
+          body: Buffer.isBuffer(req.body) ? req.body : null,
+        });
+      } catch (error) {
+        if (error instanceof CredentialError) throw new ProxyError('credential_unavailable', error.message, { cause: error });
+        throw error;
+      }
+      const timeout = config.upstreams[req.route]?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+      const response = await this.#agent.request({
+        origin: base.origin,
+        path,
+        method: req.method as Dispatcher.HttpMethod,
+        headers: req.headers,
+        body: req.body,
+        signal: req.signal,
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+      });
+      if (response.statusCode >= 500) settle('failure');
+      return { statusCode: response.statusCode, headers: response.headers, body: response.body, settle };
+    } catch (error) {
+      if (error instanceof ProxyError) {
+        // a missing credential says nothing about the upstream's health
+        settle(error.code === 'credential_unavailable' ? 'abandoned' : 'failure');
+        throw error;
+      }
+      if (req.signal.aborted) {
+        settle('abandoned');
+        throw error;
+      }
+      settle('failure');
+      throw toProxyError(req.route, error);
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const provider of Object.values(this.#credentials)) provider.close();
+    await this.#agent.close();
+  }
+
+  #base(config: RuntimeConfig, route: RouteName): ResolvedBase {
+    let perConfig = this.#bases.get(config);
+    if (!perConfig) {
+      perConfig = new Map();
+      this.#bases.set(config, perConfig);
+    }
+    let base = perConfig.get(route);
+    if (!base) {
+      const url = new URL(upstreamBaseUrl(route, config.upstreams[route]));
+      base = { origin: url.origin, prefix: url.pathname === '/' ? '' : url.pathname.replace(/\/+$/, '') };
+      perConfig.set(route, base);
+    }
+    return base;
+  }
+}
+
+export function toProxyError(route: RouteName, error: unknown): ProxyError {
+  if (error instanceof ProxyError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError || error instanceof undiciErrors.ConnectTimeoutError) {
+    return new ProxyError('upstream_timeout', `upstream ${route} timed out: ${message}`, { cause: error });
+  }
+  return new ProxyError('upstream_unreachable', `upstream ${route} failed: ${message}`, { cause: error });
+}
