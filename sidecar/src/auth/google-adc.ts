@@ -1,0 +1,74 @@
+// Google Application Default Credentials through google-auth-library: a key file named by
+// GOOGLE_APPLICATION_CREDENTIALS (service_account, authorized_user, external_account), the gcloud
+// well-known file, or the metadata server (GCE_METADATA_HOST honoured by the library). The library reads
+// those variables from process.env itself.
+
+import { GoogleAuth, type GoogleAuthOptions } from 'google-auth-library';
+import type { Logger } from 'pino';
+import { CredentialError } from './credential-error.ts';
+import type { CredentialProvider, OutgoingRequest } from './credential-provider.ts';
+import { summarizeError } from './error-summary.ts';
+import { setHeader } from './header-record.ts';
+import { RefreshingCache } from './refreshing-cache.ts';
+
+export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
+
+/** Same as the library's own eager-refresh threshold, so our early refresh really fetches a new token. */
+const REFRESH_MARGIN_MS = 5 * 60_000;
+
+export interface GoogleAdcOptions {
+  logger: Logger;
+  /** Skips the library's project-id discovery (gcloud, metadata server) when the config names a project. */
+  projectId?: string;
+  /** Extra GoogleAuth options; tests use `clientOptions.transporter` to reach fake token endpoints. */
+  authOptions?: GoogleAuthOptions;
+}
+
+interface TokenExpiry {
+  credentials?: { expiry_date?: number | null };
+}
+
+export function createGoogleAdcProvider(options: GoogleAdcOptions): CredentialProvider {
+  const { logger } = options;
+  const auth = new GoogleAuth({
+    ...options.authOptions,
+    scopes: [CLOUD_PLATFORM_SCOPE],
+    ...(options.projectId ? { projectId: options.projectId } : {}),
+    clientOptions: { eagerRefreshThresholdMillis: REFRESH_MARGIN_MS, ...options.authOptions?.clientOptions },
+  });
+
+  const cache = new RefreshingCache<string>({
+    refreshMarginMs: REFRESH_MARGIN_MS,
+    fetch: async () => {
+      const client = await auth.getClient();
+      const { token } = await client.getAccessToken();
+      if (!token) throw new Error('the ADC client returned no access token');
+      const expiry = (client as TokenExpiry).credentials?.expiry_date;
+      // Without a known expiry, ask the library each time; it keeps its own cache.
+      return { value: token, expiresAt: typeof expiry === 'number' ? expiry : Date.now() };
+    },
+    onStaleServed: (error) => {
+      logger.warn({ err: summarizeError(error) }, 'failed to refresh ADC token; using the current one until it expires');
+    },
+  });
+
+  return {
+    kind: 'google-adc',
+    async apply(req: OutgoingRequest): Promise<void> {
+      let token: string;
+      try {
+        token = await cache.get();
+      } catch (error) {
+        const summary = summarizeError(error);
+        logger.error({ err: summary, credential: 'google-adc' }, 'failed to get ADC token');
+        throw new CredentialError('google-adc', `failed to get ADC token: ${summary.message}`, { cause: error });
+      }
+      setHeader(req.headers, 'authorization', `Bearer ${token}`);
+    },
+    problem(): string | null {
+      const error = cache.lastError;
+      return error === undefined ? null : `failed to get ADC token: ${summarizeError(error).message}`;
+    },
+    close(): void {},
+  };
+}
