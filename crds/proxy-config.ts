@@ -1,0 +1,421 @@
+// ProxyConfig (tollgate.dev/v1alpha1): the single source of truth for its CRD YAML and its TypeScript types
+// (`node crds/generate.ts` writes both; see docs/decisions/0600). The spec mirrors the runtime config of
+// sidecar/src/config/runtime-config.ts, except that credentials are references to Secrets, never values.
+//
+// Every string and list is bounded (maxLength, maxItems): the API server estimates the worst-case cost of
+// each CEL rule from those bounds and refuses the CRD when it is unbounded or too expensive.
+
+import { PROVIDERS, ROUTE_NAMES, ROUTES, type RouteName } from '../sidecar/src/providers/routes.ts';
+import type { CrdSource, SchemaNode } from './crd-schema.ts';
+
+// Go's regexp (RE2) syntax, as the API server evaluates `pattern`.
+const DNS_SUBDOMAIN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
+const SECRET_KEY = '^[-._a-zA-Z0-9]+$';
+const MODEL_ID = '^[A-Za-z0-9][A-Za-z0-9._:@/+-]*$';
+const SHORT_NAME = '^[a-z0-9][a-z0-9-]{0,62}$';
+const GCP_PROJECT = '^[a-z0-9][a-z0-9.:-]{0,127}$';
+
+/** Upper bound of a price, USD per million tokens: far above any list price, low enough to catch typos. */
+const MAX_PRICE = 100_000;
+const MAX_MODELS = 1000;
+
+function price(description: string): SchemaNode {
+  return { type: 'number', description, minimum: 0, maximum: MAX_PRICE };
+}
+
+function int(description: string, minimum: number, maximum: number, format: 'int32' | 'int64' = 'int32'): SchemaNode {
+  return { type: 'integer', format, description, minimum, maximum };
+}
+
+const priceEntry: SchemaNode = {
+  type: 'object',
+  tsType: 'PriceModelSpec',
+  description: 'USD per million tokens for one model. Merged over the built-in price table by (provider, model).',
+  required: ['provider', 'model', 'input_per_million', 'output_per_million'],
+  properties: {
+    provider: {
+      type: 'string',
+      tsType: 'ProviderName',
+      description: 'Provider, as it appears in spans and logs.',
+      enum: PROVIDERS,
+    },
+    model: {
+      type: 'string',
+      description: 'Canonical model id, e.g. claude-sonnet-4, gemini-2.5-flash, gpt-4o.',
+      minLength: 1,
+      maxLength: 256,
+      pattern: MODEL_ID,
+    },
+    aliases: {
+      type: 'array',
+      description: 'Other ids of the same model on other routes (claude-sonnet-4@20250514, anthropic.claude-...-v1:0).',
+      maxItems: 16,
+      'x-kubernetes-list-type': 'set',
+      items: { type: 'string', minLength: 1, maxLength: 256, pattern: MODEL_ID },
+    },
+    disabled: {
+      type: 'boolean',
+      description: 'Hide this model (a built-in default included) from pricing and from GET /v1/models.',
+    },
+    input_per_million: price('Price of input tokens.'),
+    output_per_million: price('Price of output tokens.'),
+    cached_input_per_million: price(
+      "Price of cached-read input tokens; when absent, the input price times the provider's cached_multiplier.",
+    ),
+    cache_write_per_million: price('Price of cache writes (Anthropic 5-minute writes); when absent, the input price.'),
+    cache_write_1h_per_million: price('Price of 1-hour cache writes (Anthropic); when absent, cache_write_per_million.'),
+    long_context: {
+      type: 'object',
+      tsType: 'LongContextPriceSpec',
+      description: 'Long-context tier: when the prompt exceeds threshold_tokens, the whole request is priced here.',
+      required: ['threshold_tokens', 'input_per_million', 'output_per_million'],
+      properties: {
+        threshold_tokens: int('Prompt size, in tokens, above which this tier applies.', 1, 100_000_000),
+        input_per_million: price('Price of input tokens in this tier.'),
+        output_per_million: price('Price of output tokens in this tier.'),
+        cached_input_per_million: price('Price of cached-read input tokens in this tier.'),
+      },
+    },
+  },
+  'x-kubernetes-validations': [
+    {
+      rule: '!has(self.aliases) || !(self.model in self.aliases)',
+      message: 'aliases must not repeat the model id',
+      fieldPath: '.aliases',
+      reason: 'FieldValueInvalid',
+    },
+  ],
+};
+
+const cacheSettings: SchemaNode = {
+  type: 'object',
+  tsType: 'CacheSpec',
+  description: "The provider's prompt cache.",
+  properties: {
+    ttl_seconds: int('Cache time-to-live the proxy assumes and reports, seconds.', 0, 604_800),
+    cached_multiplier: {
+      type: 'number',
+      description: 'Cached-read price as a fraction of the input price, for entries without cached_input_per_million.',
+      minimum: 0,
+      maximum: 1,
+    },
+  },
+};
+
+const baseUrl: SchemaNode = {
+  type: 'string',
+  description: "Overrides the route's default base URL (regional or private endpoints).",
+  maxLength: 2048,
+  'x-kubernetes-validations': [
+    {
+      // isURL accepts a bare path; the scheme and host checks make it an absolute http(s) URL. A query or a
+      // fragment would be lost when the proxy appends the request path.
+      rule:
+        "isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != '' && " +
+        "!self.contains('?') && !self.contains('#')",
+      message: 'must be an absolute http or https URL with a host and without query or fragment',
+      reason: 'FieldValueInvalid',
+    },
+  ],
+};
+
+const timeoutMs = int('Per-request upstream timeout (headers and idle body), milliseconds.', 100, 3_600_000);
+
+// Which upstream fields a route takes follows from how it is reached: Vertex AI needs a project and a
+// location, Bedrock a region, the direct APIs neither. A field a route cannot use is refused rather than
+// silently ignored.
+const vertexUpstream: SchemaNode = {
+  type: 'object',
+  tsType: 'VertexUpstreamSpec',
+  description: 'A route to Vertex AI.',
+  properties: {
+    baseUrl,
+    project: { type: 'string', description: 'Google Cloud project id.', maxLength: 128, pattern: GCP_PROJECT },
+    location: {
+      type: 'string',
+      description: 'Vertex AI location, e.g. us-central1 or global.',
+      maxLength: 63,
+      pattern: SHORT_NAME,
+    },
+    timeoutMs,
+  },
+};
+
+const bedrockUpstream: SchemaNode = {
+  type: 'object',
+  tsType: 'BedrockUpstreamSpec',
+  description: 'A route to AWS Bedrock.',
+  properties: {
+    baseUrl,
+    region: { type: 'string', description: 'AWS region, e.g. us-east-1.', maxLength: 63, pattern: SHORT_NAME },
+    timeoutMs,
+  },
+};
+
+const directUpstream: SchemaNode = {
+  type: 'object',
+  tsType: 'DirectUpstreamSpec',
+  description: "A route to a provider's own API.",
+  properties: { baseUrl, timeoutMs },
+};
+
+function upstreamFor(route: RouteName): SchemaNode {
+  const { credential, description } = ROUTES[route];
+  const shape = credential === 'google-adc' ? vertexUpstream : credential === 'aws-sigv4' ? bedrockUpstream : directUpstream;
+  return { ...shape, description: `${shape.description} /proxy/${route}: ${description}.` };
+}
+
+const secretName: SchemaNode = {
+  type: 'string',
+  description: 'Name of a Secret in the namespace of the ProxyConfig.',
+  minLength: 1,
+  maxLength: 253,
+  pattern: DNS_SUBDOMAIN,
+};
+
+function secretKey(description: string, defaultKey?: string): SchemaNode {
+  const node: SchemaNode = { type: 'string', description, minLength: 1, maxLength: 253, pattern: SECRET_KEY };
+  return defaultKey === undefined ? node : { ...node, default: defaultKey };
+}
+
+function secretKeyRef(description: string): SchemaNode {
+  return {
+    type: 'object',
+    tsType: 'SecretKeyRef',
+    description,
+    required: ['secretName', 'key'],
+    properties: { secretName, key: secretKey('Key within the Secret.') },
+  };
+}
+
+const credentials: SchemaNode = {
+  type: 'object',
+  tsType: 'CredentialsSpec',
+  description:
+    'Where credentials are kept: references to Secrets in the same namespace, never the values. The operator ' +
+    'reads them and hands them to sidecars over the authenticated push channel.',
+  properties: {
+    openaiApiKey: secretKeyRef('Secret key holding the OpenAI API key (route beta).'),
+    anthropicApiKey: secretKeyRef('Secret key holding the Anthropic API key (route gamma-direct).'),
+    googleServiceAccount: secretKeyRef(
+      'Secret key holding a Google service account key file (JSON) for the Vertex AI routes; ' +
+        "when absent, the pod's Application Default Credentials are used.",
+    ),
+    aws: {
+      type: 'object',
+      tsType: 'AwsCredentialsRef',
+      description:
+        "Secret holding AWS access keys for Bedrock (route gamma-cloudb); when absent, the pod's default AWS credential chain is used.",
+      required: ['secretName'],
+      properties: {
+        secretName,
+        accessKeyIdKey: secretKey('Key holding the access key id.', 'AWS_ACCESS_KEY_ID'),
+        secretAccessKeyKey: secretKey('Key holding the secret access key.', 'AWS_SECRET_ACCESS_KEY'),
+        sessionTokenKey: secretKey('Key holding a session token, for temporary credentials.'),
+      },
+    },
+  },
+};
+
+const breaker: SchemaNode = {
+  type: 'object',
+  tsType: 'BreakerSpec',
+  description: 'Circuit breaker per upstream route.',
+  properties: {
+    consecutiveFailures: int('Consecutive failures that open the breaker.', 1, 10_000),
+    failureRatio: {
+      type: 'number',
+      description: 'Failure ratio over the rolling window that opens the breaker, once minimumRequests is reached.',
+      minimum: 0,
+      exclusiveMinimum: true,
+      maximum: 1,
+    },
+    minimumRequests: int('Requests in the window before failureRatio applies.', 1, 1_000_000),
+    windowMs: int('Rolling window, milliseconds.', 100, 3_600_000),
+    openMs: int('How long the breaker stays open before one half-open probe, milliseconds.', 10, 3_600_000),
+  },
+};
+
+const storage: SchemaNode = {
+  type: 'object',
+  tsType: 'StorageSpec',
+  description: 'Where sidecars keep trace spans.',
+  properties: {
+    kind: {
+      type: 'string',
+      tsType: 'StorageKind',
+      description: 'sqlite, or memory (a bounded ring, for tests and ephemeral pods).',
+      enum: ['sqlite', 'memory'],
+      default: 'sqlite',
+    },
+    bufferSize: int('Spans waiting to be written; beyond this they are dropped, counted and logged.', 1, 1_000_000),
+    batchSize: int('Spans written per batch.', 1, 10_000),
+    flushIntervalMs: int('Longest wait before a partial batch is written, milliseconds.', 1, 60_000),
+  },
+  'x-kubernetes-validations': [
+    {
+      rule: '!has(self.batchSize) || !has(self.bufferSize) || self.batchSize <= self.bufferSize',
+      message: 'batchSize must not exceed bufferSize',
+      fieldPath: '.batchSize',
+      reason: 'FieldValueInvalid',
+    },
+  ],
+};
+
+const spec: SchemaNode = {
+  type: 'object',
+  tsType: 'ProxyConfigSpec',
+  description: 'Runtime settings for the sidecars of this namespace; every section is optional and overrides built-in defaults.',
+  properties: {
+    pricing: {
+      type: 'object',
+      tsType: 'PricingSpec',
+      description: 'Price overrides.',
+      properties: {
+        models: {
+          type: 'array',
+          description: 'One entry per (provider, model); a pair may appear only once.',
+          maxItems: MAX_MODELS,
+          // A list-map keyed by (provider, model): the API server refuses a repeated pair at its index, and
+          // server-side apply merges entries by that key.
+          'x-kubernetes-list-type': 'map',
+          'x-kubernetes-list-map-keys': ['provider', 'model'],
+          items: priceEntry,
+        },
+      },
+    },
+    cache: {
+      type: 'object',
+      tsType: 'CacheByProviderSpec',
+      description: 'Prompt-cache settings per provider.',
+      properties: Object.fromEntries(PROVIDERS.map((p) => [p, cacheSettings])),
+    },
+    upstreams: {
+      type: 'object',
+      tsType: 'UpstreamsSpec',
+      description: 'Upstream endpoint per route (the <route> of /proxy/<route>/*).',
+      properties: Object.fromEntries(ROUTE_NAMES.map((r) => [r, upstreamFor(r)])),
+    },
+    credentials,
+    breaker,
+    storage,
+  },
+};
+
+const condition: SchemaNode = {
+  type: 'object',
+  tsType: 'Condition',
+  description: 'One aspect of the current state (metav1.Condition).',
+  required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'],
+  properties: {
+    type: {
+      type: 'string',
+      description: 'Condition type in CamelCase, e.g. Ready.',
+      maxLength: 316,
+      pattern:
+        '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
+    },
+    status: { type: 'string', tsType: 'ConditionStatus', enum: ['True', 'False', 'Unknown'] },
+    observedGeneration: {
+      type: 'integer',
+      format: 'int64',
+      description: 'The metadata.generation the condition was set for.',
+      minimum: 0,
+    },
+    lastTransitionTime: {
+      type: 'string',
+      format: 'date-time',
+      description: 'When status last changed.',
+    },
+    reason: {
+      type: 'string',
+      description: 'Programmatic reason in CamelCase.',
+      minLength: 1,
+      maxLength: 1024,
+      pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
+    },
+    message: { type: 'string', description: 'Human-readable details.', maxLength: 32768 },
+  },
+};
+
+const status: SchemaNode = {
+  type: 'object',
+  tsType: 'ProxyConfigStatus',
+  description: 'Written by the operator through the status subresource.',
+  properties: {
+    observedGeneration: {
+      type: 'integer',
+      format: 'int64',
+      description: 'The metadata.generation the operator last processed.',
+      minimum: 0,
+    },
+    conditions: {
+      type: 'array',
+      description: 'Ready: True once the spec is accepted and rendered; False with a reason otherwise.',
+      maxItems: 16,
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['type'],
+      items: condition,
+    },
+    sidecars: {
+      type: 'object',
+      tsType: 'SidecarCounts',
+      description: 'Sidecars using this ProxyConfig.',
+      properties: {
+        connected: int('Sidecars with an open push stream.', 0, 1_000_000),
+        current: int('Connected sidecars that acknowledged configVersion.', 0, 1_000_000),
+      },
+    },
+    configVersion: {
+      type: 'string',
+      description: 'Version of the config snapshot last pushed to sidecars.',
+      maxLength: 128,
+    },
+  },
+};
+
+export const PROXY_CONFIG_CRD: CrdSource = {
+  group: 'tollgate.dev',
+  kind: 'ProxyConfig',
+  listKind: 'ProxyConfigList',
+  plural: 'proxyconfigs',
+  singular: 'proxyconfig',
+  shortNames: ['pxc'],
+  categories: ['tollgate'],
+  scope: 'Namespaced',
+  versions: [
+    {
+      name: 'v1alpha1',
+      served: true,
+      storage: true,
+      statusSubresource: true,
+      schema: {
+        type: 'object',
+        tsType: 'ProxyConfig',
+        description:
+          'Pricing, upstreams, credential references, circuit breaker and span storage for the Tollgate sidecars of a ' +
+          'namespace. Pods pick one with the annotation tollgate.dev/proxy-config; else the one named default.',
+        properties: {
+          apiVersion: { type: 'string', description: 'tollgate.dev/v1alpha1' },
+          kind: { type: 'string', description: 'ProxyConfig' },
+          metadata: { type: 'object', tsType: 'ObjectMeta' },
+          spec,
+          status,
+        },
+      },
+      printerColumns: [
+        { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+        { name: 'Sidecars', type: 'integer', jsonPath: '.status.sidecars.connected', description: 'Connected sidecars' },
+        {
+          name: 'Current',
+          type: 'integer',
+          jsonPath: '.status.sidecars.current',
+          description: 'Sidecars running the current config version',
+          priority: 1,
+        },
+        { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', priority: 1 },
+        { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+      ],
+    },
+  ],
+};
