@@ -1,0 +1,89 @@
+// The injected container and its volumes: a pure function of the resolved settings.
+
+import type { V1Container, V1Volume } from '@kubernetes/client-node';
+import { ANNOTATIONS, SIDECAR_CONTAINER_NAME } from './annotations.ts';
+import {
+  CA_DIR,
+  CA_FILE,
+  SIDECAR_UID,
+  STATE_DIR,
+  TOKEN_AUDIENCE,
+  TOKEN_DIR,
+  TOKEN_EXPIRATION_SECONDS,
+  TOKEN_FILE,
+  VOLUMES,
+  type ResolvedSidecar,
+  type SidecarDefaults,
+} from './sidecar-settings.ts';
+
+export function sidecarContainer(sidecar: ResolvedSidecar, defaults: SidecarDefaults): V1Container {
+  const probe = (periodSeconds: number, failureThreshold: number) => ({
+    httpGet: { path: '/healthz', port: sidecar.port, scheme: 'HTTP' },
+    periodSeconds,
+    failureThreshold,
+    timeoutSeconds: 1,
+  });
+  return {
+    name: SIDECAR_CONTAINER_NAME,
+    image: sidecar.image,
+    ...(defaults.imagePullPolicy ? { imagePullPolicy: defaults.imagePullPolicy } : {}),
+    args: ['proxy', '--port', String(sidecar.port)],
+    ...(sidecar.native ? { restartPolicy: 'Always' } : {}),
+    ports: [{ name: 'tollgate-proxy', containerPort: sidecar.port, protocol: 'TCP' }],
+    env: [
+      { name: 'TOLLGATE_OPERATOR_ADDRESS', value: defaults.operatorAddress },
+      { name: 'TOLLGATE_OPERATOR_CA_FILE', value: CA_FILE },
+      { name: 'TOLLGATE_TOKEN_FILE', value: TOKEN_FILE },
+      { name: 'TOLLGATE_POD_NAME', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } } },
+      { name: 'TOLLGATE_POD_NAMESPACE', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } } },
+      { name: 'TOLLGATE_STATE_DIR', value: STATE_DIR },
+      { name: 'TOLLGATE_PORT', value: String(sidecar.port) },
+      { name: 'TOLLGATE_LOG_LEVEL', value: defaults.logLevel },
+    ],
+    resources: {
+      requests: { ...sidecar.resources.requests },
+      limits: { ...sidecar.resources.limits },
+    },
+    // The startup probe holds back the app containers of a native sidecar until the proxy answers.
+    startupProbe: probe(1, 60),
+    readinessProbe: probe(5, 3),
+    livenessProbe: probe(10, 3),
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: SIDECAR_UID,
+      runAsGroup: SIDECAR_UID,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      privileged: false,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
+    volumeMounts: [
+      { name: VOLUMES.token, mountPath: TOKEN_DIR, readOnly: true },
+      { name: VOLUMES.operatorCa, mountPath: CA_DIR, readOnly: true },
+      { name: VOLUMES.state, mountPath: STATE_DIR },
+    ],
+  };
+}
+
+export function sidecarVolumes(): V1Volume[] {
+  return [
+    {
+      name: VOLUMES.token,
+      projected: {
+        sources: [
+          { serviceAccountToken: { audience: TOKEN_AUDIENCE, expirationSeconds: TOKEN_EXPIRATION_SECONDS, path: 'token' } },
+        ],
+      },
+    },
+    {
+      // The CA travels in a pod annotation and is projected as a file: no ConfigMap has to exist in the pod's
+      // namespace first (ADR 0801).
+      name: VOLUMES.operatorCa,
+      downwardAPI: {
+        items: [{ path: 'ca.crt', fieldRef: { apiVersion: 'v1', fieldPath: `metadata.annotations['${ANNOTATIONS.operatorCa}']` } }],
+      },
+    },
+    { name: VOLUMES.state, emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } },
+  ];
+}

@@ -1,0 +1,52 @@
+// What the chart decides for every injected sidecar (the defaults), and what a pod may change by annotation.
+// Plain data with no Kubernetes client imports: the patch builder is a pure function of these.
+
+export type NativeSidecarMode = 'auto' | 'true' | 'false';
+
+export interface ResourceAmounts {
+  cpu: string;
+  memory: string;
+}
+
+export interface SidecarDefaults {
+  /** Image reference, e.g. ghcr.io/tollgate/sidecar:0.1.0. */
+  image: string;
+  /** Tollgate version recorded in the status annotation. */
+  version: string;
+  port: number;
+  resources: { requests: ResourceAmounts; limits: ResourceAmounts };
+  nativeSidecar: NativeSidecarMode;
+  /** host:port of the operator Service's gRPC config-push port. */
+  operatorAddress: string;
+  /** Passed to the sidecar as TOLLGATE_LOG_LEVEL. */
+  logLevel: string;
+  imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+}
+
+/** The fully resolved settings for one pod: defaults with its valid annotation overrides applied. */
+export interface ResolvedSidecar {
+  image: string;
+  port: number;
+  resources: { requests: ResourceAmounts; limits: ResourceAmounts };
+  native: boolean;
+  injectEnv: boolean;
+  proxyConfig?: string;
+}
+
+export const DEFAULT_PORT = 8181;
+export const STATE_DIR = '/var/run/tollgate';
+export const TOKEN_DIR = '/var/run/secrets/tollgate';
+export const TOKEN_FILE = `${TOKEN_DIR}/token`;
+export const CA_DIR = '/var/run/secrets/tollgate-ca';
+export const CA_FILE = `${CA_DIR}/ca.crt`;
+export const TOKEN_AUDIENCE = 'tollgate';
+/** The kubelet refreshes a projected token at 80% of its life; an hour keeps a stolen token short-lived. */
+export const TOKEN_EXPIRATION_SECONDS = 3600;
+/** UID/GID of the sidecar image's non-root user (the distroless "nonroot" convention). */
+export const SIDECAR_UID = 65532;
+
+export const VOLUMES = {
+  token: 'tollgate-token',
+  operatorCa: 'tollgate-operator-ca',
+  state: 'tollgate-state',
+} as const;
