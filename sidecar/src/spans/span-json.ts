@@ -1,0 +1,60 @@
+// The span as the HTTP API shows it (GET /_local/api/traces): snake_case keys, short usage names.
+
+import type { Span, SpanStatus } from './span.ts';
+
+export interface SpanJson {
+  span_id: string;
+  trace_id: string;
+  parent_span_id: string | null;
+  name: string;
+  model: string;
+  response_model: string | null;
+  provider: string;
+  route: string;
+  user_id: string | null;
+  project_id: string | null;
+  request_id: string;
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  reasoning_tokens: number;
+  cost_usd: number;
+  priced: boolean;
+  duration_ms: number;
+  status: SpanStatus;
+  status_code: number | null;
+  error: string | null;
+  /** ISO 8601 UTC start time. */
+  timestamp: string;
+}
+
+export function spanToJson(span: Span): SpanJson {
+  return {
+    span_id: span.spanId,
+    trace_id: span.traceId,
+    parent_span_id: span.parentSpanId,
+    name: span.name,
+    model: span.model,
+    response_model: span.responseModel,
+    provider: span.provider,
+    route: span.route,
+    user_id: span.userId,
+    project_id: span.projectId,
+    request_id: span.requestId,
+    input_tokens: span.inputTokens,
+    output_tokens: span.outputTokens,
+    total_tokens: span.totalTokens,
+    cached_tokens: span.cachedTokens,
+    cache_write_tokens: span.cacheWriteTokens,
+    reasoning_tokens: span.reasoningTokens,
+    cost_usd: span.costUsd,
+    priced: span.priced,
+    duration_ms: span.durationMs,
+    status: span.status,
+    status_code: span.statusCode,
+    error: span.error,
+    timestamp: span.startTime,
+  };
+}

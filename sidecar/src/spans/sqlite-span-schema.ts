@@ -1,0 +1,208 @@
+// The spans table in SQLite: columns, migrations, and the row <-> Span mapping. Column names follow the OpenTelemetry GenAI conventions with dots
+// turned into underscores, so the file can be queried with names people already know.
+//
+// Schema evolution is additive only: every column a version adds carries a default, so a newer binary
+// opens a file written by an older one and adds the missing columns (old rows read back with the
+// defaults), and an older binary can still write to a newer file (it names its columns explicitly).
+
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Logger } from 'pino';
+import type { Provider, RouteName } from '../providers/routes.ts';
+import type { Span, SpanStatus } from './span.ts';
+
+/** Stored in PRAGMA user_version. */
+export const SPAN_SCHEMA_VERSION = 2;
+
+interface Column {
+  name: string;
+  /** Type and constraint as written in CREATE TABLE / ALTER TABLE ADD COLUMN. */
+  sql: string;
+  /** Schema version that introduced the column. */
+  since: number;
+}
+
+// Version 1 had the identity, timing, outcome, model and the basic token and cost columns; version 2
+// added project and request ids, the response model, cache and reasoning tokens and `priced`.
+// A column added after version 1 must have a default: ALTER TABLE ADD COLUMN fills old rows with it.
+const COLUMNS: readonly Column[] = [
+  { name: 'span_id', sql: 'TEXT NOT NULL', since: 1 },
+  { name: 'trace_id', sql: 'TEXT NOT NULL', since: 1 },
+  { name: 'parent_span_id', sql: 'TEXT', since: 1 },
+  { name: 'name', sql: "TEXT NOT NULL DEFAULT ''", since: 1 },
+  { name: 'start_time', sql: 'TEXT NOT NULL', since: 1 },
+  { name: 'duration_ms', sql: 'REAL NOT NULL DEFAULT 0', since: 1 },
+  { name: 'status', sql: "TEXT NOT NULL DEFAULT 'ok'", since: 1 },
+  { name: 'status_code', sql: 'INTEGER', since: 1 },
+  { name: 'error', sql: 'TEXT', since: 1 },
+  { name: 'user_id', sql: 'TEXT', since: 1 },
+  { name: 'route', sql: "TEXT NOT NULL DEFAULT ''", since: 1 },
+  { name: 'gen_ai_operation_name', sql: "TEXT NOT NULL DEFAULT ''", since: 1 },
+  { name: 'gen_ai_provider_name', sql: "TEXT NOT NULL DEFAULT ''", since: 1 },
+  { name: 'gen_ai_request_model', sql: "TEXT NOT NULL DEFAULT ''", since: 1 },
+  { name: 'gen_ai_usage_input_tokens', sql: 'INTEGER NOT NULL DEFAULT 0', since: 1 },
+  { name: 'gen_ai_usage_output_tokens', sql: 'INTEGER NOT NULL DEFAULT 0', since: 1 },
+  { name: 'gen_ai_total_tokens', sql: 'INTEGER NOT NULL DEFAULT 0', since: 1 },
+  { name: 'gen_ai_cost_usd', sql: 'REAL NOT NULL DEFAULT 0', since: 1 },
+  { name: 'project_id', sql: 'TEXT', since: 2 },
+  { name: 'request_id', sql: "TEXT NOT NULL DEFAULT ''", since: 2 },
+  { name: 'gen_ai_response_model', sql: 'TEXT', since: 2 },
+  { name: 'gen_ai_usage_cache_read_input_tokens', sql: 'INTEGER NOT NULL DEFAULT 0', since: 2 },
+  { name: 'gen_ai_usage_cache_creation_input_tokens', sql: 'INTEGER NOT NULL DEFAULT 0', since: 2 },
+  { name: 'gen_ai_usage_reasoning_tokens', sql: 'INTEGER NOT NULL DEFAULT 0', since: 2 },
+  // Rows from before this column were costed from the price table of their day; calling them all
+  // unpriced would be a false alarm.
+  { name: 'priced', sql: 'INTEGER NOT NULL DEFAULT 1', since: 2 },
+];
+
+const INDEXES: readonly string[] = [
+  'CREATE INDEX IF NOT EXISTS spans_start_time ON spans (start_time)',
+  'CREATE INDEX IF NOT EXISTS spans_user_start_time ON spans (user_id, start_time)',
+  'CREATE INDEX IF NOT EXISTS spans_trace_id ON spans (trace_id)',
+];
+
+export interface SpanRow {
+  span_id: string;
+  trace_id: string;
+  parent_span_id: string | null;
+  name: string;
+  start_time: string;
+  duration_ms: number;
+  status: string;
+  status_code: number | null;
+  error: string | null;
+  user_id: string | null;
+  project_id: string | null;
+  request_id: string | null;
+  route: string;
+  gen_ai_operation_name: string;
+  gen_ai_provider_name: string;
+  gen_ai_request_model: string;
+  gen_ai_response_model: string | null;
+  gen_ai_usage_input_tokens: number;
+  gen_ai_usage_output_tokens: number;
+  gen_ai_total_tokens: number;
+  gen_ai_usage_cache_read_input_tokens: number;
+  gen_ai_usage_cache_creation_input_tokens: number;
+  gen_ai_usage_reasoning_tokens: number;
+  gen_ai_cost_usd: number;
+  priced: number;
+}
+
+/**
+ * Opens the file with the pragmas every connection needs; with `migrate`, creates or upgrades the schema.
+ * Errors name the file.
+ */
+export function openSpanDatabase(path: string, migrate: boolean, logger?: Logger): Database.Database {
+  let db: Database.Database | undefined;
+  try {
+    if (path !== ':memory:' && !path.startsWith('file:')) mkdirSync(dirname(path), { recursive: true });
+    db = new Database(path);
+    db.pragma('journal_mode = WAL');
+    // NORMAL in WAL mode stays consistent after a crash; only the last commits before a power loss can go.
+    db.pragma('synchronous = NORMAL');
+    db.pragma('busy_timeout = 1000');
+    if (migrate) migrateSchema(db, path, logger);
+    return db;
+  } catch (err) {
+    db?.close();
+    throw new Error(`cannot open span store ${path}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+export const COLUMN_NAMES: readonly string[] = COLUMNS.map((c) => c.name);
+
+/** Inserts the spans in one transaction (all or none). */
+export function prepareBatchInsert(db: Database.Database): (spans: readonly Span[]) => void {
+  const insert = db.prepare<SpanRow>(
+    `INSERT INTO spans (${COLUMN_NAMES.join(', ')}) VALUES (${COLUMN_NAMES.map((n) => `@${n}`).join(', ')})`,
+  );
+  return db.transaction((spans: readonly Span[]) => {
+    for (const span of spans) insert.run(spanToRow(span));
+  });
+}
+
+function migrateSchema(db: Database.Database, path: string, logger: Logger | undefined): void {
+  db.transaction(() => {
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version > SPAN_SCHEMA_VERSION) {
+      logger?.warn(
+        { path, fileVersion: version, codeVersion: SPAN_SCHEMA_VERSION },
+        'span store was written by a newer version; continuing, its extra columns keep their defaults',
+      );
+    }
+    db.exec(`CREATE TABLE IF NOT EXISTS spans (${COLUMNS.map((c) => `${c.name} ${c.sql}`).join(', ')})`);
+    // Driven by the columns actually present rather than by the version number, so a file whose version
+    // is wrong or that an interrupted upgrade left half-done still ends up complete.
+    const present = new Set((db.pragma('table_info(spans)') as { name: string }[]).map((c) => c.name));
+    for (const column of COLUMNS) {
+      if (!present.has(column.name)) db.exec(`ALTER TABLE spans ADD COLUMN ${column.name} ${column.sql}`);
+    }
+    for (const index of INDEXES) db.exec(index);
+    if (version < SPAN_SCHEMA_VERSION) {
+      db.pragma(`user_version = ${SPAN_SCHEMA_VERSION}`);
+      if (version > 0) logger?.info({ path, from: version, to: SPAN_SCHEMA_VERSION }, 'span store schema upgraded');
+    }
+  }).immediate();
+}
+
+export function spanToRow(s: Span): SpanRow {
+  return {
+    span_id: s.spanId,
+    trace_id: s.traceId,
+    parent_span_id: s.parentSpanId,
+    name: s.name,
+    start_time: s.startTime,
+    duration_ms: s.durationMs,
+    status: s.status,
+    status_code: s.statusCode,
+    error: s.error,
+    user_id: s.userId,
+    project_id: s.projectId,
+    request_id: s.requestId,
+    route: s.route,
+    gen_ai_operation_name: s.operation,
+    gen_ai_provider_name: s.provider,
+    gen_ai_request_model: s.model,
+    gen_ai_response_model: s.responseModel,
+    gen_ai_usage_input_tokens: s.inputTokens,
+    gen_ai_usage_output_tokens: s.outputTokens,
+    gen_ai_total_tokens: s.totalTokens,
+    gen_ai_usage_cache_read_input_tokens: s.cachedTokens,
+    gen_ai_usage_cache_creation_input_tokens: s.cacheWriteTokens,
+    gen_ai_usage_reasoning_tokens: s.reasoningTokens,
+    gen_ai_cost_usd: s.costUsd,
+    priced: s.priced ? 1 : 0,
+  };
+}
+
+export function rowToSpan(r: SpanRow): Span {
+  return {
+    spanId: r.span_id,
+    traceId: r.trace_id,
+    parentSpanId: r.parent_span_id,
+    name: r.name,
+    operation: r.gen_ai_operation_name,
+    model: r.gen_ai_request_model,
+    responseModel: r.gen_ai_response_model,
+    provider: r.gen_ai_provider_name as Provider,
+    route: r.route as RouteName | 'v1',
+    userId: r.user_id,
+    projectId: r.project_id,
+    requestId: r.request_id ?? '',
+    inputTokens: r.gen_ai_usage_input_tokens,
+    outputTokens: r.gen_ai_usage_output_tokens,
+    totalTokens: r.gen_ai_total_tokens,
+    cachedTokens: r.gen_ai_usage_cache_read_input_tokens,
+    cacheWriteTokens: r.gen_ai_usage_cache_creation_input_tokens,
+    reasoningTokens: r.gen_ai_usage_reasoning_tokens,
+    costUsd: r.gen_ai_cost_usd,
+    priced: r.priced !== 0,
+    durationMs: r.duration_ms,
+    status: r.status as SpanStatus,
+    statusCode: r.status_code,
+    error: r.error,
+    startTime: r.start_time,
+  };
+}

@@ -1,0 +1,118 @@
+// Spans in a SQLite file (better-sqlite3, WAL). Reads run on the calling thread over their own connection;
+// writes run in a worker thread by default (ADR 0400), WAL letting both proceed at once.
+
+import { Worker } from 'node:worker_threads';
+import type Database from 'better-sqlite3';
+import type { Logger } from 'pino';
+import type { Span } from './span.ts';
+import type { SpanStore } from './span-store.ts';
+import { COLUMN_NAMES, openSpanDatabase, prepareBatchInsert, rowToSpan, type SpanRow } from './sqlite-span-schema.ts';
+import type { WorkerReply, WorkerRequest } from './sqlite-span-worker.ts';
+
+export interface SqliteSpanStoreOptions {
+  logger?: Logger;
+  /** `worker` (default): transactions run in a worker thread. `inline`: on the calling thread. */
+  writes?: 'worker' | 'inline';
+}
+
+/** Opens (creating or upgrading the schema of) the span file at `path`. Errors name the file. */
+export function openSqliteSpanStore(path: string, options: SqliteSpanStoreOptions = {}): SpanStore {
+  const db = openSpanDatabase(path, true, options.logger);
+  // rowid breaks ties between spans that started in the same millisecond: the later insert is newer.
+  const selectRecent = db.prepare<[number], SpanRow>(
+    `SELECT ${COLUMN_NAMES.join(', ')} FROM spans ORDER BY start_time DESC, rowid DESC LIMIT ?`,
+  );
+  // count(*) scans a whole index; do it once and keep the number (this process is the file's only writer).
+  let rows = (db.prepare<[], { n: number }>('SELECT count(*) AS n FROM spans').get() as { n: number }).n;
+  const inMemory = path === ':memory:' || path.includes('mode=memory');
+  const write = options.writes === 'inline' || inMemory ? inlineWriter(db) : workerWriter(path);
+
+  return {
+    insertBatch(spans) {
+      if (spans.length === 0) return;
+      const done = write.insert(spans);
+      if (done === undefined) {
+        rows += spans.length;
+        return;
+      }
+      return done.then(() => {
+        rows += spans.length;
+      });
+    },
+    recent(limit) {
+      return selectRecent.all(Math.max(0, Math.trunc(limit))).map(rowToSpan);
+    },
+    count() {
+      return rows;
+    },
+    async close() {
+      await write.close();
+      if (db.open) db.close();
+    },
+  };
+}
+
+interface BatchWriter {
+  insert(spans: readonly Span[]): void | Promise<void>;
+  close(): Promise<void>;
+}
+
+function inlineWriter(db: Database.Database): BatchWriter {
+  const insertBatch = prepareBatchInsert(db);
+  return { insert: insertBatch, close: async () => {} };
+}
+
+function workerWriter(path: string): BatchWriter {
+  let worker: Worker | null = null;
+  let nextId = 1;
+  const pending = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
+
+  const failAll = (err: Error): void => {
+    for (const p of pending.values()) p.reject(err);
+    pending.clear();
+  };
+
+  const start = (): Worker => {
+    const w = new Worker(new URL('./sqlite-span-worker.ts', import.meta.url), { workerData: { path } });
+    w.on('message', (reply: WorkerReply) => {
+      const p = pending.get(reply.id);
+      if (p === undefined) return;
+      pending.delete(reply.id);
+      if (reply.ok) p.resolve();
+      else p.reject(Object.assign(new Error(reply.message), { code: reply.code }));
+      // An idle worker must not keep the process alive; a busy one must, or a flush at exit would be lost.
+      if (pending.size === 0) w.unref();
+    });
+    w.on('error', (err) => {
+      if (worker === w) worker = null;
+      failAll(new Error(`span writer worker failed: ${err.message}`, { cause: err }));
+    });
+    w.on('exit', (code) => {
+      if (worker === w) worker = null;
+      failAll(new Error(`span writer worker exited with code ${code}`));
+    });
+    return w;
+  };
+
+  return {
+    insert(spans) {
+      // A worker that died is replaced on the next batch; the failed batch is the writer's to retry.
+      const w = worker ?? (worker = start());
+      const id = nextId++;
+      w.ref();
+      return new Promise<void>((resolve, reject) => {
+        pending.set(id, { resolve, reject });
+        w.postMessage({ id, spans } satisfies WorkerRequest);
+      });
+    },
+    async close() {
+      const w = worker;
+      worker = null;
+      if (w === null) return;
+      const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
+      w.ref();
+      w.postMessage({ close: true } satisfies WorkerRequest);
+      await exited;
+    },
+  };
+}
