@@ -1,0 +1,95 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { runWorkers, WorkQueue } from './work-queue.ts';
+
+describe('WorkQueue', () => {
+  it('queues a key once however often it is added', async () => {
+    const q = new WorkQueue();
+    q.add('a');
+    q.add('b');
+    q.add('a');
+    expect(q.length).toBe(2);
+    expect(await q.get()).toBe('a');
+    expect(await q.get()).toBe('b');
+  });
+
+  it('never hands a key being processed to a second worker; an add meanwhile requeues it after done', async () => {
+    const q = new WorkQueue();
+    q.add('a');
+    const first = await q.get();
+    q.add('a');
+    expect(q.length).toBe(0);
+    q.done(first!);
+    expect(q.length).toBe(1);
+    expect(await q.get()).toBe('a');
+  });
+
+  it('gives a waiting worker the next key added', async () => {
+    const q = new WorkQueue();
+    const waiting = q.get();
+    q.add('x');
+    expect(await waiting).toBe('x');
+  });
+
+  it('backs off per key, doubling with each failure, and forget() starts over', () => {
+    const q = new WorkQueue({ baseMs: 5, maxMs: 1_000_000 });
+    expect([q.addRateLimited('a'), q.addRateLimited('a'), q.addRateLimited('a')]).toEqual([5, 10, 20]);
+    expect(q.addRateLimited('b')).toBe(5);
+    q.forget('a');
+    expect(q.addRateLimited('a')).toBe(5);
+    q.shutDown();
+  });
+
+  it('keeps the earliest of several delayed adds of one key', async () => {
+    const q = new WorkQueue();
+    q.addAfter('a', 60_000);
+    q.addAfter('a', 10);
+    expect(await q.get()).toBe('a');
+    q.shutDown();
+  });
+
+  it('releases waiting workers on shutdown', async () => {
+    const q = new WorkQueue();
+    const waiting = q.get();
+    q.shutDown();
+    expect(await waiting).toBeUndefined();
+  });
+});
+
+describe('runWorkers', () => {
+  it('runs distinct keys in parallel but one key never concurrently, and retries failures', async () => {
+    const q = new WorkQueue({ baseMs: 1, maxMs: 10 });
+    const active = new Set<string>();
+    let overlap = false;
+    let maxParallel = 0;
+    const calls: string[] = [];
+    let failuresLeft = 2;
+    const workers = runWorkers(
+      q,
+      4,
+      async (key) => {
+        if (active.has(key)) overlap = true;
+        active.add(key);
+        maxParallel = Math.max(maxParallel, active.size);
+        calls.push(key);
+        await sleep(5);
+        active.delete(key);
+        if (key === 'flaky' && failuresLeft-- > 0) throw new Error('boom');
+      },
+      () => {},
+    );
+    q.add('a');
+    q.add('b');
+    q.add('flaky');
+    await sleep(1);
+    q.add('a'); // while 'a' runs
+    for (let i = 0; i < 100 && calls.filter((k) => k === 'flaky').length < 3; i++) await sleep(5);
+    await sleep(20);
+    await workers.stop();
+    expect(overlap).toBe(false);
+    expect(maxParallel).toBeGreaterThan(1);
+    expect(calls.filter((k) => k === 'a')).toHaveLength(2);
+    expect(calls.filter((k) => k === 'flaky')).toHaveLength(3);
+    expect(q.failures('flaky')).toBe(0);
+  });
+});
