@@ -1,0 +1,213 @@
+// Fake Anthropic Messages API (direct), Claude on Vertex AI (rawPredict / streamRawPredict / count-tokens),
+// and the Anthropic events Bedrock wraps in its event stream.
+
+import type { OutgoingHttpHeaders } from 'node:http';
+import { anthropicRequestId, sendAnthropicError, sendBehaviourError } from './llm-errors.ts';
+import { mapLazy, randomId, replyContent, splitText, usageOf } from './llm-reply-content.ts';
+import type { ReplyContent } from './llm-reply-content.ts';
+import { sseEvent, writeJson, writeJsonWithText, writeStream } from './llm-reply-writer.ts';
+import { jsonObject, requestHeader } from './llm-request.ts';
+import type { FakeBehaviour, FakeExchange, FakeUsage } from './llm-upstream.ts';
+
+const knownVersions = new Set(['2023-06-01', '2023-01-01']);
+
+export async function handleAnthropic(x: FakeExchange): Promise<void> {
+  const key = requestHeader(x.req, 'x-api-key');
+  if (key === undefined) return sendAnthropicError(x.res, 401, 'x-api-key header is required');
+  if (x.opts.expectApiKey !== undefined && key !== x.opts.expectApiKey) {
+    return sendAnthropicError(x.res, 401, 'invalid x-api-key');
+  }
+  const version = requestHeader(x.req, 'anthropic-version');
+  if (version === undefined) return sendAnthropicError(x.res, 400, 'anthropic-version: header is required');
+  if (!knownVersions.has(version)) return sendAnthropicError(x.res, 400, `anthropic-version: invalid version "${version}"`);
+  if (x.req.method !== 'POST' || (x.path !== '/v1/messages' && x.path !== '/v1/messages/count_tokens')) {
+    return sendAnthropicError(x.res, 404, `Not found: ${x.req.method} ${x.path}`);
+  }
+  const body = jsonObject(x.json);
+  if (body === null) return sendAnthropicError(x.res, 400, 'The request body is not valid JSON.');
+  const problem =
+    required(body, 'model') ??
+    extra(body, 'anthropic_version') ??
+    (x.path === '/v1/messages' ? messagesProblem(body) : messagesListProblem(body));
+  if (problem) return sendAnthropicError(x.res, 400, problem);
+  if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, 'anthropic');
+  if (x.path === '/v1/messages/count_tokens') return countTokens(x);
+  return replyMessages(x, String(body.model), body.stream === true);
+}
+
+/** Claude on Vertex AI: the model is in the URL, `anthropic_version` in the body. */
+export async function handleClaudeOnVertex(x: FakeExchange, model: string, method: string): Promise<void> {
+  const body = jsonObject(x.json);
+  if (body === null) return sendAnthropicError(x.res, 400, 'The request body is not valid JSON.');
+  if (model === 'count-tokens') {
+    // count-tokens has no model in its URL, so here the body names it.
+    const problem = required(body, 'model') ?? messagesListProblem(body);
+    if (problem) return sendAnthropicError(x.res, 400, problem);
+    if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, 'anthropic');
+    return countTokens(x);
+  }
+  const problem =
+    extra(body, 'model') ??
+    required(body, 'anthropic_version') ??
+    messagesProblem(body) ??
+    // Stricter than Vertex is known to be: a mismatch here is a proxy bug worth catching.
+    (method === 'streamRawPredict' && body.stream !== true ? 'stream: streamRawPredict requires "stream": true' : undefined) ??
+    (method === 'rawPredict' && body.stream === true ? 'stream: use streamRawPredict for "stream": true' : undefined);
+  if (problem) return sendAnthropicError(x.res, 400, problem);
+  if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, 'anthropic');
+  // Vertex ids look like claude-sonnet-4@20250514; the response names the model the way the direct API does.
+  return replyMessages(x, model.replace('@', '-'), method === 'streamRawPredict');
+}
+
+/** The checks Anthropic applies to a Messages body (model and version checks are the caller's). */
+export function messagesProblem(body: Record<string, unknown>): string | undefined {
+  if (typeof body.max_tokens !== 'number') return 'max_tokens: Field required';
+  return messagesListProblem(body);
+}
+
+function messagesListProblem(body: Record<string, unknown>): string | undefined {
+  if (!Array.isArray(body.messages) || body.messages.length === 0) return 'messages: Field required';
+  const badRole = body.messages.findIndex((m) => {
+    const role = jsonObject(m)?.role;
+    return role !== 'user' && role !== 'assistant';
+  });
+  if (badRole >= 0) return `messages.${badRole}.role: Input should be 'user' or 'assistant'`;
+  return undefined;
+}
+
+function required(body: Record<string, unknown>, field: string): string | undefined {
+  return body[field] === undefined ? `${field}: Field required` : undefined;
+}
+
+function extra(body: Record<string, unknown>, field: string): string | undefined {
+  return body[field] !== undefined ? `${field}: Extra inputs are not permitted` : undefined;
+}
+
+function countTokens(x: FakeExchange): void {
+  const u = usageOf(x.behaviour);
+  writeJson(x.res, 200, { input_tokens: u.input + u.cacheRead + u.cacheWrite + u.cacheWrite1h }, { 'request-id': anthropicRequestId() });
+}
+
+async function replyMessages(x: FakeExchange, model: string, stream: boolean): Promise<void> {
+  const headers: OutgoingHttpHeaders = { 'request-id': anthropicRequestId() };
+  const reply = anthropicReply(x.behaviour, model);
+  if (!stream) return writeJsonWithText(x.res, headers, reply.content, reply.message);
+  const sse = (event: AnthropicEvent) => sseEvent(event, { event: event.type });
+  const events = anthropicStreamEvents(reply, { ping: true });
+  return writeStream(
+    x.res,
+    {
+      headers: { ...headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' },
+      head: events.head.map(sse),
+      body: mapLazy(events.body, sse),
+      bodyCount: events.bodyCount,
+      tail: events.tail.map(sse),
+      garbage: Buffer.from('event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_del\n\n'),
+      errorEvent: sse(events.error),
+    },
+    x.behaviour,
+  );
+}
+
+export interface AnthropicReply {
+  id: string;
+  model: string;
+  content: ReplyContent;
+  usage: Required<FakeUsage>;
+  toolUseId: string;
+  /** The non-streaming Messages response around a text. */
+  message: (text: string) => Record<string, unknown>;
+}
+
+export function anthropicReply(b: FakeBehaviour, model: string): AnthropicReply {
+  const content = replyContent(b, 'Hello from the fake Claude upstream.');
+  const usage = usageOf(b);
+  const id = randomId('msg_01', 22);
+  const toolUseId = randomId('toolu_01', 22);
+  const call = content.toolCall;
+  return {
+    id,
+    model,
+    content,
+    usage,
+    toolUseId,
+    message: (text) => ({
+      id,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: call ? [{ type: 'tool_use', id: toolUseId, name: call.name, input: call.arguments }] : [{ type: 'text', text }],
+      stop_reason: call ? 'tool_use' : 'end_turn',
+      stop_sequence: null,
+      usage: { ...inputUsage(usage), output_tokens: usage.output + usage.reasoning, service_tier: 'standard' },
+    }),
+  };
+}
+
+/** Input-side usage fields: input_tokens excludes cache reads and writes. */
+export function inputUsage(u: Required<FakeUsage>): Record<string, unknown> {
+  return {
+    input_tokens: u.input,
+    cache_creation_input_tokens: u.cacheWrite + u.cacheWrite1h,
+    cache_read_input_tokens: u.cacheRead,
+    cache_creation: { ephemeral_5m_input_tokens: u.cacheWrite, ephemeral_1h_input_tokens: u.cacheWrite1h },
+  };
+}
+
+export interface AnthropicEvent {
+  type: string;
+  [field: string]: unknown;
+}
+
+export interface AnthropicStreamEvents {
+  head: AnthropicEvent[];
+  body: Iterable<AnthropicEvent>;
+  bodyCount: number;
+  /** content_block_stop, message_delta, message_stop (always last). */
+  tail: AnthropicEvent[];
+  error: AnthropicEvent;
+}
+
+/** message_start … message_stop; message_delta usage is cumulative and repeats the input fields. */
+export function anthropicStreamEvents(reply: AnthropicReply, opts: { ping: boolean }): AnthropicStreamEvents {
+  const { usage, content } = reply;
+  const call = content.toolCall;
+  const start: AnthropicEvent = {
+    type: 'message_start',
+    message: {
+      id: reply.id,
+      type: 'message',
+      role: 'assistant',
+      model: reply.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { ...inputUsage(usage), output_tokens: 1, service_tier: 'standard' },
+    },
+  };
+  const blockStart: AnthropicEvent = {
+    type: 'content_block_start',
+    index: 0,
+    content_block: call ? { type: 'tool_use', id: reply.toolUseId, name: call.name, input: {} } : { type: 'text', text: '' },
+  };
+  const argumentPieces = call ? splitText(JSON.stringify(call.arguments), 3) : [];
+  const body = call
+    ? argumentPieces.map((partial_json) => ({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json } }))
+    : mapLazy(content.pieces(), (text) => ({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }));
+  const { cache_creation: _nested, ...flatInput } = inputUsage(usage);
+  return {
+    head: opts.ping ? [start, blockStart, { type: 'ping' }] : [start, blockStart],
+    body,
+    bodyCount: call ? argumentPieces.length : content.count,
+    tail: [
+      { type: 'content_block_stop', index: 0 },
+      {
+        type: 'message_delta',
+        delta: { stop_reason: call ? 'tool_use' : 'end_turn', stop_sequence: null },
+        usage: { ...flatInput, output_tokens: usage.output + usage.reasoning },
+      },
+      { type: 'message_stop' },
+    ],
+    error: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
+  };
+}

@@ -1,0 +1,143 @@
+// Fake Bedrock runtime for Claude: InvokeModel (JSON + token-count headers) and
+// InvokeModelWithResponseStream (AWS event stream), behind a SigV4 check.
+
+import { EventStreamCodec } from '@smithy/eventstream-codec';
+import type { MessageHeaders } from '@smithy/eventstream-codec';
+import type { OutgoingHttpHeaders } from 'node:http';
+import { anthropicReply, anthropicStreamEvents, messagesProblem } from './llm-anthropic.ts';
+import type { AnthropicEvent } from './llm-anthropic.ts';
+import { sendBedrockError, sendBehaviourError } from './llm-errors.ts';
+import { mapLazy } from './llm-reply-content.ts';
+import { writeJsonWithText, writeStream } from './llm-reply-writer.ts';
+import { jsonObject } from './llm-request.ts';
+import { verifySigV4 } from './llm-sigv4.ts';
+import type { FakeExchange } from './llm-upstream.ts';
+
+const invokePath = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream)$/;
+const bedrockVersion = 'bedrock-2023-05-31';
+const fakeLatencyMs = 412;
+const fakeFirstByteMs = 187;
+
+export const eventStreamCodec = new EventStreamCodec(
+  (bytes) => Buffer.from(bytes).toString('utf8'),
+  (text) => Buffer.from(text, 'utf8'),
+);
+
+export async function handleBedrock(x: FakeExchange): Promise<void> {
+  const aws = x.opts.aws;
+  if (aws === undefined) throw new Error('the bedrock fake needs opts.aws to verify signatures');
+  const verdict = verifySigV4(
+    { method: x.req.method ?? 'GET', path: x.path, query: x.query.toString(), headers: x.req.headers, body: x.body },
+    aws,
+    'bedrock',
+  );
+  if (!verdict.ok) return sendBedrockError(x.res, 403, verdict.message, verdict.errorType);
+
+  const match = x.req.method === 'POST' ? invokePath.exec(x.path) : null;
+  if (!match) return sendBedrockError(x.res, 404, `Unknown operation ${x.req.method} ${x.path}`, 'UnknownOperationException');
+  const modelId = decodeURIComponent(match[1] ?? '');
+  const problem = bodyProblem(jsonObject(x.json));
+  if (problem !== undefined) return sendBedrockError(x.res, 400, problem);
+  if (!modelId.startsWith('arn:') && !modelId.includes('anthropic.')) {
+    return sendBedrockError(x.res, 400, 'The provided model identifier is invalid.');
+  }
+  if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, 'bedrock');
+
+  const reply = anthropicReply(x.behaviour, responseModel(modelId));
+  const u = reply.usage;
+  const headers: OutgoingHttpHeaders = { 'x-amzn-requestid': crypto.randomUUID() };
+  if (match[2] === 'invoke') {
+    return writeJsonWithText(
+      x.res,
+      {
+        ...headers,
+        'x-amzn-bedrock-input-token-count': String(u.input),
+        'x-amzn-bedrock-output-token-count': String(u.output + u.reasoning),
+        'x-amzn-bedrock-invocation-latency': String(fakeLatencyMs),
+        ...(u.cacheRead ? { 'x-amzn-bedrock-cache-read-input-token-count': String(u.cacheRead) } : {}),
+        ...(u.cacheWrite + u.cacheWrite1h ? { 'x-amzn-bedrock-cache-write-input-token-count': String(u.cacheWrite + u.cacheWrite1h) } : {}),
+      },
+      reply.content,
+      reply.message,
+    );
+  }
+
+  const events = anthropicStreamEvents(reply, { ping: false });
+  // Bedrock adds its own metrics to the final message_stop.
+  const tail = events.tail.map((event) =>
+    event.type !== 'message_stop'
+      ? event
+      : {
+          ...event,
+          'amazon-bedrock-invocationMetrics': {
+            inputTokenCount: u.input,
+            outputTokenCount: u.output + u.reasoning,
+            invocationLatency: fakeLatencyMs,
+            firstByteLatency: fakeFirstByteMs,
+            ...(u.cacheRead ? { cacheReadInputTokenCount: u.cacheRead } : {}),
+            ...(u.cacheWrite + u.cacheWrite1h ? { cacheWriteInputTokenCount: u.cacheWrite + u.cacheWrite1h } : {}),
+          },
+        },
+  );
+  return writeStream(
+    x.res,
+    {
+      headers: { ...headers, 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-bedrock-content-type': 'application/json' },
+      head: events.head.map(chunkFrame),
+      body: mapLazy(events.body, chunkFrame),
+      bodyCount: events.bodyCount,
+      tail: tail.map(chunkFrame),
+      garbage: corruptCrc(chunkFrame({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'corrupted' } })),
+      errorEvent: exceptionFrame('modelStreamErrorException', 'The model encountered an error while streaming.'),
+    },
+    x.behaviour,
+  );
+}
+
+/** What Bedrock rejects in a Claude body: the version, keys the path decides, the Messages checks. */
+function bodyProblem(body: Record<string, unknown> | null): string | undefined {
+  const malformed = (detail: string) => `Malformed input request: ${detail}, please reformat your input and try again.`;
+  if (body === null) return malformed('the body is not a JSON object');
+  if (body.anthropic_version === undefined) return malformed('#: required key [anthropic_version] not found');
+  if (body.anthropic_version !== bedrockVersion) return `Invalid API version: ${String(body.anthropic_version)}`;
+  const extraneous = ['model', 'stream'].find((k) => body[k] !== undefined);
+  if (extraneous !== undefined) return malformed(`#: extraneous key [${extraneous}] is not permitted`);
+  const problem = messagesProblem(body);
+  return problem === undefined ? undefined : malformed(problem);
+}
+
+const padding = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+let paddingTurn = 0;
+
+/** One `chunk` event: the Anthropic event base64-encoded in `bytes`, with padding `p` hiding its length. */
+export function chunkFrame(event: AnthropicEvent): Buffer {
+  paddingTurn = (paddingTurn + 7) % padding.length;
+  const payload = { bytes: Buffer.from(JSON.stringify(event)).toString('base64'), p: padding.slice(0, paddingTurn + 1) };
+  return frame(
+    { ':event-type': { type: 'string', value: 'chunk' }, ':content-type': { type: 'string', value: 'application/json' }, ':message-type': { type: 'string', value: 'event' } },
+    payload,
+  );
+}
+
+export function exceptionFrame(exceptionType: string, message: string): Buffer {
+  return frame(
+    { ':exception-type': { type: 'string', value: exceptionType }, ':content-type': { type: 'string', value: 'application/json' }, ':message-type': { type: 'string', value: 'exception' } },
+    { message },
+  );
+}
+
+function frame(headers: MessageHeaders, payload: unknown): Buffer {
+  return Buffer.from(eventStreamCodec.encode({ headers, body: Buffer.from(JSON.stringify(payload)) }));
+}
+
+/** Same frame with its trailing message CRC flipped: a decoder must reject it. */
+function corruptCrc(bytes: Buffer): Buffer {
+  const copy = Buffer.from(bytes);
+  copy[copy.length - 1] = (copy[copy.length - 1] ?? 0) ^ 0xff;
+  return copy;
+}
+
+/** `us.anthropic.claude-sonnet-4-20250514-v1:0` → `claude-sonnet-4-20250514`, the name the body reports. */
+function responseModel(modelId: string): string {
+  return modelId.replace(/^([a-z]{2,4}\.)?anthropic\./, '').replace(/-v\d+(:\d+)?$/, '');
+}

@@ -1,0 +1,198 @@
+// Fake OpenAI chat completions (also the reply side of Vertex AI's OpenAI-compatible surface).
+
+import { randomBytes } from 'node:crypto';
+import type { OutgoingHttpHeaders } from 'node:http';
+import { mapLazy, randomId, replyContent, splitText, usageOf } from './llm-reply-content.ts';
+import type { ReplyContent } from './llm-reply-content.ts';
+import { sseEvent, writeJson, writeJsonWithText, writeStream } from './llm-reply-writer.ts';
+import type { StreamPlan } from './llm-reply-writer.ts';
+import { sendBehaviourError, sendGoogleError, sendOpenAiError } from './llm-errors.ts';
+import { bearerToken, jsonObject } from './llm-request.ts';
+import type { FakeExchange, FakeUsage } from './llm-upstream.ts';
+
+export type ChatFlavour = 'openai' | 'vertex';
+
+// OpenAI answers with the dated snapshot behind an alias.
+const snapshots: Record<string, string> = {
+  'gpt-4o': 'gpt-4o-2024-08-06',
+  'gpt-4o-mini': 'gpt-4o-mini-2024-07-18',
+  'gpt-4.1': 'gpt-4.1-2025-04-14',
+  'gpt-4.1-mini': 'gpt-4.1-mini-2025-04-14',
+  'gpt-4.1-nano': 'gpt-4.1-nano-2025-04-14',
+  o3: 'o3-2025-04-16',
+  'o4-mini': 'o4-mini-2025-04-16',
+};
+
+export async function handleOpenAi(x: FakeExchange): Promise<void> {
+  const key = x.opts.expectApiKey ?? x.opts.expectBearer;
+  const token = bearerToken(x.req);
+  if (token === null) {
+    return sendOpenAiError(x.res, 401, 'No API key provided: send it as `Authorization: Bearer <key>`.', { code: null });
+  }
+  if (key !== undefined && token !== key) {
+    return sendOpenAiError(x.res, 401, `Incorrect API key provided: ${redact(token)}.`);
+  }
+  if (x.req.method === 'GET' && x.path === '/v1/models') return listModels(x);
+  if (x.req.method === 'POST' && x.path === '/v1/chat/completions') return chatCompletions(x, 'openai');
+  return sendOpenAiError(x.res, 404, `Invalid URL (${x.req.method} ${x.path})`, { code: null });
+}
+
+/** Validates a chat-completions body and replies (JSON or SSE); used by both flavours. */
+export async function chatCompletions(x: FakeExchange, flavour: ChatFlavour): Promise<void> {
+  // Vertex answers malformed requests in Google's error shape, OpenAI in its own.
+  const reject = (message: string, param?: string) =>
+    flavour === 'vertex'
+      ? sendGoogleError(x.res, 400, message)
+      : sendOpenAiError(x.res, 400, message, param ? { param, code: 'missing_required_parameter' } : {});
+  const body = jsonObject(x.json);
+  if (body === null) return reject('We could not parse the JSON body of your request.');
+  if (typeof body.model !== 'string' || body.model === '') return reject('you must provide a model parameter');
+  if (flavour === 'vertex' && !body.model.includes('/')) {
+    return reject(`Invalid model "${body.model}": Vertex expects a publisher-qualified name such as google/gemini-2.5-flash.`);
+  }
+  if (!Array.isArray(body.messages) || body.messages.length === 0) {
+    return reject("Missing required parameter: 'messages'.", 'messages');
+  }
+  if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, flavour === 'vertex' ? 'google' : 'openai');
+
+  const model = flavour === 'openai' ? (snapshots[body.model] ?? body.model) : body.model;
+  const shape: ChunkShape = {
+    id: flavour === 'openai' ? randomId('chatcmpl-', 29) : randomBytes(18).toString('base64url'),
+    created: Math.floor(Date.now() / 1000),
+    model,
+    flavour,
+  };
+  const content = replyContent(x.behaviour, `Hello from the fake ${flavour} chat completions upstream.`);
+  const usage = openAiUsage(usageOf(x.behaviour), flavour);
+  const headers = responseHeaders(flavour);
+  if (body.stream === true) {
+    const includeUsage = jsonObject(body.stream_options)?.include_usage === true;
+    return writeStream(x.res, streamPlan(shape, content, usage, includeUsage, headers), x.behaviour);
+  }
+  return writeJsonWithText(x.res, headers, content, (text) => ({
+    id: shape.id,
+    object: 'chat.completion',
+    created: shape.created,
+    model,
+    choices: [
+      {
+        index: 0,
+        message: content.toolCall
+          ? { role: 'assistant', content: null, tool_calls: [toolCallOf(content.toolCall)], refusal: null, annotations: [] }
+          : { role: 'assistant', content: text, refusal: null, annotations: [] },
+        logprobs: null,
+        finish_reason: content.toolCall ? 'tool_calls' : 'stop',
+      },
+    ],
+    usage,
+    ...fingerprint(flavour),
+  }));
+}
+
+interface ChunkShape {
+  id: string;
+  created: number;
+  model: string;
+  flavour: ChatFlavour;
+}
+
+function streamPlan(
+  shape: ChunkShape,
+  content: ReplyContent,
+  usage: Record<string, unknown>,
+  includeUsage: boolean,
+  headers: OutgoingHttpHeaders,
+): StreamPlan {
+  // With include_usage every chunk carries `usage: null` except the last, which has `choices: []`.
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+    sseEvent({
+      id: shape.id,
+      object: 'chat.completion.chunk',
+      created: shape.created,
+      model: shape.model,
+      ...fingerprint(shape.flavour),
+      choices,
+      ...(includeUsage ? { usage: null } : {}),
+      ...extra,
+    });
+  const choice = (delta: Record<string, unknown>, finish: string | null = null) => ({
+    index: 0,
+    delta,
+    logprobs: null,
+    finish_reason: finish,
+  });
+  const call = content.toolCall;
+  const toolCall = call ? toolCallOf(call) : undefined;
+  const head = toolCall
+    ? [chunk([choice({ role: 'assistant', content: null, tool_calls: [{ index: 0, ...toolCall, function: { name: toolCall.function.name, arguments: '' } }], refusal: null })])]
+    : [chunk([choice({ role: 'assistant', content: '', refusal: null })])];
+  const argumentPieces = toolCall ? splitText(toolCall.function.arguments, 3) : [];
+  const body = toolCall
+    ? argumentPieces.map((a) => chunk([choice({ tool_calls: [{ index: 0, function: { arguments: a } }] })]))
+    : mapLazy(content.pieces(), (piece) => chunk([choice({ content: piece })]));
+  const tail = [chunk([choice({}, call ? 'tool_calls' : 'stop')])];
+  if (includeUsage) tail.push(chunk([], { usage }));
+  tail.push(sseEvent('[DONE]'));
+  return {
+    headers: { ...headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' },
+    head,
+    body,
+    bodyCount: toolCall ? argumentPieces.length : content.count,
+    tail,
+    garbage: Buffer.from('data: {"id":"' + shape.id + '","object":"chat.completion.chunk","choices":[{"delta":\n\n'),
+    errorEvent: sseEvent({
+      error: { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: null },
+    }),
+  };
+}
+
+export function openAiUsage(u: Required<FakeUsage>, flavour: ChatFlavour = 'openai'): Record<string, unknown> {
+  const prompt = u.input + u.cacheRead;
+  const completion = u.output + u.reasoning;
+  if (flavour === 'vertex') {
+    return {
+      prompt_tokens: prompt,
+      completion_tokens: completion,
+      total_tokens: prompt + completion,
+      ...(u.cacheRead ? { prompt_tokens_details: { cached_tokens: u.cacheRead } } : {}),
+      ...(u.reasoning ? { completion_tokens_details: { reasoning_tokens: u.reasoning } } : {}),
+    };
+  }
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: u.cacheRead, audio_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: u.reasoning,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
+  };
+}
+
+function listModels(x: FakeExchange): void {
+  const created = 1_715_367_049;
+  const data = Object.values(snapshots)
+    .concat(Object.keys(snapshots))
+    .map((id) => ({ id, object: 'model', created, owned_by: 'system' }));
+  writeJson(x.res, 200, { object: 'list', data }, responseHeaders('openai'));
+}
+
+function toolCallOf(call: { name: string; arguments: Record<string, unknown> }) {
+  return { id: randomId('call_', 24), type: 'function' as const, function: { name: call.name, arguments: JSON.stringify(call.arguments) } };
+}
+
+function fingerprint(flavour: ChatFlavour): Record<string, unknown> {
+  return flavour === 'openai' ? { service_tier: 'default', system_fingerprint: 'fp_07871e2ad8' } : {};
+}
+
+function responseHeaders(flavour: ChatFlavour): OutgoingHttpHeaders {
+  if (flavour === 'vertex') return {};
+  return { 'x-request-id': `req_${randomBytes(16).toString('hex')}`, 'openai-version': '2020-10-01', 'openai-processing-ms': '212' };
+}
+
+function redact(key: string): string {
+  return key.length > 8 ? `${key.slice(0, 3)}...${key.slice(-4)}` : '***';
+}

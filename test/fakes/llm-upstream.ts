@@ -1,0 +1,233 @@
+// Fake LLM upstreams for proxy tests: one loopback HTTP server per provider surface that speaks the
+// provider's wire format and checks what it receives the way the real service would.
+//
+// Usage:
+//   const up = await startFakeUpstream('anthropic', { expectApiKey: 'sk-ant-test' });
+//   // point the route's upstream base URL at up.url, send a call through the proxy, then:
+//   expect(up.requests[0]?.headers['x-api-key']).toBe('sk-ant-test');
+//   up.behave({ usage: { input: 120, output: 40, cacheRead: 30 } });  // the next replies report this
+//   up.behave({ status: 529 });                  // the provider's own error shape for 529
+//   up.behave({ truncateStream: true });         // stream ends half-way, final events missing
+//   up.reset();                                   // default behaviour, no recorded requests
+//   await up.close();
+//
+// Kinds and what they serve (any other path answers 404 in the provider's error shape):
+//   vertex    Gemini   /v1/projects/P/locations/L/publishers/google/models/M:generateContent
+//                      ...:streamGenerateContent  (?alt=sse → SSE; without → a JSON array written progressively)
+//             compat   /v1/projects/P/locations/L/endpoints/openapi/chat/completions  (JSON or SSE)
+//             Claude   /v1/projects/P/locations/L/publishers/anthropic/models/M:rawPredict | :streamRawPredict
+//                      and .../models/count-tokens:rawPredict
+//             Requires `Authorization: Bearer <expectBearer>` (any bearer when expectBearer is unset).
+//   openai    /v1/chat/completions, /v1/models. Bearer key = expectApiKey ?? expectBearer.
+//   anthropic /v1/messages, /v1/messages/count_tokens. Requires x-api-key (= expectApiKey) and anthropic-version.
+//   bedrock   /model/{id}/invoke, /model/{id}/invoke-with-response-stream. Verifies SigV4 with `aws` credentials
+//             (signing name `bedrock`, canonical URI encoded twice) and answers Bedrock's 403 on mismatch.
+//
+// FakeUsage is provider-neutral; each fake writes it in its provider's own fields:
+//   input = prompt tokens billed at the plain input rate (no cache reads or writes); cacheRead; cacheWrite
+//   (5-minute) and cacheWrite1h (Anthropic formats only); output = visible generated tokens; reasoning =
+//   thinking tokens. So Anthropic input_tokens = input, OpenAI prompt_tokens = input + cacheRead, Gemini
+//   promptTokenCount = input + cacheRead with thoughtsTokenCount = reasoning beside candidatesTokenCount = output.
+//   `expectedTokenUsage(usage, format)` gives the normalised TokenUsage a correct extractor must produce.
+//
+// Behaviour is replaced (not merged) by behave(); `forRequests: n` makes it apply to the next n requests only.
+// Every request is recorded, rejected ones included, before any check.
+
+import { createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { handleVertex } from './llm-vertex.ts';
+import { handleOpenAi } from './llm-openai.ts';
+import { handleAnthropic } from './llm-anthropic.ts';
+import { handleBedrock } from './llm-bedrock.ts';
+
+export type FakeKind = 'vertex' | 'openai' | 'anthropic' | 'bedrock';
+
+export interface FakeUsage {
+  input: number;
+  output: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+  cacheWrite1h?: number;
+  reasoning?: number;
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  query: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  json: unknown;
+}
+
+export interface FakeBehaviour {
+  /** Usage the fake reports, written in the provider's own fields (see the header comment). */
+  usage?: FakeUsage;
+  /** Reply with this HTTP status in the provider's error shape (`errorBody` replaces the body verbatim). */
+  status?: number;
+  errorBody?: unknown;
+  /** Wait this long before sending headers. */
+  delayMs?: number;
+  /** End a stream cleanly half-way through the content, without the final event(s). */
+  truncateStream?: boolean;
+  /** Destroy the connection half-way through a stream (headers already sent). */
+  abortStream?: boolean;
+  /** Emit one garbage event after the first content event (Bedrock: a frame with a bad message CRC). */
+  malformedStream?: boolean;
+  /** Emit the provider's in-stream error event half-way through a stream, then end. */
+  streamError?: boolean;
+  /** Write stream bytes in tiny pieces and coalesce several events in one write. */
+  splitFrames?: boolean;
+  /** Number of content events in a stream (default 4). */
+  chunkCount?: number;
+  /** Reply text (default: a short sentence naming the fake). */
+  text?: string;
+  /** Reply with about this many bytes of text, generated lazily and written with backpressure. */
+  bigBodyBytes?: number;
+  /** Reply with a tool call instead of text. */
+  toolCall?: { name: string; arguments: Record<string, unknown> };
+  /** Drop the connection without any response. */
+  destroySocket?: boolean;
+  /** Apply this behaviour to the next n requests only, then return to the default. */
+  forRequests?: number;
+}
+
+export interface FakeUpstreamOptions {
+  expectBearer?: string;
+  expectApiKey?: string;
+  aws?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string; region: string };
+}
+
+export interface FakeUpstream {
+  kind: FakeKind;
+  url: string;
+  requests: RecordedRequest[];
+  behave(b: FakeBehaviour): void;
+  reset(): void;
+  close(): Promise<void>;
+}
+
+/** What a provider handler gets for one request. */
+export interface FakeExchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** Path as received (still percent-encoded). */
+  path: string;
+  query: URLSearchParams;
+  body: Buffer;
+  json: unknown;
+  behaviour: FakeBehaviour;
+  opts: FakeUpstreamOptions;
+}
+
+export type FakeHandler = (x: FakeExchange) => Promise<void>;
+
+const handlers: Record<FakeKind, FakeHandler> = {
+  vertex: handleVertex,
+  openai: handleOpenAi,
+  anthropic: handleAnthropic,
+  bedrock: handleBedrock,
+};
+
+const maxRequestBytes = 64 * 1024 * 1024;
+
+export async function startFakeUpstream(kind: FakeKind, opts: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
+  const requests: RecordedRequest[] = [];
+  let behaviour: FakeBehaviour = {};
+  let remaining = Infinity;
+
+  const nextBehaviour = (): FakeBehaviour => {
+    const current = behaviour;
+    remaining -= 1;
+    if (remaining <= 0) {
+      behaviour = {};
+      remaining = Infinity;
+    }
+    return current;
+  };
+
+  const server = createServer((req, res) => {
+    serve(req, res).catch((err: unknown) => {
+      // A bug in a fake must surface in the test, not as a hung request.
+      if (!res.headersSent) {
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end(`fake ${kind} upstream failed: ${String(err)}`);
+      } else {
+        res.destroy();
+      }
+    });
+  });
+
+  const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const body = await readBody(req);
+    const target = new URL(req.url ?? '/', 'http://fake');
+    const rawPath = (req.url ?? '/').split('?')[0] ?? '/';
+    const json = parseJson(body);
+    requests.push({
+      method: req.method ?? 'GET',
+      path: rawPath,
+      query: target.search.replace(/^\?/, ''),
+      headers: { ...req.headers },
+      body,
+      json,
+    });
+    const b = nextBehaviour();
+    if (b.destroySocket) {
+      req.socket.destroy();
+      return;
+    }
+    if (b.delayMs) await sleep(b.delayMs);
+    await handlers[kind]({ req, res, path: rawPath, query: target.searchParams, body, json, behaviour: b, opts });
+  };
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    kind,
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    behave(b) {
+      behaviour = { ...b };
+      remaining = b.forRequests ?? Infinity;
+    },
+    reset() {
+      behaviour = {};
+      remaining = Infinity;
+      requests.length = 0;
+    },
+    close() {
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxRequestBytes) throw new Error(`request body over ${maxRequestBytes} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+function parseJson(body: Buffer): unknown {
+  if (body.length === 0) return undefined;
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+export { expectedTokenUsage } from './llm-reply-content.ts';
