@@ -4,7 +4,7 @@
 // Each checks what it receives the way the real endpoint would and answers in the real wire format.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createPublicKey, generateKeyPairSync, verify, type KeyObject } from 'node:crypto';
+import { generateKeyPairSync, verify, type KeyObject } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { gaxios } from 'google-auth-library';
 
@@ -286,7 +286,7 @@ function checkAssertion(assertion: string, publicKey: KeyObject, clientEmail: st
   const parts = assertion.split('.');
   if (parts.length !== 3) return 'assertion is not a JWT';
   const [header, payload, signature] = parts as [string, string, string];
-  const valid = verify('RSA-SHA256', Buffer.from(`${header}.${payload}`), createPublicKey(publicKey), Buffer.from(signature, 'base64url'));
+  const valid = verify('RSA-SHA256', Buffer.from(`${header}.${payload}`), publicKey, Buffer.from(signature, 'base64url'));
   if (!valid) return 'Invalid JWT Signature.';
   const head = JSON.parse(Buffer.from(header, 'base64url').toString()) as { alg?: string };
   if (head.alg !== 'RS256') return `unexpected alg ${String(head.alg)}`;
