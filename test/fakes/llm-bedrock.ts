@@ -25,7 +25,7 @@ export const eventStreamCodec = new EventStreamCodec(
 
 export async function handleBedrock(x: FakeExchange): Promise<void> {
   const aws = x.opts.aws;
-  if (aws === undefined) throw new Error('the bedrock fake needs opts.aws to verify signatures');
+  if (aws === undefined) throw new Error('the bedrock fake needs opts.aws to verify SigV4 signatures');
   const verdict = verifySigV4(
     { method: x.req.method ?? 'GET', path: x.path, query: x.query.toString(), headers: x.req.headers, body: x.body },
     aws,

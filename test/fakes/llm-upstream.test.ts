@@ -225,3 +225,269 @@ describe('vertex fake', () => {
     });
   });
 });
+
+describe('anthropic fake', () => {
+  const messages = [{ role: 'user', content: 'hi' }];
+  const headers = { 'x-api-key': 'sk-ant-test', 'anthropic-version': '2023-06-01' };
+
+  it('checks x-api-key, anthropic-version and the body the way the API does', async () => {
+    const up = await start('anthropic', { expectApiKey: 'sk-ant-test' });
+    const url = `${up.url}/v1/messages`;
+    const body = { model: 'claude-sonnet-4-20250514', max_tokens: 10, messages };
+    const wrongKey = await post(url, body, { ...headers, 'x-api-key': 'nope' });
+    expect(wrongKey.status).toBe(401);
+    expect(JSON.parse(wrongKey.text)).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
+    const noVersion = await post(url, body, { 'x-api-key': 'sk-ant-test' });
+    expect(noVersion.status).toBe(400);
+    expect(JSON.parse(noVersion.text).error.message).toContain('anthropic-version');
+    const noMax = await post(url, { model: 'claude-sonnet-4-20250514', messages }, headers);
+    expect(JSON.parse(noMax.text).error.message).toBe('max_tokens: Field required');
+    const systemRole = await post(url, { ...body, messages: [{ role: 'system', content: 'x' }, ...messages] }, headers);
+    expect(JSON.parse(systemRole.text).error.message).toContain('messages.0.role');
+    const vertexBody = await post(url, { ...body, anthropic_version: 'vertex-2023-10-16' }, headers);
+    expect(JSON.parse(vertexBody.text).error.message).toBe('anthropic_version: Extra inputs are not permitted');
+  });
+
+  it('reports input_tokens without cache and the cache fields beside it', async () => {
+    const up = await start('anthropic');
+    up.behave({ usage: { input: 12, output: 30, cacheRead: 200, cacheWrite: 50, cacheWrite1h: 25, reasoning: 5 } });
+    const r = await post(`${up.url}/v1/messages`, { model: 'claude-opus-4-1', max_tokens: 10, messages }, headers);
+    expect(r.headers.get('request-id')).toMatch(/^req_/);
+    expect(JSON.parse(r.text).usage).toMatchObject({
+      input_tokens: 12,
+      cache_read_input_tokens: 200,
+      cache_creation_input_tokens: 75,
+      cache_creation: { ephemeral_5m_input_tokens: 50, ephemeral_1h_input_tokens: 25 },
+      output_tokens: 35,
+    });
+  });
+
+  it('streams message_start … message_stop with cumulative message_delta usage', async () => {
+    const up = await start('anthropic');
+    up.behave({ usage: { input: 12, output: 30, cacheRead: 200 }, text: 'abc def ghi', chunkCount: 3 });
+    const r = await post(`${up.url}/v1/messages`, { model: 'claude-haiku-4-5', max_tokens: 10, stream: true, messages }, headers);
+    expect(r.headers.get('content-type')).toContain('text/event-stream');
+    const names = r.text.split('\n').filter((l) => l.startsWith('event: ')).map((l) => l.slice(7));
+    expect(names).toEqual([
+      'message_start', 'content_block_start', 'ping',
+      'content_block_delta', 'content_block_delta', 'content_block_delta',
+      'content_block_stop', 'message_delta', 'message_stop',
+    ]);
+    const events = sseJson(r.text);
+    expect(events[0].message.usage).toMatchObject({ input_tokens: 12, cache_read_input_tokens: 200, output_tokens: 1 });
+    expect(events.find((e) => e.type === 'message_delta').usage).toMatchObject({ input_tokens: 12, cache_read_input_tokens: 200, output_tokens: 30 });
+    expect(events.filter((e) => e.type === 'content_block_delta').map((e) => e.delta.text).join('')).toBe('abc def ghi');
+  });
+
+  it('streams a tool call as input_json_delta pieces', async () => {
+    const up = await start('anthropic');
+    up.behave({ toolCall: { name: 'lookup', arguments: { q: 'tollgate' } } });
+    const r = await post(`${up.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 10, stream: true, messages }, headers);
+    const events = sseJson(r.text);
+    expect(events[1].content_block).toMatchObject({ type: 'tool_use', name: 'lookup' });
+    const json = events.filter((e) => e.type === 'content_block_delta').map((e) => e.delta.partial_json).join('');
+    expect(JSON.parse(json)).toEqual({ q: 'tollgate' });
+    expect(events.find((e) => e.type === 'message_delta').delta.stop_reason).toBe('tool_use');
+  });
+
+  it('counts tokens', async () => {
+    const up = await start('anthropic');
+    up.behave({ usage: { input: 33, output: 0 } });
+    const r = await post(`${up.url}/v1/messages/count_tokens`, { model: 'claude-sonnet-4-5', messages }, headers);
+    expect(JSON.parse(r.text)).toEqual({ input_tokens: 33 });
+  });
+});
+
+describe('bedrock fake', () => {
+  const aws = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY', sessionToken: 'session-token-1', region: 'eu-west-1' };
+  const modelPath = `/model/${encodeURIComponent('anthropic.claude-sonnet-4-20250514-v1:0')}`;
+  const claudeBody = { anthropic_version: 'bedrock-2023-05-31', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
+
+  /** Signs like the AWS SDK does (path already percent-encoded, encoded again by the signer) and sends it. */
+  async function signedCall(
+    up: FakeUpstream,
+    path: string,
+    body: unknown,
+    signer: { secretAccessKey?: string; uriEscapePath?: boolean; sessionToken?: string } = {},
+  ) {
+    const { hostname, port } = new URL(up.url);
+    const payload = JSON.stringify(body);
+    const sigv4 = new SignatureV4({
+      service: 'bedrock',
+      region: aws.region,
+      sha256: Sha256,
+      uriEscapePath: signer.uriEscapePath ?? true,
+      credentials: { accessKeyId: aws.accessKeyId, secretAccessKey: signer.secretAccessKey ?? aws.secretAccessKey, sessionToken: signer.sessionToken ?? aws.sessionToken },
+    });
+    const signed = await sigv4.sign({
+      method: 'POST',
+      protocol: 'http:',
+      hostname,
+      port: Number(port),
+      path,
+      query: {},
+      headers: { host: `${hostname}:${port}`, 'content-type': 'application/json', accept: 'application/json' },
+      body: payload,
+    });
+    return new Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }>((resolve, reject) => {
+      const req = httpRequest({ host: hostname, port, method: 'POST', path, headers: signed.headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      });
+      req.on('error', reject);
+      req.end(payload);
+    });
+  }
+
+  /** Cuts the body at each prelude's total length; the codec checks both CRCs of every frame. */
+  function decodeFrames(bytes: Buffer) {
+    const frames = [];
+    for (let offset = 0; offset < bytes.length; ) {
+      const total = bytes.readUInt32BE(offset);
+      frames.push(eventStreamCodec.decode(bytes.subarray(offset, offset + total)));
+      offset += total;
+    }
+    return frames;
+  }
+
+  it('accepts a request signed with @smithy/signature-v4 and reports token counts in headers', async () => {
+    const up = await start('bedrock', { aws });
+    up.behave({ usage: { input: 15, output: 6, cacheRead: 4 } });
+    const r = await signedCall(up, `${modelPath}/invoke`, claudeBody);
+    expect(r.status).toBe(200);
+    expect(r.headers['x-amzn-bedrock-input-token-count']).toBe('15');
+    expect(r.headers['x-amzn-bedrock-output-token-count']).toBe('6');
+    expect(r.headers['x-amzn-bedrock-invocation-latency']).toMatch(/^\d+$/);
+    const message = JSON.parse(r.body.toString());
+    expect(message).toMatchObject({ type: 'message', model: 'claude-sonnet-4-20250514', usage: { input_tokens: 15, cache_read_input_tokens: 4 } });
+    expect(up.requests[0]?.path).toBe('/model/anthropic.claude-sonnet-4-20250514-v1%3A0/invoke');
+  });
+
+  it('answers 403 signature mismatch for a wrong secret and for a single-encoded canonical URI', async () => {
+    const up = await start('bedrock', { aws });
+    const wrongSecret = await signedCall(up, `${modelPath}/invoke`, claudeBody, { secretAccessKey: 'not-the-secret' });
+    const singleEncoded = await signedCall(up, `${modelPath}/invoke`, claudeBody, { uriEscapePath: false });
+    for (const r of [wrongSecret, singleEncoded]) {
+      expect(r.status).toBe(403);
+      expect(r.headers['x-amzn-errortype']).toMatch(/^InvalidSignatureException/);
+      expect(JSON.parse(r.body.toString()).message).toMatch(/^The request signature we calculated does not match/);
+    }
+    expect(JSON.parse(singleEncoded.body.toString()).message).toContain('%253A0');
+    const wrongToken = await signedCall(up, `${modelPath}/invoke`, claudeBody, { sessionToken: 'stale' });
+    expect(wrongToken.status).toBe(403);
+    expect(wrongToken.headers['x-amzn-errortype']).toMatch(/^UnrecognizedClientException/);
+  });
+
+  it('rejects model or stream in the body and a wrong anthropic_version', async () => {
+    const up = await start('bedrock', { aws });
+    for (const body of [{ ...claudeBody, model: 'x' }, { ...claudeBody, stream: true }, { ...claudeBody, anthropic_version: '2023-06-01' }]) {
+      const r = await signedCall(up, `${modelPath}/invoke`, body);
+      expect(r.status).toBe(400);
+      expect(r.headers['x-amzn-errortype']).toMatch(/^ValidationException/);
+    }
+  });
+
+  it('streams event-stream frames whose chunks decode to Anthropic events ending with invocation metrics', async () => {
+    const up = await start('bedrock', { aws });
+    up.behave({ usage: { input: 15, output: 6 }, text: 'streamed text', chunkCount: 2, splitFrames: true });
+    const r = await signedCall(up, `${modelPath}/invoke-with-response-stream`, claudeBody);
+    expect(r.headers['content-type']).toBe('application/vnd.amazon.eventstream');
+    const frames = decodeFrames(r.body);
+    expect(frames.every((f) => f.headers[':event-type']?.value === 'chunk' && f.headers[':message-type']?.value === 'event')).toBe(true);
+    const events = frames.map((f) => JSON.parse(Buffer.from(JSON.parse(Buffer.from(f.body).toString()).bytes, 'base64').toString()));
+    expect(events.map((e) => e.type)).toEqual([
+      'message_start', 'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop',
+    ]);
+    expect(events.at(-1)['amazon-bedrock-invocationMetrics']).toMatchObject({ inputTokenCount: 15, outputTokenCount: 6 });
+  });
+
+  it('corrupts a frame CRC for malformedStream, which the decoder rejects', async () => {
+    const up = await start('bedrock', { aws });
+    up.behave({ malformedStream: true });
+    const r = await signedCall(up, `${modelPath}/invoke-with-response-stream`, claudeBody);
+    expect(() => decodeFrames(r.body)).toThrow(/checksum/i);
+  });
+});
+
+describe('behaviours', () => {
+  const headers = { 'x-api-key': 'k', 'anthropic-version': '2023-06-01' };
+  const body = { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
+
+  it('replies with the requested status in the provider error shape, for forRequests requests only', async () => {
+    const up = await start('anthropic');
+    up.behave({ status: 529, forRequests: 1 });
+    const overloaded = await post(`${up.url}/v1/messages`, body, headers);
+    expect(overloaded.status).toBe(529);
+    expect(JSON.parse(overloaded.text)).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
+    expect((await post(`${up.url}/v1/messages`, body, headers)).status).toBe(200);
+  });
+
+  it('sends errorBody verbatim', async () => {
+    const up = await start('openai');
+    up.behave({ status: 503, errorBody: { custom: true } });
+    const r = await post(`${up.url}/v1/chat/completions`, { model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] }, { authorization: 'Bearer k' });
+    expect(r.status).toBe(503);
+    expect(JSON.parse(r.text)).toEqual({ custom: true });
+  });
+
+  it('truncates a stream before its final events', async () => {
+    const up = await start('openai');
+    up.behave({ truncateStream: true, chunkCount: 6 });
+    const r = await post(`${up.url}/v1/chat/completions`, { model: 'gpt-4o', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'x' }] }, { authorization: 'Bearer k' });
+    const data = sseData(r.text);
+    expect(data).not.toContain('[DONE]');
+    expect(sseJson(r.text).some((c) => c.usage)).toBe(false);
+    expect(data.length).toBe(1 + 3);
+  });
+
+  it('aborts the connection mid-stream and drops it before any response', async () => {
+    const up = await start('anthropic');
+    up.behave({ abortStream: true });
+    await expect(post(`${up.url}/v1/messages`, { ...body, stream: true }, headers)).rejects.toThrow();
+    up.behave({ destroySocket: true });
+    await expect(post(`${up.url}/v1/messages`, body, headers)).rejects.toThrow();
+    expect(up.requests).toHaveLength(2);
+  });
+
+  it('inserts a garbage event and an in-stream error', async () => {
+    const up = await start('anthropic');
+    up.behave({ malformedStream: true, streamError: true, chunkCount: 4 });
+    const r = await post(`${up.url}/v1/messages`, { ...body, stream: true }, headers);
+    const data = sseData(r.text);
+    expect(() => data.map((d) => JSON.parse(d))).toThrow(SyntaxError);
+    expect(JSON.parse(data.at(-1) ?? '')).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
+  });
+
+  it('streams a big body of the requested size, whole or as events', async () => {
+    const up = await start('openai');
+    up.behave({ bigBodyBytes: 1_000_000 });
+    const request = { model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] };
+    const stream = await post(`${up.url}/v1/chat/completions`, { ...request, stream: true }, { authorization: 'Bearer k' });
+    const text = sseJson(stream.text).map((c) => c.choices[0]?.delta.content ?? '').join('');
+    expect(text.length).toBe(1_000_000);
+    const whole = await post(`${up.url}/v1/chat/completions`, request, { authorization: 'Bearer k' });
+    expect(JSON.parse(whole.text).choices[0].message.content.length).toBe(1_000_000);
+  });
+
+  it('keeps the same events when frames are split into tiny writes', async () => {
+    const up = await start('vertex');
+    const url = `${up.url}/v1/projects/p/locations/global/publishers/google/models/gemini-2.5-pro:streamGenerateContent?alt=sse`;
+    const call = () => post(url, { contents: [{ role: 'user', parts: [{ text: 'x' }] }] }, { authorization: 'Bearer t' });
+    up.behave({ text: 'same text either way', chunkCount: 5 });
+    const whole = sseJson((await call()).text).map((c) => c.candidates[0].content.parts[0].text);
+    up.behave({ text: 'same text either way', chunkCount: 5, splitFrames: true });
+    const split = sseJson((await call()).text).map((c) => c.candidates[0].content.parts[0].text);
+    expect(split).toEqual(whole);
+  });
+});
+
+describe('expectedTokenUsage', () => {
+  it('normalises to input including cache and output including reasoning, per format', () => {
+    const u = { input: 10, output: 20, cacheRead: 3, cacheWrite: 4, cacheWrite1h: 5, reasoning: 6 };
+    expect(expectedTokenUsage(u, 'anthropic')).toEqual({
+      inputTokens: 22, outputTokens: 26, cacheReadTokens: 3, cacheWriteTokens: 9, cacheWrite1hTokens: 5, reasoningTokens: 6, totalTokens: 48,
+    });
+    expect(expectedTokenUsage(u, 'gemini')).toMatchObject({ inputTokens: 13, cacheWriteTokens: 0, outputTokens: 26 });
+  });
+});

@@ -134,6 +134,7 @@ const handlers: Record<FakeKind, FakeHandler> = {
 const maxRequestBytes = 64 * 1024 * 1024;
 
 export async function startFakeUpstream(kind: FakeKind, opts: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
+  if (kind === 'bedrock' && opts.aws === undefined) throw new Error('the bedrock fake needs opts.aws to verify SigV4 signatures');
   const requests: RecordedRequest[] = [];
   let behaviour: FakeBehaviour = {};
   let remaining = Infinity;
