@@ -143,9 +143,11 @@ describe('metadata server (GKE workload identity, GCE)', () => {
     vi.setSystemTime(start + 57 * 60_000);
     expect(await authorize(provider)).toBe('Bearer metadata-token-1');
     expect(lines.some((line) => line.level === 40 && String(line.msg).startsWith('failed to refresh ADC token'))).toBe(true);
+    expect(provider.problem()).toBeNull();
 
     vi.setSystemTime(start + 61 * 60_000);
     await expect(provider.apply(request())).rejects.toBeInstanceOf(CredentialError);
+    expect(provider.problem()).toMatch(/^failed to get ADC token/);
   });
 });
 

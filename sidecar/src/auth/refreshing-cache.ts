@@ -41,7 +41,10 @@ export class RefreshingCache<T> {
     return this.#pending;
   }
 
-  /** The error of the last refresh when it failed, else undefined. */
+  /**
+   * The error of the last refresh when it left no usable value (callers are failing), else undefined.
+   * A failed early refresh while the current value is still valid does not count: requests still succeed.
+   */
   get lastError(): unknown {
     return this.#lastError;
   }
@@ -53,13 +56,13 @@ export class RefreshingCache<T> {
       this.#lastError = undefined;
       return next.value;
     } catch (error) {
-      this.#lastError = error;
       const current = this.#current;
       if (current && current.expiresAt !== undefined && Date.now() < current.expiresAt) {
         this.#onStaleServed?.(error);
         return current.value;
       }
       this.#current = undefined;
+      this.#lastError = error;
       throw error;
     }
   }
