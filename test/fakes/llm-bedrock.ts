@@ -27,7 +27,7 @@ export async function handleBedrock(x: FakeExchange): Promise<void> {
   const aws = x.opts.aws;
   if (aws === undefined) throw new Error('the bedrock fake needs opts.aws to verify SigV4 signatures');
   const verdict = verifySigV4(
-    { method: x.req.method ?? 'GET', path: x.path, query: x.query.toString(), headers: x.req.headers, body: x.body },
+    { method: x.req.method ?? 'GET', path: x.path, query: x.rawQuery, headers: x.req.headers, body: x.body },
     aws,
     'bedrock',
   );
@@ -113,20 +113,17 @@ let paddingTurn = 0;
 export function chunkFrame(event: AnthropicEvent): Buffer {
   paddingTurn = (paddingTurn + 7) % padding.length;
   const payload = { bytes: Buffer.from(JSON.stringify(event)).toString('base64'), p: padding.slice(0, paddingTurn + 1) };
-  return frame(
-    { ':event-type': { type: 'string', value: 'chunk' }, ':content-type': { type: 'string', value: 'application/json' }, ':message-type': { type: 'string', value: 'event' } },
-    payload,
-  );
+  return frame({ ':event-type': 'chunk', ':content-type': 'application/json', ':message-type': 'event' }, payload);
 }
 
 export function exceptionFrame(exceptionType: string, message: string): Buffer {
-  return frame(
-    { ':exception-type': { type: 'string', value: exceptionType }, ':content-type': { type: 'string', value: 'application/json' }, ':message-type': { type: 'string', value: 'exception' } },
-    { message },
-  );
+  return frame({ ':exception-type': exceptionType, ':content-type': 'application/json', ':message-type': 'exception' }, { message });
 }
 
-function frame(headers: MessageHeaders, payload: unknown): Buffer {
+/** A frame with string headers and a JSON payload. */
+function frame(stringHeaders: Record<string, string>, payload: unknown): Buffer {
+  const headers: MessageHeaders = {};
+  for (const [name, value] of Object.entries(stringHeaders)) headers[name] = { type: 'string', value };
   return Buffer.from(eventStreamCodec.encode({ headers, body: Buffer.from(JSON.stringify(payload)) }));
 }
 

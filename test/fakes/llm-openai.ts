@@ -123,9 +123,11 @@ function streamPlan(
   });
   const call = content.toolCall;
   const toolCall = call ? toolCallOf(call) : undefined;
-  const head = toolCall
-    ? [chunk([choice({ role: 'assistant', content: null, tool_calls: [{ index: 0, ...toolCall, function: { name: toolCall.function.name, arguments: '' } }], refusal: null })])]
-    : [chunk([choice({ role: 'assistant', content: '', refusal: null })])];
+  // A streamed tool call names the function first, then sends its arguments in pieces.
+  const firstDelta = toolCall
+    ? { role: 'assistant', content: null, tool_calls: [{ index: 0, ...toolCall, function: { name: toolCall.function.name, arguments: '' } }], refusal: null }
+    : { role: 'assistant', content: '', refusal: null };
+  const head = [chunk([choice(firstDelta)])];
   const argumentPieces = toolCall ? splitText(toolCall.function.arguments, 3) : [];
   const body = toolCall
     ? argumentPieces.map((a) => chunk([choice({ tool_calls: [{ index: 0, function: { arguments: a } }] })]))

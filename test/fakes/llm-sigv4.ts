@@ -33,7 +33,8 @@ export function verifySigV4(req: ReceivedRequest, creds: SigV4Credentials, servi
   const fail = (errorType: string, message: string): SigV4Verdict => ({ ok: false, errorType, message });
   const authorization = single(req.headers.authorization);
   if (authorization === undefined) return fail('MissingAuthenticationTokenException', 'Missing Authentication Token');
-  const parsed = /^AWS4-HMAC-SHA256 Credential=([^,]+), ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$/.exec(authorization);
+  const authorizationFormat = /^AWS4-HMAC-SHA256 Credential=([^,]+), ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$/;
+  const parsed = authorizationFormat.exec(authorization);
   if (!parsed) return fail('IncompleteSignatureException', `Authorization header is not a valid ${algorithm} signature: ${authorization}`);
   const [, credential = '', signedHeaderList = '', signature = ''] = parsed;
   const [accessKeyId, date, region, scopeService, terminator] = credential.split('/');

@@ -115,6 +115,8 @@ export interface FakeExchange {
   res: ServerResponse;
   /** Path as received (still percent-encoded). */
   path: string;
+  /** Query string as received, without `?`. */
+  rawQuery: string;
   query: URLSearchParams;
   body: Buffer;
   json: unknown;
@@ -163,13 +165,12 @@ export async function startFakeUpstream(kind: FakeKind, opts: FakeUpstreamOption
 
   const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const body = await readBody(req);
-    const target = new URL(req.url ?? '/', 'http://fake');
-    const rawPath = (req.url ?? '/').split('?')[0] ?? '/';
+    const [rawPath = '/', rawQuery = ''] = (req.url ?? '/').split(/\?(.*)/s);
     const json = parseJson(body);
     requests.push({
       method: req.method ?? 'GET',
       path: rawPath,
-      query: target.search.replace(/^\?/, ''),
+      query: rawQuery,
       headers: { ...req.headers },
       body,
       json,
@@ -180,7 +181,8 @@ export async function startFakeUpstream(kind: FakeKind, opts: FakeUpstreamOption
       return;
     }
     if (b.delayMs) await sleep(b.delayMs);
-    await handlers[kind]({ req, res, path: rawPath, query: target.searchParams, body, json, behaviour: b, opts });
+    const query = new URLSearchParams(rawQuery);
+    await handlers[kind]({ req, res, path: rawPath, rawQuery, query, body, json, behaviour: b, opts });
   };
 
   await new Promise<void>((resolve, reject) => {
