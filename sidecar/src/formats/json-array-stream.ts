@@ -1,0 +1,185 @@
+// Incremental reader for a JSON array written progressively, as Gemini's streamGenerateContent does without
+// `alt=sse`: `[{...}\n,\r\n{...}\n]`. It hands over each element's bytes as soon as the element is complete.
+//
+// It only tracks nesting depth and string state, byte by byte: quotes, brackets and backslashes are ASCII and
+// never occur inside a multi-byte UTF-8 sequence. Element contents are not validated (the consumer parses the
+// ones it cares about). An element larger than maxElementBytes is skipped and counted, so memory stays bounded.
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+
+/** Receives one complete element: a view into the pushed chunk when it fit in one (the parser never writes to it). */
+export type JsonElementHandler = (element: Buffer) => void;
+
+export const DEFAULT_MAX_JSON_ELEMENT_BYTES = 4 * 1024 * 1024;
+
+const BEFORE_ARRAY = 0;
+const EXPECT_FIRST = 1; // after '[': an element or ']'
+const EXPECT_ELEMENT = 2; // after ',': an element
+const IN_ELEMENT = 3;
+const AFTER_ELEMENT = 4; // ',' or ']'
+const DONE = 5;
+const FAILED = 6;
+
+function isWhitespace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+}
+
+function isDelimiter(byte: number): boolean {
+  return byte === COMMA || byte === CLOSE_BRACKET || isWhitespace(byte);
+}
+
+export class JsonArrayStreamParser {
+  /** Elements skipped because they exceeded maxElementBytes. */
+  oversizedElements = 0;
+  /** Set when the input is not a JSON array; parsing stops there. */
+  error: string | undefined;
+
+  readonly #onElement: JsonElementHandler;
+  readonly #maxElementBytes: number;
+  #state = BEFORE_ARRAY;
+  #depth = 0;
+  #inString = false;
+  #escaped = false;
+  /** The element is a bare scalar (number, true, null…), which ends at the next delimiter. */
+  #scalar = false;
+  #parts: Buffer[] = [];
+  #elementBytes = 0;
+  #oversized = false;
+  #offset = 0;
+
+  constructor(onElement: JsonElementHandler, options: { maxElementBytes?: number } = {}) {
+    this.#onElement = onElement;
+    this.#maxElementBytes = options.maxElementBytes ?? DEFAULT_MAX_JSON_ELEMENT_BYTES;
+  }
+
+  /** True once the closing `]` was read. */
+  get complete(): boolean {
+    return this.#state === DONE;
+  }
+
+  push(chunk: Buffer): void {
+    const length = chunk.length;
+    let pos = 0;
+    let start = this.#state === IN_ELEMENT ? 0 : -1;
+    while (pos < length && this.#state !== FAILED) {
+      const byte = chunk[pos]!;
+      switch (this.#state) {
+        case IN_ELEMENT:
+          if (this.#inString) {
+            if (this.#escaped) this.#escaped = false;
+            else if (byte === BACKSLASH) this.#escaped = true;
+            else if (byte === QUOTE) {
+              this.#inString = false;
+              if (this.#depth === 0) {
+                this.#emit(chunk, start, pos + 1);
+                start = -1;
+              }
+            }
+          } else if (this.#scalar) {
+            if (isDelimiter(byte)) {
+              this.#emit(chunk, start, pos);
+              start = -1;
+              continue; // the delimiter is read in AFTER_ELEMENT
+            }
+          } else if (byte === QUOTE) {
+            this.#inString = true;
+          } else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
+            this.#depth++;
+          } else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) {
+            this.#depth--;
+            if (this.#depth === 0) {
+              this.#emit(chunk, start, pos + 1);
+              start = -1;
+            }
+          }
+          break;
+        case BEFORE_ARRAY:
+          if (byte === OPEN_BRACKET) this.#state = EXPECT_FIRST;
+          else if (!isWhitespace(byte)) this.#fail(`expected '[' at byte ${this.#offset + pos}`);
+          break;
+        case EXPECT_FIRST:
+        case EXPECT_ELEMENT:
+          if (isWhitespace(byte)) break;
+          if (byte === CLOSE_BRACKET && this.#state === EXPECT_FIRST) {
+            this.#state = DONE;
+            break;
+          }
+          if (byte === COMMA || byte === CLOSE_BRACKET) {
+            this.#fail(`unexpected '${String.fromCharCode(byte)}' at byte ${this.#offset + pos}`);
+            break;
+          }
+          this.#state = IN_ELEMENT;
+          start = pos;
+          this.#elementBytes = 0;
+          this.#inString = byte === QUOTE;
+          this.#scalar = byte !== QUOTE && byte !== OPEN_BRACE && byte !== OPEN_BRACKET;
+          this.#depth = byte === OPEN_BRACE || byte === OPEN_BRACKET ? 1 : 0;
+          break;
+        case AFTER_ELEMENT:
+          if (byte === COMMA) this.#state = EXPECT_ELEMENT;
+          else if (byte === CLOSE_BRACKET) this.#state = DONE;
+          else if (!isWhitespace(byte)) this.#fail(`expected ',' or ']' at byte ${this.#offset + pos}`);
+          break;
+        case DONE:
+          if (!isWhitespace(byte)) this.#fail(`unexpected data after the closing ']' at byte ${this.#offset + pos}`);
+          break;
+      }
+      pos++;
+    }
+    if (this.#state === IN_ELEMENT && start !== -1) this.#keep(chunk, start, length);
+    this.#offset += length;
+  }
+
+  /** Called at end of input. Returns an error text when the array was not complete. */
+  end(): string | undefined {
+    if (this.error) return this.error;
+    if (this.#state === IN_ELEMENT && this.#scalar) {
+      // A scalar can only be terminated by a delimiter; the input ended right after it.
+      this.#emit(EMPTY, 0, 0);
+    }
+    if (this.#state !== DONE) return this.#state === BEFORE_ARRAY && this.#offset === 0 ? 'empty response' : 'JSON array ended before its closing ]';
+    return undefined;
+  }
+
+  #keep(chunk: Buffer, from: number, to: number): void {
+    this.#elementBytes += to - from;
+    if (this.#elementBytes > this.#maxElementBytes && !this.#oversized) {
+      this.#oversized = true;
+      this.oversizedElements++;
+      this.#parts = [];
+    }
+    // Copy: a partial element is held across chunks, and a view would pin each whole chunk.
+    if (!this.#oversized && to > from) this.#parts.push(Buffer.from(chunk.subarray(from, to)));
+  }
+
+  #emit(chunk: Buffer, from: number, to: number): void {
+    this.#state = AFTER_ELEMENT;
+    const oversized = this.#oversized || this.#elementBytes + (to - from) > this.#maxElementBytes;
+    if (oversized && !this.#oversized) this.oversizedElements++;
+    this.#oversized = false;
+    const parts = this.#parts;
+    this.#parts = [];
+    this.#elementBytes = 0;
+    if (oversized) return;
+    if (parts.length === 0) {
+      this.#onElement(chunk.subarray(from, to));
+      return;
+    }
+    if (to > from) parts.push(chunk.subarray(from, to));
+    this.#onElement(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+  }
+
+  #fail(message: string): void {
+    this.error = message;
+    this.#state = FAILED;
+    this.#parts = [];
+  }
+}
+
+const EMPTY = Buffer.alloc(0);

@@ -1,0 +1,84 @@
+// Entry point of usage extraction: picks the extractor for a response from the route's wire format and the
+// response's Content-Type. Each format's reading lives in its own file (gemini, openai, anthropic, bedrock).
+
+import type { Logger } from 'pino';
+import type { WireFormat } from '../providers/routes.ts';
+import { anthropicJsonExtractor, anthropicSseExtractor } from './anthropic.ts';
+import { bedrockEventStreamExtractor, bedrockJsonExtractor, type ResponseHeaders } from './bedrock.ts';
+import { bodyKindOf, sniffBodyKind, type BodyKind } from './body-kind.ts';
+import { geminiJsonExtractor, geminiSseExtractor } from './gemini.ts';
+import { openAiJsonExtractor, openAiSseExtractor } from './openai.ts';
+import { NO_BYTES, NoUsageExtractor, type UsageExtractor } from './usage-extractor.ts';
+import type { UsageResult } from './usage.ts';
+
+export type { UsageExtractor } from './usage-extractor.ts';
+export { injectStreamUsage, requestNeedsInjectedUsage } from './stream-options.ts';
+
+export interface UsageExtractorOptions {
+  format: WireFormat;
+  /** Picks JSON vs SSE vs JSON array vs AWS event stream; when absent the body's first byte decides. */
+  contentType: string | undefined;
+  /** Response headers (Bedrock's X-Amzn-Bedrock-*-Token-Count). */
+  headers: ResponseHeaders;
+  /**
+   * OpenAI SSE: the proxy added stream_options.include_usage; remove that usage-only chunk (choices: [] plus
+   * usage) so the caller gets the stream it asked for. The extractor then forwards whole events only: call
+   * flush() at the end of the upstream body and send what it returns.
+   */
+  stripInjectedUsage?: boolean;
+  /** Upstream status; 4xx/5xx responses carry no usage and are passed through unread. */
+  statusCode?: number;
+  /** Told about skipped over-size events. */
+  logger?: Logger;
+}
+
+export function createUsageExtractor(options: UsageExtractorOptions): UsageExtractor {
+  if (options.statusCode !== undefined && options.statusCode >= 400) return new NoUsageExtractor();
+  const kind = bodyKindOf(options.contentType);
+  if (kind === 'unknown') return new SniffingUsageExtractor(options);
+  return extractorFor(kind, options);
+}
+
+function extractorFor(kind: Exclude<BodyKind, 'unknown'>, options: UsageExtractorOptions): UsageExtractor {
+  const logger = options.logger ? { logger: options.logger } : {};
+  switch (options.format) {
+    case 'openai':
+      return kind === 'sse' ? openAiSseExtractor({ stripInjectedUsage: options.stripInjectedUsage === true, ...logger }) : openAiJsonExtractor();
+    case 'gemini':
+      return kind === 'sse' ? geminiSseExtractor(logger) : geminiJsonExtractor(logger);
+    case 'anthropic':
+      return kind === 'sse' ? anthropicSseExtractor(logger) : anthropicJsonExtractor();
+    case 'bedrock':
+      if (kind === 'aws-eventstream') return bedrockEventStreamExtractor(options.headers);
+      return kind === 'sse' ? anthropicSseExtractor(logger) : bedrockJsonExtractor(options.headers);
+  }
+}
+
+/** A response without Content-Type: the first significant byte decides, then the chosen extractor does the rest. */
+class SniffingUsageExtractor implements UsageExtractor {
+  readonly #options: UsageExtractorOptions;
+  #inner: UsageExtractor | null = null;
+
+  constructor(options: UsageExtractorOptions) {
+    this.#options = options;
+  }
+
+  write(chunk: Buffer): Buffer {
+    if (this.#inner === null) {
+      let i = 0;
+      while (i < chunk.length && (chunk[i] === 0x20 || chunk[i] === 0x0a || chunk[i] === 0x0d || chunk[i] === 0x09)) i++;
+      if (i === chunk.length) return chunk;
+      const kind = sniffBodyKind(chunk[i]!);
+      this.#inner = extractorFor(kind === 'unknown' ? 'json' : kind, this.#options);
+    }
+    return this.#inner.write(chunk);
+  }
+
+  flush(): Buffer {
+    return this.#inner === null ? NO_BYTES : this.#inner.flush();
+  }
+
+  end(streamError?: string): UsageResult {
+    return this.#inner === null ? new NoUsageExtractor().end(streamError) : this.#inner.end(streamError);
+  }
+}
