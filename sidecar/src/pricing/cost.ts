@@ -1,0 +1,101 @@
+// Cost formulas per provider (see /work/shared/docs/providers.md), on the normalised TokenUsage.
+//
+// Arithmetic is exact: a price per million tokens is a price in micro-dollars per token, which is turned
+// into an integer count of pico-dollars (10⁻¹² USD) per token; products and sums are BigInt; the result is
+// divided once and rounded to 10⁻¹⁰ USD. Summing float products instead drifts (0.1 + 0.2 …) and, over the
+// millions of spans a budget adds up, shows in totals. See docs/decisions/0203-cost-arithmetic.md.
+
+import type { Provider } from '../providers/routes.ts';
+import type { TokenUsage } from '../usage/usage.ts';
+import type { CacheSettings, PriceEntry } from './price-entry.ts';
+
+/** Pico-dollars per token for a price in USD per million tokens (sub-pico fractions are rounded). */
+function picoPerToken(perMillion: number, multiplier = 1): bigint {
+  return BigInt(Math.round(perMillion * multiplier * 1e6));
+}
+
+function tokens(count: number): bigint {
+  return BigInt(count > 0 && Number.isFinite(count) ? Math.trunc(count) : 0);
+}
+
+interface Rates {
+  input: bigint;
+  cachedRead: bigint;
+  cacheWrite5m: bigint;
+  cacheWrite1h: bigint;
+  output: bigint;
+}
+
+/** The rates that apply to one request: the long-context tier applies to the whole request past its threshold. */
+export function ratesFor(entry: PriceEntry, promptTokens: number, cache: CacheSettings): Rates {
+  const tier = entry.long_context !== undefined && promptTokens > entry.long_context.threshold_tokens ? entry.long_context : undefined;
+  const input = tier?.input_per_million ?? entry.input_per_million;
+  const output = tier?.output_per_million ?? entry.output_per_million;
+  const explicitCached = tier !== undefined ? tier.cached_input_per_million : entry.cached_input_per_million;
+  const cachedRead = explicitCached !== undefined ? picoPerToken(explicitCached) : picoPerToken(input, cache.cached_multiplier);
+  const write5m = entry.cache_write_per_million ?? input;
+  const write1h = entry.cache_write_1h_per_million ?? write5m;
+  return {
+    input: picoPerToken(input),
+    cachedRead,
+    cacheWrite5m: picoPerToken(write5m),
+    cacheWrite1h: picoPerToken(write1h),
+    output: picoPerToken(output),
+  };
+}
+
+/** Gemini: uncached prompt × input + cached × cached price + (candidates + thoughts) × output. */
+function geminiPico(usage: TokenUsage, rates: Rates): bigint {
+  const input = tokens(usage.inputTokens);
+  const cached = tokens(Math.min(usage.cacheReadTokens, usage.inputTokens));
+  return (input - cached) * rates.input + cached * rates.cachedRead + tokens(usage.outputTokens) * rates.output;
+}
+
+/** OpenAI: (prompt − cached) × input + cached × cached price + completion (reasoning included) × output. */
+function openAiPico(usage: TokenUsage, rates: Rates): bigint {
+  const prompt = tokens(usage.inputTokens);
+  const cached = tokens(Math.min(usage.cacheReadTokens, usage.inputTokens));
+  return (prompt - cached) * rates.input + cached * rates.cachedRead + tokens(usage.outputTokens) * rates.output;
+}
+
+/**
+ * Anthropic: uncached input × input + 5-minute writes × write price + 1-hour writes × 1-hour price
+ * + cache reads × read price + output × output. inputTokens holds all three input kinds; split them back.
+ */
+function anthropicPico(usage: TokenUsage, rates: Rates): bigint {
+  const read = tokens(usage.cacheReadTokens);
+  const write = tokens(usage.cacheWriteTokens);
+  const write1h = tokens(Math.min(usage.cacheWrite1hTokens, usage.cacheWriteTokens));
+  let uncached = tokens(usage.inputTokens) - read - write;
+  if (uncached < 0n) uncached = 0n;
+  return (
+    uncached * rates.input +
+    (write - write1h) * rates.cacheWrite5m +
+    write1h * rates.cacheWrite1h +
+    read * rates.cachedRead +
+    tokens(usage.outputTokens) * rates.output
+  );
+}
+
+/** Cost in pico-dollars of one call priced by `entry`. */
+export function costPico(provider: Provider, entry: PriceEntry, usage: TokenUsage, cache: CacheSettings): bigint {
+  if (provider === 'local') return 0n;
+  const rates = ratesFor(entry, usage.inputTokens, cache);
+  switch (provider) {
+    case 'google':
+      return geminiPico(usage, rates);
+    case 'openai':
+      return openAiPico(usage, rates);
+    case 'anthropic':
+      return anthropicPico(usage, rates);
+  }
+}
+
+/** Pico-dollars to USD, rounded half up to 10⁻¹⁰ USD. */
+export function picoToUsd(pico: bigint): number {
+  return Number((pico + 50n) / 100n) / 1e10;
+}
+
+export function costUsd(provider: Provider, entry: PriceEntry, usage: TokenUsage, cache: CacheSettings): number {
+  return picoToUsd(costPico(provider, entry, usage, cache));
+}
