@@ -1,0 +1,200 @@
+// Assembles the operator: informers for ProxyConfigs and Secrets run on every replica (a standby's cache is
+// warm when it takes over); the reconcilers, the sidecar registry and the push server run only on the leader
+// (docs/decisions/0701), started when the Lease is won and stopped when it is lost or on shutdown.
+
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { PROXY_CONFIG } from '../../crds/index.ts';
+import { type CachedProxyConfig, proxyConfigRef, reconcileProxyConfig } from './controller/proxy-config-controller.ts';
+import { type SecretObject, slimSecret } from './controller/secret-object.ts';
+import { Backoff } from './kube/backoff.ts';
+import { KubeApi, objectKey } from './kube/api-client.ts';
+import { EventRecorder } from './kube/event-recorder.ts';
+import { Informer } from './kube/informer.ts';
+import { LeaderElector } from './kube/leader-election.ts';
+import { runWorkers, WorkQueue, type Workers } from './kube/work-queue.ts';
+import { type PushServer, startPushServer } from './push/push-server.ts';
+import { SidecarRegistry } from './push/sidecar-registry.ts';
+import { referencedSecrets } from './render.ts';
+import { loadServingCertificate, type TlsSource } from './tls/serving-certificate.ts';
+
+export interface OperatorOptions {
+  kubeConfig: KubeConfig;
+  logger: Logger;
+  identity: string;
+  leaseNamespace: string;
+  leaseName: string;
+  grpcHost: string;
+  grpcPort: number;
+  tls: TlsSource;
+  /** Watch only this namespace (ProxyConfigs and Secrets); all namespaces when absent. */
+  watchNamespace?: string;
+  workers?: number;
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+}
+
+export interface Operator {
+  isLeader(): boolean;
+  /** The push server's port while leading. */
+  pushPort(): number | undefined;
+  stop(): Promise<void>;
+}
+
+interface LeaderWork {
+  queue: WorkQueue;
+  workers: Workers;
+  registry: SidecarRegistry;
+  server?: PushServer;
+}
+
+export function startOperator(opts: OperatorOptions): Operator {
+  const { logger } = opts;
+  const api = new KubeApi(opts.kubeConfig);
+  const recorder = new EventRecorder(api, opts.identity, logger);
+  const nsPath = opts.watchNamespace ? `/namespaces/${opts.watchNamespace}` : '';
+  const proxyConfigs = new Informer<CachedProxyConfig>({
+    api,
+    path: `/apis/${PROXY_CONFIG.group}/${PROXY_CONFIG.version}${nsPath}/${PROXY_CONFIG.plural}`,
+    logger: logger.child({ informer: 'proxyconfigs' }),
+  });
+  const secrets = new Informer<SecretObject>({
+    api,
+    path: `/api/v1${nsPath}/secrets`,
+    logger: logger.child({ informer: 'secrets' }),
+    transform: slimSecret,
+  });
+
+  let work: LeaderWork | undefined;
+  const enqueue = (key: string) => work?.queue.add(key);
+
+  proxyConfigs.on({
+    add: (pc) => {
+      enqueue(objectKey(pc));
+      work?.registry.rebind(pc.metadata.namespace);
+    },
+    update: (pc) => enqueue(objectKey(pc)),
+    delete: (pc) => {
+      enqueue(objectKey(pc));
+      work?.registry.rebind(pc.metadata.namespace);
+    },
+  });
+  const secretChanged = (secret: SecretObject) => {
+    const ns = secret.metadata.namespace ?? '';
+    for (const pc of proxyConfigs.list(ns)) {
+      if (referencedSecrets(pc.spec).includes(secret.metadata.name)) enqueue(objectKey(pc));
+    }
+  };
+  secrets.on({ add: secretChanged, update: secretChanged, delete: secretChanged });
+  proxyConfigs.start();
+  secrets.start();
+
+  // Leadership transitions are serialised: a stop waits for a start still in progress.
+  let transition: Promise<void> = Promise.resolve();
+  let leadingAbort: AbortController | undefined;
+
+  const startLeading = async (signal: AbortSignal) => {
+    const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    await Promise.race([Promise.all([proxyConfigs.waitForSync(), secrets.waitForSync()]), aborted]);
+    if (signal.aborted) return;
+    const queue = new WorkQueue();
+    const registry = new SidecarRegistry({
+      exists: (key) => proxyConfigs.get(key) !== undefined,
+      logger: logger.child({ component: 'push' }),
+      listener: {
+        countsChanged: (source) => queue.add(source),
+        pushed: (source, version, count) => {
+          const pc = proxyConfigs.get(source);
+          if (!pc) return;
+          logger.info({ proxyConfig: source, version, sidecars: count }, 'config pushed');
+          void recorder.record({
+            regarding: proxyConfigRef(pc),
+            type: 'Normal',
+            reason: 'Pushed',
+            action: 'Push',
+            note: `Pushed config version ${version} to ${count} sidecar${count === 1 ? '' : 's'}`,
+          });
+        },
+        rejected: (source, pod, version, reason) => {
+          const pc = proxyConfigs.get(source);
+          if (!pc) return;
+          void recorder.record({
+            regarding: proxyConfigRef(pc),
+            related: { apiVersion: 'v1', kind: 'Pod', name: pod.name, namespace: pod.namespace, ...(pod.uid ? { uid: pod.uid } : {}) },
+            type: 'Warning',
+            reason: 'SidecarRejected',
+            action: 'Apply',
+            note: `Sidecar of pod ${pod.namespace}/${pod.name} rejected config version ${version}: ${reason}`,
+          });
+        },
+      },
+    });
+    const deps = { api, logger, recorder, proxyConfigs, secrets, registry };
+    const workers = runWorkers(queue, opts.workers ?? 2, (key) => reconcileProxyConfig(key, deps), (key, error, retryInMs) =>
+      logger.warn({ proxyConfig: key, err: error instanceof Error ? error.message : String(error), retryInMs }, 'reconcile failed; retrying'),
+    );
+    work = { queue, workers, registry };
+    for (const pc of proxyConfigs.list()) queue.add(objectKey(pc));
+    const tls = await loadServingCertificate(opts.tls, api, logger);
+    if (signal.aborted) return;
+    work.server = await startPushServer({ api, registry, logger: logger.child({ component: 'push' }), host: opts.grpcHost, port: opts.grpcPort, tls });
+  };
+
+  const stopLeading = async () => {
+    const current = work;
+    work = undefined;
+    if (!current) return;
+    await current.server?.stop();
+    await current.workers.stop();
+    current.registry.close();
+  };
+
+  const elector = new LeaderElector({
+    api,
+    namespace: opts.leaseNamespace,
+    name: opts.leaseName,
+    identity: opts.identity,
+    logger,
+    ...(opts.leaseDurationMs ? { leaseDurationMs: opts.leaseDurationMs } : {}),
+    ...(opts.renewDeadlineMs ? { renewDeadlineMs: opts.renewDeadlineMs } : {}),
+    ...(opts.retryPeriodMs ? { retryPeriodMs: opts.retryPeriodMs } : {}),
+    onStartedLeading: () => {
+      const abort = new AbortController();
+      leadingAbort = abort;
+      // Not awaited: the elector must keep renewing while the caches sync and the server starts.
+      transition = transition.then(async () => {
+        const backoff = new Backoff({ baseMs: 1_000, maxMs: 30_000, jitter: 0.3 });
+        while (!abort.signal.aborted) {
+          try {
+            await startLeading(abort.signal);
+            return;
+          } catch (error) {
+            await stopLeading();
+            const delay = backoff.next();
+            logger.error({ err: error instanceof Error ? error.message : String(error), retryInMs: delay }, 'could not start leader work; retrying');
+            await sleep(delay, undefined, { signal: abort.signal }).catch(() => undefined);
+          }
+        }
+      });
+    },
+    onStoppedLeading: async () => {
+      leadingAbort?.abort();
+      transition = transition.then(stopLeading);
+      await transition;
+    },
+    onNewLeader: (holder) => logger.info({ leader: holder }, 'observed leader'),
+  });
+  elector.start();
+
+  return {
+    isLeader: () => elector.isLeader(),
+    pushPort: () => work?.server?.port,
+    async stop() {
+      await elector.stop();
+      await transition;
+      await Promise.all([proxyConfigs.stop(), secrets.stop()]);
+    },
+  };
+}

@@ -1,0 +1,147 @@
+// `tollgate operator` command line and environment → operator settings, as a pure function so every flag is
+// tested without starting anything. Bad input throws UsageError naming the flag.
+
+import { parseArgs } from 'node:util';
+import type { TlsSource } from './tls/serving-certificate.ts';
+
+export const OPERATOR_USAGE = `usage: tollgate operator [options]
+
+Reconciles ProxyConfig resources and pushes their config to Tollgate sidecars over gRPC (TLS).
+Only the replica holding the Lease reconciles and serves the push port; the others wait as standbys.
+
+options:
+  --kubeconfig PATH        kubeconfig file (default: $KUBECONFIG, else in-cluster service account)
+  --namespace NS           namespace of the Lease and the generated TLS Secret
+                           (default: $POD_NAMESPACE, else tollgate-system)
+  --lease-name NAME        Lease used for leader election (default: tollgate-operator)
+  --identity ID            this replica's identity in the Lease (default: $POD_NAME, else hostname-pid)
+  --grpc-host HOST         push server address (default: 0.0.0.0)
+  --grpc-port PORT         push server port (default: 8443)
+  --tls-cert PATH          serving certificate (PEM); with --tls-key. Without both, the operator
+  --tls-key PATH           generates a CA and certificate and keeps them in --tls-secret
+  --tls-secret NAME        Secret for the generated certificate, key and ca.crt (default: tollgate-operator-tls)
+  --tls-dns-name NAME      DNS name in the generated certificate, repeatable
+                           (default: tollgate-operator.NS.svc and tollgate-operator.NS.svc.cluster.local)
+  --tls-ip IP              IP address in the generated certificate, repeatable (default: 127.0.0.1)
+  --watch-namespace NS     watch ProxyConfigs and Secrets in this namespace only (default: all)
+  --lease-duration SEC     leader election lease duration (default: 15)
+  --renew-deadline SEC     leader gives up if it cannot renew for this long (default: 10)
+  --retry-period SEC       interval between Lease attempts (default: 2)
+  --log-level LEVEL        trace, debug, info, warn, error (default: info)
+  -h, --help               show this help
+`;
+
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export interface OperatorSettings {
+  help: boolean;
+  kubeconfig?: string;
+  namespace: string;
+  leaseName: string;
+  identity: string;
+  grpcHost: string;
+  grpcPort: number;
+  tls: TlsSource;
+  watchNamespace?: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  logLevel: string;
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+function port(value: string, flag: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 0 || n > 65535) throw new UsageError(`${flag} must be a port number 0-65535 (got ${JSON.stringify(value)})`);
+  return n;
+}
+
+function seconds(value: string | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback * 1000;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0 || n > 3600) throw new UsageError(`${flag} must be a number of seconds between 0 and 3600 (got ${JSON.stringify(value)})`);
+  return Math.round(n * 1000);
+}
+
+function namespaceName(value: string, flag: string): string {
+  if (!DNS_LABEL.test(value) || value.length > 63) throw new UsageError(`${flag} must be a namespace name (got ${JSON.stringify(value)})`);
+  return value;
+}
+
+export function parseOperatorArgs(argv: string[], env: Record<string, string | undefined>, hostname: string, pid: number): OperatorSettings {
+  let values: ReturnType<typeof parse>['values'];
+  try {
+    values = parse(argv).values;
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const namespace = namespaceName(values.namespace ?? env.POD_NAMESPACE ?? 'tollgate-system', '--namespace');
+  if (!!values['tls-cert'] !== !!values['tls-key']) throw new UsageError('--tls-cert and --tls-key must be given together');
+  const tls: TlsSource =
+    values['tls-cert'] && values['tls-key']
+      ? { kind: 'files', certFile: values['tls-cert'], keyFile: values['tls-key'] }
+      : {
+          kind: 'secret',
+          namespace,
+          name: values['tls-secret'] ?? 'tollgate-operator-tls',
+          dnsNames: values['tls-dns-name'] ?? [`tollgate-operator.${namespace}.svc`, `tollgate-operator.${namespace}.svc.cluster.local`],
+          ipAddresses: values['tls-ip'] ?? ['127.0.0.1'],
+        };
+  const leaseDurationMs = seconds(values['lease-duration'], '--lease-duration', 15);
+  const renewDeadlineMs = seconds(values['renew-deadline'], '--renew-deadline', 10);
+  const retryPeriodMs = seconds(values['retry-period'], '--retry-period', 2);
+  if (renewDeadlineMs >= leaseDurationMs) throw new UsageError('--renew-deadline must be shorter than --lease-duration');
+  if (retryPeriodMs >= renewDeadlineMs) throw new UsageError('--retry-period must be shorter than --renew-deadline');
+  const logLevel = values['log-level'] ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
+  const kubeconfig = values.kubeconfig ?? env.KUBECONFIG;
+  return {
+    help: values.help ?? false,
+    ...(kubeconfig ? { kubeconfig } : {}),
+    namespace,
+    leaseName: values['lease-name'] ?? 'tollgate-operator',
+    identity: values.identity ?? env.POD_NAME ?? `${hostname}-${pid}`,
+    grpcHost: values['grpc-host'] ?? '0.0.0.0',
+    grpcPort: port(values['grpc-port'] ?? '8443', '--grpc-port'),
+    tls,
+    ...(values['watch-namespace'] ? { watchNamespace: namespaceName(values['watch-namespace'], '--watch-namespace') } : {}),
+    leaseDurationMs,
+    renewDeadlineMs,
+    retryPeriodMs,
+    logLevel,
+  };
+}
+
+function parse(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      kubeconfig: { type: 'string' },
+      namespace: { type: 'string' },
+      'lease-name': { type: 'string' },
+      identity: { type: 'string' },
+      'grpc-host': { type: 'string' },
+      'grpc-port': { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
+      'tls-secret': { type: 'string' },
+      'tls-dns-name': { type: 'string', multiple: true },
+      'tls-ip': { type: 'string', multiple: true },
+      'watch-namespace': { type: 'string' },
+      'lease-duration': { type: 'string' },
+      'renew-deadline': { type: 'string' },
+      'retry-period': { type: 'string' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+}

@@ -1,0 +1,199 @@
+// The ConfigPush gRPC server (proto/config_push.proto) over TLS. Each stream is authenticated before anything
+// is sent: the bearer token goes to the TokenReview API, the pod it is bound to is read for its
+// tollgate.dev/proxy-config annotation (and must still be the same pod, by uid), and only then is the
+// stream registered. Credentials travel only inside these streams and are never logged.
+
+import { randomUUID } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import {
+  AUTHORIZATION,
+  configPushService,
+  MAX_SNAPSHOT_BYTES,
+  type OperatorMessage,
+  type SidecarMessage,
+} from '../../../sidecar/src/config/push-protocol.ts';
+import { isStatus, type KubeApi } from '../kube/api-client.ts';
+import { PROXY_CONFIG_ANNOTATION } from './config-selection.ts';
+import type { SidecarRegistry } from './sidecar-registry.ts';
+import type { Snapshot } from './snapshot.ts';
+import { reviewToken, type SidecarIdentity, UnauthenticatedError } from './token-review.ts';
+
+export interface PushServerOptions {
+  api: KubeApi;
+  registry: SidecarRegistry;
+  logger: Logger;
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  tls: { certPem: string; keyPem: string };
+  /** How long a new stream may take to say Hello. */
+  helloTimeoutMs?: number;
+}
+
+export interface PushServer {
+  port: number;
+  stop(): Promise<void>;
+}
+
+type Call = grpc.ServerDuplexStream<SidecarMessage, OperatorMessage>;
+
+class StreamError extends Error {
+  readonly code: grpc.status;
+  constructor(code: grpc.status, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+export async function startPushServer(opts: PushServerOptions): Promise<PushServer> {
+  const { logger } = opts;
+  const calls = new Set<Call>();
+  const server = new grpc.Server({
+    'grpc.max_send_message_length': MAX_SNAPSHOT_BYTES,
+    'grpc.max_receive_message_length': 64 * 1024,
+    // Finds sidecars whose pod vanished without closing the connection.
+    'grpc.keepalive_time_ms': 30_000,
+    'grpc.keepalive_timeout_ms': 10_000,
+  });
+
+  server.addService(configPushService().service, {
+    stream: (call: Call) => {
+      calls.add(call);
+      call.on('close', () => calls.delete(call));
+      handleStream(call, opts).catch((error: unknown) => {
+        const e = error instanceof StreamError ? error : new StreamError(grpc.status.INTERNAL, 'internal error');
+        if (!(error instanceof StreamError)) logger.error({ err: (error as Error)?.message }, 'push stream failed');
+        if (!call.cancelled && !call.writableEnded) call.emit('error', { code: e.code, details: e.message });
+      });
+    },
+  });
+
+  const credentials = grpc.ServerCredentials.createSsl(null, [{ private_key: Buffer.from(opts.tls.keyPem), cert_chain: Buffer.from(opts.tls.certPem) }], false);
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${opts.port}`, credentials, (error, bound) => (error ? reject(error) : resolve(bound))),
+  );
+  logger.info({ host: opts.host, port }, 'config push server listening');
+
+  return {
+    port,
+    async stop() {
+      // Tell every sidecar to go elsewhere (a new leader) rather than wait for keepalives to notice.
+      for (const call of calls) {
+        if (!call.cancelled && !call.writableEnded) call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'operator is shutting down or no longer the leader' });
+      }
+      await new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 2_000);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+      logger.info('config push server stopped');
+    },
+  };
+}
+
+async function handleStream(call: Call, opts: PushServerOptions): Promise<void> {
+  const { logger, registry } = opts;
+  const id = randomUUID();
+  let registered = false;
+  let helloResolve: ((m: NonNullable<SidecarMessage['hello']>) => void) | undefined;
+  const hello = new Promise<NonNullable<SidecarMessage['hello']>>((resolve) => (helloResolve = resolve));
+
+  call.on('data', (message: SidecarMessage) => {
+    if (message.hello) {
+      helloResolve?.(message.hello);
+      helloResolve = undefined;
+    } else if (!registered) {
+      // Acks before the stream is registered cannot refer to anything we sent.
+    } else if (message.ack) {
+      registry.ack(id, message.ack.version);
+    } else if (message.nack) {
+      registry.nack(id, message.nack.version, message.nack.reason.slice(0, 1024));
+    }
+  });
+  const closed = new Promise<void>((resolve) => {
+    call.on('end', resolve);
+    call.on('cancelled', resolve);
+    call.on('close', resolve);
+    call.on('error', () => resolve());
+  });
+  closed.then(() => {
+    if (registered) registry.disconnect(id);
+    if (!call.writableEnded) call.end();
+  });
+
+  const token = bearerToken(call.metadata.get(AUTHORIZATION));
+  if (!token) throw new StreamError(grpc.status.UNAUTHENTICATED, 'missing authorization: Bearer <projected service-account token>');
+
+  let identity: SidecarIdentity;
+  try {
+    identity = await reviewToken(opts.api, token);
+  } catch (error) {
+    if (error instanceof UnauthenticatedError) {
+      logger.warn({ peer: call.getPeer(), reason: error.message }, 'push stream refused: token not accepted');
+      throw new StreamError(grpc.status.UNAUTHENTICATED, error.message);
+    }
+    logger.warn({ err: (error as Error).message }, 'token review failed');
+    throw new StreamError(grpc.status.UNAVAILABLE, 'cannot review the token now; retry');
+  }
+
+  const annotation = identity.podName ? await podAnnotation(opts.api, identity) : undefined;
+
+  const helloTimeout = opts.helloTimeoutMs ?? 10_000;
+  let timer: NodeJS.Timeout | undefined;
+  const greeting = await Promise.race([
+    hello,
+    closed.then(() => undefined),
+    new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), helloTimeout))),
+  ]);
+  clearTimeout(timer);
+  if (greeting === undefined) return;
+  if (greeting === 'timeout') throw new StreamError(grpc.status.INVALID_ARGUMENT, 'expected Hello as the first message');
+  if ((greeting.podNamespace && greeting.podNamespace !== identity.namespace) || (greeting.podName && identity.podName && greeting.podName !== identity.podName)) {
+    // Only a hint, and never used: the token decides. Worth a log line because it points at a misconfiguration.
+    logger.warn({ claimed: `${greeting.podNamespace}/${greeting.podName}`, actual: `${identity.namespace}/${identity.podName ?? ''}` }, 'sidecar Hello does not match its token; using the token');
+  }
+  if (call.cancelled || call.writableEnded) return;
+
+  registered = true;
+  const source = registry.connect({
+    id,
+    namespace: identity.namespace,
+    podName: identity.podName ?? `serviceaccount:${identity.serviceAccount}`,
+    ...(identity.podUid ? { podUid: identity.podUid } : {}),
+    ...(annotation ? { annotation } : {}),
+    send: (snapshot: Snapshot) => {
+      if (call.cancelled || call.writableEnded || call.destroyed) throw new Error('stream closed');
+      call.write({ snapshot: { version: snapshot.version, configJson: snapshot.configJson, credentials: snapshot.credentials, source: snapshot.source } });
+    },
+  });
+  logger.debug({ pod: `${identity.namespace}/${identity.podName ?? ''}`, runs: greeting.currentVersion, source }, 'push stream registered');
+}
+
+function bearerToken(values: grpc.MetadataValue[]): string | undefined {
+  const header = values[0];
+  if (typeof header !== 'string') return undefined;
+  const match = /^Bearer\s+(\S+)$/i.exec(header.trim());
+  return match?.[1];
+}
+
+async function podAnnotation(api: KubeApi, identity: SidecarIdentity): Promise<string | undefined> {
+  try {
+    const pod = await api.get<{ metadata: { uid?: string; annotations?: Record<string, string> } }>(
+      `/api/v1/namespaces/${identity.namespace}/pods/${identity.podName}`,
+    );
+    if (identity.podUid && pod.metadata.uid !== identity.podUid) {
+      throw new StreamError(grpc.status.UNAUTHENTICATED, `pod ${identity.namespace}/${identity.podName} was replaced; the token belongs to an earlier pod`);
+    }
+    return pod.metadata.annotations?.[PROXY_CONFIG_ANNOTATION];
+  } catch (error) {
+    if (error instanceof StreamError) throw error;
+    if (isStatus(error, 404)) throw new StreamError(grpc.status.UNAUTHENTICATED, `pod ${identity.namespace}/${identity.podName} does not exist`);
+    throw new StreamError(grpc.status.UNAVAILABLE, 'cannot read the pod now; retry');
+  }
+}

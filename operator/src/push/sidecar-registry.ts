@@ -1,0 +1,216 @@
+// The operator's view of connected sidecars: which ProxyConfig each one is bound to, which snapshot version
+// it was sent, acknowledged or rejected, and the latest snapshot of every ProxyConfig. Changes are pushed
+// per namespace after a debounce (100 ms of quiet, at most 1 s after the first change), so a burst of edits
+// becomes one push while any single change still reaches every sidecar well within two seconds.
+
+import type { Logger } from 'pino';
+import { BUILTIN_SOURCE, selectConfig } from './config-selection.ts';
+import { BUILTIN_SNAPSHOT, redactSnapshot, type Snapshot } from './snapshot.ts';
+
+export interface SidecarConnection {
+  id: string;
+  /** From the token review. */
+  namespace: string;
+  podName: string;
+  podUid?: string;
+  /** The pod's tollgate.dev/proxy-config annotation when it connected. */
+  annotation?: string;
+  /** Sends one snapshot on the stream; throws when the stream is gone. */
+  send(snapshot: Snapshot): void;
+}
+
+export interface SidecarCounts {
+  connected: number;
+  current: number;
+}
+
+export interface RegistryListener {
+  /** Connected/current counts of a ProxyConfig changed (never called for the built-in source). */
+  countsChanged(source: string): void;
+  /** A debounced push of `version` went out to `sidecars` sidecars bound to `source`. */
+  pushed(source: string, version: string, sidecars: number): void;
+  /** A sidecar refused a snapshot (once per sidecar and version). */
+  rejected(source: string, pod: { namespace: string; name: string; uid?: string }, version: string, reason: string): void;
+}
+
+interface ConnectionState {
+  conn: SidecarConnection;
+  source: string;
+  sentVersion?: string;
+  ackedVersion?: string;
+  rejectedVersion?: string;
+}
+
+export interface RegistryOptions {
+  /** Whether a ProxyConfig `namespace/name` exists (the informer's cache). */
+  exists: (key: string) => boolean;
+  listener: RegistryListener;
+  logger: Logger;
+  debounceMs?: number;
+  maxDelayMs?: number;
+}
+
+export class SidecarRegistry {
+  #opts: Required<RegistryOptions>;
+  #connections = new Map<string, ConnectionState>();
+  #snapshots = new Map<string, Snapshot>();
+  #pending = new Map<string, { timer: NodeJS.Timeout; firstAt: number }>();
+
+  constructor(opts: RegistryOptions) {
+    this.#opts = { debounceMs: 100, maxDelayMs: 1000, ...opts };
+  }
+
+  /** Binds a new sidecar and sends it its snapshot at once (when one is known). */
+  connect(conn: SidecarConnection): string {
+    const state: ConnectionState = { conn, source: this.#select(conn) };
+    this.#connections.set(conn.id, state);
+    this.#opts.logger.info({ pod: `${conn.namespace}/${conn.podName}`, source: state.source || '(built-in)' }, 'sidecar connected');
+    this.#sendCurrent(state);
+    this.#countsChanged(state.source);
+    return state.source;
+  }
+
+  disconnect(id: string): void {
+    const state = this.#connections.get(id);
+    if (!state) return;
+    this.#connections.delete(id);
+    this.#opts.logger.info({ pod: `${state.conn.namespace}/${state.conn.podName}` }, 'sidecar disconnected');
+    this.#countsChanged(state.source);
+  }
+
+  ack(id: string, version: string): void {
+    const state = this.#connections.get(id);
+    if (!state) return;
+    state.ackedVersion = version;
+    if (state.rejectedVersion === version) state.rejectedVersion = undefined;
+    this.#countsChanged(state.source);
+  }
+
+  nack(id: string, version: string, reason: string): void {
+    const state = this.#connections.get(id);
+    if (!state) return;
+    const first = state.rejectedVersion !== version;
+    state.rejectedVersion = version;
+    const { conn } = state;
+    this.#opts.logger.warn({ pod: `${conn.namespace}/${conn.podName}`, version, reason }, 'sidecar rejected config snapshot');
+    if (first && state.source !== BUILTIN_SOURCE) {
+      this.#opts.listener.rejected(state.source, { namespace: conn.namespace, name: conn.podName, uid: conn.podUid }, version, reason);
+    }
+    this.#countsChanged(state.source);
+  }
+
+  /** Records the latest good snapshot of a ProxyConfig and schedules a push to its sidecars. */
+  publish(snapshot: Snapshot): void {
+    const before = this.#snapshots.get(snapshot.source);
+    this.#snapshots.set(snapshot.source, snapshot);
+    if (before?.version !== snapshot.version) {
+      this.#opts.logger.debug({ snapshot: redactSnapshot(snapshot) }, 'snapshot published');
+      this.#schedule(namespaceOf(snapshot.source));
+    }
+  }
+
+  /** The ProxyConfig is gone: forget its snapshot and rebind its sidecars (to `default` or built-ins). */
+  withdraw(source: string): void {
+    this.#snapshots.delete(source);
+    this.#schedule(namespaceOf(source));
+  }
+
+  /** Re-evaluates bindings in a namespace (a ProxyConfig appeared or disappeared). */
+  rebind(namespace: string): void {
+    this.#schedule(namespace);
+  }
+
+  snapshot(source: string): Snapshot | undefined {
+    return this.#snapshots.get(source);
+  }
+
+  counts(source: string): SidecarCounts {
+    const version = this.#snapshots.get(source)?.version;
+    let connected = 0;
+    let current = 0;
+    for (const state of this.#connections.values()) {
+      if (state.source !== source) continue;
+      connected += 1;
+      if (version !== undefined && state.ackedVersion === version) current += 1;
+    }
+    return { connected, current };
+  }
+
+  /** Sources with at least one connected sidecar. */
+  sources(): Set<string> {
+    return new Set([...this.#connections.values()].map((s) => s.source));
+  }
+
+  close(): void {
+    for (const { timer } of this.#pending.values()) clearTimeout(timer);
+    this.#pending.clear();
+    this.#connections.clear();
+    this.#snapshots.clear();
+  }
+
+  #select(conn: SidecarConnection): string {
+    return selectConfig(conn.namespace, conn.annotation, this.#opts.exists);
+  }
+
+  #schedule(namespace: string): void {
+    const now = Date.now();
+    const pending = this.#pending.get(namespace);
+    const firstAt = pending?.firstAt ?? now;
+    if (pending) clearTimeout(pending.timer);
+    const delay = Math.max(0, Math.min(this.#opts.debounceMs, firstAt + this.#opts.maxDelayMs - now));
+    const timer = setTimeout(() => {
+      this.#pending.delete(namespace);
+      this.#flush(namespace);
+    }, delay);
+    this.#pending.set(namespace, { timer, firstAt });
+  }
+
+  #flush(namespace: string): void {
+    const pushed = new Map<string, { version: string; count: number }>();
+    const touched = new Set<string>();
+    for (const state of [...this.#connections.values()]) {
+      if (state.conn.namespace !== namespace) continue;
+      const source = this.#select(state.conn);
+      if (source !== state.source) {
+        touched.add(state.source);
+        touched.add(source);
+        this.#opts.logger.info({ pod: `${namespace}/${state.conn.podName}`, from: state.source || '(built-in)', to: source || '(built-in)' }, 'sidecar rebound');
+        state.source = source;
+      }
+      const sent = this.#sendCurrent(state);
+      if (sent) {
+        const entry = pushed.get(source) ?? { version: sent.version, count: 0 };
+        entry.count += 1;
+        pushed.set(source, entry);
+        touched.add(source);
+      }
+    }
+    for (const [source, { version, count }] of pushed) {
+      if (source !== BUILTIN_SOURCE) this.#opts.listener.pushed(source, version, count);
+    }
+    for (const source of touched) this.#countsChanged(source);
+  }
+
+  /** Sends the bound source's snapshot if this sidecar has not been sent that version yet. */
+  #sendCurrent(state: ConnectionState): Snapshot | undefined {
+    const snapshot = state.source === BUILTIN_SOURCE ? BUILTIN_SNAPSHOT : this.#snapshots.get(state.source);
+    if (!snapshot || state.sentVersion === snapshot.version) return undefined;
+    try {
+      state.conn.send(snapshot);
+      state.sentVersion = snapshot.version;
+      return snapshot;
+    } catch (error) {
+      this.#opts.logger.warn({ pod: `${state.conn.namespace}/${state.conn.podName}`, err: (error as Error).message }, 'could not send snapshot; dropping the connection');
+      this.disconnect(state.conn.id);
+      return undefined;
+    }
+  }
+
+  #countsChanged(source: string): void {
+    if (source !== BUILTIN_SOURCE) this.#opts.listener.countsChanged(source);
+  }
+}
+
+function namespaceOf(source: string): string {
+  return source.slice(0, source.indexOf('/'));
+}

@@ -1,0 +1,103 @@
+// ProxyConfig spec → the sidecar's runtime config patch, as pure functions (no I/O): render() shapes the
+// spec, resolveCredentials() picks the referenced values out of Secrets the caller looked up. The result is
+// checked with the sidecar's own validator, so a spec the sidecar would refuse is rejected here first, with
+// the same field-naming message.
+
+import type { ProxyConfigSpec, SecretKeyRef } from '../../crds/index.ts';
+import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../sidecar/src/config/config-schema.ts';
+
+/** Names of credential values in a snapshot (proto Snapshot.credentials keys). */
+export const CREDENTIAL_NAMES = [
+  'openaiApiKey',
+  'anthropicApiKey',
+  'googleServiceAccount',
+  'awsAccessKeyId',
+  'awsSecretAccessKey',
+  'awsSessionToken',
+] as const;
+export type CredentialName = (typeof CREDENTIAL_NAMES)[number];
+
+export interface CredentialRef extends SecretKeyRef {
+  name: CredentialName;
+  /** Field path in the spec, for messages. */
+  field: string;
+}
+
+export interface RenderedConfig {
+  patch: RuntimeConfigPatch;
+  credentialRefs: CredentialRef[];
+}
+
+function defined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
+/**
+ * Shapes a spec into a RuntimeConfigPatch and lists the Secret keys it needs. Throws ConfigError (message
+ * naming the field, e.g. `pricing.models[1] repeats ...`) when the sidecar would refuse the result.
+ */
+export function render(spec: ProxyConfigSpec | undefined): RenderedConfig {
+  const s = spec ?? {};
+  const draft: Record<string, unknown> = {};
+  if (s.pricing?.models) draft.pricing = { models: s.pricing.models.map((m) => defined({ ...m })) };
+  if (s.cache) draft.cache = structuredClone(s.cache);
+  if (s.upstreams) draft.upstreams = structuredClone(s.upstreams);
+  if (s.breaker) draft.breaker = defined({ ...s.breaker });
+  if (s.storage) draft.storage = defined({ ...s.storage });
+  // Credentials are not part of the patch: the sidecar writes the values to its own files and points
+  // credentials.*File at them.
+  const patch = parseRuntimeConfigPatch(draft);
+
+  const refs: CredentialRef[] = [];
+  const c = s.credentials ?? {};
+  if (c.openaiApiKey) refs.push({ name: 'openaiApiKey', field: 'credentials.openaiApiKey', ...c.openaiApiKey });
+  if (c.anthropicApiKey) refs.push({ name: 'anthropicApiKey', field: 'credentials.anthropicApiKey', ...c.anthropicApiKey });
+  if (c.googleServiceAccount) {
+    refs.push({ name: 'googleServiceAccount', field: 'credentials.googleServiceAccount', ...c.googleServiceAccount });
+  }
+  if (c.aws) {
+    const { secretName } = c.aws;
+    refs.push({ name: 'awsAccessKeyId', field: 'credentials.aws.accessKeyIdKey', secretName, key: c.aws.accessKeyIdKey ?? 'AWS_ACCESS_KEY_ID' });
+    refs.push({ name: 'awsSecretAccessKey', field: 'credentials.aws.secretAccessKeyKey', secretName, key: c.aws.secretAccessKeyKey ?? 'AWS_SECRET_ACCESS_KEY' });
+    if (c.aws.sessionTokenKey) {
+      refs.push({ name: 'awsSessionToken', field: 'credentials.aws.sessionTokenKey', secretName, key: c.aws.sessionTokenKey });
+    }
+  }
+  return { patch, credentialRefs: refs };
+}
+
+/** What resolveCredentials needs of a Secret: its data (base64 values, as the API returns them). */
+export interface SecretData {
+  data?: Record<string, string>;
+}
+
+export type CredentialResolution =
+  | { ok: true; values: Record<string, Buffer> }
+  | { ok: false; reason: 'SecretNotFound' | 'SecretKeyNotFound'; message: string };
+
+/** Picks each referenced key out of its Secret; the first missing Secret or key is reported by field. */
+export function resolveCredentials(refs: readonly CredentialRef[], secret: (name: string) => SecretData | undefined): CredentialResolution {
+  const values: Record<string, Buffer> = {};
+  for (const ref of refs) {
+    const found = secret(ref.secretName);
+    if (!found) {
+      return { ok: false, reason: 'SecretNotFound', message: `${ref.field}: Secret ${JSON.stringify(ref.secretName)} not found in the namespace` };
+    }
+    const encoded = found.data?.[ref.key];
+    if (encoded === undefined) {
+      return {
+        ok: false,
+        reason: 'SecretKeyNotFound',
+        message: `${ref.field}: Secret ${JSON.stringify(ref.secretName)} has no key ${JSON.stringify(ref.key)}`,
+      };
+    }
+    values[ref.name] = Buffer.from(encoded, 'base64');
+  }
+  return { ok: true, values };
+}
+
+/** The Secrets (by name, in the ProxyConfig's namespace) a spec refers to; used to map Secret events to ProxyConfigs. */
+export function referencedSecrets(spec: ProxyConfigSpec | undefined): string[] {
+  const c = spec?.credentials ?? {};
+  return [...new Set([c.openaiApiKey?.secretName, c.anthropicApiKey?.secretName, c.googleServiceAccount?.secretName, c.aws?.secretName].filter((n): n is string => !!n))];
+}

@@ -1,0 +1,192 @@
+// The sidecar's side of an operator snapshot, on local disk: validation (the same validator as every other
+// config source, so the reason names the field), credential values written to 0600 files under
+// <stateDir>/credentials (the API-key providers watch those files), and the last good snapshot kept in
+// <stateDir>/snapshot.json so that a restarted sidecar runs it while the operator is unreachable. Every file
+// is written to a temporary name and renamed, so a reader never sees half a file.
+
+import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { ConfigError } from './config-error.ts';
+import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from './config-schema.ts';
+
+/** A snapshot as received from the operator (proto Snapshot). */
+export interface ReceivedSnapshot {
+  version: string;
+  source: string;
+  configJson: string;
+  credentials: Record<string, Buffer>;
+}
+
+/** A snapshot ready to run: the validated patch, its credentials pointing at files on disk. */
+export interface PreparedSnapshot {
+  version: string;
+  source: string;
+  configJson: string;
+  credentialNames: string[];
+  patch: RuntimeConfigPatch;
+}
+
+/** The sidecar refuses a snapshot; the message is the reason sent back in the Nack. */
+export class SnapshotRejectedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SnapshotRejectedError';
+  }
+}
+
+/** Credential name (proto) → file name. Only the first two are wired into the runtime config today. */
+const CREDENTIAL_FILES: Record<string, string> = {
+  openaiApiKey: 'openai-api-key',
+  anthropicApiKey: 'anthropic-api-key',
+  googleServiceAccount: 'google-service-account.json',
+  awsAccessKeyId: 'aws-access-key-id',
+  awsSecretAccessKey: 'aws-secret-access-key',
+  awsSessionToken: 'aws-session-token',
+};
+
+const MAX_CREDENTIAL_BYTES = 64 * 1024;
+
+interface SnapshotFile {
+  version: string;
+  source: string;
+  configJson: string;
+  credentialNames: string[];
+  savedAt: string;
+}
+
+export class SnapshotCache {
+  readonly stateDir: string;
+  readonly credentialsDir: string;
+  readonly snapshotFile: string;
+  #logger: Logger;
+
+  constructor(stateDir: string, logger: Logger) {
+    this.stateDir = stateDir;
+    this.credentialsDir = join(stateDir, 'credentials');
+    this.snapshotFile = join(stateDir, 'snapshot.json');
+    this.#logger = logger;
+  }
+
+  credentialFile(name: string): string | undefined {
+    const file = CREDENTIAL_FILES[name];
+    return file ? join(this.credentialsDir, file) : undefined;
+  }
+
+  /**
+   * Validates a received snapshot and writes its credentials; throws SnapshotRejectedError with the reason.
+   * Nothing is persisted as "last good" until commit().
+   */
+  async prepare(received: ReceivedSnapshot): Promise<PreparedSnapshot> {
+    const patch = this.#validate(received.configJson);
+    const names: string[] = [];
+    for (const [name, value] of Object.entries(received.credentials)) {
+      if (!CREDENTIAL_FILES[name]) {
+        // A newer operator may send kinds this sidecar does not know; they are not needed to run.
+        this.#logger.warn({ credential: name }, 'ignoring unknown credential in config snapshot');
+        continue;
+      }
+      if (value.length === 0 || value.length > MAX_CREDENTIAL_BYTES) {
+        throw new SnapshotRejectedError(`credential ${name} must be 1 to ${MAX_CREDENTIAL_BYTES} bytes (got ${value.length})`);
+      }
+      names.push(name);
+    }
+    try {
+      await mkdir(this.credentialsDir, { recursive: true, mode: 0o700 });
+      for (const name of names) await writeIfChanged(this.credentialFile(name)!, received.credentials[name]!);
+    } catch (error) {
+      throw new SnapshotRejectedError(`cannot write credential files in ${this.credentialsDir}: ${(error as Error).message}`);
+    }
+    return { version: received.version, source: received.source, configJson: received.configJson, credentialNames: names.sort(), patch: this.#withCredentialFiles(patch, names) };
+  }
+
+  /** Records a snapshot that is now running as the last good one and removes credential files it no longer uses. */
+  async commit(snapshot: PreparedSnapshot): Promise<void> {
+    const file: SnapshotFile = {
+      version: snapshot.version,
+      source: snapshot.source,
+      configJson: snapshot.configJson,
+      credentialNames: snapshot.credentialNames,
+      savedAt: new Date().toISOString(),
+    };
+    await mkdir(this.stateDir, { recursive: true, mode: 0o700 });
+    await atomicWrite(this.snapshotFile, Buffer.from(JSON.stringify(file, null, 2)));
+    for (const name of Object.keys(CREDENTIAL_FILES)) {
+      if (!snapshot.credentialNames.includes(name)) await rm(this.credentialFile(name)!, { force: true });
+    }
+  }
+
+  /** The last good snapshot from disk, or undefined when there is none or it can no longer be used. */
+  async load(): Promise<PreparedSnapshot | undefined> {
+    let text: string;
+    try {
+      text = await readFile(this.snapshotFile, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      this.#logger.warn({ file: this.snapshotFile, err: (error as Error).message }, 'cannot read cached config snapshot');
+      return undefined;
+    }
+    try {
+      const saved = JSON.parse(text) as SnapshotFile;
+      if (typeof saved.version !== 'string' || typeof saved.configJson !== 'string' || !Array.isArray(saved.credentialNames)) {
+        throw new Error('not a snapshot file');
+      }
+      const patch = this.#validate(saved.configJson);
+      for (const name of saved.credentialNames) await readFile(this.credentialFile(name) ?? '');
+      return {
+        version: saved.version,
+        source: saved.source ?? '',
+        configJson: saved.configJson,
+        credentialNames: saved.credentialNames,
+        patch: this.#withCredentialFiles(patch, saved.credentialNames),
+      };
+    } catch (error) {
+      this.#logger.warn({ file: this.snapshotFile, err: (error as Error).message }, 'ignoring unusable cached config snapshot');
+      return undefined;
+    }
+  }
+
+  #validate(configJson: string): RuntimeConfigPatch {
+    let input: unknown;
+    try {
+      input = JSON.parse(configJson);
+    } catch (error) {
+      throw new SnapshotRejectedError(`config_json is not valid JSON: ${(error as Error).message}`);
+    }
+    try {
+      return parseRuntimeConfigPatch(input);
+    } catch (error) {
+      if (error instanceof ConfigError) throw new SnapshotRejectedError(error.message);
+      throw error;
+    }
+  }
+
+  #withCredentialFiles(patch: RuntimeConfigPatch, names: readonly string[]): RuntimeConfigPatch {
+    const credentials = { ...patch.credentials };
+    if (names.includes('openaiApiKey')) credentials.openaiApiKeyFile = this.credentialFile('openaiApiKey')!;
+    if (names.includes('anthropicApiKey')) credentials.anthropicApiKeyFile = this.credentialFile('anthropicApiKey')!;
+    return Object.keys(credentials).length ? { ...patch, credentials } : patch;
+  }
+}
+
+async function atomicWrite(path: string, content: Buffer): Promise<void> {
+  const tmp = `${path}.${process.pid}.${Date.now()}.tmp`;
+  try {
+    await writeFile(tmp, content, { mode: 0o600 });
+    await chmod(tmp, 0o600);
+    await rename(tmp, path);
+  } catch (error) {
+    await rm(tmp, { force: true });
+    throw error;
+  }
+}
+
+/** Unchanged files are left alone so the file watchers of the credential providers do not fire for nothing. */
+async function writeIfChanged(path: string, content: Buffer): Promise<void> {
+  try {
+    if ((await readFile(path)).equals(content)) return;
+  } catch {
+    // absent: write it
+  }
+  await atomicWrite(path, content);
+}
