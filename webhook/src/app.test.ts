@@ -1,0 +1,80 @@
+// The admission app through fastify's inject(): the AdmissionReview wire shape in and out. The namespace
+// lookup is a plain function here; the real API server path is covered by test/cluster/webhook.test.ts.
+
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { AdmissionUnavailableError } from './admission/pod-admission.ts';
+import { buildWebhookApp } from './app.ts';
+import { TEST_DEFAULTS } from './inject.test.ts';
+
+function app(opts: { labels?: Record<string, string>; failLookup?: boolean } = {}) {
+  return buildWebhookApp({
+    logger: pino({ level: 'silent' }),
+    admission: {
+      logger: pino({ level: 'silent' }),
+      ownNamespace: 'tollgate-system',
+      defaults: () => TEST_DEFAULTS,
+      operatorCaPem: () => '-----BEGIN CERTIFICATE-----\nX\n-----END CERTIFICATE-----\n',
+      nativeSidecarSupported: () => true,
+      namespaceLabels: async () => {
+        if (opts.failLookup) throw new Error('connection refused');
+        return opts.labels ?? {};
+      },
+    },
+  });
+}
+
+const review = (object: unknown, extra: object = {}) => ({
+  apiVersion: 'admission.k8s.io/v1',
+  kind: 'AdmissionReview',
+  request: {
+    uid: 'a1b2',
+    kind: { group: '', version: 'v1', kind: 'Pod' },
+    resource: { group: '', version: 'v1', resource: 'pods' },
+    namespace: 'shop',
+    operation: 'CREATE',
+    object,
+    ...extra,
+  },
+});
+
+describe('POST /mutate', () => {
+  it('answers with a base64 JSONPatch for an opted-in pod', async () => {
+    const res = await app().inject({ method: 'POST', url: '/mutate', payload: review({ metadata: { annotations: { 'tollgate.dev/inject': 'true' } }, spec: { containers: [{ name: 'a' }] } }) });
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(body).toMatchObject({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'a1b2', allowed: true, patchType: 'JSONPatch' } });
+    const patch = JSON.parse(Buffer.from(body.response.patch, 'base64').toString()) as Array<{ path: string }>;
+    expect(patch[0]!.path).toBe('/spec/initContainers');
+  });
+
+  it('refuses a bad override with status 400 and the annotation in the message', async () => {
+    const res = await app({ labels: { 'tollgate.dev/injection': 'enabled' } }).inject({
+      method: 'POST',
+      url: '/mutate',
+      payload: review({ metadata: { annotations: { 'tollgate.dev/sidecar-port': 'http' } }, spec: { containers: [{ name: 'a' }] } }),
+    });
+    expect(res.json().response).toMatchObject({ uid: 'a1b2', allowed: false, status: { code: 400 } });
+    expect(res.json().response.status.message).toContain('tollgate.dev/sidecar-port');
+  });
+
+  it('allows other operations untouched', async () => {
+    const res = await app().inject({ method: 'POST', url: '/mutate', payload: review({ spec: {} }, { operation: 'UPDATE' }) });
+    expect(res.json().response).toEqual({ uid: 'a1b2', allowed: true });
+  });
+
+  it('answers 500 when it cannot judge, so the failurePolicy decides', async () => {
+    const res = await app({ failLookup: true }).inject({ method: 'POST', url: '/mutate', payload: review({ spec: { containers: [{ name: 'a' }] } }) });
+    expect(res.statusCode).toBe(500);
+    expect(res.json().error).toContain('cannot read namespace shop');
+  });
+
+  it('rejects a body that is not an AdmissionReview', async () => {
+    const res = await app().inject({ method: 'POST', url: '/mutate', payload: { hello: 'world' } });
+    expect(res.statusCode).toBe(400);
+  });
+
+  it('exports an error type the server maps to 500', () => {
+    expect(new AdmissionUnavailableError('x').name).toBe('AdmissionUnavailableError');
+  });
+});

@@ -1,0 +1,38 @@
+// The webhook's HTTP(S) app, built without listening so tests can use inject(). /mutate and /healthz only.
+
+import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { mutateRoute } from './admission/mutate-route.ts';
+import type { PodAdmissionDeps } from './admission/pod-admission.ts';
+import type { KeyPairPem } from './pki.ts';
+
+export interface WebhookAppOptions {
+  logger: Logger;
+  admission: PodAdmissionDeps;
+  /** Serve HTTPS with this certificate (the API server only calls webhooks over TLS). */
+  tls?: KeyPairPem;
+}
+
+// The API server caps requests at 3 MiB; a pod spec near that size must still be admitted.
+const BODY_LIMIT = 4 * 1024 * 1024;
+
+export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: opts.logger,
+    disableRequestLogging: true,
+    bodyLimit: BODY_LIMIT,
+    ...(opts.tls ? { https: { key: opts.tls.keyPem, cert: opts.tls.certPem, minVersion: 'TLSv1.2' as const } } : {}),
+  }) as unknown as FastifyInstance;
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  void app.register(mutateRoute, { admission: opts.admission });
+  return app;
+}
+
+/** Swaps the serving certificate of a running HTTPS app; new connections use it, open ones keep theirs. */
+export function reloadServingCertificate(app: FastifyInstance, pair: KeyPairPem): void {
+  const server = app.server as unknown as TlsServer;
+  if (typeof server.setSecureContext !== 'function') throw new Error('the webhook app is not serving HTTPS');
+  const context: SecureContextOptions = { key: pair.keyPem, cert: pair.certPem, minVersion: 'TLSv1.2' };
+  server.setSecureContext(context);
+}

@@ -1,0 +1,124 @@
+// Wires the webhook together: TLS (self-managed or files), the admission app, Events and, under failurePolicy
+// Ignore, the missing-sidecar watcher. main.ts parses flags and calls this; cluster tests call it directly.
+
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { cachedNamespaceLabels } from './admission/namespace-labels.ts';
+import type { PodAdmissionDeps } from './admission/pod-admission.ts';
+import { buildWebhookApp, reloadServingCertificate } from './app.ts';
+import { clusterSupportsNativeSidecars } from './cluster-version.ts';
+import { createEventRecorder, type EventRecorder } from './events/event-recorder.ts';
+import { missingSidecarWatcher, type MissingSidecarWatcher } from './missing-sidecar-watcher.ts';
+import { operatorCaFromFile } from './operator-ca.ts';
+import type { KeyPairPem } from './pki.ts';
+import { certificateFiles, type CertificateFiles } from './tls/certificate-files.ts';
+import { selfManagedCertificates, type SelfManagedCertificates } from './tls/self-managed-certificates.ts';
+import type { WebhookOptions } from './webhook-options.ts';
+
+export interface WebhookRuntime {
+  kubeConfig: KubeConfig;
+  logger: Logger;
+  /** Extra IP SANs for the self-managed certificate (tests serve on 127.0.0.1). */
+  ipAddresses?: string[];
+  certificateIntervalMs?: number;
+  certificatePropagationMs?: number;
+  /** Defaults to failurePolicy === 'Ignore'. */
+  watchMissingSidecars?: boolean;
+  /** Overrides cluster version discovery for native sidecars (tests). */
+  nativeSidecarSupported?: boolean;
+}
+
+export interface WebhookServer {
+  app: FastifyInstance;
+  port: number;
+  events: EventRecorder;
+  certificates?: SelfManagedCertificates;
+  stop(): Promise<void>;
+}
+
+export async function startWebhook(options: WebhookOptions, runtime: WebhookRuntime): Promise<WebhookServer> {
+  const { kubeConfig, logger } = runtime;
+  let native = runtime.nativeSidecarSupported;
+  if (native === undefined) {
+    native = options.sidecar.nativeSidecar === 'false' ? false : await clusterSupportsNativeSidecars(kubeConfig);
+  }
+  const nativeSupported = native;
+  logger.info({ nativeSidecarSupported: nativeSupported, mode: options.sidecar.nativeSidecar }, 'native sidecar support');
+
+  const namespaceLabels = cachedNamespaceLabels(kubeConfig);
+  const events = createEventRecorder({ kubeConfig, logger });
+  const operatorCa = operatorCaFromFile(options.operatorCaFile, logger);
+  const admission: PodAdmissionDeps = {
+    logger,
+    ownNamespace: options.namespace,
+    defaults: () => options.sidecar,
+    operatorCaPem: () => operatorCa.current(),
+    nativeSidecarSupported: () => nativeSupported,
+    namespaceLabels,
+    events,
+  };
+
+  // The first certificate must exist before the server can start; later ones are swapped into it.
+  let app: FastifyInstance | undefined;
+  let initial: KeyPairPem | undefined;
+  const onServingCertificate = (pair: KeyPairPem) => {
+    if (app) reloadServingCertificate(app, pair);
+    else initial = pair;
+  };
+  let certificates: SelfManagedCertificates | undefined;
+  let files: CertificateFiles | undefined;
+  if (options.certificateMode === 'self-managed') {
+    const service = options.serviceName;
+    const ns = options.namespace;
+    certificates = selfManagedCertificates({
+      kubeConfig,
+      logger,
+      namespace: ns,
+      secretName: options.tlsSecret,
+      webhookConfigurationName: options.webhookConfigName,
+      dnsNames: [`${service}.${ns}.svc`, `${service}.${ns}.svc.cluster.local`, service],
+      ipAddresses: runtime.ipAddresses ?? [],
+      caValidityHours: options.caValidityHours,
+      servingValidityHours: options.certValidityHours,
+      ...(runtime.certificateIntervalMs ? { intervalMs: runtime.certificateIntervalMs } : {}),
+      ...(runtime.certificatePropagationMs !== undefined ? { propagationMs: runtime.certificatePropagationMs } : {}),
+      onServingCertificate,
+    });
+    await certificates.reconcile();
+  } else {
+    files = certificateFiles({ directory: options.certDir, logger, onServingCertificate });
+    initial = await files.load();
+  }
+  if (!initial) throw new Error('no serving certificate available');
+
+  app = buildWebhookApp({ logger, admission, tls: initial });
+  await app.listen({ host: options.host, port: options.port });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  if (certificates) await certificates.start();
+  if (files) await files.start();
+
+  let watcher: MissingSidecarWatcher | undefined;
+  if (runtime.watchMissingSidecars ?? options.failurePolicy === 'Ignore') {
+    watcher = missingSidecarWatcher({ kubeConfig, logger, ownNamespace: options.namespace, namespaceLabels, events });
+    await watcher.start();
+  }
+  logger.info({ port, certificateMode: options.certificateMode, failurePolicy: options.failurePolicy }, 'webhook listening');
+
+  const server = app;
+  return {
+    app: server,
+    port,
+    events,
+    ...(certificates ? { certificates } : {}),
+    async stop() {
+      watcher?.stop();
+      certificates?.stop();
+      files?.stop();
+      operatorCa.stop();
+      await server.close();
+      await events.flush();
+    },
+  };
+}
