@@ -1,7 +1,7 @@
 // Builds the engine's HTTP app without listening, so tests drive it with inject() or a real port alike.
 
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { CredentialProvider } from './auth/credential-provider.ts';
 import { createCredentialProviders } from './auth/credential-provider.ts';
@@ -42,18 +42,31 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export function buildEngine(opts: EngineOptions): Engine {
   const { store, logger } = opts;
   const config = store.get();
-  const spans = config.storage.kind === 'sqlite' ? openSqliteSpanStore(config.storage.path, logger) : openMemorySpanStore(config.storage.bufferSize);
+  const spans = config.storage.kind === 'sqlite' ? openSqliteSpanStore(config.storage.path) : openMemorySpanStore(config.storage.bufferSize);
   const writer = new SpanWriter(spans, config.storage, logger);
   const credentials =
     opts.credentials ??
-    createCredentialProviders({ credentials: config.credentials, upstreams: config.upstreams, logger, env: opts.env ?? process.env });
+    createCredentialProviders({ credentials: config.credentials, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
   const client = new UpstreamClient({ credentials, breaker: config.breaker, logger });
-  const unsubscribe = store.subscribe((snapshot) => client.updateBreakerConfig(snapshot.config.breaker));
+  let credentialsConfig = JSON.stringify(config.credentials);
+  const unsubscribe = store.subscribe((snapshot) => {
+    client.updateBreakerConfig(snapshot.config.breaker);
+    // Key files can be set later (the operator writes pushed Secrets to files): rebuild only the API-key
+    // providers, so the Google and AWS token caches survive.
+    const next = JSON.stringify(snapshot.config.credentials);
+    if (next !== credentialsConfig && !opts.credentials) {
+      credentialsConfig = next;
+      const fresh = createCredentialProviders({ credentials: snapshot.config.credentials, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
+      client.replaceCredentials({ 'openai-api-key': fresh['openai-api-key'], 'anthropic-api-key': fresh['anthropic-api-key'] });
+      fresh['google-adc'].close();
+      fresh['aws-sigv4'].close();
+    }
+  });
   const lifecycle = new Lifecycle();
   const meter = new CallMeter(writer, logger);
 
   const app = Fastify({
-    loggerInstance: logger,
+    loggerInstance: logger as FastifyBaseLogger,
     disableRequestLogging: true, // every call gets one richer line from the call meter instead
     bodyLimit: config.server.bodyLimitBytes,
     genReqId: (req) => {

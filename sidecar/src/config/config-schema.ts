@@ -3,7 +3,7 @@
 // value is refused with a message the user can act on and never half-applied.
 
 import type { CacheSettings, PriceEntry } from '../pricing/price-entry.ts';
-import { parsePriceEntry } from '../pricing/price-table.ts';
+import { parsePriceEntry, PriceEntryError } from '../pricing/price-table.ts';
 import { isRouteName, PROVIDERS, type Provider, type RouteName } from '../providers/routes.ts';
 import { ConfigError } from './config-error.ts';
 import type {
@@ -135,7 +135,14 @@ function parsePricing(input: unknown, field: string): { models: PriceEntry[] } {
   if (v.models === undefined) return { models: [] };
   if (!Array.isArray(v.models)) throw new ConfigError(`${field}.models`, 'must be a list of price entries');
   if (v.models.length > 1000) throw new ConfigError(`${field}.models`, 'must have at most 1000 entries');
-  const models = v.models.map((entry, i) => parsePriceEntry(entry, `${field}.models[${i}]`));
+  const models = v.models.map((entry, i) => {
+    try {
+      return parsePriceEntry(entry, `${field}.models[${i}]`);
+    } catch (error) {
+      if (error instanceof PriceEntryError) throw new ConfigError(error.field, error.message.slice(error.field.length + 1));
+      throw error;
+    }
+  });
   const seen = new Map<string, number>();
   models.forEach((m, i) => {
     const key = `${m.provider}/${m.model}`;

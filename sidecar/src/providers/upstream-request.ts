@@ -152,7 +152,7 @@ function planVertexMessages(
     path = `${base}count-tokens:rawPredict`;
   } else {
     delete out.model;
-    path = `${base}${encodeURIComponent(model)}:${out.stream === true ? 'streamRawPredict' : 'rawPredict'}`;
+    path = `${base}${vertexModelSegment(model)}:${out.stream === true ? 'streamRawPredict' : 'rawPredict'}`;
   }
   return {
     path: path + query,
@@ -162,6 +162,11 @@ function planVertexMessages(
     stripInjectedUsage: false,
     bodyUserId: bodyUser(json),
   };
+}
+
+/** Vertex model ids carry a version after '@', which Google's and Anthropic's SDKs send unencoded. */
+function vertexModelSegment(model: string): string {
+  return encodeURIComponent(model).replaceAll('%40', '@');
 }
 
 /** The upstream base URL for a route: the configured one, else the provider's public endpoint. */

@@ -5,7 +5,6 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ConfigError } from '../config/config-error.ts';
 import { parseRuntimeConfigPatch } from '../config/config-schema.ts';
 import type { ConfigStore, ConfigSnapshot } from '../config/config-store.ts';
-import { PriceEntryError } from '../pricing/price-table.ts';
 import { spanToJson } from '../spans/span-json.ts';
 import type { SpanStore } from '../spans/span-store.ts';
 import type { SpanWriter } from '../spans/span-writer.ts';
@@ -48,7 +47,7 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
       try {
         patch = parseRuntimeConfigPatch(request.body, LIVE_SECTIONS);
       } catch (error) {
-        if (error instanceof ConfigError || error instanceof PriceEntryError) {
+        if (error instanceof ConfigError) {
           return reply.code(400).send({ error: { code: 'invalid_config', message: error.message } });
         }
         throw error;

@@ -61,6 +61,15 @@ export class UpstreamClient {
     this.#breakers = breakers;
   }
 
+  /** Swaps credential providers (new key files pushed by the operator); the replaced ones are closed. */
+  replaceCredentials(next: Partial<Record<CredentialKind, CredentialProvider>>): void {
+    for (const [kind, provider] of Object.entries(next) as [CredentialKind, CredentialProvider][]) {
+      const previous = this.#credentials[kind];
+      this.#credentials[kind] = provider;
+      if (previous !== provider) previous.close();
+    }
+  }
+
   /** Applies live breaker settings without resetting breaker state. */
   updateBreakerConfig(config: BreakerConfig): void {
     if (JSON.stringify(config) === JSON.stringify(this.#breakerConfig)) return;
@@ -100,13 +109,15 @@ export class UpstreamClient {
     const path = base.prefix + req.path;
     try {
       const credential = this.#credentials[ROUTES[req.route].credential];
+      // SigV4 signs the path in the encoding AWS expects and may rewrite it: send exactly what was signed.
+      const outgoing = {
+        method: req.method,
+        url: new URL(path, base.origin),
+        headers: req.headers,
+        body: Buffer.isBuffer(req.body) ? req.body : null,
+      };
       try {
-        await credential.apply({
-          method: req.method,
-          url: new URL(path, base.origin),
-          headers: req.headers,
-          body: Buffer.isBuffer(req.body) ? req.body : null,
-        });
+        await credential.apply(outgoing);
       } catch (error) {
         if (error instanceof CredentialError) throw new ProxyError('credential_unavailable', error.message, { cause: error });
         throw error;
@@ -114,7 +125,7 @@ export class UpstreamClient {
       const timeout = config.upstreams[req.route]?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
       const response = await this.#agent.request({
         origin: base.origin,
-        path,
+        path: outgoing.url.pathname + outgoing.url.search,
         method: req.method as Dispatcher.HttpMethod,
         headers: req.headers,
         body: req.body,

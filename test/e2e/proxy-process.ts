@@ -1,0 +1,97 @@
+// Starts `tollgate proxy` as a real child process, the way a user or a pod runs it, and collects its
+// JSON log lines so tests can assert what operators grep for.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const CLI = resolve(import.meta.dirname, '../../sidecar/src/cli.ts');
+
+export interface ProxyProcess {
+  url: string;
+  port: number;
+  dir: string;
+  logs: Record<string, unknown>[];
+  stderr(): string;
+  /** Sends SIGTERM and waits for the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  child: ChildProcess;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+export async function startProxyProcess(opts: { configYaml?: string; env?: NodeJS.ProcessEnv; args?: string[] } = {}): Promise<ProxyProcess> {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-proxy-'));
+  const port = await freePort();
+  const args = [CLI, 'proxy', '--port', String(port)];
+  if (opts.configYaml !== undefined) {
+    const configPath = join(dir, 'tollgate.yaml');
+    writeFileSync(configPath, opts.configYaml);
+    args.push('--config', configPath);
+  }
+  args.push(...(opts.args ?? []));
+  const child = spawn(process.execPath, args, {
+    cwd: dir,
+    env: { PATH: process.env.PATH, HOME: dir, TOLLGATE_LOG_LEVEL: 'debug', ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Record<string, unknown>[] = [];
+  let stderr = '';
+  let pending = '';
+  child.stdout!.setEncoding('utf8').on('data', (text: string) => {
+    pending += text;
+    let nl;
+    while ((nl = pending.indexOf('\n')) !== -1) {
+      const line = pending.slice(0, nl);
+      pending = pending.slice(nl + 1);
+      try {
+        logs.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        logs.push({ msg: line });
+      }
+    }
+  });
+  child.stderr!.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+  const exited = new Promise<number | null>((resolveExit) => child.once('exit', (code) => resolveExit(code)));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`tollgate proxy exited with ${child.exitCode}: ${stderr}`);
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`tollgate proxy did not become healthy: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url,
+    port,
+    dir,
+    logs,
+    child,
+    stderr: () => stderr,
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null) child.kill(signal);
+      const code = await exited;
+      rmSync(dir, { recursive: true, force: true });
+      return code;
+    },
+  };
+}
