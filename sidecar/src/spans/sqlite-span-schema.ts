@@ -113,14 +113,21 @@ export function openSpanDatabase(path: string, migrate: boolean, logger?: Logger
 
 export const COLUMN_NAMES: readonly string[] = COLUMNS.map((c) => c.name);
 
-/** Inserts the spans in one transaction (all or none). */
-export function prepareBatchInsert(db: Database.Database): (spans: readonly Span[]) => void {
-  const insert = db.prepare<SpanRow>(
-    `INSERT INTO spans (${COLUMN_NAMES.join(', ')}) VALUES (${COLUMN_NAMES.map((n) => `@${n}`).join(', ')})`,
-  );
-  return db.transaction((spans: readonly Span[]) => {
-    for (const span of spans) insert.run(spanToRow(span));
+/** Positional insert: takes the values of spanToValues(). */
+export const INSERT_SQL = `INSERT INTO spans (${COLUMN_NAMES.join(', ')}) VALUES (${COLUMN_NAMES.map(() => '?').join(', ')})`;
+
+/** Inserts rows of spanToValues() in one transaction (all or none). */
+export function prepareBatchInsert(db: Database.Database): (rows: readonly unknown[][]) => void {
+  const insert = db.prepare(INSERT_SQL);
+  return db.transaction((rows: readonly unknown[][]) => {
+    for (const row of rows) insert.run(row);
   });
+}
+
+/** The span's column values in COLUMN_NAMES order. */
+export function spanToValues(span: Span): unknown[] {
+  const row = spanToRow(span) as unknown as Record<string, unknown>;
+  return COLUMN_NAMES.map((name) => row[name]);
 }
 
 function migrateSchema(db: Database.Database, path: string, logger: Logger | undefined): void {

@@ -1,13 +1,21 @@
 // Spans in a SQLite file (better-sqlite3, WAL). Reads run on the calling thread over their own connection;
 // writes run in a worker thread by default (ADR 0400), WAL letting both proceed at once.
 
+import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
-import type { Span } from './span.ts';
 import type { SpanStore } from './span-store.ts';
-import { COLUMN_NAMES, openSpanDatabase, prepareBatchInsert, rowToSpan, type SpanRow } from './sqlite-span-schema.ts';
-import type { WorkerReply, WorkerRequest } from './sqlite-span-worker.ts';
+import {
+  COLUMN_NAMES,
+  INSERT_SQL,
+  openSpanDatabase,
+  prepareBatchInsert,
+  rowToSpan,
+  spanToValues,
+  type SpanRow,
+} from './sqlite-span-schema.ts';
+import { SPAN_WORKER_SOURCE, type SpanWorkerData, type WorkerReply, type WorkerRequest } from './sqlite-span-worker.ts';
 
 export interface SqliteSpanStoreOptions {
   logger?: Logger;
@@ -30,7 +38,7 @@ export function openSqliteSpanStore(path: string, options: SqliteSpanStoreOption
   return {
     insertBatch(spans) {
       if (spans.length === 0) return;
-      const done = write.insert(spans);
+      const done = write.insert(spans.map(spanToValues));
       if (done === undefined) {
         rows += spans.length;
         return;
@@ -53,7 +61,7 @@ export function openSqliteSpanStore(path: string, options: SqliteSpanStoreOption
 }
 
 interface BatchWriter {
-  insert(spans: readonly Span[]): void | Promise<void>;
+  insert(rows: unknown[][]): void | Promise<void>;
   close(): Promise<void>;
 }
 
@@ -73,7 +81,12 @@ function workerWriter(path: string): BatchWriter {
   };
 
   const start = (): Worker => {
-    const w = new Worker(new URL('./sqlite-span-worker.ts', import.meta.url), { workerData: { path } });
+    const workerData: SpanWorkerData = {
+      driver: createRequire(import.meta.url).resolve('better-sqlite3'),
+      path,
+      insertSql: INSERT_SQL,
+    };
+    const w = new Worker(SPAN_WORKER_SOURCE, { eval: true, workerData });
     w.on('message', (reply: WorkerReply) => {
       const p = pending.get(reply.id);
       if (p === undefined) return;
@@ -95,14 +108,14 @@ function workerWriter(path: string): BatchWriter {
   };
 
   return {
-    insert(spans) {
+    insert(rows) {
       // A worker that died is replaced on the next batch; the failed batch is the writer's to retry.
       const w = worker ?? (worker = start());
       const id = nextId++;
       w.ref();
       return new Promise<void>((resolve, reject) => {
         pending.set(id, { resolve, reject });
-        w.postMessage({ id, spans } satisfies WorkerRequest);
+        w.postMessage({ id, rows } satisfies WorkerRequest);
       });
     },
     async close() {

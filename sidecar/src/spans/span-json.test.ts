@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { sampleSpan } from './sample-span.ts';
+import { spanToJson } from './span-json.ts';
+
+describe('spanToJson', () => {
+  it('maps every span field to its snake_case API name', () => {
+    const span = sampleSpan({ parentSpanId: 'b7ad6b7169203331', cacheWriteTokens: 40, error: 'x', statusCode: 502, status: 'upstream_error' });
+    expect(spanToJson(span)).toEqual({
+      span_id: span.spanId,
+      trace_id: span.traceId,
+      parent_span_id: 'b7ad6b7169203331',
+      name: 'chat gpt-4o-mini',
+      model: 'gpt-4o-mini',
+      response_model: 'gpt-4o-mini-2024-07-18',
+      provider: 'openai',
+      route: 'beta',
+      user_id: 'alice',
+      project_id: 'proj-1',
+      request_id: 'req-1',
+      input_tokens: 1200,
+      output_tokens: 300,
+      total_tokens: 1500,
+      cached_tokens: 200,
+      cache_write_tokens: 40,
+      reasoning_tokens: 64,
+      cost_usd: 0.000345,
+      priced: true,
+      duration_ms: 123.5,
+      status: 'upstream_error',
+      status_code: 502,
+      error: 'x',
+      timestamp: '2026-01-15T10:00:00.000Z',
+    });
+  });
+});

@@ -1,0 +1,187 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import Database from 'better-sqlite3';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { openMemorySpanStore } from './memory-span-store.ts';
+import { sampleSpan } from './sample-span.ts';
+import type { Span } from './span.ts';
+import type { SpanStore } from './span-store.ts';
+import { DROP_LOG_INTERVAL_MS, SpanWriter } from './span-writer.ts';
+import { openSqliteSpanStore } from './sqlite-span-store.ts';
+
+interface LogLine {
+  level: number;
+  msg: string;
+  [key: string]: unknown;
+}
+
+function capturedLogger(): { logger: pino.Logger; lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line) as LogLine);
+      done();
+    },
+  });
+  return { logger: pino({ level: 'info' }, stream), lines };
+}
+
+/** A real memory store that also remembers the size of every batch it was given. */
+function batchRecordingStore(): SpanStore & { batches: number[] } {
+  const inner = openMemorySpanStore(1000);
+  const batches: number[] = [];
+  return {
+    batches,
+    insertBatch(spans) {
+      batches.push(spans.length);
+      inner.insertBatch(spans);
+    },
+    recent: (limit) => inner.recent(limit),
+    count: () => inner.count(),
+    close: () => inner.close(),
+  };
+}
+
+const turns = async (n = 5): Promise<void> => {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+};
+
+const spans = (n: number): Span[] => Array.from({ length: n }, (_, i) => sampleSpan({ requestId: `r${i}` }));
+
+let dir: string;
+const writers: SpanWriter[] = [];
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'tollgate-writer-'));
+});
+afterEach(async () => {
+  for (const w of writers.splice(0)) await w.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function writer(store: SpanStore, opts: Partial<ConstructorParameters<typeof SpanWriter>[1]>, logger = pino({ level: 'silent' }), now?: () => number): SpanWriter {
+  const w = new SpanWriter(store, { bufferSize: 100, batchSize: 10, flushIntervalMs: 60_000, ...opts }, logger, now);
+  writers.push(w);
+  return w;
+}
+
+describe('SpanWriter', () => {
+  it('writes full batches on the next turns of the event loop, one transaction per batch', async () => {
+    const store = batchRecordingStore();
+    const w = writer(store, {});
+    for (const s of spans(25)) w.record(s);
+    // record() only buffers: nothing is written while the request that recorded is still running.
+    expect(store.batches).toEqual([]);
+    await turns();
+    expect(store.batches).toEqual([10, 10]);
+    expect(w.stats()).toEqual({ recorded: 25, written: 20, dropped: 0, buffered: 5, writeErrors: 0 });
+    await w.flush();
+    expect(store.batches).toEqual([10, 10, 5]);
+    expect(store.recent(100).map((s) => s.requestId).sort()).toEqual(spans(25).map((s) => s.requestId).sort());
+  });
+
+  it('writes a partial batch when the flush interval passes', async () => {
+    const store = batchRecordingStore();
+    const w = writer(store, { flushIntervalMs: 5 });
+    for (const s of spans(3)) w.record(s);
+    await vi.waitFor(() => expect(store.batches).toEqual([3]));
+    expect(w.stats().written).toBe(3);
+  });
+
+  it('flushes on close and drops (counted, logged) spans recorded afterwards', async () => {
+    const store = batchRecordingStore();
+    const { logger, lines } = capturedLogger();
+    const w = writer(store, {}, logger);
+    for (const s of spans(7)) w.record(s);
+    await w.close();
+    expect(store.count()).toBe(7);
+    w.record(sampleSpan());
+    expect(w.stats()).toEqual({ recorded: 7, written: 7, dropped: 1, buffered: 0, writeErrors: 0 });
+    expect(lines.map((l) => l.msg)).toEqual(['span recorded after the span writer closed; dropped']);
+  });
+
+  it('drops spans beyond the buffer, counts them, and logs `span processor buffer full` rate-limited', async () => {
+    const store = batchRecordingStore();
+    const { logger, lines } = capturedLogger();
+    let clock = 1_000_000;
+    const w = writer(store, { bufferSize: 5, batchSize: 5 }, logger, () => clock);
+    for (const s of spans(8)) w.record(s); // 5 fit, 3 dropped, all within one turn
+    expect(w.stats()).toMatchObject({ recorded: 5, dropped: 3, buffered: 5 });
+    const full = () => lines.filter((l) => l.msg === 'span processor buffer full');
+    // Only the first drop logs inside the interval.
+    expect(full()).toHaveLength(1);
+    expect(full()[0]).toMatchObject({ level: 40, dropped: 1, droppedSinceLastLog: 1, bufferSize: 5 });
+
+    clock += DROP_LOG_INTERVAL_MS - 1;
+    w.record(sampleSpan());
+    expect(full()).toHaveLength(1);
+    clock += 1;
+    w.record(sampleSpan());
+    expect(full()).toHaveLength(2);
+    expect(full()[1]).toMatchObject({ dropped: 5, droppedSinceLastLog: 4 });
+
+    await w.flush();
+    expect(store.count()).toBe(5);
+    expect(w.stats()).toEqual({ recorded: 5, written: 5, dropped: 5, buffered: 0, writeErrors: 0 });
+  });
+
+  it('goes through a real SQLite store in its worker thread', async () => {
+    const store = openSqliteSpanStore(join(dir, 'spans.db'));
+    const w = writer(store, { bufferSize: 1000, batchSize: 50 });
+    for (const s of spans(260)) w.record(s);
+    await w.close();
+    expect(w.stats()).toEqual({ recorded: 260, written: 260, dropped: 0, buffered: 0, writeErrors: 0 });
+    expect(store.count()).toBe(260);
+    await store.close();
+  });
+
+  it('retries a batch once when the file is locked, and writes it once the lock is gone', async () => {
+    const path = join(dir, 'spans.db');
+    const store = openSqliteSpanStore(path);
+    const { logger, lines } = capturedLogger();
+    const w = writer(store, { batchSize: 4 }, logger);
+    // Another process holds the write lock past the store's busy_timeout.
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    for (const s of spans(4)) w.record(s);
+    await vi.waitFor(() => expect(w.stats().writeErrors).toBe(1), { timeout: 10_000 });
+    const failure = lines.find((l) => l.msg === 'failed to write spans; will retry once');
+    expect(failure).toMatchObject({ level: 50, spans: 4, writeErrors: 1 });
+    expect(JSON.stringify(failure?.err)).toMatch(/locked|busy/i);
+    expect(w.stats()).toMatchObject({ written: 0, dropped: 0, buffered: 4 });
+
+    other.exec('COMMIT');
+    other.close();
+    await w.flush();
+    expect(w.stats()).toEqual({ recorded: 4, written: 4, dropped: 0, buffered: 0, writeErrors: 1 });
+    expect(store.count()).toBe(4);
+    await w.close();
+    await store.close();
+  });
+
+  it('drops a batch that fails twice, counting and logging it, and keeps going', async () => {
+    // An inline SQLite store whose connection is gone: every write throws.
+    const store = openSqliteSpanStore(join(dir, 'spans.db'), { writes: 'inline' });
+    await store.close();
+    const { logger, lines } = capturedLogger();
+    const w = writer(store, { batchSize: 3 }, logger);
+    for (const s of spans(3)) w.record(s);
+    await w.flush();
+    expect(w.stats()).toEqual({ recorded: 3, written: 0, dropped: 3, buffered: 0, writeErrors: 2 });
+    expect(lines.map((l) => l.msg)).toEqual([
+      'failed to write spans; will retry once',
+      'failed to write spans; batch dropped',
+    ]);
+    expect(lines[1]).toMatchObject({ level: 50, spans: 3, dropped: 3, writeErrors: 2 });
+    expect(JSON.stringify(lines[1]?.err)).toMatch(/not open/);
+  });
+
+  it('rejects unusable options, naming the option', () => {
+    const store = openMemorySpanStore();
+    expect(() => new SpanWriter(store, { bufferSize: 0, batchSize: 1, flushIntervalMs: 1 }, pino({ level: 'silent' }))).toThrow(
+      'span writer bufferSize must be a positive integer, got 0',
+    );
+  });
+});
