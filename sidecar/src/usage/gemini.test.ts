@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest';
+import { createUsageExtractor, type UsageExtractor } from './extractor.ts';
+import type { UsageResult } from './usage.ts';
+
+function pump(extractor: UsageExtractor, chunks: Buffer[]): { out: Buffer; result: UsageResult } {
+  const out: Buffer[] = [];
+  for (const chunk of chunks) out.push(extractor.write(chunk));
+  out.push(extractor.flush());
+  return { out: Buffer.concat(out), result: extractor.end() };
+}
+
+const meta = { modelVersion: 'gemini-2.5-flash', createTime: '2025-07-01T10:00:00.000000Z', responseId: 'l6NjaJ7BC4GXmecP' };
+const part = (text: string) => ({ content: { role: 'model', parts: [{ text }] } });
+
+// Usage is cumulative: the first chunk carries only trafficType, later ones grow, the last is final.
+const CHUNKS = [
+  { candidates: [part('The')], usageMetadata: { trafficType: 'ON_DEMAND' }, ...meta },
+  { candidates: [part(' answer is "usageMetadata": {} — 42 🚀')], usageMetadata: { promptTokenCount: 1500, candidatesTokenCount: 0, totalTokenCount: 1500, trafficType: 'ON_DEMAND' }, ...meta },
+  {
+    candidates: [{ ...part('.'), finishReason: 'STOP' }],
+    usageMetadata: {
+      promptTokenCount: 1500,
+      candidatesTokenCount: 200,
+      totalTokenCount: 2000,
+      cachedContentTokenCount: 1024,
+      thoughtsTokenCount: 300,
+      trafficType: 'ON_DEMAND',
+      promptTokensDetails: [{ modality: 'TEXT', tokenCount: 1500 }],
+      cacheTokensDetails: [{ modality: 'TEXT', tokenCount: 1024 }],
+      candidatesTokensDetails: [{ modality: 'TEXT', tokenCount: 200 }],
+    },
+    ...meta,
+  },
+];
+const FINAL = { inputTokens: 1500, outputTokens: 500, cacheReadTokens: 1024, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 300, totalTokens: 2000 };
+
+const SSE = Buffer.from(CHUNKS.map((c) => `data: ${JSON.stringify(c)}\r\n\r\n`).join(''));
+const ARRAY = Buffer.from(`[${CHUNKS.map((c) => JSON.stringify(c, null, 2)).join('\n,\r\n')}\n]`);
+
+describe('Gemini usage', () => {
+  it('reads a generateContent body: prompt includes cached, output adds thoughts, tool-use prompt is input', () => {
+    const body = Buffer.from(
+      JSON.stringify({
+        candidates: [{ content: { role: 'model', parts: [{ text: 'Hi' }] }, finishReason: 'STOP', avgLogprobs: -0.2 }],
+        usageMetadata: { promptTokenCount: 900, candidatesTokenCount: 50, thoughtsTokenCount: 120, toolUsePromptTokenCount: 30, cachedContentTokenCount: 512, totalTokenCount: 1100, trafficType: 'ON_DEMAND' },
+        modelVersion: 'gemini-2.5-pro',
+        createTime: '2025-07-01T10:00:00.000000Z',
+        responseId: 'x',
+      }),
+    );
+    expect(pump(createUsageExtractor({ format: 'gemini', contentType: 'application/json; charset=UTF-8', headers: {} }), [body]).result).toEqual({
+      usage: { inputTokens: 930, outputTokens: 170, cacheReadTokens: 512, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 120, totalTokens: 1100 },
+      responseModel: 'gemini-2.5-pro',
+    });
+  });
+
+  it('keeps the last usageMetadata of an SSE stream (never adds chunks), whatever the chunking', () => {
+    for (let i = 0; i <= SSE.length; i += 3) {
+      const extractor = createUsageExtractor({ format: 'gemini', contentType: 'text/event-stream', headers: {} });
+      const chunks = [SSE.subarray(0, i), SSE.subarray(i)];
+      const { out, result } = pump(extractor, chunks);
+      expect(out.equals(SSE)).toBe(true);
+      expect(result, `split at ${i}`).toEqual({ usage: FINAL, responseModel: 'gemini-2.5-flash' });
+    }
+  });
+
+  it('keeps the last usageMetadata of a progressively written JSON array, whatever the chunking', () => {
+    for (let i = 0; i <= ARRAY.length; i += 3) {
+      const extractor = createUsageExtractor({ format: 'gemini', contentType: 'application/json', headers: {} });
+      const chunks = [ARRAY.subarray(0, i), ARRAY.subarray(i)];
+      for (const chunk of chunks) expect(extractor.write(chunk)).toBe(chunk);
+      expect(extractor.end(), `split at ${i}`).toEqual({ usage: FINAL, responseModel: 'gemini-2.5-flash' });
+    }
+  });
+
+  it('reports a JSON array cut short with the usage of the last complete element', () => {
+    const cut = ARRAY.subarray(0, ARRAY.lastIndexOf('"candidatesTokensDetails"'));
+    expect(pump(createUsageExtractor({ format: 'gemini', contentType: 'application/json', headers: {} }), [cut]).result).toEqual({
+      usage: { inputTokens: 1500, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, totalTokens: 1500 },
+      responseModel: 'gemini-2.5-flash',
+      streamError: 'JSON array ended before its closing ]',
+    });
+  });
+
+  it('reports an SSE stream that ends without a finishReason, keeping the usage seen', () => {
+    const cut = Buffer.from(CHUNKS.slice(0, 2).map((c) => `data: ${JSON.stringify(c)}\r\n\r\n`).join(''));
+    const { result } = pump(createUsageExtractor({ format: 'gemini', contentType: 'text/event-stream', headers: {} }), [cut]);
+    expect(result.usage?.inputTokens).toBe(1500);
+    expect(result.streamError).toBe('stream ended before a finishReason');
+  });
+
+  it('reports an error object written into the stream', () => {
+    const error = { error: { code: 429, message: 'Resource exhausted. Please try again later.', status: 'RESOURCE_EXHAUSTED' } };
+    const array = Buffer.from(`[${JSON.stringify(CHUNKS[0])},\r\n${JSON.stringify(error)}]`);
+    expect(pump(createUsageExtractor({ format: 'gemini', contentType: 'application/json', headers: {} }), [array]).result.streamError).toBe(
+      'RESOURCE_EXHAUSTED: Resource exhausted. Please try again later.',
+    );
+    const sse = Buffer.from(`data: ${JSON.stringify(CHUNKS[0])}\r\n\r\ndata: ${JSON.stringify(error)}\r\n\r\n`);
+    expect(pump(createUsageExtractor({ format: 'gemini', contentType: 'text/event-stream', headers: {} }), [sse]).result.streamError).toBe(
+      'RESOURCE_EXHAUSTED: Resource exhausted. Please try again later.',
+    );
+  });
+
+  it('treats a blocked prompt as a finished stream', () => {
+    const blocked = { promptFeedback: { blockReason: 'SAFETY' }, usageMetadata: { promptTokenCount: 8, totalTokenCount: 8 }, ...meta };
+    const { result } = pump(createUsageExtractor({ format: 'gemini', contentType: 'text/event-stream', headers: {} }), [Buffer.from(`data: ${JSON.stringify(blocked)}\r\n\r\n`)]);
+    expect(result.streamError).toBeUndefined();
+    expect(result.usage?.inputTokens).toBe(8);
+  });
+});
