@@ -1,0 +1,96 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { SidecarRegistry } from './sidecar-registry.ts';
+import { BUILTIN_SNAPSHOT, buildSnapshot, type Snapshot } from './snapshot.ts';
+
+function setup(existing: string[]) {
+  const exists = new Set(existing);
+  const events: string[] = [];
+  const registry = new SidecarRegistry({
+    exists: (k) => exists.has(k),
+    logger: pino({ level: 'silent' }),
+    debounceMs: 10,
+    maxDelayMs: 50,
+    listener: {
+      countsChanged: (s) => events.push(`counts ${s}`),
+      pushed: (s, v, n) => events.push(`pushed ${s} ${v} ${n}`),
+      rejected: (s, pod, v, reason) => events.push(`rejected ${s} ${pod.namespace}/${pod.name} ${v} ${reason}`),
+    },
+  });
+  const received = new Map<string, Snapshot[]>();
+  const connect = (id: string, namespace: string, annotation?: string) => {
+    received.set(id, []);
+    return registry.connect({ id, namespace, podName: id, ...(annotation ? { annotation } : {}), send: (s) => received.get(id)!.push(s) });
+  };
+  return { registry, exists, events, received, connect };
+}
+
+const snap = (source: string, price: number) =>
+  buildSnapshot(source, { pricing: { models: [{ provider: 'openai', model: 'gpt-4o', input_per_million: price, output_per_million: 1 }] } }, {}, []);
+
+describe('SidecarRegistry', () => {
+  it('sends a new sidecar its snapshot at once and pushes changes to all bound sidecars after the debounce', async () => {
+    const { registry, received, connect, events } = setup(['ns/default']);
+    const v1 = snap('ns/default', 1);
+    registry.publish(v1);
+    connect('a', 'ns');
+    connect('b', 'ns');
+    connect('other', 'ns2');
+    expect(received.get('a')!.map((s) => s.version)).toEqual([v1.version]);
+    expect(received.get('other')!.map((s) => s.version)).toEqual([BUILTIN_SNAPSHOT.version]);
+
+    const v2 = snap('ns/default', 2);
+    const v3 = snap('ns/default', 3);
+    registry.publish(v2);
+    registry.publish(v3); // within the debounce: only the latest goes out
+    await sleep(80);
+    expect(received.get('a')!.map((s) => s.version)).toEqual([v1.version, v3.version]);
+    expect(received.get('b')!.map((s) => s.version)).toEqual([v1.version, v3.version]);
+    expect(received.get('other')).toHaveLength(1);
+    expect(events).toContain(`pushed ns/default ${v3.version} 2`);
+    registry.close();
+  });
+
+  it('counts connected and current sidecars from acks, and reports a rejection once per version', () => {
+    const { registry, connect, events } = setup(['ns/default']);
+    const v1 = snap('ns/default', 1);
+    registry.publish(v1);
+    connect('a', 'ns');
+    connect('b', 'ns');
+    expect(registry.counts('ns/default')).toEqual({ connected: 2, current: 0 });
+    registry.ack('a', v1.version);
+    registry.nack('b', v1.version, 'pricing.models[0] bad');
+    registry.nack('b', v1.version, 'pricing.models[0] bad');
+    expect(registry.counts('ns/default')).toEqual({ connected: 2, current: 1 });
+    expect(events.filter((e) => e.startsWith('rejected'))).toEqual([`rejected ns/default ns/b ${v1.version} pricing.models[0] bad`]);
+    registry.disconnect('a');
+    expect(registry.counts('ns/default')).toEqual({ connected: 1, current: 0 });
+    registry.close();
+  });
+
+  it('rebinds sidecars when the ProxyConfig they name appears or disappears', async () => {
+    const { registry, exists, received, connect } = setup(['ns/default']);
+    const def = snap('ns/default', 1);
+    registry.publish(def);
+    expect(connect('a', 'ns', 'strict')).toBe('ns/default');
+
+    exists.add('ns/strict');
+    const strict = snap('ns/strict', 9);
+    registry.publish(strict);
+    await sleep(80);
+    expect(received.get('a')!.map((s) => s.source)).toEqual(['ns/default', 'ns/strict']);
+    expect(registry.counts('ns/strict').connected).toBe(1);
+
+    exists.delete('ns/strict');
+    registry.withdraw('ns/strict');
+    await sleep(80);
+    expect(received.get('a')!.map((s) => s.source)).toEqual(['ns/default', 'ns/strict', 'ns/default']);
+
+    exists.delete('ns/default');
+    registry.withdraw('ns/default');
+    await sleep(80);
+    expect(received.get('a')!.at(-1)!.version).toBe(BUILTIN_SNAPSHOT.version);
+    registry.close();
+  });
+});

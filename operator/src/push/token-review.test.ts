@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { identityFromReview, UnauthenticatedError } from './token-review.ts';
+
+describe('identityFromReview', () => {
+  it('takes namespace and pod from the review, not from anything the sidecar says', () => {
+    expect(
+      identityFromReview({
+        authenticated: true,
+        audiences: ['tollgate'],
+        user: {
+          username: 'system:serviceaccount:team-a:app',
+          extra: { 'authentication.kubernetes.io/pod-name': ['app-7d9'], 'authentication.kubernetes.io/pod-uid': ['1234'] },
+        },
+      }),
+    ).toEqual({ namespace: 'team-a', serviceAccount: 'app', podName: 'app-7d9', podUid: '1234' });
+  });
+
+  it('accepts a service-account token that is not bound to a pod', () => {
+    expect(identityFromReview({ authenticated: true, user: { username: 'system:serviceaccount:ns:sa' } })).toEqual({ namespace: 'ns', serviceAccount: 'sa' });
+  });
+
+  it('refuses unauthenticated tokens, other audiences and non-service-account users', () => {
+    expect(() => identityFromReview({ authenticated: false, error: 'token expired' })).toThrow(/token rejected: token expired/);
+    expect(() => identityFromReview({ authenticated: true, audiences: ['other'], user: { username: 'system:serviceaccount:ns:sa' } })).toThrow(/audience tollgate/);
+    expect(() => identityFromReview({ authenticated: true, user: { username: 'alice' } })).toThrow(UnauthenticatedError);
+  });
+});

@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../sidecar/src/config/config-error.ts';
+import { referencedSecrets, render, resolveCredentials } from './render.ts';
+
+describe('render', () => {
+  it('turns a full spec into the runtime config patch the sidecar runs', () => {
+    const { patch, credentialRefs } = render({
+      pricing: {
+        models: [
+          { provider: 'openai', model: 'gpt-4o', input_per_million: 2.5, output_per_million: 10, cached_input_per_million: 1.25 },
+          { provider: 'anthropic', model: 'claude-sonnet-4', aliases: ['claude-sonnet-4@20250514'], input_per_million: 3, output_per_million: 15 },
+        ],
+      },
+      cache: { anthropic: { ttl_seconds: 3600, cached_multiplier: 0.1 } },
+      upstreams: { beta: { baseUrl: 'http://127.0.0.1:9999/', timeoutMs: 5000 }, alpha: { project: 'my-proj', location: 'us-central1' } },
+      breaker: { consecutiveFailures: 3, openMs: 2000 },
+      storage: { kind: 'memory', bufferSize: 100 },
+      credentials: { openaiApiKey: { secretName: 'llm-keys', key: 'openai' } },
+    });
+    expect(patch.pricing?.models).toEqual([
+      { provider: 'openai', model: 'gpt-4o', input_per_million: 2.5, output_per_million: 10, cached_input_per_million: 1.25 },
+      { provider: 'anthropic', model: 'claude-sonnet-4', aliases: ['claude-sonnet-4@20250514'], input_per_million: 3, output_per_million: 15 },
+    ]);
+    expect(patch.cache).toEqual({ anthropic: { ttl_seconds: 3600, cached_multiplier: 0.1 } });
+    expect(patch.upstreams).toEqual({ beta: { baseUrl: 'http://127.0.0.1:9999', timeoutMs: 5000 }, alpha: { project: 'my-proj', location: 'us-central1' } });
+    expect(patch.breaker).toEqual({ consecutiveFailures: 3, openMs: 2000 });
+    expect(patch.storage).toEqual({ kind: 'memory', bufferSize: 100 });
+    // Credentials never enter the patch; only the references come out.
+    expect(patch.credentials).toBeUndefined();
+    expect(credentialRefs).toEqual([{ name: 'openaiApiKey', field: 'credentials.openaiApiKey', secretName: 'llm-keys', key: 'openai' }]);
+  });
+
+  it('renders an empty or absent spec as an empty patch (the built-in defaults)', () => {
+    expect(render(undefined)).toEqual({ patch: {}, credentialRefs: [] });
+    expect(render({})).toEqual({ patch: {}, credentialRefs: [] });
+  });
+
+  it('refuses what the sidecar would refuse, naming the field', () => {
+    const twice = { provider: 'openai' as const, model: 'gpt-4o', input_per_million: 1, output_per_million: 2 };
+    expect(() => render({ pricing: { models: [twice, twice] } })).toThrow(ConfigError);
+    expect(() => render({ pricing: { models: [twice, twice] } })).toThrow(/pricing\.models\[1\]/);
+    expect(() => render({ upstreams: { beta: { baseUrl: 'ftp://x' } } })).toThrow(/upstreams\.beta\.baseUrl/);
+  });
+
+  it('expands AWS references with default key names', () => {
+    const { credentialRefs } = render({ credentials: { aws: { secretName: 'aws' } } });
+    expect(credentialRefs.map((r) => [r.name, r.secretName, r.key])).toEqual([
+      ['awsAccessKeyId', 'aws', 'AWS_ACCESS_KEY_ID'],
+      ['awsSecretAccessKey', 'aws', 'AWS_SECRET_ACCESS_KEY'],
+    ]);
+  });
+});
+
+describe('resolveCredentials', () => {
+  const refs = render({
+    credentials: { openaiApiKey: { secretName: 'keys', key: 'openai' }, anthropicApiKey: { secretName: 'keys', key: 'anthropic' } },
+  }).credentialRefs;
+
+  it('decodes the referenced values', () => {
+    const result = resolveCredentials(refs, () => ({ data: { openai: Buffer.from('sk-o').toString('base64'), anthropic: Buffer.from('sk-a').toString('base64') } }));
+    expect(result.ok).toBe(true);
+    if (result.ok) expect(Object.fromEntries(Object.entries(result.values).map(([k, v]) => [k, v.toString()]))).toEqual({ openaiApiKey: 'sk-o', anthropicApiKey: 'sk-a' });
+  });
+
+  it('names the missing Secret or key', () => {
+    expect(resolveCredentials(refs, () => undefined)).toEqual({
+      ok: false,
+      reason: 'SecretNotFound',
+      message: 'credentials.openaiApiKey: Secret "keys" not found in the namespace',
+    });
+    expect(resolveCredentials(refs, () => ({ data: { openai: 'eA==' } }))).toEqual({
+      ok: false,
+      reason: 'SecretKeyNotFound',
+      message: 'credentials.anthropicApiKey: Secret "keys" has no key "anthropic"',
+    });
+  });
+});
+
+describe('referencedSecrets', () => {
+  it('lists each referenced Secret once', () => {
+    expect(referencedSecrets({ credentials: { openaiApiKey: { secretName: 'a', key: 'x' }, anthropicApiKey: { secretName: 'a', key: 'y' }, aws: { secretName: 'b' } } })).toEqual(['a', 'b']);
+    expect(referencedSecrets(undefined)).toEqual([]);
+  });
+});

@@ -1,0 +1,214 @@
+// Helpers for cluster tests of the operator and the config push: install the CRDs and the operator's RBAC,
+// run `tollgate operator` as a child process (as an RBAC-limited user), create pods with service accounts
+// and mint their projected tokens through the TokenRequest API, and wait for things to happen.
+
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { stringify } from 'yaml';
+import { crdManifests, PROXY_CONFIG, type ProxyConfig, type ProxyConfigSpec } from '../../crds/index.ts';
+import { KubeApi } from '../../operator/src/kube/api-client.ts';
+import { operatorRbac } from '../../operator/src/rbac.ts';
+import type { ControlPlane } from '../control-plane/control-plane.ts';
+import { startManagedProcess, type ManagedProcess } from '../control-plane/managed-process.ts';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const CLI = join(ROOT, 'sidecar/src/cli.ts');
+export const OPERATOR_NAMESPACE = 'tollgate-system';
+export const OPERATOR_USER = 'tollgate-operator';
+
+/** Polls `check` until it returns a value other than undefined/false, or throws after `timeoutMs`. */
+export async function eventually<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    await sleep(100);
+  }
+}
+
+export async function apply(cp: ControlPlane, objects: object[] | string): Promise<void> {
+  const input = typeof objects === 'string' ? objects : objects.map((o) => stringify(o)).join('---\n');
+  const result = await cp.kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input });
+  if (result.code !== 0) throw new Error(`kubectl apply failed: ${result.stderr}`);
+}
+
+/** CRDs, the operator namespace and RBAC for the operator user; returns a kubeconfig file for that user. */
+export async function installOperatorPrerequisites(cp: ControlPlane, workDir: string): Promise<string> {
+  await apply(cp, crdManifests());
+  const established = await cp.kubectl(['wait', '--for=condition=Established', '--timeout=60s', `crd/${PROXY_CONFIG.plural}.${PROXY_CONFIG.group}`]);
+  if (established.code !== 0) throw new Error(established.stderr);
+  await apply(cp, [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: OPERATOR_NAMESPACE } }]);
+  await apply(cp, operatorRbac({ namespace: OPERATOR_NAMESPACE, subject: { kind: 'User', name: OPERATOR_USER } }));
+  const kc = await cp.userKubeConfig(OPERATOR_USER);
+  const path = join(workDir, 'operator.kubeconfig');
+  writeFileSync(path, kc.exportConfig(), { mode: 0o600 });
+  return path;
+}
+
+export function tempDir(prefix: string): { path: string; remove(): void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+export interface OperatorProcess extends ManagedProcess {
+  identity: string;
+  kill(): void;
+}
+
+/** `node sidecar/src/cli.ts operator ...` as a child that never outlives the test. */
+export function startOperatorProcess(opts: { kubeconfig: string; identity: string; grpcPort: number; logDir: string; extraArgs?: string[] }): OperatorProcess {
+  const proc = startManagedProcess({
+    name: `operator ${opts.identity}`,
+    command: process.execPath,
+    args: [
+      CLI,
+      'operator',
+      `--kubeconfig=${opts.kubeconfig}`,
+      `--namespace=${OPERATOR_NAMESPACE}`,
+      `--identity=${opts.identity}`,
+      '--grpc-host=127.0.0.1',
+      `--grpc-port=${opts.grpcPort}`,
+      '--log-level=debug',
+      ...(opts.extraArgs ?? []),
+    ],
+    logPath: join(opts.logDir, `${opts.identity}.log`),
+  });
+  return Object.assign(proc, {
+    identity: opts.identity,
+    kill() {
+      try {
+        process.kill(-proc.pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    },
+  });
+}
+
+export async function leaseHolder(api: KubeApi, name = 'tollgate-operator'): Promise<string | undefined> {
+  try {
+    const lease = await api.get<{ spec?: { holderIdentity?: string } }>(`/apis/coordination.k8s.io/v1/namespaces/${OPERATOR_NAMESPACE}/leases/${name}`);
+    return lease.spec?.holderIdentity || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The CA the operator generated for its push server (tollgate-operator-tls), written to a file. */
+export async function operatorCaFile(api: KubeApi, dir: string): Promise<string> {
+  const secret = await eventually('the operator TLS Secret', async () => {
+    const s = await api.get<{ data?: Record<string, string> }>(`/api/v1/namespaces/${OPERATOR_NAMESPACE}/secrets/tollgate-operator-tls`);
+    return s.data?.['ca.crt'] ? s : undefined;
+  });
+  const path = join(dir, 'operator-ca.crt');
+  writeFileSync(path, Buffer.from(secret.data!['ca.crt']!, 'base64'));
+  return path;
+}
+
+export function proxyConfigPath(namespace: string, name?: string): string {
+  const base = `/apis/${PROXY_CONFIG.group}/${PROXY_CONFIG.version}/namespaces/${namespace}/${PROXY_CONFIG.plural}`;
+  return name ? `${base}/${name}` : base;
+}
+
+export async function putProxyConfig(api: KubeApi, namespace: string, name: string, spec: ProxyConfigSpec, annotations?: Record<string, string>): Promise<ProxyConfig> {
+  const body = { apiVersion: PROXY_CONFIG.apiVersion, kind: PROXY_CONFIG.kind, metadata: { name, namespace, ...(annotations ? { annotations } : {}) }, spec };
+  try {
+    const existing = await api.get<ProxyConfig>(proxyConfigPath(namespace, name));
+    return await api.put<ProxyConfig>(proxyConfigPath(namespace, name), { ...body, metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion } });
+  } catch (error) {
+    if ((error as { statusCode?: number }).statusCode !== 404) throw error;
+    return api.post<ProxyConfig>(proxyConfigPath(namespace), body);
+  }
+}
+
+export function getProxyConfig(api: KubeApi, namespace: string, name: string): Promise<ProxyConfig> {
+  return api.get<ProxyConfig>(proxyConfigPath(namespace, name));
+}
+
+export function readyCondition(pc: ProxyConfig) {
+  return pc.status?.conditions?.find((c) => c.type === 'Ready');
+}
+
+export interface EventRecord {
+  reason: string;
+  type: string;
+  note?: string;
+  regarding: { name: string; kind: string };
+  related?: { name: string; kind: string };
+  reportingController?: string;
+}
+
+export async function eventsFor(api: KubeApi, namespace: string, name: string): Promise<EventRecord[]> {
+  const list = await api.get<{ items: EventRecord[] }>(`/apis/events.k8s.io/v1/namespaces/${namespace}/events`);
+  return list.items.filter((e) => e.regarding?.name === name);
+}
+
+export async function ensureNamespace(api: KubeApi, name: string): Promise<void> {
+  try {
+    await api.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+  } catch (error) {
+    if ((error as { statusCode?: number }).statusCode !== 409) throw error;
+  }
+}
+
+export async function putSecret(api: KubeApi, namespace: string, name: string, data: Record<string, string>): Promise<void> {
+  const body = { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, stringData: data };
+  try {
+    await api.post(`/api/v1/namespaces/${namespace}/secrets`, body);
+  } catch (error) {
+    if ((error as { statusCode?: number }).statusCode !== 409) throw error;
+    await api.put(`/api/v1/namespaces/${namespace}/secrets/${name}`, body);
+  }
+}
+
+export interface PodWithToken {
+  namespace: string;
+  name: string;
+  uid: string;
+  /** A projected service-account token (audience tollgate) bound to the pod, written to a file. */
+  tokenFile: string;
+}
+
+/**
+ * A pod (it stays Pending: there is no scheduler) running as service account `app`, and a token for it from
+ * the TokenRequest API, bound to the pod as the kubelet would mint it.
+ */
+export async function podWithToken(
+  api: KubeApi,
+  opts: { namespace: string; name: string; annotations?: Record<string, string>; dir: string; audience?: string },
+): Promise<PodWithToken> {
+  try {
+    await api.post(`/api/v1/namespaces/${opts.namespace}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'app' } });
+  } catch (error) {
+    if ((error as { statusCode?: number }).statusCode !== 409) throw error;
+  }
+  const pod = await api.post<{ metadata: { uid: string } }>(`/api/v1/namespaces/${opts.namespace}/pods`, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: opts.name, ...(opts.annotations ? { annotations: opts.annotations } : {}) },
+    spec: { serviceAccountName: 'app', containers: [{ name: 'app', image: 'example.invalid/app:1' }] },
+  });
+  const request = await api.post<{ status: { token: string } }>(`/api/v1/namespaces/${opts.namespace}/serviceaccounts/app/token`, {
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenRequest',
+    spec: {
+      audiences: [opts.audience ?? 'tollgate'],
+      expirationSeconds: 3600,
+      boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: opts.name, uid: pod.metadata.uid },
+    },
+  });
+  const tokenFile = join(opts.dir, `${opts.namespace}-${opts.name}-${opts.audience ?? 'tollgate'}.token`);
+  writeFileSync(tokenFile, request.status.token, { mode: 0o600 });
+  return { namespace: opts.namespace, name: opts.name, uid: pod.metadata.uid, tokenFile };
+}
+
+export { KubeApi };
