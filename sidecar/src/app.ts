@@ -1,7 +1,7 @@
 // Builds the engine's HTTP app without listening, so tests drive it with inject() or a real port alike.
 
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { CredentialProvider } from './auth/credential-provider.ts';
 import { createCredentialProviders } from './auth/credential-provider.ts';
@@ -42,7 +42,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export function buildEngine(opts: EngineOptions): Engine {
   const { store, logger } = opts;
   const config = store.get();
-  const spans = config.storage.kind === 'sqlite' ? openSqliteSpanStore(config.storage.path) : openMemorySpanStore(config.storage.bufferSize);
+  const spans = config.storage.kind === 'sqlite' ? openSqliteSpanStore(config.storage.path, { logger }) : openMemorySpanStore(config.storage.bufferSize);
   const writer = new SpanWriter(spans, config.storage, logger);
   const credentials =
     opts.credentials ??
@@ -67,7 +67,8 @@ export function buildEngine(opts: EngineOptions): Engine {
 
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
-    disableRequestLogging: true, // every call gets one richer line from the call meter instead
+    // every call gets one richer line from the call meter instead of fastify's request/response lines
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.server.bodyLimitBytes,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -92,10 +93,14 @@ export function buildEngine(opts: EngineOptions): Engine {
       const closed = app.close(); // stops accepting; waits for open requests
       const drained = await lifecycle.waitIdle(drainTimeoutMs);
       if (!drained) logger.warn({ in_flight: lifecycle.inFlight }, 'drain timeout: closing with calls still in flight');
+      // Keep-alive connections that carried the drained calls are idle now; close() only closed those idle
+      // when it was called, so close the rest instead of waiting out the keep-alive timeout.
+      app.server.closeIdleConnections();
+      if (!drained) app.server.closeAllConnections();
       await closed;
       unsubscribe();
       await writer.close();
-      spans.close();
+      await spans.close();
       await client.close();
     })();
     return shuttingDown;

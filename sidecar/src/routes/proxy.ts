@@ -180,6 +180,7 @@ function relayResponse(
     contentType: Array.isArray(contentType) ? contentType[0] : contentType,
     headers: upstream.headers,
     stripInjectedUsage,
+    statusCode: upstream.statusCode,
   });
   const headers = downstreamResponseHeaders(upstream.headers, stripInjectedUsage);
   headers['x-proxy-span-id'] = trace.spanId;
@@ -215,7 +216,9 @@ function relayResponse(
       }
     });
     body.once('end', () => {
-      res.end();
+      const held = extractor.flush();
+      if (held.length > 0) res.end(held);
+      else res.end();
       finish(statusCode >= 400 ? 'upstream_error' : 'ok');
     });
     body.once('error', (error: Error) => {

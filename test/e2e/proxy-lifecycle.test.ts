@@ -1,0 +1,71 @@
+// SIGTERM: stop accepting, let in-flight calls (streams included) finish, flush spans to SQLite, exit 0.
+// The span file is then read directly, as an analyst answering "who spent what" would.
+
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startProxyProcess } from './proxy-process.ts';
+import { startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
+
+let bed: UpstreamBed;
+
+beforeAll(async () => {
+  bed = await startUpstreamBed();
+});
+
+afterAll(async () => {
+  await bed?.close();
+});
+
+it('drains an in-flight stream on SIGTERM, flushes its span and exits 0', async () => {
+  const proxy = await startProxyProcess({ configYaml: bed.configYaml(), env: bed.env });
+  const dbPath = join(proxy.dir, 'spans.db');
+  bed.openai.behave({ delayMs: 600, usage: { input: 30, output: 12 }, chunkCount: 20 });
+  const inFlight = fetch(`${proxy.url}/proxy/beta/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-tollgate-user': 'carol' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  // let the request reach the upstream before the signal
+  for (let i = 0; i < 50 && bed.openai.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  expect(bed.openai.requests).toHaveLength(1);
+  proxy.child.kill('SIGTERM');
+  const res = await inFlight;
+  expect(res.status).toBe(200);
+  expect(await res.text()).toContain('data: [DONE]');
+  const exited = await new Promise<number | null>((resolve) => {
+    if (proxy.child.exitCode !== null) resolve(proxy.child.exitCode);
+    else proxy.child.once('exit', (code) => resolve(code));
+  });
+  expect(exited).toBe(0);
+  expect(proxy.logs.some((l) => l.msg === 'tollgate proxy stopped')).toBe(true);
+
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    const rows = db
+      .prepare('SELECT user_id, gen_ai_provider_name, gen_ai_request_model, gen_ai_total_tokens, gen_ai_cost_usd, start_time, trace_id, status FROM spans')
+      .all() as Record<string, unknown>[];
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ user_id: 'carol', gen_ai_provider_name: 'openai', gen_ai_request_model: 'gpt-4o-mini', gen_ai_total_tokens: 42, status: 'ok' });
+    expect(rows[0]!.gen_ai_cost_usd).toBeCloseTo((30 * 0.15 + 12 * 0.6) / 1e6, 12);
+    expect(String(rows[0]!.start_time)).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+  } finally {
+    db.close();
+  }
+  await proxy.stop();
+});
+
+it('starts with no config file as the local proxy, on its embedded defaults', async () => {
+  const proxy = await startProxyProcess();
+  try {
+    const config = (await (await fetch(`${proxy.url}/_local/api/config`)).json()) as {
+      config: { storage: { kind: string; path: string }; pricing: { models: { provider: string; model: string }[] } };
+    };
+    expect(config.config.storage).toMatchObject({ kind: 'sqlite', path: 'tollgate.db' });
+    const models = config.config.pricing.models.map((m) => `${m.provider}/${m.model}`);
+    expect(models).toEqual(expect.arrayContaining(['openai/gpt-4o', 'anthropic/claude-sonnet-4', 'google/gemini-2.5-flash']));
+  } finally {
+    await proxy.stop();
+  }
+});
