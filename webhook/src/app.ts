@@ -1,7 +1,7 @@
 // The webhook's HTTP(S) app, built without listening so tests can use inject(). /mutate and /healthz only.
 
 import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { mutateRoute } from './admission/mutate-route.ts';
 import type { PodAdmissionDeps } from './admission/pod-admission.ts';
@@ -20,7 +20,8 @@ const BODY_LIMIT = 4 * 1024 * 1024;
 export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: opts.logger,
-    disableRequestLogging: true,
+    // One log line per admission decision comes from pod-admission.ts; per-request lines would double it.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
     ...(opts.tls ? { https: { key: opts.tls.keyPem, cert: opts.tls.certPem, minVersion: 'TLSv1.2' as const } } : {}),
   }) as unknown as FastifyInstance;

@@ -102,6 +102,13 @@ export function planInjection(input: InjectionInput): InjectionDecision {
     );
   }
 
+  // A projected service-account token needs spec.serviceAccountName. The ServiceAccount admission plugin
+  // fills it in before webhooks run; where it is disabled (envtest-style control planes) we set the same
+  // default it would, or the API server rejects the token volume.
+  if (!pod.spec?.serviceAccountName && !pod.spec?.serviceAccount && pod.spec !== undefined) {
+    patch.push({ op: 'add', path: '/spec/serviceAccountName', value: 'default' });
+  }
+
   if (pod.spec?.volumes === undefined) patch.push({ op: 'add', path: '/spec/volumes', value: volumes });
   else for (const v of volumes) patch.push({ op: 'add', path: '/spec/volumes/-', value: v });
 
