@@ -99,7 +99,8 @@ describe('test control plane', () => {
 
     // The same token presented for another audience is refused: audiences are really checked.
     const wrongAudience = await auth.createTokenReview({ body: { spec: { token: token!, audiences: ['someone-else'] } } });
-    expect(wrongAudience.status?.authenticated).toBe(false);
+    expect(wrongAudience.status?.authenticated ?? false).toBe(false);
+    expect(wrongAudience.status?.error).toMatch(/audience/);
   });
 
   it('applies RBAC to client-certificate users, with groups taken from the certificate', async () => {

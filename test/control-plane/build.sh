@@ -112,7 +112,9 @@ if ! flock -n 9; then
 fi
 
 tmp=""
-cleanup() { [[ -n "$tmp" ]] && chmod -R u+w "$tmp" 2>/dev/null; [[ -n "$tmp" ]] && rm -rf "$tmp"; }
+cleanup() {
+  if [[ -n "$tmp" ]]; then chmod -R u+w "$tmp" 2>/dev/null || true; rm -rf "$tmp"; fi
+}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 

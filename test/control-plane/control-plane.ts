@@ -19,6 +19,7 @@ import { freePort } from './free-port.ts';
 import { httpGet, httpsGet, StartupError, waitUntilHealthy, type TlsClient } from './health-probe.ts';
 import { renderKubeconfig } from './kubeconfig.ts';
 import { onProcessExit, startManagedProcess, type ManagedProcess } from './managed-process.ts';
+import { RUN_PREFIX, removeStaleRuns } from './stale-runs.ts';
 import { runTool, type ToolResult } from './tool-run.ts';
 
 export type { ToolResult } from './tool-run.ts';
@@ -122,10 +123,12 @@ function memoryBackedTmp(): string {
 
 export async function startControlPlane(opts: { binDir?: string } = {}): Promise<ControlPlane> {
   const binDir = await resolveBinDir(opts.binDir);
-  const workDir = mkdtempSync(join(tmpdir(), 'tollgate-control-plane-'));
-  // The etcd data folder carries the work folder's unique name, so every process of this run can be found.
-  const etcdDataDir = join(memoryBackedTmp(), `${basename(workDir)}-etcd`);
   const keep = process.env.TOLLGATE_KEEP_CONTROL_PLANE === '1';
+  const dataParent = memoryBackedTmp();
+  if (!keep) removeStaleRuns([dataParent, tmpdir()]);
+  const workDir = mkdtempSync(join(tmpdir(), RUN_PREFIX));
+  // The etcd data folder carries the work folder's unique name, so every process of this run can be found.
+  const etcdDataDir = join(dataParent, `${basename(workDir)}-etcd`);
   const removeDirs = () => {
     if (keep) return;
     rmSync(etcdDataDir, { recursive: true, force: true });
