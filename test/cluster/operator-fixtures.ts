@@ -122,11 +122,11 @@ export function proxyConfigPath(namespace: string, name?: string): string {
 export async function putProxyConfig(api: KubeApi, namespace: string, name: string, spec: ProxyConfigSpec, annotations?: Record<string, string>): Promise<ProxyConfig> {
   const body = { apiVersion: PROXY_CONFIG.apiVersion, kind: PROXY_CONFIG.kind, metadata: { name, namespace, ...(annotations ? { annotations } : {}) }, spec };
   try {
-    const existing = await api.get<ProxyConfig>(proxyConfigPath(namespace, name));
-    return await api.put<ProxyConfig>(proxyConfigPath(namespace, name), { ...body, metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion } });
+    return await api.post<ProxyConfig>(proxyConfigPath(namespace), body);
   } catch (error) {
-    if ((error as { statusCode?: number }).statusCode !== 404) throw error;
-    return api.post<ProxyConfig>(proxyConfigPath(namespace), body);
+    if ((error as { statusCode?: number }).statusCode !== 409) throw error;
+    // Replace the whole spec without a read-modify-write race against the operator's status writes.
+    return api.patch<ProxyConfig>(proxyConfigPath(namespace, name), [{ op: 'replace', path: '/spec', value: spec }], { contentType: 'application/json-patch+json' });
   }
 }
 

@@ -138,19 +138,22 @@ export function startPushClient(opts: PushClientOptions): PushClient {
         // One snapshot at a time, in order: a newer one never races an older one onto disk.
         chain = chain.then(() => apply(snapshot, reply));
       });
-      const finish = (error?: grpc.ServiceError) => {
-        if (!status.connected && !error && !delivered) status.lastError = 'stream closed before any snapshot';
+      // 'status' comes exactly once per call, whatever ended it; 'error' only needs a listener.
+      call.on('error', () => undefined);
+      call.on('status', (outcome: grpc.StatusObject) => {
         status.connected = false;
-        if (error && !abort.signal.aborted) {
-          status.lastError = `${grpc.status[error.code] ?? error.code}: ${error.details || error.message}`;
+        if (abort.signal.aborted) {
+          // stopping: not an error
+        } else if (outcome.code !== grpc.status.OK) {
+          status.lastError = `${grpc.status[outcome.code] ?? outcome.code}: ${outcome.details}`;
           logger.warn({ address: opts.address, err: status.lastError }, 'config push stream failed');
+        } else if (!delivered) {
+          status.lastError = 'stream closed before any snapshot';
         }
         stream = undefined;
         client?.close();
         chain.then(() => resolve(delivered));
-      };
-      call.on('error', (error: grpc.ServiceError) => finish(error));
-      call.on('end', () => finish());
+      });
       call.write({
         hello: {
           podName: opts.podName ?? '',

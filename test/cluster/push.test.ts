@@ -1,0 +1,266 @@
+// Config push end to end on a real API server: the operator (as the RBAC-limited operator user) serves
+// snapshots over TLS; sidecar push clients authenticate with real projected tokens from the TokenRequest API,
+// bound to pods created through the API server. In-process clients run real ConfigStores; one real
+// `tollgate proxy` process shows the same through its management API.
+
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Operator, startOperator } from '../../operator/src/operator.ts';
+import { ConfigStore } from '../../sidecar/src/config/config-store.ts';
+import { type PushClient, startPushClient } from '../../sidecar/src/config/push-client.ts';
+import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
+import { freePort } from '../control-plane/free-port.ts';
+import { startManagedProcess, type ManagedProcess } from '../control-plane/managed-process.ts';
+import {
+  CLI,
+  ensureNamespace,
+  eventsFor,
+  eventually,
+  getProxyConfig,
+  installOperatorPrerequisites,
+  KubeApi,
+  OPERATOR_NAMESPACE,
+  operatorCaFile,
+  podWithToken,
+  type PodWithToken,
+  putProxyConfig,
+  putSecret,
+  tempDir,
+} from './operator-fixtures.ts';
+
+const OPENAI_KEY = 'sk-test-push-0123456789abcdef';
+const gpt4o = (input: number) => ({ pricing: { models: [{ provider: 'openai' as const, model: 'gpt-4o', input_per_million: input, output_per_million: 10 }] } });
+const withKey = { credentials: { openaiApiKey: { secretName: 'llm-keys', key: 'openai' } } };
+
+interface Sidecar {
+  pod: PodWithToken;
+  store: ConfigStore;
+  client: PushClient;
+  stateDir: string;
+  /** Every gpt-4o input price the operator layer ever carried, in order. */
+  seen: number[];
+}
+
+function operatorPrice(store: ConfigStore): number | undefined {
+  return store.get().pricing.models.find((m) => m.provider === 'openai' && m.model === 'gpt-4o')?.input_per_million;
+}
+
+describe('config push to sidecars', () => {
+  let cp: ControlPlane;
+  let api: KubeApi;
+  let dir: ReturnType<typeof tempDir>;
+  let operatorKubeConfig: KubeConfig;
+  let operator: Operator;
+  let grpcPort: number;
+  let caFile: string;
+  const sidecars: Sidecar[] = [];
+  const processes: ManagedProcess[] = [];
+
+  const runOperator = () =>
+    startOperator({
+      kubeConfig: operatorKubeConfig,
+      logger: pino({ level: 'debug' }, pino.destination({ dest: join(dir.path, 'operator.log'), sync: true, append: true })),
+      identity: 'push-test-operator',
+      leaseNamespace: OPERATOR_NAMESPACE,
+      leaseName: 'tollgate-operator',
+      grpcHost: '127.0.0.1',
+      grpcPort,
+      tls: { kind: 'secret', namespace: OPERATOR_NAMESPACE, name: 'tollgate-operator-tls', dnsNames: ['tollgate-operator.tollgate-system.svc'], ipAddresses: ['127.0.0.1'] },
+    });
+
+  const sidecar = async (pod: PodWithToken, opts: { stateDir?: string; claim?: { podName: string; podNamespace: string } } = {}): Promise<Sidecar> => {
+    const stateDir = opts.stateDir ?? join(dir.path, `state-${pod.namespace}-${pod.name}-${sidecars.length}`);
+    const store = new ConfigStore();
+    const seen: number[] = [];
+    store.subscribe(() => {
+      const price = store.layer('operator')?.pricing?.models.find((m) => m.model === 'gpt-4o')?.input_per_million;
+      if (price !== undefined && seen.at(-1) !== price) seen.push(price);
+    });
+    const client = startPushClient({
+      address: `127.0.0.1:${grpcPort}`,
+      caFile,
+      tokenFile: pod.tokenFile,
+      stateDir,
+      store,
+      logger: pino({ level: 'silent' }),
+      reconnect: { baseMs: 200, maxMs: 2_000 },
+      ...(opts.claim ?? {}),
+    });
+    const s = { pod, store, client, stateDir, seen };
+    sidecars.push(s);
+    return s;
+  };
+
+  beforeAll(async () => {
+    dir = tempDir('tollgate-push-test-');
+    cp = await startControlPlane();
+    api = new KubeApi(cp.kubeConfig);
+    operatorKubeConfig = new KubeConfig();
+    operatorKubeConfig.loadFromFile(await installOperatorPrerequisites(cp, dir.path));
+    for (const ns of ['team-a', 'team-b']) await ensureNamespace(api, ns);
+    await putSecret(api, 'team-a', 'llm-keys', { openai: OPENAI_KEY });
+    await putProxyConfig(api, 'team-a', 'default', { ...gpt4o(1.11), ...withKey });
+    await putProxyConfig(api, 'team-a', 'strict', gpt4o(7.77));
+    await putProxyConfig(api, 'team-b', 'default', gpt4o(3.33));
+    grpcPort = await freePort();
+    operator = runOperator();
+    await eventually('the push server', () => operator.pushPort(), 60_000);
+    caFile = await operatorCaFile(api, dir.path);
+  });
+
+  afterAll(async () => {
+    await Promise.all(sidecars.map((s) => s.client.stop()));
+    await Promise.all(processes.map((p) => p.stop(5_000)));
+    await operator?.stop();
+    await cp?.stop();
+    dir?.remove();
+  });
+
+  it("gives a sidecar its namespace's default ProxyConfig and credentials, and counts it as current", async () => {
+    const a1 = await sidecar(await podWithToken(api, { namespace: 'team-a', name: 'a1', dir: dir.path }));
+    await eventually('price 1.11 applied', () => operatorPrice(a1.store) === 1.11);
+    const keyFile = a1.store.get().credentials.openaiApiKeyFile!;
+    expect(keyFile.startsWith(join(a1.stateDir, 'credentials'))).toBe(true);
+    expect(readFileSync(keyFile, 'utf8')).toBe(OPENAI_KEY);
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(join(a1.stateDir, 'snapshot.json'), 'utf8')).configJson).not.toContain(OPENAI_KEY);
+    expect(a1.client.status()).toMatchObject({ connected: true, source: 'team-a/default', fromCache: false });
+
+    const pc = await eventually('status counts the sidecar', async () => {
+      const p = await getProxyConfig(api, 'team-a', 'default');
+      return p.status?.sidecars?.current === 1 ? p : undefined;
+    });
+    expect(pc.status?.sidecars).toEqual({ connected: 1, current: 1 });
+    expect(pc.status?.configVersion).toBe(a1.client.status().version);
+    expect(readFileSync(join(dir.path, 'operator.log'), 'utf8')).not.toContain(OPENAI_KEY);
+  });
+
+  it('gives a pod the ProxyConfig its annotation names', async () => {
+    const a2 = await sidecar(await podWithToken(api, { namespace: 'team-a', name: 'a2', annotations: { 'tollgate.dev/proxy-config': 'strict' }, dir: dir.path }));
+    await eventually('price 7.77 applied', () => operatorPrice(a2.store) === 7.77);
+    expect(a2.store.get().credentials.openaiApiKeyFile).toBeUndefined();
+    expect(a2.client.status().source).toBe('team-a/strict');
+  });
+
+  it('pushes a change to every sidecar of the ProxyConfig, live, leaving config already taken by a request untouched', async () => {
+    const a1 = sidecars[0]!;
+    const a3 = await sidecar(await podWithToken(api, { namespace: 'team-a', name: 'a3', dir: dir.path }));
+    await eventually('a3 on 1.11', () => operatorPrice(a3.store) === 1.11);
+    const inFlight = a1.store.current(); // what a request that started now would keep using
+
+    const started = Date.now();
+    await putProxyConfig(api, 'team-a', 'default', { ...gpt4o(2.22), ...withKey });
+    await eventually('2.22 on both sidecars', () => operatorPrice(a1.store) === 2.22 && operatorPrice(a3.store) === 2.22, 10_000);
+    console.log(`push: ProxyConfig update reached both sidecars ${Date.now() - started} ms after the API write`);
+
+    expect(inFlight.config.pricing.models.find((m) => m.model === 'gpt-4o')?.input_per_million).toBe(1.11);
+    expect(a1.seen).toEqual([1.11, 2.22]);
+    const strictSidecar = sidecars[1]!;
+    expect(strictSidecar.seen).toEqual([7.77]);
+    const pushed = await eventually('a Pushed event', async () =>
+      (await eventsFor(api, 'team-a', 'default')).find((e) => e.reason === 'Pushed' && /to 2 sidecars/.test(e.note ?? '')),
+    );
+    expect(pushed.type).toBe('Normal');
+  });
+
+  it("never gives a pod another namespace's config, whatever its annotation or Hello claim", async () => {
+    const b1 = await sidecar(await podWithToken(api, { namespace: 'team-b', name: 'b1', annotations: { 'tollgate.dev/proxy-config': 'strict' }, dir: dir.path }), {
+      claim: { podName: 'a1', podNamespace: 'team-a' },
+    });
+    await eventually('team-b price', () => operatorPrice(b1.store) === 3.33);
+    await putProxyConfig(api, 'team-a', 'strict', gpt4o(7.78));
+    await eventually('team-a strict sidecar updated', () => operatorPrice(sidecars[1]!.store) === 7.78);
+    expect(b1.seen).toEqual([3.33]);
+    expect(b1.store.get().credentials.openaiApiKeyFile).toBeUndefined();
+    expect(b1.client.status().source).toBe('team-b/default');
+  });
+
+  it('refuses tokens for another audience and tokens that are not tokens', async () => {
+    const other = await sidecar(await podWithToken(api, { namespace: 'team-a', name: 'a4', dir: dir.path, audience: 'not-tollgate' }));
+    const bogusFile = join(dir.path, 'bogus.token');
+    writeFileSync(bogusFile, 'not-a-token');
+    const bogus = await sidecar({ ...other.pod, tokenFile: bogusFile });
+    for (const s of [other, bogus]) {
+      const error = await eventually('refusal', () => s.client.status().lastError);
+      expect(error).toMatch(/^UNAUTHENTICATED/);
+      expect(s.store.layer('operator')).toBeUndefined();
+    }
+  });
+
+  it('a sidecar that cannot apply a snapshot rejects it, keeps its last good one, and the operator reports it', async () => {
+    const a5 = await sidecar(await podWithToken(api, { namespace: 'team-a', name: 'a5', dir: dir.path }));
+    await eventually('a5 on 2.22', () => operatorPrice(a5.store) === 2.22);
+    // The sidecar can no longer write credential files: the folder is now a plain file.
+    rmSync(join(a5.stateDir, 'credentials'), { recursive: true });
+    writeFileSync(join(a5.stateDir, 'credentials'), '');
+    await putProxyConfig(api, 'team-a', 'default', { ...gpt4o(4.44), ...withKey });
+    await eventually('a1 on 4.44', () => operatorPrice(sidecars[0]!.store) === 4.44, 10_000);
+    const rejected = await eventually('a5 rejects', () => a5.client.status().lastRejected);
+    expect(rejected.reason).toMatch(/^cannot write credential files/);
+    expect(operatorPrice(a5.store)).toBe(2.22);
+
+    const event = await eventually('a SidecarRejected event', async () =>
+      (await eventsFor(api, 'team-a', 'default')).find((e) => e.reason === 'SidecarRejected'),
+    );
+    expect(event).toMatchObject({ type: 'Warning', related: { kind: 'Pod', name: 'a5' } });
+    expect(event.note).toContain('team-a/a5');
+    expect(event.note).toContain('cannot write credential files');
+    const pc = await eventually('status: one sidecar not current', async () => {
+      const p = await getProxyConfig(api, 'team-a', 'default');
+      return p.status?.sidecars?.connected === 3 && p.status.sidecars.current === 2 ? p : undefined;
+    });
+    expect(pc.status?.sidecars).toEqual({ connected: 3, current: 2 });
+  });
+
+  it('a sidecar started while the operator is down runs its last good snapshot, then reconnects', async () => {
+    const a1 = sidecars[0]!;
+    await operator.stop();
+    await eventually('a1 notices', () => !a1.client.status().connected);
+
+    const restarted = await sidecar(a1.pod, { stateDir: a1.stateDir });
+    await restarted.client.ready;
+    expect(operatorPrice(restarted.store)).toBe(4.44);
+    expect(readFileSync(restarted.store.get().credentials.openaiApiKeyFile!, 'utf8')).toBe(OPENAI_KEY);
+    expect(restarted.client.status()).toMatchObject({ fromCache: true, connected: false });
+
+    operator = runOperator();
+    await eventually('reconnected to the new operator', () => restarted.client.status().connected && !restarted.client.status().fromCache, 60_000);
+    expect(operatorPrice(restarted.store)).toBe(4.44);
+  });
+
+  it('a real `tollgate proxy` process takes its config from the operator and follows changes', async () => {
+    const pod = await podWithToken(api, { namespace: 'team-a', name: 'proxy-1', dir: dir.path });
+    const port = await freePort();
+    const work = join(dir.path, 'proxy-1');
+    mkdirSync(work);
+    processes.push(
+      startManagedProcess({
+        name: 'tollgate proxy',
+        command: 'sh',
+        args: ['-c', `cd "${work}" && exec "${process.execPath}" "${CLI}" proxy --port ${port}`],
+        logPath: join(dir.path, 'proxy-1.log'),
+        env: {
+          ...process.env,
+          TOLLGATE_OPERATOR_ADDRESS: `127.0.0.1:${grpcPort}`,
+          TOLLGATE_OPERATOR_CA_FILE: caFile,
+          TOLLGATE_TOKEN_FILE: pod.tokenFile,
+          TOLLGATE_STATE_DIR: join(work, 'state'),
+          TOLLGATE_POD_NAME: 'proxy-1',
+          TOLLGATE_POD_NAMESPACE: 'team-a',
+        },
+      }),
+    );
+    const price = async () => {
+      const response = await fetch(`http://127.0.0.1:${port}/_local/api/config`);
+      const body = (await response.json()) as { config: { pricing: { overrides: { model: string; input_per_million: number }[] } } };
+      return body.config.pricing.overrides.find((m) => m.model === 'gpt-4o')?.input_per_million;
+    };
+    await eventually('the proxy runs the operator price', async () => (await price()) === 4.44, 60_000);
+    await putProxyConfig(api, 'team-a', 'default', { ...gpt4o(5.55), ...withKey });
+    await eventually('the proxy follows the change', async () => (await price()) === 5.55, 10_000);
+    expect(readFileSync(join(work, 'state', 'credentials', 'openai-api-key'), 'utf8')).toBe(OPENAI_KEY);
+  });
+});
