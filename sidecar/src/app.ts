@@ -9,6 +9,7 @@ import type { ConfigStore } from './config/config-store.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { CallMeter } from './metering/call-meter.ts';
 import type { CredentialKind } from './providers/routes.ts';
+import { gatewayRoutes } from './routes/gateway.ts';
 import { healthRoutes } from './routes/health.ts';
 import { managementRoutes } from './routes/management.ts';
 import { proxyRoutes } from './routes/proxy.ts';
@@ -81,6 +82,7 @@ export function buildEngine(opts: EngineOptions): Engine {
   app.register(healthRoutes, { lifecycle, writer });
   app.register(managementRoutes, { store, spans, writer });
   app.register(proxyRoutes, { store, client, meter, lifecycle });
+  app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
 
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ error: { code: 'not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` } });

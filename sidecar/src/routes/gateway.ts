@@ -1,0 +1,177 @@
+// /v1: the OpenAI-compatible gateway. GET /v1/models lists the priced models; POST /v1/chat/completions routes
+// by `model` to the provider of its price entry, on the route the gateway config picks for that provider, and
+// translates to and from Gemini and the Anthropic Messages API where the route does not speak OpenAI's format.
+// It runs on the proxy engine: the same upstream client (credentials, breaker, timeouts), the same usage
+// extraction and the same call meter, so a call here is one span costed exactly as on the native route.
+
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { ConfigStore } from '../config/config-store.ts';
+import { ProxyError } from '../errors.ts';
+import type { Lifecycle } from '../lifecycle.ts';
+import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
+import { formatTraceparent, startSpanContext } from '../spans/trace-context.ts';
+import { GatewayError, proxyErrorBody } from '../translate/openai-error.ts';
+import { isRecord } from '../usage/token-count.ts';
+import type { UpstreamClient } from '../upstream/upstream-client.ts';
+import { toProxyError } from '../upstream/upstream-client.ts';
+import { relay, sendJson } from './gateway-relay.ts';
+import { findModel, planGatewayCall, routeFor, type GatewayPlan } from './gateway-target.ts';
+import { upstreamRequestHeaders } from './proxy-headers.ts';
+import { hasBody, readBoundedBody } from './request-body.ts';
+
+export interface GatewayRoutesOptions {
+  store: ConfigStore;
+  client: UpstreamClient;
+  meter: CallMeter;
+  lifecycle: Lifecycle;
+  /** Environment for defaults (GOOGLE_CLOUD_PROJECT, CLOUD_ML_REGION); process.env when absent. */
+  env?: NodeJS.ProcessEnv;
+}
+
+interface ModelObject {
+  id: string;
+  object: 'model';
+  created: number;
+  owned_by: string;
+}
+
+export const gatewayRoutes: FastifyPluginAsync<GatewayRoutesOptions> = async (app: FastifyInstance, opts) => {
+  // The chat handler reads the body itself, so malformed JSON gets OpenAI's error shape, not fastify's.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+  app.get('/v1/models', async () => ({ object: 'list', data: listModels(opts.store) }));
+  app.get<{ Params: { '*': string } }>('/v1/models/*', async (request, reply) => {
+    const id = request.params['*'];
+    const model = listModels(opts.store).find((m) => m.id === id);
+    if (model) return model;
+    return reply.code(404).send(modelNotFound(id).toJSON());
+  });
+  app.post('/v1/chat/completions', (request, reply) => handleChatCompletion(request, reply, opts));
+  app.all('/v1/*', async (request, reply) =>
+    reply.code(404).send(new GatewayError(404, `Invalid URL (${request.method} ${request.url.split('?')[0]}): the gateway serves /v1/models and /v1/chat/completions`).toJSON()),
+  );
+};
+
+function listModels(store: ConfigStore): ModelObject[] {
+  return store
+    .current()
+    .prices.models()
+    .map((entry) => ({ id: entry.model, object: 'model', created: 0, owned_by: entry.provider }));
+}
+
+function modelNotFound(model: string): GatewayError {
+  return new GatewayError(404, `The model \`${model}\` does not exist: GET /v1/models lists the models with a price entry`, {
+    param: 'model',
+    code: 'model_not_found',
+  });
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function parseRequest(body: Buffer): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch (error) {
+    throw new GatewayError(400, `We could not parse the JSON body of your request: ${(error as Error).message}`, { code: 'invalid_json' });
+  }
+  if (!isRecord(parsed)) throw new GatewayError(400, 'the request body must be a JSON object', { code: 'invalid_json' });
+  return parsed;
+}
+
+function bodyUser(request: Record<string, unknown>): string | null {
+  for (const field of ['user', 'safety_identifier'] as const) {
+    const value = request[field];
+    if (typeof value === 'string' && value !== '') return value;
+  }
+  return null;
+}
+
+async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply, opts: GatewayRoutesOptions): Promise<void> {
+  reply.hijack();
+  const res = reply.raw;
+  const trace = startSpanContext(header(request, 'traceparent'), header(request, 'tracestate'));
+  if (opts.lifecycle.draining) {
+    res.setHeader('connection', 'close');
+    sendJson(res, 503, proxyErrorBody(new ProxyError('shutting_down', 'the proxy is shutting down; retry on another instance')), trace);
+    request.raw.resume();
+    return;
+  }
+  // One config snapshot for the whole call: a config push mid-call changes nothing for this call.
+  const snapshot = opts.store.current();
+  const config = snapshot.config;
+  const userHeader = header(request, 'x-tollgate-user') ?? null;
+  const projectHeader = header(request, 'x-tollgate-project') ?? null;
+  let call: MeteredCall | null = null;
+  let plan: GatewayPlan | null = null;
+  const done = opts.lifecycle.track();
+  try {
+    if (!hasBody(request.raw)) throw new GatewayError(400, 'the request needs a JSON body', { code: 'invalid_json' });
+    const chat = parseRequest(await readBoundedBody(request.raw, config.server.bodyLimitBytes));
+    const requested = chat.model;
+    if (typeof requested !== 'string' || requested === '') {
+      throw new GatewayError(400, 'you must provide a model parameter', { param: 'model', code: 'missing_required_parameter' });
+    }
+    const found = findModel(snapshot.prices, requested);
+    if (!found) throw modelNotFound(requested);
+    const start = {
+      provider: found.provider,
+      operation: 'chat',
+      userId: userHeader ?? bodyUser(chat),
+      requestId: request.id,
+      trace,
+    };
+    try {
+      plan = planGatewayCall(chat, { ...found, requested }, config, opts.env ?? process.env);
+    } catch (error) {
+      const route = routeFor(found.provider, config.gateway) ?? 'v1';
+      const message = error instanceof GatewayError ? `invalid_request: ${error.message}` : error instanceof ProxyError ? `${error.code}: ${error.message}` : String(error);
+      opts.meter
+        .start({ ...start, route, model: requested, projectId: projectHeader ?? (route === 'v1' ? null : (config.upstreams[route]?.project ?? null)) })
+        .finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: message });
+      throw error;
+    }
+    call = opts.meter.start({ ...start, route: plan.route, model: plan.model, projectId: projectHeader ?? config.upstreams[plan.route]?.project ?? null });
+
+    // Pass-through keeps the caller's headers as the native route does; a translated call is a new request.
+    const headers = plan.translation === 'passthrough' ? upstreamRequestHeaders(request.headers, false) : { 'accept-encoding': 'identity' };
+    Object.assign(headers, plan.headers);
+    headers['content-type'] = 'application/json';
+    headers.traceparent = formatTraceparent(trace);
+    if (trace.tracestate) headers.tracestate = trace.tracestate;
+
+    const abort = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    const upstream = await opts.client.send(config, { route: plan.route, method: 'POST', path: plan.path, headers, body: plan.body, signal: abort.signal });
+    await relay({ res, upstream, call, prices: snapshot.prices, plan, trace });
+  } catch (error) {
+    if (error instanceof GatewayError) {
+      if (!res.destroyed) sendJson(res, error.statusCode, error.toJSON(), trace);
+      request.raw.resume();
+      return;
+    }
+    const proxyError = error instanceof ProxyError ? error : toProxyError(plan?.route ?? 'beta', error);
+    if (call && !call.finished) {
+      const aborted = res.destroyed && !res.writableFinished;
+      call.finish({
+        prices: snapshot.prices,
+        usage: null,
+        status: aborted ? 'client_aborted' : proxyError.isClientError ? 'rejected' : 'error',
+        statusCode: null,
+        error: `${proxyError.code}: ${proxyError.message}`,
+      });
+    }
+    if (!res.destroyed) {
+      if (res.headersSent) res.destroy(proxyError);
+      else sendJson(res, proxyError.statusCode, proxyErrorBody(proxyError), trace);
+    }
+  } finally {
+    done();
+  }
+}

@@ -1,0 +1,113 @@
+// Every top-level parameter of an OpenAI chat-completions request, and what each translated target does with
+// it: map it, ignore it (harmless, with the reason), or reject it with a 400 naming it. A parameter set to the
+// value that changes nothing (n: 1, logprobs: false, store: false …) is accepted everywhere. A parameter not
+// in this table is refused the way OpenAI refuses it. docs/openai-gateway.md shows this table to users.
+
+import { GatewayError, unsupportedParameter } from './openai-error.ts';
+
+export type TranslatedTarget = 'anthropic' | 'gemini';
+
+export type Handling =
+  | { readonly do: 'map'; readonly how: string }
+  | { readonly do: 'ignore'; readonly why: string }
+  | { readonly do: 'reject'; readonly why: string; readonly harmless?: (value: unknown) => boolean };
+
+const map = (how: string): Handling => ({ do: 'map', how });
+const ignore = (why: string): Handling => ({ do: 'ignore', why });
+const reject = (why: string, harmless?: (value: unknown) => boolean): Handling => (harmless ? { do: 'reject', why, harmless } : { do: 'reject', why });
+const both = (handling: Handling): Record<TranslatedTarget, Handling> => ({ anthropic: handling, gemini: handling });
+
+const isZero = (v: unknown) => v === 0;
+const isOne = (v: unknown) => v === 1;
+const isFalse = (v: unknown) => v === false;
+const isTrue = (v: unknown) => v === true;
+const isEmptyObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
+
+export const CHAT_PARAMETERS: Readonly<Record<string, Readonly<Record<TranslatedTarget, Handling>>>> = {
+  model: both(map('picks the price entry, its provider and the route; the route-specific id goes upstream')),
+  messages: {
+    anthropic: map('system/developer → `system`; user/assistant turns; tool results → `tool_result` blocks; same-role turns merged'),
+    gemini: map('system/developer → `systemInstruction`; user → `user`, assistant → `model`; tool results → `functionResponse`'),
+  },
+  max_tokens: {
+    anthropic: map('`max_tokens` (default 4096 when neither limit is set: Anthropic requires one)'),
+    gemini: map('`generationConfig.maxOutputTokens`'),
+  },
+  max_completion_tokens: {
+    anthropic: map('`max_tokens` (wins over max_tokens)'),
+    gemini: map('`generationConfig.maxOutputTokens` (wins over max_tokens)'),
+  },
+  stop: { anthropic: map('`stop_sequences`'), gemini: map('`generationConfig.stopSequences`') },
+  temperature: { anthropic: map('`temperature` (Anthropic accepts 0–1: larger values are refused)'), gemini: map('`generationConfig.temperature`') },
+  top_p: { anthropic: map('`top_p`'), gemini: map('`generationConfig.topP`') },
+  n: {
+    anthropic: reject('Anthropic returns one completion per request', isOne),
+    gemini: map('`generationConfig.candidateCount`'),
+  },
+  stream: { anthropic: map('`stream` (direct, Vertex AI) or the streaming path (Vertex AI, Bedrock)'), gemini: map('`:streamGenerateContent?alt=sse`') },
+  stream_options: both(map('`include_usage` adds the final usage chunk; `include_obfuscation` is accepted and has no effect (nothing is padded)')),
+  tools: {
+    anthropic: map('`tools[].{name, description, input_schema}`; only `function` tools'),
+    gemini: map('`tools[].functionDeclarations[].{name, description, parametersJsonSchema}`; only `function` tools'),
+  },
+  tool_choice: {
+    anthropic: map('auto → `auto`, required → `any`, named → `tool`, none → `none`'),
+    gemini: map('`toolConfig.functionCallingConfig.mode` AUTO / ANY / NONE (+ `allowedFunctionNames`)'),
+  },
+  parallel_tool_calls: {
+    anthropic: map('false → `tool_choice.disable_parallel_tool_use: true`'),
+    gemini: reject('Gemini cannot be told to call at most one function', isTrue),
+  },
+  response_format: {
+    anthropic: map('json_object / json_schema → one forced tool whose input is the JSON, returned as the message content'),
+    gemini: map('`responseMimeType: application/json` (+ `responseJsonSchema` for json_schema)'),
+  },
+  frequency_penalty: {
+    anthropic: reject('Anthropic has no frequency penalty', isZero),
+    gemini: map('`generationConfig.frequencyPenalty`'),
+  },
+  presence_penalty: {
+    anthropic: reject('Anthropic has no presence penalty', isZero),
+    gemini: map('`generationConfig.presencePenalty`'),
+  },
+  seed: { anthropic: reject('Anthropic has no sampling seed'), gemini: map('`generationConfig.seed`') },
+  reasoning_effort: {
+    anthropic: reject("Claude's extended thinking needs its signed thinking blocks sent back on later turns, which chat completions cannot carry"),
+    gemini: map('`generationConfig.thinkingConfig.thinkingBudget`: minimal/none 0, low 1024, medium 8192, high 24576'),
+  },
+  user: {
+    anthropic: map('`metadata.user_id`; also the span\'s user when no X-Tollgate-User header is sent'),
+    gemini: ignore("Gemini has no end-user field; the value is still the span's user when no X-Tollgate-User header is sent"),
+  },
+  safety_identifier: both(ignore("an abuse-monitoring id for OpenAI only; it is recorded as the span's user when neither X-Tollgate-User nor user is sent")),
+  metadata: both(ignore("tags for OpenAI's stored-completions dashboard; nothing reaches another provider's output")),
+  prompt_cache_key: both(ignore("a routing hint for OpenAI's prompt cache; it never changes the output, and the other providers cache on their own terms")),
+  prompt_cache_retention: both(ignore("OpenAI's prompt-cache lifetime; it never changes the output")),
+  service_tier: both(reject('only OpenAI offers flex, scale and priority tiers', (v) => v === 'auto' || v === 'default')),
+  store: both(reject('stored completions exist only at OpenAI', isFalse)),
+  logprobs: both(reject('log probabilities are not translated', isFalse)),
+  top_logprobs: both(reject('log probabilities are not translated', isZero)),
+  logit_bias: both(reject('neither Anthropic nor Gemini takes token biases', isEmptyObject)),
+  modalities: both(reject('only text output is translated', (v) => Array.isArray(v) && v.length === 1 && v[0] === 'text')),
+  audio: both(reject('audio output is not translated')),
+  prediction: both(reject('predicted outputs exist only at OpenAI')),
+  verbosity: both(reject('only OpenAI reasoning models take a verbosity', (v) => v === 'medium')),
+  web_search_options: both(reject('web search is not translated')),
+  functions: both(reject('deprecated by OpenAI: send `tools`')),
+  function_call: both(reject('deprecated by OpenAI: send `tool_choice`')),
+};
+
+/** Refuses a request whose parameters `target` cannot honour; returns nothing when every one is fine. */
+export function checkChatParameters(body: Record<string, unknown>, target: TranslatedTarget, provider: string): void {
+  for (const [name, value] of Object.entries(body)) {
+    if (value === null || value === undefined) continue;
+    const entry = CHAT_PARAMETERS[name];
+    if (entry === undefined) {
+      throw new GatewayError(400, `Unrecognized request argument supplied: ${name}`, { param: name, code: 'unknown_parameter' });
+    }
+    const handling = entry[target];
+    if (handling.do === 'reject' && !(handling.harmless?.(value) ?? false)) {
+      throw unsupportedParameter(name, `${name} is not supported for ${provider} models through this gateway: ${handling.why}`);
+    }
+  }
+}

@@ -1,0 +1,365 @@
+// OpenAI chat completions ↔ Anthropic Messages API (direct, on Vertex AI and on Bedrock: the body is the same,
+// the route adds its envelope). Pure functions and one stateful stream translator fed decoded events.
+// Field mappings: /work/shared/docs/providers.md "Translating chat completions".
+
+import { AnthropicStreamUsage, normaliseAnthropicUsage } from '../usage/anthropic.ts';
+import { isRecord } from '../usage/token-count.ts';
+import type { TokenUsage } from '../usage/usage.ts';
+import { checkChatParameters } from './chat-parameters.ts';
+import {
+  chatMessages,
+  functionTools,
+  includeUsage,
+  maxTokens,
+  numberParam,
+  responseFormat,
+  stopSequences,
+  textContent,
+  toolCallId,
+  toolCalls,
+  toolChoice,
+  userParts,
+  type JsonMode,
+} from './chat-content.ts';
+import {
+  chatUsage,
+  chunk,
+  usageChunk,
+  type ChatChunk,
+  type ChatCompletion,
+  type ChatToolCall,
+  type ChunkIdentity,
+  type FinishReason,
+} from './openai-chat.ts';
+import { invalidParameter, unsupportedParameter } from './openai-error.ts';
+
+/** Anthropic requires max_tokens; chat completions does not. Every current Claude model can write this many. */
+export const DEFAULT_ANTHROPIC_MAX_TOKENS = 4096;
+
+/** The forced tool that carries a JSON answer when response_format asks for JSON (Claude has no JSON mode). */
+export const JSON_RESPONSE_TOOL = 'json_response';
+
+export interface AnthropicRequestOptions {
+  /** Whether the route accepts images by URL (the Anthropic API does; Vertex AI and Bedrock take base64 only). */
+  imageUrls: boolean;
+  /** Route name, for messages. */
+  route: string;
+}
+
+export interface AnthropicRequest {
+  /** Messages API body, with `stream` when streaming (route envelopes adjust it). */
+  body: Record<string, unknown>;
+  stream: boolean;
+  includeUsage: boolean;
+  /** The answer comes back as the forced JSON tool's input, to be turned into message content. */
+  jsonMode: boolean;
+}
+
+type Block = Record<string, unknown>;
+interface Turn {
+  role: 'user' | 'assistant';
+  content: Block[];
+}
+
+const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
+
+export function toAnthropicRequest(request: Record<string, unknown>, opts: AnthropicRequestOptions): AnthropicRequest {
+  checkChatParameters(request, 'anthropic', 'Anthropic');
+  const system: Block[] = [];
+  const turns: Turn[] = [];
+  const push = (role: Turn['role'], blocks: Block[]) => {
+    if (blocks.length === 0) return;
+    const last = turns[turns.length - 1];
+    // Anthropic wants user and assistant turns to alternate: consecutive same-role messages become one turn.
+    if (last && last.role === role) last.content.push(...blocks);
+    else turns.push({ role, content: blocks });
+  };
+  for (const message of chatMessages(request)) {
+    switch (message.role) {
+      case 'system': {
+        const text = textContent(message);
+        if (text !== '') system.push({ type: 'text', text });
+        break;
+      }
+      case 'user':
+        push(
+          'user',
+          userParts(message).map((part): Block => {
+            if (part.type === 'text') return { type: 'text', text: part.text };
+            if (part.source.kind === 'url') {
+              if (!opts.imageUrls) {
+                throw unsupportedParameter(part.param, `${part.param}: route ${opts.route} takes images only as base64 data: URLs, not by URL`);
+              }
+              return { type: 'image', source: { type: 'url', url: part.source.url } };
+            }
+            if (!IMAGE_TYPES.has(part.source.mediaType)) {
+              throw unsupportedParameter(part.param, `${part.param}: Claude accepts image/jpeg, image/png, image/gif and image/webp, not ${part.source.mediaType}`);
+            }
+            return { type: 'image', source: { type: 'base64', media_type: part.source.mediaType, data: part.source.data } };
+          }),
+        );
+        break;
+      case 'assistant': {
+        const blocks: Block[] = [];
+        const text = textContent(message);
+        if (text !== '') blocks.push({ type: 'text', text });
+        for (const call of toolCalls(message)) blocks.push({ type: 'tool_use', id: call.id, name: call.name, input: call.input });
+        push('assistant', blocks);
+        break;
+      }
+      case 'tool':
+        push('user', [{ type: 'tool_result', tool_use_id: toolCallId(message), content: textContent(message) }]);
+        break;
+    }
+  }
+
+  const body: Record<string, unknown> = { max_tokens: maxTokens(request) ?? DEFAULT_ANTHROPIC_MAX_TOKENS, messages: turns };
+  if (system.length > 0) body.system = system;
+  const stop = stopSequences(request);
+  if (stop) body.stop_sequences = stop;
+  const temperature = numberParam(request, 'temperature', 0, 2);
+  if (temperature !== undefined) {
+    if (temperature > 1) throw invalidParameter('temperature', `temperature ${temperature} is out of range for Anthropic models, which accept 0 to 1`);
+    body.temperature = temperature;
+  }
+  const topP = numberParam(request, 'top_p', 0, 1);
+  if (topP !== undefined) body.top_p = topP;
+  if (typeof request.user === 'string' && request.user !== '') body.metadata = { user_id: request.user };
+
+  const tools = functionTools(request);
+  const choice = toolChoice(request, tools);
+  const format = responseFormat(request);
+  const jsonMode = format.kind !== 'text';
+  if (jsonMode) {
+    if (tools.length > 0) {
+      throw unsupportedParameter('response_format', 'response_format json cannot be combined with tools for Anthropic models: Claude returns JSON through a forced tool');
+    }
+    body.tools = [jsonTool(format)];
+    body.tool_choice = { type: 'tool', name: JSON_RESPONSE_TOOL };
+  } else if (tools.length > 0) {
+    body.tools = tools.map((t) => ({
+      name: t.name,
+      ...(t.description !== undefined ? { description: t.description } : {}),
+      input_schema: t.parameters ?? { type: 'object', properties: {} },
+    }));
+    const anthropicChoice: Record<string, unknown> | undefined =
+      choice === undefined
+        ? undefined
+        : choice.kind === 'function'
+          ? { type: 'tool', name: choice.name }
+          : { type: choice.kind === 'required' ? 'any' : choice.kind };
+    if (request.parallel_tool_calls === false && choice?.kind !== 'none') {
+      body.tool_choice = { ...(anthropicChoice ?? { type: 'auto' }), disable_parallel_tool_use: true };
+    } else if (anthropicChoice) {
+      body.tool_choice = anthropicChoice;
+    }
+  } else if (choice !== undefined && choice.kind !== 'none') {
+    throw invalidParameter('tool_choice', 'tool_choice needs tools');
+  }
+  const stream = request.stream === true;
+  if (stream) body.stream = true;
+  return { body, stream, includeUsage: includeUsage(request), jsonMode };
+}
+
+function jsonTool(format: Exclude<JsonMode, { kind: 'text' }>): Record<string, unknown> {
+  if (format.kind === 'json_schema' && format.schema.type !== undefined && format.schema.type !== 'object') {
+    throw unsupportedParameter('response_format.json_schema.schema', 'for Anthropic models the JSON schema must describe an object (type: object)');
+  }
+  return {
+    name: JSON_RESPONSE_TOOL,
+    description:
+      format.kind === 'json_schema' ? `Respond with a JSON object named ${format.name} matching this schema.` : 'Respond with a JSON object.',
+    input_schema: format.kind === 'json_schema' ? format.schema : { type: 'object' },
+  };
+}
+
+export function anthropicFinishReason(stopReason: unknown, jsonMode: boolean): FinishReason {
+  switch (stopReason) {
+    case 'max_tokens':
+    case 'model_context_window_exceeded':
+      return 'length';
+    case 'tool_use':
+      return jsonMode ? 'stop' : 'tool_calls';
+    case 'refusal':
+      return 'content_filter';
+    default:
+      return 'stop'; // end_turn, stop_sequence, pause_turn
+  }
+}
+
+export interface ResponseContext {
+  /** Model to report when the upstream names none. */
+  model: string;
+  jsonMode: boolean;
+  created: number;
+  /** Usage from elsewhere when the body has none (Bedrock's token-count headers). */
+  fallbackUsage?: TokenUsage | null;
+}
+
+/** A Messages API response as a chat.completion. */
+export function fromAnthropicMessage(message: Record<string, unknown>, ctx: ResponseContext): ChatCompletion {
+  let text = '';
+  const calls: ChatToolCall[] = [];
+  for (const block of Array.isArray(message.content) ? message.content : []) {
+    if (!isRecord(block)) continue;
+    if (block.type === 'text' && typeof block.text === 'string') text += block.text;
+    else if (block.type === 'tool_use') {
+      if (ctx.jsonMode && block.name === JSON_RESPONSE_TOOL) text += JSON.stringify(block.input ?? {});
+      else calls.push({ id: String(block.id), type: 'function', function: { name: String(block.name), arguments: JSON.stringify(block.input ?? {}) } });
+    }
+    // thinking and redacted_thinking blocks stay hidden, as OpenAI hides its reasoning
+  }
+  const usage = normaliseAnthropicUsage(message.usage) ?? ctx.fallbackUsage ?? null;
+  const out: ChatCompletion = {
+    id: typeof message.id === 'string' ? message.id : 'msg_unknown',
+    object: 'chat.completion',
+    created: ctx.created,
+    model: typeof message.model === 'string' ? message.model : ctx.model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: text === '' && calls.length > 0 ? null : text, refusal: null, ...(calls.length > 0 ? { tool_calls: calls } : {}) },
+        logprobs: null,
+        finish_reason: anthropicFinishReason(message.stop_reason, ctx.jsonMode),
+      },
+    ],
+    system_fingerprint: null,
+  };
+  if (usage) out.usage = chatUsage(usage);
+  return out;
+}
+
+/** What a stream translator hands back for one upstream event. */
+export interface StreamStep {
+  chunks: ChatChunk[];
+  /** The upstream reported a failure inside the stream: send it and stop. */
+  error?: { message: string; code: string | null };
+}
+
+/**
+ * Anthropic stream events (message_start, content_block_*, message_delta, message_stop, error) → OpenAI
+ * chunks. Text deltas become content deltas; a tool_use block becomes one tool call (id and name first, then
+ * argument pieces); message_delta's stop_reason becomes the finish chunk; usage merges as the extractor does.
+ */
+export class AnthropicChunkTranslator {
+  readonly #identity: ChunkIdentity;
+  readonly #jsonMode: boolean;
+  readonly #usage = new AnthropicStreamUsage();
+  /** content block index → tool call index (-1: the JSON answer tool, streamed as content). */
+  readonly #toolIndex = new Map<number, number>();
+  #tools = 0;
+  #started = false;
+  #finished = false;
+  #stopped = false;
+
+  constructor(identity: ChunkIdentity, jsonMode: boolean) {
+    this.#identity = { ...identity };
+    this.#jsonMode = jsonMode;
+  }
+
+  get identity(): ChunkIdentity {
+    return this.#identity;
+  }
+
+  event(type: string, json: string): StreamStep {
+    let event: unknown;
+    try {
+      event = JSON.parse(json);
+    } catch {
+      return { chunks: [], error: { message: 'malformed JSON in an upstream stream event', code: 'upstream_stream_error' } };
+    }
+    if (!isRecord(event)) return { chunks: [] };
+    const kind = type !== '' ? type : typeof event.type === 'string' ? event.type : '';
+    this.#usage.event(kind, json);
+    const chunks: ChatChunk[] = [];
+    switch (kind) {
+      case 'message_start': {
+        const message = isRecord(event.message) ? event.message : {};
+        if (typeof message.id === 'string') this.#identity.id = message.id;
+        if (typeof message.model === 'string') this.#identity.model = message.model;
+        chunks.push(this.#roleChunk());
+        break;
+      }
+      case 'content_block_start': {
+        const block = isRecord(event.content_block) ? event.content_block : {};
+        const index = typeof event.index === 'number' ? event.index : 0;
+        if (!this.#started) chunks.push(this.#roleChunk());
+        if (block.type === 'tool_use') {
+          if (this.#jsonMode && block.name === JSON_RESPONSE_TOOL) {
+            this.#toolIndex.set(index, -1);
+          } else {
+            const toolIndex = this.#tools++;
+            this.#toolIndex.set(index, toolIndex);
+            chunks.push(
+              chunk(this.#identity, 0, {
+                tool_calls: [{ index: toolIndex, id: String(block.id), type: 'function', function: { name: String(block.name), arguments: '' } }],
+              }),
+            );
+          }
+        } else if (block.type === 'text' && typeof block.text === 'string' && block.text !== '') {
+          chunks.push(chunk(this.#identity, 0, { content: block.text }));
+        }
+        break;
+      }
+      case 'content_block_delta': {
+        const delta = isRecord(event.delta) ? event.delta : {};
+        const index = typeof event.index === 'number' ? event.index : 0;
+        if (delta.type === 'text_delta' && typeof delta.text === 'string') {
+          chunks.push(chunk(this.#identity, 0, { content: delta.text }));
+        } else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
+          const toolIndex = this.#toolIndex.get(index);
+          if (toolIndex === -1) chunks.push(chunk(this.#identity, 0, { content: delta.partial_json }));
+          else if (toolIndex !== undefined) {
+            chunks.push(chunk(this.#identity, 0, { tool_calls: [{ index: toolIndex, function: { arguments: delta.partial_json } }] }));
+          }
+        }
+        // thinking_delta and signature_delta stay hidden
+        break;
+      }
+      case 'message_delta': {
+        const delta = isRecord(event.delta) ? event.delta : {};
+        if (delta.stop_reason !== undefined && delta.stop_reason !== null && !this.#finished) {
+          this.#finished = true;
+          chunks.push(chunk(this.#identity, 0, {}, anthropicFinishReason(delta.stop_reason, this.#jsonMode)));
+        }
+        break;
+      }
+      case 'message_stop':
+        this.#stopped = true;
+        break;
+      case 'error': {
+        const error = isRecord(event.error) ? event.error : {};
+        return {
+          chunks,
+          error: {
+            message: typeof error.message === 'string' ? error.message : 'upstream stream error',
+            code: typeof error.type === 'string' ? error.type : null,
+          },
+        };
+      }
+      default:
+        break; // ping, content_block_stop
+    }
+    return { chunks };
+  }
+
+  /**
+   * The end of the upstream stream: the usage chunk (when asked for), or the failure when the stream stopped
+   * before message_stop. `cut` names a transport failure already known.
+   */
+  end(cut?: string): StreamStep {
+    const result = this.#usage.result(cut);
+    if (result.streamError !== undefined || !this.#stopped) {
+      return { chunks: [], error: { message: result.streamError ?? 'stream ended before message_stop', code: 'upstream_stream_error' } };
+    }
+    const chunks: ChatChunk[] = [];
+    if (!this.#finished) chunks.push(chunk(this.#identity, 0, {}, 'stop'));
+    if (this.#identity.includeUsage && result.usage) chunks.push(usageChunk(this.#identity, chatUsage(result.usage)));
+    return { chunks };
+  }
+
+  #roleChunk(): ChatChunk {
+    this.#started = true;
+    return chunk(this.#identity, 0, { role: 'assistant', content: '' });
+  }
+}

@@ -1,0 +1,342 @@
+// OpenAI chat completions ↔ Gemini generateContent on Vertex AI. Pure functions and one stateful stream
+// translator fed the decoded SSE chunks of :streamGenerateContent?alt=sse.
+// Field mappings: /work/shared/docs/providers.md "Translating chat completions"; ADR 0901 for the JSON Schema fields.
+
+import { normaliseGeminiUsage } from '../usage/gemini.ts';
+import { isRecord } from '../usage/token-count.ts';
+import { checkChatParameters } from './chat-parameters.ts';
+import {
+  chatMessages,
+  functionTools,
+  includeUsage,
+  maxTokens,
+  numberParam,
+  responseFormat,
+  stopSequences,
+  textContent,
+  toolCallId,
+  toolCalls,
+  toolChoice,
+  userParts,
+} from './chat-content.ts';
+import { chatUsage, chunk, usageChunk, type ChatChunk, type ChatCompletion, type ChatCompletionChoice, type ChatToolCall, type ChunkIdentity, type FinishReason } from './openai-chat.ts';
+import { invalidParameter, unsupportedParameter } from './openai-error.ts';
+import type { StreamStep } from './openai-anthropic.ts';
+
+export interface GeminiRequest {
+  /** generateContent body. */
+  body: Record<string, unknown>;
+  stream: boolean;
+  includeUsage: boolean;
+}
+
+type Part = Record<string, unknown>;
+interface Content {
+  role: 'user' | 'model';
+  parts: Part[];
+}
+
+// Thinking budgets for reasoning_effort, as Google maps them on its own OpenAI-compatible surface.
+const THINKING_BUDGET: Record<string, number> = { none: 0, minimal: 0, low: 1024, medium: 8192, high: 24576 };
+
+const IMAGE_EXTENSIONS: Record<string, string> = {
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  webp: 'image/webp',
+  gif: 'image/gif',
+  heic: 'image/heic',
+  heif: 'image/heif',
+};
+
+function imageMimeType(url: string): string | undefined {
+  const path = url.split(/[?#]/)[0]!;
+  const dot = path.lastIndexOf('.');
+  return dot === -1 ? undefined : IMAGE_EXTENSIONS[path.slice(dot + 1).toLowerCase()];
+}
+
+export function toGeminiRequest(request: Record<string, unknown>): GeminiRequest {
+  checkChatParameters(request, 'gemini', 'Gemini');
+  const system: Part[] = [];
+  const contents: Content[] = [];
+  // Gemini's functionResponse names the function; chat completions names only the call id.
+  const callNames = new Map<string, string>();
+  const push = (role: Content['role'], parts: Part[]) => {
+    if (parts.length === 0) return;
+    const last = contents[contents.length - 1];
+    if (last && last.role === role) last.parts.push(...parts);
+    else contents.push({ role, parts });
+  };
+  for (const message of chatMessages(request)) {
+    switch (message.role) {
+      case 'system': {
+        const text = textContent(message);
+        if (text !== '') system.push({ text });
+        break;
+      }
+      case 'user':
+        push(
+          'user',
+          userParts(message).map((part): Part => {
+            if (part.type === 'text') return { text: part.text };
+            if (part.source.kind === 'base64') return { inlineData: { mimeType: part.source.mediaType, data: part.source.data } };
+            const mimeType = imageMimeType(part.source.url);
+            if (mimeType === undefined) {
+              throw unsupportedParameter(part.param, `${part.param}: Gemini needs the image type; use a URL ending in .png, .jpg, .jpeg, .webp, .gif, .heic or .heif, or a data: URL`);
+            }
+            return { fileData: { mimeType, fileUri: part.source.url } };
+          }),
+        );
+        break;
+      case 'assistant': {
+        const parts: Part[] = [];
+        const text = textContent(message);
+        if (text !== '') parts.push({ text });
+        toolCalls(message).forEach((call, j) => {
+          if (!isRecord(call.input)) {
+            throw invalidParameter(`messages[${message.index}].tool_calls[${j}].function.arguments`, 'Gemini function call arguments must be a JSON object');
+          }
+          callNames.set(call.id, call.name);
+          parts.push({ functionCall: { name: call.name, args: call.input } });
+        });
+        push('model', parts);
+        break;
+      }
+      case 'tool': {
+        const id = toolCallId(message);
+        const name = callNames.get(id);
+        if (name === undefined) {
+          throw invalidParameter(`messages[${message.index}].tool_call_id`, `messages[${message.index}].tool_call_id ${JSON.stringify(id)} answers no earlier assistant tool call`);
+        }
+        push('user', [{ functionResponse: { name, response: functionResponse(textContent(message)) } }]);
+        break;
+      }
+    }
+  }
+  if (contents.length === 0) throw invalidParameter('messages', 'messages must hold at least one user, assistant or tool message');
+
+  const body: Record<string, unknown> = { contents };
+  if (system.length > 0) body.systemInstruction = { parts: system };
+  const config: Record<string, unknown> = {};
+  const max = maxTokens(request);
+  if (max !== undefined) config.maxOutputTokens = max;
+  const stop = stopSequences(request);
+  if (stop) config.stopSequences = stop;
+  const temperature = numberParam(request, 'temperature', 0, 2);
+  if (temperature !== undefined) config.temperature = temperature;
+  const topP = numberParam(request, 'top_p', 0, 1);
+  if (topP !== undefined) config.topP = topP;
+  const n = numberParam(request, 'n', 1, 8);
+  if (n !== undefined) {
+    if (!Number.isInteger(n)) throw invalidParameter('n', 'n must be an integer');
+    if (n !== 1) config.candidateCount = n;
+  }
+  const presence = numberParam(request, 'presence_penalty', -2, 2);
+  if (presence !== undefined) config.presencePenalty = presence;
+  const frequency = numberParam(request, 'frequency_penalty', -2, 2);
+  if (frequency !== undefined) config.frequencyPenalty = frequency;
+  if (request.seed !== undefined && request.seed !== null) {
+    if (typeof request.seed !== 'number' || !Number.isInteger(request.seed)) throw invalidParameter('seed', 'seed must be an integer');
+    config.seed = request.seed;
+  }
+  const effort = request.reasoning_effort;
+  if (effort !== undefined && effort !== null) {
+    const budget = typeof effort === 'string' ? THINKING_BUDGET[effort] : undefined;
+    if (budget === undefined) throw invalidParameter('reasoning_effort', 'reasoning_effort must be one of none, minimal, low, medium, high');
+    config.thinkingConfig = { thinkingBudget: budget };
+  }
+  const format = responseFormat(request);
+  if (format.kind !== 'text') {
+    config.responseMimeType = 'application/json';
+    if (format.kind === 'json_schema') config.responseJsonSchema = format.schema;
+  }
+  if (Object.keys(config).length > 0) body.generationConfig = config;
+
+  const tools = functionTools(request);
+  const choice = toolChoice(request, tools);
+  if (tools.length > 0) {
+    body.tools = [
+      {
+        functionDeclarations: tools.map((t) => ({
+          name: t.name,
+          ...(t.description !== undefined ? { description: t.description } : {}),
+          ...(t.parameters !== undefined ? { parametersJsonSchema: t.parameters } : {}),
+        })),
+      },
+    ];
+    if (choice !== undefined) {
+      const mode = choice.kind === 'auto' ? 'AUTO' : choice.kind === 'none' ? 'NONE' : 'ANY';
+      body.toolConfig = { functionCallingConfig: { mode, ...(choice.kind === 'function' ? { allowedFunctionNames: [choice.name] } : {}) } };
+    }
+  } else if (choice !== undefined && choice.kind !== 'none') {
+    throw invalidParameter('tool_choice', 'tool_choice needs tools');
+  }
+  return { body, stream: request.stream === true, includeUsage: includeUsage(request) };
+}
+
+/** A tool result as functionResponse.response, which must be an object: a JSON object as is, anything else wrapped. */
+function functionResponse(text: string): Record<string, unknown> {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (isRecord(parsed)) return parsed;
+  } catch {
+    // plain text
+  }
+  return { content: text };
+}
+
+export function geminiFinishReason(reason: unknown, calledFunctions: boolean): FinishReason {
+  switch (reason) {
+    case 'MAX_TOKENS':
+      return 'length';
+    case 'SAFETY':
+    case 'RECITATION':
+    case 'BLOCKLIST':
+    case 'PROHIBITED_CONTENT':
+    case 'SPII':
+    case 'IMAGE_SAFETY':
+      return 'content_filter';
+    default:
+      return calledFunctions ? 'tool_calls' : 'stop'; // STOP, MALFORMED_FUNCTION_CALL, OTHER
+  }
+}
+
+export interface GeminiResponseContext {
+  model: string;
+  created: number;
+  /** New tool-call ids (Gemini's function calls carry none). */
+  newId: () => string;
+}
+
+interface CandidateContent {
+  text: string;
+  calls: ChatToolCall[];
+}
+
+function candidateContent(candidate: Record<string, unknown>, newId: () => string): CandidateContent {
+  let text = '';
+  const calls: ChatToolCall[] = [];
+  const content = isRecord(candidate.content) ? candidate.content : {};
+  for (const part of Array.isArray(content.parts) ? content.parts : []) {
+    if (!isRecord(part) || part.thought === true) continue; // thought summaries stay hidden, as OpenAI hides reasoning
+    if (typeof part.text === 'string') text += part.text;
+    else if (isRecord(part.functionCall)) {
+      const call = part.functionCall;
+      calls.push({ id: newId(), type: 'function', function: { name: String(call.name), arguments: JSON.stringify(call.args ?? {}) } });
+    }
+  }
+  return { text, calls };
+}
+
+/** A generateContent response as a chat.completion: one choice per candidate. */
+export function fromGeminiResponse(response: Record<string, unknown>, ctx: GeminiResponseContext): ChatCompletion {
+  const candidates = Array.isArray(response.candidates) ? response.candidates.filter(isRecord) : [];
+  const choices: ChatCompletionChoice[] = candidates.map((candidate, position) => {
+    const { text, calls } = candidateContent(candidate, ctx.newId);
+    return {
+      index: typeof candidate.index === 'number' ? candidate.index : position,
+      message: { role: 'assistant', content: text === '' && calls.length > 0 ? null : text, refusal: null, ...(calls.length > 0 ? { tool_calls: calls } : {}) },
+      logprobs: null,
+      finish_reason: geminiFinishReason(candidate.finishReason, calls.length > 0),
+    };
+  });
+  if (choices.length === 0) {
+    // A blocked prompt: promptFeedback.blockReason and no candidate.
+    choices.push({ index: 0, message: { role: 'assistant', content: null, refusal: null }, logprobs: null, finish_reason: 'content_filter' });
+  }
+  const usage = normaliseGeminiUsage(response.usageMetadata);
+  const out: ChatCompletion = {
+    id: typeof response.responseId === 'string' ? response.responseId : ctx.newId(),
+    object: 'chat.completion',
+    created: ctx.created,
+    model: typeof response.modelVersion === 'string' ? response.modelVersion : ctx.model,
+    choices,
+    system_fingerprint: null,
+  };
+  if (usage) out.usage = chatUsage(usage);
+  return out;
+}
+
+/**
+ * streamGenerateContent chunks → OpenAI chunks. Each chunk carries a piece of every candidate; a candidate's
+ * function call arrives whole and becomes one tool-call delta; usageMetadata is cumulative, the last one counts.
+ */
+export class GeminiChunkTranslator {
+  readonly #identity: ChunkIdentity;
+  readonly #newId: () => string;
+  readonly #started = new Set<number>();
+  readonly #finished = new Set<number>();
+  readonly #toolCounts = new Map<number, number>();
+  #usage: unknown;
+  #blocked = false;
+  #identified = false;
+
+  constructor(identity: ChunkIdentity, newId: () => string) {
+    this.#identity = { ...identity };
+    this.#newId = newId;
+  }
+
+  /** One SSE data payload. */
+  event(json: string): StreamStep {
+    let response: unknown;
+    try {
+      response = JSON.parse(json);
+    } catch {
+      return { chunks: [], error: { message: 'malformed JSON in an upstream stream chunk', code: 'upstream_stream_error' } };
+    }
+    if (!isRecord(response)) return { chunks: [] };
+    if (isRecord(response.error)) {
+      const error = response.error;
+      return {
+        chunks: [],
+        error: {
+          message: typeof error.message === 'string' ? error.message : 'upstream stream error',
+          code: typeof error.status === 'string' ? error.status.toLowerCase() : null,
+        },
+      };
+    }
+    if (!this.#identified) {
+      this.#identified = true;
+      if (typeof response.responseId === 'string') this.#identity.id = response.responseId;
+      if (typeof response.modelVersion === 'string') this.#identity.model = response.modelVersion;
+    }
+    if (response.usageMetadata !== undefined) this.#usage = response.usageMetadata;
+    if (isRecord(response.promptFeedback) && response.promptFeedback.blockReason !== undefined) this.#blocked = true;
+    const chunks: ChatChunk[] = [];
+    const candidates = Array.isArray(response.candidates) ? response.candidates.filter(isRecord) : [];
+    candidates.forEach((candidate, position) => {
+      const index = typeof candidate.index === 'number' ? candidate.index : position;
+      const { text, calls } = candidateContent(candidate, this.#newId);
+      if (!this.#started.has(index)) {
+        this.#started.add(index);
+        chunks.push(chunk(this.#identity, index, { role: 'assistant', content: '' }));
+      }
+      if (text !== '') chunks.push(chunk(this.#identity, index, { content: text }));
+      for (const call of calls) {
+        const toolIndex = this.#toolCounts.get(index) ?? 0;
+        this.#toolCounts.set(index, toolIndex + 1);
+        chunks.push(chunk(this.#identity, index, { tool_calls: [{ index: toolIndex, id: call.id, type: 'function', function: call.function }] }));
+      }
+      if (candidate.finishReason !== undefined && !this.#finished.has(index)) {
+        this.#finished.add(index);
+        chunks.push(chunk(this.#identity, index, {}, geminiFinishReason(candidate.finishReason, (this.#toolCounts.get(index) ?? 0) > 0)));
+      }
+    });
+    return { chunks };
+  }
+
+  end(cut?: string): StreamStep {
+    const unfinished = [...this.#started].some((index) => !this.#finished.has(index));
+    if (cut !== undefined || unfinished || (this.#started.size === 0 && !this.#blocked)) {
+      return { chunks: [], error: { message: cut ?? 'stream ended before a finishReason', code: 'upstream_stream_error' } };
+    }
+    const chunks: ChatChunk[] = [];
+    if (this.#started.size === 0) {
+      chunks.push(chunk(this.#identity, 0, { role: 'assistant', content: '' }));
+      chunks.push(chunk(this.#identity, 0, {}, 'content_filter'));
+    }
+    const usage = normaliseGeminiUsage(this.#usage);
+    if (this.#identity.includeUsage && usage) chunks.push(usageChunk(this.#identity, chatUsage(usage)));
+    return { chunks };
+  }
+}
