@@ -1,9 +1,9 @@
 // Incremental reader for a JSON array written progressively, as Gemini's streamGenerateContent does without
 // `alt=sse`: `[{...}\n,\r\n{...}\n]`. It hands over each element's bytes as soon as the element is complete.
 //
-// It only tracks nesting depth and string state, byte by byte: quotes, brackets and backslashes are ASCII and
-// never occur inside a multi-byte UTF-8 sequence. Element contents are not validated (the consumer parses the
-// ones it cares about). An element larger than maxElementBytes is skipped and counted, so memory stays bounded.
+// It only tracks nesting depth and string state, skipping string contents with indexOf: quotes, brackets and
+// backslashes are ASCII and never occur inside a multi-byte UTF-8 sequence. Element contents are not
+// validated (the consumer parses the ones it cares about). An element larger than maxElementBytes is skipped and counted, so memory stays bounded.
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -67,21 +67,42 @@ export class JsonArrayStreamParser {
     const length = chunk.length;
     let pos = 0;
     let start = this.#state === IN_ELEMENT ? 0 : -1;
+    // Next quote and backslash positions, cached so string contents are skipped with indexOf, not byte by byte.
+    let nextQuote = -1;
+    let nextBackslash = -1;
     while (pos < length && this.#state !== FAILED) {
+      if (this.#state === IN_ELEMENT && this.#inString) {
+        if (this.#escaped) {
+          this.#escaped = false;
+          pos++;
+          continue;
+        }
+        if (nextQuote < pos) {
+          nextQuote = chunk.indexOf(QUOTE, pos);
+          if (nextQuote === -1) nextQuote = length;
+        }
+        if (nextBackslash < pos) {
+          nextBackslash = chunk.indexOf(BACKSLASH, pos);
+          if (nextBackslash === -1) nextBackslash = length;
+        }
+        pos = nextQuote < nextBackslash ? nextQuote : nextBackslash;
+        if (pos >= length) break;
+        if (pos === nextBackslash) {
+          this.#escaped = true;
+        } else {
+          this.#inString = false;
+          if (this.#depth === 0) {
+            this.#emit(chunk, start, pos + 1);
+            start = -1;
+          }
+        }
+        pos++;
+        continue;
+      }
       const byte = chunk[pos]!;
       switch (this.#state) {
         case IN_ELEMENT:
-          if (this.#inString) {
-            if (this.#escaped) this.#escaped = false;
-            else if (byte === BACKSLASH) this.#escaped = true;
-            else if (byte === QUOTE) {
-              this.#inString = false;
-              if (this.#depth === 0) {
-                this.#emit(chunk, start, pos + 1);
-                start = -1;
-              }
-            }
-          } else if (this.#scalar) {
+          if (this.#scalar) {
             if (isDelimiter(byte)) {
               this.#emit(chunk, start, pos);
               start = -1;
