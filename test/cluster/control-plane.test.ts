@@ -2,8 +2,9 @@
 // service-account tokens with audiences, RBAC for client-certificate users, kubectl, an API server restart
 // that keeps data, and a stop() that leaves no process behind.
 
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { basename } from 'node:path';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   ApiException,
@@ -150,10 +151,30 @@ describe('test control plane', () => {
     expect(failed.stderr).toContain('not found');
   });
 
-  it('runs helm with the same credentials', async () => {
-    const res = await cp.helm(['list', '--all-namespaces', '-o', 'json']);
-    expect(res.code).toBe(0);
-    expect(JSON.parse(res.stdout)).toEqual([]);
+  it('installs a Helm chart whose kubeVersion constraint needs the real server version', async () => {
+    const chart = mkdtempSync(join(tmpdir(), 'harness-chart-'));
+    try {
+      mkdirSync(join(chart, 'templates'));
+      writeFileSync(
+        join(chart, 'Chart.yaml'),
+        'apiVersion: v2\nname: harness-check\nversion: 0.1.0\nkubeVersion: ">=1.33.0-0"\n',
+      );
+      writeFileSync(
+        join(chart, 'templates', 'configmap.yaml'),
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-helm\ndata:\n  release: {{ .Release.Name | quote }}\n',
+      );
+      const res = await cp.helm(['install', 'demo', chart, '--namespace', NAMESPACE]);
+      expect(res.stderr).toBe('');
+      expect(res.code).toBe(0);
+      const created = await core.readNamespacedConfigMap({ name: 'from-helm', namespace: NAMESPACE });
+      expect(created.data).toEqual({ release: 'demo' });
+      const list = await cp.helm(['list', '--namespace', NAMESPACE, '-o', 'json']);
+      expect((JSON.parse(list.stdout) as { name: string; status: string }[]).map((r) => [r.name, r.status])).toEqual([
+        ['demo', 'deployed'],
+      ]);
+    } finally {
+      rmSync(chart, { recursive: true, force: true });
+    }
   });
 
   it('keeps data and serves the same clients after restartApiServer()', async () => {

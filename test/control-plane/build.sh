@@ -110,6 +110,13 @@ if ! flock -n 9; then
   log "another build holds $cache_root/.build.lock; waiting"
   flock 9
 fi
+# Builds are serialised by the lock, so any temporary folder still here is from a build that was killed.
+for stale in "$cache_root"/.tmp-*; do
+  [[ -e "$stale" ]] || continue
+  log "removing $stale, left by an interrupted build"
+  chmod -R u+w "$stale" 2>/dev/null || true
+  rm -rf "$stale"
+done
 
 tmp=""
 cleanup() {
