@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { parseOperatorArgs, UsageError } from './options.ts';
+
+const parse = (argv: string[], env: Record<string, string> = {}) => parseOperatorArgs(argv, env, 'host', 42);
+
+describe('parseOperatorArgs', () => {
+  it('defaults to controller-runtime lease timings and a self-managed certificate in the operator namespace', () => {
+    expect(parse([], { POD_NAMESPACE: 'tg', POD_NAME: 'op-0' })).toEqual({
+      help: false,
+      namespace: 'tg',
+      leaseName: 'tollgate-operator',
+      identity: 'op-0',
+      grpcHost: '0.0.0.0',
+      grpcPort: 8443,
+      tls: { kind: 'secret', namespace: 'tg', name: 'tollgate-operator-tls', dnsNames: ['tollgate-operator.tg.svc', 'tollgate-operator.tg.svc.cluster.local'], ipAddresses: ['127.0.0.1'] },
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      logLevel: 'info',
+    });
+  });
+
+  it('takes certificate files, a kubeconfig and an identity from flags', () => {
+    const s = parse(['--tls-cert=c.pem', '--tls-key', 'k.pem', '--kubeconfig', '/k', '--identity', 'me', '--grpc-port', '0'], { KUBECONFIG: '/other' });
+    expect(s.tls).toEqual({ kind: 'files', certFile: 'c.pem', keyFile: 'k.pem' });
+    expect(s).toMatchObject({ kubeconfig: '/k', identity: 'me', grpcPort: 0, namespace: 'tollgate-system' });
+    expect(parse([], {}).identity).toBe('host-42');
+  });
+
+  it('names the flag that is wrong', () => {
+    expect(() => parse(['--grpc-port', '70000'])).toThrow(/--grpc-port must be a port number/);
+    expect(() => parse(['--tls-cert', 'c.pem'])).toThrow(/--tls-cert and --tls-key must be given together/);
+    expect(() => parse(['--renew-deadline', '20'])).toThrow(/--renew-deadline must be shorter than --lease-duration/);
+    expect(() => parse(['--namespace', 'Bad_NS'])).toThrow(/--namespace must be a namespace name/);
+    expect(() => parse(['--bogus'])).toThrow(UsageError);
+    expect(() => parse(['--log-level', 'loud'])).toThrow(/--log-level must be one of/);
+  });
+});

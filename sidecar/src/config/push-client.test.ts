@@ -1,0 +1,120 @@
+// The push client against a gRPC server speaking proto/config_push.proto over real TLS. The server here
+// plays the operator's wire role only (no Kubernetes); test/cluster/push.test.ts runs the real operator.
+
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as grpc from '@grpc/grpc-js';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createCertificateAuthority, issueCertificate } from '../../../webhook/src/pki.ts';
+import { ConfigStore } from './config-store.ts';
+import { startPushClient } from './push-client.ts';
+import { configPushService, type OperatorMessage, type SidecarMessage } from './push-protocol.ts';
+
+type Call = grpc.ServerDuplexStream<SidecarMessage, OperatorMessage>;
+
+async function until<T>(check: () => T | undefined | false, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = check();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error('timed out');
+    await sleep(20);
+  }
+}
+
+const priceJson = (input: number) => JSON.stringify({ pricing: { models: [{ provider: 'openai', model: 'gpt-4o', input_per_million: input, output_per_million: 1 }] } });
+
+describe('startPushClient', () => {
+  let dir: string;
+  let server: grpc.Server;
+  let port: number;
+  let caFile: string;
+  const calls: { call: Call; token: string; received: SidecarMessage[] }[] = [];
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'push-client-'));
+    const ca = await createCertificateAuthority({ commonName: 'test-ca' });
+    const leaf = await issueCertificate(ca, { commonName: 'operator', ipAddresses: ['127.0.0.1'], usage: 'server' });
+    caFile = join(dir, 'ca.crt');
+    writeFileSync(caFile, ca.certPem);
+    calls.length = 0;
+    server = new grpc.Server();
+    server.addService(configPushService().service, {
+      stream: (call: Call) => {
+        const entry = { call, token: String(call.metadata.get('authorization')[0] ?? ''), received: [] as SidecarMessage[] };
+        calls.push(entry);
+        call.on('data', (m: SidecarMessage) => entry.received.push(m));
+        call.on('error', () => undefined);
+      },
+    });
+    port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createSsl(null, [{ private_key: Buffer.from(leaf.keyPem), cert_chain: Buffer.from(leaf.certPem) }]), (e, p) => (e ? reject(e) : resolve(p))),
+    );
+  });
+
+  afterEach(async () => {
+    server.forceShutdown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const start = (store: ConfigStore) => {
+    const tokenFile = join(dir, 'token');
+    writeFileSync(tokenFile, 'token-1\n');
+    return {
+      tokenFile,
+      client: startPushClient({
+        address: `127.0.0.1:${port}`,
+        caFile,
+        tokenFile,
+        stateDir: join(dir, 'state'),
+        store,
+        logger: pino({ level: 'silent' }),
+        podName: 'p',
+        podNamespace: 'ns',
+        reconnect: { baseMs: 20, maxMs: 100 },
+      }),
+    };
+  };
+
+  it('says Hello with its bearer token, acks a good snapshot and nacks a bad one with the field, keeping the good one', async () => {
+    const store = new ConfigStore();
+    const { client } = start(store);
+    const first = await until(() => calls[0]);
+    expect(first.token).toBe('Bearer token-1');
+    await until(() => first.received[0]);
+    expect(first.received[0]!.hello).toMatchObject({ podName: 'p', podNamespace: 'ns', currentVersion: '' });
+
+    first.call.write({ snapshot: { version: 'v1', configJson: priceJson(1.5), credentials: { openaiApiKey: Buffer.from('sk') }, source: 'ns/default' } });
+    await until(() => first.received.find((m) => m.ack));
+    expect(first.received.find((m) => m.ack)!.ack).toEqual({ version: 'v1' });
+    expect(store.get().pricing.models[0]?.input_per_million).toBe(1.5);
+
+    first.call.write({ snapshot: { version: 'v2', configJson: priceJson(-3), credentials: {}, source: 'ns/default' } });
+    const nack = await until(() => first.received.find((m) => m.nack)?.nack);
+    expect(nack.version).toBe('v2');
+    expect(nack.reason).toMatch(/^pricing\.models\[0\]\.input_per_million/);
+    expect(store.get().pricing.models[0]?.input_per_million).toBe(1.5);
+    expect(client.status()).toMatchObject({ version: 'v1', connected: true, lastRejected: { version: 'v2' } });
+    await client.stop();
+  });
+
+  it('reconnects after the stream fails, with the token as it is on disk then, and reports what it runs', async () => {
+    const store = new ConfigStore();
+    const { client, tokenFile } = start(store);
+    const first = await until(() => calls[0]);
+    first.call.write({ snapshot: { version: 'v1', configJson: priceJson(2), credentials: {}, source: 'ns/default' } });
+    await until(() => first.received.find((m) => m.ack));
+
+    writeFileSync(tokenFile, 'token-2'); // the kubelet rotated it
+    first.call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'operator going away' });
+    const second = await until(() => calls[1]);
+    expect(second.token).toBe('Bearer token-2');
+    const hello = await until(() => second.received[0]?.hello);
+    expect(hello.currentVersion).toBe('v1');
+    expect(client.status().connects).toBe(2);
+    await client.stop();
+  });
+});
