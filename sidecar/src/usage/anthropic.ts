@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import { leadingEventType } from '../formats/bedrock-stream.ts';
 import { JsonUsageExtractor } from './json-extractor.ts';
-import { errorText } from './openai.ts';
+import { errorText } from './error-text.ts';
 import { SseUsageExtractor, type SseUsageReader } from './sse-extractor.ts';
 import type { UsageExtractor } from './usage-extractor.ts';
 import { isRecord, tokenCount } from './token-count.ts';

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { JsonUsageExtractor } from './json-extractor.ts';
 import { SseUsageExtractor, type SseUsageReader } from './sse-extractor.ts';
 import type { UsageExtractor } from './usage-extractor.ts';
+import { errorText } from './error-text.ts';
 import { isRecord, tokenCount } from './token-count.ts';
 import type { TokenUsage, UsageResult } from './usage.ts';
 
@@ -70,21 +71,6 @@ export function openAiJsonExtractor(): UsageExtractor {
 const USAGE_OBJECT = /"usage"\s*:\s*\{/;
 const ERROR_FIRST = /^\s*\{\s*"error"\s*:/;
 const TERMINAL_RESPONSE_EVENTS = new Set(['response.completed', 'response.incomplete', 'response.failed']);
-
-export function errorText(document: unknown): string {
-  if (isRecord(document)) {
-    const error = document.error;
-    if (isRecord(error)) {
-      const kind = typeof error.type === 'string' ? error.type : typeof error.status === 'string' ? error.status : undefined;
-      const message = typeof error.message === 'string' ? error.message : undefined;
-      if (kind && message) return `${kind}: ${message}`;
-      if (message) return message;
-      if (kind) return kind;
-    }
-    if (typeof error === 'string') return error;
-  }
-  return 'upstream sent an error event';
-}
 
 export class OpenAiSseReader implements SseUsageReader {
   readonly #dropInjected: boolean;
