@@ -2,8 +2,8 @@
 // chain: environment keys, web identity token file (IRSA), container credentials (ECS, EKS Pod Identity),
 // shared config, instance metadata. The chain reads its variables from process.env itself.
 
-import { defaultProvider } from '@aws-sdk/credential-provider-node';
-import { SignatureV4 } from '@smithy/signature-v4';
+import type { defaultProvider } from '@aws-sdk/credential-provider-node';
+import type { SignatureV4 } from '@smithy/signature-v4';
 import type { Logger } from 'pino';
 import type { UpstreamConfig } from '../config/runtime-config.ts';
 import { CredentialError } from './credential-error.ts';
@@ -88,7 +88,15 @@ export interface AwsSigV4Options {
 
 export function createAwsSigV4Provider(options: AwsSigV4Options): CredentialProvider {
   const { logger, env } = options;
-  const source: CredentialSource = options.credentials ?? (defaultProvider() as CredentialSource);
+  // The AWS SDK is loaded on the first Bedrock call: a proxy that never uses gamma-cloudb never pays its memory.
+  let chain: Promise<CredentialSource> | null = null;
+  const source: CredentialSource =
+    options.credentials ??
+    (async (opts) => {
+      chain ??= import('@aws-sdk/credential-provider-node').then((sdk) => sdk.defaultProvider() as CredentialSource);
+      return (await chain)(opts);
+    });
+  let signerClass: Promise<typeof SignatureV4> | null = null;
 
   const cache = new RefreshingCache<AwsCredentials>({
     refreshMarginMs: REFRESH_MARGIN_MS,
@@ -103,10 +111,11 @@ export function createAwsSigV4Provider(options: AwsSigV4Options): CredentialProv
   });
 
   const signers = new Map<string, SignatureV4>();
-  function signerFor(region: string): SignatureV4 {
+  async function signerFor(region: string): Promise<SignatureV4> {
     let signer = signers.get(region);
     if (!signer) {
-      signer = new SignatureV4({
+      const Signer = await (signerClass ??= import('@smithy/signature-v4').then((m) => m.SignatureV4));
+      signer = new Signer({
         service: BEDROCK_SIGNING_NAME,
         region,
         credentials: () => cache.get(),
@@ -137,7 +146,7 @@ export function createAwsSigV4Provider(options: AwsSigV4Options): CredentialProv
       req.url.pathname = encodeAwsPath(req.url.pathname);
       // Only host and the x-amz-* headers are signed: anything else may legitimately change between here
       // and the wire (hop-by-hop handling, content-length framing) without breaking the signature.
-      const signed = await signerFor(region).sign({
+      const signed = await (await signerFor(region)).sign({
         method: req.method.toUpperCase(),
         protocol: req.url.protocol,
         hostname: req.url.hostname,

@@ -3,7 +3,7 @@
 // well-known file, or the metadata server (GCE_METADATA_HOST honoured by the library). The library reads
 // those variables from process.env itself.
 
-import { GoogleAuth, type GoogleAuthOptions } from 'google-auth-library';
+import type { GoogleAuth, GoogleAuthOptions } from 'google-auth-library';
 import type { Logger } from 'pino';
 import { CredentialError } from './credential-error.ts';
 import type { CredentialProvider, OutgoingRequest } from './credential-provider.ts';
@@ -30,17 +30,23 @@ interface TokenExpiry {
 
 export function createGoogleAdcProvider(options: GoogleAdcOptions): CredentialProvider {
   const { logger } = options;
-  const auth = new GoogleAuth({
-    ...options.authOptions,
-    scopes: [CLOUD_PLATFORM_SCOPE],
-    ...(options.projectId ? { projectId: options.projectId } : {}),
-    clientOptions: { eagerRefreshThresholdMillis: REFRESH_MARGIN_MS, ...options.authOptions?.clientOptions },
-  });
+  // Loaded on the first Google call: a proxy that never uses a Vertex route never pays its memory.
+  let auth: Promise<GoogleAuth> | null = null;
+  const loadAuth = () =>
+    (auth ??= import('google-auth-library').then(
+      ({ GoogleAuth }) =>
+        new GoogleAuth({
+          ...options.authOptions,
+          scopes: [CLOUD_PLATFORM_SCOPE],
+          ...(options.projectId ? { projectId: options.projectId } : {}),
+          clientOptions: { eagerRefreshThresholdMillis: REFRESH_MARGIN_MS, ...options.authOptions?.clientOptions },
+        }),
+    ));
 
   const cache = new RefreshingCache<string>({
     refreshMarginMs: REFRESH_MARGIN_MS,
     fetch: async () => {
-      const client = await auth.getClient();
+      const client = await (await loadAuth()).getClient();
       const { token } = await client.getAccessToken();
       if (!token) throw new Error('the ADC client returned no access token');
       const expiry = (client as TokenExpiry).credentials?.expiry_date;
