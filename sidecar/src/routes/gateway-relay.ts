@@ -184,19 +184,29 @@ function relayStream(ctx: RelayContext, translator: ChatStreamTranslator | null)
       resolve();
     };
     body.on('data', (chunk: Buffer) => {
+      if (ended) return;
       const out = toCaller(extractor.write(chunk));
+      if (translator?.failure !== undefined) {
+        // The error event is the caller's last; what the upstream still sends after a failure is not an answer.
+        res.end(out);
+        body.destroy();
+        finish('error', translator.failure);
+        return;
+      }
       if (out.length > 0 && !res.write(out)) {
         body.pause();
         res.once('drain', () => body.resume());
       }
     });
     body.once('end', () => {
+      if (ended) return;
       const rest = toCaller(extractor.flush());
       const tail = translator === null ? '' : translator.end();
       res.end(typeof rest === 'string' ? rest + tail : Buffer.concat([rest, Buffer.from(tail)]));
       finish('ok');
     });
     body.once('error', (error: Error) => {
+      if (ended) return;
       if (res.destroyed && !res.writableFinished) {
         finish('client_aborted', 'client went away');
         return;

@@ -105,6 +105,9 @@ function vertexBase(route: GatewayRoute, upstream: UpstreamConfig | undefined, e
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 
+/** A Vertex model id as a path segment: '@' (claude-sonnet-4@20250514) is a legal path character and stays as is. */
+const vertexModelSegment = (model: string) => encodeURIComponent(model).replace(/%40/g, '@');
+
 /** Plans one call. Throws GatewayError (the request) or ProxyError (the configuration). */
 export function planGatewayCall(
   request: Record<string, unknown>,
@@ -147,7 +150,7 @@ export function planGatewayCall(
       return {
         ...base,
         model,
-        path: `${vertexBase(route, upstream, env)}/publishers/google/models/${encodeURIComponent(model)}:${method}`,
+        path: `${vertexBase(route, upstream, env)}/publishers/google/models/${vertexModelSegment(model)}:${method}`,
         body: json(translated.body),
         headers: { accept: stream ? 'text/event-stream' : 'application/json' },
         translation: 'gemini',
@@ -167,7 +170,7 @@ export function planGatewayCall(
         path = '/v1/messages';
       } else if (route === 'gamma') {
         body.anthropic_version = VERTEX_ANTHROPIC_VERSION;
-        path = `${vertexBase(route, upstream, env)}/publishers/anthropic/models/${encodeURIComponent(model)}:${stream ? 'streamRawPredict' : 'rawPredict'}`;
+        path = `${vertexBase(route, upstream, env)}/publishers/anthropic/models/${vertexModelSegment(model)}:${stream ? 'streamRawPredict' : 'rawPredict'}`;
       } else {
         // Bedrock: the path decides streaming; `model` and `stream` in the body are refused.
         delete body.stream;
