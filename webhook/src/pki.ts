@@ -6,7 +6,9 @@ import 'reflect-metadata'; // @peculiar/x509 resolves its ASN.1 classes through 
 import { createPrivateKey, webcrypto, X509Certificate } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 
-x509.cryptoProvider.set(webcrypto as unknown as Crypto);
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[1]);
+
+type CryptoKey = webcrypto.CryptoKey;
 
 export interface KeyPairPem {
   certPem: string;
