@@ -247,6 +247,8 @@ export class AnthropicChunkTranslator {
   readonly #usage = new AnthropicStreamUsage();
   /** content block index → tool call index (-1: the JSON answer tool, streamed as content). */
   readonly #toolIndex = new Map<number, number>();
+  /** Tool calls that have received argument text; one without any gets `{}` when its block stops. */
+  readonly #toolArgs = new Set<number>();
   #tools = 0;
   #started = false;
   #finished = false;
@@ -308,8 +310,11 @@ export class AnthropicChunkTranslator {
           chunks.push(chunk(this.#identity, 0, { content: delta.text }));
         } else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
           const toolIndex = this.#toolIndex.get(index);
-          if (toolIndex === -1) chunks.push(chunk(this.#identity, 0, { content: delta.partial_json }));
-          else if (toolIndex !== undefined) {
+          if (toolIndex === -1) {
+            this.#toolArgs.add(-1);
+            chunks.push(chunk(this.#identity, 0, { content: delta.partial_json }));
+          } else if (toolIndex !== undefined) {
+            this.#toolArgs.add(toolIndex);
             chunks.push(chunk(this.#identity, 0, { tool_calls: [{ index: toolIndex, function: { arguments: delta.partial_json } }] }));
           }
         }
@@ -321,6 +326,15 @@ export class AnthropicChunkTranslator {
         if (delta.stop_reason !== undefined && delta.stop_reason !== null && !this.#finished) {
           this.#finished = true;
           chunks.push(chunk(this.#identity, 0, {}, anthropicFinishReason(delta.stop_reason, this.#jsonMode)));
+        }
+        break;
+      }
+      case 'content_block_stop': {
+        // A tool called without arguments streams no JSON at all; callers parse the arguments, so send `{}`.
+        const toolIndex = this.#toolIndex.get(typeof event.index === 'number' ? event.index : 0);
+        if (toolIndex !== undefined && !this.#toolArgs.has(toolIndex)) {
+          this.#toolArgs.add(toolIndex);
+          chunks.push(chunk(this.#identity, 0, toolIndex === -1 ? { content: '{}' } : { tool_calls: [{ index: toolIndex, function: { arguments: '{}' } }] }));
         }
         break;
       }
@@ -338,7 +352,7 @@ export class AnthropicChunkTranslator {
         };
       }
       default:
-        break; // ping, content_block_stop
+        break; // ping
     }
     return { chunks };
   }
