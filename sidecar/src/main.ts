@@ -63,8 +63,10 @@ export async function main(argv: string[]): Promise<number> {
   }
 
   const store = new ConfigStore(filePatch);
-  const engine = buildEngine({ store, logger });
+  // The last good snapshot from the operator (kept on disk) applies before the engine starts, so a pod that
+  // restarts while the operator is unreachable serves with the config it last had.
   const pushClient = await startOperatorLink(store, logger);
+  const engine = buildEngine({ store, logger });
   const { host, port } = store.get().server;
   await engine.app.listen({ host, port });
   logger.info({ host, port, storage: store.get().storage.kind }, 'tollgate proxy listening');
@@ -90,12 +92,17 @@ async function startOperatorLink(store: ConfigStore, logger: pino.Logger): Promi
   const address = process.env.TOLLGATE_OPERATOR_ADDRESS;
   if (!address) return null;
   const { startPushClient } = await import('./config/push-client.ts');
-  return startPushClient({
+  const env = process.env;
+  const client = startPushClient({
     address,
-    caFile: process.env.TOLLGATE_OPERATOR_CA_FILE ?? '/var/run/tollgate/operator-ca/ca.crt',
-    tokenFile: process.env.TOLLGATE_TOKEN_FILE ?? '/var/run/secrets/tollgate/token',
-    stateDir: process.env.TOLLGATE_STATE_DIR ?? '/var/run/tollgate',
+    caFile: env.TOLLGATE_OPERATOR_CA_FILE ?? '/var/run/tollgate/operator-ca/ca.crt',
+    tokenFile: env.TOLLGATE_TOKEN_FILE ?? '/var/run/secrets/tollgate/token',
+    stateDir: env.TOLLGATE_STATE_DIR ?? '/var/run/tollgate',
     store,
-    logger: logger.child({ component: 'config-push' }),
+    logger,
+    ...(env.TOLLGATE_POD_NAME ? { podName: env.TOLLGATE_POD_NAME } : {}),
+    ...(env.TOLLGATE_POD_NAMESPACE ? { podNamespace: env.TOLLGATE_POD_NAMESPACE } : {}),
   });
+  await client.ready;
+  return client;
 }
