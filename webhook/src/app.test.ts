@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { AdmissionUnavailableError } from './admission/pod-admission.ts';
 import { buildWebhookApp } from './app.ts';
-import { TEST_DEFAULTS } from './inject.test.ts';
+import { TEST_DEFAULTS } from '../testdata/sidecar-defaults.ts';
 
 function app(opts: { labels?: Record<string, string>; failLookup?: boolean } = {}) {
   return buildWebhookApp({

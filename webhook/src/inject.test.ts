@@ -10,19 +10,11 @@ import { describe, expect, it } from 'vitest';
 import { planInjection, type InjectionInput } from './inject.ts';
 import type { JsonPatchOperation } from './json-patch.ts';
 import type { SidecarDefaults } from './sidecar-settings.ts';
+import { TEST_DEFAULTS } from '../testdata/sidecar-defaults.ts';
 
 const TESTDATA = join(import.meta.dirname, '..', 'testdata');
 const UPDATE = process.env.UPDATE_GOLDEN === '1';
 
-export const TEST_DEFAULTS: SidecarDefaults = {
-  image: 'ghcr.io/tollgate/sidecar:0.1.0',
-  version: '0.1.0',
-  port: 8181,
-  resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '1', memory: '256Mi' } },
-  nativeSidecar: 'auto',
-  operatorAddress: 'tollgate-operator.tollgate-system.svc:9443',
-  logLevel: 'info',
-};
 const OPERATOR_CA = '-----BEGIN CERTIFICATE-----\nMIIBtestCA\n-----END CERTIFICATE-----\n';
 
 interface CaseFile {

@@ -16,12 +16,22 @@ import {
   type SidecarDefaults,
 } from './sidecar-settings.ts';
 
+/** Exits 0 when the proxy's /healthz answers 2xx within a second; reads the port the container was given. */
+export const HEALTH_PROBE_COMMAND: readonly string[] = [
+  'node',
+  '-e',
+  'fetch(`http://127.0.0.1:${process.env.TOLLGATE_PORT}/healthz`,{signal:AbortSignal.timeout(1000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))',
+];
+
 export function sidecarContainer(sidecar: ResolvedSidecar, defaults: SidecarDefaults): V1Container {
+  // The proxy listens on loopback only: it attaches this pod's credentials, so on the pod IP any workload in
+  // the cluster could spend them. Kubelet httpGet probes cannot reach loopback, so the probe runs inside the
+  // container (ADR 0803).
   const probe = (periodSeconds: number, failureThreshold: number) => ({
-    httpGet: { path: '/healthz', port: sidecar.port, scheme: 'HTTP' },
+    exec: { command: [...HEALTH_PROBE_COMMAND] },
     periodSeconds,
     failureThreshold,
-    timeoutSeconds: 1,
+    timeoutSeconds: 2,
   });
   return {
     name: SIDECAR_CONTAINER_NAME,
@@ -46,8 +56,8 @@ export function sidecarContainer(sidecar: ResolvedSidecar, defaults: SidecarDefa
     },
     // The startup probe holds back the app containers of a native sidecar until the proxy answers.
     startupProbe: probe(1, 60),
-    readinessProbe: probe(5, 3),
-    livenessProbe: probe(10, 3),
+    readinessProbe: probe(10, 3),
+    livenessProbe: probe(20, 3),
     securityContext: {
       runAsNonRoot: true,
       runAsUser: SIDECAR_UID,

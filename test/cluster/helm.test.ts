@@ -1,0 +1,268 @@
+// The Helm chart: lint and template with several values files (a bad one must fail with the schema's
+// message), then `helm install` into a real kube-apiserver and the resources it created. Finally the issue's
+// Done-when: after the install, an annotated pod created through the API server is stored with the sidecar
+// exactly as docs/webhook-and-chart.md documents it.
+//
+// This control plane has no kubelet or scheduler, so the installed webhook Deployment never runs a pod.
+// The webhook therefore runs in this process, started with the very flags the chart rendered into that
+// Deployment and authenticated as the chart's webhook ServiceAccount (so its RBAC is what is exercised), and
+// the installed MutatingWebhookConfiguration's clientConfig is re-pointed from the Service to
+// https://127.0.0.1:PORT/mutate. Everything else (selectors, failurePolicy, caBundle publication, namespace
+// exclusions) is the chart's own configuration.
+
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  AdmissionregistrationV1Api,
+  ApiextensionsV1Api,
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  PolicyV1Api,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+  type KubeConfig,
+  type V1Deployment,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
+import { freePort } from '../control-plane/free-port.ts';
+import { parseWebhookOptions } from '../../webhook/src/webhook-options.ts';
+import type { WebhookServer } from '../../webhook/src/webhook-server.ts';
+import { appPod, capturedLogger, createPod, ensureNamespace, operatorCaFile, startLocalWebhook, waitFor } from './webhook-fixtures.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const CHART = join(ROOT, 'charts', 'tollgate');
+const RELEASE = 'tollgate';
+const NS = 'tollgate-system';
+const KUBE_VERSION = ['--kube-version', '1.34.0'];
+
+let cp: ControlPlane;
+let kc: KubeConfig;
+let webhook: WebhookServer | undefined;
+
+type Manifest = { kind: string; metadata: { name: string; namespace?: string; annotations?: Record<string, string> }; [key: string]: unknown };
+
+async function template(...values: string[]): Promise<Manifest[]> {
+  const args = ['template', RELEASE, CHART, '-n', NS, ...KUBE_VERSION, ...values.flatMap((v) => ['-f', join(CHART, 'ci', v)])];
+  const result = await cp.helm(args);
+  expect(result.stderr).toBe('');
+  expect(result.code).toBe(0);
+  return parseAllDocuments(result.stdout).map((d) => d.toJSON() as Manifest).filter(Boolean);
+}
+
+function find(manifests: Manifest[], kind: string, name: string): Manifest {
+  const found = manifests.find((m) => m.kind === kind && m.metadata.name === name);
+  if (!found) throw new Error(`${kind} ${name} not rendered`);
+  return found;
+}
+
+function containerArgs(deployment: Manifest | V1Deployment): string[] {
+  return (deployment as V1Deployment).spec!.template.spec!.containers[0]!.args!;
+}
+
+beforeAll(async () => {
+  cp = await startControlPlane();
+  kc = cp.kubeConfig;
+});
+
+afterAll(async () => {
+  await webhook?.stop();
+  await cp?.stop();
+});
+
+describe('helm lint and template', () => {
+  it.each(['default-values.yaml', 'cert-manager-values.yaml', 'custom-values.yaml'])('lints with %s', async (file) => {
+    const result = await cp.helm(['lint', CHART, '--strict', ...KUBE_VERSION, '-f', join(CHART, 'ci', file)]);
+    expect(result.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
+    expect(result.code).toBe(0);
+  });
+
+  it('renders the defaults: two webhook entries, self-managed TLS, 2 replicas each, PDBs', async () => {
+    const manifests = await template('default-values.yaml');
+    const config = find(manifests, 'MutatingWebhookConfiguration', RELEASE) as Manifest & { webhooks: Array<Record<string, unknown>> };
+    expect(config.webhooks.map((w) => w.name)).toEqual(['namespace.inject.tollgate.dev', 'pod.inject.tollgate.dev']);
+    for (const w of config.webhooks) {
+      expect(w).toMatchObject({
+        sideEffects: 'None',
+        timeoutSeconds: 5,
+        admissionReviewVersions: ['v1'],
+        reinvocationPolicy: 'IfNeeded',
+        failurePolicy: 'Ignore',
+        rules: [{ operations: ['CREATE'], resources: ['pods'] }],
+        objectSelector: { matchExpressions: [{ key: 'app.kubernetes.io/part-of', operator: 'NotIn', values: ['tollgate'] }] },
+        clientConfig: { service: { name: 'tollgate-webhook', namespace: NS, path: '/mutate' } },
+      });
+    }
+    expect(config.metadata.annotations).toBeUndefined();
+    for (const name of ['tollgate-webhook', 'tollgate-operator']) {
+      expect(find(manifests, 'Deployment', name)).toMatchObject({ spec: { replicas: 2 } });
+      expect(find(manifests, 'PodDisruptionBudget', name)).toMatchObject({ spec: { minAvailable: 1 } });
+      expect(find(manifests, 'Service', name)).toBeDefined();
+    }
+    expect(containerArgs(find(manifests, 'Deployment', 'tollgate-webhook'))).toContain('--cert-mode=self-managed');
+    expect(manifests.filter((m) => m.kind === 'Certificate')).toEqual([]);
+  });
+
+  it('renders cert-manager mode: Certificates, CA injection annotation, file certificates, no Secret RBAC', async () => {
+    const manifests = await template('cert-manager-values.yaml');
+    const config = find(manifests, 'MutatingWebhookConfiguration', RELEASE) as Manifest & { webhooks: Array<Record<string, unknown>> };
+    expect(config.metadata.annotations).toEqual({ 'cert-manager.io/inject-ca-from': `${NS}/tollgate-webhook` });
+    expect(config.webhooks).toHaveLength(1);
+    expect(config.webhooks[0]).toMatchObject({ failurePolicy: 'Fail' });
+    expect(find(manifests, 'Certificate', 'tollgate-webhook')).toMatchObject({
+      spec: { secretName: 'tollgate-webhook-tls', issuerRef: { kind: 'ClusterIssuer', name: 'corporate-ca' }, dnsNames: [`tollgate-webhook.${NS}.svc`, `tollgate-webhook.${NS}.svc.cluster.local`] },
+    });
+    expect(containerArgs(find(manifests, 'Deployment', 'tollgate-webhook'))).toEqual(expect.arrayContaining(['--cert-mode=files', '--failure-policy=Fail']));
+    expect(containerArgs(find(manifests, 'Deployment', 'tollgate-operator'))).toContain('--tls-cert=/etc/tollgate/operator-tls/tls.crt');
+    expect(manifests.some((m) => m.kind === 'Role' && m.metadata.name === 'tollgate-webhook')).toBe(false);
+  });
+
+  it('renders custom values into the sidecar flags, the selector and default ProxyConfigs', async () => {
+    const manifests = await template('custom-values.yaml');
+    const args = containerArgs(find(manifests, 'Deployment', 'tollgate-webhook'));
+    expect(args).toEqual(
+      expect.arrayContaining([
+        '--sidecar-image=registry.example.com/tollgate/sidecar:1.2.3',
+        '--sidecar-cpu-request=100m',
+        '--sidecar-memory-limit=512Mi',
+        '--native-sidecar=false',
+        '--sidecar-image-pull-policy=Always',
+        '--log-level=debug',
+      ]),
+    );
+    const config = find(manifests, 'MutatingWebhookConfiguration', RELEASE) as Manifest & { webhooks: Array<{ timeoutSeconds: number; namespaceSelector: unknown }> };
+    expect(config.webhooks[0]!.timeoutSeconds).toBe(10);
+    expect(config.webhooks[0]!.namespaceSelector).toEqual({
+      matchExpressions: [
+        { key: 'tollgate.dev/injection', operator: 'In', values: ['enabled'] },
+        { key: 'team', operator: 'In', values: ['llm'] },
+        { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-public', 'kube-node-lease', NS] },
+      ],
+    });
+    expect(manifests.filter((m) => m.kind === 'ProxyConfig').map((m) => m.metadata.namespace)).toEqual(['shop', 'research']);
+    expect(find(manifests, 'Deployment', 'tollgate-operator')).toMatchObject({ spec: { replicas: 3 } });
+    expect(find(manifests, 'Role', 'tollgate-operator')).toBeDefined();
+  });
+
+  it('refuses bad values at install time with the schema message naming each field', async () => {
+    const result = await cp.helm(['template', RELEASE, CHART, '-n', NS, ...KUBE_VERSION, '-f', join(CHART, 'ci', 'bad-values.yaml.invalid')]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("values don't meet the specifications of the schema");
+    expect(result.stderr).toContain("at '/webhook/timeoutSeconds': maximum: got 30, want 10");
+    expect(result.stderr).toContain("at '/certificates/mode': value must be one of 'self-managed', 'cert-manager'");
+  });
+});
+
+describe('helm install into the real control plane', () => {
+  beforeAll(async () => {
+    await ensureNamespace(kc, 'shop');
+    const result = await cp.helm([
+      'install', RELEASE, CHART, '-n', NS, '--create-namespace',
+      '--set', 'defaultProxyConfig.enabled=true', '--set', 'defaultProxyConfig.namespaces={shop}',
+    ]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('STATUS: deployed');
+    expect(result.stdout).toContain('kubectl label namespace NAMESPACE tollgate.dev/injection=enabled');
+  });
+
+  it('created the CRD, Deployments, Services, PDBs, RBAC, webhook configuration and the default ProxyConfig', async () => {
+    const crd = await kc.makeApiClient(ApiextensionsV1Api).readCustomResourceDefinition({ name: 'proxyconfigs.tollgate.dev' });
+    expect(crd.status?.conditions?.find((c) => c.type === 'Established')?.status).toBe('True');
+
+    const apps = kc.makeApiClient(AppsV1Api);
+    for (const name of ['tollgate-webhook', 'tollgate-operator']) {
+      const d = await apps.readNamespacedDeployment({ namespace: NS, name });
+      expect(d.spec?.replicas).toBe(2);
+      expect(d.spec?.template.metadata?.labels?.['app.kubernetes.io/part-of']).toBe('tollgate');
+      expect(d.spec?.template.spec?.affinity?.podAntiAffinity).toBeDefined();
+      expect(d.spec?.template.spec?.containers[0]?.readinessProbe).toBeDefined();
+      const pdb = await kc.makeApiClient(PolicyV1Api).readNamespacedPodDisruptionBudget({ namespace: NS, name });
+      expect(pdb.spec?.minAvailable).toBe(1);
+      const svc = await kc.makeApiClient(CoreV1Api).readNamespacedService({ namespace: NS, name });
+      expect(svc.spec?.selector?.['app.kubernetes.io/component']).toBe(name.replace('tollgate-', ''));
+    }
+
+    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+    const webhookRole = await rbac.readClusterRole({ name: 'tollgate-webhook' });
+    expect(webhookRole.rules).toContainEqual(expect.objectContaining({ resources: ['mutatingwebhookconfigurations'], resourceNames: ['tollgate'], verbs: ['get', 'patch'] }));
+    // Nothing cluster-wide on Secrets for the webhook.
+    expect(webhookRole.rules!.some((r) => r.resources?.includes('secrets'))).toBe(false);
+    await rbac.readNamespacedRole({ namespace: NS, name: 'tollgate-webhook' });
+    await rbac.readClusterRoleBinding({ name: 'tollgate-operator-tokenreview' });
+
+    const config = await kc.makeApiClient(AdmissionregistrationV1Api).readMutatingWebhookConfiguration({ name: RELEASE });
+    expect(config.webhooks?.map((w) => [w.name, w.failurePolicy, w.timeoutSeconds, w.sideEffects])).toEqual([
+      ['namespace.inject.tollgate.dev', 'Ignore', 5, 'None'],
+      ['pod.inject.tollgate.dev', 'Ignore', 5, 'None'],
+    ]);
+
+    const proxyConfig = await kc.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({ group: 'tollgate.dev', version: 'v1alpha1', namespace: 'shop', plural: 'proxyconfigs', name: 'default' });
+    expect((proxyConfig as Manifest).metadata.name).toBe('default');
+  });
+
+  it('gives the webhook ServiceAccount exactly the access it needs (as that ServiceAccount)', async () => {
+    const can = async (args: string[]) => (await cp.kubectl(['auth', 'can-i', ...args, `--as=system:serviceaccount:${NS}:tollgate-webhook`])).stdout.trim();
+    expect(await can(['patch', 'mutatingwebhookconfigurations/tollgate'])).toBe('yes');
+    expect(await can(['patch', 'mutatingwebhookconfigurations/other'])).toBe('no');
+    expect(await can(['update', 'secrets/tollgate-webhook-tls', '-n', NS])).toBe('yes');
+    expect(await can(['get', 'secrets/tollgate-operator-tls', '-n', NS])).toBe('no');
+    expect(await can(['get', 'secrets', '-n', 'shop'])).toBe('no');
+    expect(await can(['create', 'events.events.k8s.io', '-n', 'shop'])).toBe('yes');
+    expect(await can(['create', 'pods', '-n', 'shop'])).toBe('no');
+  });
+
+  it('Done-when: an annotated pod is stored with the sidecar exactly as documented', async () => {
+    const manifest = (await cp.helm(['get', 'manifest', RELEASE, '-n', NS])).stdout;
+    const deployment = parseAllDocuments(manifest)
+      .map((d) => d.toJSON() as Manifest)
+      .find((m) => m?.kind === 'Deployment' && m.metadata.name === 'tollgate-webhook')!;
+    const [command, ...flags] = containerArgs(deployment);
+    expect(command).toBe('webhook');
+
+    // The chart's flags, except where the pod would listen and where the mounted operator CA would be.
+    const operatorCa = await operatorCaFile();
+    const port = await freePort();
+    const parsed = parseWebhookOptions([...flags, '--host=127.0.0.1', `--port=${port}`, `--operator-ca-file=${operatorCa.path}`], { POD_NAMESPACE: NS });
+    if (parsed === 'help') throw new Error('help');
+
+    const admission = kc.makeApiClient(AdmissionregistrationV1Api);
+    const installed = await admission.readMutatingWebhookConfiguration({ name: RELEASE });
+    await admission.patchMutatingWebhookConfiguration(
+      {
+        name: RELEASE,
+        body: installed.webhooks!.flatMap((_w, i) => [
+          { op: 'remove', path: `/webhooks/${i}/clientConfig/service` },
+          { op: 'add', path: `/webhooks/${i}/clientConfig/url`, value: `https://127.0.0.1:${port}/mutate` },
+        ]),
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+    );
+
+    const asWebhookSa = await cp.userKubeConfig(`system:serviceaccount:${NS}:tollgate-webhook`, ['system:serviceaccounts', `system:serviceaccounts:${NS}`, 'system:authenticated']);
+    webhook = await startLocalWebhook(parsed, asWebhookSa, capturedLogger().logger);
+
+    // Until the API server's webhook cache has the new URL and caBundle, Ignore lets pods through untouched.
+    let n = 0;
+    const pod: V1Pod = await waitFor('an injected pod', async () => {
+      const created = await createPod(kc, 'shop', appPod(`chat-${n++}`, { 'tollgate.dev/inject': 'true' }));
+      return created.spec?.initContainers?.some((c) => c.name === 'tollgate-proxy') ? created : undefined;
+    });
+    const stored = await kc.makeApiClient(CoreV1Api).readNamespacedPod({ namespace: 'shop', name: pod.metadata!.name! });
+
+    const doc = readFileSync(join(ROOT, 'docs', 'webhook-and-chart.md'), 'utf8');
+    const block = /<!-- injected-pod:begin -->\s*```yaml\n([\s\S]*?)```\s*<!-- injected-pod:end -->/.exec(doc);
+    if (!block) throw new Error('docs/webhook-and-chart.md lacks the injected-pod block');
+    const documented = parseYaml(block[1]!) as V1Pod;
+    expect(stored.spec!.initContainers).toMatchObject(documented.spec!.initContainers!);
+    expect(stored.spec!.volumes).toMatchObject(documented.spec!.volumes!);
+    expect(stored.spec!.serviceAccountName).toBe(documented.spec!.serviceAccountName);
+    expect(stored.spec!.containers.map((c) => c.name)).toEqual(documented.spec!.containers.map((c) => c.name));
+    expect(JSON.parse(stored.metadata!.annotations!['tollgate.dev/status']!)).toEqual(JSON.parse(documented.metadata!.annotations!['tollgate.dev/status']!));
+    expect(stored.metadata!.annotations!['tollgate.dev/operator-ca']).toBe(operatorCa.pem);
+  });
+});
