@@ -48,6 +48,7 @@ let client: OpenAI;
 
 const usage: FakeUsage = { input: 1200, output: 300, cacheRead: 500, cacheWrite: 80, reasoning: 40 };
 const M = 1_000_000;
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 
 async function api<T>(path: string, body?: unknown): Promise<T> {
   const res = await fetch(`${proxy.url}${path}`, body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -212,8 +213,11 @@ describe.each(CASES)('$name', (c) => {
         max_tokens: 100,
         temperature: 0.5,
         user: 'alice',
-      })
+      }, { headers: { traceparent: `00-${TRACE_ID}-00f067aa0ba902b7-01` } })
       .withResponse();
+    // The caller's trace continues: same trace id on the response and upstream, the proxy's span as parent.
+    expect(response.headers.get('x-proxy-trace-id')).toBe(TRACE_ID);
+    expect(c.fake().requests.at(-1)!.headers.traceparent).toBe(`00-${TRACE_ID}-${response.headers.get('x-proxy-span-id')}-01`);
     expect(data.choices[0]!.message.content).toBe(text);
     expect(data.choices[0]!.finish_reason).toBe('stop');
     const tokens = expectedTokenUsage(usage, c.format);

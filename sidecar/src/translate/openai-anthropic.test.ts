@@ -211,3 +211,26 @@ describe('Anthropic tool calls without arguments', () => {
     expect(JSON.parse(args)).toEqual({});
   });
 });
+
+describe('Anthropic JSON mode, streamed', () => {
+  it('streams the forced json_response tool\'s input as content and finishes with stop', () => {
+    const events = [
+      'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_2","model":"claude-sonnet-4-20250514","usage":{"input_tokens":30,"output_tokens":1}}}',
+      'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_2","name":"json_response","input":{}}}',
+      'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\\"answer\\": "}}',
+      'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"42}"}}',
+      'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}',
+      'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}',
+      'event: message_stop\ndata: {"type":"message_stop"}',
+    ];
+    const stream = anthropicSseChatStream('gamma-direct', new AnthropicChunkTranslator({ ...identity, includeUsage: false }, true));
+    const out = stream.write(Buffer.from(events.join('\n\n') + '\n\n')) + stream.end();
+    const choices = out
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: {'))
+      .flatMap((e) => (JSON.parse(e.slice(6)) as { choices: { delta: { content?: string; tool_calls?: unknown }; finish_reason: string | null }[] }).choices);
+    expect(JSON.parse(choices.map((c) => c.delta.content ?? '').join(''))).toEqual({ answer: 42 });
+    expect(choices.some((c) => c.delta.tool_calls)).toBe(false);
+    expect(choices.at(-1)!.finish_reason).toBe('stop');
+  });
+});
