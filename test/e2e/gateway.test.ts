@@ -82,8 +82,14 @@ async function expectedCost(model: string, format: Format, u: FakeUsage = usage)
 
 async function spanById(spanId: string | null): Promise<SpanJson> {
   expect(spanId).toMatch(/^[0-9a-f]{16}$/);
-  const { spans } = await api<{ spans: SpanJson[] }>('/_local/api/traces?limit=200');
-  const span = spans.find((s) => s.span_id === spanId);
+  // The SDK stops reading at `data: [DONE]`, which can be before the proxy has seen the upstream end and
+  // recorded the span: give it a moment rather than racing it.
+  let span: SpanJson | undefined;
+  for (let attempt = 0; attempt < 50 && !span; attempt++) {
+    if (attempt > 0) await new Promise((r) => setTimeout(r, 20));
+    const { spans } = await api<{ spans: SpanJson[] }>('/_local/api/traces?limit=200');
+    span = spans.find((s) => s.span_id === spanId);
+  }
   expect(span, `span ${spanId}`).toBeDefined();
   return span!;
 }
