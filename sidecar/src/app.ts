@@ -10,7 +10,7 @@ import { Lifecycle } from './lifecycle.ts';
 import { CallMeter } from './metering/call-meter.ts';
 import type { CredentialKind } from './providers/routes.ts';
 import { gatewayRoutes } from './routes/gateway.ts';
-import { healthRoutes } from './routes/health.ts';
+import { healthCheck, healthRoutes, type Health } from './routes/health.ts';
 import { managementRoutes } from './routes/management.ts';
 import { proxyRoutes } from './routes/proxy.ts';
 import { openMemorySpanStore } from './spans/memory-span-store.ts';
@@ -26,6 +26,7 @@ export interface Engine {
   writer: SpanWriter;
   client: UpstreamClient;
   lifecycle: Lifecycle;
+  health: () => Health;
   /** Stops accepting, drains in-flight calls (streams included), flushes spans, closes everything. */
   shutdown(drainTimeoutMs?: number): Promise<void>;
 }
@@ -79,7 +80,8 @@ export function buildEngine(opts: EngineOptions): Engine {
     return503OnClosing: true,
   });
 
-  app.register(healthRoutes, { lifecycle, writer });
+  const health = healthCheck({ lifecycle, writer });
+  app.register(healthRoutes, { lifecycle, writer, check: health });
   app.register(managementRoutes, { store, spans, writer });
   app.register(proxyRoutes, { store, client, meter, lifecycle });
   app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
@@ -108,5 +110,5 @@ export function buildEngine(opts: EngineOptions): Engine {
     return shuttingDown;
   };
 
-  return { app, store, spans, writer, client, lifecycle, shutdown };
+  return { app, store, spans, writer, client, lifecycle, health, shutdown };
 }

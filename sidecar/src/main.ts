@@ -8,6 +8,7 @@ import { ConfigError } from './config/config-error.ts';
 import { loadConfigFile } from './config/config-file.ts';
 import type { RuntimeConfigPatch } from './config/config-schema.ts';
 import { ConfigStore } from './config/config-store.ts';
+import { startHealthListener } from './routes/health.ts';
 
 const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS]
 
@@ -16,7 +17,8 @@ const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS]
   --host ADDRESS  listen address (default 127.0.0.1, or server.host, or TOLLGATE_HOST)
 
 environment: OPENAI_API_KEY, ANTHROPIC_API_KEY, GOOGLE_APPLICATION_CREDENTIALS, AWS_* (credentials);
-TOLLGATE_LOG_LEVEL; TOLLGATE_OPERATOR_ADDRESS, TOLLGATE_OPERATOR_CA_FILE, TOLLGATE_TOKEN_FILE,
+TOLLGATE_LOG_LEVEL; TOLLGATE_HEALTH_PORT (a health-only listener on all interfaces, for kubelet probes);
+TOLLGATE_OPERATOR_ADDRESS, TOLLGATE_OPERATOR_CA_FILE, TOLLGATE_TOKEN_FILE,
 TOLLGATE_STATE_DIR (in a pod, set by the injection webhook)
 `;
 
@@ -69,14 +71,18 @@ export async function main(argv: string[]): Promise<number> {
   const engine = buildEngine({ store, logger });
   const { host, port } = store.get().server;
   await engine.app.listen({ host, port });
-  logger.info({ host, port, storage: store.get().storage.kind }, 'tollgate proxy listening');
+  const healthPort = process.env.TOLLGATE_HEALTH_PORT;
+  const healthServer = healthPort ? await startHealthListener(engine.health, '0.0.0.0', parsePort(healthPort, 'TOLLGATE_HEALTH_PORT')) : null;
+  logger.info({ host, port, healthPort: healthServer ? Number(healthPort) : undefined, storage: store.get().storage.kind }, 'tollgate proxy listening');
 
   return new Promise<number>((resolve) => {
     const stop = (signal: string) => {
       logger.info({ signal }, 'shutting down: draining in-flight calls and flushing spans');
       void (async () => {
         await pushClient?.stop();
+        // the health listener stays up while draining, so probes see 503 rather than a refused connection
         await engine.shutdown();
+        healthServer?.close();
         const stats = engine.writer.stats();
         logger.info({ written: stats.written, dropped: stats.dropped }, 'tollgate proxy stopped');
         resolve(0);

@@ -69,3 +69,20 @@ it('starts with no config file as the local proxy, on its embedded defaults', as
     await proxy.stop();
   }
 });
+
+it('serves probes on a health-only listener that forwards nothing', async () => {
+  const { freePort } = await import('./proxy-process.ts');
+  const healthPort = await freePort();
+  const proxy = await startProxyProcess({ env: { TOLLGATE_HEALTH_PORT: String(healthPort) } });
+  try {
+    const health = await fetch(`http://127.0.0.1:${healthPort}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: 'ok' });
+    const proxied = await fetch(`http://127.0.0.1:${healthPort}/proxy/beta/v1/chat/completions`, { method: 'POST', body: '{}' });
+    expect(proxied.status).toBe(404);
+    const management = await fetch(`http://127.0.0.1:${healthPort}/_local/api/config`);
+    expect(management.status).toBe(404);
+  } finally {
+    await proxy.stop();
+  }
+});

@@ -4,7 +4,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATIONS } from './annotations.ts';
 import { parseQuantity } from './quantity.ts';
-import type { ResolvedSidecar, ResourceAmounts, SidecarDefaults } from './sidecar-settings.ts';
+import { SIDECAR_HEALTH_PORT, type ResolvedSidecar, type ResourceAmounts, type SidecarDefaults } from './sidecar-settings.ts';
 
 export interface OverrideProblem {
   annotation: string;
@@ -80,7 +80,14 @@ function resolvePort(pod: V1Pod, defaults: SidecarDefaults, problems: OverridePr
     });
     return defaults.port;
   }
+  if (port === SIDECAR_HEALTH_PORT) {
+    problems.push({ annotation, message: `annotation ${annotation}: port ${port} is the sidecar's health port; choose another` });
+    return defaults.port;
+  }
   // Containers of a pod share one network namespace: two listeners on one port fail at run time, so refuse now.
+  if (appPorts(pod).has(SIDECAR_HEALTH_PORT)) {
+    problems.push({ annotation, message: `a container already uses port ${SIDECAR_HEALTH_PORT}, which the sidecar's health listener needs` });
+  }
   if (appPorts(pod).has(port)) {
     problems.push({
       annotation,

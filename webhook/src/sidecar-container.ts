@@ -5,6 +5,8 @@ import { ANNOTATIONS, SIDECAR_CONTAINER_NAME } from './annotations.ts';
 import {
   CA_DIR,
   CA_FILE,
+  SIDECAR_HEALTH_PORT,
+  SIDECAR_HEALTH_PORT_NAME,
   SIDECAR_UID,
   STATE_DIR,
   TOKEN_AUDIENCE,
@@ -16,19 +18,12 @@ import {
   type SidecarDefaults,
 } from './sidecar-settings.ts';
 
-/** Exits 0 when the proxy's /healthz answers 2xx within a second; reads the port the container was given. */
-export const HEALTH_PROBE_COMMAND: readonly string[] = [
-  'node',
-  '-e',
-  'fetch(`http://127.0.0.1:${process.env.TOLLGATE_PORT}/healthz`,{signal:AbortSignal.timeout(1000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))',
-];
-
 export function sidecarContainer(sidecar: ResolvedSidecar, defaults: SidecarDefaults): V1Container {
   // The proxy listens on loopback only: it attaches this pod's credentials, so on the pod IP any workload in
-  // the cluster could spend them. Kubelet httpGet probes cannot reach loopback, so the probe runs inside the
-  // container (ADR 0803).
+  // the cluster could spend them. Kubelet probes reach a separate listener that serves nothing but
+  // /healthz (TOLLGATE_HEALTH_PORT; ADR 0803).
   const probe = (periodSeconds: number, failureThreshold: number) => ({
-    exec: { command: [...HEALTH_PROBE_COMMAND] },
+    httpGet: { path: '/healthz', port: SIDECAR_HEALTH_PORT_NAME },
     periodSeconds,
     failureThreshold,
     timeoutSeconds: 2,
@@ -39,7 +34,10 @@ export function sidecarContainer(sidecar: ResolvedSidecar, defaults: SidecarDefa
     ...(defaults.imagePullPolicy ? { imagePullPolicy: defaults.imagePullPolicy } : {}),
     args: ['proxy', '--port', String(sidecar.port)],
     ...(sidecar.native ? { restartPolicy: 'Always' } : {}),
-    ports: [{ name: 'tollgate-proxy', containerPort: sidecar.port, protocol: 'TCP' }],
+    ports: [
+      { name: 'tollgate-proxy', containerPort: sidecar.port, protocol: 'TCP' },
+      { name: SIDECAR_HEALTH_PORT_NAME, containerPort: SIDECAR_HEALTH_PORT, protocol: 'TCP' },
+    ],
     env: [
       { name: 'TOLLGATE_OPERATOR_ADDRESS', value: defaults.operatorAddress },
       { name: 'TOLLGATE_OPERATOR_CA_FILE', value: CA_FILE },
@@ -48,6 +46,7 @@ export function sidecarContainer(sidecar: ResolvedSidecar, defaults: SidecarDefa
       { name: 'TOLLGATE_POD_NAMESPACE', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } } },
       { name: 'TOLLGATE_STATE_DIR', value: STATE_DIR },
       { name: 'TOLLGATE_PORT', value: String(sidecar.port) },
+      { name: 'TOLLGATE_HEALTH_PORT', value: String(SIDECAR_HEALTH_PORT) },
       { name: 'TOLLGATE_LOG_LEVEL', value: defaults.logLevel },
     ],
     resources: {

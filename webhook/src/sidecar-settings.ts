@@ -40,6 +40,9 @@ export const TOKEN_FILE = `${TOKEN_DIR}/token`;
 export const CA_DIR = '/var/run/secrets/tollgate-ca';
 export const CA_FILE = `${CA_DIR}/ca.crt`;
 export const TOKEN_AUDIENCE = 'tollgate';
+/** The sidecar's health-only listener (all interfaces), for kubelet probes; the proxy itself stays on loopback. */
+export const SIDECAR_HEALTH_PORT = 15181;
+export const SIDECAR_HEALTH_PORT_NAME = 'tollgate-health';
 /** The kubelet refreshes a projected token at 80% of its life; an hour keeps a stolen token short-lived. */
 export const TOKEN_EXPIRATION_SECONDS = 3600;
 /** UID/GID of the sidecar image's non-root user (the distroless "nonroot" convention). */
