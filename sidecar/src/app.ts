@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { CredentialProvider } from './auth/credential-provider.ts';
 import { createCredentialProviders } from './auth/credential-provider.ts';
 import type { ConfigStore } from './config/config-store.ts';
+import type { CredentialsConfig } from './config/runtime-config.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { CallMeter } from './metering/call-meter.ts';
 import type { CredentialKind } from './providers/routes.ts';
@@ -50,18 +51,25 @@ export function buildEngine(opts: EngineOptions): Engine {
     opts.credentials ??
     createCredentialProviders({ credentials: config.credentials, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
   const client = new UpstreamClient({ credentials, breaker: config.breaker, logger });
-  let credentialsConfig = JSON.stringify(config.credentials);
+  let credentialsConfig: CredentialsConfig = config.credentials;
   const unsubscribe = store.subscribe((snapshot) => {
     client.updateBreakerConfig(snapshot.config.breaker);
-    // Key files can be set later (the operator writes pushed Secrets to files): rebuild only the API-key
-    // providers, so the Google and AWS token caches survive.
-    const next = JSON.stringify(snapshot.config.credentials);
-    if (next !== credentialsConfig && !opts.credentials) {
-      credentialsConfig = next;
-      const fresh = createCredentialProviders({ credentials: snapshot.config.credentials, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
-      client.replaceCredentials({ 'openai-api-key': fresh['openai-api-key'], 'anthropic-api-key': fresh['anthropic-api-key'] });
-      fresh['google-adc'].close();
-      fresh['aws-sigv4'].close();
+    // Credential files can be set later (the operator writes pushed Secrets to files).
+    const next = snapshot.config.credentials;
+    if (opts.credentials || JSON.stringify(next) === JSON.stringify(credentialsConfig)) return;
+    const previous = credentialsConfig;
+    credentialsConfig = next;
+    const fresh = createCredentialProviders({ credentials: next, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
+    // Swap only the providers whose settings changed, so the other token caches survive.
+    const changed = (keys: (keyof CredentialsConfig)[]) => keys.some((k) => previous[k] !== next[k]);
+    const swap: Partial<Record<CredentialKind, CredentialProvider>> = {};
+    if (changed(['openaiApiKeyFile'])) swap['openai-api-key'] = fresh['openai-api-key'];
+    if (changed(['anthropicApiKeyFile'])) swap['anthropic-api-key'] = fresh['anthropic-api-key'];
+    if (changed(['googleCredentialsFile'])) swap['google-adc'] = fresh['google-adc'];
+    if (changed(['awsAccessKeyIdFile', 'awsSecretAccessKeyFile', 'awsSessionTokenFile'])) swap['aws-sigv4'] = fresh['aws-sigv4'];
+    client.replaceCredentials(swap);
+    for (const [kind, provider] of Object.entries(fresh) as [CredentialKind, CredentialProvider][]) {
+      if (swap[kind] !== provider) provider.close();
     }
   });
   const lifecycle = new Lifecycle();

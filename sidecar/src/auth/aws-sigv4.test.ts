@@ -12,7 +12,7 @@ import {
   startFakeContainerCredentials,
   type FakeAwsCredentialEndpoint,
 } from '../../../test/fakes/aws-credential-endpoints.ts';
-import { encodeAwsPath, createAwsSigV4Provider, resolveAwsRegion } from './aws-sigv4.ts';
+import { encodeAwsPath, createAwsSigV4Provider, resolveAwsRegion, staticAwsCredentialsFromFiles } from './aws-sigv4.ts';
 import { CredentialError } from './credential-error.ts';
 import type { OutgoingRequest } from './credential-provider.ts';
 
@@ -343,5 +343,19 @@ describe('credentials from the default chain', () => {
     if (!issued) throw new Error('no credentials issued');
     expect(req.headers.authorization).toContain(`Credential=${issued.accessKeyId}/`);
     expect(signatureOf(req)).toBe(expectedSignature(req, issued, 'us-east-1').signature);
+  });
+});
+
+describe('static keys from files (a Secret pushed by the operator)', () => {
+  it('signs with the key pair in the files and re-reads them after rotation', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'aws-keys-'));
+    writeFileSync(join(dir, 'id'), 'AKIDFROMSECRET\n');
+    writeFileSync(join(dir, 'secret'), 'secret-one\n');
+    const source = staticAwsCredentialsFromFiles(join(dir, 'id'), join(dir, 'secret'));
+    const first = await source();
+    expect(first).toMatchObject({ accessKeyId: 'AKIDFROMSECRET', secretAccessKey: 'secret-one' });
+    expect(first.expiration!.getTime()).toBeGreaterThan(Date.now());
+    writeFileSync(join(dir, 'secret'), 'secret-two');
+    expect((await source()).secretAccessKey).toBe('secret-two');
   });
 });

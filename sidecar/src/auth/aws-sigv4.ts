@@ -4,6 +4,7 @@
 
 import type { defaultProvider } from '@aws-sdk/credential-provider-node';
 import type { SignatureV4 } from '@smithy/signature-v4';
+import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { UpstreamConfig } from '../config/runtime-config.ts';
 import { CredentialError } from './credential-error.ts';
@@ -75,6 +76,29 @@ function queryRecord(params: URLSearchParams): Record<string, string | string[]>
     else query[name] = [existing, value];
   }
   return query;
+}
+
+/**
+ * A key pair kept in files (a Secret pushed by the operator). Static keys never expire, but the Secret can be
+ * rotated in place: the pair is reported as expiring after a quarter of an hour so the cache re-reads the
+ * files every ten minutes (it refreshes five minutes early) without a watcher.
+ */
+const STATIC_KEY_REREAD_MS = 15 * 60_000;
+
+export function staticAwsCredentialsFromFiles(accessKeyIdFile: string, secretAccessKeyFile: string, sessionTokenFile?: string): CredentialSource {
+  return async () => {
+    const [accessKeyId, secretAccessKey, sessionToken] = await Promise.all([
+      readFile(accessKeyIdFile, 'utf8'),
+      readFile(secretAccessKeyFile, 'utf8'),
+      sessionTokenFile ? readFile(sessionTokenFile, 'utf8') : Promise.resolve(undefined),
+    ]);
+    return {
+      accessKeyId: accessKeyId.trim(),
+      secretAccessKey: secretAccessKey.trim(),
+      ...(sessionToken?.trim() ? { sessionToken: sessionToken.trim() } : {}),
+      expiration: new Date(Date.now() + STATIC_KEY_REREAD_MS),
+    };
+  };
 }
 
 export interface AwsSigV4Options {

@@ -77,3 +77,41 @@ describe('createCredentialProviders', () => {
     expect(req.headers.authorization).toContain('/ap-northeast-1/bedrock/aws4_request');
   });
 });
+
+describe('credential files pushed from Secrets', () => {
+  it('googleCredentialsFile is used instead of ambient ADC (an external_account config reaching a fake STS)', async () => {
+    const { startFakeSts } = await import('../../../test/fakes/google-token-endpoints.ts');
+    const sts = await startFakeSts({ subjectToken: 'pod-oidc-token' });
+    try {
+      const dir = mkdtempSync(join(tmpdir(), 'gcp-creds-'));
+      writeFileSync(join(dir, 'token'), 'pod-oidc-token');
+      const file = join(dir, 'google.json');
+      writeFileSync(file, JSON.stringify(sts.externalAccount({ subjectTokenFile: join(dir, 'token') })));
+      vi.stubEnv('GCE_METADATA_HOST', '127.0.0.1:9'); // ambient ADC would fail here
+      const providers = track(createCredentialProviders({ credentials: { googleCredentialsFile: file }, upstreams: {}, logger, env: {} }));
+      const req = request();
+      await providers['google-adc'].apply(req);
+      expect(req.headers.authorization).toBe('Bearer sts-token-1');
+    } finally {
+      await sts.close();
+    }
+  });
+
+  it('AWS key files sign Bedrock calls instead of the default chain', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'aws-creds-'));
+    writeFileSync(join(dir, 'id'), 'AKIDFROMSECRET');
+    writeFileSync(join(dir, 'secret'), 'from-secret');
+    const upstreams: RuntimeConfig['upstreams'] = { 'gamma-cloudb': { region: 'eu-west-1' } };
+    const providers = track(
+      createCredentialProviders({
+        credentials: { awsAccessKeyIdFile: join(dir, 'id'), awsSecretAccessKeyFile: join(dir, 'secret') },
+        upstreams,
+        logger,
+        env: {},
+      }),
+    );
+    const req = request('/model/anthropic.claude-sonnet-4-20250514-v1:0/invoke');
+    await providers['aws-sigv4'].apply(req);
+    expect(req.headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDFROMSECRET\/\d{8}\/eu-west-1\/bedrock\/aws4_request/);
+  });
+});

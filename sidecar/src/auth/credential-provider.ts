@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { CredentialsConfig, RuntimeConfig } from '../config/runtime-config.ts';
 import type { CredentialKind } from '../providers/routes.ts';
 import { createApiKeyProvider } from './api-key.ts';
-import { createAwsSigV4Provider } from './aws-sigv4.ts';
+import { createAwsSigV4Provider, staticAwsCredentialsFromFiles } from './aws-sigv4.ts';
 import { createGoogleAdcProvider } from './google-adc.ts';
 
 export { CredentialError } from './credential-error.ts';
@@ -52,7 +52,12 @@ export function createCredentialProviders(opts: CredentialProvidersOptions): Rec
   const logger = opts.logger.child({ component: 'credentials' });
 
   return {
-    'google-adc': createGoogleAdcProvider({ logger, ...(projectId ? { projectId } : {}) }),
+    'google-adc': createGoogleAdcProvider({
+      logger,
+      ...(projectId ? { projectId } : {}),
+      // a key file pushed from a Secret wins over ambient ADC, as GOOGLE_APPLICATION_CREDENTIALS would
+      ...(opts.credentials.googleCredentialsFile ? { authOptions: { keyFilename: opts.credentials.googleCredentialsFile } } : {}),
+    }),
     'openai-api-key': createApiKeyProvider({
       kind: 'openai-api-key',
       env,
@@ -65,6 +70,13 @@ export function createCredentialProviders(opts: CredentialProvidersOptions): Rec
       logger,
       ...(opts.credentials.anthropicApiKeyFile ? { file: opts.credentials.anthropicApiKeyFile } : {}),
     }),
-    'aws-sigv4': createAwsSigV4Provider({ logger, env, upstream: () => upstreams()['gamma-cloudb'] }),
+    'aws-sigv4': createAwsSigV4Provider({
+      logger,
+      env,
+      upstream: () => upstreams()['gamma-cloudb'],
+      ...(opts.credentials.awsAccessKeyIdFile && opts.credentials.awsSecretAccessKeyFile
+        ? { credentials: staticAwsCredentialsFromFiles(opts.credentials.awsAccessKeyIdFile, opts.credentials.awsSecretAccessKeyFile, opts.credentials.awsSessionTokenFile) }
+        : {}),
+    }),
   };
 }

@@ -171,11 +171,17 @@ function parseCache(input: unknown, field: string): Partial<Record<Provider, Par
 
 function parseCredentials(input: unknown, field: string): CredentialsConfig {
   const v = object(input, field);
-  onlyKeys(v, field, ['openaiApiKeyFile', 'anthropicApiKeyFile']);
-  return assignDefined<CredentialsConfig>({}, {
-    openaiApiKeyFile: optionalString(v, 'openaiApiKeyFile', field),
-    anthropicApiKeyFile: optionalString(v, 'anthropicApiKeyFile', field),
-  });
+  const keys = ['openaiApiKeyFile', 'anthropicApiKeyFile', 'googleCredentialsFile', 'awsAccessKeyIdFile', 'awsSecretAccessKeyFile', 'awsSessionTokenFile'] as const;
+  onlyKeys(v, field, keys);
+  const out: CredentialsConfig = {};
+  for (const key of keys) {
+    const value = optionalString(v, key, field);
+    if (value !== undefined) out[key] = value;
+  }
+  if ((out.awsAccessKeyIdFile === undefined) !== (out.awsSecretAccessKeyFile === undefined)) {
+    throw new ConfigError(`${field}.awsSecretAccessKeyFile`, 'and awsAccessKeyIdFile must be set together');
+  }
+  return out;
 }
 
 function parseBreaker(input: unknown, field: string): Partial<BreakerConfig> {

@@ -23,6 +23,15 @@ export interface CredentialsConfig {
   openaiApiKeyFile?: string;
   /** File holding the Anthropic API key; else ANTHROPIC_API_KEY. */
   anthropicApiKeyFile?: string;
+  /**
+   * Google credentials JSON (service account key or external_account config) for the Vertex AI routes, as
+   * GOOGLE_APPLICATION_CREDENTIALS would name it; else Application Default Credentials.
+   */
+  googleCredentialsFile?: string;
+  /** Files holding a static AWS access key pair (and optional session token) for Bedrock; else the AWS default chain. */
+  awsAccessKeyIdFile?: string;
+  awsSecretAccessKeyFile?: string;
+  awsSessionTokenFile?: string;
 }
 
 export interface BreakerConfig {

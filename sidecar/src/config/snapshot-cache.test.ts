@@ -33,6 +33,21 @@ describe('SnapshotCache', () => {
     expect(loaded?.patch.credentials?.openaiApiKeyFile).toBe(keyFile);
   });
 
+  it('points the Google and AWS credential settings at the files of their pushed Secrets', async () => {
+    const cache = new SnapshotCache(dir, logger);
+    const prepared = await cache.prepare({
+      version: 'v1',
+      source: 'ns/default',
+      configJson: '{}',
+      credentials: { googleServiceAccount: Buffer.from('{"type":"service_account"}'), awsAccessKeyId: Buffer.from('AKID'), awsSecretAccessKey: Buffer.from('s3cr3t') },
+    });
+    const creds = prepared.patch.credentials!;
+    expect(readFileSync(creds.googleCredentialsFile!, 'utf8')).toBe('{"type":"service_account"}');
+    expect(readFileSync(creds.awsAccessKeyIdFile!, 'utf8')).toBe('AKID');
+    expect(readFileSync(creds.awsSecretAccessKeyFile!, 'utf8')).toBe('s3cr3t');
+    expect(creds.awsSessionTokenFile).toBeUndefined();
+  });
+
   it('rejects invalid config with the validator message and leaves the last good snapshot alone', async () => {
     const cache = new SnapshotCache(dir, logger);
     await cache.commit(await cache.prepare({ version: 'v1', source: '', configJson: config(1), credentials: {} }));

@@ -165,6 +165,12 @@ export class SnapshotCache {
     const credentials = { ...patch.credentials };
     if (names.includes('openaiApiKey')) credentials.openaiApiKeyFile = this.credentialFile('openaiApiKey')!;
     if (names.includes('anthropicApiKey')) credentials.anthropicApiKeyFile = this.credentialFile('anthropicApiKey')!;
+    if (names.includes('googleServiceAccount')) credentials.googleCredentialsFile = this.credentialFile('googleServiceAccount')!;
+    if (names.includes('awsAccessKeyId') && names.includes('awsSecretAccessKey')) {
+      credentials.awsAccessKeyIdFile = this.credentialFile('awsAccessKeyId')!;
+      credentials.awsSecretAccessKeyFile = this.credentialFile('awsSecretAccessKey')!;
+      if (names.includes('awsSessionToken')) credentials.awsSessionTokenFile = this.credentialFile('awsSessionToken')!;
+    }
     return Object.keys(credentials).length ? { ...patch, credentials } : patch;
   }
 }
