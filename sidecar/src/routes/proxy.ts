@@ -96,6 +96,9 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
   const userHeader = header(request, 'x-tollgate-user') ?? null;
   const projectHeader = header(request, 'x-tollgate-project') ?? null;
   let call: MeteredCall | null = null;
+  // Aborts the upstream request when the caller goes away or its streamed body passes the limit.
+  const abort = new AbortController();
+  let bodyError: ProxyError | null = null;
   const done = opts.lifecycle.track();
   try {
     const limit = config.server.bodyLimitBytes;
@@ -106,7 +109,17 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
       body = await readBoundedBody(request.raw, limit);
     } else if (withBody) {
       checkDeclaredLength(request.raw, limit);
-      bodyStream = request.raw.pipe(new BodyLimit(limit));
+      const limiter = new BodyLimit(limit);
+      // The limit can be passed before undici listens to the stream (credentials still loading): an
+      // 'error' nobody listens to would take the process down. The caller is answered 413 from the catch
+      // below; the rest of its body is read and dropped so it can read that answer.
+      limiter.once('error', (error: Error) => {
+        bodyError = error instanceof ProxyError ? error : new ProxyError('invalid_request', `request body failed: ${error.message}`);
+        request.raw.unpipe(limiter);
+        request.raw.resume();
+        abort.abort(bodyError);
+      });
+      bodyStream = request.raw.pipe(limiter);
     }
     let plan;
     try {
@@ -134,7 +147,6 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     if (trace.tracestate) headers.tracestate = trace.tracestate;
     if (plan.body !== null && plan.body !== body) headers['content-type'] = 'application/json';
 
-    const abort = new AbortController();
     res.once('close', () => {
       if (!res.writableFinished) abort.abort();
     });
@@ -148,7 +160,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     });
     await relayResponse(res, upstream, call, snapshot.prices, spec.format, plan.stripInjectedUsage, trace);
   } catch (error) {
-    const proxyError = error instanceof ProxyError ? error : toProxyError(route, error);
+    const proxyError = bodyError ?? (error instanceof ProxyError ? error : toProxyError(route, error));
     if (call && !call.finished) {
       const aborted = res.destroyed && !res.writableFinished;
       call.finish({

@@ -136,13 +136,15 @@ export class UpstreamClient {
       if (response.statusCode >= 500) settle('failure');
       return { statusCode: response.statusCode, headers: response.headers, body: response.body, settle };
     } catch (error) {
+      // Aborted by the caller's side (it went away, or its body passed the limit): no verdict on the
+      // upstream. Checked first, because undici rejects with the abort reason, which may be a ProxyError.
+      if (req.signal.aborted) {
+        settle('abandoned');
+        throw error;
+      }
       if (error instanceof ProxyError) {
         // a missing credential says nothing about the upstream's health
         settle(error.code === 'credential_unavailable' ? 'abandoned' : 'failure');
-        throw error;
-      }
-      if (req.signal.aborted) {
-        settle('abandoned');
         throw error;
       }
       settle('failure');
