@@ -121,17 +121,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
       });
       bodyStream = request.raw.pipe(limiter);
     }
-    let plan;
-    try {
-      plan = planUpstreamRequest(route, request.method, rest, query, body, config.upstreams[route]);
-    } catch (error) {
-      if (error instanceof ProxyError) {
-        opts.meter
-          .start({ route, provider: spec.provider, model: 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace })
-          .finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${error.code}: ${error.message}` });
-      }
-      throw error;
-    }
+    const plan = planUpstreamRequest(route, request.method, rest, query, body, config.upstreams[route]);
     call = opts.meter.start({
       route,
       provider: spec.provider,
@@ -161,7 +151,10 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     await relayResponse(res, upstream, call, snapshot.prices, spec.format, plan.stripInjectedUsage, trace);
   } catch (error) {
     const proxyError = bodyError ?? (error instanceof ProxyError ? error : toProxyError(route, error));
-    if (call && !call.finished) {
+    // Refused before the call was planned (body over the limit, bad JSON, a path that leaves the base):
+    // still one span, so every answer's X-Proxy-Span-Id can be looked up.
+    call ??= opts.meter.start({ route, provider: spec.provider, model: 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace });
+    if (!call.finished) {
       const aborted = res.destroyed && !res.writableFinished;
       call.finish({
         prices: snapshot.prices,
