@@ -39,13 +39,29 @@ const NOT_FORWARDED_DOWNSTREAM = new Set([
   'set-cookie',
 ]);
 
+/**
+ * Header names a message's Connection header lists: hop-by-hop for that message only (RFC 9110 §7.6.1).
+ * Null in the common case (no Connection, or only keep-alive / close), so most calls allocate nothing.
+ */
+function connectionListed(connection: string | string[] | undefined): Set<string> | null {
+  if (connection === undefined) return null;
+  let listed: Set<string> | null = null;
+  for (const token of (Array.isArray(connection) ? connection.join(',') : connection).split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name === '' || name === 'keep-alive' || name === 'close') continue;
+    (listed ??= new Set()).add(name);
+  }
+  return listed;
+}
+
 /** Headers for the upstream request. `keepContentLength` when the caller's body is passed through unchanged. */
 export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, keepContentLength: boolean): Record<string, string> {
+  const hop = connectionListed(incoming.connection);
   const out: Record<string, string> = {};
   for (const name in incoming) {
     const value = incoming[name];
     if (value === undefined) continue;
-    if (NOT_FORWARDED_UPSTREAM.has(name) || name.startsWith('x-tollgate-')) {
+    if (NOT_FORWARDED_UPSTREAM.has(name) || name.startsWith('x-tollgate-') || hop?.has(name)) {
       if (!(keepContentLength && name === 'content-length')) continue;
     }
     out[name] = Array.isArray(value) ? value.join(', ') : value;
@@ -59,10 +75,11 @@ export function downstreamResponseHeaders(
   upstream: Record<string, string | string[] | undefined>,
   dropContentLength: boolean,
 ): Record<string, string | string[]> {
+  const hop = connectionListed(upstream.connection);
   const out: Record<string, string | string[]> = {};
   for (const name in upstream) {
     const value = upstream[name];
-    if (value === undefined || NOT_FORWARDED_DOWNSTREAM.has(name)) continue;
+    if (value === undefined || NOT_FORWARDED_DOWNSTREAM.has(name) || hop?.has(name)) continue;
     if (dropContentLength && name === 'content-length') continue;
     out[name] = value;
   }
