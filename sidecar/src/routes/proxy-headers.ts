@@ -14,6 +14,8 @@ const NOT_FORWARDED_UPSTREAM = new Set([
   'upgrade',
   'host',
   'content-length',
+  // answered by this hop: node's server already sent 100 Continue, and undici refuses to send Expect
+  'expect',
   // every credential a caller may send: the proxy attaches the upstream's own
   'authorization',
   'proxy-authorization',

@@ -147,7 +147,9 @@ export class UpstreamClient {
         settle(error.code === 'credential_unavailable' ? 'abandoned' : 'failure');
         throw error;
       }
-      settle('failure');
+      // undici refusing the request it was given is the proxy's fault, not the upstream's
+      const refused = error instanceof undiciErrors.InvalidArgumentError || error instanceof undiciErrors.NotSupportedError;
+      settle(refused ? 'abandoned' : 'failure');
       throw toProxyError(req.route, error);
     }
   }
