@@ -203,6 +203,11 @@ describe('paths stay under the upstream base path', () => {
     expect(bare.seen[0]!.url).toBe('/base//other.example/v1/models?x=1');
   });
 
+  it('a path that starts with two slashes on a route without a base path is still a path', async () => {
+    await raw('GET', '/proxy/beta//other.example/v1/models');
+    expect(bed.openai.requests.map((r) => r.path)).toEqual(['//other.example/v1/models']);
+  });
+
   it('forwards the query string and encoded characters as sent', async () => {
     const res = await raw('GET', '/proxy/gamma-direct/v1/models/a%2Fb?after_id=x%20y&limit=2');
     expect(res.status).toBe(200);

@@ -59,6 +59,33 @@ function bodyUser(json: Record<string, unknown>): string | null {
 }
 
 /**
+ * Refuses a path with a `.` or `..` segment, raw or percent-encoded, or hidden behind an encoded slash or a
+ * backslash: URL parsers, SigV4's re-encoding and many servers normalise those away, and the result would
+ * leave the base path the route's upstream is configured with (a tenant or gateway prefix).
+ */
+export function checkPathSegments(rest: string): void {
+  if (DOT_SEGMENT.test(rest) || (rest.includes('%') && hasEncodedDotSegment(rest))) {
+    throw new ProxyError('invalid_request', `path ${JSON.stringify(rest)} has a . or .. segment (perhaps percent-encoded); send the path without them`);
+  }
+}
+
+const DOT_SEGMENT = /(?:^|[/\\])\.{1,2}(?:[/\\]|$)/;
+
+function hasEncodedDotSegment(rest: string): boolean {
+  for (const segment of rest.split('/')) {
+    if (!segment.includes('%')) continue;
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(segment);
+    } catch {
+      continue; // not a dot segment in any encoding; the upstream judges the rest
+    }
+    if (DOT_SEGMENT.test(decoded)) return true;
+  }
+  return false;
+}
+
+/**
  * Plans the upstream request for a call. `rest` is the path after `/proxy/<route>` (starting with `/`),
  * `query` the raw query string including its `?` (or empty). `body` is given only for routes that read it.
  */
@@ -70,6 +97,7 @@ export function planUpstreamRequest(
   body: Buffer | null,
   upstream: UpstreamConfig | undefined,
 ): UpstreamRequestPlan {
+  checkPathSegments(rest);
   switch (route) {
     case 'alpha':
     case 'gamma-cloud': {

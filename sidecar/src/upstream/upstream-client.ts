@@ -112,7 +112,8 @@ export class UpstreamClient {
       // SigV4 signs the path in the encoding AWS expects and may rewrite it: send exactly what was signed.
       const outgoing = {
         method: req.method,
-        url: new URL(path, base.origin),
+        // origin + path, not new URL(path, origin): a path starting with '//' is a path, never a host
+        url: new URL(base.origin + path),
         headers: req.headers,
         body: Buffer.isBuffer(req.body) ? req.body : null,
       };
