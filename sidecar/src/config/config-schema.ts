@@ -91,7 +91,8 @@ function assignDefined<T extends object>(target: T, values: Partial<T>): T {
   return target;
 }
 
-const HTTP_URL = /^https?:\/\/[^\s/?#]+(?:\/[^\s?#]*)?$/;
+// No user:password@: a secret there would be shown by GET /_local/api/config (and undici ignores it).
+const HTTP_URL = /^https?:\/\/[^\s/?#@]+(?:\/[^\s?#]*)?$/;
 const SHORT_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const PROJECT = /^[a-z0-9][a-z0-9.:-]{0,127}$/;
 
@@ -109,7 +110,7 @@ function parseServer(input: unknown, field: string): Partial<ServerConfig> {
 function parseUpstream(input: unknown, field: string): UpstreamConfig {
   const v = object(input, field);
   onlyKeys(v, field, ['baseUrl', 'project', 'location', 'region', 'timeoutMs']);
-  const baseUrl = optionalString(v, 'baseUrl', field, HTTP_URL, 'must be an http(s) URL without query or fragment');
+  const baseUrl = optionalString(v, 'baseUrl', field, HTTP_URL, 'must be an http(s) URL without user:password@, query or fragment (credentials come from credentials.* or the environment)');
   return assignDefined<UpstreamConfig>({}, {
     baseUrl: baseUrl?.replace(/\/+$/, ''),
     project: optionalString(v, 'project', field, PROJECT, 'must be a Google Cloud project id'),
