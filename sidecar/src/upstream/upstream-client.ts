@@ -105,9 +105,10 @@ export class UpstreamClient {
       else if (outcome === 'failure') breaker.onFailure();
       else breaker.release();
     };
-    const base = this.#base(config, req.route);
-    const path = base.prefix + req.path;
     try {
+      // Inside the try: whatever throws after tryAcquire must still settle, or a half-open probe stays taken.
+      const base = this.#base(config, req.route);
+      const path = base.prefix + req.path;
       const credential = this.#credentials[ROUTES[req.route].credential];
       // SigV4 signs the path in the encoding AWS expects and may rewrite it: send exactly what was signed.
       const outgoing = {
