@@ -45,7 +45,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export function buildEngine(opts: EngineOptions): Engine {
   const { store, logger } = opts;
   const config = store.get();
-  const spans = config.storage.kind === 'sqlite' ? openSqliteSpanStore(config.storage.path, { logger }) : openMemorySpanStore(config.storage.bufferSize);
+  const spans = config.storage.kind === 'sqlite' ? openSqliteSpanStore(config.storage.path, { logger, maxSpans: config.storage.maxSpans }) : openMemorySpanStore(config.storage.bufferSize);
   const writer = new SpanWriter(spans, config.storage, logger);
   const credentials =
     opts.credentials ??

@@ -1,6 +1,7 @@
 // `tollgate proxy`: the engine as a process. With no config file it is the developer's local proxy on
 // port 8181 with SQLite in ./tollgate.db; in a pod the injected env connects it to the operator.
 
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { buildEngine } from './app.ts';
@@ -64,6 +65,7 @@ export async function main(argv: string[]): Promise<number> {
     throw error;
   }
 
+  applyPodDefaults(filePatch, process.env);
   const store = new ConfigStore(filePatch);
   // The last good snapshot from the operator (kept on disk) applies before the engine starts, so a pod that
   // restarts while the operator is unreachable serves with the config it last had.
@@ -91,6 +93,24 @@ export async function main(argv: string[]): Promise<number> {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+}
+
+/** Spans kept by a sidecar when nothing says otherwise: enough to answer "what did this pod just spend". */
+export const POD_MAX_SPANS = 20_000;
+
+/**
+ * In a pod (TOLLGATE_STATE_DIR set by the webhook) the root filesystem is read-only and the state volume is
+ * small: the span file goes to the state directory and keeps only the newest spans, unless the config file
+ * says otherwise. The operator's snapshot, applied later, can still set both.
+ */
+export function applyPodDefaults(patch: RuntimeConfigPatch, env: NodeJS.ProcessEnv): void {
+  const stateDir = env.TOLLGATE_STATE_DIR;
+  if (!stateDir) return;
+  patch.storage = {
+    path: join(stateDir, 'spans.db'),
+    maxSpans: POD_MAX_SPANS,
+    ...patch.storage,
+  };
 }
 
 /** In a pod the webhook sets TOLLGATE_OPERATOR_ADDRESS; the proxy then takes its config from the operator. */

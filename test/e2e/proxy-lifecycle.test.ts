@@ -86,3 +86,18 @@ it('serves probes on a health-only listener that forwards nothing', async () => 
     await proxy.stop();
   }
 });
+
+it('in a pod (TOLLGATE_STATE_DIR set) keeps its span file in the state directory, not the read-only working directory', async () => {
+  const { mkdtempSync, existsSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const stateDir = mkdtempSync(join(tmpdir(), 'tollgate-state-'));
+  const proxy = await startProxyProcess({ env: { TOLLGATE_STATE_DIR: stateDir } });
+  try {
+    const { config } = (await (await fetch(`${proxy.url}/_local/api/config`)).json()) as { config: { storage: { path: string; maxSpans: number } } };
+    expect(config.storage).toMatchObject({ path: join(stateDir, 'spans.db'), maxSpans: 20_000 });
+    expect(existsSync(join(stateDir, 'spans.db'))).toBe(true);
+    expect(existsSync(join(proxy.dir, 'tollgate.db'))).toBe(false);
+  } finally {
+    await proxy.stop();
+  }
+});

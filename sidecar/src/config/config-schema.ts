@@ -199,13 +199,14 @@ function parseBreaker(input: unknown, field: string): Partial<BreakerConfig> {
 
 function parseStorage(input: unknown, field: string): Partial<StorageConfig> {
   const v = object(input, field);
-  onlyKeys(v, field, ['kind', 'path', 'bufferSize', 'batchSize', 'flushIntervalMs']);
+  onlyKeys(v, field, ['kind', 'path', 'bufferSize', 'batchSize', 'flushIntervalMs', 'maxSpans']);
   return assignDefined<Partial<StorageConfig>>({}, {
     kind: optionalEnum(v, 'kind', field, ['sqlite', 'memory'] as const),
     path: optionalString(v, 'path', field),
     bufferSize: optionalNumber(v, 'bufferSize', field, { min: 1, max: 1_000_000, integer: true }),
     batchSize: optionalNumber(v, 'batchSize', field, { min: 1, max: 10_000, integer: true }),
     flushIntervalMs: optionalNumber(v, 'flushIntervalMs', field, { min: 1, max: 60_000, integer: true }),
+    maxSpans: optionalNumber(v, 'maxSpans', field, { min: 0, max: 1_000_000_000, integer: true }),
   });
 }
 

@@ -21,7 +21,7 @@ export function defaultRuntimeConfig(): RuntimeConfig {
     cache: structuredClone(DEFAULT_CACHE_SETTINGS),
     credentials: {},
     breaker: { consecutiveFailures: 5, failureRatio: 0.5, minimumRequests: 20, windowMs: 30_000, openMs: 10_000 },
-    storage: { kind: 'sqlite', path: 'tollgate.db', bufferSize: 10_000, batchSize: 200, flushIntervalMs: 200 },
+    storage: { kind: 'sqlite', path: 'tollgate.db', bufferSize: 10_000, batchSize: 200, flushIntervalMs: 200, maxSpans: 0 },
     gateway: { anthropicRoute: 'gamma-direct', googleRoute: 'alpha' },
   };
 }

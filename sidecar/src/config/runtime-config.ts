@@ -54,6 +54,8 @@ export interface StorageConfig {
   bufferSize: number;
   batchSize: number;
   flushIntervalMs: number;
+  /** Keep at most this many spans in SQLite, dropping the oldest; 0 keeps all. */
+  maxSpans: number;
 }
 
 export interface GatewayConfig {

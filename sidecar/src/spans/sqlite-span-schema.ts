@@ -117,10 +117,18 @@ export const COLUMN_NAMES: readonly string[] = COLUMNS.map((c) => c.name);
 export const INSERT_SQL = `INSERT INTO spans (${COLUMN_NAMES.join(', ')}) VALUES (${COLUMN_NAMES.map(() => '?').join(', ')})`;
 
 /** Inserts rows of spanToValues() in one transaction (all or none). */
-export function prepareBatchInsert(db: Database.Database): (rows: readonly unknown[][]) => void {
+/**
+ * Keeps the newest `maxSpans` rows: rowids grow with every insert, so everything more than maxSpans below the
+ * highest is older. A range delete on the rowid index, cheap when there is nothing to delete.
+ */
+export const PRUNE_SQL = 'DELETE FROM spans WHERE rowid <= (SELECT max(rowid) FROM spans) - ?';
+
+export function prepareBatchInsert(db: Database.Database, maxSpans = 0): (rows: readonly unknown[][]) => void {
   const insert = db.prepare(INSERT_SQL);
+  const prune = maxSpans > 0 ? db.prepare(PRUNE_SQL) : null;
   return db.transaction((rows: readonly unknown[][]) => {
     for (const row of rows) insert.run(row);
+    prune?.run(maxSpans);
   });
 }
 

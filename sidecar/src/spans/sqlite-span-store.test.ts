@@ -194,3 +194,22 @@ describe('SQLite span store file', () => {
     expect(store.recent(10).map((s) => s.requestId)).toEqual(['kept']);
   });
 });
+
+describe.each(['worker', 'inline'] as const)('span retention, writes %s', (writes) => {
+  it('keeps only the newest maxSpans spans, so a pod volume cannot fill up', async () => {
+    const path = join(dir, 'spans.db');
+    const store = openSqliteSpanStore(path, { writes, maxSpans: 5 });
+    open.push(store);
+    for (let batch = 0; batch < 4; batch++) {
+      await store.insertBatch(Array.from({ length: 3 }, (_, i) => sampleSpan({ requestId: `r${batch * 3 + i}`, startTime: `2026-01-15T10:00:${String(batch * 3 + i).padStart(2, '0')}.000Z` })));
+    }
+    expect(store.count()).toBe(5);
+    expect(store.recent(100).map((s) => s.requestId)).toEqual(['r11', 'r10', 'r9', 'r8', 'r7']);
+    const db = new Database(path, { readonly: true });
+    try {
+      expect((db.prepare('SELECT count(*) AS n FROM spans').get() as { n: number }).n).toBe(5);
+    } finally {
+      db.close();
+    }
+  });
+});

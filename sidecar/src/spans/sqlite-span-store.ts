@@ -10,6 +10,7 @@ import {
   COLUMN_NAMES,
   INSERT_SQL,
   openSpanDatabase,
+  PRUNE_SQL,
   prepareBatchInsert,
   rowToSpan,
   spanToValues,
@@ -21,6 +22,8 @@ export interface SqliteSpanStoreOptions {
   logger?: Logger;
   /** `worker` (default): transactions run in a worker thread. `inline`: on the calling thread. */
   writes?: 'worker' | 'inline';
+  /** Keep at most this many spans, dropping the oldest as new ones arrive; 0 (default) keeps all. */
+  maxSpans?: number;
 }
 
 /** Opens (creating or upgrading the schema of) the span file at `path`. Errors name the file. */
@@ -33,18 +36,20 @@ export function openSqliteSpanStore(path: string, options: SqliteSpanStoreOption
   // count(*) scans a whole index; do it once and keep the number (this process is the file's only writer).
   let rows = (db.prepare<[], { n: number }>('SELECT count(*) AS n FROM spans').get() as { n: number }).n;
   const inMemory = path === ':memory:' || path.includes('mode=memory');
-  const write = options.writes === 'inline' || inMemory ? inlineWriter(db) : workerWriter(path);
+  const maxSpans = options.maxSpans ?? 0;
+  const write = options.writes === 'inline' || inMemory ? inlineWriter(db, maxSpans) : workerWriter(path, maxSpans);
+  const counted = (n: number) => (maxSpans > 0 ? Math.min(maxSpans, n) : n);
 
   return {
     insertBatch(spans) {
       if (spans.length === 0) return;
       const done = write.insert(spans.map(spanToValues));
       if (done === undefined) {
-        rows += spans.length;
+        rows = counted(rows + spans.length);
         return;
       }
       return done.then(() => {
-        rows += spans.length;
+        rows = counted(rows + spans.length);
       });
     },
     recent(limit) {
@@ -65,12 +70,12 @@ interface BatchWriter {
   close(): Promise<void>;
 }
 
-function inlineWriter(db: Database.Database): BatchWriter {
-  const insertBatch = prepareBatchInsert(db);
+function inlineWriter(db: Database.Database, maxSpans: number): BatchWriter {
+  const insertBatch = prepareBatchInsert(db, maxSpans);
   return { insert: insertBatch, close: async () => {} };
 }
 
-function workerWriter(path: string): BatchWriter {
+function workerWriter(path: string, maxSpans: number): BatchWriter {
   let worker: Worker | null = null;
   let nextId = 1;
   const pending = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
@@ -85,6 +90,8 @@ function workerWriter(path: string): BatchWriter {
       driver: createRequire(import.meta.url).resolve('better-sqlite3'),
       path,
       insertSql: INSERT_SQL,
+      pruneSql: maxSpans > 0 ? PRUNE_SQL : null,
+      maxSpans,
     };
     const w = new Worker(SPAN_WORKER_SOURCE, { eval: true, workerData });
     w.on('message', (reply: WorkerReply) => {

@@ -10,6 +10,9 @@ export interface SpanWorkerData {
   driver: string;
   path: string;
   insertSql: string;
+  /** Statement that drops rows beyond `maxSpans`; null keeps everything. */
+  pruneSql: string | null;
+  maxSpans: number;
 }
 export type WorkerRequest = { id: number; rows: unknown[][] } | { close: true };
 export type WorkerReply = { id: number; ok: true } | { id: number; ok: false; message: string; code: string | null };
@@ -22,7 +25,8 @@ db.pragma('journal_mode = WAL');
 db.pragma('synchronous = NORMAL');
 db.pragma('busy_timeout = 1000');
 const insert = db.prepare(workerData.insertSql);
-const insertAll = db.transaction((rows) => { for (const row of rows) insert.run(row); });
+const prune = workerData.pruneSql ? db.prepare(workerData.pruneSql) : null;
+const insertAll = db.transaction((rows) => { for (const row of rows) insert.run(row); if (prune) prune.run(workerData.maxSpans); });
 parentPort.on('message', (msg) => {
   if (msg.close) { db.close(); parentPort.close(); return; }
   try {
