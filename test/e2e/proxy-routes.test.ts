@@ -306,6 +306,9 @@ describe('prices through the config API', () => {
   it('malformed JSON is a 400', async () => {
     const res = await fetch(`${proxy.url}/_local/api/config`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"pricing": ' });
     expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('invalid_request');
+    expect(body.error.message).toMatch(/JSON/i);
   });
 
   it('a model without a price costs 0 and the span says so', async () => {

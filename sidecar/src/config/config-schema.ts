@@ -98,12 +98,11 @@ const PROJECT = /^[a-z0-9][a-z0-9.:-]{0,127}$/;
 
 function parseServer(input: unknown, field: string): Partial<ServerConfig> {
   const v = object(input, field);
-  onlyKeys(v, field, ['host', 'port', 'bodyLimitBytes', 'lmStudioPort']);
+  onlyKeys(v, field, ['host', 'port', 'bodyLimitBytes']);
   return assignDefined<Partial<ServerConfig>>({}, {
     host: optionalString(v, 'host', field),
     port: optionalNumber(v, 'port', field, { min: 0, max: 65535, integer: true }),
     bodyLimitBytes: optionalNumber(v, 'bodyLimitBytes', field, { min: 1024, max: 1 << 30, integer: true }),
-    lmStudioPort: optionalNumber(v, 'lmStudioPort', field, { min: 0, max: 65535, integer: true }),
   });
 }
 

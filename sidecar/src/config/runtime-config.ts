@@ -70,8 +70,6 @@ export interface ServerConfig {
   port: number;
   /** Largest request body accepted, bytes; larger bodies get 413. */
   bodyLimitBytes: number;
-  /** Port of the LM Studio-compatible endpoint in local mode; 0 disables it. */
-  lmStudioPort: number;
 }
 
 export interface RuntimeConfig {

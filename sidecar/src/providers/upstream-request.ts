@@ -167,7 +167,8 @@ function planVertexMessages(
   if (!project) {
     throw new ProxyError('upstream_misconfigured', 'route gamma needs a Google Cloud project: set upstreams.gamma.project or GOOGLE_CLOUD_PROJECT');
   }
-  const location = upstream?.location ?? process.env.CLOUD_ML_REGION ?? 'us-central1';
+  // the same default as the host in upstreamBaseUrl, so host and path always name one region
+  const location = upstream?.location ?? 'us-central1';
   if (!body || body.length === 0) throw new ProxyError('invalid_request', 'route gamma needs a JSON request body');
   const json = parseJsonBody(body, 'gamma');
   const model = bodyModel(json, 'gamma', true);

@@ -3,6 +3,7 @@
 // reads the UPSTREAM bytes with the same usage extractor as the native routes, so the span's tokens and cost
 // are the ones a native call would record, and every path ends the call's span exactly once.
 
+import type { Logger } from 'pino';
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { ProxyError } from '../errors.ts';
@@ -35,6 +36,8 @@ export interface RelayContext {
   prices: PriceTable;
   plan: GatewayPlan;
   trace: TraceContext;
+  /** Told when the usage extractor skips over-size stream events. */
+  logger?: Logger;
 }
 
 function first(value: string | string[] | undefined): string | undefined {
@@ -78,6 +81,7 @@ function extractorFor(ctx: RelayContext) {
     headers: upstream.headers,
     statusCode: upstream.statusCode,
     stripInjectedUsage: plan.stripInjectedUsage,
+    ...(ctx.logger ? { logger: ctx.logger } : {}),
   });
 }
 

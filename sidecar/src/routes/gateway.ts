@@ -4,6 +4,7 @@
 // It runs on the proxy engine: the same upstream client (credentials, breaker, timeouts), the same usage
 // extraction and the same call meter, so a call here is one span costed exactly as on the native route.
 
+import type { Logger } from 'pino';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ConfigStore } from '../config/config-store.ts';
 import { ProxyError } from '../errors.ts';
@@ -149,7 +150,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
       if (!res.writableFinished) abort.abort();
     });
     const upstream = await opts.client.send(config, { route: plan.route, method: 'POST', path: plan.path, headers, body: plan.body, signal: abort.signal });
-    await relay({ res, upstream, call, prices: snapshot.prices, plan, trace });
+    await relay({ res, upstream, call, prices: snapshot.prices, plan, trace, logger: request.log as unknown as Logger });
   } catch (error) {
     if (error instanceof GatewayError) {
       if (!res.destroyed) sendJson(res, error.statusCode, error.toJSON(), trace);

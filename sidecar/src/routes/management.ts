@@ -33,6 +33,13 @@ function configView(snapshot: ConfigSnapshot) {
 }
 
 export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (app, opts) => {
+  // Body and schema errors (malformed JSON, wrong content type) in the same shape as every other refusal.
+  app.setErrorHandler((error: { statusCode?: number; message: string }, _request, reply) => {
+    const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    const code = status === 413 ? 'body_too_large' : status < 500 ? 'invalid_request' : 'internal_error';
+    return reply.code(status).send({ error: { code, message: status < 500 ? error.message : 'internal error' } });
+  });
+
   app.get('/_local/api/config', async () => configView(opts.store.current()));
 
   app.post(

@@ -2,6 +2,7 @@
 // credential; the response streams back chunk by chunk while the usage extractor reads it, and the call
 // ends as one span. Bodies are read only where the route needs them (see routeReadsBody).
 
+import type { Logger } from 'pino';
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
@@ -148,7 +149,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
       body: plan.body ?? bodyStream,
       signal: abort.signal,
     });
-    await relayResponse(res, upstream, call, snapshot.prices, spec.format, plan.stripInjectedUsage, trace);
+    await relayResponse(res, upstream, call, snapshot.prices, spec.format, plan.stripInjectedUsage, trace, request.log as unknown as Logger);
   } catch (error) {
     const proxyError = bodyError ?? (error instanceof ProxyError ? error : toProxyError(route, error));
     // Refused before the call was planned (body over the limit, bad JSON, a path that leaves the base):
@@ -178,6 +179,7 @@ function relayResponse(
   format: (typeof ROUTES)[RouteName]['format'],
   stripInjectedUsage: boolean,
   trace: TraceContext,
+  logger: Logger,
 ): Promise<void> {
   const contentType = upstream.headers['content-type'];
   const extractor = createUsageExtractor({
@@ -186,6 +188,7 @@ function relayResponse(
     headers: upstream.headers,
     stripInjectedUsage,
     statusCode: upstream.statusCode,
+    logger,
   });
   const headers = downstreamResponseHeaders(upstream.headers, stripInjectedUsage);
   headers['x-proxy-span-id'] = trace.spanId;
