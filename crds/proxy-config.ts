@@ -112,8 +112,9 @@ const baseUrl: SchemaNode = {
       // fragment would be lost when the proxy appends the request path.
       rule:
         "isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != '' && " +
-        "!self.contains('?') && !self.contains('#')",
-      message: 'must be an absolute http or https URL with a host and without query or fragment',
+        "!self.contains('?') && !self.contains('#') && !self.split('/')[2].contains('@')",
+      // user:password@ would put a secret in the spec; credentials belong in Secret references
+      message: 'must be an absolute http or https URL with a host and without query, fragment or user:password@',
       reason: 'FieldValueInvalid',
     },
   ],
@@ -236,6 +237,24 @@ const breaker: SchemaNode = {
   },
 };
 
+const gateway: SchemaNode = {
+  type: 'object',
+  tsType: 'GatewaySpec',
+  description: 'Which route serves each provider on the OpenAI-compatible /v1/chat/completions endpoint.',
+  properties: {
+    anthropicRoute: {
+      type: 'string',
+      description: 'gamma-direct (Anthropic API), gamma (Vertex AI) or gamma-cloudb (Bedrock).',
+      enum: ['gamma-direct', 'gamma', 'gamma-cloudb'],
+    },
+    googleRoute: {
+      type: 'string',
+      description: 'alpha (native generateContent, translated) or alpha-compat (Vertex AI chat completions).',
+      enum: ['alpha', 'alpha-compat'],
+    },
+  },
+};
+
 const storage: SchemaNode = {
   type: 'object',
   tsType: 'StorageSpec',
@@ -251,6 +270,7 @@ const storage: SchemaNode = {
     bufferSize: int('Spans waiting to be written; beyond this they are dropped, counted and logged.', 1, 1_000_000),
     batchSize: int('Spans written per batch.', 1, 10_000),
     flushIntervalMs: int('Longest wait before a partial batch is written, milliseconds.', 1, 60_000),
+    maxSpans: int('Keep at most this many spans in the sidecar, dropping the oldest; 0 keeps all.', 0, 1_000_000_000),
   },
   'x-kubernetes-validations': [
     {
@@ -299,6 +319,7 @@ const spec: SchemaNode = {
     credentials,
     breaker,
     storage,
+    gateway,
   },
 };
 

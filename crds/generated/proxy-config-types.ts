@@ -42,6 +42,8 @@ export interface ProxyConfigSpec {
   breaker?: BreakerSpec;
   /** Where sidecars keep trace spans. */
   storage?: StorageSpec;
+  /** Which route serves each provider on the OpenAI-compatible /v1/chat/completions endpoint. */
+  gateway?: GatewaySpec;
 }
 
 /** Price overrides. */
@@ -210,10 +212,20 @@ export interface StorageSpec {
   batchSize?: number;
   /** Longest wait before a partial batch is written, milliseconds. */
   flushIntervalMs?: number;
+  /** Keep at most this many spans in the sidecar, dropping the oldest; 0 keeps all. */
+  maxSpans?: number;
 }
 
 /** sqlite, or memory (a bounded ring, for tests and ephemeral pods). */
 export type StorageKind = 'sqlite' | 'memory';
+
+/** Which route serves each provider on the OpenAI-compatible /v1/chat/completions endpoint. */
+export interface GatewaySpec {
+  /** gamma-direct (Anthropic API), gamma (Vertex AI) or gamma-cloudb (Bedrock). */
+  anthropicRoute?: 'gamma-direct' | 'gamma' | 'gamma-cloudb';
+  /** alpha (native generateContent, translated) or alpha-compat (Vertex AI chat completions). */
+  googleRoute?: 'alpha' | 'alpha-compat';
+}
 
 /** Written by the operator through the status subresource. */
 export interface ProxyConfigStatus {

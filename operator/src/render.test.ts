@@ -14,7 +14,8 @@ describe('render', () => {
       cache: { anthropic: { ttl_seconds: 3600, cached_multiplier: 0.1 } },
       upstreams: { beta: { baseUrl: 'http://127.0.0.1:9999/', timeoutMs: 5000 }, alpha: { project: 'my-proj', location: 'us-central1' } },
       breaker: { consecutiveFailures: 3, openMs: 2000 },
-      storage: { kind: 'memory', bufferSize: 100 },
+      storage: { kind: 'memory', bufferSize: 100, maxSpans: 5000 },
+      gateway: { anthropicRoute: 'gamma-cloudb', googleRoute: 'alpha-compat' },
       credentials: { openaiApiKey: { secretName: 'llm-keys', key: 'openai' } },
     });
     expect(patch.pricing?.models).toEqual([
@@ -24,7 +25,8 @@ describe('render', () => {
     expect(patch.cache).toEqual({ anthropic: { ttl_seconds: 3600, cached_multiplier: 0.1 } });
     expect(patch.upstreams).toEqual({ beta: { baseUrl: 'http://127.0.0.1:9999', timeoutMs: 5000 }, alpha: { project: 'my-proj', location: 'us-central1' } });
     expect(patch.breaker).toEqual({ consecutiveFailures: 3, openMs: 2000 });
-    expect(patch.storage).toEqual({ kind: 'memory', bufferSize: 100 });
+    expect(patch.storage).toEqual({ kind: 'memory', bufferSize: 100, maxSpans: 5000 });
+    expect(patch.gateway).toEqual({ anthropicRoute: 'gamma-cloudb', googleRoute: 'alpha-compat' });
     // Credentials never enter the patch; only the references come out.
     expect(patch.credentials).toBeUndefined();
     expect(credentialRefs).toEqual([{ name: 'openaiApiKey', field: 'credentials.openaiApiKey', secretName: 'llm-keys', key: 'openai' }]);

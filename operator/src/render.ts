@@ -44,6 +44,7 @@ export function render(spec: ProxyConfigSpec | undefined): RenderedConfig {
   if (s.upstreams) draft.upstreams = structuredClone(s.upstreams);
   if (s.breaker) draft.breaker = defined({ ...s.breaker });
   if (s.storage) draft.storage = defined({ ...s.storage });
+  if (s.gateway) draft.gateway = defined({ ...s.gateway });
   // Credentials are not part of the patch: the sidecar writes the values to its own files and points
   // credentials.*File at them.
   const patch = parseRuntimeConfigPatch(draft);

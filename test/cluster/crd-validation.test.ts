@@ -178,7 +178,19 @@ describe('ProxyConfig CRD on a real API server', () => {
       what: 'a base URL with a query',
       spec: sampleWith((s) => (s.upstreams.alpha.baseUrl = 'https://vertex.example.com/v1?key=x')),
       field: 'spec.upstreams.alpha.baseUrl',
-      says: /without query or fragment/,
+      says: /without query, fragment/,
+    },
+    {
+      what: 'a base URL carrying user:password@',
+      spec: sampleWith((s) => (s.upstreams.beta.baseUrl = 'https://user:secret@proxy.example.com/openai')),
+      field: 'spec.upstreams.beta.baseUrl',
+      says: /user:password@/,
+    },
+    {
+      what: 'a gateway route that cannot serve the provider',
+      spec: sampleWith((s) => (s.gateway = { anthropicRoute: 'beta' })),
+      field: 'spec.gateway.anthropicRoute',
+      says: /Unsupported value: "beta"/,
     },
     {
       what: 'a timeout below the minimum',
