@@ -58,8 +58,13 @@ export class Informer<T extends KubeObject> {
   #abort = new AbortController();
   #running: Promise<void> | undefined;
   #resyncTimer: NodeJS.Timeout | undefined;
-  /** Times the informer listed from scratch (first sync, 410 Gone, errors); useful in tests and logs. */
+  /** Times the informer listed from scratch (the first sync and every 410 Gone); useful in tests and logs. */
   relists = 0;
+  /** Watches restarted because they were silent longer than `staleAfterMs`. */
+  staleRestarts = 0;
+  /** Restarts after any other error, each one after a backoff delay. */
+  errorRestarts = 0;
+  #lastActivityAt = Date.now();
 
   constructor(opts: InformerOptions<T>) {
     this.#opts = opts;
@@ -80,6 +85,15 @@ export class Informer<T extends KubeObject> {
 
   hasSynced(): boolean {
     return this.#synced;
+  }
+
+  /**
+   * Epoch milliseconds of the run loop's last sign of life: a list page, a watch opened, a watch event or
+   * bookmark, or the end of a backoff delay. A healthy loop never goes quiet much longer than `staleAfterMs`
+   * plus one backoff delay, whatever the API server does; a longer silence means the loop itself is wedged.
+   */
+  lastActivityAt(): number {
+    return this.#lastActivityAt;
   }
 
   waitForSync(): Promise<void> {
@@ -108,29 +122,53 @@ export class Informer<T extends KubeObject> {
     const backoff = new Backoff(this.#opts.restartBackoff ?? DEFAULT_RESTART);
     const signal = this.#abort.signal;
     while (!signal.aborted) {
+      // True from a relist until the watch after it delivers an event: a 410 in that window is not an old
+      // version expiring but a server that cannot serve this one, and relisting at once would spin.
+      let justListed = false;
       try {
-        if (!this.#resourceVersion) await this.#relist(signal);
-        const receivedEvents = await this.#watch(signal);
+        if (!this.#resourceVersion) {
+          await this.#relist(signal);
+          backoff.reset();
+          justListed = true;
+        }
+        // Progress (any event) forgets earlier failures, also when the watch later ends in an error: an API
+        // server restart next week must start again from the base delay, not from where the last one left it.
+        const receivedEvents = await this.#watch(signal, () => {
+          backoff.reset();
+          justListed = false;
+        });
         // A watch the server closed normally (its timeout) is resumed at once from the last version; one
         // that ends without a single event is throttled, so a misbehaving server cannot make this spin.
-        if (receivedEvents) backoff.reset();
-        else await sleep(backoff.next(), undefined, { signal }).catch(() => undefined);
+        if (!receivedEvents) await this.#pause(backoff.next(), signal);
       } catch (error) {
         if (signal.aborted) break;
         if (error instanceof GoneError) {
-          log.info({ path: this.#opts.path }, 'watch expired (410 Gone); relisting');
           this.#resourceVersion = '';
+          if (justListed) {
+            const delay = backoff.next();
+            log.warn({ path: this.#opts.path, retryInMs: delay }, 'watch refused the version just listed (410 Gone); relisting after backoff');
+            await this.#pause(delay, signal);
+          } else {
+            log.info({ path: this.#opts.path }, 'watch expired (410 Gone); relisting');
+          }
           continue;
         }
         if (error instanceof StaleWatchError) {
+          this.staleRestarts += 1;
           log.warn({ path: this.#opts.path }, 'watch stale (no events or bookmarks); restarting it');
           continue;
         }
+        this.errorRestarts += 1;
         const delay = backoff.next();
         log.warn({ path: this.#opts.path, err: errorText(error), retryInMs: delay }, 'informer error; restarting after backoff');
-        await sleep(delay, undefined, { signal }).catch(() => undefined);
+        await this.#pause(delay, signal);
       }
     }
+  }
+
+  async #pause(ms: number, signal: AbortSignal): Promise<void> {
+    await sleep(ms, undefined, { signal }).catch(() => undefined);
+    this.#lastActivityAt = Date.now();
   }
 
   async #relist(signal: AbortSignal): Promise<void> {
@@ -142,6 +180,7 @@ export class Informer<T extends KubeObject> {
         query: { limit: PAGE_SIZE, continue: cont, labelSelector: this.#opts.labelSelector },
         signal,
       });
+      this.#lastActivityAt = Date.now();
       items.push(...(page.items ?? []));
       cont = page.metadata?.continue || undefined;
       resourceVersion = page.metadata?.resourceVersion ?? '';
@@ -168,13 +207,14 @@ export class Informer<T extends KubeObject> {
   }
 
   /** Watches until the server ends the stream; throws on errors, Gone and staleness. */
-  async #watch(outer: AbortSignal): Promise<boolean> {
+  async #watch(outer: AbortSignal, progressed: () => void): Promise<boolean> {
     const staleAfter = this.#opts.staleAfterMs ?? DEFAULT_STALE_MS;
     const controller = new AbortController();
     const signal = AbortSignal.any([outer, controller.signal]);
     let stale = false;
     let timer: NodeJS.Timeout | undefined;
     const arm = () => {
+      this.#lastActivityAt = Date.now();
       clearTimeout(timer);
       timer = setTimeout(() => {
         stale = true;
@@ -208,6 +248,7 @@ export class Informer<T extends KubeObject> {
           buffered = buffered.slice(newline + 1);
           if (!line) continue;
           this.#handleEvent(JSON.parse(line) as WatchEvent<T>);
+          if (!received) progressed();
           received = true;
         }
       }
