@@ -33,6 +33,8 @@ export interface ControlPlane {
   kubeConfig: KubeConfig;
   /** The cluster CA: signs the API server's serving certificate and every client certificate. */
   caPem: string;
+  /** http://127.0.0.1:PORT, etcd's client URL (its v3 JSON gateway: e.g. POST /v3/kv/compaction). */
+  etcdUrl: string;
   /** Folder holding etcd, kube-apiserver, kubectl and helm. */
   binDir: string;
   /**
@@ -232,6 +234,7 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
 
     return {
       server,
+      etcdUrl: `http://127.0.0.1:${etcdPort}`,
       kubeconfigPath,
       kubeConfig,
       caPem: creds.ca.certPem,
