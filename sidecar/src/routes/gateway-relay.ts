@@ -11,6 +11,7 @@ import type { MeteredCall } from '../metering/call-meter.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { ROUTES } from '../providers/routes.ts';
 import type { SpanStatus } from '../spans/span.ts';
+import { finishRelayedCall } from '../metering/call-outcome.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
 import { anthropicSseChatStream, bedrockChatStream, geminiSseChatStream, type ChatStreamTranslator } from '../translate/chat-stream.ts';
 import { AnthropicChunkTranslator, fromAnthropicMessage } from '../translate/openai-anthropic.ts';
@@ -165,7 +166,6 @@ function relayStream(ctx: RelayContext, translator: ChatStreamTranslator | null)
   Object.assign(headers, spanHeaders(ctx.trace));
   res.writeHead(upstream.statusCode, headers);
   const body = upstream.body;
-  const statusCode = upstream.statusCode;
   const toCaller = (bytes: Buffer): Buffer | string => (translator === null ? bytes : translator.write(bytes));
 
   return new Promise<void>((resolve) => {
@@ -173,18 +173,7 @@ function relayStream(ctx: RelayContext, translator: ChatStreamTranslator | null)
     const finish = (status: SpanStatus, streamError?: string) => {
       if (ended) return;
       ended = true;
-      const result = extractor.end(streamError);
-      const error = streamError ?? result.streamError ?? translator?.failure;
-      const finalStatus: SpanStatus = status === 'ok' && error ? 'error' : status;
-      upstream.settle(finalStatus === 'client_aborted' ? 'abandoned' : finalStatus === 'error' ? 'failure' : 'success');
-      call.finish({
-        prices: ctx.prices,
-        usage: result.usage,
-        responseModel: result.responseModel,
-        status: finalStatus,
-        statusCode,
-        error: error ? `upstream_stream_error: ${error}` : null,
-      });
+      finishRelayedCall({ call, upstream, extractor, prices: ctx.prices, status, streamError, laterFailure: translator?.failure });
       resolve();
     };
     body.on('data', (chunk: Buffer) => {

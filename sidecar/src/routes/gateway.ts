@@ -10,6 +10,7 @@ import type { ConfigStore } from '../config/config-store.ts';
 import { ProxyError } from '../errors.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
+import { finishFailedCall } from '../metering/call-outcome.ts';
 import { formatTraceparent, startSpanContext } from '../spans/trace-context.ts';
 import { GatewayError, proxyErrorBody } from '../translate/openai-error.ts';
 import { isRecord } from '../usage/token-count.ts';
@@ -158,16 +159,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
       return;
     }
     const proxyError = error instanceof ProxyError ? error : toProxyError(plan?.route ?? 'beta', error);
-    if (call && !call.finished) {
-      const aborted = res.destroyed && !res.writableFinished;
-      call.finish({
-        prices: snapshot.prices,
-        usage: null,
-        status: aborted ? 'client_aborted' : proxyError.isClientError ? 'rejected' : 'error',
-        statusCode: null,
-        error: `${proxyError.code}: ${proxyError.message}`,
-      });
-    }
+    if (call) finishFailedCall(call, snapshot.prices, proxyError, res);
     if (!res.destroyed) {
       if (res.headersSent) res.destroy(proxyError);
       else sendJson(res, proxyError.statusCode, proxyErrorBody(proxyError), trace);

@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import { ProxyError } from '../errors.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
+import { finishFailedCall, finishRelayedCall } from '../metering/call-outcome.ts';
 import type { ConfigStore } from '../config/config-store.ts';
 import { planUpstreamRequest, routeReadsBody } from '../providers/upstream-request.ts';
 import { isRouteName, ROUTES, type RouteName } from '../providers/routes.ts';
@@ -155,16 +156,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     // Refused before the call was planned (body over the limit, bad JSON, a path that leaves the base):
     // still one span, so every answer's X-Proxy-Span-Id can be looked up.
     call ??= opts.meter.start({ route, provider: spec.provider, model: 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace });
-    if (!call.finished) {
-      const aborted = res.destroyed && !res.writableFinished;
-      call.finish({
-        prices: snapshot.prices,
-        usage: null,
-        status: aborted ? 'client_aborted' : proxyError.isClientError ? 'rejected' : 'error',
-        statusCode: null,
-        error: `${proxyError.code}: ${proxyError.message}`,
-      });
-    }
+    finishFailedCall(call, snapshot.prices, proxyError, res);
     if (!res.destroyed) sendProxyError(res, proxyError, trace);
   } finally {
     done();
@@ -202,18 +194,7 @@ function relayResponse(
     const finish = (status: SpanStatus, streamError?: string) => {
       if (ended) return;
       ended = true;
-      const result = extractor.end(streamError);
-      const error = streamError ?? result.streamError;
-      const finalStatus: SpanStatus = status === 'ok' && error ? 'error' : status;
-      upstream.settle(finalStatus === 'client_aborted' ? 'abandoned' : finalStatus === 'error' ? 'failure' : 'success');
-      call.finish({
-        prices,
-        usage: result.usage,
-        responseModel: result.responseModel,
-        status: finalStatus,
-        statusCode,
-        error: error ? `upstream_stream_error: ${error}` : null,
-      });
+      finishRelayedCall({ call, upstream, extractor, prices, status, streamError });
       resolve();
     };
     body.on('data', (chunk: Buffer) => {
