@@ -4,8 +4,13 @@
 import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
+import { startHealthServer } from './health/health-server.ts';
 import { startOperator } from './operator.ts';
 import { OPERATOR_USAGE, parseOperatorArgs, UsageError } from './options.ts';
+
+// Longer than any quiet spell of a working informer loop: the stale-watch limit (150 s) plus the longest
+// restart backoff (30 s) plus a request timeout (30 s), with room to spare.
+const INFORMER_STUCK_AFTER_MS = 5 * 60_000;
 
 export async function main(argv: string[]): Promise<number> {
   let settings;
@@ -39,7 +44,21 @@ export async function main(argv: string[]): Promise<number> {
     renewDeadlineMs: settings.renewDeadlineMs,
     retryPeriodMs: settings.retryPeriodMs,
   });
-  logger.info({ namespace: settings.namespace, lease: settings.leaseName, grpcPort: settings.grpcPort }, 'operator started');
+  let health;
+  try {
+    health = await startHealthServer({
+      host: settings.healthHost,
+      port: settings.healthPort,
+      informers: operator.informers,
+      stuckAfterMs: INFORMER_STUCK_AFTER_MS,
+      logger: logger.child({ component: 'health' }),
+    });
+  } catch (error) {
+    logger.error({ err: error instanceof Error ? error.message : String(error), healthPort: settings.healthPort }, 'cannot open the health port');
+    await operator.stop();
+    return 1;
+  }
+  logger.info({ namespace: settings.namespace, lease: settings.leaseName, grpcPort: settings.grpcPort, healthPort: health.port }, 'operator started');
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
@@ -47,6 +66,7 @@ export async function main(argv: string[]): Promise<number> {
   });
   logger.info({ signal }, 'shutting down');
   await operator.stop();
+  await health.stop();
   logger.info('operator stopped');
   return 0;
 }

@@ -15,6 +15,7 @@ import { Informer } from './kube/informer.ts';
 import { LeaderElector } from './kube/leader-election.ts';
 import { runWorkers, WorkQueue, type Workers } from './kube/work-queue.ts';
 import { type PushServer, startPushServer } from './push/push-server.ts';
+import type { ProbedInformer } from './health/health-server.ts';
 import { SidecarRegistry } from './push/sidecar-registry.ts';
 import { referencedSecrets } from './render.ts';
 import { loadServingCertificate, type TlsSource } from './tls/serving-certificate.ts';
@@ -38,6 +39,8 @@ export interface OperatorOptions {
 
 export interface Operator {
   isLeader(): boolean;
+  /** The informers by name, for the health probes (they run on every replica, leader or not). */
+  informers: Record<string, ProbedInformer>;
   /** The push server's port while leading. */
   pushPort(): number | undefined;
   stop(): Promise<void>;
@@ -190,6 +193,7 @@ export function startOperator(opts: OperatorOptions): Operator {
 
   return {
     isLeader: () => elector.isLeader(),
+    informers: { proxyconfigs: proxyConfigs, secrets },
     pushPort: () => work?.server?.port,
     async stop() {
       await elector.stop();

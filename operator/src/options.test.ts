@@ -12,6 +12,8 @@ describe('parseOperatorArgs', () => {
       identity: 'op-0',
       grpcHost: '0.0.0.0',
       grpcPort: 8443,
+      healthHost: '0.0.0.0',
+      healthPort: 8081,
       tls: { kind: 'secret', namespace: 'tg', name: 'tollgate-operator-tls', dnsNames: ['tollgate-operator.tg.svc', 'tollgate-operator.tg.svc.cluster.local'], ipAddresses: ['127.0.0.1'] },
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
@@ -25,10 +27,12 @@ describe('parseOperatorArgs', () => {
     expect(s.tls).toEqual({ kind: 'files', certFile: 'c.pem', keyFile: 'k.pem' });
     expect(s).toMatchObject({ kubeconfig: '/k', identity: 'me', grpcPort: 0, namespace: 'tollgate-system' });
     expect(parse([], {}).identity).toBe('host-42');
+    expect(parse(['--health-host=127.0.0.1', '--health-port=0'])).toMatchObject({ healthHost: '127.0.0.1', healthPort: 0 });
   });
 
   it('names the flag that is wrong', () => {
     expect(() => parse(['--grpc-port', '70000'])).toThrow(/--grpc-port must be a port number/);
+    expect(() => parse(['--health-port', 'http'])).toThrow(/--health-port must be a port number 0-65535 \(got "http"\)/);
     expect(() => parse(['--tls-cert', 'c.pem'])).toThrow(/--tls-cert and --tls-key must be given together/);
     expect(() => parse(['--renew-deadline', '20'])).toThrow(/--renew-deadline must be shorter than --lease-duration/);
     expect(() => parse(['--namespace', 'Bad_NS'])).toThrow(/--namespace must be a namespace name/);

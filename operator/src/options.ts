@@ -17,6 +17,9 @@ options:
   --identity ID            this replica's identity in the Lease (default: $POD_NAME, else hostname-pid)
   --grpc-host HOST         push server address (default: 0.0.0.0)
   --grpc-port PORT         push server port (default: 8443)
+  --health-host HOST       address of the /healthz and /readyz listener, served by every replica
+                           (default: 0.0.0.0)
+  --health-port PORT       its port (default: 8081)
   --tls-cert PATH          serving certificate (PEM); with --tls-key. Without both, the operator
   --tls-key PATH           generates a CA and certificate and keeps them in --tls-secret
   --tls-secret NAME        Secret for the generated certificate, key and ca.crt (default: tollgate-operator-tls)
@@ -46,6 +49,8 @@ export interface OperatorSettings {
   identity: string;
   grpcHost: string;
   grpcPort: number;
+  healthHost: string;
+  healthPort: number;
   tls: TlsSource;
   watchNamespace?: string;
   leaseDurationMs: number;
@@ -110,6 +115,8 @@ export function parseOperatorArgs(argv: string[], env: Record<string, string | u
     identity: values.identity ?? env.POD_NAME ?? `${hostname}-${pid}`,
     grpcHost: values['grpc-host'] ?? '0.0.0.0',
     grpcPort: port(values['grpc-port'] ?? '8443', '--grpc-port'),
+    healthHost: values['health-host'] ?? '0.0.0.0',
+    healthPort: port(values['health-port'] ?? '8081', '--health-port'),
     tls,
     ...(values['watch-namespace'] ? { watchNamespace: namespaceName(values['watch-namespace'], '--watch-namespace') } : {}),
     leaseDurationMs,
@@ -131,6 +138,8 @@ function parse(argv: string[]) {
       identity: { type: 'string' },
       'grpc-host': { type: 'string' },
       'grpc-port': { type: 'string' },
+      'health-host': { type: 'string' },
+      'health-port': { type: 'string' },
       'tls-cert': { type: 'string' },
       'tls-key': { type: 'string' },
       'tls-secret': { type: 'string' },

@@ -78,6 +78,9 @@ export function startOperatorProcess(opts: { kubeconfig: string; identity: strin
       '--grpc-host=127.0.0.1',
       `--grpc-port=${opts.grpcPort}`,
       '--log-level=debug',
+      // Every test operator gets a loopback health port of its own (two run at once in failover tests).
+      '--health-host=127.0.0.1',
+      '--health-port=0',
       ...(opts.extraArgs ?? []),
     ],
     logPath: join(opts.logDir, `${opts.identity}.log`),

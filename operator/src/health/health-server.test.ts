@@ -1,0 +1,68 @@
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type HealthServer, type ProbedInformer, startHealthServer } from './health-server.ts';
+
+class InformerState implements ProbedInformer {
+  synced = false;
+  activity = 0;
+  hasSynced() {
+    return this.synced;
+  }
+  lastActivityAt() {
+    return this.activity;
+  }
+}
+
+const servers: HealthServer[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) await s.stop();
+});
+
+async function start(informers: Record<string, ProbedInformer>, now: () => number) {
+  const server = await startHealthServer({ host: '127.0.0.1', port: 0, informers, stuckAfterMs: 300_000, logger: pino({ level: 'silent' }), now });
+  servers.push(server);
+  const get = async (path: string, method = 'GET') => {
+    const res = await fetch(`http://127.0.0.1:${server.port}${path}`, { method });
+    return { status: res.status, body: await res.text() };
+  };
+  return { server, get };
+}
+
+describe('operator health listener', () => {
+  it('is ready only once every informer has synced, and names the one that has not', async () => {
+    const proxyConfigs = new InformerState();
+    const secrets = new InformerState();
+    const { get } = await start({ proxyconfigs: proxyConfigs, secrets }, () => 0);
+    proxyConfigs.synced = true;
+    expect(await get('/readyz')).toEqual({ status: 503, body: 'informer secrets: cache not synced yet\n' });
+    secrets.synced = true;
+    expect(await get('/readyz')).toEqual({ status: 200, body: 'ok\n' });
+  });
+
+  it('is live while the informer loops show activity, fails past the limit naming the loop, and recovers', async () => {
+    const secrets = new InformerState();
+    let now = 1_000_000;
+    const { get } = await start({ secrets }, () => now);
+    secrets.activity = now;
+    // Not synced (an unreachable API server, say) is not a reason to restart.
+    expect(await get('/healthz')).toEqual({ status: 200, body: 'ok\n' });
+    now += 300_000;
+    expect((await get('/healthz')).status).toBe(200);
+    now += 1_000;
+    expect(await get('/healthz')).toEqual({ status: 503, body: 'informer secrets: no activity for 301s (limit 300s)\n' });
+    secrets.activity = now;
+    expect((await get('/healthz')).status).toBe(200);
+  });
+
+  it('serves nothing else', async () => {
+    const { get } = await start({}, () => 0);
+    expect((await get('/metrics')).status).toBe(404);
+    expect((await get('/healthz', 'POST')).status).toBe(405);
+    expect((await get('/healthz?verbose=1')).status).toBe(200);
+  });
+
+  it('refuses to start on a port that is taken', async () => {
+    const { server } = await start({}, () => 0);
+    await expect(startHealthServer({ host: '127.0.0.1', port: server.port, informers: {}, stuckAfterMs: 1, logger: pino({ level: 'silent' }) })).rejects.toThrow(/EADDRINUSE/);
+  });
+});

@@ -1,0 +1,103 @@
+// Kubelet probes for the operator, on a plain-HTTP port of their own that every replica opens (standbys do not
+// open the push port, ADR 0701/0720). /readyz: the informer caches have synced, so this replica could lead at
+// once. /healthz: the process answers and no informer's run loop has been silent past a limit. An API server
+// outage does not fail /healthz: the informers keep retrying (and stay "active") and a restart would not help;
+// only a wedged loop does, which a restart fixes.
+
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+
+/** What the probes read from an informer (operator/src/kube/informer.ts implements it). */
+export interface ProbedInformer {
+  hasSynced(): boolean;
+  /** Epoch milliseconds of the informer loop's last sign of life. */
+  lastActivityAt(): number;
+}
+
+export interface ProbeResult {
+  ok: boolean;
+  /** One line per informer that fails the probe; empty when ok. */
+  problems: string[];
+}
+
+/** /readyz: every informer has listed at least once. */
+export function readiness(informers: Record<string, ProbedInformer>): ProbeResult {
+  const problems = Object.entries(informers)
+    .filter(([, informer]) => !informer.hasSynced())
+    .map(([name]) => `informer ${name}: cache not synced yet`);
+  return { ok: problems.length === 0, problems };
+}
+
+/** /healthz: no informer loop silent for longer than `stuckAfterMs`. */
+export function liveness(informers: Record<string, ProbedInformer>, now: number, stuckAfterMs: number): ProbeResult {
+  const problems: string[] = [];
+  for (const [name, informer] of Object.entries(informers)) {
+    const silentMs = now - informer.lastActivityAt();
+    if (silentMs > stuckAfterMs) {
+      problems.push(`informer ${name}: no activity for ${Math.round(silentMs / 1000)}s (limit ${Math.round(stuckAfterMs / 1000)}s)`);
+    }
+  }
+  return { ok: problems.length === 0, problems };
+}
+
+export interface HealthServerOptions {
+  host: string;
+  port: number;
+  informers: Record<string, ProbedInformer>;
+  /** Silence of an informer loop after which /healthz fails. */
+  stuckAfterMs: number;
+  logger: Logger;
+  now?: () => number;
+}
+
+export interface HealthServer {
+  port: number;
+  stop(): Promise<void>;
+}
+
+export async function startHealthServer(opts: HealthServerOptions): Promise<HealthServer> {
+  const now = opts.now ?? Date.now;
+  // Only the transition is logged: kubelet probes every few seconds and a steady state is not news.
+  let lastLive = true;
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '').split('?')[0];
+    let result: ProbeResult;
+    if (path === '/readyz') result = readiness(opts.informers);
+    else if (path === '/healthz') {
+      result = liveness(opts.informers, now(), opts.stuckAfterMs);
+      if (result.ok !== lastLive) {
+        lastLive = result.ok;
+        if (result.ok) opts.logger.info('liveness recovered');
+        else opts.logger.error({ problems: result.problems }, 'liveness failing: informer loop stuck');
+      }
+    } else {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: only /healthz and /readyz are served here\n');
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { 'content-type': 'text/plain', allow: 'GET, HEAD' }).end(`method ${req.method} not allowed\n`);
+      return;
+    }
+    res.writeHead(result.ok ? 200 : 503, { 'content-type': 'text/plain', 'cache-control': 'no-store' });
+    res.end(result.ok ? 'ok\n' : `${result.problems.join('\n')}\n`);
+  });
+  // Probes are tiny; a client that holds a connection open must not keep the process from stopping.
+  server.keepAliveTimeout = 5_000;
+  server.requestTimeout = 10_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
