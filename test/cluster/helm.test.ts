@@ -187,6 +187,13 @@ describe('helm install into the real control plane', () => {
       expect(svc.spec?.selector?.['app.kubernetes.io/component']).toBe(name.replace('tollgate-', ''));
     }
 
+    // The operator's probes go to its health port, which standbys serve too (ADR 0720).
+    const operator = (await apps.readNamespacedDeployment({ namespace: NS, name: 'tollgate-operator' })).spec?.template.spec?.containers[0];
+    expect(operator?.args).toContain('--health-port=8081');
+    expect(operator?.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'health', scheme: 'HTTP' });
+    expect(operator?.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'health', scheme: 'HTTP' });
+    expect(operator?.ports).toContainEqual(expect.objectContaining({ name: 'health', containerPort: 8081 }));
+
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
     const webhookRole = await rbac.readClusterRole({ name: 'tollgate-webhook' });
     expect(webhookRole.rules).toContainEqual(expect.objectContaining({ resources: ['mutatingwebhookconfigurations'], resourceNames: ['tollgate'], verbs: ['get', 'patch'] }));
