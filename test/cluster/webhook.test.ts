@@ -142,7 +142,7 @@ describe('injection through the API server', () => {
     const pod = await stored('plain', 'agent');
     expect(pod.spec!.initContainers ?? []).toEqual([]);
     const sidecar = pod.spec!.containers.find((c) => c.name === 'tollgate-proxy')!;
-    expect(sidecar.ports).toMatchObject([{ containerPort: 9191 }]);
+    expect(sidecar.ports).toMatchObject([{ containerPort: 9191 }, { name: 'tollgate-health', containerPort: 15181 }]);
     expect(sidecar.resources).toMatchObject({ requests: { memory: '512Mi' }, limits: { memory: '512Mi' } });
     const env = Object.fromEntries((pod.spec!.containers[0]!.env ?? []).map((e) => [e.name, e.value]));
     expect(env).toEqual({

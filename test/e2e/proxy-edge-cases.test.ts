@@ -81,6 +81,9 @@ interface SpanJson {
   status: string;
   status_code: number | null;
   error: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
 }
 
 async function spans(): Promise<SpanJson[]> {
@@ -350,6 +353,44 @@ describe('callers that leave', () => {
     // The abandoned probe gave no verdict: the next call is the new probe, not refused.
     bare.handle = (_req, res) => res.end('{}');
     expect((await raw('POST', cloudPath, { 'content-type': 'application/json' }, '{}')).status).toBe(200);
+  });
+
+  it('after the last event (as SDKs stop at the end of a stream): the call is complete and costed, not aborted', async () => {
+    // A whole Anthropic stream, then the upstream keeps the connection open: the caller leaves first.
+    const events = [
+      ['message_start', { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-20250514', content: [], usage: { input_tokens: 100, output_tokens: 1 } } }],
+      ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi' } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+      ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 20 } }],
+      ['message_stop', { type: 'message_stop' }],
+    ] as const;
+    bare.handle = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(events.map(([type, data]) => `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`).join(''));
+      // no res.end(): the caller's departure ends the call
+    };
+    const id = requestId();
+    await new Promise<void>((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port: proxy.port, method: 'POST', path: cloudPath, headers: { 'content-type': 'application/json', 'x-request-id': id }, agent: false }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+          if (text.includes('message_stop')) {
+            req.destroy();
+            resolve();
+          }
+        });
+      });
+      req.once('error', () => undefined);
+      req.end('{}');
+      setTimeout(() => reject(new Error('the stream did not arrive')), 5000);
+    });
+    await until('the upstream request to be aborted', () => bare.seen.at(-1)!.aborted);
+    const span = await spanByRequestId(id);
+    expect(span).toMatchObject({ status: 'ok', status_code: 200, input_tokens: 100, output_tokens: 20 });
+    expect(span.cost_usd).toBeCloseTo((100 * 3 + 20 * 15) / 1e6, 12);
   });
 
   it('before the response headers: the upstream request is aborted and the half-open probe is released', async () => {

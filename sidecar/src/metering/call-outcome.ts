@@ -24,9 +24,15 @@ export function finishRelayedCall(opts: {
   /** A failure found by a later stage (a translator that met an in-stream error event). */
   laterFailure?: string | undefined;
 }): void {
-  const result = opts.extractor.end(opts.streamError);
-  const error = opts.streamError ?? result.streamError ?? opts.laterFailure;
-  const status: SpanStatus = opts.status === 'ok' && error ? 'error' : opts.status;
+  const callerLeft = opts.status === 'client_aborted';
+  // A caller that stops reading at the stream's last event (SDKs do, at `data: [DONE]`) has had the whole
+  // answer: when the extractor saw the stream's end marker, the call is complete, not aborted.
+  const result = opts.extractor.end(callerLeft ? undefined : opts.streamError);
+  const completeBeforeLeaving = callerLeft && result.streamError === undefined && result.usage !== null;
+  const streamError = completeBeforeLeaving ? undefined : (opts.streamError ?? result.streamError);
+  const error = streamError ?? opts.laterFailure;
+  const reported: SpanStatus = completeBeforeLeaving ? 'ok' : opts.status;
+  const status: SpanStatus = reported === 'ok' && error ? 'error' : reported;
   opts.upstream.settle(status === 'client_aborted' ? 'abandoned' : status === 'error' ? 'failure' : 'success');
   opts.call.finish({
     prices: opts.prices,
