@@ -35,7 +35,7 @@ export class SnapshotRejectedError extends Error {
   }
 }
 
-/** Credential name (proto) → file name. Only the first two are wired into the runtime config today. */
+/** Credential name (proto) → file name; each file is named in the runtime config's credentials section. */
 const CREDENTIAL_FILES: Record<string, string> = {
   openaiApiKey: 'openai-api-key',
   anthropicApiKey: 'anthropic-api-key',

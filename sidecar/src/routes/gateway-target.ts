@@ -99,7 +99,8 @@ function vertexBase(route: GatewayRoute, upstream: UpstreamConfig | undefined, e
   if (!project) {
     throw new ProxyError('upstream_misconfigured', `route ${route} needs a Google Cloud project: set upstreams.${route}.project or GOOGLE_CLOUD_PROJECT`);
   }
-  const location = upstream?.location ?? env.CLOUD_ML_REGION ?? 'us-central1';
+  // the same default as the host (upstreamBaseUrl), so host and path always name one region
+  const location = upstream?.location ?? 'us-central1';
   return `/v1/projects/${encodeURIComponent(project)}/locations/${encodeURIComponent(location)}`;
 }
 

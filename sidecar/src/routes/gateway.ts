@@ -26,7 +26,7 @@ export interface GatewayRoutesOptions {
   client: UpstreamClient;
   meter: CallMeter;
   lifecycle: Lifecycle;
-  /** Environment for defaults (GOOGLE_CLOUD_PROJECT, CLOUD_ML_REGION); process.env when absent. */
+  /** Environment for defaults (GOOGLE_CLOUD_PROJECT, ANTHROPIC_VERTEX_PROJECT_ID); process.env when absent. */
   env?: NodeJS.ProcessEnv;
 }
 
