@@ -5,8 +5,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Logger } from 'pino';
 import type { CredentialProvider } from './auth/credential-provider.ts';
 import { createCredentialProviders } from './auth/credential-provider.ts';
+import { followCredentialSettings } from './auth/live-credentials.ts';
 import type { ConfigStore } from './config/config-store.ts';
-import type { CredentialsConfig } from './config/runtime-config.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { CallMeter } from './metering/call-meter.ts';
 import type { CredentialKind } from './providers/routes.ts';
@@ -51,27 +51,10 @@ export function buildEngine(opts: EngineOptions): Engine {
     opts.credentials ??
     createCredentialProviders({ credentials: config.credentials, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
   const client = new UpstreamClient({ credentials, breaker: config.breaker, logger });
-  let credentialsConfig: CredentialsConfig = config.credentials;
-  const unsubscribe = store.subscribe((snapshot) => {
-    client.updateBreakerConfig(snapshot.config.breaker);
-    // Credential files can be set later (the operator writes pushed Secrets to files).
-    const next = snapshot.config.credentials;
-    if (opts.credentials || JSON.stringify(next) === JSON.stringify(credentialsConfig)) return;
-    const previous = credentialsConfig;
-    credentialsConfig = next;
-    const fresh = createCredentialProviders({ credentials: next, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
-    // Swap only the providers whose settings changed, so the other token caches survive.
-    const changed = (keys: (keyof CredentialsConfig)[]) => keys.some((k) => previous[k] !== next[k]);
-    const swap: Partial<Record<CredentialKind, CredentialProvider>> = {};
-    if (changed(['openaiApiKeyFile'])) swap['openai-api-key'] = fresh['openai-api-key'];
-    if (changed(['anthropicApiKeyFile'])) swap['anthropic-api-key'] = fresh['anthropic-api-key'];
-    if (changed(['googleCredentialsFile'])) swap['google-adc'] = fresh['google-adc'];
-    if (changed(['awsAccessKeyIdFile', 'awsSecretAccessKeyFile', 'awsSessionTokenFile'])) swap['aws-sigv4'] = fresh['aws-sigv4'];
-    client.replaceCredentials(swap);
-    for (const [kind, provider] of Object.entries(fresh) as [CredentialKind, CredentialProvider][]) {
-      if (swap[kind] !== provider) provider.close();
-    }
-  });
+  const unsubscribeBreaker = store.subscribe((snapshot) => client.updateBreakerConfig(snapshot.config.breaker));
+  const unsubscribeCredentials = opts.credentials
+    ? () => undefined
+    : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
   const lifecycle = new Lifecycle();
   const meter = new CallMeter(writer, logger);
 
@@ -110,7 +93,8 @@ export function buildEngine(opts: EngineOptions): Engine {
       app.server.closeIdleConnections();
       if (!drained) app.server.closeAllConnections();
       await closed;
-      unsubscribe();
+      unsubscribeBreaker();
+      unsubscribeCredentials();
       await writer.close();
       await spans.close();
       await client.close();
