@@ -1,6 +1,8 @@
 // Assembles the operator: informers for ProxyConfigs and Secrets run on every replica (a standby's cache is
 // warm when it takes over); the reconcilers, the sidecar registry and the push server run only on the leader
-// (docs/decisions/0701), started when the Lease is won and stopped when it is lost or on shutdown.
+// (docs/decisions/0701), started when the Lease is won and stopped when it is lost or on shutdown. The leader
+// lists itself as the push Service's only endpoint once its push server listens, and withdraws before it
+// stops (docs/decisions/0721).
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -13,6 +15,7 @@ import { KubeApi, objectKey } from './kube/api-client.ts';
 import { EventRecorder } from './kube/event-recorder.ts';
 import { Informer } from './kube/informer.ts';
 import { LeaderElector } from './kube/leader-election.ts';
+import { LeaderEndpoint } from './kube/leader-endpoint.ts';
 import { runWorkers, WorkQueue, type Workers } from './kube/work-queue.ts';
 import { type PushServer, startPushServer } from './push/push-server.ts';
 import type { ProbedInformer } from './health/health-server.ts';
@@ -35,6 +38,11 @@ export interface OperatorOptions {
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
+  /**
+   * The selector-less push Service whose EndpointSlice the leader keeps pointing at `podIP` (in
+   * leaseNamespace). Absent: no EndpointSlice is written (running outside a cluster).
+   */
+  leaderEndpoint?: { service: string; podIP: string; portName?: string; resyncMs?: number };
 }
 
 export interface Operator {
@@ -51,6 +59,7 @@ interface LeaderWork {
   workers: Workers;
   registry: SidecarRegistry;
   server?: PushServer;
+  endpoint?: { abort: AbortController; publishing: Promise<void> };
 }
 
 export function startOperator(opts: OperatorOptions): Operator {
@@ -69,6 +78,19 @@ export function startOperator(opts: OperatorOptions): Operator {
     logger: logger.child({ informer: 'secrets' }),
     transform: slimSecret,
   });
+
+  const leaderEndpoint = opts.leaderEndpoint
+    ? new LeaderEndpoint({
+        api,
+        namespace: opts.leaseNamespace,
+        service: opts.leaderEndpoint.service,
+        identity: opts.identity,
+        podIP: opts.leaderEndpoint.podIP,
+        logger: logger.child({ component: 'leader-endpoint' }),
+        ...(opts.leaderEndpoint.portName ? { portName: opts.leaderEndpoint.portName } : {}),
+        ...(opts.leaderEndpoint.resyncMs ? { resyncMs: opts.leaderEndpoint.resyncMs } : {}),
+      })
+    : undefined;
 
   let work: LeaderWork | undefined;
   const enqueue = (key: string) => work?.queue.add(key);
@@ -143,12 +165,23 @@ export function startOperator(opts: OperatorOptions): Operator {
     const tls = await loadServingCertificate(opts.tls, api, logger);
     if (signal.aborted) return;
     work.server = await startPushServer({ api, registry, logger: logger.child({ component: 'push' }), host: opts.grpcHost, port: opts.grpcPort, tls });
+    if (leaderEndpoint) {
+      // Only now: the Service must not send sidecars here before the push port listens.
+      const abort = new AbortController();
+      work.endpoint = { abort, publishing: leaderEndpoint.publish(work.server.port, abort.signal) };
+    }
   };
 
   const stopLeading = async () => {
     const current = work;
     work = undefined;
     if (!current) return;
+    if (current.endpoint && leaderEndpoint) {
+      // Withdraw first, so new connections stop arriving before the push server closes.
+      current.endpoint.abort.abort();
+      await current.endpoint.publishing;
+      await leaderEndpoint.withdraw();
+    }
     await current.server?.stop();
     await current.workers.stop();
     current.registry.close();

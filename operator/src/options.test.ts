@@ -30,6 +30,13 @@ describe('parseOperatorArgs', () => {
     expect(parse(['--health-host=127.0.0.1', '--health-port=0'])).toMatchObject({ healthHost: '127.0.0.1', healthPort: 0 });
   });
 
+  it('publishes the leader endpoint only when it knows its pod IP (flag, else $POD_IP)', () => {
+    expect(parse([]).leaderEndpoint).toBeUndefined();
+    expect(parse([], { POD_IP: '' }).leaderEndpoint).toBeUndefined();
+    expect(parse([], { POD_IP: '10.1.2.3' }).leaderEndpoint).toEqual({ service: 'tollgate-operator', podIP: '10.1.2.3' });
+    expect(parse(['--pod-ip=fd00::7', '--push-service=rel-tollgate-operator'], { POD_IP: '10.1.2.3' }).leaderEndpoint).toEqual({ service: 'rel-tollgate-operator', podIP: 'fd00::7' });
+  });
+
   it('names the flag that is wrong', () => {
     expect(() => parse(['--grpc-port', '70000'])).toThrow(/--grpc-port must be a port number/);
     expect(() => parse(['--health-port', 'http'])).toThrow(/--health-port must be a port number 0-65535 \(got "http"\)/);
@@ -38,5 +45,8 @@ describe('parseOperatorArgs', () => {
     expect(() => parse(['--namespace', 'Bad_NS'])).toThrow(/--namespace must be a namespace name/);
     expect(() => parse(['--bogus'])).toThrow(UsageError);
     expect(() => parse(['--log-level', 'loud'])).toThrow(/--log-level must be one of/);
+    expect(() => parse(['--pod-ip', '10.0.0.300'])).toThrow(/--pod-ip must be an IPv4 or IPv6 address \(got "10.0.0.300"\)/);
+    expect(() => parse([], { POD_IP: 'pod' })).toThrow(/--pod-ip must be an IPv4 or IPv6 address/);
+    expect(() => parse(['--pod-ip=10.0.0.3', '--push-service=Push_Svc'])).toThrow(/--push-service must be a Service name/);
   });
 });

@@ -1,6 +1,7 @@
 // `tollgate operator` command line and environment → operator settings, as a pure function so every flag is
 // tested without starting anything. Bad input throws UsageError naming the flag.
 
+import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { TlsSource } from './tls/serving-certificate.ts';
 
@@ -26,6 +27,10 @@ options:
   --tls-dns-name NAME      DNS name in the generated certificate, repeatable
                            (default: tollgate-operator.NS.svc and tollgate-operator.NS.svc.cluster.local)
   --tls-ip IP              IP address in the generated certificate, repeatable (default: 127.0.0.1)
+  --pod-ip IP              this replica's pod IP (default: $POD_IP). When set, the leader lists it as the
+                           only endpoint of --push-service (an EndpointSlice in --namespace); without it
+                           no EndpointSlice is written
+  --push-service NAME      the selector-less push Service (default: tollgate-operator)
   --watch-namespace NS     watch ProxyConfigs and Secrets in this namespace only (default: all)
   --lease-duration SEC     leader election lease duration (default: 15)
   --renew-deadline SEC     leader gives up if it cannot renew for this long (default: 10)
@@ -53,6 +58,8 @@ export interface OperatorSettings {
   healthPort: number;
   tls: TlsSource;
   watchNamespace?: string;
+  /** Present when the leader publishes itself as the push Service's endpoint (docs/decisions/0721). */
+  leaderEndpoint?: { service: string; podIP: string };
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
@@ -107,6 +114,10 @@ export function parseOperatorArgs(argv: string[], env: Record<string, string | u
   const logLevel = values['log-level'] ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
   const kubeconfig = values.kubeconfig ?? env.KUBECONFIG;
+  const podIP = values['pod-ip'] ?? (env.POD_IP || undefined);
+  if (podIP !== undefined && !isIP(podIP)) throw new UsageError(`--pod-ip must be an IPv4 or IPv6 address (got ${JSON.stringify(podIP)})`);
+  const pushService = values['push-service'] ?? 'tollgate-operator';
+  if (!DNS_LABEL.test(pushService) || pushService.length > 63) throw new UsageError(`--push-service must be a Service name (got ${JSON.stringify(pushService)})`);
   return {
     help: values.help ?? false,
     ...(kubeconfig ? { kubeconfig } : {}),
@@ -119,6 +130,7 @@ export function parseOperatorArgs(argv: string[], env: Record<string, string | u
     healthPort: port(values['health-port'] ?? '8081', '--health-port'),
     tls,
     ...(values['watch-namespace'] ? { watchNamespace: namespaceName(values['watch-namespace'], '--watch-namespace') } : {}),
+    ...(podIP ? { leaderEndpoint: { service: pushService, podIP } } : {}),
     leaseDurationMs,
     renewDeadlineMs,
     retryPeriodMs,
@@ -146,6 +158,8 @@ function parse(argv: string[]) {
       'tls-dns-name': { type: 'string', multiple: true },
       'tls-ip': { type: 'string', multiple: true },
       'watch-namespace': { type: 'string' },
+      'pod-ip': { type: 'string' },
+      'push-service': { type: 'string' },
       'lease-duration': { type: 'string' },
       'renew-deadline': { type: 'string' },
       'retry-period': { type: 'string' },

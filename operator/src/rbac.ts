@@ -1,7 +1,8 @@
 // The least the operator needs from the API server, as RBAC objects (for the Helm chart and the tests, which
 // run the operator as a user bound to exactly these). Cluster-wide: read ProxyConfigs and Secrets, write
 // ProxyConfig status, read pods (their proxy-config annotation), review tokens, record events. In its own
-// namespace: its Lease and the Secret holding the generated push-server certificate.
+// namespace: its Lease, the Secret holding the generated push-server certificate and the push Service's
+// EndpointSlice.
 
 export interface RbacSubject {
   kind: 'ServiceAccount' | 'User';
@@ -41,6 +42,8 @@ export function operatorRbac(opts: { namespace: string; name?: string; subject: 
       rules: [
         { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
         { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'update'] },
+        // The push Service's EndpointSlice, which the leader points at itself (docs/decisions/0721).
+        { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['get', 'create', 'update', 'patch'] },
       ],
     },
     {
