@@ -337,6 +337,12 @@ describe('/_local/api/traces', () => {
     const res = await post('/proxy/beta/v1/chat/completions', { model: 'gpt-4o-mini', ...chatBody }, { 'x-tollgate-user': 'bob', 'x-request-id': 'req-42' });
     const spanId = res.headers.get('x-proxy-span-id');
     await spanFor(res);
+    expect(res.headers.get('x-proxy-request-id')).toBe('req-42');
+    expect(res.headers.get('x-request-id')).toMatch(/^req_/); // the provider's own id is left alone
+    const generated = await post('/proxy/beta/v1/chat/completions', { model: 'gpt-4o-mini', ...chatBody });
+    const generatedId = generated.headers.get('x-proxy-request-id');
+    expect(generatedId).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await spanFor(generated)) as unknown as { request_id: string }).toMatchObject({ request_id: generatedId });
     const line = proxy.logs.find((l) => l.span_id === spanId);
     expect(line).toMatchObject({ msg: 'llm call', provider: 'openai', model: 'gpt-4o-mini', user_id: 'bob', request_id: 'req-42' });
     expect(typeof line!.cost_usd).toBe('number');

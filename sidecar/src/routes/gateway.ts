@@ -96,6 +96,7 @@ function bodyUser(request: Record<string, unknown>): string | null {
 async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply, opts: GatewayRoutesOptions): Promise<void> {
   reply.hijack();
   const res = reply.raw;
+  res.setHeader('x-proxy-request-id', request.id); // as on /proxy: the id in the proxy's log line and span
   const trace = startSpanContext(header(request, 'traceparent'), header(request, 'tracestate'));
   if (opts.lifecycle.draining) {
     res.setHeader('connection', 'close');

@@ -76,6 +76,9 @@ export function sendProxyError(res: ServerResponse, error: ProxyError, trace: Tr
 async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opts: ProxyRoutesOptions): Promise<void> {
   reply.hijack();
   const res = reply.raw;
+  // The id of this call in the proxy's log line and span (the caller's x-request-id, else a generated one).
+  // Its own header, because providers answer with an x-request-id of their own that callers quote to them.
+  res.setHeader('x-proxy-request-id', request.id);
   const trace = startSpanContext(header(request, 'traceparent'), header(request, 'tracestate'));
   const { route: routeName, rest, query } = splitUrl(request.raw.url ?? '/');
   if (!isRouteName(routeName)) {
