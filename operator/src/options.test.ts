@@ -47,6 +47,8 @@ describe('parseOperatorArgs', () => {
     expect(() => parse(['--log-level', 'loud'])).toThrow(/--log-level must be one of/);
     expect(() => parse(['--pod-ip', '10.0.0.300'])).toThrow(/--pod-ip must be an IPv4 or IPv6 address \(got "10.0.0.300"\)/);
     expect(() => parse([], { POD_IP: 'pod' })).toThrow(/--pod-ip must be an IPv4 or IPv6 address/);
+    expect(() => parse(['--pod-ip', '127.0.0.2'])).toThrow(/--pod-ip must be the pod's routable address, not loopback or unspecified \(got "127.0.0.2"\)/);
+    expect(() => parse([], { POD_IP: '::' })).toThrow(/not loopback or unspecified/);
     expect(() => parse(['--pod-ip=10.0.0.3', '--push-service=Push_Svc'])).toThrow(/--push-service must be a Service name/);
   });
 });

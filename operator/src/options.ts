@@ -116,6 +116,10 @@ export function parseOperatorArgs(argv: string[], env: Record<string, string | u
   const kubeconfig = values.kubeconfig ?? env.KUBECONFIG;
   const podIP = values['pod-ip'] ?? (env.POD_IP || undefined);
   if (podIP !== undefined && !isIP(podIP)) throw new UsageError(`--pod-ip must be an IPv4 or IPv6 address (got ${JSON.stringify(podIP)})`);
+  // The API server refuses these as endpoint addresses; say so at start rather than in a retry loop.
+  if (podIP !== undefined && /^(127\.|0\.0\.0\.0$|::1?$|::ffff:127\.)/i.test(podIP)) {
+    throw new UsageError(`--pod-ip must be the pod's routable address, not loopback or unspecified (got ${JSON.stringify(podIP)})`);
+  }
   const pushService = values['push-service'] ?? 'tollgate-operator';
   if (!DNS_LABEL.test(pushService) || pushService.length > 63) throw new UsageError(`--push-service must be a Service name (got ${JSON.stringify(pushService)})`);
   return {

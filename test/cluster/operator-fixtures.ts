@@ -65,7 +65,15 @@ export interface OperatorProcess extends ManagedProcess {
 }
 
 /** `node sidecar/src/cli.ts operator ...` as a child that never outlives the test. */
-export function startOperatorProcess(opts: { kubeconfig: string; identity: string; grpcPort: number; logDir: string; extraArgs?: string[] }): OperatorProcess {
+export function startOperatorProcess(opts: {
+  kubeconfig: string;
+  identity: string;
+  grpcPort: number;
+  logDir: string;
+  /** The pod IP the replica publishes as the push Service's endpoint while it leads (ADR 0721). */
+  podIP?: string;
+  extraArgs?: string[];
+}): OperatorProcess {
   const proc = startManagedProcess({
     name: `operator ${opts.identity}`,
     command: process.execPath,
@@ -81,6 +89,7 @@ export function startOperatorProcess(opts: { kubeconfig: string; identity: strin
       // Every test operator gets a loopback health port of its own (two run at once in failover tests).
       '--health-host=127.0.0.1',
       '--health-port=0',
+      ...(opts.podIP ? [`--pod-ip=${opts.podIP}`] : []),
       ...(opts.extraArgs ?? []),
     ],
     logPath: join(opts.logDir, `${opts.identity}.log`),

@@ -12,7 +12,7 @@ describe('leader EndpointSlice', () => {
         name: 'tollgate-operator',
         namespace: 'tg',
         resourceVersion: '42',
-        labels: { 'kubernetes.io/service-name': 'tollgate-operator', 'endpointslice.kubernetes.io/managed-by': 'tollgate.dev/operator' },
+        labels: { 'kubernetes.io/service-name': 'tollgate-operator', 'endpointslice.kubernetes.io/managed-by': 'operator.tollgate.dev' },
         annotations: { 'tollgate.dev/leader': 'op-0' },
       },
       addressType: 'IPv4',

@@ -10,7 +10,8 @@ import type { Logger } from 'pino';
 import { isStatus, type KubeApi } from './api-client.ts';
 import { Backoff } from './backoff.ts';
 
-export const MANAGED_BY = 'tollgate.dev/operator';
+// A label value: no slash allowed.
+export const MANAGED_BY = 'operator.tollgate.dev';
 export const LEADER_ANNOTATION = 'tollgate.dev/leader';
 
 export interface EndpointSlice {
