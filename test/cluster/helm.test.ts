@@ -183,9 +183,13 @@ describe('helm install into the real control plane', () => {
       expect(d.spec?.template.spec?.containers[0]?.readinessProbe).toBeDefined();
       const pdb = await kc.makeApiClient(PolicyV1Api).readNamespacedPodDisruptionBudget({ namespace: NS, name });
       expect(pdb.spec?.minAvailable).toBe(1);
-      const svc = await kc.makeApiClient(CoreV1Api).readNamespacedService({ namespace: NS, name });
-      expect(svc.spec?.selector?.['app.kubernetes.io/component']).toBe(name.replace('tollgate-', ''));
     }
+    const webhookSvc = await kc.makeApiClient(CoreV1Api).readNamespacedService({ namespace: NS, name: 'tollgate-webhook' });
+    expect(webhookSvc.spec?.selector?.['app.kubernetes.io/component']).toBe('webhook');
+    // The push Service has no selector: the leader writes its EndpointSlice (ADR 0721).
+    const pushSvc = await kc.makeApiClient(CoreV1Api).readNamespacedService({ namespace: NS, name: 'tollgate-operator' });
+    expect(pushSvc.spec?.selector).toBeUndefined();
+    expect(pushSvc.spec?.ports).toEqual([expect.objectContaining({ name: 'grpc', port: 8443 })]);
 
     // The operator's probes go to its health port, which standbys serve too (ADR 0720).
     const operator = (await apps.readNamespacedDeployment({ namespace: NS, name: 'tollgate-operator' })).spec?.template.spec?.containers[0];
@@ -193,6 +197,13 @@ describe('helm install into the real control plane', () => {
     expect(operator?.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'health', scheme: 'HTTP' });
     expect(operator?.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'health', scheme: 'HTTP' });
     expect(operator?.ports).toContainEqual(expect.objectContaining({ name: 'health', containerPort: 8081 }));
+    expect(operator?.args).toContain('--push-service=tollgate-operator');
+    expect(operator?.env).toContainEqual({ name: 'POD_IP', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.podIP' } } });
+    const canOperator = async (args: string[]) => (await cp.kubectl(['auth', 'can-i', ...args, `--as=system:serviceaccount:${NS}:tollgate-operator`])).stdout.trim();
+    expect(await canOperator(['update', 'endpointslices.discovery.k8s.io/tollgate-operator', '-n', NS])).toBe('yes');
+    expect(await canOperator(['create', 'endpointslices.discovery.k8s.io', '-n', NS])).toBe('yes');
+    expect(await canOperator(['update', 'endpointslices.discovery.k8s.io/other', '-n', NS])).toBe('no');
+    expect(await canOperator(['update', 'endpointslices.discovery.k8s.io/tollgate-operator', '-n', 'shop'])).toBe('no');
 
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
     const webhookRole = await rbac.readClusterRole({ name: 'tollgate-webhook' });
