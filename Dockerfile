@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
-# The operator and webhook image: the `tollgate` command (tollgate operator | tollgate webhook | tollgate crds).
-# Build from the repository root:  docker build -t ghcr.io/tollgate/tollgate:0.1.0 .
-# Compiled once with tsc (npm run build) so start-up does not pay for type stripping.
+# Both Tollgate images from one build stage. Build from the repository root:
+#   docker build --target tollgate -t ghcr.io/tollgate/tollgate:0.1.0 .          operator, webhook, crds
+#   docker build --target sidecar  -t ghcr.io/tollgate/tollgate-sidecar:0.1.0 .  the injected proxy only
+# Both run JavaScript compiled once with tsc: type stripping at start-up would cost ~35 MB of RSS per process
+# (BENCHMARKS.md), which every injected pod would pay.
 
 ARG NODE_IMAGE=node:24-bookworm-slim
 
@@ -15,25 +17,48 @@ COPY webhook ./webhook
 COPY crds ./crds
 RUN npx tsc -p tsconfig.json --noEmit false --outDir dist
 
-FROM ${NODE_IMAGE} AS deps
+FROM ${NODE_IMAGE} AS sidecar-deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+# better-sqlite3 ships prebuilt N-API binaries; the Kubernetes client and x509 code are not the sidecar's.
+RUN npm ci --omit=dev --no-audit --no-fund \
+ && npm uninstall --no-save @kubernetes/client-node @peculiar/x509 reflect-metadata \
+ && npm cache clean --force
+
+FROM ${NODE_IMAGE} AS control-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: neither the operator nor the webhook loads better-sqlite3.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 
-FROM ${NODE_IMAGE}
+# The injected sidecar: the compiled proxy, the config-push proto, its runtime dependencies. The V8 flags trade
+# a little GC throughput for a smaller idle footprint. State and spans live in the volumes the webhook mounts;
+# UID/GID 65532 matches the injected securityContext (runAsNonRoot, readOnlyRootFilesystem).
+FROM ${NODE_IMAGE} AS sidecar
+ENV NODE_ENV=production \
+    NODE_OPTIONS="--max-semi-space-size=1 --v8-pool-size=1"
+WORKDIR /app
+COPY --from=sidecar-deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY --from=build /src/dist/sidecar/src ./sidecar/src
+COPY proto ./proto
+USER 65532:65532
+ENTRYPOINT ["node", "sidecar/src/cli.js"]
+CMD ["proxy"]
+
+# The operator and webhook image (the default target). The layout mirrors the repository so relative paths
+# (proto/) hold; the chart runs it as 65532 with a read-only root filesystem.
+FROM ${NODE_IMAGE} AS tollgate
 ENV NODE_ENV=production
 WORKDIR /app
-COPY --from=deps /app/node_modules ./node_modules
+COPY --from=control-deps /app/node_modules ./node_modules
 COPY package.json ./
-# cli.js dispatches to each component; the layout mirrors the repository so relative paths (proto/) hold.
 COPY --from=build /src/dist/sidecar ./sidecar
 COPY --from=build /src/dist/operator ./operator
 COPY --from=build /src/dist/webhook ./webhook
 COPY --from=build /src/dist/crds ./crds
 COPY proto ./proto
-# The chart's pod securityContext runs it as 65532 (non-root, read-only root filesystem).
 USER 65532:65532
 ENTRYPOINT ["node", "sidecar/src/cli.js"]
 CMD ["--help"]
