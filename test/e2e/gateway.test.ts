@@ -479,6 +479,28 @@ describe('parameters a provider cannot honour', () => {
     expect(error).toBeInstanceOf(OpenAI.NotFoundError);
     expect((error as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
   });
+
+  it('a call refused before its model names a provider still has the span its X-Proxy-Span-Id points to', async () => {
+    const unknown = await fetch(`${proxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-tollgate-user': 'dora' },
+      body: JSON.stringify({ model: 'no-such-model-8', messages: [{ role: 'user', content: 'Hi' }] }),
+    });
+    expect(unknown.status).toBe(404);
+    expect(await spanById(unknown.headers.get('x-proxy-span-id'))).toMatchObject({
+      route: 'v1',
+      provider: 'unknown',
+      model: 'no-such-model-8',
+      user_id: 'dora',
+      status: 'rejected',
+      cost_usd: 0,
+      priced: false,
+      error: expect.stringContaining('model_not_found'),
+    });
+    const badJson = await fetch(`${proxy.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":' });
+    expect(badJson.status).toBe(400);
+    expect(await spanById(badJson.headers.get('x-proxy-span-id'))).toMatchObject({ provider: 'unknown', model: 'unknown', status: 'rejected' });
+  });
 });
 
 describe('GET /v1/models', () => {

@@ -12,7 +12,7 @@ import type { TokenUsage } from '../usage/usage.ts';
 
 export interface CallStart {
   route: RouteName | 'v1';
-  provider: Provider;
+  provider: Provider | 'unknown';
   model: string;
   operation: string;
   userId: string | null;
@@ -69,16 +69,19 @@ export class MeteredCall {
     const usage = end.usage;
     let costUsd = 0;
     let priced = false;
-    if (usage) {
-      let cost = end.prices.cost(call.provider, call.model, usage);
-      // Some callers send an alias the table lacks while the upstream reports the canonical id.
-      if (!cost.priced && end.responseModel && end.responseModel !== call.model) {
-        cost = end.prices.cost(call.provider, end.responseModel, usage);
+    const provider = call.provider;
+    if (provider !== 'unknown') {
+      if (usage) {
+        let cost = end.prices.cost(provider, call.model, usage);
+        // Some callers send an alias the table lacks while the upstream reports the canonical id.
+        if (!cost.priced && end.responseModel && end.responseModel !== call.model) {
+          cost = end.prices.cost(provider, end.responseModel, usage);
+        }
+        costUsd = cost.costUsd;
+        priced = cost.priced;
+      } else {
+        priced = provider === 'local' || end.prices.resolve(provider, call.model) !== undefined;
       }
-      costUsd = cost.costUsd;
-      priced = cost.priced;
-    } else {
-      priced = call.provider === 'local' || end.prices.resolve(call.provider, call.model) !== undefined;
     }
     const span: Span = {
       spanId: call.trace.spanId,

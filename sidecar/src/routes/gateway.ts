@@ -111,11 +111,13 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
   const projectHeader = header(request, 'x-tollgate-project') ?? null;
   let call: MeteredCall | null = null;
   let plan: GatewayPlan | null = null;
+  let requestedModel: string | null = null;
   const done = opts.lifecycle.track();
   try {
     if (!hasBody(request.raw)) throw new GatewayError(400, 'the request needs a JSON body', { code: 'invalid_json' });
     const chat = parseRequest(await readBoundedBody(request.raw, config.server.bodyLimitBytes));
     const requested = chat.model;
+    if (typeof requested === 'string' && requested !== '') requestedModel = requested;
     if (typeof requested !== 'string' || requested === '') {
       throw new GatewayError(400, 'you must provide a model parameter', { param: 'model', code: 'missing_required_parameter' });
     }
@@ -133,9 +135,8 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
     } catch (error) {
       const route = routeFor(found.provider, config.gateway) ?? 'v1';
       const message = error instanceof GatewayError ? `invalid_request: ${error.message}` : error instanceof ProxyError ? `${error.code}: ${error.message}` : String(error);
-      opts.meter
-        .start({ ...start, route, model: requested, projectId: projectHeader ?? (route === 'v1' ? null : (config.upstreams[route]?.project ?? null)) })
-        .finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: message });
+      call = opts.meter.start({ ...start, route, model: requested, projectId: projectHeader ?? (route === 'v1' ? null : (config.upstreams[route]?.project ?? null)) });
+      call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: message });
       throw error;
     }
     call = opts.meter.start({ ...start, route: plan.route, model: plan.model, projectId: projectHeader ?? config.upstreams[plan.route]?.project ?? null });
@@ -155,12 +156,17 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
     await relay({ res, upstream, call, prices: snapshot.prices, plan, trace, logger: request.log as unknown as Logger });
   } catch (error) {
     if (error instanceof GatewayError) {
+      // Refused before the model named a provider (no body, bad JSON, unknown model): still one span, so the
+      // answer's X-Proxy-Span-Id can be looked up.
+      call ??= opts.meter.start({ route: 'v1', provider: 'unknown', model: requestedModel ?? 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace });
+      if (!call.finished) call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${error.code ?? 'invalid_request'}: ${error.message}` });
       if (!res.destroyed) sendJson(res, error.statusCode, error.toJSON(), trace);
       request.raw.resume();
       return;
     }
     const proxyError = error instanceof ProxyError ? error : toProxyError(plan?.route ?? 'beta', error);
-    if (call) finishFailedCall(call, snapshot.prices, proxyError, res);
+    call ??= opts.meter.start({ route: 'v1', provider: 'unknown', model: requestedModel ?? 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace });
+    finishFailedCall(call, snapshot.prices, proxyError, res);
     if (!res.destroyed) {
       if (res.headersSent) res.destroy(proxyError);
       else sendJson(res, proxyError.statusCode, proxyErrorBody(proxyError), trace);

@@ -20,7 +20,8 @@ export interface Span {
   operation: string;
   model: string;
   responseModel: string | null;
-  provider: Provider;
+  /** `unknown` only for a /v1 call refused before its model named a provider (bad JSON, unknown model). */
+  provider: Provider | 'unknown';
   route: RouteName | 'v1';
   userId: string | null;
   projectId: string | null;
