@@ -56,7 +56,7 @@ export function createCredentialProviders(opts: CredentialProvidersOptions): Rec
       logger,
       ...(projectId ? { projectId } : {}),
       // a key file pushed from a Secret wins over ambient ADC, as GOOGLE_APPLICATION_CREDENTIALS would
-      ...(opts.credentials.googleCredentialsFile ? { authOptions: { keyFilename: opts.credentials.googleCredentialsFile } } : {}),
+      ...(opts.credentials.googleCredentialsFile ? { credentialsFile: opts.credentials.googleCredentialsFile } : {}),
     }),
     'openai-api-key': createApiKeyProvider({
       kind: 'openai-api-key',

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -229,5 +229,38 @@ describe('key file named by GOOGLE_APPLICATION_CREDENTIALS', () => {
       authOptions: { clientOptions: { transporter: oauth.transporter() } },
     });
     await expect(provider.apply(request())).rejects.toThrow(/failed to get ADC token: .*Invalid JWT Signature/);
+  });
+});
+
+describe('credentials file pushed from a Secret', () => {
+  it('a rotated file is used by the next call, without a restart', async () => {
+    const first = await startFakeSts({ subjectToken: 'pod-token' });
+    const second = await startFakeSts({ subjectToken: 'pod-token' });
+    servers.push(first, second);
+    const subjectTokenFile = join(dir, 'token');
+    writeFileSync(subjectTokenFile, 'pod-token');
+    const credentialsFile = join(dir, 'google.json');
+    writeFileSync(credentialsFile, JSON.stringify(first.externalAccount({ subjectTokenFile })));
+    vi.stubEnv('GOOGLE_APPLICATION_CREDENTIALS', '');
+
+    const provider = createGoogleAdcProvider({ logger: pino({ level: 'silent' }), credentialsFile });
+    try {
+      expect(await authorize(provider)).toBe('Bearer sts-token-1');
+      expect(first.calls).toHaveLength(1);
+
+      // Kubernetes swaps a Secret's files by renaming; a plain rewrite is the same event for the watcher.
+      const rotated = join(dir, 'google.json.new');
+      writeFileSync(rotated, JSON.stringify(second.externalAccount({ subjectTokenFile })));
+      renameSync(rotated, credentialsFile);
+      for (let i = 0; i < 100 && second.calls.length === 0; i++) {
+        await authorize(provider);
+        if (second.calls.length === 0) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(second.calls).toHaveLength(1);
+      expect(await authorize(provider)).toBe('Bearer sts-token-1'); // the second STS's first token, cached
+      expect(first.calls).toHaveLength(1);
+    } finally {
+      provider.close();
+    }
   });
 });

@@ -10,6 +10,7 @@ import type { CredentialProvider, OutgoingRequest } from './credential-provider.
 import { summarizeError } from './error-summary.ts';
 import { setHeader } from './header-record.ts';
 import { RefreshingCache } from './refreshing-cache.ts';
+import { WatchedSecretFile } from './watched-secret-file.ts';
 
 export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
 
@@ -22,6 +23,12 @@ export interface GoogleAdcOptions {
   projectId?: string;
   /** Extra GoogleAuth options; tests use `clientOptions.transporter` to reach fake token endpoints. */
   authOptions?: GoogleAuthOptions;
+  /**
+   * A credentials JSON file (service account key or external_account config) pushed from a Secret. It is
+   * watched: when the Secret is rotated, the next call builds a new client from the new content and drops
+   * the token minted with the old one.
+   */
+  credentialsFile?: string;
 }
 
 interface TokenExpiry {
@@ -30,18 +37,34 @@ interface TokenExpiry {
 
 export function createGoogleAdcProvider(options: GoogleAdcOptions): CredentialProvider {
   const { logger } = options;
+  const file = options.credentialsFile
+    ? new WatchedSecretFile({ path: options.credentialsFile, label: 'Google credentials file', logger })
+    : undefined;
   // Loaded on the first Google call: a proxy that never uses a Vertex route never pays its memory.
   let auth: Promise<GoogleAuth> | null = null;
-  const loadAuth = () =>
-    (auth ??= import('google-auth-library').then(
+  let builtFrom: string | undefined;
+  const loadAuth = () => {
+    if (file) {
+      const content = file.value;
+      if (content === undefined) throw new Error(`Google credentials file ${file.path}: ${file.problem ?? 'empty'}`);
+      if (content !== builtFrom) {
+        builtFrom = content;
+        auth = buildAuth(JSON.parse(content) as GoogleAuthOptions['credentials']);
+      }
+    }
+    return (auth ??= buildAuth(undefined));
+  };
+  const buildAuth = (credentials: GoogleAuthOptions['credentials'] | undefined) =>
+    import('google-auth-library').then(
       ({ GoogleAuth }) =>
         new GoogleAuth({
           ...options.authOptions,
+          ...(credentials ? { credentials } : {}),
           scopes: [CLOUD_PLATFORM_SCOPE],
           ...(options.projectId ? { projectId: options.projectId } : {}),
           clientOptions: { eagerRefreshThresholdMillis: REFRESH_MARGIN_MS, ...options.authOptions?.clientOptions },
         }),
-    ));
+    );
 
   const cache = new RefreshingCache<string>({
     refreshMarginMs: REFRESH_MARGIN_MS,
@@ -61,6 +84,8 @@ export function createGoogleAdcProvider(options: GoogleAdcOptions): CredentialPr
   return {
     kind: 'google-adc',
     async apply(req: OutgoingRequest): Promise<void> {
+      // A rotated credentials file: the cached token belongs to the old credential.
+      if (file && builtFrom !== undefined && file.value !== undefined && file.value !== builtFrom) cache.invalidate();
       let token: string;
       try {
         token = await cache.get();
@@ -75,6 +100,8 @@ export function createGoogleAdcProvider(options: GoogleAdcOptions): CredentialPr
       const error = cache.lastError;
       return error === undefined ? null : `failed to get ADC token: ${summarizeError(error).message}`;
     },
-    close(): void {},
+    close(): void {
+      file?.close();
+    },
   };
 }

@@ -41,6 +41,11 @@ export class RefreshingCache<T> {
     return this.#pending;
   }
 
+  /** Drops the current value: the next get() fetches (the credential it came from was replaced). */
+  invalidate(): void {
+    this.#current = undefined;
+  }
+
   /**
    * The error of the last refresh when it left no usable value (callers are failing), else undefined.
    * A failed early refresh while the current value is still valid does not count: requests still succeed.
