@@ -16,7 +16,21 @@ describe('identityFromReview', () => {
   });
 
   it('accepts a service-account token that is not bound to a pod', () => {
-    expect(identityFromReview({ authenticated: true, user: { username: 'system:serviceaccount:ns:sa' } })).toEqual({ namespace: 'ns', serviceAccount: 'sa' });
+    expect(identityFromReview({ authenticated: true, audiences: ['tollgate'], user: { username: 'system:serviceaccount:ns:sa' } })).toEqual({ namespace: 'ns', serviceAccount: 'sa' });
+  });
+
+  it('refuses a review that does not confirm the audience', () => {
+    // An authenticated review with no status.audiences means the token is valid for the API server's own
+    // audience, not for tollgate (TokenReviewStatus.audiences).
+    expect(() =>
+      identityFromReview({
+        authenticated: true,
+        user: {
+          username: 'system:serviceaccount:ns:sa',
+          extra: { 'authentication.kubernetes.io/pod-name': ['p'], 'authentication.kubernetes.io/pod-uid': ['u'] },
+        },
+      }),
+    ).toThrow(/audience tollgate/);
   });
 
   it('refuses unauthenticated tokens, other audiences and non-service-account users', () => {

@@ -33,7 +33,8 @@ const SERVICE_ACCOUNT_USER = /^system:serviceaccount:([a-z0-9]([-a-z0-9]*[a-z0-9
 /** Pure: turns a TokenReview status into an identity, or throws UnauthenticatedError saying why. */
 export function identityFromReview(status: TokenReviewStatus, audience: string = TOKEN_AUDIENCE): SidecarIdentity {
   if (!status.authenticated) throw new UnauthenticatedError(`token rejected${status.error ? `: ${status.error}` : ''}`);
-  if (status.audiences && !status.audiences.includes(audience)) throw new UnauthenticatedError(`token is not for audience ${audience}`);
+  // No audiences in an authenticated review means "valid for the API server itself", not for us.
+  if (!status.audiences?.includes(audience)) throw new UnauthenticatedError(`token is not for audience ${audience}`);
   const match = SERVICE_ACCOUNT_USER.exec(status.user?.username ?? '');
   if (!match) throw new UnauthenticatedError(`token does not belong to a service account (user ${JSON.stringify(status.user?.username ?? '')})`);
   const extra = status.user?.extra ?? {};
