@@ -48,6 +48,20 @@ describe('SnapshotCache', () => {
     expect(creds.awsSessionTokenFile).toBeUndefined();
   });
 
+  it('treats credential names that are not its own (inherited object keys, paths) as unknown and applies the rest', async () => {
+    const cache = new SnapshotCache(dir, logger);
+    const prepared = await cache.prepare({
+      version: 'v1',
+      source: 'ns/default',
+      configJson: config(1),
+      credentials: { toString: Buffer.from('x'), constructor: Buffer.from('y'), '../escape': Buffer.from('z'), openaiApiKey: Buffer.from('sk-1') },
+    });
+    expect(prepared.credentialNames).toEqual(['openaiApiKey']);
+    expect(cache.credentialFile('toString')).toBeUndefined();
+    expect(cache.credentialFile('hasOwnProperty')).toBeUndefined();
+    expect(existsSync(join(dir, 'escape'))).toBe(false);
+  });
+
   it('rejects invalid config with the validator message and leaves the last good snapshot alone', async () => {
     const cache = new SnapshotCache(dir, logger);
     await cache.commit(await cache.prepare({ version: 'v1', source: '', configJson: config(1), credentials: {} }));

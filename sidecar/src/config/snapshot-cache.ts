@@ -69,7 +69,8 @@ export class SnapshotCache {
   }
 
   credentialFile(name: string): string | undefined {
-    const file = CREDENTIAL_FILES[name];
+    // Own keys only: the names come off the wire, and `toString` or `constructor` must not resolve to anything.
+    const file = Object.hasOwn(CREDENTIAL_FILES, name) ? CREDENTIAL_FILES[name] : undefined;
     return file ? join(this.credentialsDir, file) : undefined;
   }
 
@@ -81,7 +82,7 @@ export class SnapshotCache {
     const patch = this.#validate(received.configJson);
     const names: string[] = [];
     for (const [name, value] of Object.entries(received.credentials)) {
-      if (!CREDENTIAL_FILES[name]) {
+      if (!this.credentialFile(name)) {
         // A newer operator may send kinds this sidecar does not know; they are not needed to run.
         this.#logger.warn({ credential: name }, 'ignoring unknown credential in config snapshot');
         continue;
