@@ -3,7 +3,7 @@
 // bound to pods created through the API server. In-process clients run real ConfigStores; one real
 // `tollgate proxy` process shows the same through its management API.
 
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
@@ -187,6 +187,28 @@ describe('config push to sidecars', () => {
       const error = await eventually('refusal', () => s.client.status().lastError);
       expect(error).toMatch(/^UNAUTHENTICATED/);
       expect(s.store.layer('operator')).toBeUndefined();
+    }
+  });
+
+  it('refuses a token not bound to a pod, and a token whose pod is gone', async () => {
+    const gone = await podWithToken(api, { namespace: 'team-a', name: 'a-gone', dir: dir.path });
+    await api.request('DELETE', '/api/v1/namespaces/team-a/pods/a-gone');
+    // serviceaccounts/token create alone must not yield the namespace's credentials.
+    const unbound = await api.post<{ status: { token: string } }>('/api/v1/namespaces/team-a/serviceaccounts/app/token', {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { audiences: ['tollgate'], expirationSeconds: 3600 },
+    });
+    const unboundFile = join(dir.path, 'unbound.token');
+    writeFileSync(unboundFile, unbound.status.token);
+    const noPod = await sidecar({ ...gone, name: 'unbound', tokenFile: unboundFile });
+    const deleted = await sidecar(gone);
+    const unboundError = await eventually('unbound refusal', () => noPod.client.status().lastError);
+    expect(unboundError).toMatch(/^UNAUTHENTICATED: .*not bound to a pod/);
+    expect(await eventually('deleted-pod refusal', () => deleted.client.status().lastError)).toMatch(/^UNAUTHENTICATED/);
+    for (const s of [noPod, deleted]) {
+      expect(s.store.layer('operator')).toBeUndefined();
+      expect(existsSync(join(s.stateDir, 'credentials'))).toBe(false);
     }
   });
 

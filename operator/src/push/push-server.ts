@@ -142,7 +142,7 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
     throw new StreamError(grpc.status.UNAVAILABLE, 'cannot review the token now; retry');
   }
 
-  const annotation = identity.podName ? await podAnnotation(opts.api, identity) : undefined;
+  const annotation = await podAnnotation(opts.api, identity);
 
   const helloTimeout = opts.helloTimeoutMs ?? 10_000;
   let timer: NodeJS.Timeout | undefined;
@@ -154,9 +154,9 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
   clearTimeout(timer);
   if (greeting === undefined) return;
   if (greeting === 'timeout') throw new StreamError(grpc.status.INVALID_ARGUMENT, 'expected Hello as the first message');
-  if ((greeting.podNamespace && greeting.podNamespace !== identity.namespace) || (greeting.podName && identity.podName && greeting.podName !== identity.podName)) {
+  if ((greeting.podNamespace && greeting.podNamespace !== identity.namespace) || (greeting.podName && greeting.podName !== identity.podName)) {
     // Only a hint, and never used: the token decides. Worth a log line because it points at a misconfiguration.
-    logger.warn({ claimed: `${greeting.podNamespace}/${greeting.podName}`, actual: `${identity.namespace}/${identity.podName ?? ''}` }, 'sidecar Hello does not match its token; using the token');
+    logger.warn({ claimed: `${greeting.podNamespace}/${greeting.podName}`, actual: `${identity.namespace}/${identity.podName}` }, 'sidecar Hello does not match its token; using the token');
   }
   if (call.cancelled || call.writableEnded) return;
 
@@ -164,15 +164,15 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
   const source = registry.connect({
     id,
     namespace: identity.namespace,
-    podName: identity.podName ?? `serviceaccount:${identity.serviceAccount}`,
-    ...(identity.podUid ? { podUid: identity.podUid } : {}),
+    podName: identity.podName,
+    podUid: identity.podUid,
     ...(annotation ? { annotation } : {}),
     send: (snapshot: Snapshot) => {
       if (call.cancelled || call.writableEnded || call.destroyed) throw new Error('stream closed');
       call.write({ snapshot: { version: snapshot.version, configJson: snapshot.configJson, credentials: snapshot.credentials, source: snapshot.source } });
     },
   });
-  logger.debug({ pod: `${identity.namespace}/${identity.podName ?? ''}`, runs: greeting.currentVersion, source }, 'push stream registered');
+  logger.debug({ pod: `${identity.namespace}/${identity.podName}`, runs: greeting.currentVersion, source }, 'push stream registered');
 }
 
 function bearerToken(values: grpc.MetadataValue[]): string | undefined {
@@ -187,7 +187,7 @@ async function podAnnotation(api: KubeApi, identity: SidecarIdentity): Promise<s
     const pod = await api.get<{ metadata: { uid?: string; annotations?: Record<string, string> } }>(
       `/api/v1/namespaces/${identity.namespace}/pods/${identity.podName}`,
     );
-    if (identity.podUid && pod.metadata.uid !== identity.podUid) {
+    if (pod.metadata.uid !== identity.podUid) {
       throw new StreamError(grpc.status.UNAUTHENTICATED, `pod ${identity.namespace}/${identity.podName} was replaced; the token belongs to an earlier pod`);
     }
     return pod.metadata.annotations?.[PROXY_CONFIG_ANNOTATION];

@@ -15,8 +15,19 @@ describe('identityFromReview', () => {
     ).toEqual({ namespace: 'team-a', serviceAccount: 'app', podName: 'app-7d9', podUid: '1234' });
   });
 
-  it('accepts a service-account token that is not bound to a pod', () => {
-    expect(identityFromReview({ authenticated: true, audiences: ['tollgate'], user: { username: 'system:serviceaccount:ns:sa' } })).toEqual({ namespace: 'ns', serviceAccount: 'sa' });
+  it('refuses a service-account token that is not bound to a pod', () => {
+    // Minting one needs only serviceaccounts/token create, which does not otherwise grant the namespace's
+    // Secrets; a pod-bound token needs pods create, which already does.
+    expect(() =>
+      identityFromReview({ authenticated: true, audiences: ['tollgate'], user: { username: 'system:serviceaccount:ns:sa', extra: {} } }),
+    ).toThrow(/not bound to a pod/);
+    expect(() =>
+      identityFromReview({
+        authenticated: true,
+        audiences: ['tollgate'],
+        user: { username: 'system:serviceaccount:ns:sa', extra: { 'authentication.kubernetes.io/pod-name': ['p'] } },
+      }),
+    ).toThrow(/not bound to a pod/);
   });
 
   it('refuses a review that does not confirm the audience', () => {

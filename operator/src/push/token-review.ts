@@ -1,6 +1,8 @@
 // Who is on the other end of a push stream: the TokenReview API's verdict on the sidecar's projected
 // service-account token (audience tollgate). The namespace comes from the service-account user name and the
-// pod from the token's bound-object claims; nothing the sidecar says about itself is trusted.
+// pod from the token's bound-object claims; nothing the sidecar says about itself is trusted. Only tokens
+// bound to a pod are accepted: minting an unbound one needs just `serviceaccounts/token create`, which does
+// not otherwise let its holder read the namespace's Secrets, whereas creating a pod already does.
 
 import type { KubeApi } from '../kube/api-client.ts';
 
@@ -9,9 +11,8 @@ export const TOKEN_AUDIENCE = 'tollgate';
 export interface SidecarIdentity {
   namespace: string;
   serviceAccount: string;
-  /** Absent when the token is not bound to a pod. */
-  podName?: string;
-  podUid?: string;
+  podName: string;
+  podUid: string;
 }
 
 export class UnauthenticatedError extends Error {
@@ -40,7 +41,10 @@ export function identityFromReview(status: TokenReviewStatus, audience: string =
   const extra = status.user?.extra ?? {};
   const podName = extra['authentication.kubernetes.io/pod-name']?.[0];
   const podUid = extra['authentication.kubernetes.io/pod-uid']?.[0];
-  return { namespace: match[1]!, serviceAccount: match[3]!, ...(podName ? { podName } : {}), ...(podUid ? { podUid } : {}) };
+  if (!podName || !podUid) {
+    throw new UnauthenticatedError(`token of service account ${match[1]}/${match[3]} is not bound to a pod; use the pod's projected token`);
+  }
+  return { namespace: match[1]!, serviceAccount: match[3]!, podName, podUid };
 }
 
 export async function reviewToken(api: KubeApi, token: string, audience: string = TOKEN_AUDIENCE): Promise<SidecarIdentity> {
