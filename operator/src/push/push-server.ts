@@ -171,6 +171,9 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
       if (call.cancelled || call.writableEnded || call.destroyed) throw new Error('stream closed');
       call.write({ snapshot: { version: snapshot.version, configJson: snapshot.configJson, credentials: snapshot.credentials, source: snapshot.source } });
     },
+    close: (reason: string) => {
+      if (!call.cancelled && !call.writableEnded) call.emit('error', { code: grpc.status.RESOURCE_EXHAUSTED, details: reason });
+    },
   });
   logger.debug({ pod: `${identity.namespace}/${identity.podName}`, runs: greeting.currentVersion, source }, 'push stream registered');
 }

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { SidecarRegistry } from './sidecar-registry.ts';
+import { MAX_STREAMS_PER_POD, SidecarRegistry, STREAM_REPLACED } from './sidecar-registry.ts';
 import { BUILTIN_SNAPSHOT, buildSnapshot, type Snapshot } from './snapshot.ts';
 
 function setup(existing: string[]) {
@@ -91,6 +91,18 @@ describe('SidecarRegistry', () => {
     registry.withdraw('ns/default');
     await sleep(80);
     expect(received.get('a')!.at(-1)!.version).toBe(BUILTIN_SNAPSHOT.version);
+    registry.close();
+  });
+  it('keeps at most a few streams per pod: a pod opening more loses its oldest, so one tenant cannot pile up streams', () => {
+    const { registry } = setup(['ns/default']);
+    registry.publish(snap('ns/default', 1));
+    const closed: string[] = [];
+    for (let i = 0; i < MAX_STREAMS_PER_POD + 2; i++) {
+      registry.connect({ id: `s${i}`, namespace: 'ns', podName: 'p', podUid: 'uid-p', send: () => undefined, close: (reason) => closed.push(`s${i}: ${reason}`) });
+    }
+    registry.connect({ id: 'other', namespace: 'ns', podName: 'q', podUid: 'uid-q', send: () => undefined, close: () => closed.push('other') });
+    expect(closed).toEqual([`s0: ${STREAM_REPLACED}`, `s1: ${STREAM_REPLACED}`]);
+    expect(registry.counts('ns/default').connected).toBe(MAX_STREAMS_PER_POD + 1);
     registry.close();
   });
 });

@@ -17,7 +17,16 @@ export interface SidecarConnection {
   annotation?: string;
   /** Sends one snapshot on the stream; throws when the stream is gone. */
   send(snapshot: Snapshot): void;
+  /** Ends the stream from the operator's side (the registry dropped it). */
+  close?(reason: string): void;
 }
+
+/**
+ * A sidecar runs one stream; a second appears briefly when it reconnects before the operator has noticed the
+ * old one is dead. More than this from one pod is a misbehaving or hostile pod holding operator memory.
+ */
+export const MAX_STREAMS_PER_POD = 4;
+export const STREAM_REPLACED = 'too many streams from this pod; the oldest was closed';
 
 export interface SidecarCounts {
   connected: number;
@@ -62,6 +71,7 @@ export class SidecarRegistry {
 
   /** Binds a new sidecar and sends it its snapshot at once (when one is known). */
   connect(conn: SidecarConnection): string {
+    this.#evictOldestOfPod(conn);
     const state: ConnectionState = { conn, source: this.#select(conn) };
     this.#connections.set(conn.id, state);
     this.#opts.logger.info({ pod: `${conn.namespace}/${conn.podName}`, source: state.source || '(built-in)' }, 'sidecar connected');
@@ -146,6 +156,17 @@ export class SidecarRegistry {
     this.#pending.clear();
     this.#connections.clear();
     this.#snapshots.clear();
+  }
+
+  /** Makes room for one more stream of conn's pod, oldest first (Map order is connection order). */
+  #evictOldestOfPod(conn: SidecarConnection): void {
+    const key = conn.podUid ?? `${conn.namespace}/${conn.podName}`;
+    const same = [...this.#connections.values()].filter((s) => (s.conn.podUid ?? `${s.conn.namespace}/${s.conn.podName}`) === key);
+    for (const old of same.slice(0, Math.max(0, same.length - MAX_STREAMS_PER_POD + 1))) {
+      this.#opts.logger.warn({ pod: `${conn.namespace}/${conn.podName}`, streams: same.length + 1 }, 'too many push streams from one pod; closing the oldest');
+      this.disconnect(old.conn.id);
+      old.conn.close?.(STREAM_REPLACED);
+    }
   }
 
   #select(conn: SidecarConnection): string {
