@@ -76,6 +76,15 @@ describe('resolveCredentials', () => {
       message: 'credentials.anthropicApiKey: Secret "keys" has no key "anthropic"',
     });
   });
+
+  it('reports a key named like an object built-in (valid in the CRD) as missing, not as a crash', () => {
+    const builtin = render({ credentials: { openaiApiKey: { secretName: 'keys', key: 'constructor' } } }).credentialRefs;
+    expect(resolveCredentials(builtin, () => ({ data: { openai: 'eA==' } }))).toEqual({
+      ok: false,
+      reason: 'SecretKeyNotFound',
+      message: 'credentials.openaiApiKey: Secret "keys" has no key "constructor"',
+    });
+  });
 });
 
 describe('referencedSecrets', () => {

@@ -84,7 +84,8 @@ export function resolveCredentials(refs: readonly CredentialRef[], secret: (name
     if (!found) {
       return { ok: false, reason: 'SecretNotFound', message: `${ref.field}: Secret ${JSON.stringify(ref.secretName)} not found in the namespace` };
     }
-    const encoded = found.data?.[ref.key];
+    // Own keys only: `constructor` is a valid Secret key name and must not find Object's.
+    const encoded = found.data && Object.hasOwn(found.data, ref.key) ? found.data[ref.key] : undefined;
     if (encoded === undefined) {
       return {
         ok: false,
