@@ -168,7 +168,7 @@ function upstreamFor(route: RouteName): SchemaNode {
 
 const secretName: SchemaNode = {
   type: 'string',
-  description: 'Name of a Secret in the namespace of the ProxyConfig.',
+  description: 'Name of a Secret in the namespace of the ProxyConfig, labelled tollgate.dev/credentials=true.',
   minLength: 1,
   maxLength: 253,
   pattern: DNS_SUBDOMAIN,
@@ -194,7 +194,8 @@ const credentials: SchemaNode = {
   tsType: 'CredentialsSpec',
   description:
     'Where credentials are kept: references to Secrets in the same namespace, never the values. The operator ' +
-    'reads them and hands them to sidecars over the authenticated push channel.',
+    'reads them and hands them to sidecars over the authenticated push channel. It reads only Secrets labelled ' +
+    'tollgate.dev/credentials=true (kubectl label secret NAME tollgate.dev/credentials=true).',
   properties: {
     openaiApiKey: secretKeyRef('Secret key holding the OpenAI API key (route beta).'),
     anthropicApiKey: secretKeyRef('Secret key holding the Anthropic API key (route gamma-direct).'),

@@ -36,7 +36,7 @@ export interface ProxyConfigSpec {
   cache?: CacheByProviderSpec;
   /** Upstream endpoint per route (the <route> of /proxy/<route>/*). */
   upstreams?: UpstreamsSpec;
-  /** Where credentials are kept: references to Secrets in the same namespace, never the values. The operator reads them and hands them to sidecars over the authenticated push channel. */
+  /** Where credentials are kept: references to Secrets in the same namespace, never the values. The operator reads them and hands them to sidecars over the authenticated push channel. It reads only Secrets labelled tollgate.dev/credentials=true (kubectl label secret NAME tollgate.dev/credentials=true). */
   credentials?: CredentialsSpec;
   /** Circuit breaker per upstream route. */
   breaker?: BreakerSpec;
@@ -157,7 +157,7 @@ export interface BedrockUpstreamSpec {
   timeoutMs?: number;
 }
 
-/** Where credentials are kept: references to Secrets in the same namespace, never the values. The operator reads them and hands them to sidecars over the authenticated push channel. */
+/** Where credentials are kept: references to Secrets in the same namespace, never the values. The operator reads them and hands them to sidecars over the authenticated push channel. It reads only Secrets labelled tollgate.dev/credentials=true (kubectl label secret NAME tollgate.dev/credentials=true). */
 export interface CredentialsSpec {
   /** Secret key holding the OpenAI API key (route beta). */
   openaiApiKey?: SecretKeyRef;
@@ -170,7 +170,7 @@ export interface CredentialsSpec {
 }
 
 export interface SecretKeyRef {
-  /** Name of a Secret in the namespace of the ProxyConfig. */
+  /** Name of a Secret in the namespace of the ProxyConfig, labelled tollgate.dev/credentials=true. */
   secretName: string;
   /** Key within the Secret. */
   key: string;
@@ -178,7 +178,7 @@ export interface SecretKeyRef {
 
 /** Secret holding AWS access keys for Bedrock (route gamma-cloudb); when absent, the pod's default AWS credential chain is used. */
 export interface AwsCredentialsRef {
-  /** Name of a Secret in the namespace of the ProxyConfig. */
+  /** Name of a Secret in the namespace of the ProxyConfig, labelled tollgate.dev/credentials=true. */
   secretName: string;
   /** Key holding the access key id. Default: "AWS_ACCESS_KEY_ID". */
   accessKeyIdKey?: string;

@@ -1,5 +1,5 @@
-// Assembles the operator: informers for ProxyConfigs and Secrets run on every replica (a standby's cache is
-// warm when it takes over); the reconcilers, the sidecar registry and the push server run only on the leader
+// Assembles the operator: informers for ProxyConfigs and for the Secrets labelled as credentials
+// (docs/decisions/0722) run on every replica (a standby's cache is warm when it takes over); the reconcilers, the sidecar registry and the push server run only on the leader
 // (docs/decisions/0701), started when the Lease is won and stopped when it is lost or on shutdown. The leader
 // lists itself as the push Service's only endpoint once its push server listens, and withdraws before it
 // stops (docs/decisions/0721).
@@ -9,7 +9,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { PROXY_CONFIG } from '../../crds/index.ts';
 import { type CachedProxyConfig, proxyConfigRef, reconcileProxyConfig } from './controller/proxy-config-controller.ts';
-import { type SecretObject, slimSecret } from './controller/secret-object.ts';
+import { CREDENTIALS_LABEL_SELECTOR, type SecretObject, slimSecret } from './controller/secret-object.ts';
 import { Backoff } from './kube/backoff.ts';
 import { KubeApi, objectKey } from './kube/api-client.ts';
 import { EventRecorder } from './kube/event-recorder.ts';
@@ -77,6 +77,8 @@ export function startOperator(opts: OperatorOptions): Operator {
     path: `/api/v1${nsPath}/secrets`,
     logger: logger.child({ informer: 'secrets' }),
     transform: slimSecret,
+    // Only opted-in Secrets are cached; removing the label arrives as a delete and the ProxyConfig is re-reconciled.
+    labelSelector: CREDENTIALS_LABEL_SELECTOR,
   });
 
   const leaderEndpoint = opts.leaderEndpoint

@@ -31,7 +31,8 @@ options:
                            only endpoint of --push-service (an EndpointSlice in --namespace); without it
                            no EndpointSlice is written
   --push-service NAME      the selector-less push Service (default: tollgate-operator)
-  --watch-namespace NS     watch ProxyConfigs and Secrets in this namespace only (default: all)
+  --watch-namespace NS     watch ProxyConfigs and credential Secrets (labelled tollgate.dev/credentials=true)
+                           in this namespace only (default: all)
   --lease-duration SEC     leader election lease duration (default: 15)
   --renew-deadline SEC     leader gives up if it cannot renew for this long (default: 10)
   --retry-period SEC       interval between Lease attempts (default: 2)

@@ -68,7 +68,7 @@ describe('resolveCredentials', () => {
     expect(resolveCredentials(refs, () => undefined)).toEqual({
       ok: false,
       reason: 'SecretNotFound',
-      message: 'credentials.openaiApiKey: Secret "keys" not found in the namespace',
+      message: 'credentials.openaiApiKey: Secret "keys" not found in the namespace, or not labelled tollgate.dev/credentials=true',
     });
     expect(resolveCredentials(refs, () => ({ data: { openai: 'eA==' } }))).toEqual({
       ok: false,

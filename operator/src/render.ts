@@ -5,6 +5,7 @@
 
 import type { ProxyConfigSpec, SecretKeyRef } from '../../crds/index.ts';
 import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../sidecar/src/config/config-schema.ts';
+import { CREDENTIALS_LABEL_SELECTOR } from './controller/secret-object.ts';
 
 /** Names of credential values in a snapshot (proto Snapshot.credentials keys). */
 export const CREDENTIAL_NAMES = [
@@ -82,7 +83,12 @@ export function resolveCredentials(refs: readonly CredentialRef[], secret: (name
   for (const ref of refs) {
     const found = secret(ref.secretName);
     if (!found) {
-      return { ok: false, reason: 'SecretNotFound', message: `${ref.field}: Secret ${JSON.stringify(ref.secretName)} not found in the namespace` };
+      // The cache holds labelled Secrets only, so an unlabelled one looks absent; the message says both.
+      return {
+        ok: false,
+        reason: 'SecretNotFound',
+        message: `${ref.field}: Secret ${JSON.stringify(ref.secretName)} not found in the namespace, or not labelled ${CREDENTIALS_LABEL_SELECTOR}`,
+      };
     }
     // Own keys only: `constructor` is a valid Secret key name and must not find Object's.
     const encoded = found.data && Object.hasOwn(found.data, ref.key) ? found.data[ref.key] : undefined;

@@ -89,7 +89,7 @@ describe('tollgate operator on a real API server', () => {
     const rejected = await reconciled('needs-secret');
     const condition = readyCondition(rejected)!;
     expect(condition).toMatchObject({ status: 'False', reason: 'SecretNotFound', observedGeneration: 1 });
-    expect(condition.message).toBe('credentials.anthropicApiKey: Secret "anthropic" not found in the namespace');
+    expect(condition.message).toBe('credentials.anthropicApiKey: Secret "anthropic" not found in the namespace, or not labelled tollgate.dev/credentials=true');
     const event = await eventually('a Rejected event', async () => (await eventsFor(api, NS, 'needs-secret')).find((e) => e.reason === 'Rejected'));
     expect(event.type).toBe('Warning');
     expect(event.note).toContain('SecretNotFound');

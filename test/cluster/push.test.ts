@@ -28,6 +28,7 @@ import {
   type PodWithToken,
   putProxyConfig,
   putSecret,
+  readyCondition,
   tempDir,
 } from './operator-fixtures.ts';
 
@@ -176,6 +177,44 @@ describe('config push to sidecars', () => {
     expect(b1.seen).toEqual([3.33]);
     expect(b1.store.get().credentials.openaiApiKeyFile).toBeUndefined();
     expect(b1.client.status().source).toBe('team-b/default');
+  });
+
+  it('never reads a Secret without the credentials label: Ready=False naming the label, no push, until it is labelled', async () => {
+    const unlabelledKey = 'sk-test-unlabelled-0123456789abcdef';
+    await ensureNamespace(api, 'team-c');
+    await putSecret(api, 'team-c', 'release-data', { openai: unlabelledKey }, { labelled: false });
+    await putProxyConfig(api, 'team-c', 'default', { ...gpt4o(5.55), credentials: { openaiApiKey: { secretName: 'release-data', key: 'openai' } } });
+    const c1 = await sidecar(await podWithToken(api, { namespace: 'team-c', name: 'c1', dir: dir.path }));
+
+    const rejected = await eventually('Ready=False with the sidecar counted', async () => {
+      const pc = await getProxyConfig(api, 'team-c', 'default');
+      return readyCondition(pc)?.status === 'False' && pc.status?.sidecars?.connected === 1 ? pc : undefined;
+    });
+    const message = 'credentials.openaiApiKey: Secret "release-data" not found in the namespace, or not labelled tollgate.dev/credentials=true';
+    expect(readyCondition(rejected)).toMatchObject({ reason: 'SecretNotFound', message });
+    const event = await eventually('a Rejected event', async () => (await eventsFor(api, 'team-c', 'default')).find((e) => e.reason === 'Rejected'));
+    expect(event.note).toContain(message);
+    expect(c1.store.layer('operator')).toBeUndefined();
+    expect(c1.store.get().credentials.openaiApiKeyFile).toBeUndefined();
+
+    const labelled = await cp.kubectl(['label', 'secret', 'release-data', '-n', 'team-c', 'tollgate.dev/credentials=true']);
+    expect(labelled.code, labelled.stderr).toBe(0);
+    const accepted = await eventually('Ready=True once labelled', async () => {
+      const pc = await getProxyConfig(api, 'team-c', 'default');
+      return readyCondition(pc)?.status === 'True' ? pc : undefined;
+    });
+    expect(readyCondition(accepted)).toMatchObject({ reason: 'Accepted' });
+    await eventually('price 5.55 applied', () => operatorPrice(c1.store) === 5.55);
+    expect(readFileSync(c1.store.get().credentials.openaiApiKeyFile!, 'utf8')).toBe(unlabelledKey);
+
+    // Taking the label away again withdraws the Secret: the operator no longer sees it.
+    const unlabelled = await cp.kubectl(['label', 'secret', 'release-data', '-n', 'team-c', 'tollgate.dev/credentials-']);
+    expect(unlabelled.code, unlabelled.stderr).toBe(0);
+    const again = await eventually('Ready=False once the label is gone', async () => {
+      const pc = await getProxyConfig(api, 'team-c', 'default');
+      return readyCondition(pc)?.status === 'False' ? pc : undefined;
+    });
+    expect(readyCondition(again)).toMatchObject({ reason: 'SecretNotFound', message });
   });
 
   it('refuses tokens for another audience and tokens that are not tokens', async () => {

@@ -3,6 +3,14 @@
 
 import type { KubeObject } from '../kube/api-client.ts';
 
+/**
+ * Secrets opt in to being read as credentials with this label set to "true". Without it a ProxyConfig author
+ * could name any Secret of the namespace (a Helm release, a service token) and point the upstream baseUrl at
+ * a server of their own; and the operator would cache every Secret of the cluster.
+ */
+export const CREDENTIALS_LABEL = 'tollgate.dev/credentials';
+export const CREDENTIALS_LABEL_SELECTOR = `${CREDENTIALS_LABEL}=true`;
+
 export interface SecretObject extends KubeObject {
   type?: string;
   data?: Record<string, string>;
