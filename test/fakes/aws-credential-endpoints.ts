@@ -2,15 +2,9 @@
 // endpoint (ECS task role, EKS Pod Identity agent) and STS AssumeRoleWithWebIdentity (IRSA). They answer in
 // the real wire formats and check what the SDK sends.
 
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { startRecordingServer, type RecordedCall } from './recording-server.ts';
 
-export interface RecordedCall {
-  method: string;
-  path: string;
-  headers: IncomingMessage['headers'];
-  body: string;
-}
+export type { RecordedCall } from './recording-server.ts';
 
 export interface IssuedCredentials {
   accessKeyId: string;
@@ -28,36 +22,6 @@ export interface FakeAwsCredentialEndpoint {
   /** While failing, credential requests get a 500. */
   setFailing(failing: boolean): void;
   close(): Promise<void>;
-}
-
-type Handler = (call: RecordedCall, res: ServerResponse, failing: boolean) => void;
-
-async function serve(handler: Handler, path: string): Promise<{ url: string; calls: RecordedCall[]; setFailing(f: boolean): void; close(): Promise<void> }> {
-  const calls: RecordedCall[] = [];
-  let failing = false;
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const call = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
-      calls.push(call);
-      handler(call, res, failing);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}${path}`,
-    calls,
-    setFailing(value) {
-      failing = value;
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 function issue(issued: IssuedCredentials[], prefix: string, lifetimeMs: number): IssuedCredentials {
@@ -86,7 +50,7 @@ export interface FakeContainerCredentialsOptions {
 export async function startFakeContainerCredentials(options: FakeContainerCredentialsOptions = {}): Promise<FakeAwsCredentialEndpoint> {
   const issued: IssuedCredentials[] = [];
   const lifetimeMs = options.lifetimeMs ?? 6 * 3600_000;
-  const endpoint = await serve((call, res, failing) => {
+  const endpoint = await startRecordingServer((call, res, failing) => {
     if (call.method !== 'GET') {
       res.writeHead(405).end();
       return;
@@ -112,7 +76,7 @@ export async function startFakeContainerCredentials(options: FakeContainerCreden
         Expiration: credentials.expiration.toISOString().replace(/\.\d{3}Z$/, 'Z'),
       }),
     );
-  }, '/v1/credentials');
+  }, { path: '/v1/credentials' });
   return { ...endpoint, issued };
 }
 
@@ -129,7 +93,7 @@ export interface FakeStsOptions {
 export async function startFakeAwsSts(options: FakeStsOptions): Promise<FakeAwsCredentialEndpoint> {
   const issued: IssuedCredentials[] = [];
   const lifetimeMs = options.lifetimeMs ?? 3600_000;
-  const endpoint = await serve((call, res, failing) => {
+  const endpoint = await startRecordingServer((call, res, failing) => {
     const form = new URLSearchParams(call.body);
     const fault = (status: number, code: string, message: string) => {
       res.writeHead(status, { 'content-type': 'text/xml' });
@@ -177,6 +141,6 @@ export async function startFakeAwsSts(options: FakeStsOptions): Promise<FakeAwsC
     <RequestId>fake-request-${issued.length}</RequestId>
   </ResponseMetadata>
 </AssumeRoleWithWebIdentityResponse>`);
-  }, '');
+  });
   return { ...endpoint, issued };
 }

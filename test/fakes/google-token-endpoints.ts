@@ -3,17 +3,12 @@
 // (workload identity federation), and the OAuth2 token endpoint that accepts a service account's signed JWT.
 // Each checks what it receives the way the real endpoint would and answers in the real wire format.
 
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { generateKeyPairSync, verify, type KeyObject } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import { gaxios } from 'google-auth-library';
+import { startRecordingServer, type RecordedCall, type RecordedCallHandler } from './recording-server.ts';
 
-export interface RecordedCall {
-  method: string;
-  path: string;
-  headers: IncomingMessage['headers'];
-  body: string;
-}
+export type { RecordedCall } from './recording-server.ts';
 
 export interface FakeTokenEndpoint {
   url: string;
@@ -24,38 +19,11 @@ export interface FakeTokenEndpoint {
   close(): Promise<void>;
 }
 
-type Handler = (call: RecordedCall, res: ServerResponse, failing: boolean) => void;
-
-async function serve(handler: Handler): Promise<FakeTokenEndpoint> {
-  const calls: RecordedCall[] = [];
-  let failing = false;
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const call = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
-      calls.push(call);
-      try {
-        handler(call, res, failing);
-      } catch (error) {
-        sendJson(res, 400, { error: 'invalid_request', error_description: (error as Error).message });
-      }
-    });
+function serve(handler: RecordedCallHandler): Promise<FakeTokenEndpoint> {
+  // A handler throws on a request the real endpoint would refuse as malformed.
+  return startRecordingServer(handler, {
+    onHandlerError: (error, res) => sendJson(res, 400, { error: 'invalid_request', error_description: error.message }),
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    calls,
-    setFailing(value) {
-      failing = value;
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

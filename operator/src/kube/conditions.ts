@@ -1,17 +1,10 @@
 // metav1.Condition handling per KEP-1623: a list keyed by type; lastTransitionTime moves only when the
 // status changes, so "Ready since" stays meaningful across reconciles that merely repeat the verdict.
 
-export type ConditionStatus = 'True' | 'False' | 'Unknown';
+import type { Condition } from '../../../crds/generated/proxy-config-types.ts';
 
-export interface Condition {
-  type: string;
-  status: ConditionStatus;
-  observedGeneration?: number;
-  lastTransitionTime: string;
-  /** CamelCase, machine-readable. */
-  reason: string;
-  message: string;
-}
+// The shape is the API's (crds/ is the source of truth); re-exported for the operator's callers.
+export type { Condition, ConditionStatus } from '../../../crds/generated/proxy-config-types.ts';
 
 export type ConditionInput = Omit<Condition, 'lastTransitionTime'>;
 
