@@ -3,15 +3,12 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 
+// Hop-by-hop (RFC 9110 §7.6.1): they describe one connection, so they never cross the proxy either way.
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade'];
+
 const NOT_FORWARDED_UPSTREAM = new Set([
-  // hop-by-hop (RFC 9110 §7.6.1) and framing that the proxy recomputes
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
+  ...HOP_BY_HOP,
+  // framing the proxy recomputes for its own request
   'host',
   'content-length',
   // answered by this hop: node's server already sent 100 Continue, and undici refuses to send Expect
@@ -30,16 +27,7 @@ const NOT_FORWARDED_UPSTREAM = new Set([
   'accept-encoding',
 ]);
 
-const NOT_FORWARDED_DOWNSTREAM = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'set-cookie',
-]);
+const NOT_FORWARDED_DOWNSTREAM = new Set([...HOP_BY_HOP, 'set-cookie']);
 
 /**
  * Header names a message's Connection header lists: hop-by-hop for that message only (RFC 9110 §7.6.1).
