@@ -9,36 +9,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { expectedTokenUsage, type FakeUpstream, type FakeUsage } from '../fakes/llm-upstream.ts';
 import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 import { ANTHROPIC_KEY, OPENAI_KEY, PROJECT, startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
+import type { PriceEntry } from '../../sidecar/src/pricing/price-entry.ts';
+import type { SpanJson } from '../../sidecar/src/spans/span-json.ts';
 
-interface PriceEntry {
-  provider: string;
-  model: string;
-  disabled?: boolean;
-  input_per_million: number;
-  output_per_million: number;
-  cached_input_per_million?: number;
-  cache_write_per_million?: number;
-  cache_write_1h_per_million?: number;
-}
 
-interface SpanJson {
-  span_id: string;
-  model: string;
-  provider: string;
-  route: string;
-  user_id: string | null;
-  input_tokens: number;
-  output_tokens: number;
-  cached_tokens: number;
-  cache_write_tokens: number;
-  reasoning_tokens: number;
-  total_tokens: number;
-  cost_usd: number;
-  priced: boolean;
-  status: string;
-  status_code: number | null;
-  error: string | null;
-}
 
 type Format = 'anthropic' | 'openai' | 'gemini';
 

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 import { PROJECT, startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
+import type { SpanJson } from '../../sidecar/src/spans/span-json.ts';
 
 interface SeenRequest {
   method: string;
@@ -74,17 +75,6 @@ function raw(method: string, path: string, headers: Record<string, string> = {},
   });
 }
 
-interface SpanJson {
-  span_id: string;
-  request_id: string;
-  route: string;
-  status: string;
-  status_code: number | null;
-  error: string | null;
-  input_tokens: number;
-  output_tokens: number;
-  cost_usd: number;
-}
 
 async function spans(): Promise<SpanJson[]> {
   return ((await (await fetch(`${proxy.url}/_local/api/traces?limit=200`)).json()) as { spans: SpanJson[] }).spans;

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 import { ANTHROPIC_KEY, OPENAI_KEY, PROJECT, startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
+import type { SpanJson } from '../../sidecar/src/spans/span-json.ts';
 
 // List prices, USD per million tokens (shared/docs/providers.md), for the expected costs below.
 const FLASH = { input: 0.3, cached: 0.03, output: 2.5 };
@@ -23,26 +24,6 @@ const openaiCost = (u: { input: number; cacheRead: number; output: number }) =>
 const anthropicCost = (u: typeof usage) =>
   (u.input * SONNET4.input + u.cacheWrite * SONNET4.cacheWrite5m + u.cacheRead * SONNET4.cacheRead + (u.output + u.reasoning) * SONNET4.output) / M;
 
-interface SpanJson {
-  span_id: string;
-  trace_id: string;
-  parent_span_id: string | null;
-  model: string;
-  provider: string;
-  route: string;
-  user_id: string | null;
-  input_tokens: number;
-  output_tokens: number;
-  total_tokens: number;
-  cached_tokens: number;
-  cost_usd: number;
-  priced: boolean;
-  status: string;
-  status_code: number | null;
-  error: string | null;
-  duration_ms: number;
-  timestamp: string;
-}
 
 let bed: UpstreamBed;
 let proxy: ProxyProcess;
@@ -342,7 +323,7 @@ describe('/_local/api/traces', () => {
     const generated = await post('/proxy/beta/v1/chat/completions', { model: 'gpt-4o-mini', ...chatBody });
     const generatedId = generated.headers.get('x-proxy-request-id');
     expect(generatedId).toMatch(/^[0-9a-f-]{36}$/);
-    expect((await spanFor(generated)) as unknown as { request_id: string }).toMatchObject({ request_id: generatedId });
+    expect(await spanFor(generated)).toMatchObject({ request_id: generatedId });
     const line = proxy.logs.find((l) => l.span_id === spanId);
     expect(line).toMatchObject({ msg: 'llm call', provider: 'openai', model: 'gpt-4o-mini', user_id: 'bob', request_id: 'req-42' });
     expect(typeof line!.cost_usd).toBe('number');
