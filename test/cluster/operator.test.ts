@@ -140,7 +140,8 @@ describe('tollgate operator on a real API server', () => {
     await putProxyConfig(api, NS, 'after-failover', { pricing: { models: [{ ...PRICE, input_per_million: 5 }] } });
     const pc = await reconciled('after-failover');
     expect(readyCondition(pc)).toMatchObject({ status: 'True', reason: 'Accepted' });
-    expect(readFileSync(`${dir.path}/operator-b.log`, 'utf8')).toContain('ProxyConfig accepted');
+    // The child's log reaches its file through a pipe, possibly after the status it wrote is visible.
+    await eventually('operator-b to log the acceptance', () => readFileSync(`${dir.path}/operator-b.log`, 'utf8').includes('ProxyConfig accepted'), 10_000);
   });
 
   it('releases the Lease on SIGTERM', async () => {
