@@ -1,5 +1,5 @@
-// Helpers for cluster tests of the operator and the config push: install the CRDs and the operator's RBAC,
-// run `tollgate operator` as a child process (as an RBAC-limited user), create pods with service accounts
+// Helpers for cluster tests of the operator and the config push: install the CRDs and the chart's RBAC for the
+// operator, run `tollgate operator` as a child process (as the chart's ServiceAccount), create pods with service accounts
 // and mint their projected tokens through the TokenRequest API, and wait for things to happen.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,14 +10,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
 import { crdManifests, PROXY_CONFIG, type ProxyConfig, type ProxyConfigSpec } from '../../crds/index.ts';
 import { KubeApi } from '../../operator/src/kube/api-client.ts';
-import { operatorRbac } from '../../operator/src/rbac.ts';
 import type { ControlPlane } from '../control-plane/control-plane.ts';
 import { startManagedProcess, type ManagedProcess } from '../control-plane/managed-process.ts';
+import { asChartServiceAccount } from './chart-rbac.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const CLI = join(ROOT, 'sidecar/src/cli.ts');
 export const OPERATOR_NAMESPACE = 'tollgate-system';
-export const OPERATOR_USER = 'tollgate-operator';
 
 /** Polls `check` until it returns a value other than undefined/false, or throws after `timeoutMs`. */
 export async function eventually<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
@@ -41,14 +40,13 @@ export async function apply(cp: ControlPlane, objects: object[] | string): Promi
   if (result.code !== 0) throw new Error(`kubectl apply failed: ${result.stderr}`);
 }
 
-/** CRDs, the operator namespace and RBAC for the operator user; returns a kubeconfig file for that user. */
-export async function installOperatorPrerequisites(cp: ControlPlane, workDir: string): Promise<string> {
+/** CRDs, the operator namespace and the chart's operator RBAC; returns a kubeconfig file for the chart's operator ServiceAccount. */
+export async function installOperatorPrerequisites(cp: ControlPlane, workDir: string, chartValues: Record<string, string> = {}): Promise<string> {
   await apply(cp, crdManifests());
   const established = await cp.kubectl(['wait', '--for=condition=Established', '--timeout=60s', `crd/${PROXY_CONFIG.plural}.${PROXY_CONFIG.group}`]);
   if (established.code !== 0) throw new Error(established.stderr);
   await apply(cp, [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: OPERATOR_NAMESPACE } }]);
-  await apply(cp, operatorRbac({ namespace: OPERATOR_NAMESPACE, subject: { kind: 'User', name: OPERATOR_USER } }));
-  const kc = await cp.userKubeConfig(OPERATOR_USER);
+  const kc = await asChartServiceAccount(cp, 'operator', { namespace: OPERATOR_NAMESPACE, set: chartValues });
   const path = join(workDir, 'operator.kubeconfig');
   writeFileSync(path, kc.exportConfig(), { mode: 0o600 });
   return path;

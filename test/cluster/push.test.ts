@@ -1,4 +1,4 @@
-// Config push end to end on a real API server: the operator (as the RBAC-limited operator user) serves
+// Config push end to end on a real API server: the operator (as the chart's operator ServiceAccount) serves
 // snapshots over TLS; sidecar push clients authenticate with real projected tokens from the TokenRequest API,
 // bound to pods created through the API server. In-process clients run real ConfigStores; one real
 // `tollgate proxy` process shows the same through its management API.
