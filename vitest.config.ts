@@ -8,7 +8,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['{sidecar,operator,webhook,crds,test}/**/*.test.ts'],
+          include: ['{sidecar,operator,webhook,kube-client,crds,test}/**/*.test.ts'],
           exclude: ['test/cluster/**', '**/node_modules/**'],
           testTimeout: 20_000,
         },
