@@ -6,33 +6,20 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
 import { crdManifests, PROXY_CONFIG, type ProxyConfig, type ProxyConfigSpec } from '../../crds/index.ts';
 import { KubeApi } from '../../kube-client/api-client.ts';
 import type { ControlPlane } from '../control-plane/control-plane.ts';
 import { startManagedProcess, type ManagedProcess } from '../control-plane/managed-process.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { asChartServiceAccount } from './chart-rbac.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const CLI = join(ROOT, 'sidecar/src/cli.ts');
 export const OPERATOR_NAMESPACE = 'tollgate-system';
 
-/** Polls `check` until it returns a value other than undefined/false, or throws after `timeoutMs`. */
-export async function eventually<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-    await sleep(100);
-  }
-}
+/** The tests' one polling helper (test/support/wait-for.ts), under the name these cluster tests have always used. */
+export { waitFor as eventually };
 
 export async function apply(cp: ControlPlane, objects: object[] | string): Promise<void> {
   const input = typeof objects === 'string' ? objects : objects.map((o) => stringify(o)).join('---\n');
@@ -115,7 +102,7 @@ export async function leaseHolder(api: KubeApi, name = 'tollgate-operator'): Pro
 
 /** The CA the operator generated for its push server (tollgate-operator-tls), written to a file. */
 export async function operatorCaFile(api: KubeApi, dir: string): Promise<string> {
-  const secret = await eventually('the operator TLS Secret', async () => {
+  const secret = await waitFor('the operator TLS Secret', async () => {
     const s = await api.get<{ data?: Record<string, string> }>(`/api/v1/namespaces/${OPERATOR_NAMESPACE}/secrets/tollgate-operator-tls`);
     return s.data?.['ca.crt'] ? s : undefined;
   });
