@@ -13,6 +13,7 @@ import type { ControlPlane } from '../control-plane/control-plane.ts';
 import { startManagedProcess, type ManagedProcess } from '../control-plane/managed-process.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { asChartServiceAccount } from './chart-rbac.ts';
+import { crdEstablished } from './crd-established.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const CLI = join(ROOT, 'sidecar/src/cli.ts');
@@ -30,8 +31,7 @@ export async function apply(cp: ControlPlane, objects: object[] | string): Promi
 /** CRDs, the operator namespace and the chart's operator RBAC; returns a kubeconfig file for the chart's operator ServiceAccount. */
 export async function installOperatorPrerequisites(cp: ControlPlane, workDir: string, chartValues: Record<string, string> = {}): Promise<string> {
   await apply(cp, crdManifests());
-  const established = await cp.kubectl(['wait', '--for=condition=Established', '--timeout=60s', `crd/${PROXY_CONFIG.plural}.${PROXY_CONFIG.group}`]);
-  if (established.code !== 0) throw new Error(established.stderr);
+  await crdEstablished(cp.kubeConfig, `${PROXY_CONFIG.plural}.${PROXY_CONFIG.group}`);
   await apply(cp, [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: OPERATOR_NAMESPACE } }]);
   const kc = await asChartServiceAccount(cp, 'operator', { namespace: OPERATOR_NAMESPACE, set: chartValues });
   const path = join(workDir, 'operator.kubeconfig');
