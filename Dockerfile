@@ -14,6 +14,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY sidecar ./sidecar
 COPY operator ./operator
 COPY webhook ./webhook
+COPY kube-client ./kube-client
 COPY crds ./crds
 RUN npx tsc -p tsconfig.json --noEmit false --outDir dist
 
@@ -57,6 +58,7 @@ COPY package.json ./
 COPY --from=build /src/dist/sidecar ./sidecar
 COPY --from=build /src/dist/operator ./operator
 COPY --from=build /src/dist/webhook ./webhook
+COPY --from=build /src/dist/kube-client ./kube-client
 COPY --from=build /src/dist/crds ./crds
 COPY proto ./proto
 USER 65532:65532

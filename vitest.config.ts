@@ -1,15 +1,26 @@
 import { defineConfig } from 'vitest/config';
 
-// Two projects: `unit` (pure code, local fakes, real SQLite) and `cluster` (a real etcd + kube-apiserver,
-// built once from the Go module proxy by test/control-plane). `npm test` runs both.
+// Three projects, by what a test needs to run; `npm test` runs all three.
+// - unit: the code's own tests beside it, plus the fakes, the control-plane harness and the docs: in-process
+//   (loopback servers, real SQLite, worker threads), no `tollgate` processes.
+// - e2e: real `tollgate proxy` processes against the fake upstreams (test/e2e).
+// - cluster: a real etcd + kube-apiserver, built once from the Go module proxy by test/control-plane, one file
+//   at a time.
 export default defineConfig({
   test: {
     projects: [
       {
         test: {
           name: 'unit',
-          include: ['{sidecar,operator,webhook,crds,test}/**/*.test.ts'],
-          exclude: ['test/cluster/**', '**/node_modules/**'],
+          include: ['{sidecar,operator,webhook,kube-client,crds,test}/**/*.test.ts'],
+          exclude: ['test/e2e/**', 'test/cluster/**', '**/node_modules/**'],
+          testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
           testTimeout: 20_000,
         },
       },

@@ -10,10 +10,10 @@ import type { Logger } from 'pino';
 import { PROXY_CONFIG } from '../../crds/index.ts';
 import { type CachedProxyConfig, proxyConfigRef, reconcileProxyConfig } from './controller/proxy-config-controller.ts';
 import { CREDENTIALS_LABEL_SELECTOR, type SecretObject, slimSecret } from './controller/secret-object.ts';
-import { Backoff } from './kube/backoff.ts';
-import { KubeApi, objectKey } from './kube/api-client.ts';
-import { EventRecorder } from './kube/event-recorder.ts';
-import { Informer } from './kube/informer.ts';
+import { Backoff } from '../../kube-client/backoff.ts';
+import { KubeApi, objectKey } from '../../kube-client/api-client.ts';
+import { EventRecorder } from '../../kube-client/event-recorder.ts';
+import { Informer } from '../../kube-client/informer.ts';
 import { LeaderElector } from './kube/leader-election.ts';
 import { LeaderEndpoint } from './kube/leader-endpoint.ts';
 import { runWorkers, WorkQueue, type Workers } from './kube/work-queue.ts';
@@ -65,7 +65,7 @@ interface LeaderWork {
 export function startOperator(opts: OperatorOptions): Operator {
   const { logger } = opts;
   const api = new KubeApi(opts.kubeConfig);
-  const recorder = new EventRecorder(api, opts.identity, logger);
+  const recorder = new EventRecorder(api, { reportingController: 'tollgate.dev/operator', reportingInstance: opts.identity, logger });
   const nsPath = opts.watchNamespace ? `/namespaces/${opts.watchNamespace}` : '';
   const proxyConfigs = new Informer<CachedProxyConfig>({
     api,

@@ -13,7 +13,7 @@ import { startHealthListener } from './routes/health.ts';
 
 const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS]
 
-  --config FILE   YAML config file (see README: "Config file"); default: built-in defaults
+  --config FILE   YAML config file (see docs/configuration.md); default: built-in defaults
   --port N        listen port (default 8181, or server.port from the config, or TOLLGATE_PORT)
   --host ADDRESS  listen address (default 127.0.0.1, or server.host, or TOLLGATE_HOST)
 

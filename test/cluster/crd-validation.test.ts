@@ -10,6 +10,7 @@ import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crdManifests, PROXY_CONFIG, type ProxyConfig, type ProxyConfigSpec } from '../../crds/index.ts';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
+import { crdEstablished } from './crd-established.ts';
 
 const NAMESPACE = 'crd-validation';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -62,10 +63,7 @@ describe('ProxyConfig CRD on a real API server', () => {
     // What `tollgate crds | kubectl apply -f -` does.
     const applied = await cp.kubectl(['apply', '-f', '-'], { input: crdManifests() });
     expect(applied, applied.stderr).toMatchObject({ code: 0 });
-    const established = await cp.kubectl([
-      'wait', '--for=condition=Established', '--timeout=60s', `crd/${PROXY_CONFIG.plural}.${PROXY_CONFIG.group}`,
-    ]);
-    expect(established, established.stderr).toMatchObject({ code: 0 });
+    await crdEstablished(cp.kubeConfig, `${PROXY_CONFIG.plural}.${PROXY_CONFIG.group}`);
   });
 
   afterAll(async () => {

@@ -1,6 +1,6 @@
 // The push Service routes to the leader only (ADR 0721): it has no selector, and the Lease holder writes the
-// Service's EndpointSlice with its own pod IP. Two `tollgate operator` processes with the RBAC of
-// operator/src/rbac.ts and fake pod IPs from TEST-NET-1 (written, never dialled: there is no kube-proxy here, and the API server refuses
+// Service's EndpointSlice with its own pod IP. Two `tollgate operator` processes with the chart's RBAC
+// and fake pod IPs from TEST-NET-1 (written, never dialled: there is no kube-proxy here, and the API server refuses
 // loopback endpoint addresses) against a real
 // kube-apiserver: the slice follows the leader through a SIGKILL failover and a SIGTERM hand-over.
 

@@ -1,39 +1,26 @@
-// Helpers for cluster tests of the operator and the config push: install the CRDs and the operator's RBAC,
-// run `tollgate operator` as a child process (as an RBAC-limited user), create pods with service accounts
+// Helpers for cluster tests of the operator and the config push: install the CRDs and the chart's RBAC for the
+// operator, run `tollgate operator` as a child process (as the chart's ServiceAccount), create pods with service accounts
 // and mint their projected tokens through the TokenRequest API, and wait for things to happen.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
 import { crdManifests, PROXY_CONFIG, type ProxyConfig, type ProxyConfigSpec } from '../../crds/index.ts';
-import { KubeApi } from '../../operator/src/kube/api-client.ts';
-import { operatorRbac } from '../../operator/src/rbac.ts';
+import { KubeApi } from '../../kube-client/api-client.ts';
 import type { ControlPlane } from '../control-plane/control-plane.ts';
 import { startManagedProcess, type ManagedProcess } from '../control-plane/managed-process.ts';
+import { waitFor } from '../support/wait-for.ts';
+import { asChartServiceAccount } from './chart-rbac.ts';
+import { crdEstablished } from './crd-established.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const CLI = join(ROOT, 'sidecar/src/cli.ts');
 export const OPERATOR_NAMESPACE = 'tollgate-system';
-export const OPERATOR_USER = 'tollgate-operator';
 
-/** Polls `check` until it returns a value other than undefined/false, or throws after `timeoutMs`. */
-export async function eventually<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-    await sleep(100);
-  }
-}
+/** The tests' one polling helper (test/support/wait-for.ts), under the name these cluster tests have always used. */
+export { waitFor as eventually };
 
 export async function apply(cp: ControlPlane, objects: object[] | string): Promise<void> {
   const input = typeof objects === 'string' ? objects : objects.map((o) => stringify(o)).join('---\n');
@@ -41,14 +28,12 @@ export async function apply(cp: ControlPlane, objects: object[] | string): Promi
   if (result.code !== 0) throw new Error(`kubectl apply failed: ${result.stderr}`);
 }
 
-/** CRDs, the operator namespace and RBAC for the operator user; returns a kubeconfig file for that user. */
-export async function installOperatorPrerequisites(cp: ControlPlane, workDir: string): Promise<string> {
+/** CRDs, the operator namespace and the chart's operator RBAC; returns a kubeconfig file for the chart's operator ServiceAccount. */
+export async function installOperatorPrerequisites(cp: ControlPlane, workDir: string, chartValues: Record<string, string> = {}): Promise<string> {
   await apply(cp, crdManifests());
-  const established = await cp.kubectl(['wait', '--for=condition=Established', '--timeout=60s', `crd/${PROXY_CONFIG.plural}.${PROXY_CONFIG.group}`]);
-  if (established.code !== 0) throw new Error(established.stderr);
+  await crdEstablished(cp.kubeConfig, `${PROXY_CONFIG.plural}.${PROXY_CONFIG.group}`);
   await apply(cp, [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: OPERATOR_NAMESPACE } }]);
-  await apply(cp, operatorRbac({ namespace: OPERATOR_NAMESPACE, subject: { kind: 'User', name: OPERATOR_USER } }));
-  const kc = await cp.userKubeConfig(OPERATOR_USER);
+  const kc = await asChartServiceAccount(cp, 'operator', { namespace: OPERATOR_NAMESPACE, set: chartValues });
   const path = join(workDir, 'operator.kubeconfig');
   writeFileSync(path, kc.exportConfig(), { mode: 0o600 });
   return path;
@@ -117,7 +102,7 @@ export async function leaseHolder(api: KubeApi, name = 'tollgate-operator'): Pro
 
 /** The CA the operator generated for its push server (tollgate-operator-tls), written to a file. */
 export async function operatorCaFile(api: KubeApi, dir: string): Promise<string> {
-  const secret = await eventually('the operator TLS Secret', async () => {
+  const secret = await waitFor('the operator TLS Secret', async () => {
     const s = await api.get<{ data?: Record<string, string> }>(`/api/v1/namespaces/${OPERATOR_NAMESPACE}/secrets/tollgate-operator-tls`);
     return s.data?.['ca.crt'] ? s : undefined;
   });

@@ -1,4 +1,4 @@
-// The operator as it runs in a cluster: two `tollgate operator` processes with the RBAC of operator/src/rbac.ts
+// The operator as it runs in a cluster: two `tollgate operator` processes with the RBAC the chart installs
 // against a real kube-apiserver. One leads and reconciles; the other waits. Covers status and events for
 // accepted and rejected ProxyConfigs, informer recovery after an API server restart, and failover when the
 // leader is killed.

@@ -10,6 +10,7 @@ import { startControlPlane, type ControlPlane } from '../control-plane/control-p
 import { freePort } from '../control-plane/free-port.ts';
 import { startManagedProcess, type ManagedProcess } from '../control-plane/managed-process.ts';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/llm-upstream.ts';
+import { findSpan } from '../support/spans.ts';
 import {
   CLI,
   ensureNamespace,
@@ -57,8 +58,7 @@ async function costOfNextCall(): Promise<number | undefined> {
   if (res.status !== 200) return undefined;
   await res.arrayBuffer();
   const spanId = res.headers.get('x-proxy-span-id');
-  const { spans } = (await (await fetch(`${sidecarUrl}/_local/api/traces?limit=10`)).json()) as { spans: { span_id: string; cost_usd: number }[] };
-  return spans.find((s) => s.span_id === spanId)?.cost_usd;
+  return (await findSpan(sidecarUrl, { spanId })).cost_usd;
 }
 
 beforeAll(async () => {

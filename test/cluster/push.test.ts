@@ -1,4 +1,4 @@
-// Config push end to end on a real API server: the operator (as the RBAC-limited operator user) serves
+// Config push end to end on a real API server: the operator (as the chart's operator ServiceAccount) serves
 // snapshots over TLS; sidecar push clients authenticate with real projected tokens from the TokenRequest API,
 // bound to pods created through the API server. In-process clients run real ConfigStores; one real
 // `tollgate proxy` process shows the same through its management API.
@@ -122,7 +122,8 @@ describe('config push to sidecars', () => {
 
   it("gives a sidecar its namespace's default ProxyConfig and credentials, and counts it as current", async () => {
     const a1 = await sidecar(await podWithToken(api, { namespace: 'team-a', name: 'a1', dir: dir.path }));
-    await eventually('price 1.11 applied', () => operatorPrice(a1.store) === 1.11);
+    // The client swaps the store's config, saves the snapshot, then updates its status: wait for the last step.
+    await eventually('price 1.11 applied', () => operatorPrice(a1.store) === 1.11 && a1.client.status().source === 'team-a/default');
     const keyFile = a1.store.get().credentials.openaiApiKeyFile!;
     expect(keyFile.startsWith(join(a1.stateDir, 'credentials'))).toBe(true);
     expect(readFileSync(keyFile, 'utf8')).toBe(OPENAI_KEY);
@@ -141,7 +142,7 @@ describe('config push to sidecars', () => {
 
   it('gives a pod the ProxyConfig its annotation names', async () => {
     const a2 = await sidecar(await podWithToken(api, { namespace: 'team-a', name: 'a2', annotations: { 'tollgate.dev/proxy-config': 'strict' }, dir: dir.path }));
-    await eventually('price 7.77 applied', () => operatorPrice(a2.store) === 7.77);
+    await eventually('price 7.77 applied', () => operatorPrice(a2.store) === 7.77 && a2.client.status().source !== undefined);
     expect(a2.store.get().credentials.openaiApiKeyFile).toBeUndefined();
     expect(a2.client.status().source).toBe('team-a/strict');
   });
@@ -171,7 +172,7 @@ describe('config push to sidecars', () => {
     const b1 = await sidecar(await podWithToken(api, { namespace: 'team-b', name: 'b1', annotations: { 'tollgate.dev/proxy-config': 'strict' }, dir: dir.path }), {
       claim: { podName: 'a1', podNamespace: 'team-a' },
     });
-    await eventually('team-b price', () => operatorPrice(b1.store) === 3.33);
+    await eventually('team-b price', () => operatorPrice(b1.store) === 3.33 && b1.client.status().source !== undefined);
     await putProxyConfig(api, 'team-a', 'strict', gpt4o(7.78));
     await eventually('team-a strict sidecar updated', () => operatorPrice(sidecars[1]!.store) === 7.78);
     expect(b1.seen).toEqual([3.33]);

@@ -69,20 +69,7 @@ export function startLocalWebhook(options: WebhookOptions, kubeConfig: KubeConfi
   return startWebhook(options, { kubeConfig, logger, ipAddresses: ['127.0.0.1'], ...extra });
 }
 
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`);
-}
+export { waitFor } from '../support/wait-for.ts';
 
 export async function ensureNamespace(kubeConfig: KubeConfig, name: string, labels: Record<string, string> = {}): Promise<void> {
   await kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name, labels } } });

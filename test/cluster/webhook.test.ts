@@ -1,7 +1,7 @@
 // The injection webhook against a real kube-apiserver: the webhook runs in this process over TLS on
 // 127.0.0.1, a MutatingWebhookConfiguration points the API server at it, and every assertion reads what the
 // API server stored after calling it. The caBundle is never written by the test: the webhook's self-managed
-// certificates publish it, as in a cluster.
+// certificates publish it, as in a cluster. The webhook acts as the chart's ServiceAccount with the chart's RBAC.
 
 import { connect } from 'node:tls';
 import { createServer, type Server } from 'node:https';
@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
 import { freePort } from '../control-plane/free-port.ts';
 import { createCertificateAuthority, isIssuedBy, issueCertificate } from '../../webhook/src/pki.ts';
+import { asChartServiceAccount, CHART_NAMES } from './chart-rbac.ts';
 import { sidecarContainer, sidecarVolumes } from '../../webhook/src/sidecar-container.ts';
 import type { WebhookServer } from '../../webhook/src/webhook-server.ts';
 import {
@@ -36,10 +37,12 @@ import {
 } from './webhook-fixtures.ts';
 
 const OWN_NAMESPACE = 'tollgate-system';
-const CONFIG_NAME = 'tollgate-test';
+// The chart lets its webhook patch only the configuration it installs.
+const CONFIG_NAME = CHART_NAMES.webhookConfiguration;
 
 let cp: ControlPlane;
 let kc: KubeConfig;
+let webhookKc: KubeConfig;
 let port: number;
 let webhook: WebhookServer | undefined;
 let log: CapturedLog;
@@ -51,7 +54,7 @@ const admissionApi = () => kc.makeApiClient(AdmissionregistrationV1Api);
 async function start(): Promise<WebhookServer> {
   webhook = await startLocalWebhook(
     testWebhookOptions({ port, namespace: OWN_NAMESPACE, webhookConfigName: CONFIG_NAME, operatorCaFile: operatorCa.path }),
-    kc,
+    webhookKc,
     log.logger,
     { certificateIntervalMs: 250, certificatePropagationMs: 2_000, watchMissingSidecars: true },
   );
@@ -82,6 +85,7 @@ beforeAll(async () => {
   await ensureNamespace(kc, OWN_NAMESPACE);
   await ensureNamespace(kc, 'shop', { 'tollgate.dev/injection': 'enabled' });
   await ensureNamespace(kc, 'plain');
+  webhookKc = await asChartServiceAccount(cp, 'webhook', { namespace: OWN_NAMESPACE });
   // Registered before the webhook runs and without a caBundle: the webhook must publish its own CA.
   await admissionApi().createMutatingWebhookConfiguration({
     body: webhookConfiguration({ name: CONFIG_NAME, url: `https://127.0.0.1:${port}/mutate`, ownNamespace: OWN_NAMESPACE }) as never,

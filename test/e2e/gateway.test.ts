@@ -1,7 +1,7 @@
 // The OpenAI-compatible gateway as a user meets it: the official `openai` SDK, unmodified, pointed at a real
 // `tollgate proxy` process whose routes reach the fake upstreams. Every model family, every Claude route,
 // streaming and not, tool calls and results, a refused parameter, upstream errors; each call's span is read
-// back and its tokens and cost checked against the listed price and the usage the fake reported.
+// back and its tokens and cost checked against the usage the fake reported and costs worked out by hand.
 
 import OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
@@ -11,6 +11,7 @@ import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 import { ANTHROPIC_KEY, OPENAI_KEY, PROJECT, startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
 import type { PriceEntry } from '../../sidecar/src/pricing/price-entry.ts';
 import type { SpanJson } from '../../sidecar/src/spans/span-json.ts';
+import { findSpan, recentSpans } from '../support/spans.ts';
 
 
 
@@ -21,7 +22,6 @@ let proxy: ProxyProcess;
 let client: OpenAI;
 
 const usage: FakeUsage = { input: 1200, output: 300, cacheRead: 500, cacheWrite: 80, reasoning: 40 };
-const M = 1_000_000;
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 
 async function api<T>(path: string, body?: unknown): Promise<T> {
@@ -34,38 +34,25 @@ async function prices(): Promise<PriceEntry[]> {
   return (await api<{ config: { pricing: { models: PriceEntry[] } } }>('/_local/api/config')).config.pricing.models;
 }
 
-/** The cost a call must have: the fake's usage, normalised, at the prices the proxy lists for the model. */
-async function expectedCost(model: string, format: Format, u: FakeUsage = usage): Promise<number> {
-  const entry = (await prices()).find((p) => p.model === model)!;
-  const t = expectedTokenUsage(u, format);
-  const cachedPrice = entry.cached_input_per_million!;
-  if (format === 'anthropic') {
-    const write5m = t.cacheWriteTokens - t.cacheWrite1hTokens;
-    const uncached = t.inputTokens - t.cacheReadTokens - t.cacheWriteTokens;
-    return (
-      (uncached * entry.input_per_million +
-        t.cacheReadTokens * cachedPrice +
-        write5m * entry.cache_write_per_million! +
-        t.cacheWrite1hTokens * entry.cache_write_1h_per_million! +
-        t.outputTokens * entry.output_per_million) /
-      M
-    );
-  }
-  return ((t.inputTokens - t.cacheReadTokens) * entry.input_per_million + t.cacheReadTokens * cachedPrice + t.outputTokens * entry.output_per_million) / M;
-}
+/*
+ * What `usage` costs, worked out by hand from the built-in list prices (USD per million tokens), so the test
+ * does not share a formula with the code it checks. The fake reports 1200 uncached input tokens, 500 cache
+ * reads, 80 five-minute cache writes (Anthropic formats only) and 300 + 40 reasoning output tokens.
+ *
+ * gemini-2.5-flash (0.3 / cached 0.03 / 2.5): 1200 × 0.3 + 500 × 0.03 + 340 × 2.5 = 360 + 15 + 850 = 1225 → 0.001225
+ * claude-sonnet-4 (3 / cached 0.3 / write 3.75 / 15): 1200 × 3 + 500 × 0.3 + 80 × 3.75 + 340 × 15
+ *   = 3600 + 150 + 300 + 5100 = 9150 → 0.00915
+ * gpt-4o-mini (0.15 / cached 0.075 / 0.6): 1200 × 0.15 + 500 × 0.075 + 340 × 0.6 = 180 + 37.5 + 204 = 421.5 → 0.0004215
+ */
+const GEMINI_FLASH_COST = 0.001225;
+const CLAUDE_SONNET_COST = 0.00915;
+const GPT_4O_MINI_COST = 0.0004215;
 
 async function spanById(spanId: string | null): Promise<SpanJson> {
   expect(spanId).toMatch(/^[0-9a-f]{16}$/);
   // The SDK stops reading at `data: [DONE]`, which can be before the proxy has seen the upstream end and
-  // recorded the span: give it a moment rather than racing it.
-  let span: SpanJson | undefined;
-  for (let attempt = 0; attempt < 50 && !span; attempt++) {
-    if (attempt > 0) await new Promise((r) => setTimeout(r, 20));
-    const { spans } = await api<{ spans: SpanJson[] }>('/_local/api/traces?limit=200');
-    span = spans.find((s) => s.span_id === spanId);
-  }
-  expect(span, `span ${spanId}`).toBeDefined();
-  return span!;
+  // recorded the span: findSpan waits for it rather than racing it.
+  return findSpan(proxy.url, { spanId });
 }
 
 async function setGateway(gateway: { anthropicRoute?: string; googleRoute?: string }): Promise<void> {
@@ -82,6 +69,8 @@ interface Case {
   /** The model id the route must receive (in the path or the body). */
   upstreamModel: string;
   upstreamPath: (stream: boolean) => string;
+  /** What `usage` costs on this model (worked out above). */
+  costUsd: number;
 }
 
 const vertex = `/v1/projects/${PROJECT}/locations`;
@@ -96,6 +85,7 @@ const CASES: Case[] = [
     route: 'alpha',
     upstreamModel: 'gemini-2.5-flash',
     upstreamPath: (s) => `${vertex}/us-central1/publishers/google/models/gemini-2.5-flash:${s ? 'streamGenerateContent' : 'generateContent'}`,
+    costUsd: GEMINI_FLASH_COST,
   },
   {
     name: 'Gemini through alpha-compat (passed through)',
@@ -106,6 +96,7 @@ const CASES: Case[] = [
     route: 'alpha-compat',
     upstreamModel: 'google/gemini-2.5-flash',
     upstreamPath: () => `${vertex}/us-central1/endpoints/openapi/chat/completions`,
+    costUsd: GEMINI_FLASH_COST,
   },
   {
     name: 'Claude through gamma-direct (Anthropic API)',
@@ -116,6 +107,7 @@ const CASES: Case[] = [
     route: 'gamma-direct',
     upstreamModel: 'claude-sonnet-4-20250514',
     upstreamPath: () => '/v1/messages',
+    costUsd: CLAUDE_SONNET_COST,
   },
   {
     name: 'Claude through gamma (Vertex AI rawPredict)',
@@ -126,6 +118,7 @@ const CASES: Case[] = [
     route: 'gamma',
     upstreamModel: 'claude-sonnet-4@20250514',
     upstreamPath: (s) => `${vertex}/us-east5/publishers/anthropic/models/claude-sonnet-4@20250514:${s ? 'streamRawPredict' : 'rawPredict'}`,
+    costUsd: CLAUDE_SONNET_COST,
   },
   {
     name: 'Claude through gamma-cloudb (Bedrock InvokeModel)',
@@ -136,6 +129,7 @@ const CASES: Case[] = [
     route: 'gamma-cloudb',
     upstreamModel: 'anthropic.claude-sonnet-4-20250514-v1:0',
     upstreamPath: (s) => `/model/anthropic.claude-sonnet-4-20250514-v1%3A0/${s ? 'invoke-with-response-stream' : 'invoke'}`,
+    costUsd: CLAUDE_SONNET_COST,
   },
   {
     name: 'GPT through beta (passed through)',
@@ -146,6 +140,7 @@ const CASES: Case[] = [
     route: 'beta',
     upstreamModel: 'gpt-4o-mini',
     upstreamPath: () => '/v1/chat/completions',
+    costUsd: GPT_4O_MINI_COST,
   },
 ];
 
@@ -242,7 +237,7 @@ describe.each(CASES)('$name', (c) => {
       cached_tokens: tokens.cacheReadTokens,
       cache_write_tokens: tokens.cacheWriteTokens,
     });
-    expect(span.cost_usd).toBeCloseTo(await expectedCost(c.model, c.format), 10);
+    expect(span.cost_usd).toBeCloseTo(c.costUsd, 10);
   });
 
   it('streams chunks, ends with a usage chunk when asked for one, and costs the stream', async () => {
@@ -264,7 +259,7 @@ describe.each(CASES)('$name', (c) => {
 
     const span = await spanById(response.headers.get('x-proxy-span-id'));
     expect(span).toMatchObject({ route: c.route, model: c.upstreamModel, status: 'ok', input_tokens: tokens.inputTokens, output_tokens: tokens.outputTokens });
-    expect(span.cost_usd).toBeCloseTo(await expectedCost(c.model, c.format), 10);
+    expect(span.cost_usd).toBeCloseTo(c.costUsd, 10);
   });
 
   it('costs a stream whose caller did not ask for usage, without sending a usage chunk', async () => {
@@ -278,7 +273,7 @@ describe.each(CASES)('$name', (c) => {
     expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('stop');
     const span = await spanById(response.headers.get('x-proxy-span-id'));
     expect(span.input_tokens).toBe(expectedTokenUsage(usage, c.format).inputTokens);
-    expect(span.cost_usd).toBeCloseTo(await expectedCost(c.model, c.format), 10);
+    expect(span.cost_usd).toBeCloseTo(c.costUsd, 10);
   });
 
   it('returns a tool call, then sends the tool result back in the provider\'s own form', async () => {
@@ -372,7 +367,7 @@ describe('streams that fail upstream', () => {
     expect(error).toBeInstanceOf(OpenAI.APIError);
     expect((error as Error).message).toContain(`upstream ${route} stream failed`);
     expect(received.join('').length).toBeGreaterThan(0);
-    const { spans } = await api<{ spans: SpanJson[] }>('/_local/api/traces?limit=5');
+    const spans = await recentSpans(proxy.url, 5);
     expect(spans.find((s) => s.route === route)).toMatchObject({ status: 'error' });
   });
 
@@ -513,7 +508,8 @@ describe('GET /v1/models', () => {
     bed.openai.behave({ usage: { input: 1000, output: 500 } });
     const { response } = await client.chat.completions.create({ model: 'gpt-tollgate-test', messages: [{ role: 'user', content: 'Hi' }] }).withResponse();
     const span = await spanById(response.headers.get('x-proxy-span-id'));
-    expect(span.cost_usd).toBeCloseTo(await expectedCost('gpt-tollgate-test', 'openai', { input: 1000, output: 500 }), 10);
+    // 1000 × 1 + 500 × 2 = 2000 USD per million → 0.002
+    expect(span.cost_usd).toBeCloseTo(0.002, 10);
     const gone = await client.chat.completions.create({ model: 'gpt-4.1-nano', messages: [{ role: 'user', content: 'Hi' }] }).then(
       () => null,
       (e: unknown) => e,

@@ -10,6 +10,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 import { PROJECT, startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
 import type { SpanJson } from '../../sidecar/src/spans/span-json.ts';
+import { findSpan } from '../support/spans.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 interface SeenRequest {
   method: string;
@@ -75,24 +77,9 @@ function raw(method: string, path: string, headers: Record<string, string> = {},
   });
 }
 
-
-async function spans(): Promise<SpanJson[]> {
-  return ((await (await fetch(`${proxy.url}/_local/api/traces?limit=200`)).json()) as { spans: SpanJson[] }).spans;
-}
-
 /** The span of a request sent with this x-request-id; waits for calls that finish after the caller left. */
-async function spanByRequestId(requestId: string): Promise<SpanJson> {
-  for (let i = 0; i < 100; i++) {
-    const found = (await spans()).find((s) => s.request_id === requestId);
-    if (found) return found;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`no span with request_id ${requestId}`);
-}
-
-async function until(what: string, condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 250 && !condition(); i++) await new Promise((r) => setTimeout(r, 20));
-  if (!condition()) throw new Error(`timed out waiting for ${what}`);
+function spanByRequestId(requestId: string): Promise<SpanJson> {
+  return findSpan(proxy.url, { requestId });
 }
 
 let bed: UpstreamBed;
@@ -108,23 +95,31 @@ const cloudPath = `/proxy/gamma-cloud/v1/projects/${PROJECT}/locations/us-east5/
 beforeAll(async () => {
   bed = await startUpstreamBed();
   bare = await startBareUpstream();
-  proxy = await startProxyProcess({
-    configYaml: bed
-      .configYaml(`
-server: { bodyLimitBytes: 4096 }
-breaker: { consecutiveFailures: 3, openMs: 300, minimumRequests: 100 }
-`)
-      .replace(/gamma-cloud: \{ baseUrl: "[^"]+"/, `gamma-cloud: { baseUrl: "${bare.url}/base"`)
-      .replace(/gamma-direct: \{ baseUrl: "[^"]+"/, `gamma-direct: { baseUrl: "${bare.url}/base"`),
-    env: bed.env,
-  });
 });
 
 afterAll(async () => {
-  await proxy?.stop();
   await bare?.close();
   await bed?.close();
 });
+
+/** Each describe block runs its own proxy, so breaker state never carries over from one block to the next. */
+function ownProxy(): void {
+  beforeAll(async () => {
+    proxy = await startProxyProcess({
+      configYaml: bed
+        .configYaml(`
+server: { bodyLimitBytes: 4096 }
+breaker: { consecutiveFailures: 3, openMs: 300, minimumRequests: 100 }
+`)
+        .replace(/gamma-cloud: \{ baseUrl: "[^"]+"/, `gamma-cloud: { baseUrl: "${bare.url}/base"`)
+        .replace(/gamma-direct: \{ baseUrl: "[^"]+"/, `gamma-direct: { baseUrl: "${bare.url}/base"`),
+      env: bed.env,
+    });
+  });
+  afterAll(async () => {
+    await proxy?.stop();
+  });
+}
 
 afterEach(() => {
   bed.reset();
@@ -133,6 +128,8 @@ afterEach(() => {
 });
 
 describe('headers', () => {
+  ownProxy();
+
   it('drops headers the caller names in Connection, as hop-by-hop (RFC 9110 §7.6.1)', async () => {
     const res = await raw('POST', '/proxy/beta/v1/chat/completions', {
       'content-type': 'application/json',
@@ -176,6 +173,8 @@ describe('headers', () => {
 });
 
 describe('paths stay under the upstream base path', () => {
+  ownProxy();
+
   it.each([
     ['dot segments', '/proxy/gamma-direct/v1/../../admin'],
     ['encoded dot segments', '/proxy/gamma-direct/v1/%2e%2e/%2E%2E/admin'],
@@ -209,6 +208,8 @@ describe('paths stay under the upstream base path', () => {
 });
 
 describe('request bodies', () => {
+  ownProxy();
+
   it('a chunked body over the limit is answered 413, the upstream request is aborted, and the breaker does not count it', async () => {
     bare.handle = (req, res) => {
       req.resume();
@@ -219,7 +220,7 @@ describe('request bodies', () => {
       const res = await raw('POST', cloudPath, { 'content-type': 'application/json', 'transfer-encoding': 'chunked', 'x-request-id': id }, (req) => {
         // The first body crosses the limit only once its request is on the upstream, the others at once.
         req.write('x'.repeat(2000));
-        void until('the upstream to receive the first bytes', () => i > 0 || bare.seen[0]?.bytes === 2000).then(() => {
+        void waitFor('the upstream to receive the first bytes', () => i > 0 || bare.seen[0]?.bytes === 2000).then(() => {
           for (let k = 0; k < 8; k++) req.write('x'.repeat(1000));
           req.end();
         });
@@ -228,7 +229,7 @@ describe('request bodies', () => {
       expect(JSON.parse(res.body)).toMatchObject({ error: { code: 'body_too_large' } });
       expect((await spanByRequestId(id)).status).toBe('rejected');
     }
-    await until('the upstream to see its request cut', () => bare.seen[0]?.aborted === true);
+    await waitFor('the upstream to see its request cut', () => bare.seen[0]?.aborted === true);
     expect(bare.seen.every((s) => s.aborted)).toBe(true);
     // Four oversized bodies with consecutiveFailures 3: the upstream did nothing wrong, so the breaker stays closed.
     const ok = await raw('POST', cloudPath, { 'content-type': 'application/json' }, '{}');
@@ -264,6 +265,8 @@ describe('request bodies', () => {
 });
 
 describe('upstream answers without a body', () => {
+  ownProxy();
+
   it('a 304 reaches the caller with its validators and is not an error', async () => {
     bare.handle = (_req, res) => {
       res.writeHead(304, { etag: '"v1"' });
@@ -302,18 +305,42 @@ describe('upstream answers without a body', () => {
 });
 
 describe('callers that leave', () => {
-  /** Opens the bare upstream's breaker on gamma-cloud (three 500s) and waits for its half-open probe slot. */
+  ownProxy();
+
+  /** Opens the bare upstream's breaker on gamma-cloud (three 500s); the test's next call then waits to be its probe. */
   async function openCloudBreaker(): Promise<void> {
     bare.handle = (_req, res) => res.end('{}');
-    await new Promise((r) => setTimeout(r, 350)); // an earlier test may have left it open: let a probe close it
-    expect((await raw('POST', cloudPath, { 'content-type': 'application/json' }, '{}')).status).toBe(200);
+    // An earlier test may have left it open: calls are refused until a probe closes it.
+    await waitFor('a closed breaker on gamma-cloud', async () => (await raw('POST', cloudPath, { 'content-type': 'application/json' }, '{}')).status === 200);
     bare.handle = (_req, res) => {
       res.writeHead(500, { 'content-type': 'application/json' });
       res.end('{"error":{"message":"boom"}}');
     };
     for (let i = 0; i < 3; i++) expect((await raw('POST', cloudPath, { 'content-type': 'application/json' }, '{}')).status).toBe(500);
     expect(JSON.parse((await raw('POST', cloudPath, { 'content-type': 'application/json' }, '{}')).body)).toMatchObject({ error: { code: 'circuit_open' } });
-    await new Promise((r) => setTimeout(r, 350));
+  }
+
+  /** Whether a response is the open breaker's refusal (502 circuit_open, answered without calling the upstream). */
+  function refusedByBreaker(res: IncomingMessage): Promise<boolean> {
+    if (res.statusCode !== 502) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.once('end', () => resolve(text.includes('"circuit_open"')));
+    });
+  }
+
+  /**
+   * Sends a call (with a fresh x-request-id each time) until the open breaker lets it through as its half-open
+   * probe, which it does once openMs has passed; `send` answers undefined for a refusal.
+   */
+  async function asProbe<T>(send: (id: string) => Promise<T | undefined>): Promise<{ id: string; admitted: T }> {
+    return waitFor('the breaker to admit a half-open probe', async () => {
+      const id = requestId();
+      const admitted = await send(id);
+      return admitted === undefined ? undefined : { id, admitted };
+    }, { intervalMs: 20 });
   }
 
   function streamForever(_req: IncomingMessage, res: ServerResponse): void {
@@ -325,20 +352,22 @@ describe('callers that leave', () => {
   it('mid-stream: the upstream request is aborted, the span is client_aborted, and a half-open probe is released', async () => {
     await openCloudBreaker();
     bare.handle = streamForever;
-    const id = requestId();
-    await new Promise<void>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port: proxy.port, method: 'POST', path: cloudPath, headers: { 'content-type': 'application/json', 'x-request-id': id }, agent: false }, (res) => {
-        expect(res.statusCode).toBe(200);
-        res.once('data', () => {
-          req.destroy();
-          resolve();
+    const { id } = await asProbe((probeId) => new Promise<true | undefined>((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port: proxy.port, method: 'POST', path: cloudPath, headers: { 'content-type': 'application/json', 'x-request-id': probeId }, agent: false }, (res) => {
+        void refusedByBreaker(res).then((refused) => {
+          if (refused) return resolve(undefined);
+          if (res.statusCode !== 200) return reject(new Error(`expected 200, got ${res.statusCode}`));
+          res.once('data', () => {
+            req.destroy();
+            resolve(true);
+          });
         });
       });
       req.once('error', () => undefined);
       req.end('{}');
       setTimeout(() => reject(new Error('no stream bytes')), 5000);
-    });
-    await until('the upstream request to be aborted', () => bare.seen.at(-1)!.aborted);
+    }));
+    await waitFor('the upstream request to be aborted', () => bare.seen.at(-1)!.aborted);
     expect(await spanByRequestId(id)).toMatchObject({ status: 'client_aborted', status_code: 200 });
     // The abandoned probe gave no verdict: the next call is the new probe, not refused.
     bare.handle = (_req, res) => res.end('{}');
@@ -377,7 +406,7 @@ describe('callers that leave', () => {
       req.end('{}');
       setTimeout(() => reject(new Error('the stream did not arrive')), 5000);
     });
-    await until('the upstream request to be aborted', () => bare.seen.at(-1)!.aborted);
+    await waitFor('the upstream request to be aborted', () => bare.seen.at(-1)!.aborted);
     const span = await spanByRequestId(id);
     expect(span).toMatchObject({ status: 'ok', status_code: 200, input_tokens: 100, output_tokens: 20 });
     expect(span.cost_usd).toBeCloseTo((100 * 3 + 20 * 15) / 1e6, 12);
@@ -386,14 +415,18 @@ describe('callers that leave', () => {
   it('before the response headers: the upstream request is aborted and the half-open probe is released', async () => {
     await openCloudBreaker();
     bare.handle = () => undefined; // never answers
-    const id = requestId();
-    const req = httpRequest({ host: '127.0.0.1', port: proxy.port, method: 'POST', path: cloudPath, headers: { 'content-type': 'application/json', 'x-request-id': id }, agent: false });
-    const sent = bare.seen.length;
-    req.once('error', () => undefined);
-    req.end('{}');
-    await until('the request to reach the upstream', () => bare.seen.length === sent + 1);
+    const { id, admitted: req } = await asProbe(async (probeId) => {
+      const probe = httpRequest({ host: '127.0.0.1', port: proxy.port, method: 'POST', path: cloudPath, headers: { 'content-type': 'application/json', 'x-request-id': probeId }, agent: false });
+      const sent = bare.seen.length;
+      let refused = false;
+      probe.once('response', (res) => void refusedByBreaker(res).then((r) => (refused = r)));
+      probe.once('error', () => undefined);
+      probe.end('{}');
+      const reached = await waitFor('the request to reach the upstream or be refused', () => (refused ? 'refused' : bare.seen.length === sent + 1 ? 'reached' : undefined));
+      return reached === 'reached' ? probe : undefined;
+    });
     req.destroy();
-    await until('the upstream request to be aborted', () => bare.seen.at(-1)!.aborted);
+    await waitFor('the upstream request to be aborted', () => bare.seen.at(-1)!.aborted);
     expect(await spanByRequestId(id)).toMatchObject({ status: 'client_aborted', status_code: null });
     bare.handle = (_req, res) => res.end('{}');
     expect((await raw('POST', cloudPath, { 'content-type': 'application/json' }, '{}')).status).toBe(200);
@@ -401,6 +434,8 @@ describe('callers that leave', () => {
 });
 
 describe('config API', () => {
+  ownProxy();
+
   it('refuses an upstream base URL that carries credentials, so none can show in GET', async () => {
     const res = await fetch(`${proxy.url}/_local/api/config`, {
       method: 'POST',

@@ -2,6 +2,9 @@
 // corrupted, credentials missing, the breaker opening and recovering, and bad input refused.
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { SpanJson } from '../../sidecar/src/spans/span-json.ts';
+import { findSpan } from '../support/spans.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { freePort, startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 import { PROJECT, startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
 
@@ -17,22 +20,8 @@ function post(path: string, body: unknown, headers: Record<string, string> = {})
   return fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
 }
 
-async function span(res: Response): Promise<Record<string, unknown>> {
-  const id = res.headers.get('x-proxy-span-id');
-  const { spans } = (await (await fetch(`${proxy.url}/_local/api/traces?limit=200`)).json()) as { spans: Record<string, unknown>[] };
-  const found = spans.find((s) => s.span_id === id);
-  expect(found, `span ${id}`).toBeDefined();
-  return found!;
-}
-
-/** Earlier tests fail the beta upstream on purpose; let its breaker close again before the next one. */
-async function healBeta(): Promise<void> {
-  bed.openai.behave({});
-  for (let i = 0; i < 20; i++) {
-    if ((await post('/proxy/beta/v1/chat/completions', chat)).status === 200) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('beta upstream did not recover');
+function span(res: Response): Promise<SpanJson> {
+  return findSpan(proxy.url, { spanId: res.headers.get('x-proxy-span-id') });
 }
 
 function logged(text: string): Record<string, unknown>[] {
@@ -43,24 +32,37 @@ beforeAll(async () => {
   bed = await startUpstreamBed();
   deadPort = await freePort(); // nothing listens here
   bed.metadata.setFailing(true); // ADC fails until a test turns it back on
-  proxy = await startProxyProcess({
-    configYaml: bed.configYaml(`
-server: { bodyLimitBytes: 4096 }
-breaker: { consecutiveFailures: 3, openMs: 300, minimumRequests: 100 }
-`).replace(/gamma-cloud: \{ baseUrl: "[^"]+"/, `gamma-cloud: { baseUrl: "http://127.0.0.1:${deadPort}"`)
-      .replace(/beta: \{ baseUrl: "([^"]+)" \}/, 'beta: { baseUrl: "$1", timeoutMs: 400 }'),
-    env: { ...bed.env, ANTHROPIC_API_KEY: undefined },
-  });
 });
 
 afterAll(async () => {
-  await proxy?.stop();
   await bed?.close();
 });
+
+/**
+ * Each describe block runs its own proxy: tests here fail upstreams on purpose, and a breaker one block
+ * opened must not decide what the next block sees.
+ */
+function ownProxy(): void {
+  beforeAll(async () => {
+    proxy = await startProxyProcess({
+      configYaml: bed.configYaml(`
+server: { bodyLimitBytes: 4096 }
+breaker: { consecutiveFailures: 3, openMs: 300, minimumRequests: 100 }
+`).replace(/gamma-cloud: \{ baseUrl: "[^"]+"/, `gamma-cloud: { baseUrl: "http://127.0.0.1:${deadPort}"`)
+        .replace(/beta: \{ baseUrl: "([^"]+)" \}/, 'beta: { baseUrl: "$1", timeoutMs: 400 }'),
+      env: { ...bed.env, ANTHROPIC_API_KEY: undefined },
+    });
+  });
+  afterAll(async () => {
+    await proxy?.stop();
+  });
+}
 
 afterEach(() => bed.reset());
 
 describe('upstream failures become 502s that name the cause', () => {
+  ownProxy();
+
   it('upstream down', async () => {
     const res = await post(`/proxy/gamma-cloud/v1/projects/${PROJECT}/locations/us-east5/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict`, { anthropic_version: 'vertex-2023-10-16', max_tokens: 5, messages: [] });
     expect(res.status).toBe(502);
@@ -107,8 +109,9 @@ describe('upstream failures become 502s that name the cause', () => {
 });
 
 describe('streams that break', () => {
+  ownProxy();
+
   it('a stream cut mid-way reaches the caller cut, and the span records the error and the usage seen', async () => {
-    await healBeta();
     bed.openai.behave({ abortStream: true, usage: { input: 10, output: 20 } });
     const cut = await post('/proxy/beta/v1/chat/completions', { ...chat, stream: true });
     expect(cut.status).toBe(200);
@@ -131,7 +134,6 @@ describe('streams that break', () => {
   });
 
   it('a stream that ends without its final events is recorded as an error, not as ok', async () => {
-    await healBeta();
     bed.openai.behave({ truncateStream: true, usage: { input: 10, output: 20 } });
     const res = await post('/proxy/beta/v1/chat/completions', { ...chat, stream: true });
     expect(res.status).toBe(200);
@@ -141,26 +143,39 @@ describe('streams that break', () => {
 });
 
 describe('circuit breaker', () => {
+  ownProxy();
+
   it('opens after consecutive failures, logs `circuit breaker tripped`, and recovers through a probe', async () => {
-    await healBeta();
     bed.openai.behave({ status: 500 });
     for (let i = 0; i < 3; i++) expect((await post('/proxy/beta/v1/chat/completions', chat)).status).toBe(500);
+    const before = bed.openai.requests.length;
     const open = await post('/proxy/beta/v1/chat/completions', chat);
     expect(open.status).toBe(502);
     expect(((await open.json()) as { error: { code: string } }).error.code).toBe('circuit_open');
     const trip = logged('circuit breaker tripped');
     expect(trip.length).toBeGreaterThan(0);
     expect(trip.at(-1)).toMatchObject({ upstream: 'beta' });
-    const before = bed.openai.requests.length;
     expect(bed.openai.requests.length).toBe(before); // the open breaker sent nothing upstream
     bed.openai.behave({});
-    await new Promise((r) => setTimeout(r, 400));
-    expect((await post('/proxy/beta/v1/chat/completions', chat)).status).toBe(200);
+    // Calls are refused until openMs has passed; then one probe goes through and its success closes the breaker.
+    const refusals: string[] = [];
+    const probe = await waitFor('the breaker to let a probe through', async () => {
+      const res = await post('/proxy/beta/v1/chat/completions', chat);
+      if (res.status !== 502) return res;
+      refusals.push(((await res.json()) as { error: { code: string } }).error.code);
+      return undefined;
+    }, { intervalMs: 20 });
+    expect(refusals.filter((code) => code !== 'circuit_open')).toEqual([]);
+    expect(probe.status).toBe(200);
+    expect(bed.openai.requests.length).toBe(before + 1); // refused calls never reached the upstream, the probe did
+    expect(logged('circuit breaker half-open; letting one probe through')).toHaveLength(1);
     expect((await post('/proxy/beta/v1/chat/completions', chat)).status).toBe(200);
   });
 });
 
 describe('bad input gets a clear 4xx', () => {
+  ownProxy();
+
   it('unknown route', async () => {
     const res = await post('/proxy/delta/v1/chat/completions', chat);
     expect(res.status).toBe(404);
@@ -191,6 +206,8 @@ describe('bad input gets a clear 4xx', () => {
 });
 
 describe('health', () => {
+  ownProxy();
+
   it('/healthz answers ok while serving', async () => {
     const res = await fetch(`${proxy.url}/healthz`);
     expect(res.status).toBe(200);

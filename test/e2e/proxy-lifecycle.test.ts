@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { waitFor } from '../support/wait-for.ts';
 import { startProxyProcess } from './proxy-process.ts';
 import { startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
 
@@ -27,7 +28,7 @@ it('drains an in-flight stream on SIGTERM, flushes its span and exits 0', async 
     body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
   });
   // let the request reach the upstream before the signal
-  for (let i = 0; i < 50 && bed.openai.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  await waitFor('the request to reach the upstream', () => bed.openai.requests.length > 0, 5_000);
   expect(bed.openai.requests).toHaveLength(1);
   proxy.child.kill('SIGTERM');
   const res = await inFlight;

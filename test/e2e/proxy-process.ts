@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { waitFor } from '../support/wait-for.ts';
 
 const CLI = resolve(import.meta.dirname, '../../sidecar/src/cli.ts');
 
@@ -67,20 +68,15 @@ export async function startProxyProcess(
   child.stderr!.setEncoding('utf8').on('data', (text: string) => (stderr += text));
   const exited = new Promise<number | null>((resolveExit) => child.once('exit', (code) => resolveExit(code)));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`tollgate proxy exited with ${child.exitCode}: ${stderr}`);
-    try {
-      const res = await fetch(`${url}/healthz`);
-      if (res.ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`tollgate proxy did not become healthy: ${stderr}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
+  // A proxy that exits (a bad flag or config) can never become healthy: stop waiting at once.
+  const gone = new AbortController();
+  void exited.then(() => gone.abort());
+  try {
+    await waitFor('tollgate proxy to answer /healthz', async () => (await fetch(`${url}/healthz`)).ok, { timeoutMs: 20_000, signal: gone.signal });
+  } catch (error) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`tollgate proxy exited with ${child.exitCode ?? child.signalCode}: ${stderr}`);
+    child.kill('SIGKILL');
+    throw new Error(`tollgate proxy did not become healthy: ${stderr}`, { cause: error });
   }
   return {
     url,

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 import { ANTHROPIC_KEY, OPENAI_KEY, PROJECT, startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
 import type { SpanJson } from '../../sidecar/src/spans/span-json.ts';
+import { findSpan } from '../support/spans.ts';
 
 // List prices, USD per million tokens (shared/docs/providers.md), for the expected costs below.
 const FLASH = { input: 0.3, cached: 0.03, output: 2.5 };
@@ -31,10 +32,7 @@ let proxy: ProxyProcess;
 async function spanFor(res: Response): Promise<SpanJson> {
   const spanId = res.headers.get('x-proxy-span-id');
   expect(spanId).toMatch(/^[0-9a-f]{16}$/);
-  const traces = (await (await fetch(`${proxy.url}/_local/api/traces?limit=200`)).json()) as { spans: SpanJson[] };
-  const span = traces.spans.find((s) => s.span_id === spanId);
-  expect(span, `span ${spanId} in /_local/api/traces`).toBeDefined();
-  return span!;
+  return findSpan(proxy.url, { spanId });
 }
 
 function post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {

@@ -2,7 +2,7 @@
 // Kubernetes 1.29 (beta, SidecarContainers gate) and GA in 1.33. 1.28 has them behind an alpha gate only,
 // which "auto" does not assume.
 
-import { VersionApi, type KubeConfig } from '@kubernetes/client-node';
+import type { KubeApi } from '../../kube-client/api-client.ts';
 
 export function supportsNativeSidecars(version: { major: string; minor: string }): boolean {
   const major = Number.parseInt(version.major, 10);
@@ -10,7 +10,6 @@ export function supportsNativeSidecars(version: { major: string; minor: string }
   return major > 1 || (major === 1 && minor >= 29);
 }
 
-export async function clusterSupportsNativeSidecars(kubeConfig: KubeConfig): Promise<boolean> {
-  const version = await kubeConfig.makeApiClient(VersionApi).getCode();
-  return supportsNativeSidecars(version);
+export async function clusterSupportsNativeSidecars(api: KubeApi): Promise<boolean> {
+  return supportsNativeSidecars(await api.get<{ major: string; minor: string }>('/version'));
 }

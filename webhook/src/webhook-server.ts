@@ -4,6 +4,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { KubeApi } from '../../kube-client/api-client.ts';
 import { cachedNamespaceLabels } from './admission/namespace-labels.ts';
 import type { PodAdmissionDeps } from './admission/pod-admission.ts';
 import { buildWebhookApp, reloadServingCertificate } from './app.ts';
@@ -38,16 +39,17 @@ export interface WebhookServer {
 }
 
 export async function startWebhook(options: WebhookOptions, runtime: WebhookRuntime): Promise<WebhookServer> {
-  const { kubeConfig, logger } = runtime;
+  const { logger } = runtime;
+  const api = new KubeApi(runtime.kubeConfig);
   let native = runtime.nativeSidecarSupported;
   if (native === undefined) {
-    native = options.sidecar.nativeSidecar === 'false' ? false : await clusterSupportsNativeSidecars(kubeConfig);
+    native = options.sidecar.nativeSidecar === 'false' ? false : await clusterSupportsNativeSidecars(api);
   }
   const nativeSupported = native;
   logger.info({ nativeSidecarSupported: nativeSupported, mode: options.sidecar.nativeSidecar }, 'native sidecar support');
 
-  const namespaceLabels = cachedNamespaceLabels(kubeConfig);
-  const events = createEventRecorder({ kubeConfig, logger });
+  const namespaceLabels = cachedNamespaceLabels(api);
+  const events = createEventRecorder({ api, logger });
   const operatorCa = operatorCaFromFile(options.operatorCaFile, logger);
   const admission: PodAdmissionDeps = {
     logger,
@@ -72,7 +74,7 @@ export async function startWebhook(options: WebhookOptions, runtime: WebhookRunt
     const service = options.serviceName;
     const ns = options.namespace;
     certificates = selfManagedCertificates({
-      kubeConfig,
+      api,
       logger,
       namespace: ns,
       secretName: options.tlsSecret,
@@ -101,8 +103,8 @@ export async function startWebhook(options: WebhookOptions, runtime: WebhookRunt
 
   let watcher: MissingSidecarWatcher | undefined;
   if (runtime.watchMissingSidecars ?? options.failurePolicy === 'Ignore') {
-    watcher = missingSidecarWatcher({ kubeConfig, logger, ownNamespace: options.namespace, namespaceLabels, events });
-    await watcher.start();
+    watcher = missingSidecarWatcher({ api, logger, ownNamespace: options.namespace, namespaceLabels, events });
+    watcher.start();
   }
   logger.info({ port, certificateMode: options.certificateMode, failurePolicy: options.failurePolicy }, 'webhook listening');
 
@@ -113,7 +115,7 @@ export async function startWebhook(options: WebhookOptions, runtime: WebhookRunt
     events,
     ...(certificates ? { certificates } : {}),
     async stop() {
-      watcher?.stop();
+      await watcher?.stop();
       certificates?.stop();
       files?.stop();
       operatorCa.stop();

@@ -6,11 +6,11 @@
 import type { Logger } from 'pino';
 import { PROXY_CONFIG, type ProxyConfig, type ProxyConfigStatus } from '../../../crds/index.ts';
 import { ConfigError } from '../../../sidecar/src/config/config-error.ts';
-import { type KubeApi, isStatus, splitKey } from '../kube/api-client.ts';
+import { type KubeApi, isStatus, splitKey } from '../../../kube-client/api-client.ts';
 import { type Condition, findCondition, setCondition } from '../kube/conditions.ts';
-import type { EventRecorder, ObjectReference } from '../kube/event-recorder.ts';
-import type { Informer } from '../kube/informer.ts';
-import { rfc3339 } from '../kube/micro-time.ts';
+import type { EventRecorder, ObjectReference } from '../../../kube-client/event-recorder.ts';
+import type { Informer } from '../../../kube-client/informer.ts';
+import { rfc3339 } from '../../../kube-client/micro-time.ts';
 import type { SidecarRegistry } from '../push/sidecar-registry.ts';
 import { buildSnapshot } from '../push/snapshot.ts';
 import { referencedSecrets, render, resolveCredentials } from '../render.ts';

@@ -1,7 +1,7 @@
 // How Secrets are kept in the operator's cache: identity, revision and data only. Annotations are dropped
 // because `kubectl apply` leaves a copy of the whole Secret, values included, in last-applied-configuration.
 
-import type { KubeObject } from '../kube/api-client.ts';
+import type { KubeObject } from '../../../kube-client/api-client.ts';
 
 /**
  * Secrets opt in to being read as credentials with this label set to "true". Without it a ProxyConfig author

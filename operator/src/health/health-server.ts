@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 
-/** What the probes read from an informer (operator/src/kube/informer.ts implements it). */
+/** What the probes read from an informer (kube-client/informer.ts implements it). */
 export interface ProbedInformer {
   hasSynced(): boolean;
   /** Epoch milliseconds of the informer loop's last sign of life. */

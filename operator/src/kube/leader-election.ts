@@ -6,8 +6,8 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { isStatus, type KubeApi } from './api-client.ts';
-import { microTime } from './micro-time.ts';
+import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
+import { microTime } from '../../../kube-client/micro-time.ts';
 
 export interface LeaseSpec {
   holderIdentity?: string;

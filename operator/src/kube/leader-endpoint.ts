@@ -7,8 +7,8 @@
 import { isIPv6 } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { isStatus, type KubeApi } from './api-client.ts';
-import { Backoff } from './backoff.ts';
+import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
+import { Backoff } from '../../../kube-client/backoff.ts';
 
 // A label value: no slash allowed.
 export const MANAGED_BY = 'operator.tollgate.dev';

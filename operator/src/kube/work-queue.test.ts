@@ -1,5 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
+import { EventEmitter } from 'node:events';
+import { describe, expect, it, vi } from 'vitest';
 import { runWorkers, WorkQueue } from './work-queue.ts';
 
 describe('WorkQueue', () => {
@@ -41,11 +41,20 @@ describe('WorkQueue', () => {
   });
 
   it('keeps the earliest of several delayed adds of one key', async () => {
-    const q = new WorkQueue();
-    q.addAfter('a', 60_000);
-    q.addAfter('a', 10);
-    expect(await q.get()).toBe('a');
-    q.shutDown();
+    vi.useFakeTimers();
+    try {
+      const q = new WorkQueue();
+      q.addAfter('a', 60_000);
+      q.addAfter('a', 10);
+      vi.advanceTimersByTime(9);
+      expect(q.length).toBe(0);
+      vi.advanceTimersByTime(1);
+      expect(q.length).toBe(1);
+      expect(await q.get()).toBe('a');
+      q.shutDown();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('releases waiting workers on shutdown', async () => {
@@ -64,6 +73,26 @@ describe('runWorkers', () => {
     let maxParallel = 0;
     const calls: string[] = [];
     let failuresLeft = 2;
+    // Each reconcile runs until the test releases it, so the test decides what overlaps, not the clock.
+    const running = new Map<string, () => void>();
+    const called = new EventEmitter();
+    const callsOf = (key: string) => calls.filter((k) => k === key).length;
+    const whenCalled = (key: string, times: number) =>
+      new Promise<void>((resolve) => {
+        const check = () => {
+          if (callsOf(key) < times) return;
+          called.off('call', check);
+          resolve();
+        };
+        called.on('call', check);
+        check();
+      });
+    const release = (key: string) => {
+      const finish = running.get(key);
+      if (!finish) throw new Error(`${key} is not running`);
+      running.delete(key);
+      finish();
+    };
     const workers = runWorkers(
       q,
       4,
@@ -72,7 +101,10 @@ describe('runWorkers', () => {
         active.add(key);
         maxParallel = Math.max(maxParallel, active.size);
         calls.push(key);
-        await sleep(5);
+        await new Promise<void>((resolve) => {
+          running.set(key, resolve);
+          called.emit('call');
+        });
         active.delete(key);
         if (key === 'flaky' && failuresLeft-- > 0) throw new Error('boom');
       },
@@ -81,10 +113,16 @@ describe('runWorkers', () => {
     q.add('a');
     q.add('b');
     q.add('flaky');
-    await sleep(1);
+    await Promise.all([whenCalled('a', 1), whenCalled('b', 1), whenCalled('flaky', 1)]);
     q.add('a'); // while 'a' runs
-    for (let i = 0; i < 100 && calls.filter((k) => k === 'flaky').length < 3; i++) await sleep(5);
-    await sleep(20);
+    release('a');
+    await whenCalled('a', 2);
+    release('a');
+    release('b');
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      await whenCalled('flaky', attempt); // attempts 2 and 3 come after the rate limiter's delay
+      release('flaky');
+    }
     await workers.stop();
     expect(overlap).toBe(false);
     expect(maxParallel).toBeGreaterThan(1);

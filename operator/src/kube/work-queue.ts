@@ -2,7 +2,7 @@
 // is added; a key being processed is never handed to a second worker (an add during processing marks it
 // dirty and it is queued again when the worker is done); failures requeue with per-key exponential backoff.
 
-import { backoffDelay, type BackoffPolicy } from './backoff.ts';
+import { backoffDelay, type BackoffPolicy } from '../../../kube-client/backoff.ts';
 
 /** controller-runtime's default per-item limiter: 5 ms doubling up to 1000 s. */
 export const DEFAULT_ITEM_BACKOFF: BackoffPolicy = { baseMs: 5, maxMs: 1_000_000 };

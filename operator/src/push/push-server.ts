@@ -13,7 +13,7 @@ import {
   type OperatorMessage,
   type SidecarMessage,
 } from '../../../sidecar/src/config/push-protocol.ts';
-import { isStatus, type KubeApi } from '../kube/api-client.ts';
+import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
 import { PROXY_CONFIG_ANNOTATION } from './config-selection.ts';
 import type { SidecarRegistry } from './sidecar-registry.ts';
 import type { Snapshot } from './snapshot.ts';

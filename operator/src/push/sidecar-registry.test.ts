@@ -1,6 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MAX_STREAMS_PER_POD, SidecarRegistry, STREAM_REPLACED } from './sidecar-registry.ts';
 import { BUILTIN_SNAPSHOT, buildSnapshot, type Snapshot } from './snapshot.ts';
 
@@ -30,7 +29,15 @@ const snap = (source: string, price: number) =>
   buildSnapshot(source, { pricing: { models: [{ provider: 'openai', model: 'gpt-4o', input_per_million: price, output_per_million: 1 }] } }, {}, []);
 
 describe('SidecarRegistry', () => {
-  it('sends a new sidecar its snapshot at once and pushes changes to all bound sidecars after the debounce', async () => {
+  // The debounce runs on timers: a fake clock moves them exactly, however loaded the machine is.
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('sends a new sidecar its snapshot at once and pushes changes to all bound sidecars after the debounce', () => {
     const { registry, received, connect, events } = setup(['ns/default']);
     const v1 = snap('ns/default', 1);
     registry.publish(v1);
@@ -44,7 +51,9 @@ describe('SidecarRegistry', () => {
     const v3 = snap('ns/default', 3);
     registry.publish(v2);
     registry.publish(v3); // within the debounce: only the latest goes out
-    await sleep(80);
+    vi.advanceTimersByTime(9);
+    expect(received.get('a')).toHaveLength(1);
+    vi.advanceTimersByTime(1);
     expect(received.get('a')!.map((s) => s.version)).toEqual([v1.version, v3.version]);
     expect(received.get('b')!.map((s) => s.version)).toEqual([v1.version, v3.version]);
     expect(received.get('other')).toHaveLength(1);
@@ -69,7 +78,7 @@ describe('SidecarRegistry', () => {
     registry.close();
   });
 
-  it('rebinds sidecars when the ProxyConfig they name appears or disappears', async () => {
+  it('rebinds sidecars when the ProxyConfig they name appears or disappears', () => {
     const { registry, exists, received, connect } = setup(['ns/default']);
     const def = snap('ns/default', 1);
     registry.publish(def);
@@ -78,21 +87,22 @@ describe('SidecarRegistry', () => {
     exists.add('ns/strict');
     const strict = snap('ns/strict', 9);
     registry.publish(strict);
-    await sleep(80);
+    vi.advanceTimersByTime(10);
     expect(received.get('a')!.map((s) => s.source)).toEqual(['ns/default', 'ns/strict']);
     expect(registry.counts('ns/strict').connected).toBe(1);
 
     exists.delete('ns/strict');
     registry.withdraw('ns/strict');
-    await sleep(80);
+    vi.advanceTimersByTime(10);
     expect(received.get('a')!.map((s) => s.source)).toEqual(['ns/default', 'ns/strict', 'ns/default']);
 
     exists.delete('ns/default');
     registry.withdraw('ns/default');
-    await sleep(80);
+    vi.advanceTimersByTime(10);
     expect(received.get('a')!.at(-1)!.version).toBe(BUILTIN_SNAPSHOT.version);
     registry.close();
   });
+
   it('keeps at most a few streams per pod: a pod opening more loses its oldest, so one tenant cannot pile up streams', () => {
     const { registry } = setup(['ns/default']);
     registry.publish(snap('ns/default', 1));

@@ -4,7 +4,7 @@
 // bound to a pod are accepted: minting an unbound one needs just `serviceaccounts/token create`, which does
 // not otherwise let its holder read the namespace's Secrets, whereas creating a pod already does.
 
-import type { KubeApi } from '../kube/api-client.ts';
+import type { KubeApi } from '../../../kube-client/api-client.ts';
 
 export const TOKEN_AUDIENCE = 'tollgate';
 

@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { certificateNotAfter, createCertificateAuthority, issueCertificate } from '../../../webhook/src/pki.ts';
-import { isStatus, type KubeApi } from '../kube/api-client.ts';
+import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
 
 export type TlsSource =
   | { kind: 'files'; certFile: string; keyFile: string }

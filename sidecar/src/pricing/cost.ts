@@ -1,4 +1,4 @@
-// Cost formulas per provider (see /work/shared/docs/providers.md), on the normalised TokenUsage.
+// Cost formulas per provider (docs/spans-and-pricing.md, "Cost formulas"), on the normalised TokenUsage.
 //
 // Arithmetic is exact: a price per million tokens is a price in micro-dollars per token, which is turned
 // into an integer count of pico-dollars (10⁻¹² USD) per token; products and sums are BigInt; the result is

@@ -1,9 +1,9 @@
-// Built-in list prices, USD per million tokens, from the providers' pricing pages (dated 2025–2026; see
-// /work/shared/docs/providers.md). One entry per model; `aliases` lists its ids on other routes that
+// Built-in list prices, USD per million tokens, from the providers' pricing pages (dated 2025–2026; the table
+// is in docs/spans-and-pricing.md). One entry per model; `aliases` lists its ids on other routes that
 // normaliseModelId does not reduce to the canonical id by itself, plus the dated ids for readability.
 //
-// Anthropic 1-hour cache writes cost 2× the input price; the table in providers.md lists them for Opus 4/4.1 and
-// Sonnet 4/4.5 only, and the same rule gives Haiku 4.5 (2), Claude 3.5 Haiku (1.6) and Opus 4.5 (10).
+// Anthropic 1-hour cache writes cost 2× the input price; the prices we took them from list them for Opus 4/4.1
+// and Sonnet 4/4.5 only, and the same rule gives Haiku 4.5 (2), Claude 3.5 Haiku (1.6) and Opus 4.5 (10).
 
 import type { PriceEntry } from './price-entry.ts';
 

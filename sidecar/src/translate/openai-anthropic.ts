@@ -1,6 +1,6 @@
 // OpenAI chat completions ↔ Anthropic Messages API (direct, on Vertex AI and on Bedrock: the body is the same,
 // the route adds its envelope). Pure functions and one stateful stream translator fed decoded events.
-// Field mappings: /work/shared/docs/providers.md "Translating chat completions".
+// Field mappings: the parameter table in docs/openai-gateway.md.
 
 import { AnthropicStreamUsage, normaliseAnthropicUsage } from '../usage/anthropic.ts';
 import { isRecord } from '../usage/token-count.ts';

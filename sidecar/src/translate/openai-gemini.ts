@@ -1,6 +1,6 @@
 // OpenAI chat completions ↔ Gemini generateContent on Vertex AI. Pure functions and one stateful stream
 // translator fed the decoded SSE chunks of :streamGenerateContent?alt=sse.
-// Field mappings: /work/shared/docs/providers.md "Translating chat completions"; ADR 0900 for the JSON Schema fields.
+// Field mappings: the parameter table in docs/openai-gateway.md; ADR 0900 for the JSON Schema fields.
 
 import { normaliseGeminiUsage } from '../usage/gemini.ts';
 import { isRecord } from '../usage/token-count.ts';

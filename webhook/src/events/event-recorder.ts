@@ -1,19 +1,13 @@
-// Events (events.k8s.io/v1) written off the admission path: admission answers first, a bounded queue drains
-// in the background. When the queue is full the newest Event is dropped, counted and logged; an Event is a
-// courtesy and must never slow down or fail a pod creation.
+// Events written off the admission path: admission answers first, a bounded queue drains in the background
+// through the shared events.k8s.io/v1 recorder. When the queue is full the newest Event is dropped, counted and
+// logged; an Event is a courtesy and must never slow down or fail a pod creation.
 
-import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { EventsV1Api, V1MicroTime, type KubeConfig, type V1ObjectReference } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { KubeApi } from '../../../kube-client/api-client.ts';
+import { EventRecorder as KubeEventRecorder, type EventInput } from '../../../kube-client/event-recorder.ts';
 
-export interface PodEvent {
-  regarding: V1ObjectReference;
-  type: 'Normal' | 'Warning';
-  reason: string;
-  action: string;
-  note: string;
-}
+export type PodEvent = Omit<EventInput, 'related'>;
 
 export interface EventRecorder {
   record(event: PodEvent): void;
@@ -23,50 +17,21 @@ export interface EventRecorder {
 }
 
 export const REPORTING_CONTROLLER = 'tollgate.dev/webhook';
-const NOTE_LIMIT = 1024; // the API server rejects longer notes
 
-export function createEventRecorder(opts: {
-  kubeConfig: KubeConfig;
-  logger: Logger;
-  capacity?: number;
-  reportingInstance?: string;
-}): EventRecorder {
-  const api = opts.kubeConfig.makeApiClient(EventsV1Api);
+export function createEventRecorder(opts: { api: KubeApi; logger: Logger; capacity?: number; reportingInstance?: string }): EventRecorder {
+  const recorder = new KubeEventRecorder(opts.api, {
+    reportingController: REPORTING_CONTROLLER,
+    reportingInstance: opts.reportingInstance ?? hostname(),
+    logger: opts.logger,
+  });
   const capacity = opts.capacity ?? 1000;
-  const instance = (opts.reportingInstance ?? hostname()).slice(0, 128);
   const queue: PodEvent[] = [];
   let dropped = 0;
   let draining: Promise<void> | undefined;
 
-  async function write(event: PodEvent): Promise<void> {
-    const namespace = event.regarding.namespace ?? 'default';
-    const note = event.note.length > NOTE_LIMIT ? `${event.note.slice(0, NOTE_LIMIT - 1)}…` : event.note;
-    await api.createNamespacedEvent({
-      namespace,
-      body: {
-        apiVersion: 'events.k8s.io/v1',
-        kind: 'Event',
-        metadata: { name: `${event.regarding.name ?? 'pod'}.${randomBytes(8).toString('hex')}`, namespace },
-        eventTime: new V1MicroTime(),
-        reportingController: REPORTING_CONTROLLER,
-        reportingInstance: instance,
-        action: event.action,
-        reason: event.reason,
-        type: event.type,
-        regarding: event.regarding,
-        note,
-      },
-    });
-  }
-
   async function drain(): Promise<void> {
-    for (let event = queue.shift(); event; event = queue.shift()) {
-      try {
-        await write(event);
-      } catch (error) {
-        opts.logger.warn({ err: error, reason: event.reason, regarding: event.regarding }, 'failed to write event');
-      }
-    }
+    // record() logs and swallows its own failures, so one bad Event never stops the queue.
+    for (let event = queue.shift(); event; event = queue.shift()) await recorder.record(event);
     draining = undefined;
   }
 

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { buildWebhookApp, reloadServingCertificate } from '../app.ts';
 import { createCertificateAuthority, issueCertificate, type KeyPairPem } from '../pki.ts';
 import { TEST_DEFAULTS } from '../../testdata/sidecar-defaults.ts';
+import { waitFor } from '../../../test/support/wait-for.ts';
 import { certificateFiles, type CertificateFiles } from './certificate-files.ts';
 
 const silent = pino({ level: 'silent' });
@@ -84,9 +85,10 @@ describe('certificate files (cert-manager mode)', () => {
     expect(await servedCommonName(port)).toBe('CN=first');
 
     writeVolume(dir, await leaf('second'), 2);
-    const deadline = Date.now() + 10_000;
-    let name = '';
-    while (Date.now() < deadline && (name = await servedCommonName(port)) !== 'CN=second') await new Promise((r) => setTimeout(r, 50));
+    const name = await waitFor('the new certificate to be served', async () => {
+      const served = await servedCommonName(port);
+      return served === 'CN=second' && served;
+    }, 10_000);
     expect(name).toBe('CN=second');
   });
 

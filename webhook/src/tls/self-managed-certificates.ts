@@ -4,23 +4,15 @@
 // without a restart. Every replica runs the same loop; optimistic concurrency on the Secret (resourceVersion)
 // makes them converge on one certificate without leader election.
 
-import {
-  AdmissionregistrationV1Api,
-  ApiException,
-  CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  type KubeConfig,
-  type V1MutatingWebhookConfiguration,
-  type V1Secret,
-} from '@kubernetes/client-node';
+import type { V1MutatingWebhookConfiguration, V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
 import type { KeyPairPem } from '../pki.ts';
 import { caBundlePem, renewCertificates, type CertificateState, type RenewalPolicy } from './certificate-renewal.ts';
 import { secretFromState, stateFromSecret } from './certificate-secret.ts';
 
 export interface SelfManagedCertificateOptions {
-  kubeConfig: KubeConfig;
+  api: KubeApi;
   logger: Logger;
   namespace: string;
   secretName: string;
@@ -46,11 +38,11 @@ export interface SelfManagedCertificates {
   readonly caBundle: string;
 }
 
-const isCode = (error: unknown, code: number) => error instanceof ApiException && error.code === code;
-
 export function selfManagedCertificates(opts: SelfManagedCertificateOptions): SelfManagedCertificates {
-  const core = opts.kubeConfig.makeApiClient(CoreV1Api);
-  const admission = opts.kubeConfig.makeApiClient(AdmissionregistrationV1Api);
+  const { api } = opts;
+  const secrets = `/api/v1/namespaces/${encodeURIComponent(opts.namespace)}/secrets`;
+  const secretPath = `${secrets}/${encodeURIComponent(opts.secretName)}`;
+  const configurationPath = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${encodeURIComponent(opts.webhookConfigurationName)}`;
   const log = opts.logger.child({ component: 'webhook-certificates' });
   let timer: NodeJS.Timeout | undefined;
   let servedCertPem: string | undefined;
@@ -59,9 +51,9 @@ export function selfManagedCertificates(opts: SelfManagedCertificateOptions): Se
 
   async function readSecret(): Promise<V1Secret | undefined> {
     try {
-      return await core.readNamespacedSecret({ name: opts.secretName, namespace: opts.namespace });
+      return await api.get<V1Secret>(secretPath);
     } catch (error) {
-      if (isCode(error, 404)) return undefined;
+      if (isStatus(error, 404)) return undefined;
       throw error;
     }
   }
@@ -75,11 +67,11 @@ export function selfManagedCertificates(opts: SelfManagedCertificateOptions): Se
       ...(existing?.metadata?.resourceVersion ? { resourceVersion: existing.metadata.resourceVersion } : {}),
     });
     try {
-      if (existing) await core.replaceNamespacedSecret({ name: opts.secretName, namespace: opts.namespace, body });
-      else await core.createNamespacedSecret({ namespace: opts.namespace, body });
+      if (existing) await api.put(secretPath, body);
+      else await api.post(secrets, body);
       return true;
     } catch (error) {
-      if (isCode(error, 409)) return false;
+      if (isStatus(error, 409)) return false;
       throw error;
     }
   }
@@ -88,9 +80,9 @@ export function selfManagedCertificates(opts: SelfManagedCertificateOptions): Se
   async function publishBundle(bundle: string): Promise<boolean> {
     let config: V1MutatingWebhookConfiguration;
     try {
-      config = await admission.readMutatingWebhookConfiguration({ name: opts.webhookConfigurationName });
+      config = await api.get<V1MutatingWebhookConfiguration>(configurationPath);
     } catch (error) {
-      if (isCode(error, 404)) {
+      if (isStatus(error, 404)) {
         log.warn({ name: opts.webhookConfigurationName }, 'MutatingWebhookConfiguration not found; caBundle not published');
         return false;
       }
@@ -105,10 +97,7 @@ export function selfManagedCertificates(opts: SelfManagedCertificateOptions): Se
       ops.push({ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: wanted });
     });
     if (ops.length === 0) return true;
-    await admission.patchMutatingWebhookConfiguration(
-      { name: opts.webhookConfigurationName, body: ops },
-      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
-    );
+    await api.patch(configurationPath, ops, { contentType: 'application/json-patch+json' });
     log.info({ name: opts.webhookConfigurationName, webhooks: ops.length / 2 }, 'caBundle patched into the webhook configuration');
     return true;
   }

@@ -11,7 +11,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KubeApi } from './api-client.ts';
 import { Informer } from './informer.ts';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { waitFor } from '../test/support/wait-for.ts';
 
 let server: Server | undefined;
 afterEach(() => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
@@ -53,7 +53,7 @@ describe('Informer against a server that refuses every watch with 410 Gone', () 
       restartBackoff: { baseMs: 20, maxMs: 20, jitter: 0 },
     });
     informer.start();
-    while (informer.relists < 5) await sleep(10);
+    await waitFor('five relists', () => informer.relists >= 5, { timeoutMs: 10_000, intervalMs: 10 });
     await informer.stop();
 
     // Every watch asked for the version just listed, and every relist after the first waited a backoff delay.

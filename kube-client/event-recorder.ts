@@ -1,6 +1,7 @@
-// Kubernetes Events through events.k8s.io/v1 (regarding, action, reason, note). Recording is best effort: a
-// failed Event is logged and never fails a reconcile. Notes are plain text written by the operator; callers
-// must not put credential values in them (they never have them at hand: only Secret names and keys).
+// Kubernetes Events through events.k8s.io/v1 (regarding, related, action, reason, note), for the operator and
+// the webhook alike. Recording is best effort: a failed Event is logged and never fails a reconcile or an
+// admission. Notes are plain text; callers must not put credential values in them (they never have them at
+// hand: only Secret names and keys).
 
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -20,25 +21,30 @@ export interface EventInput {
   regarding: ObjectReference;
   related?: ObjectReference;
   type: 'Normal' | 'Warning';
-  /** CamelCase: Accepted, Rejected, Pushed, SidecarRejected. */
+  /** CamelCase: Accepted, Rejected, Pushed, SidecarRejected, Injected, Skipped, SidecarMissing. */
   reason: string;
-  /** What the operator did: Reconcile, Push, Apply. */
+  /** What the component did: Reconcile, Push, Apply, Inject. */
   action: string;
   note: string;
 }
 
-const NOTE_LIMIT = 1024;
-export const REPORTING_CONTROLLER = 'tollgate.dev/operator';
+const NOTE_LIMIT = 1024; // the API server refuses longer notes
+
+export interface EventRecorderOptions {
+  /** Which component reports: tollgate.dev/operator, tollgate.dev/webhook. */
+  reportingController: string;
+  /** Which replica reports (the pod name). */
+  reportingInstance: string;
+  logger: Logger;
+}
 
 export class EventRecorder {
   #api: KubeApi;
-  #instance: string;
-  #logger: Logger;
+  #opts: EventRecorderOptions;
 
-  constructor(api: KubeApi, reportingInstance: string, logger: Logger) {
+  constructor(api: KubeApi, opts: EventRecorderOptions) {
     this.#api = api;
-    this.#instance = reportingInstance;
-    this.#logger = logger;
+    this.#opts = opts;
   }
 
   async record(input: EventInput): Promise<void> {
@@ -49,8 +55,8 @@ export class EventRecorder {
       kind: 'Event',
       metadata: { name: `${input.regarding.name}.${Date.now().toString(16)}${randomBytes(4).toString('hex')}`, namespace: ns },
       eventTime: microTime(),
-      reportingController: REPORTING_CONTROLLER,
-      reportingInstance: this.#instance.slice(0, 128),
+      reportingController: this.#opts.reportingController,
+      reportingInstance: this.#opts.reportingInstance.slice(0, 128),
       regarding: input.regarding,
       ...(input.related ? { related: input.related } : {}),
       type: input.type,
@@ -61,7 +67,7 @@ export class EventRecorder {
     try {
       await this.#api.post(`/apis/events.k8s.io/v1/namespaces/${ns}/events`, body);
     } catch (error) {
-      this.#logger.warn(
+      this.#opts.logger.warn(
         { err: error instanceof Error ? error.message : String(error), reason: input.reason, object: `${ns}/${input.regarding.name}` },
         'could not record event',
       );
