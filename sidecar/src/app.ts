@@ -27,6 +27,7 @@ export interface Engine {
   writer: SpanWriter;
   client: UpstreamClient;
   lifecycle: Lifecycle;
+  meter: CallMeter;
   health: () => Health;
   /** Stops accepting, drains in-flight calls (streams included), flushes spans, closes everything. */
   shutdown(drainTimeoutMs?: number): Promise<void>;
@@ -102,5 +103,5 @@ export function buildEngine(opts: EngineOptions): Engine {
     return shuttingDown;
   };
 
-  return { app, store, spans, writer, client, lifecycle, health, shutdown };
+  return { app, store, spans, writer, client, lifecycle, meter, health, shutdown };
 }

@@ -86,7 +86,11 @@ export async function main(argv: string[]): Promise<number> {
         await engine.shutdown();
         healthServer?.close();
         const stats = engine.writer.stats();
-        logger.info({ written: stats.written, dropped: stats.dropped }, 'tollgate proxy stopped');
+        const metering = engine.meter.stats();
+        logger.info(
+          { written: stats.written, dropped: stats.dropped, metering_errors: metering.meteringErrors, implausible_usage: metering.implausibleUsage },
+          'tollgate proxy stopped',
+        );
         resolve(0);
       })();
     };
