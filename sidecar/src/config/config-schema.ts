@@ -143,11 +143,17 @@ function parsePricing(input: unknown, field: string): { models: PriceEntry[] } {
       throw error;
     }
   });
+  // Lookups ignore case, so two entries that differ only in case would price the same calls: one of them
+  // silently. Refused like an exact repeat.
   const seen = new Map<string, number>();
   models.forEach((m, i) => {
-    const key = `${m.provider}/${m.model}`;
+    const key = `${m.provider}/${m.model.toLowerCase()}`;
     const first = seen.get(key);
-    if (first !== undefined) throw new ConfigError(`${field}.models[${i}]`, `repeats provider ${m.provider} model ${m.model} (already at ${field}.models[${first}])`);
+    if (first !== undefined) {
+      const firstModel = models[first]!.model;
+      const sameCase = firstModel === m.model ? '' : ` as ${firstModel}; model ids are matched without regard to case`;
+      throw new ConfigError(`${field}.models[${i}]`, `repeats provider ${m.provider} model ${m.model} (already at ${field}.models[${first}]${sameCase})`);
+    }
     seen.set(key, i);
   });
   return { models };

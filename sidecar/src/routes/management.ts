@@ -5,6 +5,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ConfigError } from '../config/config-error.ts';
 import { parseRuntimeConfigPatch } from '../config/config-schema.ts';
 import type { ConfigStore, ConfigSnapshot } from '../config/config-store.ts';
+import { parseJsonWithUniqueKeys } from '../config/unique-key-json.ts';
+import { JSON_MEDIA_TYPE, notJsonMessage } from '../inbound/json-content-type.ts';
 import { spanToJson } from '../spans/span-json.ts';
 import type { SpanStore } from '../spans/span-store.ts';
 import type { SpanWriter } from '../spans/span-writer.ts';
@@ -15,8 +17,12 @@ export interface ManagementOptions {
   writer: SpanWriter;
 }
 
-/** Sections that can change while running; server and storage settings need a restart. */
-const LIVE_SECTIONS = ['pricing', 'cache', 'upstreams', 'breaker', 'gateway', 'credentials'] as const;
+/**
+ * Sections this API may change. Server and storage settings need a restart. Credentials are left out on
+ * purpose: the API has no authentication, and a credential file path set here would make the proxy send any
+ * local file it can read as a key (ADR 1003). Credential files come from the config file and the operator.
+ */
+const API_SECTIONS = ['pricing', 'cache', 'upstreams', 'breaker', 'gateway'] as const;
 
 const TRACES_MAX = 200;
 
@@ -34,10 +40,24 @@ function configView(snapshot: ConfigSnapshot) {
 
 export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (app, opts) => {
   // Body and schema errors (malformed JSON, wrong content type) in the same shape as every other refusal.
-  app.setErrorHandler((error: { statusCode?: number; message: string }, _request, reply) => {
+  app.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {
     const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    if (status === 415) {
+      return reply.code(415).send({ error: { code: 'unsupported_media_type', message: notJsonMessage(request.headers['content-type']) } });
+    }
     const code = status === 413 ? 'body_too_large' : status < 500 ? 'invalid_request' : 'internal_error';
     return reply.code(status).send({ error: { code, message: status < 500 ? error.message : 'internal error' } });
+  });
+
+  // JSON only (no text/plain or form bodies a web page could send blind), and a key said twice is refused
+  // rather than the second silently winning.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(JSON_MEDIA_TYPE, { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, parseJsonWithUniqueKeys(body as string));
+    } catch (error) {
+      done(Object.assign(error as Error, { statusCode: 400 }), undefined);
+    }
   });
 
   app.get('/_local/api/config', async () => configView(opts.store.current()));
@@ -52,7 +72,11 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
     async (request, reply) => {
       let patch;
       try {
-        patch = parseRuntimeConfigPatch(request.body, LIVE_SECTIONS);
+        const body = request.body as Record<string, unknown>;
+        if (Object.hasOwn(body, 'credentials')) {
+          throw new ConfigError('credentials', 'cannot be set through this API, which has no authentication: set credential files in the config file or the ProxyConfig');
+        }
+        patch = parseRuntimeConfigPatch(body, API_SECTIONS);
       } catch (error) {
         if (error instanceof ConfigError) {
           return reply.code(400).send({ error: { code: 'invalid_config', message: error.message } });
