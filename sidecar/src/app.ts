@@ -11,6 +11,7 @@ import { Lifecycle } from './lifecycle.ts';
 import { CallMeter } from './metering/call-meter.ts';
 import type { CredentialKind } from './providers/routes.ts';
 import { gatewayRoutes } from './routes/gateway.ts';
+import { inboundPolicy, installRequestGuard, type InboundPolicy } from './inbound/request-guard.ts';
 import { healthCheck, healthRoutes, type Health } from './routes/health.ts';
 import { managementRoutes } from './routes/management.ts';
 import { proxyRoutes } from './routes/proxy.ts';
@@ -28,6 +29,8 @@ export interface Engine {
   client: UpstreamClient;
   lifecycle: Lifecycle;
   meter: CallMeter;
+  /** The Host and Origin rules every listener of this engine applies (the health-only listener too). */
+  inbound: InboundPolicy;
   health: () => Health;
   /** Stops accepting, drains in-flight calls (streams included), flushes spans, closes everything. */
   shutdown(drainTimeoutMs?: number): Promise<void>;
@@ -72,6 +75,8 @@ export function buildEngine(opts: EngineOptions): Engine {
     return503OnClosing: true,
   });
 
+  const inbound = inboundPolicy(config.server, opts.env ?? process.env);
+  installRequestGuard(app, inbound);
   const health = healthCheck({ lifecycle, writer });
   app.register(healthRoutes, { lifecycle, writer, check: health });
   app.register(managementRoutes, { store, spans, writer });
@@ -103,5 +108,5 @@ export function buildEngine(opts: EngineOptions): Engine {
     return shuttingDown;
   };
 
-  return { app, store, spans, writer, client, lifecycle, meter, health, shutdown };
+  return { app, store, spans, writer, client, lifecycle, meter, inbound, health, shutdown };
 }

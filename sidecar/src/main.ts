@@ -74,7 +74,7 @@ export async function main(argv: string[]): Promise<number> {
   const { host, port } = store.get().server;
   await engine.app.listen({ host, port });
   const healthPort = process.env.TOLLGATE_HEALTH_PORT;
-  const healthServer = healthPort ? await startHealthListener(engine.health, '0.0.0.0', parsePort(healthPort, 'TOLLGATE_HEALTH_PORT')) : null;
+  const healthServer = healthPort ? await startHealthListener(engine.health, '0.0.0.0', parsePort(healthPort, 'TOLLGATE_HEALTH_PORT'), engine.inbound) : null;
   logger.info({ host, port, healthPort: healthServer ? Number(healthPort) : undefined, storage: store.get().storage.kind }, 'tollgate proxy listening');
 
   return new Promise<number>((resolve) => {

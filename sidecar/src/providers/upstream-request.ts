@@ -11,6 +11,11 @@ export function routeReadsBody(route: RouteName): boolean {
   return route !== 'alpha' && route !== 'gamma-cloud';
 }
 
+/** Routes that parse the body as JSON (gamma-cloudb reads it only to sign it); it must be sent as JSON. */
+export function routeParsesJsonBody(route: RouteName): boolean {
+  return route === 'beta' || route === 'alpha-compat' || route === 'gamma-direct' || route === 'gamma';
+}
+
 export interface UpstreamRequestPlan {
   /** Path and query to send upstream (the base URL's own path prefix is added by the client). */
   path: string;

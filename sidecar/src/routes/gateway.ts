@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ConfigStore } from '../config/config-store.ts';
 import { ProxyError } from '../errors.ts';
+import { isJsonContentType, notJsonMessage } from '../inbound/json-content-type.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall } from '../metering/call-outcome.ts';
@@ -115,6 +116,8 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
   const done = opts.lifecycle.track();
   try {
     if (!hasBody(request.raw)) throw new GatewayError(400, 'the request needs a JSON body', { code: 'invalid_json' });
+    const contentType = header(request, 'content-type');
+    if (!isJsonContentType(contentType)) throw new GatewayError(415, notJsonMessage(contentType), { code: 'unsupported_media_type' });
     const chat = parseRequest(await readBoundedBody(request.raw, config.server.bodyLimitBytes));
     const requested = chat.model;
     if (typeof requested === 'string' && requested !== '') requestedModel = requested;

@@ -76,7 +76,8 @@ export function downstreamResponseHeaders(
   const out: Record<string, string | string[]> = {};
   for (const name in upstream) {
     const value = upstream[name];
-    if (value === undefined || NOT_FORWARDED_DOWNSTREAM.has(name) || hop?.has(name)) continue;
+    // The upstream's CORS answer is about its own origin; the proxy's origin answers for itself (request-guard.ts).
+    if (value === undefined || NOT_FORWARDED_DOWNSTREAM.has(name) || name.startsWith('access-control-') || hop?.has(name)) continue;
     if (dropContentLength && name === 'content-length') continue;
     out[name] = value;
   }

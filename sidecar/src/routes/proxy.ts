@@ -11,7 +11,8 @@ import type { Lifecycle } from '../lifecycle.ts';
 import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall, finishRelayedCall } from '../metering/call-outcome.ts';
 import type { ConfigStore } from '../config/config-store.ts';
-import { planUpstreamRequest, routeReadsBody } from '../providers/upstream-request.ts';
+import { isJsonContentType, notJsonMessage } from '../inbound/json-content-type.ts';
+import { planUpstreamRequest, routeParsesJsonBody, routeReadsBody } from '../providers/upstream-request.ts';
 import { isRouteName, ROUTES, type RouteName } from '../providers/routes.ts';
 import { formatTraceparent, startSpanContext, type TraceContext } from '../spans/trace-context.ts';
 import type { SpanStatus } from '../spans/span.ts';
@@ -110,6 +111,9 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     let body: Buffer | null = null;
     let bodyStream: Readable | null = null;
     const withBody = hasBody(request.raw);
+    if (withBody && routeParsesJsonBody(route) && !isJsonContentType(header(request, 'content-type'))) {
+      throw new ProxyError('unsupported_media_type', notJsonMessage(header(request, 'content-type')));
+    }
     if (withBody && routeReadsBody(route)) {
       body = await readBoundedBody(request.raw, limit);
     } else if (withBody) {
