@@ -11,6 +11,7 @@ import { Lifecycle } from './lifecycle.ts';
 import { CallMeter } from './metering/call-meter.ts';
 import type { CredentialKind } from './providers/routes.ts';
 import { gatewayRoutes } from './routes/gateway.ts';
+import { clientErrorHandler, frameworkErrorHandler } from './inbound/http-refusals.ts';
 import { inboundPolicy, installRequestGuard, type InboundPolicy } from './inbound/request-guard.ts';
 import { healthCheck, healthRoutes, type Health } from './routes/health.ts';
 import { managementRoutes } from './routes/management.ts';
@@ -45,6 +46,7 @@ export interface EngineOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const HEADERS_TIMEOUT_MS = 10_000;
 
 export function buildEngine(opts: EngineOptions): Engine {
   const { store, logger } = opts;
@@ -61,12 +63,22 @@ export function buildEngine(opts: EngineOptions): Engine {
     : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
   const lifecycle = new Lifecycle();
   const meter = new CallMeter(writer, logger);
+  const inbound = inboundPolicy(config.server, opts.env ?? process.env);
+  const refusals = { meter, store, inbound, logger };
+  // Headers come in one go from any real client; a body gets server.requestTimeoutMs once the route reads it
+  // (request-body.ts answers 408 with a span). Node's own request timeout is the backstop for routes that
+  // leave the body to fastify, set past the routes' deadline so that theirs fires first (ADR 1002).
+  const headersTimeout = Math.min(HEADERS_TIMEOUT_MS, config.server.requestTimeoutMs);
 
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // every call gets one richer line from the call meter instead of fastify's request/response lines
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.server.bodyLimitBytes,
+    http: { headersTimeout, connectionsCheckingInterval: 1000 },
+    requestTimeout: headersTimeout + config.server.requestTimeoutMs + 2000,
+    clientErrorHandler: clientErrorHandler(refusals, headersTimeout),
+    frameworkErrors: frameworkErrorHandler(refusals),
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
@@ -75,7 +87,6 @@ export function buildEngine(opts: EngineOptions): Engine {
     return503OnClosing: true,
   });
 
-  const inbound = inboundPolicy(config.server, opts.env ?? process.env);
   installRequestGuard(app, inbound);
   const health = healthCheck({ lifecycle, writer });
   app.register(healthRoutes, { lifecycle, writer, check: health });
