@@ -33,7 +33,7 @@ export interface Engine {
   /** The Host and Origin rules every listener of this engine applies (the health-only listener too). */
   inbound: InboundPolicy;
   health: () => Health;
-  /** Stops accepting, drains in-flight calls (streams included), flushes spans, closes everything. */
+  /** Stops accepting, drains in-flight calls (streams included, up to server.drainTimeoutMs), flushes spans, closes everything. */
   shutdown(drainTimeoutMs?: number): Promise<void>;
 }
 
@@ -47,6 +47,7 @@ export interface EngineOptions {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const HEADERS_TIMEOUT_MS = 10_000;
+const CUT_CALLS_GRACE_MS = 5_000;
 
 export function buildEngine(opts: EngineOptions): Engine {
   const { store, logger } = opts;
@@ -62,7 +63,7 @@ export function buildEngine(opts: EngineOptions): Engine {
     ? () => undefined
     : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
   const lifecycle = new Lifecycle();
-  const meter = new CallMeter(writer, logger);
+  const meter = new CallMeter(writer, logger, lifecycle);
   const inbound = inboundPolicy(config.server, opts.env ?? process.env);
   const refusals = { meter, store, inbound, logger };
   // Headers come in one go from any real client; a body gets server.requestTimeoutMs once the route reads it
@@ -99,7 +100,7 @@ export function buildEngine(opts: EngineOptions): Engine {
   });
 
   let shuttingDown: Promise<void> | null = null;
-  const shutdown = (drainTimeoutMs = 30_000) => {
+  const shutdown = (drainTimeoutMs = config.server.drainTimeoutMs) => {
     shuttingDown ??= (async () => {
       lifecycle.startDraining();
       const closed = app.close(); // stops accepting; waits for open requests
@@ -108,7 +109,13 @@ export function buildEngine(opts: EngineOptions): Engine {
       // Keep-alive connections that carried the drained calls are idle now; close() only closed those idle
       // when it was called, so close the rest instead of waiting out the keep-alive timeout.
       app.server.closeIdleConnections();
-      if (!drained) app.server.closeAllConnections();
+      if (!drained) {
+        // Calls cut here are recorded as stopped by the shutdown, and the span writer stays open until each
+        // has recorded its span (cutting ends them within a turn or two; the bound is for a call that hangs).
+        lifecycle.startCutting(drainTimeoutMs);
+        app.server.closeAllConnections();
+        if (!(await lifecycle.waitIdle(CUT_CALLS_GRACE_MS))) logger.warn({ in_flight: lifecycle.inFlight }, 'calls still running after their connections were closed; their spans may be lost');
+      }
       await closed;
       unsubscribeBreaker();
       unsubscribeCredentials();

@@ -112,7 +112,7 @@ function optionalList(value: Obj, key: string, field: string, normalise: (entry:
 
 function parseServer(input: unknown, field: string): Partial<ServerConfig> {
   const v = object(input, field);
-  onlyKeys(v, field, ['host', 'port', 'bodyLimitBytes', 'allowedHosts', 'allowedOrigins', 'requestTimeoutMs']);
+  onlyKeys(v, field, ['host', 'port', 'bodyLimitBytes', 'allowedHosts', 'allowedOrigins', 'requestTimeoutMs', 'drainTimeoutMs']);
   return assignDefined<Partial<ServerConfig>>({}, {
     host: optionalString(v, 'host', field),
     port: optionalNumber(v, 'port', field, { min: 0, max: 65535, integer: true }),
@@ -120,6 +120,7 @@ function parseServer(input: unknown, field: string): Partial<ServerConfig> {
     allowedHosts: optionalList(v, 'allowedHosts', field, normaliseAllowedHost, 'a host name, an IP address, "*.<domain>" or "*"'),
     allowedOrigins: optionalList(v, 'allowedOrigins', field, normaliseOrigin, 'an origin such as http://localhost:3000 (scheme, host and port only)'),
     requestTimeoutMs: optionalNumber(v, 'requestTimeoutMs', field, { min: 100, max: 3_600_000, integer: true }),
+    drainTimeoutMs: optionalNumber(v, 'drainTimeoutMs', field, { min: 0, max: 3_600_000, integer: true }),
   });
 }
 

@@ -16,7 +16,7 @@ const LAYER_ORDER: readonly ConfigLayer[] = ['file', 'operator', 'api'];
 
 export function defaultRuntimeConfig(): RuntimeConfig {
   return {
-    server: { host: '127.0.0.1', port: 8181, bodyLimitBytes: 32 * 1024 * 1024, allowedHosts: [], allowedOrigins: [], requestTimeoutMs: 60_000 },
+    server: { host: '127.0.0.1', port: 8181, bodyLimitBytes: 32 * 1024 * 1024, allowedHosts: [], allowedOrigins: [], requestTimeoutMs: 60_000, drainTimeoutMs: 30_000 },
     upstreams: {},
     pricing: { models: [] },
     cache: structuredClone(DEFAULT_CACHE_SETTINGS),

@@ -79,6 +79,8 @@ export interface ServerConfig {
   allowedOrigins: string[];
   /** Longest time to receive a request's body once its headers are in; after it, 408 client_timeout (ADR 1002). */
   requestTimeoutMs: number;
+  /** On SIGTERM, how long calls in flight may run before their connections are closed. */
+  drainTimeoutMs: number;
 }
 
 export interface RuntimeConfig {

@@ -39,18 +39,27 @@ export interface MeteringStats {
   implausibleUsage: number;
 }
 
+/** Whether shutdown is cutting connections (Lifecycle implements it). */
+export interface ShutdownState {
+  readonly cutting: boolean;
+  /** How long shutdown waited before it cut, for the span's error. */
+  readonly drainTimeoutMs?: number;
+}
+
 export class CallMeter {
   readonly #writer: SpanWriter;
   readonly #logger: Logger;
+  readonly #shutdown: ShutdownState;
   readonly #stats: MeteringStats = { meteringErrors: 0, implausibleUsage: 0 };
 
-  constructor(writer: SpanWriter, logger: Logger) {
+  constructor(writer: SpanWriter, logger: Logger, shutdown: ShutdownState = { cutting: false }) {
     this.#writer = writer;
     this.#logger = logger;
+    this.#shutdown = shutdown;
   }
 
   start(call: CallStart): MeteredCall {
-    return new MeteredCall(this.#writer, this.#logger, call, this.#stats);
+    return new MeteredCall(this.#writer, this.#logger, call, this.#stats, this.#shutdown);
   }
 
   stats(): MeteringStats {
@@ -62,16 +71,24 @@ export class MeteredCall {
   readonly #writer: SpanWriter;
   readonly #logger: Logger;
   readonly #stats: MeteringStats;
+  readonly #shutdown: ShutdownState;
   readonly call: CallStart;
   readonly #startedAt = performance.now();
   readonly #startTime = Date.now();
   #finished: Span | null = null;
 
-  constructor(writer: SpanWriter, logger: Logger, call: CallStart, stats: MeteringStats = { meteringErrors: 0, implausibleUsage: 0 }) {
+  constructor(
+    writer: SpanWriter,
+    logger: Logger,
+    call: CallStart,
+    stats: MeteringStats = { meteringErrors: 0, implausibleUsage: 0 },
+    shutdown: ShutdownState = { cutting: false },
+  ) {
     this.#writer = writer;
     this.#logger = logger;
     this.call = call;
     this.#stats = stats;
+    this.#shutdown = shutdown;
   }
 
   get finished(): boolean {
@@ -96,9 +113,13 @@ export class MeteredCall {
     }
     const { costUsd, priced, failure } = this.#cost(end, usage);
     if (failure !== undefined) problems.push(`metering_failed: ${failure}`);
-    const error = [end.error, ...problems].filter((text) => text).join('; ') || null;
+    // The connection went because shutdown cut it at the drain deadline, not because the caller left.
+    const cutByShutdown = end.status === 'client_aborted' && this.#shutdown.cutting;
+    const waited = this.#shutdown.drainTimeoutMs !== undefined ? ` after waiting ${this.#shutdown.drainTimeoutMs} ms for the call to finish` : '';
+    const cause = cutByShutdown ? `shutting_down: the proxy stopped and closed the connection${waited}` : end.error;
+    const error = [cause, ...problems].filter((text) => text).join('; ') || null;
     // A call whose usage could not be metered is not a clean record, whatever the caller received.
-    const status = problems.length > 0 && end.status === 'ok' ? 'error' : end.status;
+    const status = cutByShutdown || (problems.length > 0 && end.status === 'ok') ? 'error' : end.status;
     const span: Span = {
       spanId: call.trace.spanId,
       traceId: call.trace.traceId,
