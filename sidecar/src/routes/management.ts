@@ -25,6 +25,23 @@ export interface ManagementOptions {
 const API_SECTIONS = ['pricing', 'cache', 'upstreams', 'breaker', 'gateway'] as const;
 
 const TRACES_MAX = 200;
+/**
+ * How long GET /_local/api/traces waits for buffered spans to be written before it answers with what is
+ * stored. A healthy store writes in milliseconds; a locked one makes each batch wait out SQLite's busy
+ * timeout (and a retry), which the caller should not wait for (ADR 1002).
+ */
+export const TRACES_FLUSH_WAIT_MS = 500;
+
+/** True when `promise` settled within `ms`; it keeps running either way. */
+function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    void promise.finally(() => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
 
 function configView(snapshot: ConfigSnapshot) {
   const { config } = snapshot;
@@ -98,9 +115,16 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
       }
       limit = Number(raw);
     }
-    // Spans still waiting in the writer's buffer are not visible yet; write them first so a caller sees its call.
-    await opts.writer.flush();
-    const spans = opts.spans.recent(limit).map(spanToJson);
-    return { spans, count: spans.length };
+    // Spans still waiting in the writer's buffer are not visible yet; write them first so a caller sees its call,
+    // but only for so long: `pending` says how many were recorded and are not stored yet.
+    await settlesWithin(opts.writer.flush(), TRACES_FLUSH_WAIT_MS);
+    let stored;
+    try {
+      stored = opts.spans.recent(limit);
+    } catch (error) {
+      return reply.code(503).send({ error: { code: 'span_store_unavailable', message: `cannot read spans: ${(error as Error).message}` } });
+    }
+    const spans = stored.map(spanToJson);
+    return { spans, count: spans.length, pending: opts.writer.stats().buffered };
   });
 };
