@@ -1,6 +1,9 @@
 // What a caller and an operator see when things go wrong: upstream down, slow, failing, streams cut or
 // corrupted, credentials missing, the breaker opening and recovering, and bad input refused.
 
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 import { PROJECT, startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
@@ -187,6 +190,18 @@ describe('bad input gets a clear 4xx', () => {
     await expect(startProxyProcess({ configYaml: 'upstreams:\n  beta: { baseUrl: "ftp://nope" }\n' })).rejects.toThrow(/upstreams\.beta\.baseUrl must be an http\(s\) URL/);
     await expect(startProxyProcess({ configYaml: 'pricing:\n  models: [ { provider: openai, model: x, input_per_million: -1, output_per_million: 1 } ]\n' })).rejects.toThrow(/pricing\.models\[0\]\.input_per_million/);
     await expect(startProxyProcess({ configYaml: 'upstreams: [\n' })).rejects.toThrow(/not valid YAML at line/);
+  });
+
+  it('a span file that cannot be created stops start-up with exit 2 and a message naming the path, not a stack trace', async () => {
+    // A plain file where the span file's folder should be: no user, root included, can create the folder.
+    const blocked = join(mkdtempSync(join(tmpdir(), 'tollgate-blocked-')), 'not-a-folder');
+    writeFileSync(blocked, '');
+    const failure = await startProxyProcess({ configYaml: `storage: { kind: sqlite, path: "${blocked}/spans.db" }\n` }).then(
+      () => 'started',
+      (error: Error) => error.message,
+    );
+    expect(failure).toMatch(new RegExp(`^tollgate proxy exited with 2: tollgate proxy: storage\\.path ${blocked}/spans\\.db cannot be opened: \\S`));
+    expect(failure).not.toContain('    at ');
   });
 });
 
