@@ -12,7 +12,7 @@ const APP = 'http://localhost:3000';
 let bed: SecurityBed;
 
 beforeAll(async () => {
-  bed = await startSecurityBed({ configYaml: `server: { allowedOrigins: ["${APP}"] }` });
+  bed = await startSecurityBed();
 });
 
 afterAll(async () => {
@@ -98,22 +98,29 @@ describe('a JSON body must be sent as JSON', () => {
 
 describe('an allowed page', () => {
   it('is answered with CORS headers; its preflight is answered by the proxy and never forwarded', async () => {
-    const preflight = await fetch(`${bed.proxy.url}/proxy/beta/v1/chat/completions`, {
-      method: 'OPTIONS',
-      headers: { origin: APP, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
-    });
-    expect(preflight.status).toBe(204);
-    expect(preflight.headers.get('access-control-allow-origin')).toBe(APP);
-    expect(preflight.headers.get('access-control-allow-headers')).toBe('content-type');
-    expect(bed.upstream.calls).toEqual([]);
+    const withApp = await startSecurityBed({ configYaml: `server: { allowedOrigins: ["${APP}"] }` });
+    try {
+      const preflight = await fetch(`${withApp.proxy.url}/proxy/beta/v1/chat/completions`, {
+        method: 'OPTIONS',
+        headers: { origin: APP, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+      });
+      expect(preflight.status).toBe(204);
+      expect(preflight.headers.get('access-control-allow-origin')).toBe(APP);
+      expect(preflight.headers.get('access-control-allow-headers')).toBe('content-type');
+      expect(withApp.upstream.calls).toEqual([]);
 
-    const res = await postJson(bed, '/proxy/beta/v1/chat/completions', chat, { origin: APP, referer: `${APP}/chat`, 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'cors' });
-    expect(res.status).toBe(200);
-    expect(res.headers.get('access-control-allow-origin')).toBe(APP);
-    expect(res.headers.get('access-control-expose-headers')).toContain('x-proxy-span-id');
-    // where the request came from stays with the proxy
-    const seen = bed.upstream.calls[0]!.headers;
-    expect(Object.keys(seen).filter((name) => name === 'origin' || name === 'referer' || name.startsWith('sec-fetch-'))).toEqual([]);
+      const res = await postJson(withApp, '/proxy/beta/v1/chat/completions', chat, { origin: APP, referer: `${APP}/chat`, 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'cors' });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('access-control-allow-origin')).toBe(APP);
+      expect(res.headers.get('access-control-expose-headers')).toContain('x-proxy-span-id');
+      // where the request came from stays with the proxy
+      const seen = withApp.upstream.calls[0]!.headers;
+      expect(Object.keys(seen).filter((name) => name === 'origin' || name === 'referer' || name.startsWith('sec-fetch-'))).toEqual([]);
+      // another page is still refused
+      expect((await postJson(withApp, '/proxy/beta/v1/chat/completions', chat, { origin: 'http://localhost:3001' })).status).toBe(403);
+    } finally {
+      await withApp.close();
+    }
   });
 });
 

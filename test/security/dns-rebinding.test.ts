@@ -17,10 +17,7 @@ let healthPort: number;
 beforeAll(async () => {
   attacker = await startRecordingServer((_call, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
   healthPort = await freePort();
-  bed = await startSecurityBed({
-    configYaml: 'server: { allowedHosts: [tollgate.internal, "*.corp.example"] }',
-    env: { TOLLGATE_HEALTH_PORT: String(healthPort), TOLLGATE_POD_IP: POD_IP },
-  });
+  bed = await startSecurityBed({ env: { TOLLGATE_HEALTH_PORT: String(healthPort), TOLLGATE_POD_IP: POD_IP } });
 });
 
 afterAll(async () => {
@@ -70,11 +67,23 @@ describe('a foreign Host gets 403 and changes nothing', () => {
 });
 
 describe('the proxy\'s own names are served, and only those', () => {
-  it.each(['127.0.0.1', 'localhost', '[::1]', 'tollgate.internal', 'llm.corp.example', POD_IP])('Host %s', async (name) => {
+  it.each(['127.0.0.1', 'localhost', '[::1]', POD_IP])('Host %s', async (name) => {
     expect((await send(`${name}:${bed.proxy.port}`, 'GET', '/_local/api/traces?limit=1')).status).toBe(200);
-    // the same request under a name that merely resembles one of them
-    const lookalike = name.startsWith('[') ? '[::2]' : `${name.replace(/^\*\./, '')}.evil.example`;
+    // the same request under a name that merely resembles it
+    const lookalike = name.startsWith('[') ? '[::2]' : `${name}.evil.example`;
     expect((await send(`${lookalike}:${bed.proxy.port}`, 'GET', '/_local/api/traces?limit=1')).status).toBe(403);
+  });
+
+  it('names listed in server.allowedHosts are served too (a central server behind its DNS name)', async () => {
+    const central = await startSecurityBed({ configYaml: 'server: { allowedHosts: [tollgate.internal, "*.corp.example"] }' });
+    try {
+      const get = (host: string) => rawRequest(central.proxy.port, httpRequest('GET', '/_local/api/traces?limit=1', { host }));
+      expect((await get('tollgate.internal:8181')).status).toBe(200);
+      expect((await get('llm.corp.example')).status).toBe(200);
+      expect((await get('corp.example.evil.example')).status).toBe(403);
+    } finally {
+      await central.close();
+    }
   });
 });
 

@@ -10,7 +10,7 @@ import { startSecurityBed, type SecurityBed } from './security-bed.ts';
 let bed: SecurityBed;
 
 beforeAll(async () => {
-  bed = await startSecurityBed({ configYaml: 'server: { requestTimeoutMs: 1000 }' });
+  bed = await startSecurityBed();
 });
 
 afterAll(async () => {
@@ -78,19 +78,22 @@ describe('requests the HTTP parser or the router refuses', () => {
 });
 
 describe('callers that are slow or leave', () => {
-  it('headers that never finish are answered 408 client_timeout', async () => {
-    const res = await rawRequest(bed.proxy.port, 'GET /proxy/beta/v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nx-slow: ', { giveUpMs: 8000 });
-    expect(res.status).toBe(408);
-    expect(errorOf(res.body)).toMatchObject({ code: 'client_timeout' });
-  });
+  it('headers that never finish, and a body that trickles, are answered 408 client_timeout once server.requestTimeoutMs passes', async () => {
+    const slow = await startSecurityBed({ configYaml: 'server: { requestTimeoutMs: 1000 }' });
+    try {
+      const headers = await rawRequest(slow.proxy.port, 'GET /proxy/beta/v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nx-slow: ', { giveUpMs: 8000 });
+      expect(headers.status).toBe(408);
+      expect(errorOf(headers.body)).toMatchObject({ code: 'client_timeout' });
 
-  it('a body that trickles is answered 408 client_timeout once server.requestTimeoutMs passes; nothing is sent upstream', async () => {
-    const head = httpRequest('POST', '/proxy/beta/v1/chat/completions', { 'content-type': 'application/json', 'content-length': '1000', connection: 'keep-alive' });
-    const res = await rawRequest(bed.proxy.port, `${head}{"model":`, { trickleMs: 100, giveUpMs: 8000 });
-    expect(res.status).toBe(408);
-    expect(errorOf(res.body)).toMatchObject({ code: 'client_timeout', message: 'request body not received within 1000 ms (server.requestTimeoutMs)' });
-    expect(await bed.span(res.headers['x-proxy-span-id'])).toMatchObject({ status: 'rejected', error: expect.stringMatching(/^client_timeout: /) });
-    expect(bed.upstream.calls).toEqual([]);
+      const head = httpRequest('POST', '/proxy/beta/v1/chat/completions', { 'content-type': 'application/json', 'content-length': '1000', connection: 'keep-alive' });
+      const body = await rawRequest(slow.proxy.port, `${head}{"model":`, { trickleMs: 100, giveUpMs: 8000 });
+      expect(body.status).toBe(408);
+      expect(errorOf(body.body)).toMatchObject({ code: 'client_timeout', message: 'request body not received within 1000 ms (server.requestTimeoutMs)' });
+      expect(await slow.span(body.headers['x-proxy-span-id'])).toMatchObject({ status: 'rejected', error: expect.stringMatching(/^client_timeout: /) });
+      expect(slow.upstream.calls).toEqual([]);
+    } finally {
+      await slow.close();
+    }
   });
 
   it('a caller that leaves mid-body is recorded as client_aborted, not as an upstream failure', async () => {
