@@ -114,6 +114,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     callerError ??= callerLeft();
     abort.abort(callerError);
   });
+  let limiter: BodyLimit | null = null;
   const done = opts.lifecycle.track();
   try {
     const limit = config.server.bodyLimitBytes;
@@ -127,20 +128,21 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
       body = await readBoundedBody(request.raw, limit, config.server.requestTimeoutMs);
     } else if (withBody) {
       checkDeclaredLength(request.raw, limit);
-      const limiter = new BodyLimit(limit, config.server.requestTimeoutMs);
+      const bodyLimit = new BodyLimit(limit, config.server.requestTimeoutMs);
+      limiter = bodyLimit;
       // The limit can be passed before undici listens to the stream (credentials still loading): an
       // 'error' nobody listens to would take the process down. The caller is answered 413 from the catch
       // below; the rest of its body is read and dropped so it can read that answer. A body past its deadline
       // is not drained (a trickle would hold on): the 408 closes the connection.
-      limiter.once('error', (error: Error) => {
+      bodyLimit.once('error', (error: Error) => {
         const failure = error instanceof ProxyError ? error : new ProxyError('invalid_request', `request body failed: ${error.message}`);
         callerError ??= failure;
-        request.raw.unpipe(limiter);
+        request.raw.unpipe(bodyLimit);
         if (failure.code === 'client_timeout') request.raw.pause();
         else request.raw.resume();
         abort.abort(failure);
       });
-      bodyStream = request.raw.pipe(limiter);
+      bodyStream = request.raw.pipe(bodyLimit);
     }
     const plan = planUpstreamRequest(route, request.method, rest, query, body, config.upstreams[route]);
     call = opts.meter.start({
@@ -175,6 +177,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     finishFailedCall(call, snapshot.prices, proxyError, res);
     if (!res.destroyed) sendProxyError(res, proxyError, trace);
   } finally {
+    limiter?.stopDeadline();
     done();
   }
 }

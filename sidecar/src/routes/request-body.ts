@@ -95,6 +95,11 @@ export class BodyLimit extends Transform {
     else callback(null, chunk);
   }
 
+  /** The call ended (answered early, or the upstream failed): its body no longer has a deadline to keep. */
+  stopDeadline(): void {
+    clearTimeout(this.#timer);
+  }
+
   override _flush(callback: TransformCallback): void {
     clearTimeout(this.#timer);
     callback();
