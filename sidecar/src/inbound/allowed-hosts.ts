@@ -55,6 +55,8 @@ export class HostAllowList {
   readonly #exact = new Set<string>();
   readonly #suffixes: string[] = [];
   readonly #any: boolean;
+  /** Host header values already judged allowed, as sent: a caller sends the same one on every call. */
+  readonly #seen = new Set<string>();
 
   constructor(opts: HostAllowListOptions) {
     this.#any = opts.allowedHosts.includes('*');
@@ -75,11 +77,13 @@ export class HostAllowList {
 
   /** True when a request with this Host header may be served. A request without one (HTTP/1.0) is not a browser's. */
   allows(hostHeader: string | undefined): boolean {
-    if (this.#any || hostHeader === undefined) return true;
+    if (this.#any || hostHeader === undefined || this.#seen.has(hostHeader)) return true;
     const name = hostnameOf(hostHeader);
     if (name === null) return false;
-    if (isLoopbackHostname(name) || this.#exact.has(name)) return true;
-    return this.#suffixes.some((suffix) => name.endsWith(suffix) && name.length > suffix.length);
+    const allowed = isLoopbackHostname(name) || this.#exact.has(name) || this.#suffixes.some((suffix) => name.endsWith(suffix) && name.length > suffix.length);
+    // Bounded: only allowed values are kept, and a caller cannot mint many of those.
+    if (allowed && this.#seen.size < 256) this.#seen.add(hostHeader);
+    return allowed;
   }
 }
 

@@ -31,6 +31,8 @@ function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
+const SERVE: InboundVerdict = { refusal: null, corsOrigin: null };
+
 export function judgeInbound(policy: InboundPolicy, headers: IncomingHttpHeaders): InboundVerdict {
   const host = headers.host;
   if (!policy.hosts.allows(host)) {
@@ -43,7 +45,7 @@ export function judgeInbound(policy: InboundPolicy, headers: IncomingHttpHeaders
   }
   const verdict = policy.origins.check(first(headers.origin), first(headers['sec-fetch-site']));
   if (!verdict.allowed) return { refusal: new ProxyError('origin_not_allowed', verdict.reason) };
-  return { refusal: null, corsOrigin: verdict.corsOrigin };
+  return verdict.corsOrigin === null ? SERVE : { refusal: null, corsOrigin: verdict.corsOrigin };
 }
 
 /** The refusal as JSON: OpenAI's error shape on the /v1 gateway (its SDKs parse it), the engine's own elsewhere. */
@@ -63,8 +65,8 @@ const EXPOSED_HEADERS = 'x-proxy-span-id, x-proxy-trace-id, x-proxy-request-id';
 export function installRequestGuard(app: FastifyInstance, policy: InboundPolicy): void {
   app.addHook('onRequest', async (request, reply) => {
     const verdict = judgeInbound(policy, request.headers);
-    const path = (request.raw.url ?? '/').split('?')[0]!;
     if (verdict.refusal !== null) {
+      const path = (request.raw.url ?? '/').split('?')[0]!;
       request.log.warn(
         { code: verdict.refusal.code, host: request.headers.host, origin: request.headers.origin, method: request.method, path },
         `request refused: ${verdict.refusal.code === 'host_not_allowed' ? 'Host' : 'Origin'} not allowed`,
