@@ -75,10 +75,18 @@ function section(random: Random, fields: readonly string[]): Record<string, unkn
   return out;
 }
 
+/** Mostly an entry for the model the calls use, with plausible prices and now and then one from the edges. */
 function priceEntry(random: Random): unknown {
   if (random.chance(0.05)) return anyValue(random);
-  const entry: Record<string, unknown> = { provider: random.pick(PROVIDERS), model: random.pick(STRINGS.slice(2, 6)) };
-  for (const field of PRICE_FIELDS) if (random.chance(0.6)) entry[field] = fieldValue(random, field);
+  const entry: Record<string, unknown> = {
+    provider: random.chance(0.6) ? 'openai' : random.pick(PROVIDERS),
+    model: random.chance(0.6) ? 'gpt-4o-mini' : random.pick(STRINGS.slice(2, 6)),
+  };
+  for (const [i, field] of PRICE_FIELDS.entries()) {
+    const required = i < 2;
+    if (!random.chance(required ? 0.9 : 0.4)) continue;
+    entry[field] = random.chance(0.6) ? random.pick([0, 0.15, 2.5, 75, 100_000]) : fieldValue(random, field);
+  }
   if (random.chance(0.15)) entry.aliases = [random.pick(STRINGS), random.pick(STRINGS)];
   if (random.chance(0.1)) entry.disabled = random.chance(0.5) ? true : 'yes';
   if (random.chance(0.1)) entry.long_context = { threshold_tokens: random.pick(NUMBERS), input_per_million: random.pick(NUMBERS), output_per_million: random.pick(NUMBERS) };

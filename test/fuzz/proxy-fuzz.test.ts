@@ -22,7 +22,9 @@ import { configBody } from './config-bodies.ts';
 import { fuzzSettings, seededRandom } from './seeded-random.ts';
 import { upstreamAnswer, type StreamFormat, type UpstreamAnswer } from './stream-bodies.ts';
 
-const { seed, iterations } = fuzzSettings(80);
+// Cases per target by default: config bodies are cheap, streams cost a call each. Seconds in all.
+const { seed, iterations: configCases } = fuzzSettings(300);
+const { iterations: streamCases } = fuzzSettings(100);
 const MAX_TOKENS = 100_000_000;
 
 let upstream: Server;
@@ -89,8 +91,19 @@ async function stillServing(): Promise<void> {
   expect((await fetch(`${proxy.url}/healthz`)).status).toBe(200);
 }
 
-async function revision(): Promise<number> {
-  return ((await (await fetch(`${proxy.url}/_local/api/config`)).json()) as { revision: number }).revision;
+/** A request to the proxy; when it fails because the process is gone, the failure says so, with its stderr. */
+async function alive<T>(where: string, request: Promise<T>): Promise<T> {
+  try {
+    return await request;
+  } catch (error) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(proxy.child.exitCode, `${where}: the proxy exited: ${proxy.stderr().slice(0, 2000)}`).toBeNull();
+    throw error;
+  }
+}
+
+async function revision(where: string): Promise<number> {
+  return ((await (await alive(where, fetch(`${proxy.url}/_local/api/config`))).json()) as { revision: number }).revision;
 }
 
 /** The spans of these request ids, read from the span file once the writer has stored them all. */
@@ -119,16 +132,21 @@ function expectPlausible(span: Record<string, number | string | null>, where: st
   expect(Number.isFinite(cost) && cost >= 0, `${where}: cost ${cost}`).toBe(true);
 }
 
-describe(`fuzz (seed ${seed}, ${iterations} cases per target)`, () => {
+describe(`fuzz (seed ${seed}, ${configCases} config bodies, ${streamCases} streams)`, () => {
   it('the config API answers every body with 200 or a 4xx in the engine shape, and a refusal changes nothing', () =>
     withFuzzedProxy(async () => {
       const random = seededRandom(seed);
       const callIds: string[] = [];
-      for (let i = 0; i < iterations; i++) {
+      // Calls made under the fuzzed config report usage, so whatever prices were accepted get used.
+      const completion = Buffer.from(
+        JSON.stringify({ id: 'c1', object: 'chat.completion', model: 'gpt-4o-mini', choices: [], usage: { prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500, prompt_tokens_details: { cached_tokens: 1024 } } }),
+      );
+      answer = { contentType: 'application/json', body: completion, pieces: [completion] };
+      for (let i = 0; i < configCases; i++) {
         const where = `config case ${i} (TOLLGATE_FUZZ_SEED=${seed})`;
         const body = configBody(random);
-        const before = await revision();
-        const res = await fetch(`${proxy.url}/_local/api/config`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        const before = await revision(where);
+        const res = await alive(where, fetch(`${proxy.url}/_local/api/config`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }));
         const text = await res.text();
         expect([200, 400, 413], `${where}: status ${res.status} for ${body.slice(0, 300)}: ${text.slice(0, 300)}`).toContain(res.status);
         const answer = JSON.parse(text) as { revision?: number; error?: { code?: unknown; message?: unknown } };
@@ -137,16 +155,18 @@ describe(`fuzz (seed ${seed}, ${iterations} cases per target)`, () => {
           // whatever was accepted, a call is answered (the upstream may now be elsewhere) and metered
           const id = `fuzz-config-${seed}-${i}`;
           callIds.push(id);
-          const call = await fetch(`${proxy.url}/proxy/beta/v1/chat/completions`, {
+          const call = await alive(where, fetch(`${proxy.url}/proxy/beta/v1/chat/completions`, {
             method: 'POST',
             headers: { 'content-type': 'application/json', 'x-request-id': id },
-            body: JSON.stringify({ model: random.pick(['gpt-4o-mini', 'GPT-4o-mini', 'constructor', 'gpt-4o']), messages: [{ role: 'user', content: 'hi' }] }),
-          });
+            body: JSON.stringify({ model: random.chance(0.7) ? 'gpt-4o-mini' : random.pick(['GPT-4o-mini', 'constructor', 'gpt-4o']), messages: [{ role: 'user', content: 'hi' }] }),
+          }));
           await call.arrayBuffer();
+          // a fault in a response listener would take the process down just after this answer
+          await new Promise((resolve) => setImmediate(resolve));
         } else {
           expect(typeof answer.error?.code, `${where}: ${text}`).toBe('string');
           expect(typeof answer.error?.message, `${where}: ${text}`).toBe('string');
-          expect(await revision(), `${where}: a refused body changed the config: ${body.slice(0, 300)}`).toBe(before);
+          expect(await revision(where), `${where}: a refused body changed the config: ${body.slice(0, 300)}`).toBe(before);
         }
         if (i % 20 === 19) await stillServing();
       }
@@ -167,7 +187,7 @@ describe(`fuzz (seed ${seed}, ${iterations} cases per target)`, () => {
         { path: '/v1/chat/completions', body: { model: 'gemini-2.5-flash', stream: true, messages: [{ role: 'user', content: 'hi' }] }, formats: ['gemini-sse'], passThrough: false },
       ];
       const ids: string[] = [];
-      for (let i = 0; i < iterations; i++) {
+      for (let i = 0; i < streamCases; i++) {
         const target = random.pick(targets);
         const format = random.pick(target.formats);
         answer = upstreamAnswer(format, random);

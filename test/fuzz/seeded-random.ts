@@ -26,9 +26,15 @@ export function seededRandom(seed: number): Random {
   };
 }
 
+/**
+ * The default seed. Any seed will do; this one reaches, within its first hundred config bodies, an accepted
+ * price that used to crash the engine on the next call (issue 16), so the default run also guards that.
+ */
+const DEFAULT_SEED = 3;
+
 /** The run's settings: TOLLGATE_FUZZ_SEED and TOLLGATE_FUZZ_ITERATIONS (cases per target) override the CI defaults. */
 export function fuzzSettings(defaultIterations: number): { seed: number; iterations: number } {
-  const seed = process.env.TOLLGATE_FUZZ_SEED ? Number(process.env.TOLLGATE_FUZZ_SEED) : 0x7011_6a7e;
+  const seed = process.env.TOLLGATE_FUZZ_SEED ? Number(process.env.TOLLGATE_FUZZ_SEED) : DEFAULT_SEED;
   const iterations = process.env.TOLLGATE_FUZZ_ITERATIONS ? Number(process.env.TOLLGATE_FUZZ_ITERATIONS) : defaultIterations;
   if (!Number.isInteger(seed) || !Number.isInteger(iterations) || iterations < 1) {
     throw new Error('TOLLGATE_FUZZ_SEED and TOLLGATE_FUZZ_ITERATIONS must be integers (iterations at least 1)');
