@@ -102,8 +102,8 @@ export function clientErrorHandler(opts: HttpRefusalOptions, headersTimeoutMs: n
     const { target, headers } = readRawRequest(error.rawPacket);
     const path = target?.split('?')[0] ?? '';
     // A request the guard would refuse (another site's page, a rebound name) leaves nothing behind.
-    const welcome = inFlight === undefined || inFlight === null ? judgeInbound(opts.inbound, headers).refusal === null : false;
-    const trace = welcome && target !== null ? recordRefusal(opts, path, refusal, requestId) : null;
+    const guardPasses = inFlight === undefined || inFlight === null ? judgeInbound(opts.inbound, headers).refusal === null : false;
+    const trace = guardPasses && target !== null ? recordRefusal(opts, path, refusal, requestId) : null;
     if (trace === null) opts.logger.warn({ code: refusal.code, reason: refusal.message, path: path || undefined }, 'request refused before routing');
     const body = refusalBody(path, refusal);
     const head = [
