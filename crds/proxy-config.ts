@@ -5,6 +5,7 @@
 // Every string and list is bounded (maxLength, maxItems): the API server estimates the worst-case cost of
 // each CEL rule from those bounds and refuses the CRD when it is unbounded or too expensive.
 
+import { MAX_PRICE_PER_MILLION } from '../sidecar/src/pricing/price-entry.ts';
 import { PROVIDERS, ROUTE_NAMES, ROUTES, type RouteName } from '../sidecar/src/providers/routes.ts';
 import type { CrdSource, SchemaNode } from './crd-schema.ts';
 
@@ -15,8 +16,8 @@ const MODEL_ID = '^[A-Za-z0-9][A-Za-z0-9._:@/+-]*$';
 const SHORT_NAME = '^[a-z0-9][a-z0-9-]{0,62}$';
 const GCP_PROJECT = '^[a-z0-9][a-z0-9.:-]{0,127}$';
 
-/** Upper bound of a price, USD per million tokens: far above any list price, low enough to catch typos. */
-const MAX_PRICE = 100_000;
+/** Upper bound of a price, USD per million tokens: the same bound the sidecar's own validator applies. */
+const MAX_PRICE = MAX_PRICE_PER_MILLION;
 const MAX_MODELS = 1000;
 
 function price(description: string): SchemaNode {

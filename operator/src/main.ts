@@ -53,6 +53,7 @@ export async function main(argv: string[]): Promise<number> {
       informers: operator.informers,
       stuckAfterMs: INFORMER_STUCK_AFTER_MS,
       logger: logger.child({ component: 'health' }),
+      podIp: settings.leaderEndpoint?.podIP,
     });
   } catch (error) {
     logger.error({ err: error instanceof Error ? error.message : String(error), healthPort: settings.healthPort }, 'cannot open the health port');

@@ -11,6 +11,8 @@ import { Lifecycle } from './lifecycle.ts';
 import { CallMeter } from './metering/call-meter.ts';
 import type { CredentialKind } from './providers/routes.ts';
 import { gatewayRoutes } from './routes/gateway.ts';
+import { clientErrorHandler, frameworkErrorHandler } from './inbound/http-refusals.ts';
+import { inboundPolicy, installRequestGuard, type InboundPolicy } from './inbound/request-guard.ts';
 import { healthCheck, healthRoutes, type Health } from './routes/health.ts';
 import { managementRoutes } from './routes/management.ts';
 import { proxyRoutes } from './routes/proxy.ts';
@@ -27,8 +29,11 @@ export interface Engine {
   writer: SpanWriter;
   client: UpstreamClient;
   lifecycle: Lifecycle;
+  meter: CallMeter;
+  /** The Host and Origin rules every listener of this engine applies (the health-only listener too). */
+  inbound: InboundPolicy;
   health: () => Health;
-  /** Stops accepting, drains in-flight calls (streams included), flushes spans, closes everything. */
+  /** Stops accepting, drains in-flight calls (streams included, up to server.drainTimeoutMs), flushes spans, closes everything. */
   shutdown(drainTimeoutMs?: number): Promise<void>;
 }
 
@@ -41,6 +46,8 @@ export interface EngineOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const HEADERS_TIMEOUT_MS = 10_000;
+const CUT_CALLS_GRACE_MS = 5_000;
 
 export function buildEngine(opts: EngineOptions): Engine {
   const { store, logger } = opts;
@@ -56,13 +63,23 @@ export function buildEngine(opts: EngineOptions): Engine {
     ? () => undefined
     : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
   const lifecycle = new Lifecycle();
-  const meter = new CallMeter(writer, logger);
+  const meter = new CallMeter(writer, logger, lifecycle);
+  const inbound = inboundPolicy(config.server, opts.env ?? process.env);
+  const refusals = { meter, store, inbound, logger };
+  // Headers come in one go from any real client; a body gets server.requestTimeoutMs once the route reads it
+  // (request-body.ts answers 408 with a span). Node's own request timeout is the backstop for routes that
+  // leave the body to fastify, set past the routes' deadline so that theirs fires first (ADR 1002).
+  const headersTimeout = Math.min(HEADERS_TIMEOUT_MS, config.server.requestTimeoutMs);
 
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // every call gets one richer line from the call meter instead of fastify's request/response lines
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.server.bodyLimitBytes,
+    http: { headersTimeout, connectionsCheckingInterval: 1000 },
+    requestTimeout: headersTimeout + config.server.requestTimeoutMs + 2000,
+    clientErrorHandler: clientErrorHandler(refusals, headersTimeout),
+    frameworkErrors: frameworkErrorHandler(refusals),
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
@@ -71,6 +88,7 @@ export function buildEngine(opts: EngineOptions): Engine {
     return503OnClosing: true,
   });
 
+  installRequestGuard(app, inbound);
   const health = healthCheck({ lifecycle, writer });
   app.register(healthRoutes, { lifecycle, writer, check: health });
   app.register(managementRoutes, { store, spans, writer });
@@ -82,7 +100,7 @@ export function buildEngine(opts: EngineOptions): Engine {
   });
 
   let shuttingDown: Promise<void> | null = null;
-  const shutdown = (drainTimeoutMs = 30_000) => {
+  const shutdown = (drainTimeoutMs = config.server.drainTimeoutMs) => {
     shuttingDown ??= (async () => {
       lifecycle.startDraining();
       const closed = app.close(); // stops accepting; waits for open requests
@@ -91,7 +109,13 @@ export function buildEngine(opts: EngineOptions): Engine {
       // Keep-alive connections that carried the drained calls are idle now; close() only closed those idle
       // when it was called, so close the rest instead of waiting out the keep-alive timeout.
       app.server.closeIdleConnections();
-      if (!drained) app.server.closeAllConnections();
+      if (!drained) {
+        // Calls cut here are recorded as stopped by the shutdown, and the span writer stays open until each
+        // has recorded its span (cutting ends them within a turn or two; the bound is for a call that hangs).
+        lifecycle.startCutting(drainTimeoutMs);
+        app.server.closeAllConnections();
+        if (!(await lifecycle.waitIdle(CUT_CALLS_GRACE_MS))) logger.warn({ in_flight: lifecycle.inFlight }, 'calls still running after their connections were closed; their spans may be lost');
+      }
       await closed;
       unsubscribeBreaker();
       unsubscribeCredentials();
@@ -102,5 +126,5 @@ export function buildEngine(opts: EngineOptions): Engine {
     return shuttingDown;
   };
 
-  return { app, store, spans, writer, client, lifecycle, health, shutdown };
+  return { app, store, spans, writer, client, lifecycle, meter, inbound, health, shutdown };
 }

@@ -4,6 +4,12 @@
 export type ProxyErrorCode =
   | 'unknown_route'
   | 'invalid_request'
+  | 'host_not_allowed'
+  | 'origin_not_allowed'
+  | 'unsupported_media_type'
+  | 'client_timeout'
+  | 'client_aborted'
+  | 'headers_too_large'
   | 'body_too_large'
   | 'upstream_misconfigured'
   | 'credential_unavailable'
@@ -16,6 +22,13 @@ export type ProxyErrorCode =
 const STATUS: Record<ProxyErrorCode, number> = {
   unknown_route: 404,
   invalid_request: 400,
+  host_not_allowed: 403,
+  origin_not_allowed: 403,
+  unsupported_media_type: 415,
+  client_timeout: 408,
+  // never sent (the caller is gone); the status nginx logs for it, kept so the code stays a client error
+  client_aborted: 499,
+  headers_too_large: 431,
   body_too_large: 413,
   upstream_misconfigured: 502,
   credential_unavailable: 502,

@@ -3,6 +3,7 @@
 
 export class Lifecycle {
   #draining = false;
+  #cutting = false;
   #inFlight = 0;
   #idleWaiters: (() => void)[] = [];
 
@@ -28,6 +29,22 @@ export class Lifecycle {
 
   startDraining(): void {
     this.#draining = true;
+  }
+
+  /**
+   * True once shutdown cuts the connections still open at the drain deadline: a call that ends now did not
+   * lose its caller, the proxy stopped it.
+   */
+  get cutting(): boolean {
+    return this.#cutting;
+  }
+
+  /** How long shutdown waited before cutting (set with startCutting). */
+  drainTimeoutMs: number | undefined;
+
+  startCutting(drainTimeoutMs: number): void {
+    this.drainTimeoutMs = drainTimeoutMs;
+    this.#cutting = true;
   }
 
   /** Resolves when nothing is in flight, or after `timeoutMs` (returns false then). */

@@ -9,7 +9,9 @@ import { ConfigError } from './config/config-error.ts';
 import { loadConfigFile } from './config/config-file.ts';
 import type { RuntimeConfigPatch } from './config/config-schema.ts';
 import { ConfigStore } from './config/config-store.ts';
+import { hostnameOf, isLoopbackHostname } from './inbound/allowed-hosts.ts';
 import { startHealthListener } from './routes/health.ts';
+import { SpanStoreOpenError } from './spans/sqlite-span-schema.ts';
 
 const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS]
 
@@ -70,11 +72,32 @@ export async function main(argv: string[]): Promise<number> {
   // The last good snapshot from the operator (kept on disk) applies before the engine starts, so a pod that
   // restarts while the operator is unreachable serves with the config it last had.
   const pushClient = await startOperatorLink(store, logger);
-  const engine = buildEngine({ store, logger });
+  let engine;
+  try {
+    engine = buildEngine({ store, logger });
+  } catch (error) {
+    if (!(error instanceof SpanStoreOpenError)) throw error;
+    // A span file that cannot be created is a bad setting (storage.path, or TOLLGATE_STATE_DIR in a pod).
+    await pushClient?.stop();
+    const reason = error.cause instanceof Error ? error.cause.message : String(error.cause);
+    process.stderr.write(`tollgate proxy: storage.path ${error.path} cannot be opened: ${reason}\n`);
+    return 2;
+  }
   const { host, port } = store.get().server;
   await engine.app.listen({ host, port });
+  if (!isLoopbackHostname(hostnameOf(host) ?? host)) {
+    logger.warn(
+      {
+        host,
+        port,
+        exposure: `the proxy has no inbound authentication: anyone who can reach ${host}:${port} spends its credentials and can change its prices and upstreams through /_local/api`,
+        restrict: 'listen on 127.0.0.1 (--host, server.host), firewall the port, or put an authenticating proxy in front; callers must use a name in server.allowedHosts',
+      },
+      'listening beyond loopback without inbound authentication',
+    );
+  }
   const healthPort = process.env.TOLLGATE_HEALTH_PORT;
-  const healthServer = healthPort ? await startHealthListener(engine.health, '0.0.0.0', parsePort(healthPort, 'TOLLGATE_HEALTH_PORT')) : null;
+  const healthServer = healthPort ? await startHealthListener(engine.health, '0.0.0.0', parsePort(healthPort, 'TOLLGATE_HEALTH_PORT'), engine.inbound) : null;
   logger.info({ host, port, healthPort: healthServer ? Number(healthPort) : undefined, storage: store.get().storage.kind }, 'tollgate proxy listening');
 
   return new Promise<number>((resolve) => {
@@ -86,7 +109,11 @@ export async function main(argv: string[]): Promise<number> {
         await engine.shutdown();
         healthServer?.close();
         const stats = engine.writer.stats();
-        logger.info({ written: stats.written, dropped: stats.dropped }, 'tollgate proxy stopped');
+        const metering = engine.meter.stats();
+        logger.info(
+          { written: stats.written, dropped: stats.dropped, metering_errors: metering.meteringErrors, implausible_usage: metering.implausibleUsage },
+          'tollgate proxy stopped',
+        );
         resolve(0);
       })();
     };

@@ -1,6 +1,10 @@
 // What a caller and an operator see when things go wrong: upstream down, slow, failing, streams cut or
 // corrupted, credentials missing, the breaker opening and recovering, and bad input refused.
 
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SpanJson } from '../../sidecar/src/spans/span-json.ts';
 import { findSpan } from '../support/spans.ts';
@@ -203,6 +207,18 @@ describe('bad input gets a clear 4xx', () => {
     await expect(startProxyProcess({ configYaml: 'pricing:\n  models: [ { provider: openai, model: x, input_per_million: -1, output_per_million: 1 } ]\n' })).rejects.toThrow(/pricing\.models\[0\]\.input_per_million/);
     await expect(startProxyProcess({ configYaml: 'upstreams: [\n' })).rejects.toThrow(/not valid YAML at line/);
   });
+
+  it('a span file that cannot be created stops start-up with exit 2 and a message naming the path, not a stack trace', async () => {
+    // A plain file where the span file's folder should be: no user, root included, can create the folder.
+    const blocked = join(mkdtempSync(join(tmpdir(), 'tollgate-blocked-')), 'not-a-folder');
+    writeFileSync(blocked, '');
+    const failure = await startProxyProcess({ configYaml: `storage: { kind: sqlite, path: "${blocked}/spans.db" }\n` }).then(
+      () => 'started',
+      (error: Error) => error.message,
+    );
+    expect(failure).toMatch(new RegExp(`^tollgate proxy exited with 2: tollgate proxy: storage\\.path ${blocked}/spans\\.db cannot be opened: \\S`));
+    expect(failure).not.toContain('    at ');
+  });
 });
 
 describe('health', () => {
@@ -212,5 +228,37 @@ describe('health', () => {
     const res = await fetch(`${proxy.url}/healthz`);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: 'ok' });
+  });
+});
+
+describe('storage faults', () => {
+  it('while another process holds the span file\'s write lock, GET /_local/api/traces answers with what is stored, says what is pending, and loses nothing', async () => {
+    const locked = await startProxyProcess({ configYaml: bed.configYaml(), env: bed.env });
+    const db = new Database(join(locked.dir, 'spans.db'));
+    try {
+      db.pragma('busy_timeout = 5000');
+      db.exec('BEGIN IMMEDIATE'); // the writer's transactions now wait out SQLite's busy timeout, then fail
+      const call = await fetch(`${locked.url}/proxy/beta/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(call.status).toBe(200);
+      const spanId = call.headers.get('x-proxy-span-id');
+      const traces = (await (await fetch(`${locked.url}/_local/api/traces`)).json()) as { spans: { span_id: string }[]; pending: number };
+      // answered before the blocked write could finish or fail: the call is pending, not dropped
+      expect(traces.pending).toBe(1);
+      expect(traces.spans.map((s) => s.span_id)).not.toContain(spanId);
+      db.exec('COMMIT');
+      let stored: { span_id: string }[] = [];
+      for (let i = 0; i < 100 && !stored.some((s) => s.span_id === spanId); i++) {
+        stored = ((await (await fetch(`${locked.url}/_local/api/traces`)).json()) as { spans: { span_id: string }[] }).spans;
+      }
+      expect(stored.map((s) => s.span_id)).toContain(spanId);
+    } finally {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      db.close();
+      await locked.stop();
+    }
   });
 });

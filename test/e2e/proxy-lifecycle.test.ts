@@ -1,6 +1,8 @@
 // SIGTERM: stop accepting, let in-flight calls (streams included) finish, flush spans to SQLite, exit 0.
 // The span file is then read directly, as an analyst answering "who spent what" would.
 
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -55,6 +57,52 @@ it('drains an in-flight stream on SIGTERM, flushes its span and exits 0', async 
     db.close();
   }
   await proxy.stop();
+});
+
+it('a stream longer than the drain deadline is cut at it, recorded as stopped by the shutdown, and its span is kept', async () => {
+  // An upstream whose stream starts and never ends.
+  const open: ServerResponse[] = [];
+  const endless: Server = createServer((_req, res) => {
+    open.push(res);
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: {"id":"c1","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"Hel"}}]}\n\n');
+  });
+  await new Promise<void>((resolve) => endless.listen(0, '127.0.0.1', resolve));
+  const upstream = `http://127.0.0.1:${(endless.address() as AddressInfo).port}`;
+  const proxy = await startProxyProcess({
+    configYaml: `server: { drainTimeoutMs: 300 }\nupstreams: { beta: { baseUrl: "${upstream}" } }\nstorage: { kind: sqlite, path: spans.db }\n`,
+    env: { OPENAI_API_KEY: 'sk-test' },
+  });
+  try {
+    const res = await fetch(`${proxy.url}/proxy/beta/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'cut-by-shutdown' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    const reader = res.body!.getReader();
+    await reader.read(); // the stream is flowing
+    proxy.child.kill('SIGTERM');
+    await expect((async () => {
+      for (;;) if ((await reader.read()).done) return 'ended cleanly';
+    })()).rejects.toThrow();
+    const exited = await new Promise<number | null>((resolve) => {
+      if (proxy.child.exitCode !== null) resolve(proxy.child.exitCode);
+      else proxy.child.once('exit', (code) => resolve(code));
+    });
+    expect(exited).toBe(0);
+    expect(proxy.logs.map((l) => l.msg)).not.toContain('span recorded after the span writer closed; dropped');
+    const db = new Database(join(proxy.dir, 'spans.db'), { readonly: true });
+    try {
+      const rows = db.prepare("SELECT status, error FROM spans WHERE request_id = 'cut-by-shutdown'").all() as { status: string; error: string }[];
+      expect(rows).toEqual([{ status: 'error', error: 'shutting_down: the proxy stopped and closed the connection after waiting 300 ms for the call to finish' }]);
+    } finally {
+      db.close();
+    }
+  } finally {
+    await proxy.stop();
+    for (const res of open) res.destroy();
+    await new Promise((resolve) => endless.close(resolve));
+  }
 });
 
 it('starts with no config file as the local proxy, on its embedded defaults', async () => {

@@ -74,6 +74,15 @@ describe('POST /mutate', () => {
     expect(res.statusCode).toBe(400);
   });
 
+  it('refuses a request from a web page: only the API server calls this port', async () => {
+    const pod = review({ metadata: { annotations: { 'tollgate.dev/inject': 'true' } }, spec: { containers: [{ name: 'a' }] } });
+    const fromPage = await app().inject({ method: 'POST', url: '/mutate', payload: pod, headers: { origin: 'http://evil.example' } });
+    expect(fromPage.statusCode).toBe(403);
+    expect(fromPage.json()).toMatchObject({ error: { code: 'origin_not_allowed' } });
+    const crossSite = await app().inject({ method: 'GET', url: '/healthz', headers: { 'sec-fetch-site': 'cross-site' } });
+    expect(crossSite.statusCode).toBe(403);
+  });
+
   it('exports an error type the server maps to 500', () => {
     expect(new AdmissionUnavailableError('x').name).toBe('AdmissionUnavailableError');
   });

@@ -3,6 +3,7 @@
 import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { OriginPolicy } from '../../sidecar/src/inbound/origin-policy.ts';
 import { mutateRoute } from './admission/mutate-route.ts';
 import type { PodAdmissionDeps } from './admission/pod-admission.ts';
 import type { KeyPairPem } from './pki.ts';
@@ -25,6 +26,14 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
     bodyLimit: BODY_LIMIT,
     ...(opts.tls ? { https: { key: opts.tls.keyPem, cert: opts.tls.certPem, minVersion: 'TLSv1.2' as const } } : {}),
   }) as unknown as FastifyInstance;
+  // Only the API server (and kubelet's probes) call this port, and neither is a browser: a request marked as
+  // coming from a web page is refused. Host is not checked: TLS already binds the name (ADR 1000).
+  const noPages = new OriginPolicy([]);
+  app.addHook('onRequest', async (request, reply) => {
+    const site = request.headers['sec-fetch-site'];
+    const verdict = noPages.check(request.headers.origin, Array.isArray(site) ? site[0] : site);
+    if (!verdict.allowed) return reply.code(403).send({ error: { code: 'origin_not_allowed', message: verdict.reason } });
+  });
   app.get('/healthz', async () => ({ status: 'ok' }));
   void app.register(mutateRoute, { admission: opts.admission });
   return app;

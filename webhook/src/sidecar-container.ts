@@ -44,6 +44,8 @@ export function sidecarContainer(sidecar: ResolvedSidecar, defaults: SidecarDefa
       { name: 'TOLLGATE_TOKEN_FILE', value: TOKEN_FILE },
       { name: 'TOLLGATE_POD_NAME', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } } },
       { name: 'TOLLGATE_POD_NAMESPACE', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } } },
+      // One of the pod's own names: kubelet probes the health port with it as Host (ADR 1000).
+      { name: 'TOLLGATE_POD_IP', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.podIP' } } },
       { name: 'TOLLGATE_STATE_DIR', value: STATE_DIR },
       { name: 'TOLLGATE_PORT', value: String(sidecar.port) },
       { name: 'TOLLGATE_HEALTH_PORT', value: String(SIDECAR_HEALTH_PORT) },

@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type HealthServer, type ProbedInformer, startHealthServer } from './health-server.ts';
@@ -52,6 +53,24 @@ describe('operator health listener', () => {
     expect(await get('/healthz')).toEqual({ status: 503, body: 'informer secrets: no activity for 301s (limit 300s)\n' });
     secrets.activity = now;
     expect((await get('/healthz')).status).toBe(200);
+  });
+
+  it('answers only to its own names and never to a web page, like every Tollgate listener', async () => {
+    const server = await startHealthServer({ host: '0.0.0.0', port: 0, informers: {}, stuckAfterMs: 300_000, logger: pino({ level: 'silent' }), podIp: '10.4.0.17' });
+    servers.push(server);
+    const status = (headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port: server.port, path: '/healthz', headers, agent: false }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.once('error', reject);
+        req.end();
+      });
+    expect(await status({ host: `127.0.0.1:${server.port}` })).toBe(200);
+    expect(await status({ host: `10.4.0.17:${server.port}` })).toBe(200); // kubelet's probe
+    expect(await status({ host: 'rebind.evil.example' })).toBe(403);
+    expect(await status({ host: 'localhost', origin: 'http://evil.example' })).toBe(403);
   });
 
   it('serves nothing else', async () => {

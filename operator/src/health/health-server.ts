@@ -4,9 +4,11 @@
 // outage does not fail /healthz: the informers keep retrying (and stay "active") and a restart would not help;
 // only a wedged loop does, which a restart fixes.
 
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { HostAllowList } from '../../../sidecar/src/inbound/allowed-hosts.ts';
+import { OriginPolicy } from '../../../sidecar/src/inbound/origin-policy.ts';
 
 /** What the probes read from an informer (kube-client/informer.ts implements it). */
 export interface ProbedInformer {
@@ -49,6 +51,23 @@ export interface HealthServerOptions {
   stuckAfterMs: number;
   logger: Logger;
   now?: () => number;
+  /** This replica's pod IP (--pod-ip / POD_IP): kubelet probes name it in Host. */
+  podIp?: string | undefined;
+}
+
+/**
+ * Like every Tollgate listener, the probe port answers only to its own names and never to a web page
+ * (ADR 1000). It changes nothing and holds no secret, but it listens on all interfaces of a pod, and the
+ * check costs nothing next to the probe.
+ */
+function refusal(headers: IncomingHttpHeaders, hosts: HostAllowList, origins: OriginPolicy): { code: string; message: string } | null {
+  if (!hosts.allows(headers.host)) {
+    return { code: 'host_not_allowed', message: `Host ${JSON.stringify(headers.host)} is not one of this pod's names` };
+  }
+  const origin = Array.isArray(headers.origin) ? headers.origin[0] : headers.origin;
+  const site = headers['sec-fetch-site'];
+  const verdict = origins.check(origin, Array.isArray(site) ? site[0] : site);
+  return verdict.allowed ? null : { code: 'origin_not_allowed', message: verdict.reason };
 }
 
 export interface HealthServer {
@@ -60,7 +79,14 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
   const now = opts.now ?? Date.now;
   // Only the transition is logged: kubelet probes every few seconds and a steady state is not news.
   let lastLive = true;
+  const hosts = new HostAllowList({ listenHost: opts.host, allowedHosts: [], podIp: opts.podIp });
+  const origins = new OriginPolicy([]);
   const server: Server = createServer((req, res) => {
+    const refused = refusal(req.headers, hosts, origins);
+    if (refused !== null) {
+      res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ error: refused }));
+      return;
+    }
     const path = (req.url ?? '').split('?')[0];
     let result: ProbeResult;
     if (path === '/readyz') result = readiness(opts.informers);

@@ -264,3 +264,25 @@ describe('credentials file pushed from a Secret', () => {
     }
   });
 });
+
+describe('a credentials file that is not a credentials JSON', () => {
+  it('fails the call naming the file, without quoting a byte of it in the error or the log', async () => {
+    const credentialsFile = join(dir, 'not-google.json');
+    const secret = 'sk-live-THIS-IS-SOMEONE-ELSES-KEY';
+    writeFileSync(credentialsFile, `${secret}\nsecond line\n`);
+    const { logger, raw } = captureLogs();
+    const provider = createGoogleAdcProvider({ logger, credentialsFile });
+    try {
+      const error = await provider.apply(request()).then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(CredentialError);
+      expect((error as Error).message).toBe(
+        `failed to get ADC token: Google credentials file ${credentialsFile} is not JSON (45 bytes); it must hold a service account key or an external_account config`,
+      );
+      expect(provider.problem()).not.toContain('sk-live');
+      expect(raw.join('')).toContain('failed to get ADC token');
+      expect(raw.join('')).not.toContain('sk-live');
+    } finally {
+      provider.close();
+    }
+  });
+});

@@ -48,8 +48,9 @@ export function createGoogleAdcProvider(options: GoogleAdcOptions): CredentialPr
       const content = file.value;
       if (content === undefined) throw new Error(`Google credentials file ${file.path}: ${file.problem ?? 'empty'}`);
       if (content !== builtFrom) {
+        const credentials = parseCredentialsJson(content, file.path);
         builtFrom = content;
-        auth = buildAuth(JSON.parse(content) as GoogleAuthOptions['credentials']);
+        auth = buildAuth(credentials);
       }
     }
     return (auth ??= buildAuth(undefined));
@@ -104,4 +105,22 @@ export function createGoogleAdcProvider(options: GoogleAdcOptions): CredentialPr
       file?.close();
     },
   };
+}
+
+/**
+ * The credentials file as JSON. JSON.parse's own message quotes the text around the fault, which for a file
+ * that is not what it should be can be a secret (a key file named by mistake): that message would reach the
+ * 502 body, the span and the log. The error names the file and its size, never its contents.
+ */
+function parseCredentialsJson(content: string, path: string): GoogleAuthOptions['credentials'] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(content);
+  } catch {
+    throw new Error(`Google credentials file ${path} is not JSON (${Buffer.byteLength(content)} bytes); it must hold a service account key or an external_account config`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new Error(`Google credentials file ${path} is not a JSON object; it must hold a service account key or an external_account config`);
+  }
+  return parsed as GoogleAuthOptions['credentials'];
 }

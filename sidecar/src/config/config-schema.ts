@@ -5,6 +5,8 @@
 import type { CacheSettings, PriceEntry } from '../pricing/price-entry.ts';
 import { parsePriceEntry, PriceEntryError } from '../pricing/price-table.ts';
 import { isRouteName, PROVIDERS, type Provider, type RouteName } from '../providers/routes.ts';
+import { normaliseAllowedHost } from '../inbound/allowed-hosts.ts';
+import { normaliseOrigin } from '../inbound/origin-policy.ts';
 import { ConfigError } from './config-error.ts';
 import type {
   BreakerConfig,
@@ -96,13 +98,29 @@ const HTTP_URL = /^https?:\/\/[^\s/?#@]+(?:\/[^\s?#]*)?$/;
 const SHORT_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const PROJECT = /^[a-z0-9][a-z0-9.:-]{0,127}$/;
 
+function optionalList(value: Obj, key: string, field: string, normalise: (entry: string) => string | null, hint: string): string[] | undefined {
+  const v = value[key];
+  if (v === undefined) return undefined;
+  if (!Array.isArray(v)) throw new ConfigError(`${field}.${key}`, `must be a list (${hint})`);
+  if (v.length > 100) throw new ConfigError(`${field}.${key}`, 'must have at most 100 entries');
+  return v.map((entry, i) => {
+    const normalised = typeof entry === 'string' ? normalise(entry) : null;
+    if (normalised === null) throw new ConfigError(`${field}.${key}[${i}]`, `must be ${hint} (got ${JSON.stringify(entry)})`);
+    return normalised;
+  });
+}
+
 function parseServer(input: unknown, field: string): Partial<ServerConfig> {
   const v = object(input, field);
-  onlyKeys(v, field, ['host', 'port', 'bodyLimitBytes']);
+  onlyKeys(v, field, ['host', 'port', 'bodyLimitBytes', 'allowedHosts', 'allowedOrigins', 'requestTimeoutMs', 'drainTimeoutMs']);
   return assignDefined<Partial<ServerConfig>>({}, {
     host: optionalString(v, 'host', field),
     port: optionalNumber(v, 'port', field, { min: 0, max: 65535, integer: true }),
     bodyLimitBytes: optionalNumber(v, 'bodyLimitBytes', field, { min: 1024, max: 1 << 30, integer: true }),
+    allowedHosts: optionalList(v, 'allowedHosts', field, normaliseAllowedHost, 'a host name, an IP address, "*.<domain>" or "*"'),
+    allowedOrigins: optionalList(v, 'allowedOrigins', field, normaliseOrigin, 'an origin such as http://localhost:3000 (scheme, host and port only)'),
+    requestTimeoutMs: optionalNumber(v, 'requestTimeoutMs', field, { min: 100, max: 3_600_000, integer: true }),
+    drainTimeoutMs: optionalNumber(v, 'drainTimeoutMs', field, { min: 0, max: 3_600_000, integer: true }),
   });
 }
 
@@ -143,11 +161,17 @@ function parsePricing(input: unknown, field: string): { models: PriceEntry[] } {
       throw error;
     }
   });
+  // Lookups ignore case, so two entries that differ only in case would price the same calls: one of them
+  // silently. Refused like an exact repeat.
   const seen = new Map<string, number>();
   models.forEach((m, i) => {
-    const key = `${m.provider}/${m.model}`;
+    const key = `${m.provider}/${m.model.toLowerCase()}`;
     const first = seen.get(key);
-    if (first !== undefined) throw new ConfigError(`${field}.models[${i}]`, `repeats provider ${m.provider} model ${m.model} (already at ${field}.models[${first}])`);
+    if (first !== undefined) {
+      const firstModel = models[first]!.model;
+      const sameCase = firstModel === m.model ? '' : ` as ${firstModel}; model ids are matched without regard to case`;
+      throw new ConfigError(`${field}.models[${i}]`, `repeats provider ${m.provider} model ${m.model} (already at ${field}.models[${first}]${sameCase})`);
+    }
     seen.set(key, i);
   });
   return { models };

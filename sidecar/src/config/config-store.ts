@@ -3,6 +3,7 @@
 // Readers call get() per request and keep what they got for the whole call, so swapping the config never
 // changes a request that is already in flight.
 
+import { isDeepStrictEqual } from 'node:util';
 import { DEFAULT_CACHE_SETTINGS } from '../pricing/default-cache.ts';
 import { DEFAULT_PRICES } from '../pricing/default-prices.ts';
 import { mergePriceEntries, PriceTable } from '../pricing/price-table.ts';
@@ -15,7 +16,7 @@ const LAYER_ORDER: readonly ConfigLayer[] = ['file', 'operator', 'api'];
 
 export function defaultRuntimeConfig(): RuntimeConfig {
   return {
-    server: { host: '127.0.0.1', port: 8181, bodyLimitBytes: 32 * 1024 * 1024 },
+    server: { host: '127.0.0.1', port: 8181, bodyLimitBytes: 32 * 1024 * 1024, allowedHosts: [], allowedOrigins: [], requestTimeoutMs: 60_000, drainTimeoutMs: 30_000 },
     upstreams: {},
     pricing: { models: [] },
     cache: structuredClone(DEFAULT_CACHE_SETTINGS),
@@ -98,8 +99,15 @@ export class ConfigStore {
     return () => this.#listeners.delete(listener);
   }
 
+  /**
+   * A change that leaves the effective config as it was (`{}`, a price restated) keeps the snapshot and its
+   * revision, so `revision` counts real changes. The layer itself is still stored: it can matter once another
+   * layer changes under it.
+   */
   #publish(): ConfigSnapshot {
-    this.#snapshot = this.#build(this.#snapshot.revision + 1);
+    const next = this.#build(this.#snapshot.revision + 1);
+    if (isDeepStrictEqual(next.config, this.#snapshot.config)) return this.#snapshot;
+    this.#snapshot = next;
     for (const listener of this.#listeners) listener(this.#snapshot);
     return this.#snapshot;
   }

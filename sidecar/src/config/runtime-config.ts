@@ -70,6 +70,17 @@ export interface ServerConfig {
   port: number;
   /** Largest request body accepted, bytes; larger bodies get 413. */
   bodyLimitBytes: number;
+  /**
+   * Host names (besides loopback and this machine's own names and addresses) requests may carry in Host:
+   * exact names or addresses, `*.example.com`, or `*` for any. Others get 403 (DNS rebinding; ADR 1000).
+   */
+  allowedHosts: string[];
+  /** Web page origins (`http://localhost:3000`) that may call the engine from a browser; others get 403. */
+  allowedOrigins: string[];
+  /** Longest time to receive a request's body once its headers are in; after it, 408 client_timeout (ADR 1002). */
+  requestTimeoutMs: number;
+  /** On SIGTERM, how long calls in flight may run before their connections are closed. */
+  drainTimeoutMs: number;
 }
 
 export interface RuntimeConfig {

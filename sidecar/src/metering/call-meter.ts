@@ -8,6 +8,7 @@ import type { Provider, RouteName } from '../providers/routes.ts';
 import type { Span, SpanStatus } from '../spans/span.ts';
 import type { SpanWriter } from '../spans/span-writer.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
+import { implausibleUsage } from '../usage/usage-bounds.ts';
 import type { TokenUsage } from '../usage/usage.ts';
 
 export interface CallStart {
@@ -30,59 +31,95 @@ export interface CallEnd {
   error?: string | null | undefined;
 }
 
+/** Calls whose metering went wrong; each is also on its span's `error` and in its `llm call` line. */
+export interface MeteringStats {
+  /** Cost arithmetic threw: the call was recorded with cost 0 and `metering_failed`. */
+  meteringErrors: number;
+  /** The upstream reported token counts no call can have: recorded without usage, `usage_implausible`. */
+  implausibleUsage: number;
+}
+
+/** Whether shutdown is cutting connections (Lifecycle implements it). */
+export interface ShutdownState {
+  readonly cutting: boolean;
+  /** How long shutdown waited before it cut, for the span's error. */
+  readonly drainTimeoutMs?: number;
+}
+
 export class CallMeter {
   readonly #writer: SpanWriter;
   readonly #logger: Logger;
+  readonly #shutdown: ShutdownState;
+  readonly #stats: MeteringStats = { meteringErrors: 0, implausibleUsage: 0 };
 
-  constructor(writer: SpanWriter, logger: Logger) {
+  constructor(writer: SpanWriter, logger: Logger, shutdown: ShutdownState = { cutting: false }) {
     this.#writer = writer;
     this.#logger = logger;
+    this.#shutdown = shutdown;
   }
 
   start(call: CallStart): MeteredCall {
-    return new MeteredCall(this.#writer, this.#logger, call);
+    return new MeteredCall(this.#writer, this.#logger, call, this.#stats, this.#shutdown);
+  }
+
+  stats(): MeteringStats {
+    return { ...this.#stats };
   }
 }
 
 export class MeteredCall {
   readonly #writer: SpanWriter;
   readonly #logger: Logger;
+  readonly #stats: MeteringStats;
+  readonly #shutdown: ShutdownState;
   readonly call: CallStart;
   readonly #startedAt = performance.now();
   readonly #startTime = Date.now();
   #finished: Span | null = null;
 
-  constructor(writer: SpanWriter, logger: Logger, call: CallStart) {
+  constructor(
+    writer: SpanWriter,
+    logger: Logger,
+    call: CallStart,
+    stats: MeteringStats = { meteringErrors: 0, implausibleUsage: 0 },
+    shutdown: ShutdownState = { cutting: false },
+  ) {
     this.#writer = writer;
     this.#logger = logger;
     this.call = call;
+    this.#stats = stats;
+    this.#shutdown = shutdown;
   }
 
   get finished(): boolean {
     return this.#finished !== null;
   }
 
-  /** Records the span once; later calls return the first result (a stream can end and abort at once). */
+  /**
+   * Records the span once; later calls return the first result (a stream can end and abort at once). Never
+   * throws: it runs in response listeners, where an exception would take the process down, so a fault in
+   * metering is recorded on the span, logged and counted instead (ADR 1001).
+   */
   finish(end: CallEnd): Span {
     if (this.#finished) return this.#finished;
     const { call } = this;
-    const usage = end.usage;
-    let costUsd = 0;
-    let priced = false;
-    const provider = call.provider;
-    if (provider !== 'unknown') {
-      if (usage) {
-        let cost = end.prices.cost(provider, call.model, usage);
-        // Some callers send an alias the table lacks while the upstream reports the canonical id.
-        if (!cost.priced && end.responseModel && end.responseModel !== call.model) {
-          cost = end.prices.cost(provider, end.responseModel, usage);
-        }
-        costUsd = cost.costUsd;
-        priced = cost.priced;
-      } else {
-        priced = provider === 'local' || end.prices.resolve(provider, call.model) !== undefined;
-      }
+    const problems: string[] = [];
+    let usage = end.usage;
+    const implausible = usage ? implausibleUsage(usage) : null;
+    if (implausible !== null) {
+      this.#stats.implausibleUsage++;
+      problems.push(`usage_implausible: ${implausible}; usage not recorded`);
+      usage = null;
     }
+    const { costUsd, priced, failure } = this.#cost(end, usage);
+    if (failure !== undefined) problems.push(`metering_failed: ${failure}`);
+    // The connection went because shutdown cut it at the drain deadline, not because the caller left.
+    const cutByShutdown = end.status === 'client_aborted' && this.#shutdown.cutting;
+    const waited = this.#shutdown.drainTimeoutMs !== undefined ? ` after waiting ${this.#shutdown.drainTimeoutMs} ms for the call to finish` : '';
+    const cause = cutByShutdown ? `shutting_down: the proxy stopped and closed the connection${waited}` : end.error;
+    const error = [cause, ...problems].filter((text) => text).join('; ') || null;
+    // A call whose usage could not be metered is not a clean record, whatever the caller received.
+    const status = cutByShutdown || (problems.length > 0 && end.status === 'ok') ? 'error' : end.status;
     const span: Span = {
       spanId: call.trace.spanId,
       traceId: call.trace.traceId,
@@ -105,9 +142,9 @@ export class MeteredCall {
       costUsd,
       priced,
       durationMs: Math.round((performance.now() - this.#startedAt) * 1000) / 1000,
-      status: end.status,
+      status,
       statusCode: end.statusCode,
-      error: end.error ?? null,
+      error,
       startTime: new Date(this.#startTime).toISOString(),
     };
     this.#finished = span;
@@ -132,10 +169,34 @@ export class MeteredCall {
         priced: span.priced,
         latency_ms: span.durationMs,
         ...(span.error ? { error: span.error } : {}),
-        ...(usage && !priced ? { pricing: `no price for ${span.provider} model ${span.model}: cost recorded as 0` } : {}),
+        ...(usage && !priced && failure === undefined ? { pricing: `no price for ${span.provider} model ${span.model}: cost recorded as 0` } : {}),
       },
       'llm call',
     );
     return span;
+  }
+
+  #cost(end: CallEnd, usage: TokenUsage | null): { costUsd: number; priced: boolean; failure?: string } {
+    const { call } = this;
+    const provider = call.provider;
+    if (provider === 'unknown') return { costUsd: 0, priced: false };
+    try {
+      if (!usage) return { costUsd: 0, priced: provider === 'local' || end.prices.resolve(provider, call.model) !== undefined };
+      let cost = end.prices.cost(provider, call.model, usage);
+      // Some callers send an alias the table lacks while the upstream reports the canonical id.
+      if (!cost.priced && end.responseModel && end.responseModel !== call.model) {
+        cost = end.prices.cost(provider, end.responseModel, usage);
+      }
+      if (!Number.isFinite(cost.costUsd)) throw new RangeError(`cost of ${cost.costUsd} USD is not a finite number`);
+      return cost;
+    } catch (error) {
+      this.#stats.meteringErrors++;
+      const message = error instanceof Error ? error.message : String(error);
+      this.#logger.error(
+        { err: { type: error instanceof Error ? error.name : typeof error, message }, request_id: call.requestId, route: call.route, model: call.model, metering_errors: this.#stats.meteringErrors },
+        'metering failed; call recorded with cost 0',
+      );
+      return { costUsd: 0, priced: false, failure: message };
+    }
   }
 }

@@ -9,9 +9,17 @@ import type { Provider } from '../providers/routes.ts';
 import type { TokenUsage } from '../usage/usage.ts';
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
 
-/** Pico-dollars per token for a price in USD per million tokens (sub-pico fractions are rounded). */
+/**
+ * Pico-dollars per token for a price in USD per million tokens (sub-pico fractions are rounded). Prices are
+ * bounded where they enter (MAX_PRICE_PER_MILLION); one that is not still fails here with a message that
+ * names it, not with BigInt's RangeError about Infinity.
+ */
 function picoPerToken(perMillion: number, multiplier = 1): bigint {
-  return BigInt(Math.round(perMillion * multiplier * 1e6));
+  const pico = Math.round(perMillion * multiplier * 1e6);
+  if (!Number.isSafeInteger(pico) || pico < 0) {
+    throw new RangeError(`price of ${perMillion} USD per million tokens is outside the range costs are computed in`);
+  }
+  return BigInt(pico);
 }
 
 function tokens(count: number): bigint {

@@ -4,7 +4,7 @@
 // (`input_per_milion`) cannot silently leave a price at its default.
 
 import { PROVIDERS, type Provider } from '../providers/routes.ts';
-import type { PriceEntry } from './price-entry.ts';
+import { MAX_PRICE_PER_MILLION, type PriceEntry } from './price-entry.ts';
 import { PriceEntryError } from './price-entry-error.ts';
 
 const ENTRY_FIELDS = new Set([
@@ -34,6 +34,9 @@ function rejectUnknown(value: Record<string, unknown>, known: Set<string>, path:
 function price(value: unknown, path: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
     throw new PriceEntryError(path, 'must be a non-negative number');
+  }
+  if (value > MAX_PRICE_PER_MILLION) {
+    throw new PriceEntryError(path, `must be at most ${MAX_PRICE_PER_MILLION} USD per million tokens (got ${value})`);
   }
   return value;
 }

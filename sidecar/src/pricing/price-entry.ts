@@ -1,5 +1,12 @@
 import type { Provider } from '../providers/routes.ts';
 
+/**
+ * Highest price accepted, USD per million tokens, wherever prices enter (config file, config API, ProxyConfig:
+ * the CRD's schema uses this same bound). Far above any list price, low enough to catch a typo, and it keeps
+ * every rate a small exact integer in the cost arithmetic (ADRs 0203 and 1001).
+ */
+export const MAX_PRICE_PER_MILLION = 100_000;
+
 /** USD per million tokens for one model. Field names match the config file and the ProxyConfig CRD. */
 export interface PriceEntry {
   provider: Provider;

@@ -75,7 +75,9 @@ export function mergePriceEntries(defaults: readonly PriceEntry[], overrides: re
     const aliases = union(base.aliases, override.model === base.model ? [] : [override.model], override.aliases);
     const next: PriceEntry = override.disabled === true ? { ...copyEntry(base), disabled: true } : { ...copyEntry(override), model: base.model };
     if (override.disabled !== true) delete next.disabled;
-    next.aliases = aliases;
+    // No empty list where there were no aliases: restating an entry must leave it exactly as it was.
+    if (aliases.length > 0) next.aliases = aliases;
+    else delete next.aliases;
     merged[at] = next;
     indexEntry(next, at);
   }

@@ -10,6 +10,13 @@ describe('checkPathSegments', () => {
     expect(() => checkPathSegments(path)).not.toThrow();
   });
 
+  it('refuses a raw "#" anywhere in the target, since the URL would cut the rest off (/..# is /..)', () => {
+    for (const [rest, query] of [['/..#', ''], ['/.#', ''], ['/..#x', ''], ['/v1/models#frag', ''], ['/v1/models', '?a=1#b']] as const) {
+      expect(() => planUpstreamRequest('gamma-cloud', 'GET', rest, query, null, undefined), rest + query).toThrow(/has a raw "#"; send it percent-encoded \(%23\)/);
+    }
+    expect(() => planUpstreamRequest('gamma-cloud', 'GET', '/v1/a%23b', '', null, undefined)).not.toThrow();
+  });
+
   it('guards every route, the one that re-encodes its path included', () => {
     expect(() => planUpstreamRequest('gamma-cloudb', 'POST', '/model/%2e%2e/%2e%2e/admin', '', null, undefined)).toThrow(/invalid|segment/);
     expect(() => planUpstreamRequest('alpha', 'GET', '/v1/../../admin', '?x=1', null, undefined)).toThrow(/segment/);

@@ -11,6 +11,11 @@ export function routeReadsBody(route: RouteName): boolean {
   return route !== 'alpha' && route !== 'gamma-cloud';
 }
 
+/** Routes that parse the body as JSON (gamma-cloudb reads it only to sign it); it must be sent as JSON. */
+export function routeParsesJsonBody(route: RouteName): boolean {
+  return route === 'beta' || route === 'alpha-compat' || route === 'gamma-direct' || route === 'gamma';
+}
+
 export interface UpstreamRequestPlan {
   /** Path and query to send upstream (the base URL's own path prefix is added by the client). */
   path: string;
@@ -69,6 +74,17 @@ export function checkPathSegments(rest: string): void {
   }
 }
 
+/**
+ * Refuses a raw `#` in the request target. A client never sends a fragment, so one there was written by hand;
+ * and the URL the upstream request is built from would cut it off, leaving what precedes it as the last
+ * segment: `/..#` becomes `/..` and climbs above the base path like any other dot segment.
+ */
+export function checkNoFragment(rest: string, query: string): void {
+  if (rest.includes('#') || query.includes('#')) {
+    throw new ProxyError('invalid_request', `request target ${JSON.stringify(rest + query)} has a raw "#"; send it percent-encoded (%23)`);
+  }
+}
+
 const DOT_SEGMENT = /(?:^|[/\\])\.{1,2}(?:[/\\]|$)/;
 
 function hasEncodedDotSegment(rest: string): boolean {
@@ -98,6 +114,7 @@ export function planUpstreamRequest(
   upstream: UpstreamConfig | undefined,
 ): UpstreamRequestPlan {
   checkPathSegments(rest);
+  checkNoFragment(rest, query);
   switch (route) {
     case 'alpha':
     case 'gamma-cloud': {

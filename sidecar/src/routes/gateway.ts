@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ConfigStore } from '../config/config-store.ts';
 import { ProxyError } from '../errors.ts';
+import { isJsonContentType, notJsonMessage } from '../inbound/json-content-type.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall } from '../metering/call-outcome.ts';
@@ -19,7 +20,7 @@ import { toProxyError } from '../upstream/upstream-client.ts';
 import { relay, sendJson } from './gateway-relay.ts';
 import { findModel, planGatewayCall, routeFor, type GatewayPlan } from './gateway-target.ts';
 import { upstreamRequestHeaders } from './proxy-headers.ts';
-import { hasBody, readBoundedBody } from './request-body.ts';
+import { callerLeft, hasBody, readBoundedBody } from './request-body.ts';
 
 export interface GatewayRoutesOptions {
   store: ConfigStore;
@@ -115,7 +116,9 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
   const done = opts.lifecycle.track();
   try {
     if (!hasBody(request.raw)) throw new GatewayError(400, 'the request needs a JSON body', { code: 'invalid_json' });
-    const chat = parseRequest(await readBoundedBody(request.raw, config.server.bodyLimitBytes));
+    const contentType = header(request, 'content-type');
+    if (!isJsonContentType(contentType)) throw new GatewayError(415, notJsonMessage(contentType), { code: 'unsupported_media_type' });
+    const chat = parseRequest(await readBoundedBody(request.raw, config.server.bodyLimitBytes, config.server.requestTimeoutMs));
     const requested = chat.model;
     if (typeof requested === 'string' && requested !== '') requestedModel = requested;
     if (typeof requested !== 'string' || requested === '') {
@@ -150,7 +153,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
 
     const abort = new AbortController();
     res.once('close', () => {
-      if (!res.writableFinished) abort.abort();
+      if (!res.writableFinished) abort.abort(callerLeft());
     });
     const upstream = await opts.client.send(config, { route: plan.route, method: 'POST', path: plan.path, headers, body: plan.body, signal: abort.signal });
     await relay({ res, upstream, call, prices: snapshot.prices, plan, trace, logger: request.log as unknown as Logger });
@@ -165,6 +168,8 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
       return;
     }
     const proxyError = error instanceof ProxyError ? error : toProxyError(plan?.route ?? 'beta', error);
+    // The rest of a body that came too slowly is not waited for: this answer ends the connection.
+    if (proxyError.code === 'client_timeout') res.setHeader('connection', 'close');
     call ??= opts.meter.start({ route: 'v1', provider: 'unknown', model: requestedModel ?? 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace });
     finishFailedCall(call, snapshot.prices, proxyError, res);
     if (!res.destroyed) {

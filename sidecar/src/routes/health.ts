@@ -4,6 +4,7 @@
 
 import { createServer, type Server } from 'node:http';
 import type { FastifyPluginAsync } from 'fastify';
+import { judgeInbound, sendRefusal, type InboundPolicy } from '../inbound/request-guard.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import type { SpanWriter } from '../spans/span-writer.ts';
 
@@ -45,10 +46,19 @@ export const healthRoutes: FastifyPluginAsync<HealthOptions & { check: () => Hea
   });
 };
 
-/** A listener that serves only GET /healthz, for probes from outside the pod. */
-export function startHealthListener(check: () => Health, host: string, port: number): Promise<Server> {
+/**
+ * A listener that serves only GET /healthz, for probes from outside the pod. It listens on every interface,
+ * so it checks Host and Origin like the proxy's own port: kubelet sends the pod IP, which is one of the
+ * pod's own names.
+ */
+export function startHealthListener(check: () => Health, host: string, port: number, inbound: InboundPolicy): Promise<Server> {
   const server = createServer((req, res) => {
-    const path = req.url?.split('?')[0];
+    const path = req.url?.split('?')[0] ?? '/';
+    const verdict = judgeInbound(inbound, req.headers);
+    if (verdict.refusal !== null) {
+      sendRefusal(res, path, verdict.refusal);
+      return;
+    }
     if (req.method !== 'GET' || path !== '/healthz') {
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"status":"error","detail":"only GET /healthz is served here"}');
       return;

@@ -5,6 +5,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ConfigError } from '../config/config-error.ts';
 import { parseRuntimeConfigPatch } from '../config/config-schema.ts';
 import type { ConfigStore, ConfigSnapshot } from '../config/config-store.ts';
+import { parseJsonWithUniqueKeys } from '../config/unique-key-json.ts';
+import { JSON_MEDIA_TYPE, notJsonMessage } from '../inbound/json-content-type.ts';
 import { spanToJson } from '../spans/span-json.ts';
 import type { SpanStore } from '../spans/span-store.ts';
 import type { SpanWriter } from '../spans/span-writer.ts';
@@ -15,10 +17,31 @@ export interface ManagementOptions {
   writer: SpanWriter;
 }
 
-/** Sections that can change while running; server and storage settings need a restart. */
-const LIVE_SECTIONS = ['pricing', 'cache', 'upstreams', 'breaker', 'gateway', 'credentials'] as const;
+/**
+ * Sections this API may change. Server and storage settings need a restart. Credentials are left out on
+ * purpose: the API has no authentication, and a credential file path set here would make the proxy send any
+ * local file it can read as a key (ADR 1003). Credential files come from the config file and the operator.
+ */
+const API_SECTIONS = ['pricing', 'cache', 'upstreams', 'breaker', 'gateway'] as const;
 
 const TRACES_MAX = 200;
+/**
+ * How long GET /_local/api/traces waits for buffered spans to be written before it answers with what is
+ * stored. A healthy store writes in milliseconds; a locked one makes each batch wait out SQLite's busy
+ * timeout (and a retry), which the caller should not wait for (ADR 1002).
+ */
+export const TRACES_FLUSH_WAIT_MS = 500;
+
+/** True when `promise` settled within `ms`; it keeps running either way. */
+function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    void promise.finally(() => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
 
 function configView(snapshot: ConfigSnapshot) {
   const { config } = snapshot;
@@ -34,10 +57,24 @@ function configView(snapshot: ConfigSnapshot) {
 
 export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (app, opts) => {
   // Body and schema errors (malformed JSON, wrong content type) in the same shape as every other refusal.
-  app.setErrorHandler((error: { statusCode?: number; message: string }, _request, reply) => {
+  app.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {
     const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    if (status === 415) {
+      return reply.code(415).send({ error: { code: 'unsupported_media_type', message: notJsonMessage(request.headers['content-type']) } });
+    }
     const code = status === 413 ? 'body_too_large' : status < 500 ? 'invalid_request' : 'internal_error';
     return reply.code(status).send({ error: { code, message: status < 500 ? error.message : 'internal error' } });
+  });
+
+  // JSON only (no text/plain or form bodies a web page could send blind), and a key said twice is refused
+  // rather than the second silently winning.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(JSON_MEDIA_TYPE, { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, parseJsonWithUniqueKeys(body as string));
+    } catch (error) {
+      done(Object.assign(error as Error, { statusCode: 400 }), undefined);
+    }
   });
 
   app.get('/_local/api/config', async () => configView(opts.store.current()));
@@ -52,7 +89,11 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
     async (request, reply) => {
       let patch;
       try {
-        patch = parseRuntimeConfigPatch(request.body, LIVE_SECTIONS);
+        const body = request.body as Record<string, unknown>;
+        if (Object.hasOwn(body, 'credentials')) {
+          throw new ConfigError('credentials', 'cannot be set through this API, which has no authentication: set credential files in the config file or the ProxyConfig');
+        }
+        patch = parseRuntimeConfigPatch(body, API_SECTIONS);
       } catch (error) {
         if (error instanceof ConfigError) {
           return reply.code(400).send({ error: { code: 'invalid_config', message: error.message } });
@@ -74,9 +115,16 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
       }
       limit = Number(raw);
     }
-    // Spans still waiting in the writer's buffer are not visible yet; write them first so a caller sees its call.
-    await opts.writer.flush();
-    const spans = opts.spans.recent(limit).map(spanToJson);
-    return { spans, count: spans.length };
+    // Spans still waiting in the writer's buffer are not visible yet; write them first so a caller sees its call,
+    // but only for so long: `pending` says how many were recorded and are not stored yet.
+    await settlesWithin(opts.writer.flush(), TRACES_FLUSH_WAIT_MS);
+    let stored;
+    try {
+      stored = opts.spans.recent(limit);
+    } catch (error) {
+      return reply.code(503).send({ error: { code: 'span_store_unavailable', message: `cannot read spans: ${(error as Error).message}` } });
+    }
+    const spans = stored.map(spanToJson);
+    return { spans, count: spans.length, pending: opts.writer.stats().buffered };
   });
 };

@@ -21,6 +21,23 @@ describe('upstreamRequestHeaders', () => {
     expect(out).toEqual({ 'anthropic-version': '2023-06-01', 'x-request-id': 'r1', 'accept-encoding': 'identity' });
   });
 
+  it('drops the billing-project choice, other key headers and where a browser request came from', () => {
+    const out = upstreamRequestHeaders(
+      {
+        'x-goog-user-project': 'someone-elses-project',
+        'api-key': 'caller-azure-key',
+        origin: 'http://evil.example',
+        referer: 'http://evil.example/page',
+        'sec-fetch-site': 'cross-site',
+        'sec-fetch-mode': 'cors',
+        'sec-fetch-dest': 'empty',
+        'content-type': 'application/json',
+      },
+      false,
+    );
+    expect(out).toEqual({ 'content-type': 'application/json', 'accept-encoding': 'identity' });
+  });
+
   it('keeps content-length only for a body passed through unchanged', () => {
     expect(upstreamRequestHeaders({ 'content-length': '10' }, true)['content-length']).toBe('10');
   });

@@ -19,7 +19,14 @@ const NOT_FORWARDED_UPSTREAM = new Set([
   'x-proxy-auth',
   'x-api-key',
   'x-goog-api-key',
+  'api-key', // Azure OpenAI's key header
   'cookie',
+  // picks the Google Cloud project a Vertex call is billed to: the proxy's credential decides that, not the caller
+  'x-goog-user-project',
+  // where a browser request came from: about the caller's page, not for the provider (and a cross-site call
+  // never gets this far, see inbound/request-guard.ts)
+  'origin',
+  'referer',
   // replaced with the proxy's span
   'traceparent',
   'tracestate',
@@ -51,7 +58,7 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, keepConten
   for (const name in incoming) {
     const value = incoming[name];
     if (value === undefined) continue;
-    if (NOT_FORWARDED_UPSTREAM.has(name) || name.startsWith('x-tollgate-') || hop?.has(name)) {
+    if (NOT_FORWARDED_UPSTREAM.has(name) || name.startsWith('x-tollgate-') || name.startsWith('sec-fetch-') || hop?.has(name)) {
       if (!(keepContentLength && name === 'content-length')) continue;
     }
     out[name] = Array.isArray(value) ? value.join(', ') : value;
@@ -69,7 +76,8 @@ export function downstreamResponseHeaders(
   const out: Record<string, string | string[]> = {};
   for (const name in upstream) {
     const value = upstream[name];
-    if (value === undefined || NOT_FORWARDED_DOWNSTREAM.has(name) || hop?.has(name)) continue;
+    // The upstream's CORS answer is about its own origin; the proxy's origin answers for itself (request-guard.ts).
+    if (value === undefined || NOT_FORWARDED_DOWNSTREAM.has(name) || name.startsWith('access-control-') || hop?.has(name)) continue;
     if (dropContentLength && name === 'content-length') continue;
     out[name] = value;
   }

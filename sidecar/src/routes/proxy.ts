@@ -11,7 +11,8 @@ import type { Lifecycle } from '../lifecycle.ts';
 import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall, finishRelayedCall } from '../metering/call-outcome.ts';
 import type { ConfigStore } from '../config/config-store.ts';
-import { planUpstreamRequest, routeReadsBody } from '../providers/upstream-request.ts';
+import { isJsonContentType, notJsonMessage } from '../inbound/json-content-type.ts';
+import { planUpstreamRequest, routeParsesJsonBody, routeReadsBody } from '../providers/upstream-request.ts';
 import { isRouteName, ROUTES, type RouteName } from '../providers/routes.ts';
 import { formatTraceparent, startSpanContext, type TraceContext } from '../spans/trace-context.ts';
 import type { SpanStatus } from '../spans/span.ts';
@@ -19,7 +20,7 @@ import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-clie
 import { toProxyError } from '../upstream/upstream-client.ts';
 import { createUsageExtractor } from '../usage/extractor.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './proxy-headers.ts';
-import { BodyLimit, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
+import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
 
 export interface ProxyRoutesOptions {
   store: ConfigStore;
@@ -64,6 +65,8 @@ export function sendProxyError(res: ServerResponse, error: ProxyError, trace: Tr
     return;
   }
   const body = JSON.stringify(error.toJSON());
+  // The rest of a body that came too slowly is not waited for: this answer ends the connection.
+  if (error.code === 'client_timeout') res.setHeader('connection', 'close');
   res.writeHead(error.statusCode, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),
@@ -101,30 +104,45 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
   const userHeader = header(request, 'x-tollgate-user') ?? null;
   const projectHeader = header(request, 'x-tollgate-project') ?? null;
   let call: MeteredCall | null = null;
-  // Aborts the upstream request when the caller goes away or its streamed body passes the limit.
+  // Aborts the upstream request when the caller goes away or its streamed body passes the limit or the deadline.
   const abort = new AbortController();
-  let bodyError: ProxyError | null = null;
+  // What the caller did to end the call early (a body over the limit or too slow, leaving): it names the
+  // span's error, since the upstream request then fails only because the proxy aborted it.
+  let callerError: ProxyError | null = null;
+  res.once('close', () => {
+    if (res.writableFinished) return;
+    callerError ??= callerLeft();
+    abort.abort(callerError);
+  });
+  let limiter: BodyLimit | null = null;
   const done = opts.lifecycle.track();
   try {
     const limit = config.server.bodyLimitBytes;
     let body: Buffer | null = null;
     let bodyStream: Readable | null = null;
     const withBody = hasBody(request.raw);
+    if (withBody && routeParsesJsonBody(route) && !isJsonContentType(header(request, 'content-type'))) {
+      throw new ProxyError('unsupported_media_type', notJsonMessage(header(request, 'content-type')));
+    }
     if (withBody && routeReadsBody(route)) {
-      body = await readBoundedBody(request.raw, limit);
+      body = await readBoundedBody(request.raw, limit, config.server.requestTimeoutMs);
     } else if (withBody) {
       checkDeclaredLength(request.raw, limit);
-      const limiter = new BodyLimit(limit);
+      const bodyLimit = new BodyLimit(limit, config.server.requestTimeoutMs);
+      limiter = bodyLimit;
       // The limit can be passed before undici listens to the stream (credentials still loading): an
       // 'error' nobody listens to would take the process down. The caller is answered 413 from the catch
-      // below; the rest of its body is read and dropped so it can read that answer.
-      limiter.once('error', (error: Error) => {
-        bodyError = error instanceof ProxyError ? error : new ProxyError('invalid_request', `request body failed: ${error.message}`);
-        request.raw.unpipe(limiter);
-        request.raw.resume();
-        abort.abort(bodyError);
+      // below; the rest of its body is read and dropped so it can read that answer. A body past its deadline
+      // is not drained (a trickle would hold on): the 408 closes the connection.
+      bodyLimit.once('error', (error: Error) => {
+        const failure = error instanceof ProxyError ? error : new ProxyError('invalid_request', `request body failed: ${error.message}`);
+        callerError ??= failure;
+        request.raw.unpipe(bodyLimit);
+        if (failure.code === 'client_timeout') request.raw.pause();
+        else request.raw.resume();
+        abort.abort(failure);
       });
-      bodyStream = request.raw.pipe(limiter);
+      bodyStream = request.raw.pipe(bodyLimit);
     }
     const plan = planUpstreamRequest(route, request.method, rest, query, body, config.upstreams[route]);
     call = opts.meter.start({
@@ -142,9 +160,6 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     if (trace.tracestate) headers.tracestate = trace.tracestate;
     if (plan.body !== null && plan.body !== body) headers['content-type'] = 'application/json';
 
-    res.once('close', () => {
-      if (!res.writableFinished) abort.abort();
-    });
     const upstream = await opts.client.send(config, {
       route,
       method: request.method,
@@ -155,13 +170,14 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     });
     await relayResponse(res, upstream, call, snapshot.prices, spec.format, plan.stripInjectedUsage, trace, request.log as unknown as Logger);
   } catch (error) {
-    const proxyError = bodyError ?? (error instanceof ProxyError ? error : toProxyError(route, error));
+    const proxyError = callerError ?? (error instanceof ProxyError ? error : toProxyError(route, error));
     // Refused before the call was planned (body over the limit, bad JSON, a path that leaves the base):
     // still one span, so every answer's X-Proxy-Span-Id can be looked up.
     call ??= opts.meter.start({ route, provider: spec.provider, model: 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace });
     finishFailedCall(call, snapshot.prices, proxyError, res);
     if (!res.destroyed) sendProxyError(res, proxyError, trace);
   } finally {
+    limiter?.stopDeadline();
     done();
   }
 }

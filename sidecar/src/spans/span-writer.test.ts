@@ -45,6 +45,11 @@ function batchRecordingStore(): SpanStore & { batches: number[] } {
   };
 }
 
+/** A store that never finishes a write keeps the buffer full, as one stuck behind a lock would. */
+function stuckStore(): SpanStore {
+  return { insertBatch: () => new Promise<void>(() => {}), recent: () => [], count: () => 0, close: () => {} };
+}
+
 const turns = async (n = 5): Promise<void> => {
   for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
 };
@@ -103,28 +108,52 @@ describe('SpanWriter', () => {
   });
 
   it('drops spans beyond the buffer, counts them, and logs `span processor buffer full` rate-limited', async () => {
-    const store = batchRecordingStore();
     const { logger, lines } = capturedLogger();
     let clock = 1_000_000;
-    const w = writer(store, { bufferSize: 5, batchSize: 5 }, logger, () => clock);
+    const w = new SpanWriter(stuckStore(), { bufferSize: 5, batchSize: 5, flushIntervalMs: 60_000 }, logger, () => clock);
+    for (const s of spans(5)) w.record(s);
+    await turns(); // that batch leaves for the store and never comes back: the buffer can only fill up
     for (const s of spans(8)) w.record(s); // 5 fit, 3 dropped, all within one turn
-    expect(w.stats()).toMatchObject({ recorded: 5, dropped: 3, buffered: 5 });
+    expect(w.stats()).toMatchObject({ recorded: 10, dropped: 3, buffered: 10 });
     const full = () => lines.filter((l) => l.msg === 'span processor buffer full');
-    // Only the first drop logs inside the interval.
+    // A burst is reported whole at the end of its turn.
+    await turns(1);
     expect(full()).toHaveLength(1);
-    expect(full()[0]).toMatchObject({ level: 40, dropped: 1, droppedSinceLastLog: 1, bufferSize: 5 });
+    expect(full()[0]).toMatchObject({ level: 40, dropped: 3, droppedSinceLastLog: 3, bufferSize: 5 });
 
     clock += DROP_LOG_INTERVAL_MS - 1;
     w.record(sampleSpan());
+    await turns();
     expect(full()).toHaveLength(1);
     clock += 1;
     w.record(sampleSpan());
+    await turns();
     expect(full()).toHaveLength(2);
-    expect(full()[1]).toMatchObject({ dropped: 5, droppedSinceLastLog: 4 });
+    expect(full()[1]).toMatchObject({ dropped: 5, droppedSinceLastLog: 2 });
+    expect(w.stats()).toEqual({ recorded: 10, written: 0, dropped: 5, buffered: 10, writeErrors: 0 });
+    void w.close();
+  });
 
-    await w.flush();
-    expect(store.count()).toBe(5);
-    expect(w.stats()).toEqual({ recorded: 5, written: 5, dropped: 5, buffered: 0, writeErrors: 0 });
+  it('reports every drop: the end of a burst comes in the next line, at the latest when the writer closes', async () => {
+    const { logger, lines } = capturedLogger();
+    let clock = 1_000_000;
+    const w = new SpanWriter(stuckStore(), { bufferSize: 10, batchSize: 10, flushIntervalMs: 5 }, logger, () => clock);
+    const full = () => lines.filter((l) => l.msg === 'span processor buffer full');
+    for (const s of spans(10)) w.record(s);
+    await turns(); // the first batch leaves for the store and never comes back
+    for (const s of spans(1610)) w.record(s); // 10 fit, 1600 dropped in one burst
+    await turns(1);
+    expect(full().map((l) => l.droppedSinceLastLog)).toEqual([1600]);
+    for (let i = 0; i < 30; i++) w.record(sampleSpan()); // dropping goes on
+    await new Promise((r) => setTimeout(r, 20)); // the writer's timer ticks; the interval has not passed
+    expect(full()).toHaveLength(1);
+    clock += DROP_LOG_INTERVAL_MS;
+    for (let i = 0; i < 100 && full().length < 2; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(full()[1]).toMatchObject({ dropped: 1630, droppedSinceLastLog: 30 });
+    for (let i = 0; i < 7; i++) w.record(sampleSpan()); // the burst's tail, then quiet until close
+    const closing = w.close();
+    expect(full()[2]).toMatchObject({ dropped: 1637, droppedSinceLastLog: 7 });
+    void closing;
   });
 
   it('goes through a real SQLite store in its worker thread', async () => {

@@ -27,7 +27,11 @@ export interface SpanWriterStats {
   writeErrors: number;
 }
 
-/** After the first drop, at most one `span processor buffer full` line per this interval. */
+/**
+ * At most one `span processor buffer full` line per this interval. The first drop after a quiet spell is
+ * reported at the end of its event-loop turn (so a burst is counted in one line), later ones by the writer's
+ * timer once the interval has passed, and the rest at close: every drop is in some line's count.
+ */
 export const DROP_LOG_INTERVAL_MS = 10_000;
 
 export class SpanWriter {
@@ -55,6 +59,7 @@ export class SpanWriter {
 
   #timer: NodeJS.Timeout | null;
   #immediate: NodeJS.Immediate | null = null;
+  #dropReport: NodeJS.Immediate | null = null;
   #closed = false;
 
   constructor(store: SpanStore, opts: SpanWriterOptions, logger: Logger, now: () => number = Date.now) {
@@ -69,7 +74,10 @@ export class SpanWriter {
     this.#capacity = opts.bufferSize;
     this.#batchSize = Math.min(opts.batchSize, opts.bufferSize);
     this.#ring = new Array(this.#capacity);
-    this.#timer = setInterval(() => this.#writeSome(), opts.flushIntervalMs);
+    this.#timer = setInterval(() => {
+      this.#reportDrops(false);
+      this.#writeSome();
+    }, opts.flushIntervalMs);
     // Spans alone never keep the process alive; shutdown calls flush().
     this.#timer.unref();
   }
@@ -112,6 +120,9 @@ export class SpanWriter {
     this.#timer = null;
     if (this.#immediate !== null) clearImmediate(this.#immediate);
     this.#immediate = null;
+    if (this.#dropReport !== null) clearImmediate(this.#dropReport);
+    this.#dropReport = null;
+    this.#reportDrops(true);
     await this.flush();
   }
 
@@ -204,18 +215,27 @@ export class SpanWriter {
   #drop(): void {
     this.#dropped++;
     this.#bufferFullDrops++;
-    const now = this.#now();
-    // The first drop always logs (#lastDropLog starts at -Infinity), then at most once per interval.
-    if (now - this.#lastDropLog >= DROP_LOG_INTERVAL_MS) {
-      const fields = {
-        dropped: this.#bufferFullDrops,
-        droppedSinceLastLog: this.#bufferFullDrops - this.#dropsAtLastLog,
-        bufferSize: this.#capacity,
-      };
-      if (this.#closed) this.#logger.warn(fields, 'span recorded after the span writer closed; dropped');
-      else this.#logger.warn(fields, 'span processor buffer full');
-      this.#lastDropLog = now;
-      this.#dropsAtLastLog = this.#bufferFullDrops;
+    if (this.#closed) {
+      // No timer runs any more: say so at once, at most once per interval.
+      this.#reportDrops(false, 'span recorded after the span writer closed; dropped');
+      return;
     }
+    if (this.#dropReport === null && this.#now() - this.#lastDropLog >= DROP_LOG_INTERVAL_MS) {
+      this.#dropReport = setImmediate(() => {
+        this.#dropReport = null;
+        this.#reportDrops(false);
+      });
+    }
+  }
+
+  /** Logs the drops not yet reported, unless one was logged less than an interval ago (and this is not the last word). */
+  #reportDrops(final: boolean, message = 'span processor buffer full'): void {
+    const unreported = this.#bufferFullDrops - this.#dropsAtLastLog;
+    if (unreported === 0) return;
+    const now = this.#now();
+    if (!final && now - this.#lastDropLog < DROP_LOG_INTERVAL_MS) return;
+    this.#logger.warn({ dropped: this.#bufferFullDrops, droppedSinceLastLog: unreported, bufferSize: this.#capacity }, message);
+    this.#lastDropLog = now;
+    this.#dropsAtLastLog = this.#bufferFullDrops;
   }
 }

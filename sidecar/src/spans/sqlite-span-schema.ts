@@ -107,7 +107,17 @@ export function openSpanDatabase(path: string, migrate: boolean, logger?: Logger
     return db;
   } catch (err) {
     db?.close();
-    throw new Error(`cannot open span store ${path}: ${(err as Error).message}`, { cause: err });
+    throw new SpanStoreOpenError(path, err);
+  }
+}
+
+/** The span file (or its folder) cannot be created or opened: a setting to fix, so start-up reports it as one. */
+export class SpanStoreOpenError extends Error {
+  readonly path: string;
+  constructor(path: string, cause: unknown) {
+    super(`cannot open span store ${path}: ${(cause as Error).message}`, { cause });
+    this.name = 'SpanStoreOpenError';
+    this.path = path;
   }
 }
 

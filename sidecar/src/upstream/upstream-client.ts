@@ -118,6 +118,7 @@ export class UpstreamClient {
         headers: req.headers,
         body: Buffer.isBuffer(req.body) ? req.body : null,
       };
+      staysUnderBase(outgoing.url, base.prefix, path);
       try {
         await credential.apply(outgoing);
       } catch (error) {
@@ -145,8 +146,8 @@ export class UpstreamClient {
         throw error;
       }
       if (error instanceof ProxyError) {
-        // a missing credential says nothing about the upstream's health
-        settle(error.code === 'credential_unavailable' ? 'abandoned' : 'failure');
+        // a missing credential or a refused path says nothing about the upstream's health
+        settle(error.code === 'credential_unavailable' || error.isClientError ? 'abandoned' : 'failure');
         throw error;
       }
       // undici refusing the request it was given is the proxy's fault, not the upstream's
@@ -174,6 +175,18 @@ export class UpstreamClient {
       perConfig.set(route, base);
     }
     return base;
+  }
+}
+
+/**
+ * The last guard on the path: whatever the request planning let through, the URL the upstream receives has no
+ * fragment and stays under the base URL's path (a tenant or gateway prefix), after the URL parser has
+ * resolved dot segments, backslashes and stray characters its own way.
+ */
+function staysUnderBase(url: URL, prefix: string, path: string): void {
+  const under = prefix === '' || url.pathname === prefix || url.pathname.startsWith(`${prefix}/`);
+  if (url.hash !== '' || !under) {
+    throw new ProxyError('invalid_request', `path ${JSON.stringify(path.slice(prefix.length))} does not stay under the upstream's base path once resolved`);
   }
 }
 

@@ -1,0 +1,92 @@
+// The door every request to the engine passes first, before routing reads a byte of its body: a Host that
+// is not one of the engine's names (DNS rebinding) or a web page that is not allowed (cross-site spending,
+// config changes) gets a 403 in the engine's error shape, and nothing else happens: no upstream call, no
+// config change, no span (ADR 1000). Pages in server.allowedOrigins get CORS answers, so the list is usable
+// from a browser.
+
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import type { ServerConfig } from '../config/runtime-config.ts';
+import { ProxyError } from '../errors.ts';
+import { proxyErrorBody } from '../translate/openai-error.ts';
+import { HostAllowList } from './allowed-hosts.ts';
+import { OriginPolicy } from './origin-policy.ts';
+
+export interface InboundPolicy {
+  hosts: HostAllowList;
+  origins: OriginPolicy;
+}
+
+export type InboundVerdict = { refusal: ProxyError } | { refusal: null; corsOrigin: string | null };
+
+/** The engine's policy: its listen address, its own names, the pod's IP (TOLLGATE_POD_IP) and the config's lists. */
+export function inboundPolicy(server: Pick<ServerConfig, 'host' | 'allowedHosts' | 'allowedOrigins'>, env: NodeJS.ProcessEnv): InboundPolicy {
+  return {
+    hosts: new HostAllowList({ listenHost: server.host, allowedHosts: server.allowedHosts, podIp: env.TOLLGATE_POD_IP }),
+    origins: new OriginPolicy(server.allowedOrigins),
+  };
+}
+
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+const SERVE: InboundVerdict = { refusal: null, corsOrigin: null };
+
+export function judgeInbound(policy: InboundPolicy, headers: IncomingHttpHeaders): InboundVerdict {
+  const host = headers.host;
+  if (!policy.hosts.allows(host)) {
+    return {
+      refusal: new ProxyError(
+        'host_not_allowed',
+        `Host ${JSON.stringify(host)} is not one of this proxy's names: it answers to localhost, its own addresses and the names in server.allowedHosts`,
+      ),
+    };
+  }
+  const verdict = policy.origins.check(first(headers.origin), first(headers['sec-fetch-site']));
+  if (!verdict.allowed) return { refusal: new ProxyError('origin_not_allowed', verdict.reason) };
+  return verdict.corsOrigin === null ? SERVE : { refusal: null, corsOrigin: verdict.corsOrigin };
+}
+
+/** The refusal as JSON: OpenAI's error shape on the /v1 gateway (its SDKs parse it), the engine's own elsewhere. */
+export function refusalBody(path: string, error: ProxyError): string {
+  return JSON.stringify(path === '/v1' || path.startsWith('/v1/') ? proxyErrorBody(error) : error.toJSON());
+}
+
+/** Writes a refusal on a plain Node response (the health-only listener, which has no fastify). */
+export function sendRefusal(res: ServerResponse, path: string, error: ProxyError): void {
+  const body = refusalBody(path, error);
+  res.writeHead(error.statusCode, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }).end(body);
+}
+
+const EXPOSED_HEADERS = 'x-proxy-span-id, x-proxy-trace-id, x-proxy-request-id';
+
+/** Runs the check on every route of `app`, before routing reads the body. */
+export function installRequestGuard(app: FastifyInstance, policy: InboundPolicy): void {
+  app.addHook('onRequest', async (request, reply) => {
+    const verdict = judgeInbound(policy, request.headers);
+    if (verdict.refusal !== null) {
+      const path = (request.raw.url ?? '/').split('?')[0]!;
+      request.log.warn(
+        { code: verdict.refusal.code, host: request.headers.host, origin: request.headers.origin, method: request.method, path },
+        `request refused: ${verdict.refusal.code === 'host_not_allowed' ? 'Host' : 'Origin'} not allowed`,
+      );
+      return reply.code(403).header('content-type', 'application/json; charset=utf-8').send(refusalBody(path, verdict.refusal));
+    }
+    if (verdict.corsOrigin === null) return;
+    // On the raw response, so that routes which write it themselves (the relays) send them too.
+    const res = reply.raw;
+    res.setHeader('access-control-allow-origin', verdict.corsOrigin);
+    res.setHeader('vary', 'Origin');
+    const preflightMethod = first(request.headers['access-control-request-method']);
+    if (request.method === 'OPTIONS' && preflightMethod !== undefined) {
+      // A preflight is the browser asking the proxy, not a call: it is answered here and never forwarded.
+      res.setHeader('access-control-allow-methods', preflightMethod);
+      const requestedHeaders = first(request.headers['access-control-request-headers']);
+      if (requestedHeaders !== undefined) res.setHeader('access-control-allow-headers', requestedHeaders);
+      res.setHeader('access-control-max-age', '600');
+      return reply.code(204).send();
+    }
+    res.setHeader('access-control-expose-headers', EXPOSED_HEADERS);
+  });
+}
