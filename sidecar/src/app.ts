@@ -5,6 +5,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Logger } from 'pino';
 import type { CredentialProvider } from './auth/credential-provider.ts';
 import { createCredentialProviders } from './auth/credential-provider.ts';
+import { AuditController } from './audit/audit-controller.ts';
+import { placementFromEnv } from './audit/audit-runtime.ts';
 import { followCredentialSettings } from './auth/live-credentials.ts';
 import type { ConfigStore } from './config/config-store.ts';
 import { Lifecycle } from './lifecycle.ts';
@@ -14,6 +16,7 @@ import { gatewayRoutes } from './routes/gateway.ts';
 import { healthCheck, healthRoutes, type Health } from './routes/health.ts';
 import { managementRoutes } from './routes/management.ts';
 import { proxyRoutes } from './routes/proxy.ts';
+import { RuntimeHealth, runtimeHealthRoutes } from './routes/runtime-health.ts';
 import { openMemorySpanStore } from './spans/memory-span-store.ts';
 import { openSqliteSpanStore } from './spans/sqlite-span-store.ts';
 import type { SpanStore } from './spans/span-store.ts';
@@ -28,6 +31,10 @@ export interface Engine {
   client: UpstreamClient;
   lifecycle: Lifecycle;
   health: () => Health;
+  /** GET /_local/api/health: parts of the engine register their sections here. */
+  runtimeHealth: RuntimeHealth;
+  /** The Tetragon audit fan-out, following the live config's audit section. */
+  audit: AuditController;
   /** Stops accepting, drains in-flight calls (streams included), flushes spans, closes everything. */
   shutdown(drainTimeoutMs?: number): Promise<void>;
 }
@@ -74,6 +81,10 @@ export function buildEngine(opts: EngineOptions): Engine {
   const health = healthCheck({ lifecycle, writer });
   app.register(healthRoutes, { lifecycle, writer, check: health });
   app.register(managementRoutes, { store, spans, writer });
+  const runtimeHealth = new RuntimeHealth();
+  const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
+  runtimeHealth.register('audit', () => audit.health());
+  app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
   app.register(proxyRoutes, { store, client, meter, lifecycle });
   app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
 
@@ -85,6 +96,8 @@ export function buildEngine(opts: EngineOptions): Engine {
   const shutdown = (drainTimeoutMs = 30_000) => {
     shuttingDown ??= (async () => {
       lifecycle.startDraining();
+      // The audit fan-out stops reading and drains its sinks while the HTTP calls finish.
+      const auditDrained = audit.shutdown();
       const closed = app.close(); // stops accepting; waits for open requests
       const drained = await lifecycle.waitIdle(drainTimeoutMs);
       if (!drained) logger.warn({ in_flight: lifecycle.inFlight }, 'drain timeout: closing with calls still in flight');
@@ -98,9 +111,10 @@ export function buildEngine(opts: EngineOptions): Engine {
       await writer.close();
       await spans.close();
       await client.close();
+      await auditDrained;
     })();
     return shuttingDown;
   };
 
-  return { app, store, spans, writer, client, lifecycle, health, shutdown };
+  return { app, store, spans, writer, client, lifecycle, health, runtimeHealth, audit, shutdown };
 }

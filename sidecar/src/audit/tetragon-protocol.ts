@@ -114,9 +114,10 @@ export class TetragonEvent {
 /** Builds a GetEventsResponse from a plain object in proto field names (the fake agent and tests use it). */
 export function encodeEvent(event: Record<string, unknown>): Buffer {
   const t = type('GetEventsResponse');
-  const error = t.verify(event);
+  const message = t.fromObject(event);
+  const error = t.verify(message);
   if (error) throw new Error(`not a GetEventsResponse: ${error}`);
-  return Buffer.from(t.encode(t.fromObject(event)).finish());
+  return Buffer.from(t.encode(message).finish());
 }
 
 type GetEventsCall = grpc.ClientReadableStream<Buffer>;

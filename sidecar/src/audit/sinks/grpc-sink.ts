@@ -66,6 +66,9 @@ export class GrpcSink implements AuditSink {
   write(batch: readonly AuditRecord[], signal: AbortSignal): Promise<void> {
     let client: ExportClient;
     const metadata = new grpc.Metadata();
+    // waitForReady: a collector that is restarting gets the whole timeout to come back, instead of the call
+    // failing at once while the channel waits out its reconnect backoff.
+    metadata.setOptions({ waitForReady: true });
     try {
       client = this.#connect();
       if (this.#settings.bearerTokenFile) {
@@ -91,6 +94,12 @@ export class GrpcSink implements AuditSink {
       const call = client.export(request, metadata, { deadline: Date.now() + this.#settings.timeoutMs }, (error) => {
         signal.removeEventListener('abort', cancel);
         if (!error) return resolve();
+        if (error.code === grpc.status.UNAVAILABLE || error.code === grpc.status.DEADLINE_EXCEEDED) {
+          // Dial afresh on the next attempt: the worker's backoff paces retries, not the channel's own
+          // reconnect backoff, which after a long outage would outlast a collector that is already back.
+          this.#client?.close();
+          this.#client = undefined;
+        }
         reject(new SinkWriteError(`${this.#settings.address}: ${describeStatus(error)}`, RETRYABLE.has(error.code), { cause: error }));
       });
       const cancel = () => call.cancel();
