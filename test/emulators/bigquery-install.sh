@@ -10,6 +10,10 @@
 set -euo pipefail
 
 BQEMULATOR_VERSION=1.4.0
+# bqemulator loads DuckDB's spatial extension at start and would download it from DuckDB's extension site,
+# which is out of reach here; the same extension ships on PyPI for an exact DuckDB version, so both are pinned.
+# numpy: its DuckDB result conversion needs it and does not declare it.
+DUCKDB_VERSION=1.5.5
 
 cache_root="${TOLLGATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tollgate}/bigquery-emulator"
 log() { printf '[bigquery-emulator install] %s\n' "$*" >&2; }
@@ -21,8 +25,8 @@ if [[ -n "${BIGQUERY_EMULATOR_BIN:-}" ]]; then
   exit 0
 fi
 
-dest="$cache_root/bqemulator-$BQEMULATOR_VERSION"
-launcher="$dest/bin/bqemulator"
+dest="$cache_root/bqemulator-$BQEMULATOR_VERSION-duckdb-$DUCKDB_VERSION"
+launcher="$dest/run-emulator"
 # A venv records its own path in its launchers, so it is built in place; the marker is written last, and a
 # folder without it is a killed install.
 complete="$dest/.tollgate-complete"
@@ -56,8 +60,31 @@ log "installing bqemulator $BQEMULATOR_VERSION with $("$python" --version) into 
 started=$SECONDS
 rm -rf "$dest"
 "$python" -m venv "$dest"
-"$dest/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "bqemulator==$BQEMULATOR_VERSION" >&2
-[[ -x "$launcher" ]] || die "bqemulator installed but $launcher is missing"
+"$dest/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+  "bqemulator==$BQEMULATOR_VERSION" "duckdb==$DUCKDB_VERSION" "duckdb-extension-spatial==$DUCKDB_VERSION" "numpy>=1.26" >&2
+[[ -x "$dest/bin/bqemulator" ]] || die "bqemulator installed but $dest/bin/bqemulator is missing"
+# DuckDB finds installed extensions under $HOME/.duckdb/extensions/<version>/<platform>: give the emulator a
+# HOME of its own holding the packaged extension, so its INSTALL spatial finds it and downloads nothing.
+HOME="$dest/duckdb-home" "$dest/bin/python" - <<'PY' >&2
+import duckdb, importlib.util, os, shutil
+version = duckdb.__version__
+connection = duckdb.connect()
+platform = connection.execute("PRAGMA platform").fetchone()[0]
+package = os.path.dirname(importlib.util.find_spec("duckdb_extension_spatial").origin)
+target = os.path.expanduser(f"~/.duckdb/extensions/v{version}/{platform}")
+os.makedirs(target, exist_ok=True)
+shutil.copy(os.path.join(package, "extensions", f"v{version}", "spatial.duckdb_extension"), target)
+connection.execute("INSTALL spatial")
+connection.execute("LOAD spatial")
+print(f"duckdb {version} spatial extension placed in {target}")
+PY
+cat >"$launcher" <<SH
+#!/usr/bin/env bash
+# Starts bqemulator with the DuckDB home that holds its spatial extension (see bigquery-install.sh).
+export HOME="$dest/duckdb-home"
+exec "$dest/bin/bqemulator" "\$@"
+SH
+chmod +x "$launcher"
 touch "$complete"
 log "installed in $((SECONDS - started)) s: $launcher"
 printf '%s\n' "$launcher"
