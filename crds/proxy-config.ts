@@ -7,6 +7,7 @@
 
 import { PROVIDERS, ROUTE_NAMES, ROUTES, type RouteName } from '../sidecar/src/providers/routes.ts';
 import type { CrdSource, SchemaNode } from './crd-schema.ts';
+import { auditSpec } from './proxy-config-audit.ts';
 
 // Go's regexp (RE2) syntax, as the API server evaluates `pattern`.
 const DNS_SUBDOMAIN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
@@ -321,6 +322,7 @@ const spec: SchemaNode = {
     breaker,
     storage,
     gateway,
+    audit: auditSpec(secretKeyRef),
   },
 };
 
@@ -373,7 +375,9 @@ const status: SchemaNode = {
     },
     conditions: {
       type: 'array',
-      description: 'Ready: True once the spec is accepted and rendered; False with a reason otherwise.',
+      description:
+        'Ready: True once the spec is accepted and rendered; False with a reason otherwise. AuditDelivering (when spec.audit is set): ' +
+        'False while a sidecar reports an audit sink dead-lettering or dropping events.',
       maxItems: 16,
       'x-kubernetes-list-type': 'map',
       'x-kubernetes-list-map-keys': ['type'],
