@@ -114,6 +114,8 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
       registry.ack(id, message.ack.version);
     } else if (message.nack) {
       registry.nack(id, message.nack.version, message.nack.reason.slice(0, 1024));
+    } else if (message.auditReport) {
+      registry.auditReport(id, { ...message.auditReport, sinks: (message.auditReport.sinks ?? []).slice(0, 16) });
     }
   });
   const closed = new Promise<void>((resolve) => {
