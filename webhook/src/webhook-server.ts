@@ -5,6 +5,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { cachedNamespaceLabels } from './admission/namespace-labels.ts';
+import { cachedAuditLookup } from './admission/proxy-config-audit.ts';
 import type { PodAdmissionDeps } from './admission/pod-admission.ts';
 import { buildWebhookApp, reloadServingCertificate } from './app.ts';
 import { clusterSupportsNativeSidecars } from './cluster-version.ts';
@@ -57,6 +58,8 @@ export async function startWebhook(options: WebhookOptions, runtime: WebhookRunt
     nativeSidecarSupported: () => nativeSupported,
     namespaceLabels,
     events,
+    auditEnabled: cachedAuditLookup(kubeConfig),
+    ...(options.audit?.hostSocket ? { auditHostSocketDir: options.audit.socketDir } : {}),
   };
 
   // The first certificate must exist before the server can start; later ones are swapped into it.
