@@ -182,7 +182,7 @@ function parseSink(input: unknown, field: string): AuditSinkConfig {
     if (v.rotate !== undefined) {
       const r = object(v.rotate, `${field}.rotate`);
       keys(r, `${field}.rotate`, ['maxBytes', 'keep']);
-      rotate = defined({ maxBytes: int(r, 'maxBytes', `${field}.rotate`, 1024, 1 << 40), keep: int(r, 'keep', `${field}.rotate`, 0, 100) });
+      rotate = defined({ maxBytes: int(r, 'maxBytes', `${field}.rotate`, 1024, 2 ** 40), keep: int(r, 'keep', `${field}.rotate`, 0, 100) });
     }
     return defined({ ...base, kind, path: str(v, 'path', field, { required: true })!, rotate });
   }
@@ -272,7 +272,7 @@ export function parseAuditConfig(input: unknown, field = 'audit'): AuditConfig {
     keys(d, `${field}.deadLetter`, ['path', 'maxBytes']);
     const path = str(d, 'path', `${field}.deadLetter`);
     if (path) config.deadLetter.path = path;
-    config.deadLetter.maxBytes = int(d, 'maxBytes', `${field}.deadLetter`, 1024, 1 << 40) ?? config.deadLetter.maxBytes;
+    config.deadLetter.maxBytes = int(d, 'maxBytes', `${field}.deadLetter`, 1024, 2 ** 40) ?? config.deadLetter.maxBytes;
   }
   const sender = str(v, 'sender', field, { pattern: /^[A-Za-z0-9._/:-]{1,253}$/, hint: 'must be letters, digits and . _ / : -' });
   if (sender) config.sender = sender;
