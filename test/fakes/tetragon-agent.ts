@@ -83,7 +83,8 @@ export function mixedEvents(pods: { namespace: string; pod: string }[], count: n
   const out: Buffer[] = [];
   for (let i = 0; i < count; i++) {
     const pod = pods[i % pods.length]!;
-    out.push(fakeEvent({ ...pod, type: types[i % types.length], n: ++counter, ...opts }));
+    const n = ++counter;
+    out.push(fakeEvent({ ...pod, type: types[Math.floor(n / pods.length) % types.length], n, ...opts }));
   }
   return out;
 }
