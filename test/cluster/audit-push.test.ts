@@ -148,4 +148,26 @@ describe('audit configured by a ProxyConfig, delivered by a pushed sidecar', () 
       60_000,
     );
   });
+
+  it('the API server refuses audit specs the sidecar could not run, naming the field (CEL)', async () => {
+    const refused = async (audit: unknown): Promise<string> => {
+      try {
+        await putProxyConfig(api, 'team-a', 'bad-audit', { audit } as never);
+      } catch (error) {
+        return JSON.stringify((error as { body?: unknown }).body ?? String(error));
+      }
+      throw new Error(`accepted: ${JSON.stringify(audit)}`);
+    };
+    expect(await refused({ sinks: [{ name: 'c', kind: 'grpc' }] })).toContain('a grpc sink needs address');
+    expect(await refused({ sinks: [{ name: 's', kind: 'jsonl' }] })).toContain('a jsonl sink needs path');
+    expect(await refused({ sinks: [{ name: 'w', kind: 'bigquery', dataset: 'audit' }] })).toContain('a bigquery sink needs dataset and table');
+    expect(await refused({ sinks: [{ name: 's', kind: 'jsonl', path: '/x', address: 'c:1' }] })).toContain('address, tls and bearerToken apply to grpc sinks only');
+    expect(await refused({ sinks: [{ name: 's', kind: 'jsonl', path: '/x' }, { name: 's', kind: 'jsonl', path: '/y' }] })).toMatch(/Duplicate value/);
+    expect(await refused({ sinks: [{ name: 's', kind: 'jsonl', path: '/x' }], retry: { initialBackoffMs: 500, maxBackoffMs: 10 } })).toContain('maxBackoffMs must not be less than initialBackoffMs');
+    // No way for a namespace's config to widen the agent filter to other pods: the field does not exist, and
+    // the API server prunes it.
+    await putProxyConfig(api, 'team-a', 'pruned-audit', { audit: { sinks: [{ name: 's', kind: 'jsonl', path: '/x' }], source: { allow: [{ namespace: ['kube-system'] }] } } } as never);
+    const pruned = await getProxyConfig(api, 'team-a', 'pruned-audit');
+    expect(pruned.spec?.audit?.source ?? {}).toEqual({});
+  });
 });
