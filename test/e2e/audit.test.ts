@@ -7,6 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SinkStatus } from '../../sidecar/src/audit/sink-worker.ts';
 import { TetragonEvent } from '../../sidecar/src/audit/tetragon-protocol.ts';
 import { type FakeAuditCollector, startFakeAuditCollector } from '../fakes/audit-collector.ts';
 import { type FakeTetragonAgent, mixedEvents, startFakeTetragonAgent } from '../fakes/tetragon-agent.ts';
@@ -39,17 +40,7 @@ function lines(path: string): string[] {
   return existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter(Boolean) : [];
 }
 
-interface SinkHealth {
-  name: string;
-  received: number;
-  delivered: number;
-  retried: number;
-  dropped: number;
-  deadLettered: number;
-  queueDepth: number;
-  inFlight: number;
-  failures: number;
-}
+type SinkHealth = SinkStatus;
 
 async function auditHealth(proxy: ProxyProcess): Promise<{ source: { eventsReceived: number; connected: boolean; connects: number; disconnects: number }; sinks: SinkHealth[] }> {
   const res = await fetch(`${proxy.url}/_local/api/health`);

@@ -5,24 +5,16 @@
 import { createHash } from 'node:crypto';
 import { BigQuery, type Table, type TableField } from '@google-cloud/bigquery';
 import type { Logger } from 'pino';
+import type { BigQuerySinkConfig } from '../audit-config.ts';
 import type { AuditRecord, AuditSink } from './audit-sink.ts';
 import { SinkWriteError } from './audit-sink.ts';
 
-export interface BigQuerySinkSettings {
-  name: string;
-  projectId?: string;
-  dataset: string;
-  table: string;
-  location?: string;
-  /** An emulator or private endpoint, e.g. http://127.0.0.1:9050. */
-  apiEndpoint?: string;
-  /** A service account key file; else Application Default Credentials. */
-  credentialsFile?: string;
-  partitionExpirationDays?: number;
+/** The sink's config section (audit-config.ts) plus what the runtime adds. */
+export type BigQuerySinkSettings = Omit<BigQuerySinkConfig, 'kind' | 'batchSize' | 'timeoutMs'> & {
   maxBatch: number;
   sender: string;
   logger: Logger;
-}
+};
 
 /** The table's columns; `event` is the protojson line the jsonl sink writes, `tetragon_event` the agent's bytes. */
 export const AUDIT_TABLE_SCHEMA: TableField[] = [

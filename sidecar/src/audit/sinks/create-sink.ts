@@ -27,7 +27,14 @@ export function createSink(config: AuditSinkConfig, context: { sender: string; l
       });
     case 'bigquery':
       return new BigQuerySink({
-        ...config,
+        name: config.name,
+        dataset: config.dataset,
+        table: config.table,
+        ...(config.projectId ? { projectId: config.projectId } : {}),
+        ...(config.location ? { location: config.location } : {}),
+        ...(config.apiEndpoint ? { apiEndpoint: config.apiEndpoint } : {}),
+        ...(config.credentialsFile ? { credentialsFile: config.credentialsFile } : {}),
+        ...(config.partitionExpirationDays ? { partitionExpirationDays: config.partitionExpirationDays } : {}),
         maxBatch: config.batchSize ?? AUDIT_DEFAULTS.bigqueryBatch,
         sender: context.sender,
         logger: context.logger,
