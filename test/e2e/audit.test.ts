@@ -208,8 +208,17 @@ describe('audit fan-out in a sidecar process', () => {
     agent.emit(again);
     await collector.waitForEvents(22 + 2);
 
+    // a connection cut mid-stream (no GOAWAY, no trailers)
+    const beforeDrop = logsWith(proxy, 'tetragon audit stream disconnected').length;
+    agent.dropConnections();
+    await until('a third disconnect', () => logsWith(proxy, 'tetragon audit stream disconnected').length > beforeDrop);
+    await agent.waitForSubscribers(1);
+    const afterDrop = mixedEvents([SELF], 2);
+    agent.emit(afterDrop);
+    await collector.waitForEvents(24 + 2);
+
     const health = await auditHealth(proxy);
-    expect(health.source.disconnects).toBeGreaterThanOrEqual(2);
+    expect(health.source.disconnects).toBeGreaterThanOrEqual(3);
     expect(health.source.connected).toBe(true);
   });
 
@@ -225,7 +234,7 @@ describe('audit fan-out in a sidecar process', () => {
     const code = await new Promise<number | null>((resolve) => proxy.child.once('exit', resolve));
     expect(code).toBe(0);
     const drained = logsWith(proxy, 'audit sink drained', (l) => l.sink === 'collector')[0]!;
-    expect(drained).toMatchObject({ received: 40, delivered: 34, deadLettered: 6, dropped: 0 });
+    expect(drained).toMatchObject({ received: 42, delivered: 36, deadLettered: 6, dropped: 0 });
     expect(collector.events().slice(-10).map((e) => e.tetragon_event.toString('base64'))).toEqual(pending.map((e) => e.toString('base64')));
     expect(logsWith(proxy, 'audit fan-out stopped')).toHaveLength(1);
   });

@@ -15,11 +15,14 @@ export interface AuditRouterOptions {
   logger: Logger;
 }
 
+/** Per process, across config changes, so a collector sees one increasing sequence per sender. */
+let lastSequence = 0;
+
 export class AuditRouter {
   #workers: SinkWorker[];
   #deadLetter: DeadLetterFile;
   #logger: Logger;
-  #sequence = 0;
+  #received = 0;
 
   constructor(opts: AuditRouterOptions) {
     this.#logger = opts.logger;
@@ -29,11 +32,12 @@ export class AuditRouter {
 
   /** Events handed to the router so far. */
   get received(): number {
-    return this.#sequence;
+    return this.#received;
   }
 
   publish(event: TetragonEvent): void {
-    const record = { sequence: ++this.#sequence, receivedAt: Date.now(), event };
+    this.#received++;
+    const record = { sequence: ++lastSequence, receivedAt: Date.now(), event };
     for (const worker of this.#workers) worker.offer(record);
   }
 
