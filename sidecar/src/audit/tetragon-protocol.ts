@@ -79,23 +79,24 @@ function eventFieldNumber(raw: Uint8Array): number | undefined {
 export class TetragonEvent {
   readonly raw: Buffer;
   readonly info: TetragonEventInfo;
-  readonly #message: protobuf.Message & Record<string, unknown>;
   #json: string | undefined;
 
   constructor(raw: Buffer) {
     const responseType = type('GetEventsResponse');
     this.raw = raw;
-    this.#message = responseType.decode(raw) as protobuf.Message & Record<string, unknown>;
+    // The decoded tree is not kept: queued events would hold several times their size in objects. json()
+    // decodes again, once, when a sink asks for it.
+    const message = responseType.decode(raw) as protobuf.Message & Record<string, unknown>;
     const number = eventFieldNumber(raw);
     const field = number === undefined ? undefined : responseType.fieldsById[number];
     const eventType = field?.name ?? (number === undefined ? 'none' : `event_${number}`);
-    const body = field ? (this.#message[field.name] as Record<string, unknown> | undefined) : undefined;
+    const body = field ? (message[field.name] as Record<string, unknown> | undefined) : undefined;
     const process = body?.process as Record<string, unknown> | undefined;
     const pod = process?.pod as Record<string, unknown> | undefined;
-    const time = this.#message.time as { seconds?: unknown; nanos?: number } | undefined;
+    const time = message.time as { seconds?: unknown; nanos?: number } | undefined;
     this.info = {
       type: eventType,
-      nodeName: (this.#message.node_name as string | undefined) ?? '',
+      nodeName: (message.node_name as string | undefined) ?? '',
       time: time ? timestampToRfc3339(Number(String(time.seconds ?? 0)), time.nanos ?? 0) : '',
       podNamespace: (pod?.namespace as string | undefined) ?? '',
       podName: (pod?.name as string | undefined) ?? '',
@@ -106,7 +107,10 @@ export class TetragonEvent {
 
   /** The event as one protojson line (without newline), computed once and shared by every sink. */
   json(): string {
-    this.#json ??= JSON.stringify(toProtoJson(type('GetEventsResponse'), this.#message));
+    if (this.#json === undefined) {
+      const responseType = type('GetEventsResponse');
+      this.#json = JSON.stringify(toProtoJson(responseType, responseType.decode(this.raw) as protobuf.Message & Record<string, unknown>));
+    }
     return this.#json;
   }
 }
