@@ -3,7 +3,7 @@ import { ConfigError } from '../config/config-error.ts';
 import { parseRuntimeConfigPatch } from '../config/config-schema.ts';
 import { ConfigStore } from '../config/config-store.ts';
 import { parseAuditConfig } from './audit-config.ts';
-import { resolveSource } from './audit-runtime.ts';
+import { deadLetterFile, resolveSource } from './audit-runtime.ts';
 
 const minimal = { sinks: [{ name: 'siem', kind: 'jsonl', path: '/var/log/audit.jsonl' }] };
 
@@ -63,5 +63,12 @@ describe('audit config', () => {
     expect(resolveSource(config, { podName: 'p', podNamespace: 'n', hostSocket: 'unix:///var/run/tetragon/tetragon.sock' }).address).toBe('unix:///var/run/tetragon/tetragon.sock');
     const server = parseAuditConfig({ ...minimal, sender: 'gateway', source: { address: 'unix:///run/t.sock', allow: [{ namespace: ['team-a'], podRegex: ['^web-'] }] } });
     expect(resolveSource(server, {})).toEqual({ address: 'unix:///run/t.sock', request: { allow_list: [{ namespace: ['team-a'], pod_regex: ['^web-'] }] }, sender: 'gateway' });
+  });
+
+  it('keeps dead letters in a pod within its small state volume unless the config names a file', () => {
+    const config = parseAuditConfig(minimal);
+    expect(deadLetterFile(config, { stateDir: '/var/run/tollgate' })).toEqual({ path: '/var/run/tollgate/audit-dead-letter.jsonl', maxBytes: 16 * 1024 * 1024 });
+    expect(deadLetterFile(parseAuditConfig({ ...minimal, deadLetter: { path: '/data/dl.jsonl' } }), { stateDir: '/var/run/tollgate' })).toEqual({ path: '/data/dl.jsonl', maxBytes: 104_857_600 });
+    expect(deadLetterFile(config, {})).toEqual({ path: 'tollgate-audit-dead-letter.jsonl', maxBytes: 104_857_600 });
   });
 });

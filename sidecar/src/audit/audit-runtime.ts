@@ -65,8 +65,16 @@ export function resolveSource(config: AuditConfig, placement: AuditPlacement): R
   return { address, request: allow.length ? { allow_list: allow } : {}, sender };
 }
 
-export function defaultDeadLetterPath(placement: AuditPlacement): string {
-  return placement.stateDir ? join(placement.stateDir, 'audit-dead-letter.jsonl') : 'tollgate-audit-dead-letter.jsonl';
+/** A pod's state directory is a 64 MiB memory volume shared with the span file and the config snapshot. */
+export const POD_DEAD_LETTER_MAX_BYTES = 16 * 1024 * 1024;
+
+/** Where dead letters go when the config names no path, and how much of it they may take. */
+export function deadLetterFile(config: AuditConfig, placement: AuditPlacement): { path: string; maxBytes: number } {
+  if (config.deadLetter.path) return { path: config.deadLetter.path, maxBytes: config.deadLetter.maxBytes };
+  if (placement.stateDir) {
+    return { path: join(placement.stateDir, 'audit-dead-letter.jsonl'), maxBytes: Math.min(config.deadLetter.maxBytes, POD_DEAD_LETTER_MAX_BYTES) };
+  }
+  return { path: 'tollgate-audit-dead-letter.jsonl', maxBytes: config.deadLetter.maxBytes };
 }
 
 export interface AuditHealth {
@@ -97,7 +105,7 @@ export class AuditRuntime {
         whenFull: config.queue.whenFull,
         retry: { maxAttempts: config.retry.maxAttempts, initialMs: config.retry.initialBackoffMs, maxMs: config.retry.maxBackoffMs },
       },
-      deadLetter: { path: config.deadLetter.path ?? defaultDeadLetterPath(placement), maxBytes: config.deadLetter.maxBytes },
+      deadLetter: deadLetterFile(config, placement),
       logger: this.#logger,
     });
     this.#source = new TetragonSource({
