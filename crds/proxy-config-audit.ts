@@ -130,7 +130,7 @@ export function auditSpec(secretKeyRef: (description: string) => SchemaNode): Sc
       deadLetter: {
         type: 'object',
         tsType: 'AuditDeadLetterSpec',
-        description: "Batches given up on go to a file in the sidecar's state directory.",
+        description: "Batches given up on go to a file in the sidecar's state directory (at most 16 MiB of its 64 MiB volume).",
         properties: { maxBytes: int('Size bound of the dead-letter file; past it events are dropped and counted.', 1024, 1_099_511_627_776, 'int64') },
       },
       drainTimeoutMs: int('On shutdown, how long the sinks may take to empty their queues.', 0, 600_000),

@@ -241,7 +241,7 @@ export interface AuditSpec {
   queue?: AuditQueueSpec;
   /** Retries of a failed write (exponential backoff with full jitter) before the batch is dead-lettered. */
   retry?: AuditRetrySpec;
-  /** Batches given up on go to a file in the sidecar's state directory. */
+  /** Batches given up on go to a file in the sidecar's state directory (at most 16 MiB of its 64 MiB volume). */
   deadLetter?: AuditDeadLetterSpec;
   /** On shutdown, how long the sinks may take to empty their queues. */
   drainTimeoutMs?: number;
@@ -324,7 +324,7 @@ export interface AuditRetrySpec {
   maxBackoffMs?: number;
 }
 
-/** Batches given up on go to a file in the sidecar's state directory. */
+/** Batches given up on go to a file in the sidecar's state directory (at most 16 MiB of its 64 MiB volume). */
 export interface AuditDeadLetterSpec {
   /** Size bound of the dead-letter file; past it events are dropped and counted. */
   maxBytes?: number;
