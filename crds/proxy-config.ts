@@ -8,6 +8,7 @@
 import { MAX_PRICE_PER_MILLION } from '../sidecar/src/pricing/price-entry.ts';
 import { PROVIDERS, ROUTE_NAMES, ROUTES, type RouteName } from '../sidecar/src/providers/routes.ts';
 import type { CrdSource, SchemaNode } from './crd-schema.ts';
+import { auditSpec } from './proxy-config-audit.ts';
 
 // Go's regexp (RE2) syntax, as the API server evaluates `pattern`.
 const DNS_SUBDOMAIN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
@@ -322,6 +323,7 @@ const spec: SchemaNode = {
     breaker,
     storage,
     gateway,
+    audit: auditSpec(secretKeyRef),
   },
 };
 
@@ -374,7 +376,9 @@ const status: SchemaNode = {
     },
     conditions: {
       type: 'array',
-      description: 'Ready: True once the spec is accepted and rendered; False with a reason otherwise.',
+      description:
+        'Ready: True once the spec is accepted and rendered; False with a reason otherwise. AuditDelivering (when spec.audit is set): ' +
+        'False while a sidecar reports an audit sink dead-lettering or dropping events.',
       maxItems: 16,
       'x-kubernetes-list-type': 'map',
       'x-kubernetes-list-map-keys': ['type'],

@@ -44,6 +44,8 @@ export interface ProxyConfigSpec {
   storage?: StorageSpec;
   /** Which route serves each provider on the OpenAI-compatible /v1/chat/completions endpoint. */
   gateway?: GatewaySpec;
+  /** Forward the Tetragon runtime-security events of each sidecar's own pod to several sinks. The sidecar reads the node's Tetragon agent (the hostPath socket when the chart allows it, else the node IP on port 54321). */
+  audit?: AuditSpec;
 }
 
 /** Price overrides. */
@@ -227,11 +229,112 @@ export interface GatewaySpec {
   googleRoute?: 'alpha' | 'alpha-compat';
 }
 
+/** Forward the Tetragon runtime-security events of each sidecar's own pod to several sinks. The sidecar reads the node's Tetragon agent (the hostPath socket when the chart allows it, else the node IP on port 54321). */
+export interface AuditSpec {
+  /** false keeps the section but turns the fan-out off. */
+  enabled?: boolean;
+  /** Where the Tetragon agent listens; events are always filtered to the sidecar's own pod. */
+  source?: AuditSourceSpec;
+  /** Each sink gets every event; a slow or dead sink never delays the others. */
+  sinks: AuditSinkSpec[];
+  /** Each sink's bounded queue. */
+  queue?: AuditQueueSpec;
+  /** Retries of a failed write (exponential backoff with full jitter) before the batch is dead-lettered. */
+  retry?: AuditRetrySpec;
+  /** Batches given up on go to a file in the sidecar's state directory (at most 16 MiB of its 64 MiB volume). */
+  deadLetter?: AuditDeadLetterSpec;
+  /** On shutdown, how long the sinks may take to empty their queues. */
+  drainTimeoutMs?: number;
+}
+
+/** Where the Tetragon agent listens; events are always filtered to the sidecar's own pod. */
+export interface AuditSourceSpec {
+  /** unix:///var/run/tetragon/tetragon.sock or host:port. */
+  address?: string;
+}
+
+/** One place audit events are delivered to, with its own bounded queue and worker. */
+export interface AuditSinkSpec {
+  /** Names the sink in logs, counters and status. */
+  name: string;
+  /** jsonl (protojson lines in a file), grpc (a tollgate.audit.v1.AuditSink collector) or bigquery (a day-partitioned table). */
+  kind: AuditSinkKind;
+  /** Largest batch per write. */
+  batchSize?: number;
+  /** Per write attempt, milliseconds. */
+  timeoutMs?: number;
+  /** jsonl: the file (on a writable volume of the pod). */
+  path?: string;
+  /** jsonl: rotate by size. */
+  rotate?: AuditRotateSpec;
+  /** grpc: the collector, host:port. */
+  address?: string;
+  /** grpc: use TLS (present, even empty). Without caCertificate the system roots are trusted. */
+  tls?: AuditTlsSpec;
+  /** grpc: Secret key holding a token sent as authorization: Bearer <token>. */
+  bearerToken?: SecretKeyRef;
+  /** bigquery: Google Cloud project; else the one of the credentials. */
+  projectId?: string;
+  /** bigquery: dataset (created when missing). */
+  dataset?: string;
+  /** bigquery: table (created when missing, partitioned by day). */
+  table?: string;
+  /** bigquery: dataset location, e.g. US or europe-west1. */
+  location?: string;
+  /** bigquery: drop partitions older than this. */
+  partitionExpirationDays?: number;
+  /** bigquery: Secret key holding a service account key (JSON); else the pod's Application Default Credentials. */
+  credentials?: SecretKeyRef;
+}
+
+/** jsonl (protojson lines in a file), grpc (a tollgate.audit.v1.AuditSink collector) or bigquery (a day-partitioned table). */
+export type AuditSinkKind = 'jsonl' | 'grpc' | 'bigquery';
+
+/** jsonl: rotate by size. */
+export interface AuditRotateSpec {
+  /** Rotate when the file would grow past this. */
+  maxBytes?: number;
+  /** Rotated files kept (path.1 ... path.keep). */
+  keep?: number;
+}
+
+/** grpc: use TLS (present, even empty). Without caCertificate the system roots are trusted. */
+export interface AuditTlsSpec {
+  /** Overrides the name checked in the server certificate. */
+  serverName?: string;
+  /** Secret key holding the PEM CA certificate of the collector. */
+  caCertificate?: SecretKeyRef;
+}
+
+/** Each sink's bounded queue. */
+export interface AuditQueueSpec {
+  /** Events waiting per sink; beyond this they are dropped and counted. */
+  maxEvents?: number;
+  /** Which event a full queue drops. */
+  whenFull?: 'drop_newest' | 'drop_oldest';
+}
+
+/** Retries of a failed write (exponential backoff with full jitter) before the batch is dead-lettered. */
+export interface AuditRetrySpec {
+  /** Attempts per batch, the first included. */
+  maxAttempts?: number;
+  /** First backoff cap, milliseconds. */
+  initialBackoffMs?: number;
+  /** Largest backoff cap, milliseconds. */
+  maxBackoffMs?: number;
+}
+
+/** Batches given up on go to a file in the sidecar's state directory (at most 16 MiB of its 64 MiB volume). */
+export interface AuditDeadLetterSpec {
+  /** Size bound of the dead-letter file; past it events are dropped and counted. */
+  maxBytes?: number;
+}
+
 /** Written by the operator through the status subresource. */
 export interface ProxyConfigStatus {
   /** The metadata.generation the operator last processed. */
   observedGeneration?: number;
-  /** Ready: True once the spec is accepted and rendered; False with a reason otherwise. */
+  /** Ready: True once the spec is accepted and rendered; False with a reason otherwise. AuditDelivering (when spec.audit is set): False while a sidecar reports an audit sink dead-lettering or dropping events. */
   conditions?: Condition[];
   /** Sidecars using this ProxyConfig. */
   sidecars?: SidecarCounts;

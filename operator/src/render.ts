@@ -6,6 +6,7 @@
 import type { ProxyConfigSpec, SecretKeyRef } from '../../crds/index.ts';
 import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../sidecar/src/config/config-schema.ts';
 import { CREDENTIALS_LABEL_SELECTOR } from './controller/secret-object.ts';
+import { type AuditCredentialName, auditSecrets, renderAudit } from './render-audit.ts';
 
 /** Names of credential values in a snapshot (proto Snapshot.credentials keys). */
 export const CREDENTIAL_NAMES = [
@@ -19,7 +20,7 @@ export const CREDENTIAL_NAMES = [
 export type CredentialName = (typeof CREDENTIAL_NAMES)[number];
 
 export interface CredentialRef extends SecretKeyRef {
-  name: CredentialName;
+  name: CredentialName | AuditCredentialName;
   /** Field path in the spec, for messages. */
   field: string;
 }
@@ -46,6 +47,8 @@ export function render(spec: ProxyConfigSpec | undefined): RenderedConfig {
   if (s.breaker) draft.breaker = defined({ ...s.breaker });
   if (s.storage) draft.storage = defined({ ...s.storage });
   if (s.gateway) draft.gateway = defined({ ...s.gateway });
+  const audit = s.audit ? renderAudit(s.audit) : undefined;
+  if (audit) draft.audit = audit.draft;
   // Credentials are not part of the patch: the sidecar writes the values to its own files and points
   // credentials.*File at them.
   const patch = parseRuntimeConfigPatch(draft);
@@ -65,6 +68,7 @@ export function render(spec: ProxyConfigSpec | undefined): RenderedConfig {
       refs.push({ name: 'awsSessionToken', field: 'credentials.aws.sessionTokenKey', secretName, key: c.aws.sessionTokenKey });
     }
   }
+  if (audit) refs.push(...audit.refs);
   return { patch, credentialRefs: refs };
 }
 
@@ -107,5 +111,11 @@ export function resolveCredentials(refs: readonly CredentialRef[], secret: (name
 /** The Secrets (by name, in the ProxyConfig's namespace) a spec refers to; used to map Secret events to ProxyConfigs. */
 export function referencedSecrets(spec: ProxyConfigSpec | undefined): string[] {
   const c = spec?.credentials ?? {};
-  return [...new Set([c.openaiApiKey?.secretName, c.anthropicApiKey?.secretName, c.googleServiceAccount?.secretName, c.aws?.secretName].filter((n): n is string => !!n))];
+  return [
+    ...new Set(
+      [c.openaiApiKey?.secretName, c.anthropicApiKey?.secretName, c.googleServiceAccount?.secretName, c.aws?.secretName, ...auditSecrets(spec?.audit)].filter(
+        (n): n is string => !!n,
+      ),
+    ),
+  ];
 }

@@ -5,6 +5,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Logger } from 'pino';
 import type { CredentialProvider } from './auth/credential-provider.ts';
 import { createCredentialProviders } from './auth/credential-provider.ts';
+import { AuditController } from './audit/audit-controller.ts';
+import { placementFromEnv } from './audit/audit-runtime.ts';
 import { followCredentialSettings } from './auth/live-credentials.ts';
 import type { ConfigStore } from './config/config-store.ts';
 import { Lifecycle } from './lifecycle.ts';
@@ -16,6 +18,7 @@ import { inboundPolicy, installRequestGuard, type InboundPolicy } from './inboun
 import { healthCheck, healthRoutes, type Health } from './routes/health.ts';
 import { managementRoutes } from './routes/management.ts';
 import { proxyRoutes } from './routes/proxy.ts';
+import { RuntimeHealth, runtimeHealthRoutes } from './routes/runtime-health.ts';
 import { openMemorySpanStore } from './spans/memory-span-store.ts';
 import { openSqliteSpanStore } from './spans/sqlite-span-store.ts';
 import type { SpanStore } from './spans/span-store.ts';
@@ -33,6 +36,10 @@ export interface Engine {
   /** The Host and Origin rules every listener of this engine applies (the health-only listener too). */
   inbound: InboundPolicy;
   health: () => Health;
+  /** GET /_local/api/health: parts of the engine register their sections here. */
+  runtimeHealth: RuntimeHealth;
+  /** The Tetragon audit fan-out, following the live config's audit section. */
+  audit: AuditController;
   /** Stops accepting, drains in-flight calls (streams included, up to server.drainTimeoutMs), flushes spans, closes everything. */
   shutdown(drainTimeoutMs?: number): Promise<void>;
 }
@@ -92,6 +99,10 @@ export function buildEngine(opts: EngineOptions): Engine {
   const health = healthCheck({ lifecycle, writer });
   app.register(healthRoutes, { lifecycle, writer, check: health });
   app.register(managementRoutes, { store, spans, writer });
+  const runtimeHealth = new RuntimeHealth();
+  const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
+  runtimeHealth.register('audit', () => audit.health());
+  app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
   app.register(proxyRoutes, { store, client, meter, lifecycle });
   app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
 
@@ -103,6 +114,8 @@ export function buildEngine(opts: EngineOptions): Engine {
   const shutdown = (drainTimeoutMs = config.server.drainTimeoutMs) => {
     shuttingDown ??= (async () => {
       lifecycle.startDraining();
+      // The audit fan-out stops reading and drains its sinks while the HTTP calls finish.
+      const auditDrained = audit.shutdown();
       const closed = app.close(); // stops accepting; waits for open requests
       const drained = await lifecycle.waitIdle(drainTimeoutMs);
       if (!drained) logger.warn({ in_flight: lifecycle.inFlight }, 'drain timeout: closing with calls still in flight');
@@ -122,9 +135,10 @@ export function buildEngine(opts: EngineOptions): Engine {
       await writer.close();
       await spans.close();
       await client.close();
+      await auditDrained;
     })();
     return shuttingDown;
   };
 
-  return { app, store, spans, writer, client, lifecycle, meter, inbound, health, shutdown };
+  return { app, store, spans, writer, client, lifecycle, meter, inbound, health, runtimeHealth, audit, shutdown };
 }

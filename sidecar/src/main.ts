@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { buildEngine } from './app.ts';
+import { AuditReporter } from './audit/audit-report.ts';
 import { ConfigError } from './config/config-error.ts';
 import { loadConfigFile } from './config/config-file.ts';
 import type { RuntimeConfigPatch } from './config/config-schema.ts';
@@ -22,7 +23,7 @@ const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS]
 environment: OPENAI_API_KEY, ANTHROPIC_API_KEY, GOOGLE_APPLICATION_CREDENTIALS, AWS_* (credentials);
 TOLLGATE_LOG_LEVEL; TOLLGATE_HEALTH_PORT (a health-only listener on all interfaces, for kubelet probes);
 TOLLGATE_OPERATOR_ADDRESS, TOLLGATE_OPERATOR_CA_FILE, TOLLGATE_TOKEN_FILE,
-TOLLGATE_STATE_DIR (in a pod, set by the injection webhook)
+TOLLGATE_STATE_DIR, TOLLGATE_HOST_IP, TOLLGATE_AUDIT_SOCKET (in a pod, set by the injection webhook)
 `;
 
 function parsePort(value: string, source: string): number {
@@ -71,7 +72,8 @@ export async function main(argv: string[]): Promise<number> {
   const store = new ConfigStore(filePatch);
   // The last good snapshot from the operator (kept on disk) applies before the engine starts, so a pod that
   // restarts while the operator is unreachable serves with the config it last had.
-  const pushClient = await startOperatorLink(store, logger);
+  let auditReporter: AuditReporter | undefined;
+  const pushClient = await startOperatorLink(store, logger, () => auditReporter?.report());
   let engine;
   try {
     engine = buildEngine({ store, logger });
@@ -83,6 +85,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`tollgate proxy: storage.path ${error.path} cannot be opened: ${reason}\n`);
     return 2;
   }
+  auditReporter = new AuditReporter(engine.audit);
   const { host, port } = store.get().server;
   await engine.app.listen({ host, port });
   if (!isLoopbackHostname(hostnameOf(host) ?? host)) {
@@ -141,7 +144,11 @@ export function applyPodDefaults(patch: RuntimeConfigPatch, env: NodeJS.ProcessE
 }
 
 /** In a pod the webhook sets TOLLGATE_OPERATOR_ADDRESS; the proxy then takes its config from the operator. */
-async function startOperatorLink(store: ConfigStore, logger: pino.Logger): Promise<{ stop(): Promise<void> } | null> {
+async function startOperatorLink(
+  store: ConfigStore,
+  logger: pino.Logger,
+  auditReport: () => import('./config/push-protocol.ts').AuditReport | undefined,
+): Promise<{ stop(): Promise<void> } | null> {
   const address = process.env.TOLLGATE_OPERATOR_ADDRESS;
   if (!address) return null;
   const { startPushClient } = await import('./config/push-client.ts');
@@ -153,6 +160,7 @@ async function startOperatorLink(store: ConfigStore, logger: pino.Logger): Promi
     stateDir: env.TOLLGATE_STATE_DIR ?? '/var/run/tollgate',
     store,
     logger,
+    auditReport,
     ...(env.TOLLGATE_POD_NAME ? { podName: env.TOLLGATE_POD_NAME } : {}),
     ...(env.TOLLGATE_POD_NAMESPACE ? { podNamespace: env.TOLLGATE_POD_NAMESPACE } : {}),
   });

@@ -230,6 +230,9 @@ describe('helm install into the real control plane', () => {
     expect(await can(['update', 'secrets/tollgate-webhook-tls', '-n', NS])).toBe('yes');
     expect(await can(['get', 'secrets/tollgate-operator-tls', '-n', NS])).toBe('no');
     expect(await can(['get', 'secrets', '-n', 'shop'])).toBe('no');
+    // whether a pod's ProxyConfig enables audit (docs/audit.md)
+    expect(await can(['get', 'proxyconfigs.tollgate.dev', '-n', 'shop'])).toBe('yes');
+    expect(await can(['list', 'proxyconfigs.tollgate.dev', '-n', 'shop'])).toBe('no');
     expect(await can(['create', 'events.events.k8s.io', '-n', 'shop'])).toBe('yes');
     expect(await can(['create', 'pods', '-n', 'shop'])).toBe('no');
   });

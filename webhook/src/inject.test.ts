@@ -22,6 +22,8 @@ interface CaseFile {
   namespaceLabels?: Record<string, string>;
   nativeSidecarSupported?: boolean;
   defaults?: Partial<SidecarDefaults>;
+  /** The pod's ProxyConfig enables audit (and the chart's audit.hostSocket, when hostSocketDir is set). */
+  audit?: InjectionInput['audit'];
   pod: V1Pod;
 }
 
@@ -34,6 +36,7 @@ function inputFor(c: CaseFile, pod: V1Pod = c.pod): InjectionInput {
     defaults: { ...TEST_DEFAULTS, ...c.defaults },
     nativeSidecarSupported: c.nativeSidecarSupported ?? true,
     operatorCaPem: OPERATOR_CA,
+    ...(c.audit ? { audit: c.audit } : {}),
   };
 }
 

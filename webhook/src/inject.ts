@@ -7,7 +7,7 @@ import { pointer, type JsonPatchOperation } from './json-patch.ts';
 import { injectAnnotationProblem, resolveSidecar, type OverrideProblem } from './overrides.ts';
 import { skipReason, type Skip } from './predicates.ts';
 import { missingSdkEnv } from './sdk-env.ts';
-import { sidecarContainer, sidecarVolumes } from './sidecar-container.ts';
+import { auditAccess, sidecarContainer, sidecarVolumes } from './sidecar-container.ts';
 import type { SidecarDefaults } from './sidecar-settings.ts';
 
 export interface InjectionInput {
@@ -19,6 +19,8 @@ export interface InjectionInput {
   /** Kubernetes ≥ 1.29: initContainers with restartPolicy Always are sidecars. */
   nativeSidecarSupported: boolean;
   operatorCaPem: string;
+  /** The pod's ProxyConfig enables audit: the sidecar gets the node's IP, and the agent's socket when allowed. */
+  audit?: { hostSocketDir?: string };
 }
 
 /** The value of the tollgate.dev/status annotation (JSON). */
@@ -76,7 +78,7 @@ export function planInjection(input: InjectionInput): InjectionDecision {
   if (!resolved.ok) return refuse(resolved.problems);
   const sidecar = resolved.sidecar;
 
-  const volumes = sidecarVolumes();
+  const volumes = [...sidecarVolumes(), ...(input.audit ? auditAccess(input.audit.hostSocketDir).volumes : [])];
   const taken = new Set((pod.spec?.volumes ?? []).map((v) => v.name));
   const clashes = volumes.filter((v) => taken.has(v.name)).map((v) => v.name);
   if (clashes.length > 0) {
@@ -86,6 +88,11 @@ export function planInjection(input: InjectionInput): InjectionDecision {
   const notes: string[] = [];
   const patch: JsonPatchOperation[] = [];
   const container = sidecarContainer(sidecar, input.defaults);
+  if (input.audit) {
+    const audit = auditAccess(input.audit.hostSocketDir);
+    container.env = [...(container.env ?? []), ...audit.env];
+    container.volumeMounts = [...(container.volumeMounts ?? []), ...audit.mounts];
+  }
 
   if (sidecar.native) {
     // First among the init containers, so the ones after it can already reach the proxy.

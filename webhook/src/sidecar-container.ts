@@ -1,6 +1,6 @@
 // The injected container and its volumes: a pure function of the resolved settings.
 
-import type { V1Container, V1Volume } from '@kubernetes/client-node';
+import type { V1Container, V1EnvVar, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import { ANNOTATIONS, SIDECAR_CONTAINER_NAME } from './annotations.ts';
 import {
   CA_DIR,
@@ -97,4 +97,23 @@ export function sidecarVolumes(): V1Volume[] {
     },
     { name: VOLUMES.state, emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } },
   ];
+}
+
+export const TETRAGON_VOLUME = 'tollgate-tetragon';
+
+/**
+ * What a sidecar with audit on needs to reach its node's Tetragon agent: the node IP (the agent's TCP port),
+ * and, only when the chart allows it (audit.hostSocket), the agent's socket directory from the host,
+ * read-only. The hostPath is the trade-off: it ties the pod to the node's filesystem and Pod Security
+ * "restricted"/"baseline" refuse it (docs/audit.md, ADR 1102).
+ */
+export function auditAccess(hostSocketDir: string | undefined): { env: V1EnvVar[]; mounts: V1VolumeMount[]; volumes: V1Volume[] } {
+  const env: V1EnvVar[] = [{ name: 'TOLLGATE_HOST_IP', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.hostIP' } } }];
+  if (!hostSocketDir) return { env, mounts: [], volumes: [] };
+  env.push({ name: 'TOLLGATE_AUDIT_SOCKET', value: `unix://${hostSocketDir}/tetragon.sock` });
+  return {
+    env,
+    mounts: [{ name: TETRAGON_VOLUME, mountPath: hostSocketDir, readOnly: true }],
+    volumes: [{ name: TETRAGON_VOLUME, hostPath: { path: hostSocketDir, type: 'Directory' } }],
+  };
 }

@@ -22,6 +22,8 @@ export interface WebhookOptions {
   certValidityHours: number;
   operatorCaFile: string;
   sidecar: SidecarDefaults;
+  /** audit.hostSocket of the chart: mount the Tetragon socket directory into sidecars whose ProxyConfig enables audit. */
+  audit?: { hostSocket: boolean; socketDir: string };
 }
 
 export const WEBHOOK_USAGE = `usage: tollgate webhook [options]      (every option also reads TOLLGATE_WEBHOOK_<OPTION>, e.g. TOLLGATE_WEBHOOK_PORT)
@@ -49,6 +51,9 @@ export const WEBHOOK_USAGE = `usage: tollgate webhook [options]      (every opti
   --sidecar-log-level LEVEL     (default info)
   --sidecar-image-pull-policy P Always|IfNotPresent|Never (default: unset, Kubernetes decides)
   --native-sidecar MODE         auto|true|false (default auto: native when Kubernetes >= 1.29)
+  --audit-host-socket B         true|false (default false): mount the Tetragon socket directory (hostPath,
+                                read-only) into sidecars whose ProxyConfig enables audit
+  --audit-socket-dir DIR        the agent's socket directory on the nodes (default /var/run/tetragon)
 `;
 
 const STRING_OPTIONS = [
@@ -56,6 +61,7 @@ const STRING_OPTIONS = [
   'webhook-config-name', 'ca-validity-hours', 'cert-validity-hours', 'operator-address', 'operator-ca-file',
   'sidecar-image', 'sidecar-version', 'sidecar-port', 'sidecar-cpu-request', 'sidecar-cpu-limit',
   'sidecar-memory-request', 'sidecar-memory-limit', 'sidecar-log-level', 'sidecar-image-pull-policy', 'native-sidecar',
+  'audit-host-socket', 'audit-socket-dir',
 ] as const;
 type OptionName = (typeof STRING_OPTIONS)[number];
 
@@ -141,6 +147,14 @@ export function parseWebhookOptions(argv: string[], env: NodeJS.ProcessEnv): Web
       operatorAddress,
       logLevel: oneOf('sidecar-log-level', levels, 'info'),
       ...(pullPolicy ? { imagePullPolicy: pullPolicy as 'Always' | 'IfNotPresent' | 'Never' } : {}),
+    },
+    audit: {
+      hostSocket: oneOf('audit-host-socket', ['true', 'false'] as const, 'false') === 'true',
+      socketDir: (() => {
+        const dir = get('audit-socket-dir', '/var/run/tetragon')!;
+        if (!/^\/[^\s]*[^/\s]$/.test(dir)) throw new WebhookOptionsError(`--audit-socket-dir: ${JSON.stringify(dir)} is not an absolute directory path`);
+        return dir;
+      })(),
     },
   };
 }

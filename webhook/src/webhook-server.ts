@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { KubeApi } from '../../kube-client/api-client.ts';
 import { cachedNamespaceLabels } from './admission/namespace-labels.ts';
+import { cachedAuditLookup } from './admission/proxy-config-audit.ts';
 import type { PodAdmissionDeps } from './admission/pod-admission.ts';
 import { buildWebhookApp, reloadServingCertificate } from './app.ts';
 import { clusterSupportsNativeSidecars } from './cluster-version.ts';
@@ -59,6 +60,8 @@ export async function startWebhook(options: WebhookOptions, runtime: WebhookRunt
     nativeSidecarSupported: () => nativeSupported,
     namespaceLabels,
     events,
+    auditEnabled: cachedAuditLookup(api),
+    ...(options.audit?.hostSocket ? { auditHostSocketDir: options.audit.socketDir } : {}),
   };
 
   // The first certificate must exist before the server can start; later ones are swapped into it.

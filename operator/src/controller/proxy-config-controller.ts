@@ -8,6 +8,7 @@ import { PROXY_CONFIG, type ProxyConfig, type ProxyConfigStatus } from '../../..
 import { ConfigError } from '../../../sidecar/src/config/config-error.ts';
 import { type KubeApi, isStatus, splitKey } from '../../../kube-client/api-client.ts';
 import { type Condition, findCondition, setCondition } from '../kube/conditions.ts';
+import { AUDIT_CONDITION, auditVerdict } from './audit-condition.ts';
 import type { EventRecorder, ObjectReference } from '../../../kube-client/event-recorder.ts';
 import type { Informer } from '../../../kube-client/informer.ts';
 import { rfc3339 } from '../../../kube-client/micro-time.ts';
@@ -87,11 +88,18 @@ export async function reconcileProxyConfig(key: string, deps: ControllerDeps): P
     },
     rfc3339(),
   );
+  // AuditDelivering only while spec.audit asks for a fan-out.
+  const withAudit = pc.spec?.audit
+    ? (() => {
+        const audit = auditVerdict(registry.auditReports(key));
+        return setCondition(conditions, { type: AUDIT_CONDITION, ...audit, ...(generation !== undefined ? { observedGeneration: generation } : {}) }, rfc3339());
+      })()
+    : conditions.filter((c) => c.type !== AUDIT_CONDITION);
   const counts = registry.counts(key);
   const version = registry.snapshot(key)?.version;
   const status: ProxyConfigStatus = {
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
-    conditions,
+    conditions: withAudit,
     sidecars: counts,
     ...(version ? { configVersion: version } : {}),
   };

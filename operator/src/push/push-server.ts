@@ -114,6 +114,14 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
       registry.ack(id, message.ack.version);
     } else if (message.nack) {
       registry.nack(id, message.nack.version, message.nack.reason.slice(0, 1024));
+    } else if (message.auditReport) {
+      // The report ends up in the ProxyConfig's status: bounded, whatever a sidecar sends.
+      const report = message.auditReport;
+      registry.auditReport(id, {
+        streamConnected: report.streamConnected === true,
+        streamDisconnects: String(report.streamDisconnects ?? 0),
+        sinks: (report.sinks ?? []).slice(0, 16).map((s) => ({ ...s, name: String(s.name).slice(0, 63), kind: String(s.kind).slice(0, 16), lastError: String(s.lastError ?? '').slice(0, 512) })),
+      });
     }
   });
   const closed = new Promise<void>((resolve) => {

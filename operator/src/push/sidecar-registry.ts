@@ -4,6 +4,7 @@
 // becomes one push while any single change still reaches every sidecar well within two seconds.
 
 import type { Logger } from 'pino';
+import type { AuditReport } from '../../../sidecar/src/config/push-protocol.ts';
 import { BUILTIN_SOURCE, selectConfig } from './config-selection.ts';
 import { BUILTIN_SNAPSHOT, redactSnapshot, type Snapshot } from './snapshot.ts';
 
@@ -48,6 +49,9 @@ interface ConnectionState {
   sentVersion?: string;
   ackedVersion?: string;
   rejectedVersion?: string;
+  audit?: AuditReport;
+  /** What of the audit report the ProxyConfig's status shows; a change re-reconciles it. */
+  auditSummary?: string;
 }
 
 export interface RegistryOptions {
@@ -107,6 +111,24 @@ export class SidecarRegistry {
       this.#opts.listener.rejected(state.source, { namespace: conn.namespace, name: conn.podName, uid: conn.podUid }, version, reason);
     }
     this.#countsChanged(state.source);
+  }
+
+  /** The sidecar's latest audit delivery report; the ProxyConfig is reconciled when its verdict may change. */
+  auditReport(id: string, report: AuditReport): void {
+    const state = this.#connections.get(id);
+    if (!state) return;
+    state.audit = report;
+    const summary = JSON.stringify([report.streamConnected, report.sinks.map((s) => [s.name, s.failing, s.lastError])]);
+    if (summary === state.auditSummary) return;
+    state.auditSummary = summary;
+    this.#countsChanged(state.source);
+  }
+
+  /** The latest audit report of every connected sidecar bound to `source`. */
+  auditReports(source: string): { pod: string; report: AuditReport }[] {
+    return [...this.#connections.values()]
+      .filter((s) => s.source === source && s.audit)
+      .map((s) => ({ pod: `${s.conn.namespace}/${s.conn.podName}`, report: s.audit! }));
   }
 
   /** Records the latest good snapshot of a ProxyConfig and schedules a push to its sidecars. */

@@ -2,6 +2,7 @@
 // snapshots). Input is checked whole before anything is applied, and every error names its field, so a bad
 // value is refused with a message the user can act on and never half-applied.
 
+import { type AuditConfig, parseAuditConfig } from '../audit/audit-config.ts';
 import type { CacheSettings, PriceEntry } from '../pricing/price-entry.ts';
 import { parsePriceEntry, PriceEntryError } from '../pricing/price-table.ts';
 import { isRouteName, PROVIDERS, type Provider, type RouteName } from '../providers/routes.ts';
@@ -28,6 +29,8 @@ export interface RuntimeConfigPatch {
   breaker?: Partial<BreakerConfig>;
   storage?: Partial<StorageConfig>;
   gateway?: Partial<GatewayConfig>;
+  /** Replaces the whole audit section of earlier layers. */
+  audit?: AuditConfig;
 }
 
 type Obj = Record<string, unknown>;
@@ -242,7 +245,7 @@ function parseGateway(input: unknown, field: string): Partial<GatewayConfig> {
   });
 }
 
-const SECTIONS = ['server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway'] as const;
+const SECTIONS = ['server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'audit'] as const;
 
 /**
  * Checks a whole config patch. Throws ConfigError naming the first bad field; returns a clean copy
@@ -261,5 +264,6 @@ export function parseRuntimeConfigPatch(input: unknown, sections: readonly strin
   if (v.breaker !== undefined) patch.breaker = parseBreaker(v.breaker, 'breaker');
   if (v.storage !== undefined) patch.storage = parseStorage(v.storage, 'storage');
   if (v.gateway !== undefined) patch.gateway = parseGateway(v.gateway, 'gateway');
+  if (v.audit !== undefined) patch.audit = parseAuditConfig(v.audit, 'audit');
   return patch;
 }

@@ -46,6 +46,7 @@ export function applyPatch(base: RuntimeConfig, patch: RuntimeConfigPatch): Runt
   if (patch.breaker) Object.assign(next.breaker, patch.breaker);
   if (patch.storage) Object.assign(next.storage, patch.storage);
   if (patch.gateway) Object.assign(next.gateway, patch.gateway);
+  if (patch.audit) next.audit = structuredClone(patch.audit);
   return next;
 }
 
@@ -130,6 +131,8 @@ function mergePatches(a: RuntimeConfigPatch, b: RuntimeConfigPatch): RuntimeConf
     if (value === undefined) continue;
     if (key === 'pricing') {
       out.pricing = { models: mergePriceEntries(out.pricing?.models ?? [], (value as { models: [] }).models) };
+    } else if (key === 'audit') {
+      out.audit = structuredClone(value as RuntimeConfigPatch['audit']);
     } else if (key === 'upstreams' || key === 'cache') {
       const merged: Record<string, object> = { ...(out[key] as Record<string, object> | undefined) };
       for (const [k, v] of Object.entries(value as Record<string, object>)) merged[k] = { ...merged[k], ...v };

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { ConfigStore } from './config-store.ts';
-import { AUTHORIZATION, configPushService, MAX_SNAPSHOT_BYTES, type OperatorMessage, type SidecarMessage } from './push-protocol.ts';
+import { type AuditReport, AUTHORIZATION, configPushService, MAX_SNAPSHOT_BYTES, type OperatorMessage, type SidecarMessage } from './push-protocol.ts';
 import { type PreparedSnapshot, SnapshotCache, SnapshotRejectedError } from './snapshot-cache.ts';
 
 export interface PushClientOptions {
@@ -27,6 +27,9 @@ export interface PushClientOptions {
   podName?: string;
   podNamespace?: string;
   sidecarVersion?: string;
+  /** The audit fan-out's delivery, sent every reportIntervalMs when it changed (undefined: nothing to report). */
+  auditReport?: () => AuditReport | undefined;
+  reportIntervalMs?: number;
   /** Reconnect delays; default 500 ms doubling to 30 s, with jitter. */
   reconnect?: { baseMs: number; maxMs: number };
 }
@@ -141,6 +144,7 @@ export function startPushClient(opts: PushClientOptions): PushClient {
       // 'status' comes exactly once per call, whatever ended it; 'error' only needs a listener.
       call.on('error', () => undefined);
       call.on('status', (outcome: grpc.StatusObject) => {
+        clearInterval(reportTimer);
         status.connected = false;
         if (abort.signal.aborted) {
           // stopping: not an error
@@ -154,6 +158,17 @@ export function startPushClient(opts: PushClientOptions): PushClient {
         client?.close();
         chain.then(() => resolve(delivered));
       });
+      let lastReport = '';
+      const reportTimer = opts.auditReport
+        ? setInterval(() => {
+            const report = opts.auditReport!();
+            const text = JSON.stringify(report ?? null);
+            if (!report || text === lastReport || !status.connected) return;
+            lastReport = text;
+            reply({ auditReport: report });
+          }, opts.reportIntervalMs ?? 10_000)
+        : undefined;
+      call.on('close', () => clearInterval(reportTimer));
       call.write({
         hello: {
           podName: opts.podName ?? '',

@@ -15,11 +15,31 @@ export interface Hello {
   sidecarVersion?: string;
 }
 
+export interface AuditSinkReport {
+  name: string;
+  kind: string;
+  received: number | string;
+  delivered: number | string;
+  dropped: number | string;
+  deadLettered: number | string;
+  retried: number | string;
+  queueDepth: number;
+  failing: boolean;
+  lastError: string;
+}
+
+export interface AuditReport {
+  sinks: AuditSinkReport[];
+  streamConnected: boolean;
+  streamDisconnects: number | string;
+}
+
 export interface SidecarMessage {
   hello?: Hello;
   ack?: { version: string };
   nack?: { version: string; reason: string };
-  message?: 'hello' | 'ack' | 'nack';
+  auditReport?: AuditReport;
+  message?: 'hello' | 'ack' | 'nack' | 'auditReport';
 }
 
 export interface SnapshotMessage {

@@ -3,6 +3,7 @@
 // file is parsed into it, and POST /_local/api/config merges into it.
 
 import type { CacheSettings, PriceEntry } from '../pricing/price-entry.ts';
+import type { AuditConfig } from '../audit/audit-config.ts';
 import type { Provider, RouteName } from '../providers/routes.ts';
 
 export interface UpstreamConfig {
@@ -92,4 +93,6 @@ export interface RuntimeConfig {
   breaker: BreakerConfig;
   storage: StorageConfig;
   gateway: GatewayConfig;
+  /** Tetragon audit fan-out (sidecar/src/audit); absent: off. */
+  audit?: AuditConfig;
 }

@@ -4,7 +4,7 @@
 // <stateDir>/snapshot.json so that a restarted sidecar runs it while the operator is unreachable. Every file
 // is written to a temporary name and renamed, so a reader never sees half a file.
 
-import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError } from './config-error.ts';
@@ -47,6 +47,10 @@ const CREDENTIAL_FILES: Record<string, string> = {
 
 const MAX_CREDENTIAL_BYTES = 64 * 1024;
 
+/** Audit sink secrets (`audit.<sink>.<field>`, operator/src/render-audit.ts) → audit-<sink>-<field> files. */
+const AUDIT_CREDENTIAL = /^audit\.([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)\.(bearerToken|caCertificate|credentials)$/;
+const AUDIT_FILE_PREFIX = 'audit-';
+
 interface SnapshotFile {
   version: string;
   source: string;
@@ -70,6 +74,8 @@ export class SnapshotCache {
 
   credentialFile(name: string): string | undefined {
     // Own keys only: the names come off the wire, and `toString` or `constructor` must not resolve to anything.
+    const audit = AUDIT_CREDENTIAL.exec(name);
+    if (audit) return join(this.credentialsDir, `${AUDIT_FILE_PREFIX}${audit[1]}-${audit[3]}`);
     const file = Object.hasOwn(CREDENTIAL_FILES, name) ? CREDENTIAL_FILES[name] : undefined;
     return file ? join(this.credentialsDir, file) : undefined;
   }
@@ -114,6 +120,12 @@ export class SnapshotCache {
     await atomicWrite(this.snapshotFile, Buffer.from(JSON.stringify(file, null, 2)));
     for (const name of Object.keys(CREDENTIAL_FILES)) {
       if (!snapshot.credentialNames.includes(name)) await rm(this.credentialFile(name)!, { force: true });
+    }
+    const kept = new Set(snapshot.credentialNames.map((name) => this.credentialFile(name)));
+    const present = await readdir(this.credentialsDir).catch(() => [] as string[]);
+    for (const file of present) {
+      const path = join(this.credentialsDir, file);
+      if (file.startsWith(AUDIT_FILE_PREFIX) && !kept.has(path)) await rm(path, { force: true });
     }
   }
 
@@ -172,7 +184,28 @@ export class SnapshotCache {
       credentials.awsSecretAccessKeyFile = this.credentialFile('awsSecretAccessKey')!;
       if (names.includes('awsSessionToken')) credentials.awsSessionTokenFile = this.credentialFile('awsSessionToken')!;
     }
-    return Object.keys(credentials).length ? { ...patch, credentials } : patch;
+    const withAudit = patch.audit ? { ...patch, audit: this.#withAuditFiles(patch.audit, names) } : patch;
+    return Object.keys(credentials).length ? { ...withAudit, credentials } : withAudit;
+  }
+
+  /** Points each audit sink at the files of the secrets the operator sent for it. */
+  #withAuditFiles(audit: NonNullable<RuntimeConfigPatch['audit']>, names: readonly string[]): NonNullable<RuntimeConfigPatch['audit']> {
+    const file = (sink: string, field: string) => (names.includes(`audit.${sink}.${field}`) ? this.credentialFile(`audit.${sink}.${field}`) : undefined);
+    return {
+      ...audit,
+      sinks: audit.sinks.map((sink) => {
+        if (sink.kind === 'grpc') {
+          const token = file(sink.name, 'bearerToken');
+          const ca = file(sink.name, 'caCertificate');
+          return { ...sink, ...(token ? { bearerTokenFile: token } : {}), ...(ca ? { tls: { ...sink.tls, caFile: ca } } : {}) };
+        }
+        if (sink.kind === 'bigquery') {
+          const key = file(sink.name, 'credentials');
+          return key ? { ...sink, credentialsFile: key } : sink;
+        }
+        return sink;
+      }),
+    };
   }
 }
 

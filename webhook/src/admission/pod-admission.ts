@@ -8,6 +8,8 @@ import { planInjection, type InjectionDecision } from '../inject.ts';
 import type { SidecarDefaults } from '../sidecar-settings.ts';
 import { allow, responseFor, type AdmissionRequest, type AdmissionResponse } from './admission-review.ts';
 import type { NamespaceLabelLookup } from './namespace-labels.ts';
+import type { AuditLookup } from './proxy-config-audit.ts';
+import { ANNOTATIONS } from '../annotations.ts';
 
 export interface PodAdmissionDeps {
   logger: Logger;
@@ -18,6 +20,10 @@ export interface PodAdmissionDeps {
   nativeSidecarSupported(): boolean;
   namespaceLabels: NamespaceLabelLookup;
   events?: EventRecorder;
+  /** Whether the pod's ProxyConfig enables audit; absent: never. */
+  auditEnabled?: AuditLookup;
+  /** The chart's audit.hostSocket: the Tetragon socket directory to mount, or undefined when not allowed. */
+  auditHostSocketDir?: string;
 }
 
 /** Thrown for failures that are ours, not the pod's: the server answers 500 and failurePolicy decides. */
@@ -43,7 +49,17 @@ export async function admitPod(request: AdmissionRequest, deps: PodAdmissionDeps
   } catch (error) {
     throw new AdmissionUnavailableError(`cannot read namespace ${namespace}: ${(error as Error).message}`, { cause: error });
   }
+  let audit: { hostSocketDir?: string } | undefined;
+  if (deps.auditEnabled) {
+    const proxyConfig = pod.metadata?.annotations?.[ANNOTATIONS.proxyConfig] ?? 'default';
+    try {
+      if (await deps.auditEnabled(namespace, proxyConfig)) audit = deps.auditHostSocketDir ? { hostSocketDir: deps.auditHostSocketDir } : {};
+    } catch (error) {
+      deps.logger.warn({ namespace, proxyConfig, err: (error as Error).message }, 'cannot read the ProxyConfig for audit; injecting without Tetragon access');
+    }
+  }
   const decision = planInjection({
+    ...(audit ? { audit } : {}),
     pod,
     namespace,
     namespaceLabels,

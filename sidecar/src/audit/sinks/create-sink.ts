@@ -1,0 +1,43 @@
+// The one place that turns a sink's config into a sink, by kind.
+
+import type { Logger } from 'pino';
+import { AUDIT_DEFAULTS, type AuditSinkConfig } from '../audit-config.ts';
+import type { AuditSink } from './audit-sink.ts';
+import { BigQuerySink } from './bigquery-sink.ts';
+import { GrpcSink } from './grpc-sink.ts';
+import { JsonlSink } from './jsonl-sink.ts';
+
+export function createSink(config: AuditSinkConfig, context: { sender: string; logger: Logger }): AuditSink {
+  switch (config.kind) {
+    case 'jsonl':
+      return new JsonlSink({
+        name: config.name,
+        path: config.path,
+        rotate: { ...AUDIT_DEFAULTS.rotate, ...config.rotate },
+      });
+    case 'grpc':
+      return new GrpcSink({
+        name: config.name,
+        address: config.address,
+        ...(config.tls ? { tls: config.tls } : {}),
+        ...(config.bearerTokenFile ? { bearerTokenFile: config.bearerTokenFile } : {}),
+        timeoutMs: config.timeoutMs ?? AUDIT_DEFAULTS.timeoutMs,
+        maxBatch: config.batchSize ?? AUDIT_DEFAULTS.grpcBatch,
+        sender: context.sender,
+      });
+    case 'bigquery':
+      return new BigQuerySink({
+        name: config.name,
+        dataset: config.dataset,
+        table: config.table,
+        ...(config.projectId ? { projectId: config.projectId } : {}),
+        ...(config.location ? { location: config.location } : {}),
+        ...(config.apiEndpoint ? { apiEndpoint: config.apiEndpoint } : {}),
+        ...(config.credentialsFile ? { credentialsFile: config.credentialsFile } : {}),
+        ...(config.partitionExpirationDays ? { partitionExpirationDays: config.partitionExpirationDays } : {}),
+        maxBatch: config.batchSize ?? AUDIT_DEFAULTS.bigqueryBatch,
+        sender: context.sender,
+        logger: context.logger,
+      });
+  }
+}
