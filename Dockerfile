@@ -16,6 +16,7 @@ COPY operator ./operator
 COPY webhook ./webhook
 COPY kube-client ./kube-client
 COPY crds ./crds
+COPY contracts ./contracts
 RUN npx tsc -p tsconfig.json --noEmit false --outDir dist
 
 FROM ${NODE_IMAGE} AS sidecar-deps
@@ -42,6 +43,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=sidecar-deps /app/node_modules ./node_modules
 COPY package.json ./
+COPY --from=build /src/dist/contracts ./contracts
 COPY --from=build /src/dist/sidecar/src ./sidecar/src
 COPY proto ./proto
 USER 65532:65532
@@ -55,6 +57,7 @@ ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=control-deps /app/node_modules ./node_modules
 COPY package.json ./
+COPY --from=build /src/dist/contracts ./contracts
 COPY --from=build /src/dist/sidecar ./sidecar
 COPY --from=build /src/dist/operator ./operator
 COPY --from=build /src/dist/webhook ./webhook

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { mixedEvents } from '../test/fakes/tetragon-agent.ts';
-import { auditSinkServiceDefinition, type ExportRequest } from '../sidecar/src/audit/audit-sink-protocol.ts';
+import { auditSinkServiceDefinition, type ExportRequest } from '../contracts/audit-sink-protocol.ts';
 import { AuditRouter } from '../sidecar/src/audit/audit-router.ts';
 import type { AuditRecord, AuditSink } from '../sidecar/src/audit/sinks/audit-sink.ts';
 import { JsonlSink } from '../sidecar/src/audit/sinks/jsonl-sink.ts';

@@ -5,8 +5,8 @@
 // Every string and list is bounded (maxLength, maxItems): the API server estimates the worst-case cost of
 // each CEL rule from those bounds and refuses the CRD when it is unbounded or too expensive.
 
-import { MAX_PRICE_PER_MILLION } from '../sidecar/src/pricing/price-entry.ts';
-import { PROVIDERS, ROUTE_NAMES, ROUTES, type RouteName } from '../sidecar/src/providers/routes.ts';
+import { MAX_PRICE_PER_MILLION } from '../contracts/price-entry.ts';
+import { PROVIDERS, ROUTE_NAMES, ROUTES, type RouteName } from '../contracts/routes.ts';
 import type { CrdSource, SchemaNode } from './crd-schema.ts';
 import { auditSpec } from './proxy-config-audit.ts';
 

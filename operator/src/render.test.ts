@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../sidecar/src/config/config-error.ts';
+import { ConfigError } from '../../contracts/config-error.ts';
 import { referencedSecrets, render, resolveCredentials } from './render.ts';
 
 describe('render', () => {

@@ -4,7 +4,7 @@
 // the same field-naming message.
 
 import type { ProxyConfigSpec, SecretKeyRef } from '../../crds/index.ts';
-import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../sidecar/src/config/config-schema.ts';
+import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../contracts/config-schema.ts';
 import { CREDENTIALS_LABEL_SELECTOR } from './controller/secret-object.ts';
 import { type AuditCredentialName, auditSecrets, renderAudit } from './render-audit.ts';
 

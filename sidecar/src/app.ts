@@ -11,7 +11,7 @@ import { followCredentialSettings } from './auth/live-credentials.ts';
 import type { ConfigStore } from './config/config-store.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { CallMeter } from './metering/call-meter.ts';
-import type { CredentialKind } from './providers/routes.ts';
+import type { CredentialKind } from '../../contracts/routes.ts';
 import { gatewayRoutes } from './routes/gateway.ts';
 import { clientErrorHandler, frameworkErrorHandler } from './inbound/http-refusals.ts';
 import { inboundPolicy, installRequestGuard, type InboundPolicy } from './inbound/request-guard.ts';

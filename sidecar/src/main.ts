@@ -6,11 +6,11 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { buildEngine } from './app.ts';
 import { AuditReporter } from './audit/audit-report.ts';
-import { ConfigError } from './config/config-error.ts';
+import { ConfigError } from '../../contracts/config-error.ts';
 import { loadConfigFile } from './config/config-file.ts';
-import type { RuntimeConfigPatch } from './config/config-schema.ts';
+import type { RuntimeConfigPatch } from '../../contracts/config-schema.ts';
 import { ConfigStore } from './config/config-store.ts';
-import { hostnameOf, isLoopbackHostname } from './inbound/allowed-hosts.ts';
+import { hostnameOf, isLoopbackHostname } from '../../contracts/allowed-hosts.ts';
 import { startHealthListener } from './routes/health.ts';
 import { SpanStoreOpenError } from './spans/sqlite-span-schema.ts';
 
@@ -147,7 +147,7 @@ export function applyPodDefaults(patch: RuntimeConfigPatch, env: NodeJS.ProcessE
 async function startOperatorLink(
   store: ConfigStore,
   logger: pino.Logger,
-  auditReport: () => import('./config/push-protocol.ts').AuditReport | undefined,
+  auditReport: () => import('../../contracts/push-protocol.ts').AuditReport | undefined,
 ): Promise<{ stop(): Promise<void> } | null> {
   const address = process.env.TOLLGATE_OPERATOR_ADDRESS;
   if (!address) return null;

@@ -17,7 +17,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
 import { freePort } from '../control-plane/free-port.ts';
-import { createCertificateAuthority, isIssuedBy, issueCertificate } from '../../webhook/src/pki.ts';
+import { createCertificateAuthority, isIssuedBy, issueCertificate } from '../../contracts/pki.ts';
 import { asChartServiceAccount, CHART_NAMES } from './chart-rbac.ts';
 import { sidecarContainer, sidecarVolumes } from '../../webhook/src/sidecar-container.ts';
 import type { WebhookServer } from '../../webhook/src/webhook-server.ts';

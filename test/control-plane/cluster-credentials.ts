@@ -3,7 +3,7 @@
 // as --client-ca-file), an admin in system:masters, and the key pair that signs service-account tokens.
 
 import { generateKeyPairSync } from 'node:crypto';
-import { createCertificateAuthority, issueCertificate, type KeyPairPem } from '../../webhook/src/pki.ts';
+import { createCertificateAuthority, issueCertificate, type KeyPairPem } from '../../contracts/pki.ts';
 
 export const ADMIN_USER = 'tollgate-admin';
 export const ADMIN_GROUPS = ['system:masters'];

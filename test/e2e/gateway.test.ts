@@ -9,7 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { expectedTokenUsage, type FakeUpstream, type FakeUsage } from '../fakes/llm-upstream.ts';
 import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 import { ANTHROPIC_KEY, OPENAI_KEY, PROJECT, startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
-import type { PriceEntry } from '../../sidecar/src/pricing/price-entry.ts';
+import type { PriceEntry } from '../../contracts/price-entry.ts';
 import type { SpanJson } from '../../sidecar/src/spans/span-json.ts';
 import { findSpan, recentSpans } from '../support/spans.ts';
 

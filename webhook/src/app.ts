@@ -3,10 +3,10 @@
 import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { OriginPolicy } from '../../sidecar/src/inbound/origin-policy.ts';
+import { OriginPolicy } from '../../contracts/origin-policy.ts';
 import { mutateRoute } from './admission/mutate-route.ts';
 import type { PodAdmissionDeps } from './admission/pod-admission.ts';
-import type { KeyPairPem } from './pki.ts';
+import type { KeyPairPem } from '../../contracts/pki.ts';
 
 export interface WebhookAppOptions {
   logger: Logger;

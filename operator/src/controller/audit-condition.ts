@@ -2,7 +2,7 @@
 // sidecars (proto AuditReport): False while any sidecar's sink dead-letters or drops events, True when every
 // reporting sidecar delivers, Unknown before any has reported. Pure.
 
-import type { AuditReport } from '../../../sidecar/src/config/push-protocol.ts';
+import type { AuditReport } from '../../../contracts/push-protocol.ts';
 
 export const AUDIT_CONDITION = 'AuditDelivering';
 

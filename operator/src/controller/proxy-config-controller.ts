@@ -5,7 +5,7 @@
 
 import type { Logger } from 'pino';
 import { PROXY_CONFIG, type ProxyConfig, type ProxyConfigStatus } from '../../../crds/index.ts';
-import { ConfigError } from '../../../sidecar/src/config/config-error.ts';
+import { ConfigError } from '../../../contracts/config-error.ts';
 import { type KubeApi, isStatus, splitKey } from '../../../kube-client/api-client.ts';
 import { type Condition, findCondition, setCondition } from '../kube/conditions.ts';
 import { AUDIT_CONDITION, auditVerdict } from './audit-condition.ts';

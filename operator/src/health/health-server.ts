@@ -7,8 +7,8 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { HostAllowList } from '../../../sidecar/src/inbound/allowed-hosts.ts';
-import { OriginPolicy } from '../../../sidecar/src/inbound/origin-policy.ts';
+import { HostAllowList } from '../../../contracts/allowed-hosts.ts';
+import { OriginPolicy } from '../../../contracts/origin-policy.ts';
 
 /** What the probes read from an informer (kube-client/informer.ts implements it). */
 export interface ProbedInformer {

@@ -12,7 +12,7 @@ import {
   MAX_SNAPSHOT_BYTES,
   type OperatorMessage,
   type SidecarMessage,
-} from '../../../sidecar/src/config/push-protocol.ts';
+} from '../../../contracts/push-protocol.ts';
 import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
 import { PROXY_CONFIG_ANNOTATION } from './config-selection.ts';
 import type { SidecarRegistry } from './sidecar-registry.ts';

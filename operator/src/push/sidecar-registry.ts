@@ -4,7 +4,7 @@
 // becomes one push while any single change still reaches every sidecar well within two seconds.
 
 import type { Logger } from 'pino';
-import type { AuditReport } from '../../../sidecar/src/config/push-protocol.ts';
+import type { AuditReport } from '../../../contracts/push-protocol.ts';
 import { BUILTIN_SOURCE, selectConfig } from './config-selection.ts';
 import { BUILTIN_SNAPSHOT, redactSnapshot, type Snapshot } from './snapshot.ts';
 

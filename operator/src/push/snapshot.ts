@@ -3,7 +3,7 @@
 // the same on every operator replica and changes whenever the config or a referenced Secret changes.
 
 import { createHash } from 'node:crypto';
-import type { RuntimeConfigPatch } from '../../../sidecar/src/config/config-schema.ts';
+import type { RuntimeConfigPatch } from '../../../contracts/config-schema.ts';
 
 export interface Snapshot {
   version: string;

@@ -4,7 +4,7 @@
 
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import { certificateNotAfter, createCertificateAuthority, issueCertificate } from '../../../webhook/src/pki.ts';
+import { certificateNotAfter, createCertificateAuthority, issueCertificate } from '../../../contracts/pki.ts';
 import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
 
 export type TlsSource =

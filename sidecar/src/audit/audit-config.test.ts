@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../config/config-error.ts';
-import { parseRuntimeConfigPatch } from '../config/config-schema.ts';
+import { ConfigError } from '../../../contracts/config-error.ts';
+import { parseRuntimeConfigPatch } from '../../../contracts/config-schema.ts';
 import { ConfigStore } from '../config/config-store.ts';
-import { parseAuditConfig } from './audit-config.ts';
+import { parseAuditConfig } from '../../../contracts/audit-config.ts';
 import { deadLetterFile, resolveSource } from './audit-runtime.ts';
 
 const minimal = { sinks: [{ name: 'siem', kind: 'jsonl', path: '/var/log/audit.jsonl' }] };

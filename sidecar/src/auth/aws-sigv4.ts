@@ -6,7 +6,7 @@ import type { defaultProvider } from '@aws-sdk/credential-provider-node';
 import type { SignatureV4 } from '@smithy/signature-v4';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import type { UpstreamConfig } from '../config/runtime-config.ts';
+import type { UpstreamConfig } from '../../../contracts/runtime-config.ts';
 import { CredentialError } from './credential-error.ts';
 import type { CredentialProvider, OutgoingRequest } from './credential-provider.ts';
 import { summarizeError } from './error-summary.ts';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { RuntimeConfig } from '../config/runtime-config.ts';
+import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import { CredentialError, createCredentialProviders, type CredentialProvider, type OutgoingRequest } from './credential-provider.ts';
 
 const logger = pino({ level: 'silent' });

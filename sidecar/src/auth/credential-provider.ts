@@ -4,8 +4,8 @@
 // proxy from serving the others.
 
 import type { Logger } from 'pino';
-import type { CredentialsConfig, RuntimeConfig } from '../config/runtime-config.ts';
-import type { CredentialKind } from '../providers/routes.ts';
+import type { CredentialsConfig, RuntimeConfig } from '../../../contracts/runtime-config.ts';
+import type { CredentialKind } from '../../../contracts/routes.ts';
 import { createApiKeyProvider } from './api-key.ts';
 import { createAwsSigV4Provider, staticAwsCredentialsFromFiles } from './aws-sigv4.ts';
 import { createGoogleAdcProvider } from './google-adc.ts';

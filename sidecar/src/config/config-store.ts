@@ -7,9 +7,9 @@ import { isDeepStrictEqual } from 'node:util';
 import { DEFAULT_CACHE_SETTINGS } from '../pricing/default-cache.ts';
 import { DEFAULT_PRICES } from '../pricing/default-prices.ts';
 import { mergePriceEntries, PriceTable } from '../pricing/price-table.ts';
-import type { Provider, RouteName } from '../providers/routes.ts';
-import type { RuntimeConfigPatch } from './config-schema.ts';
-import type { RuntimeConfig } from './runtime-config.ts';
+import type { Provider, RouteName } from '../../../contracts/routes.ts';
+import type { RuntimeConfigPatch } from '../../../contracts/config-schema.ts';
+import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
 
 export type ConfigLayer = 'file' | 'operator' | 'api';
 const LAYER_ORDER: readonly ConfigLayer[] = ['file', 'operator', 'api'];

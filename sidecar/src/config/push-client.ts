@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { ConfigStore } from './config-store.ts';
-import { type AuditReport, AUTHORIZATION, configPushService, MAX_SNAPSHOT_BYTES, type OperatorMessage, type SidecarMessage } from './push-protocol.ts';
+import { type AuditReport, AUTHORIZATION, configPushService, MAX_SNAPSHOT_BYTES, type OperatorMessage, type SidecarMessage } from '../../../contracts/push-protocol.ts';
 import { type PreparedSnapshot, SnapshotCache, SnapshotRejectedError } from './snapshot-cache.ts';
 
 export interface PushClientOptions {

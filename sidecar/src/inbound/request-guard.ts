@@ -6,11 +6,11 @@
 
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import type { ServerConfig } from '../config/runtime-config.ts';
+import type { ServerConfig } from '../../../contracts/runtime-config.ts';
 import { ProxyError } from '../errors.ts';
 import { proxyErrorBody } from '../translate/openai-error.ts';
-import { HostAllowList } from './allowed-hosts.ts';
-import { OriginPolicy } from './origin-policy.ts';
+import { HostAllowList } from '../../../contracts/allowed-hosts.ts';
+import { OriginPolicy } from '../../../contracts/origin-policy.ts';
 
 export interface InboundPolicy {
   hosts: HostAllowList;

@@ -4,7 +4,7 @@
 
 import type { Logger } from 'pino';
 import type { PriceTable } from '../pricing/price-table.ts';
-import type { Provider, RouteName } from '../providers/routes.ts';
+import type { Provider, RouteName } from '../../../contracts/routes.ts';
 import type { Span, SpanStatus } from '../spans/span.ts';
 import type { SpanWriter } from '../spans/span-writer.ts';
 import type { TraceContext } from '../spans/trace-context.ts';

@@ -3,7 +3,7 @@ import type { TokenUsage } from '../usage/usage.ts';
 import { DEFAULT_CACHE_SETTINGS } from './default-cache.ts';
 import { DEFAULT_PRICES } from './default-prices.ts';
 import { normaliseModelId } from './model-id.ts';
-import type { PriceEntry } from './price-entry.ts';
+import type { PriceEntry } from '../../../contracts/price-entry.ts';
 import { mergePriceEntries, parsePriceEntry, PriceEntryError, PriceTable } from './price-table.ts';
 
 const defaults = () => new PriceTable(mergePriceEntries(DEFAULT_PRICES, []), { ...DEFAULT_CACHE_SETTINGS });

@@ -2,15 +2,15 @@
 // a model has on any route. Rebuilt (not mutated) when the runtime config changes, so a lookup never sees a
 // half-applied update.
 
-import type { Provider } from '../providers/routes.ts';
+import type { Provider } from '../../../contracts/routes.ts';
 import type { TokenUsage } from '../usage/usage.ts';
 import { costUsd } from './cost.ts';
 import { DEFAULT_CACHE_SETTINGS } from './default-cache.ts';
 import { normaliseModelId } from './model-id.ts';
-import type { CacheSettings, PriceEntry } from './price-entry.ts';
+import type { CacheSettings, PriceEntry } from '../../../contracts/price-entry.ts';
 
-export { PriceEntryError } from './price-entry-error.ts';
-export { parsePriceEntries, parsePriceEntry } from './parse-price-entry.ts';
+export { PriceEntryError } from '../../../contracts/price-entry-error.ts';
+export { parsePriceEntries, parsePriceEntry } from '../../../contracts/parse-price-entry.ts';
 
 function ids(entry: PriceEntry): string[] {
   return [entry.model, ...(entry.aliases ?? [])];

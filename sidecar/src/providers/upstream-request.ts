@@ -2,9 +2,9 @@
 // the routes where the body must be read — the body to send. Pure functions, tested without I/O.
 
 import { ProxyError } from '../errors.ts';
-import type { UpstreamConfig } from '../config/runtime-config.ts';
+import type { UpstreamConfig } from '../../../contracts/runtime-config.ts';
 import { requestNeedsInjectedUsage, injectStreamUsage } from '../usage/extractor.ts';
-import { ROUTES, type RouteName } from './routes.ts';
+import { ROUTES, type RouteName } from '../../../contracts/routes.ts';
 
 /** Routes whose request body the proxy must read: the model or stream flag is in it, or it is rewritten or signed. */
 export function routeReadsBody(route: RouteName): boolean {

@@ -9,7 +9,7 @@ import type { Readable } from 'node:stream';
 import { ProxyError } from '../errors.ts';
 import type { MeteredCall } from '../metering/call-meter.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
-import { ROUTES } from '../providers/routes.ts';
+import { ROUTES } from '../../../contracts/routes.ts';
 import type { SpanStatus } from '../spans/span.ts';
 import { finishRelayedCall } from '../metering/call-outcome.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
@@ -20,7 +20,7 @@ import { upstreamErrorBody, type OpenAiErrorBody } from '../translate/openai-err
 import { fromGeminiResponse, GeminiChunkTranslator } from '../translate/openai-gemini.ts';
 import { bedrockHeaderUsage } from '../usage/bedrock.ts';
 import { createUsageExtractor } from '../usage/extractor.ts';
-import { isRecord } from '../usage/token-count.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 import type { GatewayPlan } from './gateway-target.ts';
 import { downstreamResponseHeaders } from './proxy-headers.ts';

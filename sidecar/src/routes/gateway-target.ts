@@ -2,12 +2,12 @@
 // config names the route serving that provider, the entry's aliases give the model's id on that route, and
 // the route decides the upstream path and the envelope around the translated body. Pure: tested without I/O.
 
-import type { GatewayConfig, RuntimeConfig, UpstreamConfig } from '../config/runtime-config.ts';
+import type { GatewayConfig, RuntimeConfig, UpstreamConfig } from '../../../contracts/runtime-config.ts';
 import { ProxyError } from '../errors.ts';
-import type { PriceEntry } from '../pricing/price-entry.ts';
+import type { PriceEntry } from '../../../contracts/price-entry.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { canonicalBedrockPath, VERTEX_ANTHROPIC_VERSION } from '../providers/upstream-request.ts';
-import type { Provider, RouteName } from '../providers/routes.ts';
+import type { Provider, RouteName } from '../../../contracts/routes.ts';
 import { toAnthropicRequest } from '../translate/openai-anthropic.ts';
 import { toGeminiRequest } from '../translate/openai-gemini.ts';
 import { GatewayError } from '../translate/openai-error.ts';

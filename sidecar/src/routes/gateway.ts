@@ -14,7 +14,7 @@ import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall } from '../metering/call-outcome.ts';
 import { formatTraceparent, startSpanContext } from '../spans/trace-context.ts';
 import { GatewayError, proxyErrorBody } from '../translate/openai-error.ts';
-import { isRecord } from '../usage/token-count.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
 import { relay, sendJson } from './gateway-relay.ts';

@@ -2,8 +2,8 @@
 // runtime config and recent spans.
 
 import type { FastifyPluginAsync } from 'fastify';
-import { ConfigError } from '../config/config-error.ts';
-import { parseRuntimeConfigPatch } from '../config/config-schema.ts';
+import { ConfigError } from '../../../contracts/config-error.ts';
+import { parseRuntimeConfigPatch } from '../../../contracts/config-schema.ts';
 import type { ConfigStore, ConfigSnapshot } from '../config/config-store.ts';
 import { parseJsonWithUniqueKeys } from '../config/unique-key-json.ts';
 import { JSON_MEDIA_TYPE, notJsonMessage } from '../inbound/json-content-type.ts';

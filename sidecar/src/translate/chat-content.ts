@@ -2,7 +2,7 @@
 // text parts), user content parts (text and images), tool calls and their JSON arguments. Anything a
 // translator cannot carry is refused here with the JSON path of the offending field as `param`.
 
-import { isRecord } from '../usage/token-count.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 import type { ChatRole } from './openai-chat.ts';
 import { GatewayError, invalidParameter, unsupportedParameter } from './openai-error.ts';
 

@@ -3,7 +3,7 @@
 // Field mappings: the parameter table in docs/openai-gateway.md.
 
 import { AnthropicStreamUsage, normaliseAnthropicUsage } from '../usage/anthropic.ts';
-import { isRecord } from '../usage/token-count.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 import type { TokenUsage } from '../usage/usage.ts';
 import { checkChatParameters } from './chat-parameters.ts';
 import {

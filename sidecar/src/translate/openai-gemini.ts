@@ -3,7 +3,7 @@
 // Field mappings: the parameter table in docs/openai-gateway.md; ADR 0900 for the JSON Schema fields.
 
 import { normaliseGeminiUsage } from '../usage/gemini.ts';
-import { isRecord } from '../usage/token-count.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 import { checkChatParameters } from './chat-parameters.ts';
 import {
   chatMessages,

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { BreakerConfig } from '../config/runtime-config.ts';
+import type { BreakerConfig } from '../../../contracts/runtime-config.ts';
 import { CircuitBreaker } from './breaker.ts';
 
 interface LogLine {

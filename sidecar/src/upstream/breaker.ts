@@ -3,7 +3,7 @@
 // success closes the breaker, its failure opens it again for another openMs.
 
 import type { Logger } from 'pino';
-import type { BreakerConfig } from '../config/runtime-config.ts';
+import type { BreakerConfig } from '../../../contracts/runtime-config.ts';
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
 

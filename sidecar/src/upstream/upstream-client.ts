@@ -7,10 +7,10 @@ import type { Logger } from 'pino';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { CredentialProvider } from '../auth/credential-provider.ts';
 import { CredentialError } from '../auth/credential-provider.ts';
-import type { BreakerConfig, RuntimeConfig } from '../config/runtime-config.ts';
+import type { BreakerConfig, RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import { ProxyError } from '../errors.ts';
 import { upstreamBaseUrl } from '../providers/upstream-request.ts';
-import { ROUTE_NAMES, ROUTES, type CredentialKind, type RouteName } from '../providers/routes.ts';
+import { ROUTE_NAMES, ROUTES, type CredentialKind, type RouteName } from '../../../contracts/routes.ts';
 import { CircuitBreaker } from './breaker.ts';
 
 export interface UpstreamSend {

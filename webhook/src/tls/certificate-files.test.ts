@@ -8,7 +8,7 @@ import { connect } from 'node:tls';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildWebhookApp, reloadServingCertificate } from '../app.ts';
-import { createCertificateAuthority, issueCertificate, type KeyPairPem } from '../pki.ts';
+import { createCertificateAuthority, issueCertificate, type KeyPairPem } from '../../../contracts/pki.ts';
 import { TEST_DEFAULTS } from '../../testdata/sidecar-defaults.ts';
 import { waitFor } from '../../../test/support/wait-for.ts';
 import { certificateFiles, type CertificateFiles } from './certificate-files.ts';

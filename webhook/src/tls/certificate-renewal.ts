@@ -4,7 +4,7 @@
 // Serving certificates are renewed from the same CA, which needs no bundle change at all.
 
 import { X509Certificate } from 'node:crypto';
-import { certificateNotAfter, createCertificateAuthority, isIssuedBy, issueCertificate, type KeyPairPem } from '../pki.ts';
+import { certificateNotAfter, createCertificateAuthority, isIssuedBy, issueCertificate, type KeyPairPem } from '../../../contracts/pki.ts';
 
 export interface CertificateState {
   /** The CA that signs new serving certificates. */

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { BigQuery, type Table, type TableField } from '@google-cloud/bigquery';
 import type { Logger } from 'pino';
-import type { BigQuerySinkConfig } from '../audit-config.ts';
+import type { BigQuerySinkConfig } from '../../../../contracts/audit-config.ts';
 import type { AuditRecord, AuditSink } from './audit-sink.ts';
 import { SinkWriteError } from './audit-sink.ts';
 

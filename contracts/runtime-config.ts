@@ -2,9 +2,9 @@
 // It has no Kubernetes imports: the operator renders ProxyConfig resources into this shape, the config
 // file is parsed into it, and POST /_local/api/config merges into it.
 
-import type { CacheSettings, PriceEntry } from '../pricing/price-entry.ts';
-import type { AuditConfig } from '../audit/audit-config.ts';
-import type { Provider, RouteName } from '../providers/routes.ts';
+import type { CacheSettings, PriceEntry } from './price-entry.ts';
+import type { AuditConfig } from './audit-config.ts';
+import type { Provider, RouteName } from './routes.ts';
 
 export interface UpstreamConfig {
   /** Overrides the route's default base URL (regional or private endpoints; tests point it at fakes). */

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
-export const PROTO_PATH = fileURLToPath(new URL('../../../proto/config_push.proto', import.meta.url));
+export const PROTO_PATH = fileURLToPath(new URL('../proto/config_push.proto', import.meta.url));
 
 export interface Hello {
   podName?: string;

@@ -2,13 +2,15 @@
 // snapshots). Input is checked whole before anything is applied, and every error names its field, so a bad
 // value is refused with a message the user can act on and never half-applied.
 
-import { type AuditConfig, parseAuditConfig } from '../audit/audit-config.ts';
-import type { CacheSettings, PriceEntry } from '../pricing/price-entry.ts';
-import { parsePriceEntry, PriceEntryError } from '../pricing/price-table.ts';
-import { isRouteName, PROVIDERS, type Provider, type RouteName } from '../providers/routes.ts';
-import { normaliseAllowedHost } from '../inbound/allowed-hosts.ts';
-import { normaliseOrigin } from '../inbound/origin-policy.ts';
+import { type AuditConfig, parseAuditConfig } from './audit-config.ts';
+import type { CacheSettings, PriceEntry } from './price-entry.ts';
+import { parsePriceEntry } from './parse-price-entry.ts';
+import { PriceEntryError } from './price-entry-error.ts';
+import { isRouteName, PROVIDERS, type Provider, type RouteName } from './routes.ts';
+import { normaliseAllowedHost } from './allowed-hosts.ts';
+import { normaliseOrigin } from './origin-policy.ts';
 import { ConfigError } from './config-error.ts';
+import { isRecord } from './json-record.ts';
 import type {
   BreakerConfig,
   CredentialsConfig,
@@ -35,12 +37,8 @@ export interface RuntimeConfigPatch {
 
 type Obj = Record<string, unknown>;
 
-function isObject(value: unknown): value is Obj {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function object(value: unknown, field: string): Obj {
-  if (!isObject(value)) throw new ConfigError(field, 'must be an object');
+  if (!isRecord(value)) throw new ConfigError(field, 'must be an object');
   return value;
 }
 

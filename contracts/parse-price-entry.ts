@@ -3,9 +3,10 @@
 // `pricing.models[2].input_per_million must be a non-negative number`. Unknown fields are rejected so a typo
 // (`input_per_milion`) cannot silently leave a price at its default.
 
-import { PROVIDERS, type Provider } from '../providers/routes.ts';
+import { PROVIDERS, type Provider } from './routes.ts';
 import { MAX_PRICE_PER_MILLION, type PriceEntry } from './price-entry.ts';
 import { PriceEntryError } from './price-entry-error.ts';
+import { isRecord } from './json-record.ts';
 
 const ENTRY_FIELDS = new Set([
   'provider',
@@ -20,10 +21,6 @@ const ENTRY_FIELDS = new Set([
   'long_context',
 ]);
 const LONG_CONTEXT_FIELDS = new Set(['threshold_tokens', 'input_per_million', 'output_per_million', 'cached_input_per_million']);
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function rejectUnknown(value: Record<string, unknown>, known: Set<string>, path: string): void {
   for (const key of Object.keys(value)) {
@@ -51,7 +48,7 @@ function nonEmptyString(value: unknown, path: string): string {
 }
 
 export function parsePriceEntry(value: unknown, path: string): PriceEntry {
-  if (!isObject(value)) throw new PriceEntryError(path, 'must be an object');
+  if (!isRecord(value)) throw new PriceEntryError(path, 'must be an object');
   rejectUnknown(value, ENTRY_FIELDS, path);
   if (typeof value.provider !== 'string' || !(PROVIDERS as readonly string[]).includes(value.provider)) {
     throw new PriceEntryError(`${path}.provider`, `must be one of ${PROVIDERS.join(', ')}`);
@@ -87,7 +84,7 @@ export function parsePriceEntry(value: unknown, path: string): PriceEntry {
 }
 
 function parseLongContext(value: unknown, path: string): NonNullable<PriceEntry['long_context']> {
-  if (!isObject(value)) throw new PriceEntryError(path, 'must be an object');
+  if (!isRecord(value)) throw new PriceEntryError(path, 'must be an object');
   rejectUnknown(value, LONG_CONTEXT_FIELDS, path);
   const threshold = value.threshold_tokens;
   if (typeof threshold !== 'number' || !Number.isSafeInteger(threshold) || threshold <= 0) {

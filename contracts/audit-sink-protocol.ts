@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 
-export const AUDIT_SINK_PROTO = fileURLToPath(new URL('../../../proto/audit_sink.proto', import.meta.url));
+export const AUDIT_SINK_PROTO = fileURLToPath(new URL('../proto/audit_sink.proto', import.meta.url));
 
 export interface ExportedEvent {
   /** The GetEventsResponse bytes as the agent sent them. */

@@ -2,7 +2,7 @@
 // config file, operator snapshots and the CRD render, so a bad value is refused everywhere with the field's
 // name. A later config layer replaces the whole section (a list of sinks does not merge field by field).
 
-import { ConfigError } from '../config/config-error.ts';
+import { ConfigError } from './config-error.ts';
 
 export interface AuditAllowFilter {
   /** Pod namespaces (exact). */
