@@ -6,7 +6,7 @@ import { type AuditConfig, parseAuditConfig } from './audit-config.ts';
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
 import { parsePriceEntry } from './parse-price-entry.ts';
 import { PriceEntryError } from './price-entry-error.ts';
-import { isRouteName, PROVIDERS, type Provider, type RouteName } from './routes.ts';
+import { isRouteName, listRouteNames, PROVIDERS, v1Routes, type Provider, type RouteName } from './routes.ts';
 import { normaliseAllowedHost } from './allowed-hosts.ts';
 import { normaliseOrigin } from './origin-policy.ts';
 import { ConfigError } from './config-error.ts';
@@ -19,6 +19,7 @@ import type {
   StorageConfig,
   UpstreamConfig,
 } from './runtime-config.ts';
+import { GATEWAY_ROUTE_SETTINGS } from './runtime-config.ts';
 
 /** A partial runtime config: what one source (file, API, operator) sets. */
 export interface RuntimeConfigPatch {
@@ -142,7 +143,7 @@ function parseUpstreams(input: unknown, field: string): Partial<Record<RouteName
   const v = object(input, field);
   const out: Partial<Record<RouteName, UpstreamConfig>> = {};
   for (const [route, upstream] of Object.entries(v)) {
-    if (!isRouteName(route)) throw new ConfigError(`${field}.${route}`, 'is not a route (expected alpha, alpha-compat, beta, gamma, gamma-cloud, gamma-direct or gamma-cloudb)');
+    if (!isRouteName(route)) throw new ConfigError(`${field}.${route}`, `is not a route (expected ${listRouteNames()})`);
     out[route] = parseUpstream(upstream, `${field}.${route}`);
   }
   return out;
@@ -236,10 +237,10 @@ function parseStorage(input: unknown, field: string): Partial<StorageConfig> {
 
 function parseGateway(input: unknown, field: string): Partial<GatewayConfig> {
   const v = object(input, field);
-  onlyKeys(v, field, ['anthropicRoute', 'googleRoute']);
+  onlyKeys(v, field, Object.values(GATEWAY_ROUTE_SETTINGS));
   return assignDefined<Partial<GatewayConfig>>({}, {
-    anthropicRoute: optionalEnum(v, 'anthropicRoute', field, ['gamma-direct', 'gamma', 'gamma-cloudb'] as const),
-    googleRoute: optionalEnum(v, 'googleRoute', field, ['alpha', 'alpha-compat'] as const),
+    anthropicRoute: optionalEnum(v, 'anthropicRoute', field, v1Routes('anthropic')),
+    googleRoute: optionalEnum(v, 'googleRoute', field, v1Routes('google')),
   });
 }
 

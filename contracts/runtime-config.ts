@@ -4,7 +4,7 @@
 
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
 import type { AuditConfig } from './audit-config.ts';
-import type { Provider, RouteName } from './routes.ts';
+import type { Provider, RouteName, V1Route } from './routes.ts';
 
 export interface UpstreamConfig {
   /** Overrides the route's default base URL (regional or private endpoints; tests point it at fakes). */
@@ -61,10 +61,16 @@ export interface StorageConfig {
 
 export interface GatewayConfig {
   /** Which route serves provider `anthropic` models on /v1/chat/completions. */
-  anthropicRoute: 'gamma-direct' | 'gamma' | 'gamma-cloudb';
+  anthropicRoute: V1Route<'anthropic'>;
   /** Which route serves provider `google` models on /v1/chat/completions. */
-  googleRoute: 'alpha' | 'alpha-compat';
+  googleRoute: V1Route<'google'>;
 }
+
+/**
+ * The gateway setting that picks the /v1 route of a provider with more than one. A provider without a
+ * setting uses its one /v1 route from the table (defaultV1Route).
+ */
+export const GATEWAY_ROUTE_SETTINGS = { anthropic: 'anthropicRoute', google: 'googleRoute' } as const satisfies Partial<Record<Provider, keyof GatewayConfig>>;
 
 export interface ServerConfig {
   host: string;

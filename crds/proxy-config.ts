@@ -1,12 +1,12 @@
 // ProxyConfig (tollgate.dev/v1alpha1): the single source of truth for its CRD YAML and its TypeScript types
 // (`node crds/generate.ts` writes both; see docs/decisions/0600). The spec mirrors the runtime config of
-// sidecar/src/config/runtime-config.ts, except that credentials are references to Secrets, never values.
+// contracts/runtime-config.ts, except that credentials are references to Secrets, never values.
 //
 // Every string and list is bounded (maxLength, maxItems): the API server estimates the worst-case cost of
 // each CEL rule from those bounds and refuses the CRD when it is unbounded or too expensive.
 
 import { MAX_PRICE_PER_MILLION } from '../contracts/price-entry.ts';
-import { PROVIDERS, ROUTE_NAMES, ROUTES, type RouteName } from '../contracts/routes.ts';
+import { describeV1Routes, PROVIDERS, ROUTE_NAMES, ROUTES, v1Routes, type RouteName } from '../contracts/routes.ts';
 import type { CrdSource, SchemaNode } from './crd-schema.ts';
 import { auditSpec } from './proxy-config-audit.ts';
 
@@ -245,16 +245,8 @@ const gateway: SchemaNode = {
   tsType: 'GatewaySpec',
   description: 'Which route serves each provider on the OpenAI-compatible /v1/chat/completions endpoint.',
   properties: {
-    anthropicRoute: {
-      type: 'string',
-      description: 'gamma-direct (Anthropic API), gamma (Vertex AI) or gamma-cloudb (Bedrock).',
-      enum: ['gamma-direct', 'gamma', 'gamma-cloudb'],
-    },
-    googleRoute: {
-      type: 'string',
-      description: 'alpha (native generateContent, translated) or alpha-compat (Vertex AI chat completions).',
-      enum: ['alpha', 'alpha-compat'],
-    },
+    anthropicRoute: { type: 'string', description: `${describeV1Routes('anthropic')}.`, enum: v1Routes('anthropic') },
+    googleRoute: { type: 'string', description: `${describeV1Routes('google')}.`, enum: v1Routes('google') },
   },
 };
 

@@ -7,7 +7,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { DEFAULT_CACHE_SETTINGS } from '../pricing/default-cache.ts';
 import { DEFAULT_PRICES } from '../pricing/default-prices.ts';
 import { mergePriceEntries, PriceTable } from '../pricing/price-table.ts';
-import type { Provider, RouteName } from '../../../contracts/routes.ts';
+import { defaultV1Route, type Provider, type RouteName } from '../../../contracts/routes.ts';
 import type { RuntimeConfigPatch } from '../../../contracts/config-schema.ts';
 import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
 
@@ -23,7 +23,7 @@ export function defaultRuntimeConfig(): RuntimeConfig {
     credentials: {},
     breaker: { consecutiveFailures: 5, failureRatio: 0.5, minimumRequests: 20, windowMs: 30_000, openMs: 10_000 },
     storage: { kind: 'sqlite', path: 'tollgate.db', bufferSize: 10_000, batchSize: 200, flushIntervalMs: 200, maxSpans: 0 },
-    gateway: { anthropicRoute: 'gamma-direct', googleRoute: 'alpha' },
+    gateway: { anthropicRoute: defaultV1Route('anthropic')!, googleRoute: defaultV1Route('google')! },
   };
 }
 
