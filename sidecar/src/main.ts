@@ -11,7 +11,7 @@ import { loadConfigFile } from './config/config-file.ts';
 import type { RuntimeConfigPatch } from '../../contracts/config-schema.ts';
 import { ConfigStore } from './config/config-store.ts';
 import { hostnameOf, isLoopbackHostname } from '../../contracts/allowed-hosts.ts';
-import { startHealthListener } from './routes/health.ts';
+import { startHealthListener } from './http/health.ts';
 import { SpanStoreOpenError } from './spans/sqlite-span-schema.ts';
 
 const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS]

@@ -9,7 +9,7 @@ import type { CredentialProvider } from '../auth/credential-provider.ts';
 import { CredentialError } from '../auth/credential-provider.ts';
 import type { BreakerConfig, RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import { ProxyError } from '../errors.ts';
-import { upstreamBaseUrl } from '../providers/upstream-request.ts';
+import { upstreamBaseUrl } from '../routes/native-plan.ts';
 import { ROUTE_NAMES, ROUTES, type CredentialKind, type RouteName } from '../../../contracts/routes.ts';
 import { CircuitBreaker } from './breaker.ts';
 

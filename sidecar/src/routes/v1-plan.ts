@@ -6,7 +6,7 @@ import type { GatewayConfig, RuntimeConfig, UpstreamConfig } from '../../../cont
 import { ProxyError } from '../errors.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
-import { canonicalBedrockPath, VERTEX_ANTHROPIC_VERSION } from '../providers/upstream-request.ts';
+import { canonicalBedrockPath, VERTEX_ANTHROPIC_VERSION } from './native-plan.ts';
 import type { Provider, RouteName } from '../../../contracts/routes.ts';
 import { toAnthropicRequest } from '../translate/openai-anthropic.ts';
 import { toGeminiRequest } from '../translate/openai-gemini.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkPathSegments, planUpstreamRequest } from './upstream-request.ts';
+import { checkPathSegments, planUpstreamRequest } from './native-plan.ts';
 
 describe('checkPathSegments', () => {
   it.each(['/v1/../x', '/..', '/a/./b', '/v1/%2e%2e/x', '/v1/.%2E/x', '/v1/..%2F..%2Fadmin', '/v1/..\\x'])('refuses %s', (path) => {

@@ -12,7 +12,7 @@ import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall, finishRelayedCall } from '../metering/call-outcome.ts';
 import type { ConfigStore } from '../config/config-store.ts';
 import { isJsonContentType, notJsonMessage } from '../inbound/json-content-type.ts';
-import { planUpstreamRequest, routeParsesJsonBody, routeReadsBody } from '../providers/upstream-request.ts';
+import { planUpstreamRequest, routeParsesJsonBody, routeReadsBody } from '../routes/native-plan.ts';
 import { isRouteName, ROUTES, type RouteName } from '../../../contracts/routes.ts';
 import { formatTraceparent, startSpanContext, type TraceContext } from '../spans/trace-context.ts';
 import type { SpanStatus } from '../spans/span.ts';

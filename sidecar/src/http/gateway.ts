@@ -18,7 +18,7 @@ import { isRecord } from '../../../contracts/json-record.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
 import { relay, sendJson } from './gateway-relay.ts';
-import { findModel, planGatewayCall, routeFor, type GatewayPlan } from './gateway-target.ts';
+import { findModel, planGatewayCall, routeFor, type GatewayPlan } from '../routes/v1-plan.ts';
 import { upstreamRequestHeaders } from './proxy-headers.ts';
 import { callerLeft, hasBody, readBoundedBody } from './request-body.ts';
 

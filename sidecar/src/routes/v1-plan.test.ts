@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { defaultRuntimeConfig, ConfigStore } from '../config/config-store.ts';
 import { GatewayError } from '../translate/openai-error.ts';
-import { anthropicModelId, findModel, planGatewayCall } from './gateway-target.ts';
+import { anthropicModelId, findModel, planGatewayCall } from './v1-plan.ts';
 
 const prices = new ConfigStore().current().prices;
 const sonnet = prices.resolve('anthropic', 'claude-sonnet-4')!;

@@ -22,7 +22,7 @@ import { bedrockHeaderUsage } from '../usage/bedrock.ts';
 import { createUsageExtractor } from '../usage/extractor.ts';
 import { isRecord } from '../../../contracts/json-record.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
-import type { GatewayPlan } from './gateway-target.ts';
+import type { GatewayPlan } from '../routes/v1-plan.ts';
 import { downstreamResponseHeaders } from './proxy-headers.ts';
 import { randomId } from './gateway-ids.ts';
 
