@@ -103,7 +103,7 @@ export function buildEngine(opts: EngineOptions): Engine {
   const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
   runtimeHealth.register('audit', () => audit.health());
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
-  app.register(proxyRoutes, { store, client, meter, lifecycle });
+  app.register(proxyRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
   app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
 
   app.setNotFoundHandler((request, reply) => {

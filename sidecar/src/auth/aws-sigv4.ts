@@ -7,6 +7,7 @@ import type { SignatureV4 } from '@smithy/signature-v4';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { UpstreamConfig } from '../../../contracts/runtime-config.ts';
+import { ProxyError } from '../errors.ts';
 import { CredentialError } from './credential-error.ts';
 import type { CredentialProvider, OutgoingRequest } from './credential-provider.ts';
 import { summarizeError } from './error-summary.ts';
@@ -47,6 +48,8 @@ export function resolveAwsRegion(upstream: UpstreamConfig | undefined, env: Node
 /**
  * The path as AWS SDKs send it: every segment percent-encoded except unreserved characters, so a model id's
  * `:` travels as `%3A`. SigV4 then encodes the canonical URI once more (`%253A`) for every service but S3.
+ * The one encoder of an AWS path: the Bedrock route plans with it, the signer re-applies it (a no-op on a
+ * planned path). A segment that is not valid percent-encoding is the caller's error, refused.
  */
 export function encodeAwsPath(pathname: string): string {
   return pathname
@@ -59,7 +62,7 @@ function safeDecode(segment: string): string {
   try {
     return decodeURIComponent(segment);
   } catch {
-    return segment;
+    throw new ProxyError('invalid_request', `path segment ${JSON.stringify(segment)} is not valid percent-encoding`);
   }
 }
 

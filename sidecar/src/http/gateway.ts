@@ -14,11 +14,14 @@ import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall } from '../metering/call-outcome.ts';
 import { formatTraceparent, startSpanContext } from '../spans/trace-context.ts';
 import { GatewayError, proxyErrorBody } from '../translate/openai-error.ts';
-import { isRecord } from '../../../contracts/json-record.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
-import { relay, sendJson } from './gateway-relay.ts';
+import { relay } from './gateway-relay.ts';
+import { headerValue } from './header-value.ts';
+import { sendFailure, sendJson } from './json-answer.ts';
 import { findModel, planGatewayCall, routeFor, type GatewayPlan } from '../routes/v1-plan.ts';
+import { openAiRequestUser } from '../routes/request-user.ts';
+import { parseJsonObject } from '../formats/json-object.ts';
 import { upstreamRequestHeaders } from './proxy-headers.ts';
 import { callerLeft, hasBody, readBoundedBody } from './request-body.ts';
 
@@ -71,27 +74,15 @@ function modelNotFound(model: string): GatewayError {
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {
-  const value = request.headers[name];
-  return Array.isArray(value) ? value[0] : value;
+  return headerValue(request.headers, name);
 }
 
 function parseRequest(body: Buffer): Record<string, unknown> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body.toString('utf8'));
-  } catch (error) {
-    throw new GatewayError(400, `We could not parse the JSON body of your request: ${(error as Error).message}`, { code: 'invalid_json' });
-  }
-  if (!isRecord(parsed)) throw new GatewayError(400, 'the request body must be a JSON object', { code: 'invalid_json' });
-  return parsed;
-}
-
-function bodyUser(request: Record<string, unknown>): string | null {
-  for (const field of ['user', 'safety_identifier'] as const) {
-    const value = request[field];
-    if (typeof value === 'string' && value !== '') return value;
-  }
-  return null;
+  return parseJsonObject(body, (problem) =>
+    problem.kind === 'syntax'
+      ? new GatewayError(400, `We could not parse the JSON body of your request: ${problem.detail}`, { code: 'invalid_json' })
+      : new GatewayError(400, 'the request body must be a JSON object', { code: 'invalid_json' }),
+  );
 }
 
 async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply, opts: GatewayRoutesOptions): Promise<void> {
@@ -129,7 +120,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
     const start = {
       provider: found.provider,
       operation: 'chat',
-      userId: userHeader ?? bodyUser(chat),
+      userId: userHeader ?? openAiRequestUser(chat),
       requestId: request.id,
       trace,
     };
@@ -167,15 +158,10 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
       request.raw.resume();
       return;
     }
-    const proxyError = error instanceof ProxyError ? error : toProxyError(plan?.route ?? 'beta', error);
-    // The rest of a body that came too slowly is not waited for: this answer ends the connection.
-    if (proxyError.code === 'client_timeout') res.setHeader('connection', 'close');
+    const proxyError = error instanceof ProxyError ? error : toProxyError(plan?.route ?? 'v1', error);
     call ??= opts.meter.start({ route: 'v1', provider: 'unknown', model: requestedModel ?? 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace });
     finishFailedCall(call, snapshot.prices, proxyError, res);
-    if (!res.destroyed) {
-      if (res.headersSent) res.destroy(proxyError);
-      else sendJson(res, proxyError.statusCode, proxyErrorBody(proxyError), trace);
-    }
+    sendFailure(res, proxyError, proxyErrorBody(proxyError), trace);
   } finally {
     done();
   }

@@ -1,6 +1,6 @@
 // /proxy/<route>/*: the native routes. Each call is forwarded to its route's upstream with the route's
 // credential; the response streams back chunk by chunk while the usage extractor reads it, and the call
-// ends as one span. Bodies are read only where the route needs them (see routeReadsBody).
+// ends as one span. Bodies are read only where the route needs them (its module's `body`).
 
 import type { Logger } from 'pino';
 import type { ServerResponse } from 'node:http';
@@ -9,17 +9,19 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import { ProxyError } from '../errors.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
-import { finishFailedCall, finishRelayedCall } from '../metering/call-outcome.ts';
+import { finishFailedCall } from '../metering/call-outcome.ts';
 import type { ConfigStore } from '../config/config-store.ts';
 import { isJsonContentType, notJsonMessage } from '../inbound/json-content-type.ts';
-import { planUpstreamRequest, routeParsesJsonBody, routeReadsBody } from '../routes/native-plan.ts';
-import { isRouteName, ROUTES, type RouteName } from '../../../contracts/routes.ts';
+import { planUpstreamRequest } from '../routes/native-plan.ts';
+import { ROUTE_MODULES } from '../routes/route-modules.ts';
+import { relayStream, responseExtractor } from '../relay.ts';
+import { isRouteName, ROUTE_NAMES, type RouteName } from '../../../contracts/routes.ts';
 import { formatTraceparent, startSpanContext, type TraceContext } from '../spans/trace-context.ts';
-import type { SpanStatus } from '../spans/span.ts';
-import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.ts';
+import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
-import { createUsageExtractor } from '../usage/extractor.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './proxy-headers.ts';
+import { headerValue } from './header-value.ts';
+import { sendFailure, spanHeaders } from './json-answer.ts';
 import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
 
 export interface ProxyRoutesOptions {
@@ -27,6 +29,8 @@ export interface ProxyRoutesOptions {
   client: UpstreamClient;
   meter: CallMeter;
   lifecycle: Lifecycle;
+  /** Environment for defaults (GOOGLE_CLOUD_PROJECT, ANTHROPIC_VERTEX_PROJECT_ID); process.env when absent. */
+  env?: NodeJS.ProcessEnv;
 }
 
 const PREFIX = '/proxy/';
@@ -55,25 +59,12 @@ function splitUrl(url: string): { route: string; rest: string; query: string } {
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {
-  const value = request.headers[name];
-  return Array.isArray(value) ? value[0] : value;
+  return headerValue(request.headers, name);
 }
 
+/** The engine's own failure on /proxy, in its {"error": {"code", "message"}} shape. */
 export function sendProxyError(res: ServerResponse, error: ProxyError, trace: TraceContext): void {
-  if (res.headersSent) {
-    res.destroy(error);
-    return;
-  }
-  const body = JSON.stringify(error.toJSON());
-  // The rest of a body that came too slowly is not waited for: this answer ends the connection.
-  if (error.code === 'client_timeout') res.setHeader('connection', 'close');
-  res.writeHead(error.statusCode, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    'x-proxy-span-id': trace.spanId,
-    'x-proxy-trace-id': trace.traceId,
-  });
-  res.end(body);
+  sendFailure(res, error, error.toJSON(), trace);
 }
 
 async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opts: ProxyRoutesOptions): Promise<void> {
@@ -85,7 +76,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
   const trace = startSpanContext(header(request, 'traceparent'), header(request, 'tracestate'));
   const { route: routeName, rest, query } = splitUrl(request.raw.url ?? '/');
   if (!isRouteName(routeName)) {
-    const known = Object.keys(ROUTES).join(', ');
+    const known = ROUTE_NAMES.join(', ');
     sendProxyError(res, new ProxyError('unknown_route', `unknown route ${JSON.stringify(routeName)}: use /proxy/<route>/... with one of ${known}`), trace);
     request.raw.resume();
     return;
@@ -97,7 +88,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     return;
   }
   const route: RouteName = routeName;
-  const spec = ROUTES[route];
+  const module = ROUTE_MODULES[route];
   // One config snapshot for the whole call: a config push mid-call changes nothing for this call.
   const snapshot = opts.store.current();
   const config = snapshot.config;
@@ -121,10 +112,10 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     let body: Buffer | null = null;
     let bodyStream: Readable | null = null;
     const withBody = hasBody(request.raw);
-    if (withBody && routeParsesJsonBody(route) && !isJsonContentType(header(request, 'content-type'))) {
+    if (withBody && module.body === 'json' && !isJsonContentType(header(request, 'content-type'))) {
       throw new ProxyError('unsupported_media_type', notJsonMessage(header(request, 'content-type')));
     }
-    if (withBody && routeReadsBody(route)) {
+    if (withBody && module.body !== 'stream') {
       body = await readBoundedBody(request.raw, limit, config.server.requestTimeoutMs);
     } else if (withBody) {
       checkDeclaredLength(request.raw, limit);
@@ -144,10 +135,10 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
       });
       bodyStream = request.raw.pipe(bodyLimit);
     }
-    const plan = planUpstreamRequest(route, request.method, rest, query, body, config.upstreams[route]);
+    const plan = planUpstreamRequest(route, { method: request.method, rest, query, body, upstream: config.upstreams[route], env: opts.env ?? process.env });
     call = opts.meter.start({
       route,
-      provider: spec.provider,
+      provider: module.provider,
       model: plan.model,
       operation: plan.operation,
       userId: userHeader ?? plan.bodyUserId,
@@ -168,81 +159,19 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
       body: plan.body ?? bodyStream,
       signal: abort.signal,
     });
-    await relayResponse(res, upstream, call, snapshot.prices, spec.format, plan.stripInjectedUsage, trace, request.log as unknown as Logger);
+    const headersOut = downstreamResponseHeaders(upstream.headers, plan.stripInjectedUsage);
+    Object.assign(headersOut, spanHeaders(trace));
+    const extractor = responseExtractor(module.spec.format, upstream, plan.stripInjectedUsage, request.log as unknown as Logger);
+    await relayStream({ res, upstream, call, prices: snapshot.prices, extractor, headers: headersOut });
   } catch (error) {
     const proxyError = callerError ?? (error instanceof ProxyError ? error : toProxyError(route, error));
     // Refused before the call was planned (body over the limit, bad JSON, a path that leaves the base):
     // still one span, so every answer's X-Proxy-Span-Id can be looked up.
-    call ??= opts.meter.start({ route, provider: spec.provider, model: 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace });
+    call ??= opts.meter.start({ route, provider: module.provider, model: 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace });
     finishFailedCall(call, snapshot.prices, proxyError, res);
-    if (!res.destroyed) sendProxyError(res, proxyError, trace);
+    sendProxyError(res, proxyError, trace);
   } finally {
     limiter?.stopDeadline();
     done();
   }
-}
-
-function relayResponse(
-  res: ServerResponse,
-  upstream: UpstreamResponse,
-  call: MeteredCall,
-  prices: Parameters<MeteredCall['finish']>[0]['prices'],
-  format: (typeof ROUTES)[RouteName]['format'],
-  stripInjectedUsage: boolean,
-  trace: TraceContext,
-  logger: Logger,
-): Promise<void> {
-  const contentType = upstream.headers['content-type'];
-  const extractor = createUsageExtractor({
-    format,
-    contentType: Array.isArray(contentType) ? contentType[0] : contentType,
-    headers: upstream.headers,
-    stripInjectedUsage,
-    statusCode: upstream.statusCode,
-    logger,
-  });
-  const headers = downstreamResponseHeaders(upstream.headers, stripInjectedUsage);
-  headers['x-proxy-span-id'] = trace.spanId;
-  headers['x-proxy-trace-id'] = trace.traceId;
-  res.writeHead(upstream.statusCode, headers);
-  const statusCode = upstream.statusCode;
-  const body = upstream.body;
-
-  return new Promise<void>((resolve) => {
-    let ended = false;
-    const finish = (status: SpanStatus, streamError?: string) => {
-      if (ended) return;
-      ended = true;
-      finishRelayedCall({ call, upstream, extractor, prices, status, streamError });
-      resolve();
-    };
-    body.on('data', (chunk: Buffer) => {
-      const out = extractor.write(chunk);
-      if (out.length > 0 && !res.write(out)) {
-        body.pause();
-        res.once('drain', () => body.resume());
-      }
-    });
-    body.once('end', () => {
-      const held = extractor.flush();
-      if (held.length > 0) res.end(held);
-      else res.end();
-      finish(statusCode >= 400 ? 'upstream_error' : 'ok');
-    });
-    body.once('error', (error: Error) => {
-      if (res.destroyed && !res.writableFinished) {
-        finish('client_aborted', 'client went away');
-        return;
-      }
-      // Headers are already sent: the only honest signal left is to cut the connection.
-      res.destroy(error);
-      finish('error', error.message);
-    });
-    res.once('close', () => {
-      if (!res.writableFinished && !ended) {
-        body.destroy();
-        finish('client_aborted', 'client went away');
-      }
-    });
-  });
 }

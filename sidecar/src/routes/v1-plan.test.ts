@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { defaultRuntimeConfig, ConfigStore } from '../config/config-store.ts';
 import { GatewayError } from '../translate/openai-error.ts';
-import { anthropicModelId, findModel, planGatewayCall } from './v1-plan.ts';
+import type { PriceEntry } from '../../../contracts/price-entry.ts';
+import { ROUTE_MODULES } from './route-modules.ts';
+import { findModel, planGatewayCall } from './v1-plan.ts';
+
+const anthropicModelId = (route: 'gamma-direct' | 'gamma' | 'gamma-cloudb', requested: string, entry: PriceEntry) => ROUTE_MODULES[route].v1!.modelId(requested, entry);
 
 const prices = new ConfigStore().current().prices;
 const sonnet = prices.resolve('anthropic', 'claude-sonnet-4')!;

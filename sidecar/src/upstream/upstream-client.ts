@@ -9,7 +9,7 @@ import type { CredentialProvider } from '../auth/credential-provider.ts';
 import { CredentialError } from '../auth/credential-provider.ts';
 import type { BreakerConfig, RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import { ProxyError } from '../errors.ts';
-import { upstreamBaseUrl } from '../routes/native-plan.ts';
+import { upstreamBaseUrl } from '../routes/upstream-base-url.ts';
 import { ROUTE_NAMES, ROUTES, type CredentialKind, type RouteName } from '../../../contracts/routes.ts';
 import { CircuitBreaker } from './breaker.ts';
 
@@ -190,7 +190,8 @@ function staysUnderBase(url: URL, prefix: string, path: string): void {
   }
 }
 
-export function toProxyError(route: RouteName, error: unknown): ProxyError {
+/** `route` names the upstream in the message: a route name, or `v1` before the gateway picked one. */
+export function toProxyError(route: string, error: unknown): ProxyError {
   if (error instanceof ProxyError) return error;
   const message = error instanceof Error ? error.message : String(error);
   if (error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError || error instanceof undiciErrors.ConnectTimeoutError) {
