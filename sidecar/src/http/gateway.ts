@@ -73,10 +73,6 @@ function modelNotFound(model: string): GatewayError {
   });
 }
 
-function header(request: FastifyRequest, name: string): string | undefined {
-  return headerValue(request.headers, name);
-}
-
 function parseRequest(body: Buffer): Record<string, unknown> {
   return parseJsonObject(body, (problem) =>
     problem.kind === 'syntax'
@@ -89,7 +85,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
   reply.hijack();
   const res = reply.raw;
   res.setHeader('x-proxy-request-id', request.id); // as on /proxy: the id in the proxy's log line and span
-  const trace = startSpanContext(header(request, 'traceparent'), header(request, 'tracestate'));
+  const trace = startSpanContext(headerValue(request.headers, 'traceparent'), headerValue(request.headers, 'tracestate'));
   if (opts.lifecycle.draining) {
     res.setHeader('connection', 'close');
     sendJson(res, 503, proxyErrorBody(new ProxyError('shutting_down', 'the proxy is shutting down; retry on another instance')), trace);
@@ -99,15 +95,15 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
   // One config snapshot for the whole call: a config push mid-call changes nothing for this call.
   const snapshot = opts.store.current();
   const config = snapshot.config;
-  const userHeader = header(request, 'x-tollgate-user') ?? null;
-  const projectHeader = header(request, 'x-tollgate-project') ?? null;
+  const userHeader = headerValue(request.headers, 'x-tollgate-user') ?? null;
+  const projectHeader = headerValue(request.headers, 'x-tollgate-project') ?? null;
   let call: MeteredCall | null = null;
   let plan: GatewayPlan | null = null;
   let requestedModel: string | null = null;
   const done = opts.lifecycle.track();
   try {
     if (!hasBody(request.raw)) throw new GatewayError(400, 'the request needs a JSON body', { code: 'invalid_json' });
-    const contentType = header(request, 'content-type');
+    const contentType = headerValue(request.headers, 'content-type');
     if (!isJsonContentType(contentType)) throw new GatewayError(415, notJsonMessage(contentType), { code: 'unsupported_media_type' });
     const chat = parseRequest(await readBoundedBody(request.raw, config.server.bodyLimitBytes, config.server.requestTimeoutMs));
     const requested = chat.model;

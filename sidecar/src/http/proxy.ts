@@ -58,10 +58,6 @@ function splitUrl(url: string): { route: string; rest: string; query: string } {
   };
 }
 
-function header(request: FastifyRequest, name: string): string | undefined {
-  return headerValue(request.headers, name);
-}
-
 /** The engine's own failure on /proxy, in its {"error": {"code", "message"}} shape. */
 export function sendProxyError(res: ServerResponse, error: ProxyError, trace: TraceContext): void {
   sendFailure(res, error, error.toJSON(), trace);
@@ -73,7 +69,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
   // The id of this call in the proxy's log line and span (the caller's x-request-id, else a generated one).
   // Its own header, because providers answer with an x-request-id of their own that callers quote to them.
   res.setHeader('x-proxy-request-id', request.id);
-  const trace = startSpanContext(header(request, 'traceparent'), header(request, 'tracestate'));
+  const trace = startSpanContext(headerValue(request.headers, 'traceparent'), headerValue(request.headers, 'tracestate'));
   const { route: routeName, rest, query } = splitUrl(request.raw.url ?? '/');
   if (!isRouteName(routeName)) {
     const known = ROUTE_NAMES.join(', ');
@@ -92,8 +88,8 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
   // One config snapshot for the whole call: a config push mid-call changes nothing for this call.
   const snapshot = opts.store.current();
   const config = snapshot.config;
-  const userHeader = header(request, 'x-tollgate-user') ?? null;
-  const projectHeader = header(request, 'x-tollgate-project') ?? null;
+  const userHeader = headerValue(request.headers, 'x-tollgate-user') ?? null;
+  const projectHeader = headerValue(request.headers, 'x-tollgate-project') ?? null;
   let call: MeteredCall | null = null;
   // Aborts the upstream request when the caller goes away or its streamed body passes the limit or the deadline.
   const abort = new AbortController();
@@ -112,8 +108,8 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     let body: Buffer | null = null;
     let bodyStream: Readable | null = null;
     const withBody = hasBody(request.raw);
-    if (withBody && module.body === 'json' && !isJsonContentType(header(request, 'content-type'))) {
-      throw new ProxyError('unsupported_media_type', notJsonMessage(header(request, 'content-type')));
+    if (withBody && module.body === 'json' && !isJsonContentType(headerValue(request.headers, 'content-type'))) {
+      throw new ProxyError('unsupported_media_type', notJsonMessage(headerValue(request.headers, 'content-type')));
     }
     if (withBody && module.body !== 'stream') {
       body = await readBoundedBody(request.raw, limit, config.server.requestTimeoutMs);
