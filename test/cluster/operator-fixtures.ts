@@ -16,7 +16,7 @@ import { asChartServiceAccount } from './chart-rbac.ts';
 import { crdEstablished } from './crd-established.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-export const CLI = join(ROOT, 'sidecar/src/cli.ts');
+export const CLI = join(ROOT, 'cmd/tollgate.ts');
 export const OPERATOR_NAMESPACE = 'tollgate-system';
 
 /** The tests' one polling helper (test/support/wait-for.ts), under the name these cluster tests have always used. */
@@ -49,7 +49,7 @@ export interface OperatorProcess extends ManagedProcess {
   kill(): void;
 }
 
-/** `node sidecar/src/cli.ts operator ...` as a child that never outlives the test. */
+/** `node cmd/tollgate.ts operator ...` as a child that never outlives the test. */
 export function startOperatorProcess(opts: {
   kubeconfig: string;
   identity: string;

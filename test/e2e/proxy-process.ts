@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { waitFor } from '../support/wait-for.ts';
 
-const CLI = resolve(import.meta.dirname, '../../sidecar/src/cli.ts');
+const CLI = resolve(import.meta.dirname, '../../cmd/tollgate.ts');
 
 export interface ProxyProcess {
   url: string;

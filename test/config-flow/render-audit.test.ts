@@ -4,8 +4,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { referencedSecrets, render, resolveCredentials } from './render.ts';
-import { AUDIT_CONDITION, auditVerdict } from './controller/audit-condition.ts';
+import { referencedSecrets, render, resolveCredentials } from '../../operator/src/render.ts';
+import { AUDIT_CONDITION, auditVerdict } from '../../operator/src/controller/audit-condition.ts';
 
 const spec = {
   audit: {
