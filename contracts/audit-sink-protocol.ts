@@ -65,6 +65,6 @@ export function auditSinkServiceDefinition(): grpc.ServiceDefinition {
       responseSerialize: response.serialize,
       responseDeserialize: response.deserialize,
     },
-  } as grpc.ServiceDefinition;
+  };
   return definition;
 }

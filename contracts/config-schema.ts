@@ -78,7 +78,7 @@ function optionalNumber(
     const lower = range.minExclusive ? `greater than ${range.min}` : `at least ${range.min}`;
     throw new ConfigError(`${field}.${key}`, `must be ${what} ${lower} and at most ${range.max} (got ${JSON.stringify(v)})`);
   }
-  return v as number;
+  return v;
 }
 
 function optionalEnum<T extends string>(value: Obj, key: string, field: string, allowed: readonly T[]): T | undefined {

@@ -6,7 +6,7 @@ import 'reflect-metadata'; // @peculiar/x509 resolves its ASN.1 classes through 
 import { createPrivateKey, webcrypto, X509Certificate } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[1]);
+x509.cryptoProvider.set(webcrypto);
 
 type CryptoKey = webcrypto.CryptoKey;
 

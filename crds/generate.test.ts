@@ -123,6 +123,6 @@ describe('ProxyConfig schema', () => {
 
 // Compile-time: the CRD's entries must be usable as the sidecar's runtime types without conversion.
 const priceEntry: PriceEntry = {} as PriceModelSpec;
-const upstreams: Partial<Record<keyof UpstreamsSpec, UpstreamConfig>> = {} as UpstreamsSpec;
+const upstreams: Partial<Record<keyof UpstreamsSpec, UpstreamConfig>> = {};
 void priceEntry;
 void upstreams;

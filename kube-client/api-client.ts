@@ -91,7 +91,7 @@ export class KubeApi {
       const text = await response.text().catch(() => '');
       let status: { reason?: string; message?: string } = {};
       try {
-        status = JSON.parse(text);
+        status = JSON.parse(text) as typeof status;
       } catch {
         // not a Status object
       }

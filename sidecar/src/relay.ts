@@ -6,7 +6,7 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { WireFormat } from '../../contracts/routes.ts';
-import { headerValue } from './http/header-value.ts';
+import { headerValue } from '../../contracts/header-value.ts';
 import type { MeteredCall } from './metering/call-meter.ts';
 import { finishRelayedCall } from './metering/call-outcome.ts';
 import type { PriceTable } from './pricing/price-table.ts';

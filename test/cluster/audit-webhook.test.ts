@@ -57,7 +57,7 @@ describe('webhook: Tetragon access for sidecars whose ProxyConfig enables audit'
 
     const port = await freePort();
     await cp.kubeConfig.makeApiClient(AdmissionregistrationV1Api).createMutatingWebhookConfiguration({
-      body: webhookConfiguration({ name: CONFIG_NAME, url: `https://127.0.0.1:${port}/mutate`, ownNamespace: OWN_NAMESPACE }) as never,
+      body: webhookConfiguration({ name: CONFIG_NAME, url: `https://127.0.0.1:${port}/mutate`, ownNamespace: OWN_NAMESPACE }),
     });
     const operatorCa = await operatorCaFile();
     webhook = await startLocalWebhook(

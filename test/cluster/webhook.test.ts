@@ -88,7 +88,7 @@ beforeAll(async () => {
   webhookKc = await asChartServiceAccount(cp, 'webhook', { namespace: OWN_NAMESPACE });
   // Registered before the webhook runs and without a caBundle: the webhook must publish its own CA.
   await admissionApi().createMutatingWebhookConfiguration({
-    body: webhookConfiguration({ name: CONFIG_NAME, url: `https://127.0.0.1:${port}/mutate`, ownNamespace: OWN_NAMESPACE }) as never,
+    body: webhookConfiguration({ name: CONFIG_NAME, url: `https://127.0.0.1:${port}/mutate`, ownNamespace: OWN_NAMESPACE }),
   });
   await start();
 });

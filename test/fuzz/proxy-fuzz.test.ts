@@ -37,7 +37,7 @@ beforeAll(async () => {
   // Answers every request with the next prepared answer, written piece by piece across event-loop turns.
   upstream = createServer((req, res) => {
     req.resume();
-    req.once('end', async () => {
+    const respond = async () => {
       const next = answer ?? { contentType: 'application/json', body: Buffer.from('{}'), pieces: [Buffer.from('{}')] };
       res.writeHead(200, next.contentType === null ? {} : { 'content-type': next.contentType });
       for (const piece of next.pieces) {
@@ -45,6 +45,9 @@ beforeAll(async () => {
         if (piece.length < 16) await new Promise((resolve) => setImmediate(resolve));
       }
       res.end();
+    };
+    req.once('end', () => {
+      respond().catch((error: unknown) => res.destroy(error instanceof Error ? error : new Error(String(error))));
     });
   });
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));

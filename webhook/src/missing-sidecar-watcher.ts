@@ -58,7 +58,7 @@ export function slimPod(pod: WatchedPod): WatchedPod {
       ...(spec?.hostNetwork ? { hostNetwork: true } : {}),
     },
     ...(status?.phase ? { status: { phase: status.phase } } : {}),
-  } as WatchedPod;
+  };
 }
 
 export function missingSidecarWatcher(opts: MissingSidecarWatcherOptions): MissingSidecarWatcher {

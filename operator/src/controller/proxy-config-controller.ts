@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { PROXY_CONFIG, type ProxyConfig, type ProxyConfigStatus } from '../../../crds/index.ts';
 import { ConfigError } from '../../../contracts/config-error.ts';
 import { type KubeApi, isStatus, splitKey } from '../../../kube-client/api-client.ts';
-import { type Condition, findCondition, setCondition } from '../kube/conditions.ts';
+import { findCondition, setCondition } from '../kube/conditions.ts';
 import { AUDIT_CONDITION, auditVerdict } from './audit-condition.ts';
 import type { EventRecorder, ObjectReference } from '../../../kube-client/event-recorder.ts';
 import type { Informer } from '../../../kube-client/informer.ts';
@@ -76,9 +76,9 @@ export async function reconcileProxyConfig(key: string, deps: ControllerDeps): P
     verdict = { ready: false, reason: 'InvalidConfig', message: `spec.${error.message}` };
   }
 
-  const before = findCondition(pc.status?.conditions as Condition[] | undefined, 'Ready');
+  const before = findCondition(pc.status?.conditions, 'Ready');
   const conditions = setCondition(
-    pc.status?.conditions as Condition[] | undefined,
+    pc.status?.conditions,
     {
       type: 'Ready',
       status: verdict.ready ? 'True' : 'False',

@@ -130,7 +130,7 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
     call.on('close', resolve);
     call.on('error', () => resolve());
   });
-  closed.then(() => {
+  void closed.then(() => {
     if (registered) registry.disconnect(id);
     if (!call.writableEnded) call.end();
   });

@@ -120,7 +120,7 @@ export function createAwsSigV4Provider(options: AwsSigV4Options): CredentialProv
   const source: CredentialSource =
     options.credentials ??
     (async (opts) => {
-      chain ??= import('@aws-sdk/credential-provider-node').then((sdk) => sdk.defaultProvider() as CredentialSource);
+      chain ??= import('@aws-sdk/credential-provider-node').then((sdk) => sdk.defaultProvider());
       return (await chain)(opts);
     });
   let signerClass: Promise<typeof SignatureV4> | null = null;

@@ -122,5 +122,5 @@ function parseCredentialsJson(content: string, path: string): GoogleAuthOptions[
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new Error(`Google credentials file ${path} is not a JSON object; it must hold a service account key or an external_account config`);
   }
-  return parsed as GoogleAuthOptions['credentials'];
+  return parsed;
 }

@@ -156,7 +156,7 @@ export function startPushClient(opts: PushClientOptions): PushClient {
         }
         stream = undefined;
         client?.close();
-        chain.then(() => resolve(delivered));
+        void chain.then(() => resolve(delivered));
       });
       let lastReport = '';
       const reportTimer = opts.auditReport

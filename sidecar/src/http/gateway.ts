@@ -17,7 +17,7 @@ import { GatewayError, proxyErrorBody } from '../translate/openai-error.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
 import { relay } from './gateway-relay.ts';
-import { headerValue } from './header-value.ts';
+import { headerValue } from '../../../contracts/header-value.ts';
 import { sendFailure, sendJson } from './json-answer.ts';
 import { findModel, planGatewayCall, routeFor, type GatewayPlan } from '../routes/v1-plan.ts';
 import { openAiRequestUser } from '../routes/request-user.ts';

@@ -20,7 +20,7 @@ import { formatTraceparent, startSpanContext, type TraceContext } from '../spans
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './proxy-headers.ts';
-import { headerValue } from './header-value.ts';
+import { headerValue } from '../../../contracts/header-value.ts';
 import { sendFailure, spanHeaders } from './json-answer.ts';
 import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
 

@@ -11,7 +11,7 @@ import { ProxyError } from '../errors.ts';
 import { proxyErrorBody } from '../translate/openai-error.ts';
 import { HostAllowList } from '../../../contracts/allowed-hosts.ts';
 import { OriginPolicy } from '../../../contracts/origin-policy.ts';
-import { headerValue } from '../http/header-value.ts';
+import { headerValue } from '../../../contracts/header-value.ts';
 
 export interface InboundPolicy {
   hosts: HostAllowList;

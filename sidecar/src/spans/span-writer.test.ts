@@ -37,7 +37,7 @@ function batchRecordingStore(): SpanStore & { batches: number[] } {
     batches,
     insertBatch(spans) {
       batches.push(spans.length);
-      inner.insertBatch(spans);
+      return inner.insertBatch(spans);
     },
     recent: (limit) => inner.recent(limit),
     count: () => inner.count(),

@@ -73,7 +73,7 @@ export class SpanWriter {
     this.#now = now;
     this.#capacity = opts.bufferSize;
     this.#batchSize = Math.min(opts.batchSize, opts.bufferSize);
-    this.#ring = new Array(this.#capacity);
+    this.#ring = new Array<Span | undefined>(this.#capacity);
     this.#timer = setInterval(() => {
       this.#reportDrops(false);
       this.#writeSome();

@@ -103,7 +103,7 @@ function workerWriter(path: string, maxSpans: number): BatchWriter {
       // An idle worker must not keep the process alive; a busy one must, or a flush at exit would be lost.
       if (pending.size === 0) w.unref();
     });
-    w.on('error', (err) => {
+    w.on('error', (err: Error) => {
       if (worker === w) worker = null;
       failAll(new Error(`span writer worker failed: ${err.message}`, { cause: err }));
     });

@@ -4,7 +4,7 @@
 
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
+import { Agent, errors as undiciErrors } from 'undici';
 import type { CredentialProvider } from '../auth/credential-provider.ts';
 import { CredentialError } from '../auth/credential-provider.ts';
 import type { BreakerConfig, RuntimeConfig } from '../../../contracts/runtime-config.ts';
@@ -129,7 +129,7 @@ export class UpstreamClient {
       const response = await this.#agent.request({
         origin: base.origin,
         path: outgoing.url.pathname + outgoing.url.search,
-        method: req.method as Dispatcher.HttpMethod,
+        method: req.method,
         headers: req.headers,
         body: req.body,
         signal: req.signal,

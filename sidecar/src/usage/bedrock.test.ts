@@ -105,7 +105,7 @@ describe('Bedrock usage', () => {
 
   it('uses invocationMetrics when the events carry no usage', () => {
     const bare = EVENTS.map((e) => {
-      if (e.type === 'message_start') return { ...e, message: { ...(e as typeof EVENTS[0]).message!, usage: undefined } };
+      if (e.type === 'message_start') return { ...e, message: { ...(e).message!, usage: undefined } };
       if (e.type === 'message_delta') return { ...e, usage: undefined };
       return e;
     });

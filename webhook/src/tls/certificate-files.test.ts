@@ -78,7 +78,7 @@ describe('certificate files (cert-manager mode)', () => {
       },
     });
     await app.listen({ host: '127.0.0.1', port: 0 });
-    cleanup.push(() => app!.close());
+    cleanup.push(() => app.close());
     await files.start();
     cleanup.push(() => files.stop());
     const port = (app.server.address() as { port: number }).port;
