@@ -3,6 +3,7 @@
 // name. A later config layer replaces the whole section (a list of sinks does not merge field by field).
 
 import { ConfigError } from './config-error.ts';
+import { definedFields } from './json-record.ts';
 
 export interface AuditAllowFilter {
   /** Pod namespaces (exact). */
@@ -138,9 +139,7 @@ function checkRegex(pattern: string, field: string): void {
   }
 }
 
-function defined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
-}
+const defined = definedFields;
 
 function parseSource(input: unknown, field: string): AuditSourceConfig {
   const v = object(input, field);
@@ -184,7 +183,7 @@ function parseSink(input: unknown, field: string): AuditSinkConfig {
       keys(r, `${field}.rotate`, ['maxBytes', 'keep']);
       rotate = defined({ maxBytes: int(r, 'maxBytes', `${field}.rotate`, 1024, 2 ** 40), keep: int(r, 'keep', `${field}.rotate`, 0, 100) });
     }
-    return defined({ ...base, kind, path: str(v, 'path', field, { required: true })!, rotate });
+    return defined({ ...base, kind: 'jsonl' as const, path: str(v, 'path', field, { required: true })!, rotate });
   }
   if (kind === 'grpc') {
     keys(v, field, [...common, 'address', 'tls', 'bearerTokenFile']);
@@ -196,7 +195,7 @@ function parseSink(input: unknown, field: string): AuditSinkConfig {
     }
     return defined({
       ...base,
-      kind,
+      kind: 'grpc' as const,
       address: str(v, 'address', field, { required: true, pattern: HOST_PORT, hint: 'must be host:port' })!,
       tls,
       bearerTokenFile: str(v, 'bearerTokenFile', field),

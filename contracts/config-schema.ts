@@ -90,7 +90,8 @@ function optionalEnum<T extends string>(value: Obj, key: string, field: string, 
   return v as T;
 }
 
-function assignDefined<T extends object>(target: T, values: Partial<T>): T {
+/** Copies the values that are set: a field a source leaves out stays unset, not `undefined`. */
+function assignDefined<T extends object>(target: T, values: { [K in keyof T]?: T[K] | undefined }): T {
   for (const [k, v] of Object.entries(values)) if (v !== undefined) (target as Obj)[k] = v;
   return target;
 }

@@ -84,7 +84,7 @@ describe('test control plane', () => {
         spec: {
           audiences: ['tollgate'],
           expirationSeconds: 600,
-          boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: 'app', uid: pod.metadata?.uid },
+          boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: 'app', uid: pod.metadata!.uid! },
         },
       },
     });

@@ -84,7 +84,7 @@ export function mixedEvents(pods: { namespace: string; pod: string }[], count: n
   for (let i = 0; i < count; i++) {
     const pod = pods[i % pods.length]!;
     const n = ++counter;
-    out.push(fakeEvent({ ...pod, type: types[Math.floor(n / pods.length) % types.length], n, ...opts }));
+    out.push(fakeEvent({ ...pod, type: types[Math.floor(n / pods.length) % types.length]!, n, ...opts }));
   }
   return out;
 }

@@ -40,7 +40,7 @@ export interface RegistryListener {
   /** A debounced push of `version` went out to `sidecars` sidecars bound to `source`. */
   pushed(source: string, version: string, sidecars: number): void;
   /** A sidecar refused a snapshot (once per sidecar and version). */
-  rejected(source: string, pod: { namespace: string; name: string; uid?: string }, version: string, reason: string): void;
+  rejected(source: string, pod: { namespace: string; name: string; uid?: string | undefined }, version: string, reason: string): void;
 }
 
 interface ConnectionState {
@@ -48,7 +48,7 @@ interface ConnectionState {
   source: string;
   sentVersion?: string;
   ackedVersion?: string;
-  rejectedVersion?: string;
+  rejectedVersion?: string | undefined;
   audit?: AuditReport;
   /** What of the audit report the ProxyConfig's status shows; a change re-reconciles it. */
   auditSummary?: string;

@@ -15,8 +15,8 @@ export interface Snapshot {
 
 export interface SecretRevision {
   name: string;
-  uid?: string;
-  resourceVersion?: string;
+  uid?: string | undefined;
+  resourceVersion?: string | undefined;
 }
 
 export function buildSnapshot(

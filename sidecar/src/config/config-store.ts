@@ -132,7 +132,7 @@ function mergePatches(a: RuntimeConfigPatch, b: RuntimeConfigPatch): RuntimeConf
     if (key === 'pricing') {
       out.pricing = { models: mergePriceEntries(out.pricing?.models ?? [], (value as { models: [] }).models) };
     } else if (key === 'audit') {
-      out.audit = structuredClone(value as RuntimeConfigPatch['audit']);
+      out.audit = structuredClone(value as NonNullable<RuntimeConfigPatch['audit']>);
     } else if (key === 'upstreams' || key === 'cache') {
       const merged: Record<string, object> = { ...(out[key] as Record<string, object> | undefined) };
       for (const [k, v] of Object.entries(value as Record<string, object>)) merged[k] = { ...merged[k], ...v };

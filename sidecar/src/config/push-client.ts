@@ -43,7 +43,7 @@ export interface PushClientStatus {
   source?: string;
   /** The running snapshot was loaded from disk and not yet confirmed by the operator. */
   fromCache: boolean;
-  lastError?: string;
+  lastError?: string | undefined;
   lastRejected?: { version: string; reason: string };
   connects: number;
 }

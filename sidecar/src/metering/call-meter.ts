@@ -43,7 +43,7 @@ export interface MeteringStats {
 export interface ShutdownState {
   readonly cutting: boolean;
   /** How long shutdown waited before it cut, for the span's error. */
-  readonly drainTimeoutMs?: number;
+  readonly drainTimeoutMs?: number | undefined;
 }
 
 export class CallMeter {

@@ -13,7 +13,7 @@ export interface CertificateState {
   trustedCas: string[];
   serving?: KeyPairPem;
   /** When the webhook configuration's caBundle was first seen to hold the signing CA (ms since epoch). */
-  bundlePublishedAt?: number;
+  bundlePublishedAt?: number | undefined;
 }
 
 export interface RenewalPolicy {
