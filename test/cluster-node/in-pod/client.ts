@@ -1,0 +1,59 @@
+// Calls the sidecar from inside the app container, the way an application would: through the SDK base URL the
+// webhook injected (OPENAI_BASE_URL, tollgate.dev/inject-env) and the sidecar's local API. Prints one JSON
+// line for the test to read.
+//
+//   client.ts call [MODEL]                  one chat completion; prints status, X-Proxy-* headers, body
+//   client.ts traces [LIMIT]                the sidecar's latest spans (GET /_local/api/traces)
+//   client.ts load REQUESTS CONCURRENCY     a short load; prints counts by status and the elapsed time
+
+const baseUrl = process.env.OPENAI_BASE_URL;
+if (!baseUrl) {
+  console.error('client: OPENAI_BASE_URL is not set; was tollgate.dev/inject-env honoured?');
+  process.exit(2);
+}
+const sidecar = new URL(baseUrl).origin;
+
+async function chat(model: string, user: string): Promise<Response> {
+  return fetch(`${baseUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-tollgate-user': user },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello from a real node' }] }),
+    signal: AbortSignal.timeout(30_000),
+  });
+}
+
+const [command = 'call', ...args] = process.argv.slice(2);
+if (command === 'call') {
+  const res = await chat(args[0] ?? 'gpt-4o-mini', 'node-test');
+  const headers = Object.fromEntries([...res.headers].filter(([k]) => k.startsWith('x-proxy-')));
+  console.log(JSON.stringify({ status: res.status, headers, body: await res.text() }));
+} else if (command === 'traces') {
+  const res = await fetch(`${sidecar}/_local/api/traces?limit=${Number(args[0] ?? 20)}`, { signal: AbortSignal.timeout(10_000) });
+  console.log(JSON.stringify({ status: res.status, body: await res.json() }));
+} else if (command === 'load') {
+  const total = Number(args[0] ?? 200);
+  const concurrency = Number(args[1] ?? 8);
+  const statuses: Record<string, number> = {};
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) {
+        next++;
+        let key: string;
+        try {
+          const res = await chat('gpt-4o-mini', `load-${next % 16}`);
+          await res.arrayBuffer();
+          key = String(res.status);
+        } catch (err) {
+          key = err instanceof Error ? err.name : 'error';
+        }
+        statuses[key] = (statuses[key] ?? 0) + 1;
+      }
+    }),
+  );
+  console.log(JSON.stringify({ total, concurrency, statuses, elapsedMs: Math.round(performance.now() - started) }));
+} else {
+  console.error(`client: unknown command ${command} (call, traces, load)`);
+  process.exit(2);
+}
