@@ -98,3 +98,26 @@ export function readHostBefore(file: string): HostBefore | undefined {
     return undefined;
   }
 }
+
+/** What a node could leave behind on the machine, for a before/after comparison. */
+export interface HostSnapshot {
+  links: string[];
+  routes: string[];
+  mounts: string[];
+  sysctls: Record<string, string>;
+  watchedPaths: string[];
+  nodeCgroups: string[];
+  nodeProcesses: number;
+}
+
+export function hostSnapshot(deps: { mounts: () => Array<{ target: string }>; cgroupHierarchies: () => string[]; nodeProcesses: () => number[]; ip: (args: string[]) => string }): HostSnapshot {
+  return {
+    links: (JSON.parse(deps.ip(['-j', 'link', 'show'])) as Array<{ ifname: string }>).map((l) => l.ifname).sort(),
+    routes: (JSON.parse(deps.ip(['-j', 'route', 'show', 'table', 'all'])) as Array<Record<string, unknown>>).map((r) => `${r.dst} ${r.dev ?? ''} ${r.table ?? ''}`).sort(),
+    mounts: deps.mounts().map((m) => m.target).sort(),
+    sysctls: readSysctls(),
+    watchedPaths: WATCHED_PATHS.filter((p) => existsSync(p)),
+    nodeCgroups: deps.cgroupHierarchies().filter((h) => existsSync(join(h, 'tollgate-node'))),
+    nodeProcesses: deps.nodeProcesses().length,
+  };
+}

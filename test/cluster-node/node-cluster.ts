@@ -10,7 +10,6 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { ManagedProcess } from '../control-plane/managed-process.ts';
 import { httpsGet, waitUntilHealthy, StartupError, type TlsClient } from '../control-plane/health-probe.ts';
 import { runTool, type ToolResult } from '../control-plane/tool-run.ts';
-import { run } from './host-command.ts';
 import { acquireHostLock, type HostLock } from './host-lock.ts';
 import { ensureNodePackages } from './host-packages.ts';
 import { recordHostBefore } from './host-state.ts';
@@ -63,6 +62,8 @@ export interface StartOptions {
   nodeBin: string;
   images: NodeImages;
   log?: (line: string) => void;
+  /** Called once leftovers of earlier runs are gone and before anything changes (a test's baseline). */
+  beforeStart?: () => void;
 }
 
 /** Another `./tollgatew cluster up` node is running: it is the user's, so it is left alone. */
@@ -166,6 +167,7 @@ export async function startNodeCluster(opts: StartOptions): Promise<NodeCluster>
       log(`cleaned up a node an earlier run left: ${leftovers.processes} processes, ${leftovers.mounts} mounts, ${leftovers.cgroups} cgroups${leftovers.host.length ? `, ${leftovers.host.join(', ')}` : ''}`);
     }
     await ensureNodePackages(log);
+    opts.beforeStart?.();
 
     mkdirSync(STATE_DIR, { recursive: true, mode: 0o755 });
     recordHostBefore(paths.hostBefore);
@@ -258,11 +260,3 @@ export async function startNodeCluster(opts: StartOptions): Promise<NodeCluster>
     throw new StartupError(`the node did not come up: ${err instanceof Error ? err.message : String(err)}\n${tails}`);
   }
 }
-
-/** The image references a run imported, for `ctr images ls` checks. */
-export async function importedImages(ctr: NodeCluster['ctr']): Promise<string[]> {
-  const listed = await ctr(['images', 'ls', '-q']);
-  return listed.stdout.split('\n').filter(Boolean);
-}
-
-export { run };

@@ -6,7 +6,7 @@
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { run } from './host-command.ts';
-import { HOST_LINK, NETNS_PATH, NODE_LINK, RUN_DIR, type NodeNetwork } from './node-layout.ts';
+import { HOST_LINK, NETNS_PATH, NODE_LINK, POD_BRIDGE, RUN_DIR, type NodeNetwork } from './node-layout.ts';
 
 const inNamespace = (args: string[]) => run('nsenter', [`--net=${NETNS_PATH}`, '--', ...args]);
 
@@ -49,6 +49,14 @@ export async function createNodeNetwork(net: NodeNetwork): Promise<void> {
   await inNamespace(['ip', 'link', 'set', NODE_LINK, 'up']);
   // Pod to Service traffic is routed through the namespace (DNAT, then back out the bridge).
   await inNamespace(['sysctl', '-q', '-w', 'net.ipv4.ip_forward=1']);
+  // The pods' bridge is made here rather than by the CNI plugin on the first pod (which then reuses it), so
+  // the namespace can route the service range to it. A connection from the namespace itself (the API server
+  // calling a webhook's ClusterIP) needs a route before kube-proxy's DNAT applies, and with no default route
+  // there would be none: "network is unreachable". A ClusterIP nothing answers for stays on the bridge.
+  await inNamespace(['ip', 'link', 'add', POD_BRIDGE, 'type', 'bridge']);
+  await inNamespace(['ip', 'address', 'add', `${net.podGateway}/${net.podCidr.split('/')[1]}`, 'dev', POD_BRIDGE]);
+  await inNamespace(['ip', 'link', 'set', POD_BRIDGE, 'up']);
+  await inNamespace(['ip', 'route', 'add', net.serviceCidr, 'dev', POD_BRIDGE]);
 }
 
 /** The CNI network: a bridge of its own, host-local addresses, routes to the node's ranges only. */

@@ -7,7 +7,7 @@
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { runSync } from './host-command.ts';
-import { readHostBefore, restoreHost } from './host-state.ts';
+import { hostSnapshot, readHostBefore, restoreHost, type HostSnapshot } from './host-state.ts';
 import { CGROUP_ROOT, HOST_LINK, paths, RUN_DIR, STATE_DIR } from './node-layout.ts';
 
 export interface TeardownReport {
@@ -192,4 +192,9 @@ export function tearDownNode(): TeardownReport {
   rmSync(STATE_DIR, { recursive: true, force: true });
   rmSync(RUN_DIR, { recursive: true, force: true });
   return { processes, mounts: mountCount, cgroups, links, host, found: found || links > 0 || cgroups > 0 };
+}
+
+/** The machine as far as a node touches it (host-state.ts), for tests that check teardown. */
+export function currentHostSnapshot(): HostSnapshot {
+  return hostSnapshot({ mounts, cgroupHierarchies, nodeProcesses, ip: (args) => runSync('ip', args).stdout });
 }

@@ -1,8 +1,9 @@
 // The fake OpenAI upstream as a pod of the node test: the same fake the other suites use (test/fakes),
 // listening on the pod IP, with a small control port the test reaches through the API server's service proxy
-// (GET /requests: what the fake received; POST /behave: the FakeBehaviour of the next replies).
+// (GET /requests: what the fake received, so the test sees the credential the sidecar attached).
 //
-//   node test/cluster-node/in-pod/fake-upstream.ts      env: FAKE_API_KEY (required), FAKE_PORT, CONTROL_PORT
+//   node test/cluster-node/in-pod/fake-upstream.ts
+//   env: FAKE_API_KEY (required), FAKE_BEHAVIOUR (a FakeBehaviour as JSON), FAKE_PORT, CONTROL_PORT
 
 import { createServer } from 'node:http';
 import { startFakeUpstream, type FakeBehaviour } from '../../fakes/llm-upstream.ts';
@@ -15,6 +16,7 @@ if (!apiKey) {
 const KEEP_REQUESTS = 200;
 
 const upstream = await startFakeUpstream('openai', { host: '0.0.0.0', port: Number(process.env.FAKE_PORT ?? 8080), expectApiKey: apiKey });
+if (process.env.FAKE_BEHAVIOUR) upstream.behave(JSON.parse(process.env.FAKE_BEHAVIOUR) as FakeBehaviour);
 
 const control = createServer((req, res) => {
   const reply = (status: number, body: unknown) => {
@@ -24,19 +26,6 @@ const control = createServer((req, res) => {
   if (req.method === 'GET' && req.url === '/healthz') return reply(200, { ok: true });
   if (req.method === 'GET' && req.url === '/requests') {
     return reply(200, upstream.requests.map((r) => ({ method: r.method, path: r.path, headers: r.headers, json: r.json })));
-  }
-  if (req.method === 'POST' && req.url === '/behave') {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      try {
-        upstream.behave(JSON.parse(Buffer.concat(chunks).toString('utf8')) as FakeBehaviour);
-        reply(200, { ok: true });
-      } catch (err) {
-        reply(400, { error: String(err) });
-      }
-    });
-    return;
   }
   reply(404, { error: `no ${req.method} ${req.url}` });
 });
