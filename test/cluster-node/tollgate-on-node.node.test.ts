@@ -190,7 +190,7 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
     const cgroup = containerMemoryCgroup(containerId);
     resetMemoryPeak(cgroup);
     const idle = containerMemory(cgroup);
-    const load = await appClient<{ total: number; concurrency: number; statuses: Record<string, number>; elapsedMs: number }>(node, ['load', '400', '8']);
+    const load = await appClient<{ total: number; concurrency: number; statuses: Record<string, number>; elapsedMs: number }>(node, ['load', '2000', '16']);
     const after = containerMemory(cgroup);
     console.info(
       `[node] sidecar memory, ${load.total} calls ${load.concurrency} at a time in ${load.elapsedMs} ms: RSS idle ${mib(idle.rssBytes)}, ` +

@@ -10,6 +10,8 @@ export interface BuildContext {
   dir: string;
   ignoreFile?: string;
   isIgnored(relPath: string): boolean;
+  /** Some `!pattern` re-includes paths, so an excluded folder must still be searched. */
+  hasExceptions: boolean;
 }
 
 interface IgnoreRule {
@@ -47,7 +49,7 @@ export function openBuildContext(dir: string, dockerfilePath: string): BuildCont
     }
     return ignored;
   };
-  return { dir, ...(ignoreFile !== undefined ? { ignoreFile } : {}), isIgnored };
+  return { dir, ...(ignoreFile !== undefined ? { ignoreFile } : {}), isIgnored, hasExceptions: rules.some((r) => r.exception) };
 }
 
 /** Every file and symlink under relSource that the context includes, as paths relative to the context. */
@@ -60,11 +62,12 @@ export function contextEntries(ctx: BuildContext, relSource: string): string[] {
   const out: string[] = [];
   const walk = (path: string) => {
     const relPath = relative(ctx.dir, path);
-    if (relPath !== '' && relPath !== rel && ctx.isIgnored(relPath)) return;
+    const ignored = relPath !== '' && relPath !== rel && ctx.isIgnored(relPath);
     const st = lstatSync(path);
     if (st.isDirectory()) {
+      if (ignored && !ctx.hasExceptions) return;
       for (const name of readdirSync(path).sort()) walk(join(path, name));
-    } else {
+    } else if (!ignored) {
       out.push(relPath);
     }
   };

@@ -66,6 +66,62 @@ function parseBase(from: string, stage: Stage, df: Dockerfile): Base {
   throw new Error(`${df.path}:${stage.line}: FROM ${from}: the image assembler provides node:<major> bases and scratch only`);
 }
 
+/**
+ * The commands of a RUN: npm and npx only, chained with &&. Anything else could write outside the stage's
+ * folder on the build host, so it is refused with the line it came from.
+ */
+export function runSteps(at: string, command: string): string[] {
+  if (/[;|`<>]|\$\(/.test(command)) throw new Error(`${at}: RUN may only chain commands with && (got ${JSON.stringify(command)})`);
+  const steps = command.split('&&').map((s) => s.trim());
+  for (const step of steps) {
+    if (!/^(npm|npx)\s/.test(step)) throw new Error(`${at}: RUN supports npm and npx commands only (got ${JSON.stringify(step)})`);
+  }
+  return steps;
+}
+
+/**
+ * The image config a stage ends with: its base's (PATH for a Node base), then WORKDIR, ENV, LABEL, USER,
+ * ENTRYPOINT, CMD and EXPOSE applied in order, as Docker applies them.
+ */
+export function stageConfig(df: Dockerfile, stage: Stage): ImageConfig {
+  const parentStage = df.stages.find((s) => s.name === stage.from && s.index < stage.index);
+  let config: ImageConfig;
+  if (parentStage) config = structuredClone(stageConfig(df, parentStage));
+  else {
+    const base = parseBase(stage.from, stage, df);
+    config = { env: base.kind === 'node' ? { PATH: IMAGE_PATH } : {}, workingDir: '/', user: '', exposedPorts: [], labels: {} };
+  }
+  for (const i of stage.instructions) {
+    switch (i.kind) {
+      case 'WORKDIR':
+        config.workingDir = posix.resolve(config.workingDir, i.path);
+        break;
+      case 'ENV':
+        for (const [k, v] of i.vars) config.env[k] = v;
+        break;
+      case 'LABEL':
+        for (const [k, v] of i.labels) config.labels[k] = v;
+        break;
+      case 'USER':
+        config.user = i.user;
+        break;
+      case 'ENTRYPOINT':
+        config.entrypoint = i.argv;
+        delete config.cmd; // Docker drops an inherited CMD when ENTRYPOINT is set
+        break;
+      case 'CMD':
+        config.cmd = i.argv;
+        break;
+      case 'EXPOSE':
+        config.exposedPorts = [...new Set([...config.exposedPorts, ...i.ports])];
+        break;
+      default:
+        break;
+    }
+  }
+  return config;
+}
+
 class Builder {
   private readonly plans = new Map<string, StagePlan>();
   private readonly outputs = new Map<string, string>();
@@ -127,38 +183,7 @@ class Builder {
   }
 
   config(plan: StagePlan): ImageConfig {
-    const config: ImageConfig = plan.parent
-      ? structuredClone(this.config(plan.parent))
-      : { env: plan.base.kind === 'node' ? { PATH: IMAGE_PATH } : {}, workingDir: '/', user: '', exposedPorts: [], labels: {} };
-    for (const i of plan.stage.instructions) {
-      switch (i.kind) {
-        case 'WORKDIR':
-          config.workingDir = posix.resolve(config.workingDir, i.path);
-          break;
-        case 'ENV':
-          for (const [k, v] of i.vars) config.env[k] = v;
-          break;
-        case 'LABEL':
-          for (const [k, v] of i.labels) config.labels[k] = v;
-          break;
-        case 'USER':
-          config.user = i.user;
-          break;
-        case 'ENTRYPOINT':
-          config.entrypoint = i.argv;
-          delete config.cmd; // Docker drops an inherited CMD when ENTRYPOINT is set
-          break;
-        case 'CMD':
-          config.cmd = i.argv;
-          break;
-        case 'EXPOSE':
-          config.exposedPorts = [...new Set([...config.exposedPorts, ...i.ports])];
-          break;
-        default:
-          break;
-      }
-    }
-    return config;
+    return stageConfig(this.df, plan.stage);
   }
 
   /** The folder holding the stage's files (only those later stages copy out, unless full is set). */
@@ -257,11 +282,7 @@ class Builder {
   }
 
   private async runStep(at: string, command: string, cwd: string, vars: Record<string, string>): Promise<void> {
-    if (/[;|`<>]|\$\(/.test(command)) throw new Error(`${at}: RUN may only chain commands with && (got ${JSON.stringify(command)})`);
-    const steps = command.split('&&').map((s) => s.trim());
-    for (const step of steps) {
-      if (!/^(npm|npx)\s/.test(step)) throw new Error(`${at}: RUN supports npm and npx commands only (got ${JSON.stringify(step)})`);
-    }
+    const steps = runSteps(at, command);
     mkdirSync(cwd, { recursive: true });
     // npm's cache stands in for the one inside a Docker build: private to this step (so `npm cache clean`
     // touches nothing of the host's), seeded with hard links to the host cache's immutable content files so a

@@ -4,7 +4,8 @@
 //
 //   client.ts call [MODEL]                  one chat completion; prints status, X-Proxy-* headers, body
 //   client.ts traces [LIMIT]                the sidecar's latest spans (GET /_local/api/traces)
-//   client.ts load REQUESTS CONCURRENCY     a short load; prints counts by status and the elapsed time
+//   client.ts load REQUESTS CONCURRENCY     a short load, every other call streamed; prints counts by status
+//                                           and the elapsed time
 
 const baseUrl = process.env.OPENAI_BASE_URL;
 if (!baseUrl) {
@@ -13,11 +14,11 @@ if (!baseUrl) {
 }
 const sidecar = new URL(baseUrl).origin;
 
-async function chat(model: string, user: string): Promise<Response> {
+async function chat(model: string, user: string, stream = false): Promise<Response> {
   return fetch(`${baseUrl}/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-tollgate-user': user },
-    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello from a real node' }] }),
+    body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'Say hello from a real node' }] }),
     signal: AbortSignal.timeout(30_000),
   });
 }
@@ -39,10 +40,10 @@ if (command === 'call') {
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (next < total) {
-        next++;
+        const n = next++;
         let key: string;
         try {
-          const res = await chat('gpt-4o-mini', `load-${next % 16}`);
+          const res = await chat('gpt-4o-mini', `load-${n % 16}`, n % 2 === 1);
           await res.arrayBuffer();
           key = String(res.status);
         } catch (err) {
