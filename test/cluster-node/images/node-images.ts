@@ -1,8 +1,12 @@
 // The images a real node needs, built without Docker or a registry (ADR 0111): Tollgate's two images from the
 // Dockerfile's targets, named as the chart's values name them, the test's own image and the sandbox (pause)
-// image. `node test/cluster-node/images/node-images.ts` builds them and prints their sizes.
+// image. `./tollgatew node test/cluster-node/images/node-images.ts` builds them and prints their sizes, as
+// stored (uncompressed layers) and as a registry would store them (gzip).
 
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { tollgateCache } from '../cache-dir.ts';
@@ -87,10 +91,29 @@ export function imageSize(image: BuiltImage): number {
   return image.layers.reduce((sum, l) => sum + l.size, 0);
 }
 
+/** Bytes of the layer after gzip -6, as `docker push` would upload it: read out of the archive. */
+async function gzippedSize(archive: string, digest: string): Promise<number> {
+  const tar = spawn('tar', ['-xOf', archive, `./blobs/sha256/${digest.slice('sha256:'.length)}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let size = 0;
+  const gzip = createGzip({ level: 6 });
+  gzip.on('data', (chunk: Buffer) => (size += chunk.length));
+  await pipeline(tar.stdout, gzip);
+  return size;
+}
+
 if (import.meta.main) {
   const images = await buildNodeImages();
+  const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
+  const gzipped = new Map<string, number>();
   for (const image of [images.tollgate, images.sidecar, images.testTools, images.pause]) {
-    const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
-    console.log(`${image.ref}  ${mb(imageSize(image))} in ${image.layers.length} layer(s): ${image.layers.map((l) => mb(l.size)).join(' + ')}  archive ${mb(statSync(image.archive).size)}`);
+    const sizes: number[] = [];
+    for (const layer of image.layers) {
+      if (!gzipped.has(layer.digest)) gzipped.set(layer.digest, await gzippedSize(image.archive, layer.digest));
+      sizes.push(gzipped.get(layer.digest)!);
+    }
+    const gz = sizes.reduce((a, b) => a + b, 0);
+    console.log(
+      `${image.ref}  ${mb(imageSize(image))} (${image.layers.map((l) => mb(l.size)).join(' + ')}), gzip ${mb(gz)} (${sizes.map(mb).join(' + ')})`,
+    );
   }
 }
