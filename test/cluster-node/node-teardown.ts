@@ -1,10 +1,10 @@
 // Takes the node down and puts the machine back as it was: idempotent, synchronous (so it also runs from an
 // exit handler) and driven by what is on the machine rather than by what this process remembers, so the next
-// run cleans up after one that was killed half-way. It ends only processes that are the node's: those whose
-// command line names the node's folders (its components and containerd's shims) and those in its cgroups
-// (the pods), each by PID.
+// run cleans up after one that was killed half-way. It ends only processes that are the node's, each by PID:
+// its components and containerd's shims (in the node's network namespace, with the node's folders in their
+// command lines) and the pods' processes (in the node's cgroups).
 
-import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { runSync } from './host-command.ts';
 import { hostSnapshot, readHostBefore, restoreHost, type HostSnapshot } from './host-state.ts';
@@ -73,14 +73,28 @@ function pidsInCgroups(): number[] {
   return pids;
 }
 
-/** PIDs of processes whose command line names the node's folders (components, shims). */
+function netNamespace(pid: number | 'self'): string | undefined {
+  try {
+    return readlinkSync(`/proc/${pid}/ns/net`);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * PIDs of the node's components and containerd's shims: processes outside the machine's network namespace
+ * whose command line names the node's folders. (A `tail -f` of a node log on the machine is not one of them.)
+ */
 export function nodeProcesses(): number[] {
+  const machine = netNamespace('self');
   const pids: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     try {
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (cmdline.includes(`${STATE_DIR}/`) || cmdline.includes(`${RUN_DIR}/`)) pids.push(Number(entry));
+      if (!cmdline.includes(`${STATE_DIR}/`) && !cmdline.includes(`${RUN_DIR}/`)) continue;
+      const ns = netNamespace(Number(entry));
+      if (ns !== undefined && ns !== machine) pids.push(Number(entry));
     } catch {
       // exited meanwhile
     }
