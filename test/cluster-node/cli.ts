@@ -82,9 +82,8 @@ async function status(): Promise<void> {
 }
 
 async function passThrough(tool: 'kubectl' | 'helm', args: string[]): Promise<never> {
-  const t = tools(nodeNetwork(), await ensureControlPlaneBinaries());
-  const bin = join(await ensureControlPlaneBinaries(), tool);
-  const r = spawnSync(bin, args, { stdio: 'inherit', env: t.env });
+  const binDir = await ensureControlPlaneBinaries();
+  const r = spawnSync(join(binDir, tool), args, { stdio: 'inherit', env: tools(nodeNetwork(), binDir).env });
   process.exit(r.status ?? 1);
 }
 

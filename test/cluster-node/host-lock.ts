@@ -3,6 +3,7 @@
 
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import { dirname } from 'node:path';
 
 export interface HostLock {
@@ -23,8 +24,10 @@ export async function acquireHostLock(path: string, what: string): Promise<HostL
     clearTimeout(waiting);
   }
   child.removeAllListeners('exit');
+  // The lock must not keep this process alive; it ends with release() or with this process.
   child.unref();
-  (child.stdout as unknown as { unref?: () => void }).unref?.();
+  (child.stdout as Socket).unref();
+  (child.stdin as Socket).unref();
   return {
     release() {
       child.stdin.end();

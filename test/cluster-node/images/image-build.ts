@@ -19,7 +19,7 @@ import { run } from '../host-command.ts';
 import { contextEntries, copyEntry, digestEntries, openBuildContext, type BuildContext } from './build-context.ts';
 import { findStage, parseDockerfile, type Dockerfile, type Instruction, type Stage } from './dockerfile.ts';
 import { IMAGE_PATH, nativeAddons, nodeBinary, sharedLibraries, writeBaseRootfs } from './node-base.ts';
-import { sha256File, writeLayer, writeOciArchive, type ImageConfig, type Layer } from './oci-archive.ts';
+import { writeLayer, writeOciArchive, type ImageConfig, type Layer } from './oci-archive.ts';
 
 // Bump when the assembler's output changes for the same inputs, so caches built by an older one are not reused.
 const ASSEMBLER_VERSION = '1';
@@ -410,4 +410,3 @@ export async function buildImage(req: BuildRequest): Promise<BuiltImage> {
   }
 }
 
-export { sha256File };

@@ -42,9 +42,10 @@ export async function sharedLibraries(binaries: string[]): Promise<Map<string, s
   for (const binary of binaries) {
     const { stdout } = await run('ldd', [binary]);
     for (const line of stdout.split('\n')) {
-      const m = /^\s*(?:(\S+) => )?(\/\S+) \(0x/.exec(line);
+      // "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)" or "/lib64/ld-linux-x86-64.so.2 (0x…)"
+      const m = /^\s*(?:\S+ => )?(\/\S+) \(0x/.exec(line);
       if (m === null) continue; // linux-vdso, "statically linked"
-      const loaderPath = m[1] !== undefined ? m[2]! : m[2]!;
+      const loaderPath = m[1]!;
       const name = loaderPath.split('/').at(-1)!;
       if (!ALLOWED_LIBRARY.test(name)) {
         throw new Error(`image base: ${binary} needs ${loaderPath}, which is neither glibc nor libstdc++; the minimal base does not carry it`);

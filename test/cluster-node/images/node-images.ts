@@ -12,8 +12,8 @@ import { parse as parseYaml } from 'yaml';
 import { tollgateCache } from '../cache-dir.ts';
 import { run } from '../host-command.ts';
 import { acquireHostLock } from '../host-lock.ts';
-import { buildImage, sha256File, type BuiltImage } from './image-build.ts';
-import { writeLayer, writeOciArchive } from './oci-archive.ts';
+import { buildImage, type BuiltImage } from './image-build.ts';
+import { sha256File, writeLayer, writeOciArchive } from './oci-archive.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const CHART = join(ROOT, 'charts', 'tollgate');
