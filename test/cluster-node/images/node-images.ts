@@ -4,7 +4,7 @@
 // stored (uncompressed layers) and as a registry would store them (gzip).
 
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { join } from 'node:path';
@@ -67,10 +67,26 @@ async function pauseImage(): Promise<BuiltImage> {
   return { ...meta, config, archive: join(dir, 'image.tar') };
 }
 
+// Builds are serialised by the lock, so work folders and half-published entries still here are from a build
+// that was killed.
+function removeInterruptedBuilds(): void {
+  const root = tollgateCache('images');
+  if (!existsSync(root)) return;
+  rmSync(join(root, 'work'), { recursive: true, force: true });
+  for (const folder of readdirSync(root)) {
+    const path = join(root, folder);
+    if (folder.includes('.tmp-')) rmSync(path, { recursive: true, force: true });
+    else if (statSync(path).isDirectory()) {
+      for (const entry of readdirSync(path)) if (entry.includes('.tmp-')) rmSync(join(path, entry), { recursive: true, force: true });
+    }
+  }
+}
+
 /** Builds all four, one build at a time on the machine (the same discipline as build.sh). */
 export async function buildNodeImages(): Promise<NodeImages> {
   const lock = await acquireHostLock(tollgateCache('images', '.build.lock'), 'images');
   try {
+    removeInterruptedBuilds();
     const refs = chartImageRefs();
     const dockerfile = join(ROOT, 'Dockerfile');
     const tollgate = await buildImage({ dockerfile, context: ROOT, target: 'tollgate', ref: refs.tollgate });
