@@ -6,7 +6,7 @@
 //   ./tollgatew cluster kubectl ARGS…       kubectl against the node (also: helm ARGS…)
 
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureControlPlaneBinaries } from '../control-plane/binaries.ts';
 import { removeInstalledPackages } from './host-packages.ts';
@@ -15,7 +15,7 @@ import { prepareNodeAssets } from './node-assets.ts';
 import { logTails, NodeBusyError, runningCliNode, startNodeCluster, tools } from './node-cluster.ts';
 import { LOCK_PATH, nodeNetwork, paths } from './node-layout.ts';
 import { nodeUnavailableReason } from './node-prerequisites.ts';
-import { nodeLeftovers, tearDownNode } from './node-teardown.ts';
+import { nodeLeftovers, nodeProcesses, tearDownNode } from './node-teardown.ts';
 import { helmInstall, NAMESPACE, RELEASE } from './tollgate-install.ts';
 
 const say = (line: string) => process.stderr.write(`tollgatew cluster: ${line}\n`);
@@ -73,7 +73,12 @@ async function status(): Promise<void> {
     say('no node is up');
     return;
   }
-  say(cli ? `a node brought up by \`./tollgatew cluster up\` is running (since ${cli.startedAt})` : 'a node (or its leftovers) is on this machine');
+  const apiServerUp = nodeProcesses().some((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]!.endsWith('/kube-apiserver'));
+  if (!apiServerUp) {
+    say('the leftovers of a node are on this machine, but its API server is not running (was a run killed?); `./tollgatew cluster down` removes them');
+    return;
+  }
+  say(cli ? `a node brought up by \`./tollgatew cluster up\` is running (since ${cli.startedAt})` : 'a node is running (a test run\'s, most likely)');
   if (existsSync(paths.adminKubeconfig)) {
     const t = tools(nodeNetwork(), await ensureControlPlaneBinaries());
     const pods = await t.kubectl(['get', 'nodes,pods', '-A', '-o', 'wide']);
