@@ -73,7 +73,14 @@ async function status(): Promise<void> {
     say('no node is up');
     return;
   }
-  const apiServerUp = nodeProcesses().some((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]!.endsWith('/kube-apiserver'));
+  const program = (pid: number) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]!;
+    } catch {
+      return '';
+    }
+  };
+  const apiServerUp = nodeProcesses().some((pid) => program(pid).endsWith('/kube-apiserver'));
   if (!apiServerUp) {
     say('the leftovers of a node are on this machine, but its API server is not running (was a run killed?); `./tollgatew cluster down` removes them');
     return;
