@@ -181,6 +181,15 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
     expect(last.headers.authorization).toBe(`Bearer ${OPENAI_KEY}`);
   });
 
+  it('gives the pod routes to pods, Services and the node only: nothing off the machine is reachable', async () => {
+    const { nodeAddress, podCidr, serviceCidr } = node.network;
+    const { routes } = await appClient<{ routes: string[] }>(node, ['routes']);
+    expect(routes.sort()).toEqual([podCidr, serviceCidr, `${nodeAddress}/32`].sort());
+    expect(await appClient(node, ['connect', '1.1.1.1', '443'])).toEqual({ ok: false, error: 'ENETUNREACH' });
+    // The API server through the `kubernetes` Service, as in-cluster clients reach it.
+    expect(await appClient(node, ['connect', 'kubernetes.default.svc.cluster.local', '443'])).toEqual({ ok: true });
+  });
+
   it('a kubectl apply of a new price is used by the next call', async () => {
     await apply(proxyConfigManifest(7.5));
     await eventually('a call costed at the new price', async () => ((await costOfNextCall()) === 7.5 ? true : undefined), 60_000);

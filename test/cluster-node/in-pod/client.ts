@@ -6,6 +6,8 @@
 //   client.ts traces [LIMIT]                the sidecar's latest spans (GET /_local/api/traces)
 //   client.ts load REQUESTS CONCURRENCY     a short load, every other call streamed; prints counts by status
 //                                           and the elapsed time
+//   client.ts connect HOST PORT             a TCP connection attempt; prints ok or the error code
+//   client.ts routes                        the pod's IPv4 routes (destination/prefix), from /proc/net/route
 
 const baseUrl = process.env.OPENAI_BASE_URL;
 if (!baseUrl) {
@@ -54,7 +56,33 @@ if (command === 'call') {
     }),
   );
   console.log(JSON.stringify({ total, concurrency, statuses, elapsedMs: Math.round(performance.now() - started) }));
+} else if (command === 'connect') {
+  const { connect } = await import('node:net');
+  const result = await new Promise<Record<string, unknown>>((resolve) => {
+    const socket = connect({ host: args[0]!, port: Number(args[1]), timeout: 5_000 });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve({ ok: true });
+    });
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve({ ok: false, error: 'TIMEOUT' });
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve({ ok: false, error: err.code }));
+  });
+  console.log(JSON.stringify(result));
+} else if (command === 'routes') {
+  const { readFileSync } = await import('node:fs');
+  // /proc/net/route: Iface Destination Gateway Flags RefCnt Use Metric Mask …, addresses as little-endian hex.
+  const ip = (hex: string) => [...Buffer.from(hex, 'hex')].reverse().join('.');
+  const routes = readFileSync('/proc/net/route', 'utf8')
+    .trim()
+    .split('\n')
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/))
+    .map((f) => `${ip(f[1]!)}/${[...Buffer.from(f[7]!, 'hex')].reduce((n, b) => n + b.toString(2).split('1').length - 1, 0)}`);
+  console.log(JSON.stringify({ routes }));
 } else {
-  console.error(`client: unknown command ${command} (call, traces, load)`);
+  console.error(`client: unknown command ${command} (call, traces, load, connect, routes)`);
   process.exit(2);
 }
