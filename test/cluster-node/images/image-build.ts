@@ -11,6 +11,7 @@
 // state after a RUN that later instructions build on (the `npm ci` before the sources are copied) likewise, and
 // the finished archive by the digest of the whole target. A warm build of an unchanged tree takes milliseconds.
 
+import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
@@ -127,6 +128,12 @@ class Builder {
   private readonly outputs = new Map<string, string>();
   private npmVersion: string | undefined;
 
+  /** What a RUN's result depends on besides its command: the Node and npm that run it. */
+  private runTools(): string {
+    this.npmVersion ??= execFileSync('npm', ['--version'], { encoding: 'utf8' }).trim();
+    return `node ${process.versions.node} npm ${this.npmVersion}`;
+  }
+
   private readonly df: Dockerfile;
   private readonly ctx: BuildContext;
   private readonly work: string;
@@ -155,7 +162,7 @@ class Builder {
       if (i.kind === 'COPY') {
         inputs = i.from === undefined ? digestEntries(this.ctx, this.contextSources(i.sources)) : this.plan(this.sourceStage(stage, i.from, i.line)).finalKey;
       }
-      if (i.kind === 'RUN') inputs = `node ${process.versions.node}`;
+      if (i.kind === 'RUN') inputs = this.runTools();
       const { line: _line, ...meaning } = i;
       key = sha(key, JSON.stringify(meaning), inputs);
       keys.push(key);
@@ -291,7 +298,6 @@ class Builder {
     const hostContent = join(process.env.npm_config_cache || join(process.env.HOME ?? '/root', '.npm'), '_cacache', 'content-v2');
     mkdirSync(join(npmCache, '_cacache'), { recursive: true });
     if (existsSync(hostContent)) await run('cp', ['-al', hostContent, join(npmCache, '_cacache', 'content-v2')]);
-    this.npmVersion ??= (await run('npm', ['--version'])).stdout.trim();
     process.stderr.write(`[images] ${at}: RUN ${command}\n`);
     try {
       await run('bash', ['-c', `set -e; ${steps.join(' && ')}`], {
