@@ -44,7 +44,8 @@ export async function removeInstalledPackages(log: (line: string) => void): Prom
   const packages = [...new Set(readFileSync(installedRecord(), 'utf8').split('\n').filter(Boolean))];
   if (packages.length > 0) {
     log(`removing Debian packages installed for the node: ${packages.join(' ')}`);
-    await run('apt-get', ['remove', '-y', '-qq', ...packages], { env: APT_ENV });
+    // purge: the configuration files came with our install too.
+    await run('apt-get', ['purge', '-y', '-qq', ...packages], { env: APT_ENV });
   }
   rmSync(installedRecord(), { force: true });
   return packages;
