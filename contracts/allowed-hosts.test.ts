@@ -11,7 +11,7 @@ describe('HostAllowList', () => {
     }
   });
 
-  it('answers to the machine\'s own name and addresses, the pod IP and the listen address', () => {
+  it("answers to the machine's own name and addresses, the pod IP and the listen address", () => {
     const hosts = new HostAllowList({ listenHost: '10.9.8.7', allowedHosts: [], podIp: '10.4.0.17', ...machine });
     for (const host of ['devbox:8181', '192.168.1.20', '[fe80::1]:8181', '10.4.0.17:15181', '10.9.8.7']) expect(hosts.allows(host), host).toBe(true);
   });

@@ -249,7 +249,10 @@ export function parseAuditConfig(input: unknown, field = 'audit'): AuditConfig {
     config.queue.maxEvents = int(q, 'maxEvents', `${field}.queue`, 1, 1_000_000) ?? config.queue.maxEvents;
     if (q.whenFull !== undefined) {
       if (q.whenFull !== 'drop_newest' && q.whenFull !== 'drop_oldest') {
-        throw new ConfigError(`${field}.queue.whenFull`, `must be drop_newest or drop_oldest (got ${JSON.stringify(q.whenFull)}); the stream is never paused, so there is no block`);
+        throw new ConfigError(
+          `${field}.queue.whenFull`,
+          `must be drop_newest or drop_oldest (got ${JSON.stringify(q.whenFull)}); the stream is never paused, so there is no block`,
+        );
       }
       config.queue.whenFull = q.whenFull;
     }
@@ -257,11 +260,14 @@ export function parseAuditConfig(input: unknown, field = 'audit'): AuditConfig {
   if (v.retry !== undefined) {
     const r = object(v.retry, `${field}.retry`);
     keys(r, `${field}.retry`, ['maxAttempts', 'initialBackoffMs', 'maxBackoffMs']);
-    Object.assign(config.retry, defined({
-      maxAttempts: int(r, 'maxAttempts', `${field}.retry`, 1, 100),
-      initialBackoffMs: int(r, 'initialBackoffMs', `${field}.retry`, 1, 600_000),
-      maxBackoffMs: int(r, 'maxBackoffMs', `${field}.retry`, 1, 3_600_000),
-    }));
+    Object.assign(
+      config.retry,
+      defined({
+        maxAttempts: int(r, 'maxAttempts', `${field}.retry`, 1, 100),
+        initialBackoffMs: int(r, 'initialBackoffMs', `${field}.retry`, 1, 600_000),
+        maxBackoffMs: int(r, 'maxBackoffMs', `${field}.retry`, 1, 3_600_000),
+      }),
+    );
     if (config.retry.maxBackoffMs < config.retry.initialBackoffMs) {
       throw new ConfigError(`${field}.retry.maxBackoffMs`, 'must not be less than initialBackoffMs');
     }

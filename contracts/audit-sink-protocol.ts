@@ -39,8 +39,7 @@ function codec<T>(name: string) {
   const type = lookup(name);
   return {
     serialize: (value: T) => Buffer.from(type.encode(type.fromObject(value as Record<string, unknown>)).finish()),
-    deserialize: (bytes: Buffer) =>
-      type.toObject(type.decode(bytes), { longs: String, defaults: true, arrays: true }) as T,
+    deserialize: (bytes: Buffer) => type.toObject(type.decode(bytes), { longs: String, defaults: true, arrays: true }) as T,
   };
 }
 

@@ -11,14 +11,7 @@ import { normaliseAllowedHost } from './allowed-hosts.ts';
 import { normaliseOrigin } from './origin-policy.ts';
 import { ConfigError } from './config-error.ts';
 import { isRecord } from './json-record.ts';
-import type {
-  BreakerConfig,
-  CredentialsConfig,
-  GatewayConfig,
-  ServerConfig,
-  StorageConfig,
-  UpstreamConfig,
-} from './runtime-config.ts';
+import type { BreakerConfig, CredentialsConfig, GatewayConfig, ServerConfig, StorageConfig, UpstreamConfig } from './runtime-config.ts';
 import { GATEWAY_ROUTE_SETTINGS } from './runtime-config.ts';
 
 /** A partial runtime config: what one source (file, API, operator) sets. */
@@ -59,21 +52,11 @@ function optionalString(value: Obj, key: string, field: string, pattern?: RegExp
   return v;
 }
 
-function optionalNumber(
-  value: Obj,
-  key: string,
-  field: string,
-  range: { min: number; max: number; integer?: boolean; minExclusive?: boolean },
-): number | undefined {
+function optionalNumber(value: Obj, key: string, field: string, range: { min: number; max: number; integer?: boolean; minExclusive?: boolean }): number | undefined {
   const v = value[key];
   if (v === undefined) return undefined;
   const what = range.integer ? 'an integer' : 'a number';
-  const ok =
-    typeof v === 'number' &&
-    Number.isFinite(v) &&
-    (!range.integer || Number.isInteger(v)) &&
-    (range.minExclusive ? v > range.min : v >= range.min) &&
-    v <= range.max;
+  const ok = typeof v === 'number' && Number.isFinite(v) && (!range.integer || Number.isInteger(v)) && (range.minExclusive ? v > range.min : v >= range.min) && v <= range.max;
   if (!ok) {
     const lower = range.minExclusive ? `greater than ${range.min}` : `at least ${range.min}`;
     throw new ConfigError(`${field}.${key}`, `must be ${what} ${lower} and at most ${range.max} (got ${JSON.stringify(v)})`);
@@ -116,28 +99,40 @@ function optionalList(value: Obj, key: string, field: string, normalise: (entry:
 function parseServer(input: unknown, field: string): Partial<ServerConfig> {
   const v = object(input, field);
   onlyKeys(v, field, ['host', 'port', 'bodyLimitBytes', 'allowedHosts', 'allowedOrigins', 'requestTimeoutMs', 'drainTimeoutMs']);
-  return assignDefined<Partial<ServerConfig>>({}, {
-    host: optionalString(v, 'host', field),
-    port: optionalNumber(v, 'port', field, { min: 0, max: 65535, integer: true }),
-    bodyLimitBytes: optionalNumber(v, 'bodyLimitBytes', field, { min: 1024, max: 1 << 30, integer: true }),
-    allowedHosts: optionalList(v, 'allowedHosts', field, normaliseAllowedHost, 'a host name, an IP address, "*.<domain>" or "*"'),
-    allowedOrigins: optionalList(v, 'allowedOrigins', field, normaliseOrigin, 'an origin such as http://localhost:3000 (scheme, host and port only)'),
-    requestTimeoutMs: optionalNumber(v, 'requestTimeoutMs', field, { min: 100, max: 3_600_000, integer: true }),
-    drainTimeoutMs: optionalNumber(v, 'drainTimeoutMs', field, { min: 0, max: 3_600_000, integer: true }),
-  });
+  return assignDefined<Partial<ServerConfig>>(
+    {},
+    {
+      host: optionalString(v, 'host', field),
+      port: optionalNumber(v, 'port', field, { min: 0, max: 65535, integer: true }),
+      bodyLimitBytes: optionalNumber(v, 'bodyLimitBytes', field, { min: 1024, max: 1 << 30, integer: true }),
+      allowedHosts: optionalList(v, 'allowedHosts', field, normaliseAllowedHost, 'a host name, an IP address, "*.<domain>" or "*"'),
+      allowedOrigins: optionalList(v, 'allowedOrigins', field, normaliseOrigin, 'an origin such as http://localhost:3000 (scheme, host and port only)'),
+      requestTimeoutMs: optionalNumber(v, 'requestTimeoutMs', field, { min: 100, max: 3_600_000, integer: true }),
+      drainTimeoutMs: optionalNumber(v, 'drainTimeoutMs', field, { min: 0, max: 3_600_000, integer: true }),
+    },
+  );
 }
 
 function parseUpstream(input: unknown, field: string): UpstreamConfig {
   const v = object(input, field);
   onlyKeys(v, field, ['baseUrl', 'project', 'location', 'region', 'timeoutMs']);
-  const baseUrl = optionalString(v, 'baseUrl', field, HTTP_URL, 'must be an http(s) URL without user:password@, query or fragment (credentials come from credentials.* or the environment)');
-  return assignDefined<UpstreamConfig>({}, {
-    baseUrl: baseUrl?.replace(/\/+$/, ''),
-    project: optionalString(v, 'project', field, PROJECT, 'must be a Google Cloud project id'),
-    location: optionalString(v, 'location', field, SHORT_NAME, 'must be a location such as us-central1 or global'),
-    region: optionalString(v, 'region', field, SHORT_NAME, 'must be a region such as us-east-1'),
-    timeoutMs: optionalNumber(v, 'timeoutMs', field, { min: 100, max: 3_600_000, integer: true }),
-  });
+  const baseUrl = optionalString(
+    v,
+    'baseUrl',
+    field,
+    HTTP_URL,
+    'must be an http(s) URL without user:password@, query or fragment (credentials come from credentials.* or the environment)',
+  );
+  return assignDefined<UpstreamConfig>(
+    {},
+    {
+      baseUrl: baseUrl?.replace(/\/+$/, ''),
+      project: optionalString(v, 'project', field, PROJECT, 'must be a Google Cloud project id'),
+      location: optionalString(v, 'location', field, SHORT_NAME, 'must be a location such as us-central1 or global'),
+      region: optionalString(v, 'region', field, SHORT_NAME, 'must be a region such as us-east-1'),
+      timeoutMs: optionalNumber(v, 'timeoutMs', field, { min: 100, max: 3_600_000, integer: true }),
+    },
+  );
 }
 
 function parseUpstreams(input: unknown, field: string): Partial<Record<RouteName, UpstreamConfig>> {
@@ -188,10 +183,13 @@ function parseCache(input: unknown, field: string): Partial<Record<Provider, Par
     const f = `${field}.${provider}`;
     const s = object(settings, f);
     onlyKeys(s, f, ['ttl_seconds', 'cached_multiplier']);
-    out[provider as Provider] = assignDefined<Partial<CacheSettings>>({}, {
-      ttl_seconds: optionalNumber(s, 'ttl_seconds', f, { min: 0, max: 86_400 * 7, integer: true }),
-      cached_multiplier: optionalNumber(s, 'cached_multiplier', f, { min: 0, max: 1 }),
-    });
+    out[provider as Provider] = assignDefined<Partial<CacheSettings>>(
+      {},
+      {
+        ttl_seconds: optionalNumber(s, 'ttl_seconds', f, { min: 0, max: 86_400 * 7, integer: true }),
+        cached_multiplier: optionalNumber(s, 'cached_multiplier', f, { min: 0, max: 1 }),
+      },
+    );
   }
   return out;
 }
@@ -214,35 +212,44 @@ function parseCredentials(input: unknown, field: string): CredentialsConfig {
 function parseBreaker(input: unknown, field: string): Partial<BreakerConfig> {
   const v = object(input, field);
   onlyKeys(v, field, ['consecutiveFailures', 'failureRatio', 'minimumRequests', 'windowMs', 'openMs']);
-  return assignDefined<Partial<BreakerConfig>>({}, {
-    consecutiveFailures: optionalNumber(v, 'consecutiveFailures', field, { min: 1, max: 10_000, integer: true }),
-    failureRatio: optionalNumber(v, 'failureRatio', field, { min: 0, max: 1, minExclusive: true }),
-    minimumRequests: optionalNumber(v, 'minimumRequests', field, { min: 1, max: 1_000_000, integer: true }),
-    windowMs: optionalNumber(v, 'windowMs', field, { min: 100, max: 3_600_000, integer: true }),
-    openMs: optionalNumber(v, 'openMs', field, { min: 10, max: 3_600_000, integer: true }),
-  });
+  return assignDefined<Partial<BreakerConfig>>(
+    {},
+    {
+      consecutiveFailures: optionalNumber(v, 'consecutiveFailures', field, { min: 1, max: 10_000, integer: true }),
+      failureRatio: optionalNumber(v, 'failureRatio', field, { min: 0, max: 1, minExclusive: true }),
+      minimumRequests: optionalNumber(v, 'minimumRequests', field, { min: 1, max: 1_000_000, integer: true }),
+      windowMs: optionalNumber(v, 'windowMs', field, { min: 100, max: 3_600_000, integer: true }),
+      openMs: optionalNumber(v, 'openMs', field, { min: 10, max: 3_600_000, integer: true }),
+    },
+  );
 }
 
 function parseStorage(input: unknown, field: string): Partial<StorageConfig> {
   const v = object(input, field);
   onlyKeys(v, field, ['kind', 'path', 'bufferSize', 'batchSize', 'flushIntervalMs', 'maxSpans']);
-  return assignDefined<Partial<StorageConfig>>({}, {
-    kind: optionalEnum(v, 'kind', field, ['sqlite', 'memory'] as const),
-    path: optionalString(v, 'path', field),
-    bufferSize: optionalNumber(v, 'bufferSize', field, { min: 1, max: 1_000_000, integer: true }),
-    batchSize: optionalNumber(v, 'batchSize', field, { min: 1, max: 10_000, integer: true }),
-    flushIntervalMs: optionalNumber(v, 'flushIntervalMs', field, { min: 1, max: 60_000, integer: true }),
-    maxSpans: optionalNumber(v, 'maxSpans', field, { min: 0, max: 1_000_000_000, integer: true }),
-  });
+  return assignDefined<Partial<StorageConfig>>(
+    {},
+    {
+      kind: optionalEnum(v, 'kind', field, ['sqlite', 'memory'] as const),
+      path: optionalString(v, 'path', field),
+      bufferSize: optionalNumber(v, 'bufferSize', field, { min: 1, max: 1_000_000, integer: true }),
+      batchSize: optionalNumber(v, 'batchSize', field, { min: 1, max: 10_000, integer: true }),
+      flushIntervalMs: optionalNumber(v, 'flushIntervalMs', field, { min: 1, max: 60_000, integer: true }),
+      maxSpans: optionalNumber(v, 'maxSpans', field, { min: 0, max: 1_000_000_000, integer: true }),
+    },
+  );
 }
 
 function parseGateway(input: unknown, field: string): Partial<GatewayConfig> {
   const v = object(input, field);
   onlyKeys(v, field, Object.values(GATEWAY_ROUTE_SETTINGS));
-  return assignDefined<Partial<GatewayConfig>>({}, {
-    anthropicRoute: optionalEnum(v, 'anthropicRoute', field, v1Routes('anthropic')),
-    googleRoute: optionalEnum(v, 'googleRoute', field, v1Routes('google')),
-  });
+  return assignDefined<Partial<GatewayConfig>>(
+    {},
+    {
+      anthropicRoute: optionalEnum(v, 'anthropicRoute', field, v1Routes('anthropic')),
+      googleRoute: optionalEnum(v, 'googleRoute', field, v1Routes('google')),
+    },
+  );
 }
 
 const SECTIONS = ['server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'audit'] as const;

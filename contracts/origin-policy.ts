@@ -6,8 +6,7 @@
 
 export type OriginVerdict =
   /** Not from a web page, or from one in server.allowedOrigins (then `corsOrigin` is it, for CORS headers). */
-  | { allowed: true; corsOrigin: string | null }
-  | { allowed: false; reason: string };
+  { allowed: true; corsOrigin: string | null } | { allowed: false; reason: string };
 
 const ALLOWED_NO_PAGE: OriginVerdict = { allowed: true, corsOrigin: null };
 

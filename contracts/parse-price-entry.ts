@@ -60,8 +60,7 @@ export function parsePriceEntry(value: unknown, path: string): PriceEntry {
   }
   const disabled = value.disabled === true;
   // A disabled entry only hides a model: its prices may be left out.
-  const required = (field: 'input_per_million' | 'output_per_million'): number =>
-    disabled && value[field] === undefined ? 0 : price(value[field], `${path}.${field}`);
+  const required = (field: 'input_per_million' | 'output_per_million'): number => (disabled && value[field] === undefined ? 0 : price(value[field], `${path}.${field}`));
   const entry: PriceEntry = {
     provider,
     model,

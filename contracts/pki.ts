@@ -48,10 +48,7 @@ function validity(hours: number): { notBefore: Date; notAfter: Date } {
   return { notBefore: new Date(now - CLOCK_SKEW_MS), notAfter: new Date(now + hours * 3_600_000) };
 }
 
-export async function createCertificateAuthority(opts: {
-  commonName: string;
-  validityHours?: number;
-}): Promise<KeyPairPem> {
+export async function createCertificateAuthority(opts: { commonName: string; validityHours?: number }): Promise<KeyPairPem> {
   const keys = await webcrypto.subtle.generateKey(SIGNING, true, ['sign', 'verify']);
   const name = subject(opts.commonName);
   const cert = await x509.X509CertificateGenerator.create({
@@ -82,10 +79,7 @@ export async function issueCertificate(ca: KeyPairPem, req: CertificateRequest):
   const extensions: x509.Extension[] = [
     new x509.BasicConstraintsExtension(false, undefined, true),
     new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
-    new x509.ExtendedKeyUsageExtension(
-      [req.usage === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth],
-      false,
-    ),
+    new x509.ExtendedKeyUsageExtension([req.usage === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth], false),
     await x509.AuthorityKeyIdentifierExtension.create(caCert, false),
   ];
   if (altNames.length > 0) extensions.push(new x509.SubjectAlternativeNameExtension(altNames, false));

@@ -61,9 +61,7 @@ const priceEntry: SchemaNode = {
     },
     input_per_million: price('Price of input tokens.'),
     output_per_million: price('Price of output tokens.'),
-    cached_input_per_million: price(
-      "Price of cached-read input tokens; when absent, the input price times the provider's cached_multiplier.",
-    ),
+    cached_input_per_million: price("Price of cached-read input tokens; when absent, the input price times the provider's cached_multiplier."),
     cache_write_per_million: price('Price of cache writes (Anthropic 5-minute writes); when absent, the input price.'),
     cache_write_1h_per_million: price('Price of 1-hour cache writes (Anthropic); when absent, cache_write_per_million.'),
     long_context: {
@@ -202,14 +200,12 @@ const credentials: SchemaNode = {
     openaiApiKey: secretKeyRef('Secret key holding the OpenAI API key (route beta).'),
     anthropicApiKey: secretKeyRef('Secret key holding the Anthropic API key (route gamma-direct).'),
     googleServiceAccount: secretKeyRef(
-      'Secret key holding a Google service account key file (JSON) for the Vertex AI routes; ' +
-        "when absent, the pod's Application Default Credentials are used.",
+      'Secret key holding a Google service account key file (JSON) for the Vertex AI routes; ' + "when absent, the pod's Application Default Credentials are used.",
     ),
     aws: {
       type: 'object',
       tsType: 'AwsCredentialsRef',
-      description:
-        "Secret holding AWS access keys for Bedrock (route gamma-cloudb); when absent, the pod's default AWS credential chain is used.",
+      description: "Secret holding AWS access keys for Bedrock (route gamma-cloudb); when absent, the pod's default AWS credential chain is used.",
       required: ['secretName'],
       properties: {
         secretName,
@@ -329,8 +325,7 @@ const condition: SchemaNode = {
       type: 'string',
       description: 'Condition type in CamelCase, e.g. Ready.',
       maxLength: 316,
-      pattern:
-        '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
+      pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
     },
     status: { type: 'string', tsType: 'ConditionStatus', enum: ['True', 'False', 'Unknown'] },
     observedGeneration: {

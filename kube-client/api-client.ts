@@ -146,4 +146,3 @@ export function splitKey(key: string): { namespace: string; name: string } {
   const slash = key.indexOf('/');
   return slash < 0 ? { namespace: '', name: key } : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
 }
-

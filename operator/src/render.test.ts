@@ -89,7 +89,10 @@ describe('resolveCredentials', () => {
 
 describe('referencedSecrets', () => {
   it('lists each referenced Secret once', () => {
-    expect(referencedSecrets({ credentials: { openaiApiKey: { secretName: 'a', key: 'x' }, anthropicApiKey: { secretName: 'a', key: 'y' }, aws: { secretName: 'b' } } })).toEqual(['a', 'b']);
+    expect(referencedSecrets({ credentials: { openaiApiKey: { secretName: 'a', key: 'x' }, anthropicApiKey: { secretName: 'a', key: 'y' }, aws: { secretName: 'b' } } })).toEqual([
+      'a',
+      'b',
+    ]);
     expect(referencedSecrets(undefined)).toEqual([]);
   });
 });

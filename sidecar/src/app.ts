@@ -59,16 +59,14 @@ const CUT_CALLS_GRACE_MS = 5_000;
 export function buildEngine(opts: EngineOptions): Engine {
   const { store, logger } = opts;
   const config = store.get();
-  const spans = config.storage.kind === 'sqlite' ? openSqliteSpanStore(config.storage.path, { logger, maxSpans: config.storage.maxSpans }) : openMemorySpanStore(config.storage.bufferSize);
+  const spans =
+    config.storage.kind === 'sqlite' ? openSqliteSpanStore(config.storage.path, { logger, maxSpans: config.storage.maxSpans }) : openMemorySpanStore(config.storage.bufferSize);
   const writer = new SpanWriter(spans, config.storage, logger);
   const credentials =
-    opts.credentials ??
-    createCredentialProviders({ credentials: config.credentials, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
+    opts.credentials ?? createCredentialProviders({ credentials: config.credentials, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
   const client = new UpstreamClient({ credentials, breaker: config.breaker, logger });
   const unsubscribeBreaker = store.subscribe((snapshot) => client.updateBreakerConfig(snapshot.config.breaker));
-  const unsubscribeCredentials = opts.credentials
-    ? () => undefined
-    : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
+  const unsubscribeCredentials = opts.credentials ? () => undefined : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
   const lifecycle = new Lifecycle();
   const meter = new CallMeter(writer, logger, lifecycle);
   const inbound = inboundPolicy(config.server, opts.env ?? process.env);
@@ -129,7 +127,8 @@ export function buildEngine(opts: EngineOptions): Engine {
         // has recorded its span (cutting ends them within a turn or two; the bound is for a call that hangs).
         lifecycle.startCutting(drainTimeoutMs);
         app.server.closeAllConnections();
-        if (!(await lifecycle.waitIdle(CUT_CALLS_GRACE_MS))) logger.warn({ in_flight: lifecycle.inFlight }, 'calls still running after their connections were closed; their spans may be lost');
+        if (!(await lifecycle.waitIdle(CUT_CALLS_GRACE_MS)))
+          logger.warn({ in_flight: lifecycle.inFlight }, 'calls still running after their connections were closed; their spans may be lost');
       }
       await closed;
       unsubscribeBreaker();

@@ -161,13 +161,7 @@ export async function ensureNamespace(api: KubeApi, name: string): Promise<void>
  * Creates or replaces a Secret. It carries the label tollgate.dev/credentials=true unless `labelled` is false:
  * the operator sees only labelled Secrets (docs/decisions/0722).
  */
-export async function putSecret(
-  api: KubeApi,
-  namespace: string,
-  name: string,
-  data: Record<string, string>,
-  opts: { labelled?: boolean } = {},
-): Promise<void> {
+export async function putSecret(api: KubeApi, namespace: string, name: string, data: Record<string, string>, opts: { labelled?: boolean } = {}): Promise<void> {
   const labels = opts.labelled === false ? {} : { 'tollgate.dev/credentials': 'true' };
   const body = { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace, labels }, stringData: data };
   try {

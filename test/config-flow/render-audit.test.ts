@@ -11,7 +11,13 @@ const spec = {
   audit: {
     sinks: [
       { name: 'siem', kind: 'jsonl' as const, path: '/var/log/tollgate/audit.jsonl', rotate: { maxBytes: 1_048_576, keep: 2 } },
-      { name: 'collector', kind: 'grpc' as const, address: 'audit.security:4317', tls: { serverName: 'audit', caCertificate: { secretName: 'audit-tls', key: 'ca.crt' } }, bearerToken: { secretName: 'audit-token', key: 'token' } },
+      {
+        name: 'collector',
+        kind: 'grpc' as const,
+        address: 'audit.security:4317',
+        tls: { serverName: 'audit', caCertificate: { secretName: 'audit-tls', key: 'ca.crt' } },
+        bearerToken: { secretName: 'audit-token', key: 'token' },
+      },
       { name: 'warehouse', kind: 'bigquery' as const, dataset: 'audit', table: 'tetragon_events', credentials: { secretName: 'bq-key', key: 'sa.json' } },
     ],
     retry: { maxAttempts: 4 },
@@ -50,12 +56,21 @@ describe('ProxyConfig spec.audit', () => {
       const cache = new SnapshotCache(dir, pino({ level: 'silent' }));
       const prepared = await cache.prepare({ version: 'v1', source: 'team-a/default', configJson: JSON.stringify(rendered.patch), credentials: resolved.values });
       const [, collector, warehouse] = prepared.patch.audit!.sinks;
-      expect(collector).toMatchObject({ kind: 'grpc', bearerTokenFile: join(dir, 'credentials', 'audit-collector-bearerToken'), tls: { serverName: 'audit', caFile: join(dir, 'credentials', 'audit-collector-caCertificate') } });
+      expect(collector).toMatchObject({
+        kind: 'grpc',
+        bearerTokenFile: join(dir, 'credentials', 'audit-collector-bearerToken'),
+        tls: { serverName: 'audit', caFile: join(dir, 'credentials', 'audit-collector-caCertificate') },
+      });
       expect(warehouse).toMatchObject({ kind: 'bigquery', credentialsFile: join(dir, 'credentials', 'audit-warehouse-credentials') });
       expect(readFileSync(join(dir, 'credentials', 'audit-collector-bearerToken'), 'utf8')).toBe('s3cret');
       await cache.commit(prepared);
       // a later snapshot without the collector's secrets removes their files
-      const next = await cache.prepare({ version: 'v2', source: 'team-a/default', configJson: JSON.stringify(render({ audit: { sinks: [spec.audit.sinks[0]!] } }).patch), credentials: {} });
+      const next = await cache.prepare({
+        version: 'v2',
+        source: 'team-a/default',
+        configJson: JSON.stringify(render({ audit: { sinks: [spec.audit.sinks[0]!] } }).patch),
+        credentials: {},
+      });
       await cache.commit(next);
       expect(() => readFileSync(join(dir, 'credentials', 'audit-collector-bearerToken'))).toThrow();
     } finally {
@@ -69,7 +84,18 @@ describe('ProxyConfig spec.audit', () => {
 });
 
 describe(`the ${AUDIT_CONDITION} condition`, () => {
-  const sink = (name: string, failing: boolean, lastError = '') => ({ name, kind: 'grpc', received: 10, delivered: 10, dropped: 0, deadLettered: failing ? 2 : 0, retried: 0, queueDepth: 0, failing, lastError });
+  const sink = (name: string, failing: boolean, lastError = '') => ({
+    name,
+    kind: 'grpc',
+    received: 10,
+    delivered: 10,
+    dropped: 0,
+    deadLettered: failing ? 2 : 0,
+    retried: 0,
+    queueDepth: 0,
+    failing,
+    lastError,
+  });
   it('is Unknown before any report, True while every sidecar delivers, False naming the sink and pods otherwise', () => {
     expect(auditVerdict([])).toMatchObject({ status: 'Unknown', reason: 'NoReports' });
     expect(auditVerdict([{ pod: 'a/p1', report: { sinks: [sink('collector', false)], streamConnected: true, streamDisconnects: 0 } }])).toEqual({
@@ -84,7 +110,8 @@ describe(`the ${AUDIT_CONDITION} condition`, () => {
     expect(verdict).toEqual({
       status: 'False',
       reason: 'SinkFailing',
-      message: 'sink collector: 1 of 2 sidecars dead-lettering or dropping (a/p1), last error: UNAVAILABLE: connection refused; 1 of 2 sidecars not connected to the Tetragon agent',
+      message:
+        'sink collector: 1 of 2 sidecars dead-lettering or dropping (a/p1), last error: UNAVAILABLE: connection refused; 1 of 2 sidecars not connected to the Tetragon agent',
     });
   });
 });

@@ -32,9 +32,7 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function startProxyProcess(
-  opts: { configYaml?: string; env?: NodeJS.ProcessEnv; args?: string[]; cli?: string; nodeArgs?: string[] } = {},
-): Promise<ProxyProcess> {
+export async function startProxyProcess(opts: { configYaml?: string; env?: NodeJS.ProcessEnv; args?: string[]; cli?: string; nodeArgs?: string[] } = {}): Promise<ProxyProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-proxy-'));
   const port = await freePort();
   const args = [...(opts.nodeArgs ?? []), opts.cli ?? CLI, 'proxy', '--port', String(port)];

@@ -34,7 +34,8 @@ export function auditVerdict(reports: readonly SidecarAuditReport[]): AuditVerdi
   const streams = disconnected ? `; ${disconnected} of ${reports.length} sidecars not connected to the Tetragon agent` : '';
   if (failing.size > 0) {
     const parts = [...failing].map(
-      ([sink, f]) => `sink ${sink}: ${f.pods.length} of ${reports.length} sidecars dead-lettering or dropping (${f.pods.slice(0, 3).join(', ')}${f.pods.length > 3 ? ', ...' : ''})${f.lastError ? `, last error: ${f.lastError}` : ''}`,
+      ([sink, f]) =>
+        `sink ${sink}: ${f.pods.length} of ${reports.length} sidecars dead-lettering or dropping (${f.pods.slice(0, 3).join(', ')}${f.pods.length > 3 ? ', ...' : ''})${f.lastError ? `, last error: ${f.lastError}` : ''}`,
     );
     return { status: 'False', reason: 'SinkFailing', message: parts.join('; ') + streams };
   }

@@ -105,10 +105,7 @@ export async function reconcileProxyConfig(key: string, deps: ControllerDeps): P
   };
   if (!sameStatus(pc.status, status)) {
     try {
-      await deps.api.patch(
-        `/apis/${PROXY_CONFIG.group}/${PROXY_CONFIG.version}/namespaces/${namespace}/${PROXY_CONFIG.plural}/${pc.metadata.name}/status`,
-        { status },
-      );
+      await deps.api.patch(`/apis/${PROXY_CONFIG.group}/${PROXY_CONFIG.version}/namespaces/${namespace}/${PROXY_CONFIG.plural}/${pc.metadata.name}/status`, { status });
     } catch (error) {
       if (isStatus(error, 404)) return; // deleted meanwhile; the delete event reconciles again
       throw error;
@@ -117,11 +114,7 @@ export async function reconcileProxyConfig(key: string, deps: ControllerDeps): P
 
   const after = findCondition(conditions, 'Ready')!;
   const changed =
-    !before ||
-    before.status !== after.status ||
-    before.reason !== after.reason ||
-    before.message !== after.message ||
-    before.observedGeneration !== after.observedGeneration;
+    !before || before.status !== after.status || before.reason !== after.reason || before.message !== after.message || before.observedGeneration !== after.observedGeneration;
   if (changed) {
     if (verdict.ready) logger.info({ proxyConfig: key, generation, version }, 'ProxyConfig accepted');
     else logger.warn({ proxyConfig: key, generation, reason: verdict.reason, message: verdict.message }, 'ProxyConfig rejected');

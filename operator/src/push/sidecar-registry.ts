@@ -126,9 +126,7 @@ export class SidecarRegistry {
 
   /** The latest audit report of every connected sidecar bound to `source`. */
   auditReports(source: string): { pod: string; report: AuditReport }[] {
-    return [...this.#connections.values()]
-      .filter((s) => s.source === source && s.audit)
-      .map((s) => ({ pod: `${s.conn.namespace}/${s.conn.podName}`, report: s.audit! }));
+    return [...this.#connections.values()].filter((s) => s.source === source && s.audit).map((s) => ({ pod: `${s.conn.namespace}/${s.conn.podName}`, report: s.audit! }));
   }
 
   /** Records the latest good snapshot of a ProxyConfig and schedules a push to its sidecars. */

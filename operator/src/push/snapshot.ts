@@ -19,12 +19,7 @@ export interface SecretRevision {
   resourceVersion?: string | undefined;
 }
 
-export function buildSnapshot(
-  source: string,
-  patch: RuntimeConfigPatch,
-  credentials: Record<string, Buffer>,
-  secrets: readonly SecretRevision[],
-): Snapshot {
+export function buildSnapshot(source: string, patch: RuntimeConfigPatch, credentials: Record<string, Buffer>, secrets: readonly SecretRevision[]): Snapshot {
   const configJson = JSON.stringify(patch);
   const digest = createHash('sha256')
     .update(configJson)

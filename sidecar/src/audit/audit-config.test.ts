@@ -68,7 +68,10 @@ describe('audit config', () => {
   it('keeps dead letters in a pod within its small state volume unless the config names a file', () => {
     const config = parseAuditConfig(minimal);
     expect(deadLetterFile(config, { stateDir: '/var/run/tollgate' })).toEqual({ path: '/var/run/tollgate/audit-dead-letter.jsonl', maxBytes: 16 * 1024 * 1024 });
-    expect(deadLetterFile(parseAuditConfig({ ...minimal, deadLetter: { path: '/data/dl.jsonl' } }), { stateDir: '/var/run/tollgate' })).toEqual({ path: '/data/dl.jsonl', maxBytes: 104_857_600 });
+    expect(deadLetterFile(parseAuditConfig({ ...minimal, deadLetter: { path: '/data/dl.jsonl' } }), { stateDir: '/var/run/tollgate' })).toEqual({
+      path: '/data/dl.jsonl',
+      maxBytes: 104_857_600,
+    });
     expect(deadLetterFile(config, {})).toEqual({ path: 'tollgate-audit-dead-letter.jsonl', maxBytes: 104_857_600 });
   });
 });

@@ -173,7 +173,9 @@ export function createAwsSigV4Provider(options: AwsSigV4Options): CredentialProv
       req.url.pathname = encodeAwsPath(req.url.pathname);
       // Only host and the x-amz-* headers are signed: anything else may legitimately change between here
       // and the wire (hop-by-hop handling, content-length framing) without breaking the signature.
-      const signed = await (await signerFor(region)).sign({
+      const signed = await (
+        await signerFor(region)
+      ).sign({
         method: req.method.toUpperCase(),
         protocol: req.url.protocol,
         hostname: req.url.hostname,

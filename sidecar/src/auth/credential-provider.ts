@@ -51,7 +51,9 @@ export function createCredentialProviders(opts: CredentialProvidersOptions): Rec
   const env = opts.env ?? process.env;
   const upstreams = typeof opts.upstreams === 'function' ? opts.upstreams : () => opts.upstreams as Upstreams;
   const initial = upstreams();
-  const projectId = routesUsing('google-adc').map((route) => initial[route]?.project).find((project) => project);
+  const projectId = routesUsing('google-adc')
+    .map((route) => initial[route]?.project)
+    .find((project) => project);
   const logger = opts.logger.child({ component: 'credentials' });
   const awsRoutes = routesUsing('aws-sigv4');
 

@@ -37,9 +37,7 @@ interface TokenExpiry {
 
 export function createGoogleAdcProvider(options: GoogleAdcOptions): CredentialProvider {
   const { logger } = options;
-  const file = options.credentialsFile
-    ? new WatchedSecretFile({ path: options.credentialsFile, label: 'Google credentials file', logger })
-    : undefined;
+  const file = options.credentialsFile ? new WatchedSecretFile({ path: options.credentialsFile, label: 'Google credentials file', logger }) : undefined;
   // Loaded on the first Google call: a proxy that never uses a Vertex route never pays its memory.
   let auth: Promise<GoogleAuth> | null = null;
   let builtFrom: string | undefined;

@@ -138,7 +138,7 @@ function mergePatches(a: RuntimeConfigPatch, b: RuntimeConfigPatch): RuntimeConf
       for (const [k, v] of Object.entries(value as Record<string, object>)) merged[k] = { ...merged[k], ...v };
       (out as Record<string, unknown>)[key] = merged;
     } else {
-      (out as Record<string, unknown>)[key] = { ...(out[key]), ...(value) };
+      (out as Record<string, unknown>)[key] = { ...out[key], ...value };
     }
   }
   return out;

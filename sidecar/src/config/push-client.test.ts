@@ -51,7 +51,9 @@ describe('startPushClient', () => {
       },
     });
     port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createSsl(null, [{ private_key: Buffer.from(leaf.keyPem), cert_chain: Buffer.from(leaf.certPem) }]), (e, p) => (e ? reject(e) : resolve(p))),
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createSsl(null, [{ private_key: Buffer.from(leaf.keyPem), cert_chain: Buffer.from(leaf.certPem) }]), (e, p) =>
+        e ? reject(e) : resolve(p),
+      ),
     );
   });
 

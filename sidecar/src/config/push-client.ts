@@ -87,9 +87,9 @@ export function startPushClient(opts: PushClientOptions): PushClient {
       const prepared = await cache.prepare(received);
       opts.store.setLayer('operator', prepared.patch);
       running = prepared;
-      await cache.commit(prepared).catch((error: unknown) =>
-        logger.warn({ err: (error as Error).message }, 'config snapshot applied but not saved; a restart without the operator would use an older one'),
-      );
+      await cache
+        .commit(prepared)
+        .catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'config snapshot applied but not saved; a restart without the operator would use an older one'));
       Object.assign(status, { version: prepared.version, source: prepared.source, fromCache: false });
       logger.info({ version: prepared.version, source: prepared.source || '(built-in)', credentials: prepared.credentialNames }, 'config snapshot applied');
       reply({ ack: { version: received.version } });

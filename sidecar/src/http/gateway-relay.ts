@@ -123,7 +123,14 @@ async function relayTranslatedJson(ctx: RelayContext): Promise<void> {
   }
   if (!isRecord(document) || plan.response === null) {
     upstream.settle('failure');
-    call.finish({ prices: ctx.prices, usage: result.usage, responseModel: result.responseModel, status: 'error', statusCode: upstream.statusCode, error: 'upstream_stream_error: upstream body is not a JSON object' });
+    call.finish({
+      prices: ctx.prices,
+      usage: result.usage,
+      responseModel: result.responseModel,
+      status: 'error',
+      statusCode: upstream.statusCode,
+      error: 'upstream_stream_error: upstream body is not a JSON object',
+    });
     throw new ProxyError('upstream_stream_error', `upstream ${plan.route} answered ${upstream.statusCode} with a body that is not a JSON object`);
   }
   upstream.settle('success');

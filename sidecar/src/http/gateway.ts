@@ -148,14 +148,33 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
     if (error instanceof GatewayError) {
       // Refused before the model named a provider (no body, bad JSON, unknown model): still one span, so the
       // answer's X-Proxy-Span-Id can be looked up.
-      call ??= opts.meter.start({ route: 'v1', provider: 'unknown', model: requestedModel ?? 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace });
-      if (!call.finished) call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${error.code ?? 'invalid_request'}: ${error.message}` });
+      call ??= opts.meter.start({
+        route: 'v1',
+        provider: 'unknown',
+        model: requestedModel ?? 'unknown',
+        operation: 'chat',
+        userId: userHeader,
+        projectId: projectHeader,
+        requestId: request.id,
+        trace,
+      });
+      if (!call.finished)
+        call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${error.code ?? 'invalid_request'}: ${error.message}` });
       if (!res.destroyed) sendJson(res, error.statusCode, error.toJSON(), trace);
       request.raw.resume();
       return;
     }
     const proxyError = error instanceof ProxyError ? error : toProxyError(plan?.route ?? 'v1', error);
-    call ??= opts.meter.start({ route: 'v1', provider: 'unknown', model: requestedModel ?? 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace });
+    call ??= opts.meter.start({
+      route: 'v1',
+      provider: 'unknown',
+      model: requestedModel ?? 'unknown',
+      operation: 'chat',
+      userId: userHeader,
+      projectId: projectHeader,
+      requestId: request.id,
+      trace,
+    });
     finishFailedCall(call, snapshot.prices, proxyError, res);
     sendFailure(res, proxyError, proxyErrorBody(proxyError), trace);
   } finally {

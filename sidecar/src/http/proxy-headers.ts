@@ -68,10 +68,7 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, keepConten
 }
 
 /** Headers for the caller's response; `dropContentLength` when the proxy changes the body's length. */
-export function downstreamResponseHeaders(
-  upstream: Record<string, string | string[] | undefined>,
-  dropContentLength: boolean,
-): Record<string, string | string[]> {
+export function downstreamResponseHeaders(upstream: Record<string, string | string[] | undefined>, dropContentLength: boolean): Record<string, string | string[]> {
   const hop = connectionListed(upstream.connection);
   const out: Record<string, string | string[]> = {};
   for (const name in upstream) {

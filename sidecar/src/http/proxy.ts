@@ -163,7 +163,16 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     const proxyError = callerError ?? (error instanceof ProxyError ? error : toProxyError(route, error));
     // Refused before the call was planned (body over the limit, bad JSON, a path that leaves the base):
     // still one span, so every answer's X-Proxy-Span-Id can be looked up.
-    call ??= opts.meter.start({ route, provider: module.provider, model: 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace });
+    call ??= opts.meter.start({
+      route,
+      provider: module.provider,
+      model: 'unknown',
+      operation: 'chat',
+      userId: userHeader,
+      projectId: projectHeader,
+      requestId: request.id,
+      trace,
+    });
     finishFailedCall(call, snapshot.prices, proxyError, res);
     sendProxyError(res, proxyError, trace);
   } finally {

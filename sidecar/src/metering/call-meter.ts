@@ -193,7 +193,13 @@ export class MeteredCall {
       this.#stats.meteringErrors++;
       const message = error instanceof Error ? error.message : String(error);
       this.#logger.error(
-        { err: { type: error instanceof Error ? error.name : typeof error, message }, request_id: call.requestId, route: call.route, model: call.model, metering_errors: this.#stats.meteringErrors },
+        {
+          err: { type: error instanceof Error ? error.name : typeof error, message },
+          request_id: call.requestId,
+          route: call.route,
+          model: call.model,
+          metering_errors: this.#stats.meteringErrors,
+        },
         'metering failed; call recorded with cost 0',
       );
       return { costUsd: 0, priced: false, failure: message };

@@ -76,13 +76,7 @@ function anthropicPico(usage: TokenUsage, rates: Rates): bigint {
   const write1h = tokens(Math.min(usage.cacheWrite1hTokens, usage.cacheWriteTokens));
   let uncached = tokens(usage.inputTokens) - read - write;
   if (uncached < 0n) uncached = 0n;
-  return (
-    uncached * rates.input +
-    (write - write1h) * rates.cacheWrite5m +
-    write1h * rates.cacheWrite1h +
-    read * rates.cachedRead +
-    tokens(usage.outputTokens) * rates.output
-  );
+  return uncached * rates.input + (write - write1h) * rates.cacheWrite5m + write1h * rates.cacheWrite1h + read * rates.cachedRead + tokens(usage.outputTokens) * rates.output;
 }
 
 /** Cost in pico-dollars of one call priced by `entry`. */

@@ -107,8 +107,7 @@ export class PriceTable {
   /** The entry pricing `model` on `provider`'s routes; undefined when unknown or disabled. */
   resolve(provider: Provider, model: string): PriceEntry | undefined {
     if (typeof model !== 'string' || model.trim() === '') return undefined;
-    const entry =
-      this.#index.get(`${provider}\u0000${model.trim().toLowerCase()}`) ?? this.#index.get(`${provider}\u0000${normaliseModelId(model)}`);
+    const entry = this.#index.get(`${provider}\u0000${model.trim().toLowerCase()}`) ?? this.#index.get(`${provider}\u0000${normaliseModelId(model)}`);
     return entry === undefined || entry.disabled === true ? undefined : entry;
   }
 

@@ -6,19 +6,36 @@ describe('checkPathSegments', () => {
     expect(() => checkPathSegments(path)).toThrow(/\. or \.\. segment/);
   });
 
-  it.each(['/model/anthropic.claude-3%3A0/invoke', '/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fus.anthropic.x/invoke', '/v1/a..b', '/v1/.well-known/x', '/v1/...', '/x/%zz/y'])('passes %s', (path) => {
+  it.each([
+    '/model/anthropic.claude-3%3A0/invoke',
+    '/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fus.anthropic.x/invoke',
+    '/v1/a..b',
+    '/v1/.well-known/x',
+    '/v1/...',
+    '/x/%zz/y',
+  ])('passes %s', (path) => {
     expect(() => checkPathSegments(path)).not.toThrow();
   });
 
   it('refuses a raw "#" anywhere in the target, since the URL would cut the rest off (/..# is /..)', () => {
-    for (const [rest, query] of [['/..#', ''], ['/.#', ''], ['/..#x', ''], ['/v1/models#frag', ''], ['/v1/models', '?a=1#b']] as const) {
-      expect(() => planUpstreamRequest('gamma-cloud', { method: 'GET', rest, query, body: null, upstream: undefined }), rest + query).toThrow(/has a raw "#"; send it percent-encoded \(%23\)/);
+    for (const [rest, query] of [
+      ['/..#', ''],
+      ['/.#', ''],
+      ['/..#x', ''],
+      ['/v1/models#frag', ''],
+      ['/v1/models', '?a=1#b'],
+    ] as const) {
+      expect(() => planUpstreamRequest('gamma-cloud', { method: 'GET', rest, query, body: null, upstream: undefined }), rest + query).toThrow(
+        /has a raw "#"; send it percent-encoded \(%23\)/,
+      );
     }
     expect(() => planUpstreamRequest('gamma-cloud', { method: 'GET', rest: '/v1/a%23b', query: '', body: null, upstream: undefined })).not.toThrow();
   });
 
   it('guards every route, the one that re-encodes its path included', () => {
-    expect(() => planUpstreamRequest('gamma-cloudb', { method: 'POST', rest: '/model/%2e%2e/%2e%2e/admin', query: '', body: null, upstream: undefined })).toThrow(/invalid|segment/);
+    expect(() => planUpstreamRequest('gamma-cloudb', { method: 'POST', rest: '/model/%2e%2e/%2e%2e/admin', query: '', body: null, upstream: undefined })).toThrow(
+      /invalid|segment/,
+    );
     expect(() => planUpstreamRequest('alpha', { method: 'GET', rest: '/v1/../../admin', query: '?x=1', body: null, upstream: undefined })).toThrow(/segment/);
   });
 });

@@ -15,7 +15,7 @@ describe('the route modules', () => {
     }
   });
 
-  it('answers refusals in the shape its callers\' SDK reads', () => {
+  it("answers refusals in the shape its callers' SDK reads", () => {
     expect(ROUTE_MODULES.beta.errors.body(429, 'budget_exceeded', 'spent')).toEqual({
       error: { message: 'spent', type: 'rate_limit_error', param: null, code: 'budget_exceeded' },
     });

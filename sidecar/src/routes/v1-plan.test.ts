@@ -22,7 +22,7 @@ function plan(model: string, gateway: Partial<ReturnType<typeof defaultRuntimeCo
 }
 
 describe('the model id a route receives', () => {
-  it('takes the route\'s id from the price entry\'s aliases', () => {
+  it("takes the route's id from the price entry's aliases", () => {
     expect(anthropicModelId('gamma-direct', 'claude-sonnet-4', sonnet)).toBe('claude-sonnet-4-20250514');
     expect(anthropicModelId('gamma', 'claude-sonnet-4', sonnet)).toBe('claude-sonnet-4@20250514');
     expect(anthropicModelId('gamma-cloudb', 'claude-sonnet-4', sonnet)).toBe('anthropic.claude-sonnet-4-20250514-v1:0');
@@ -30,7 +30,7 @@ describe('the model id a route receives', () => {
     expect(anthropicModelId('gamma-cloudb', 'claude-sonnet-4@20250514', sonnet)).toBe('anthropic.claude-sonnet-4-20250514-v1:0');
   });
 
-  it('keeps an id the caller sent in the route\'s own form', () => {
+  it("keeps an id the caller sent in the route's own form", () => {
     expect(anthropicModelId('gamma-cloudb', 'us.anthropic.claude-sonnet-4-20250514-v1:0', sonnet)).toBe('us.anthropic.claude-sonnet-4-20250514-v1:0');
     expect(anthropicModelId('gamma-direct', 'claude-sonnet-4-0', sonnet)).toBe('claude-sonnet-4-0');
   });

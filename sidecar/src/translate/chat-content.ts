@@ -14,8 +14,7 @@ export interface ChatMessage {
 }
 
 export type UserPart =
-  | { type: 'text'; text: string }
-  | { type: 'image'; source: { kind: 'base64'; mediaType: string; data: string } | { kind: 'url'; url: string }; param: string };
+  { type: 'text'; text: string } | { type: 'image'; source: { kind: 'base64'; mediaType: string; data: string } | { kind: 'url'; url: string }; param: string };
 
 export interface ToolCallIn {
   id: string;

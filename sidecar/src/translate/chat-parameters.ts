@@ -77,7 +77,7 @@ export const CHAT_PARAMETERS: Readonly<Record<string, Readonly<Record<Translated
     gemini: map('`generationConfig.thinkingConfig.thinkingBudget`: minimal/none 0, low 1024, medium 8192, high 24576'),
   },
   user: {
-    anthropic: map('`metadata.user_id`; also the span\'s user when no X-Tollgate-User header is sent'),
+    anthropic: map("`metadata.user_id`; also the span's user when no X-Tollgate-User header is sent"),
     gemini: ignore("Gemini has no end-user field; the value is still the span's user when no X-Tollgate-User header is sent"),
   },
   safety_identifier: both(ignore("an abuse-monitoring id for OpenAI only; it is recorded as the span's user when neither X-Tollgate-User nor user is sent")),

@@ -42,7 +42,6 @@ export const ANTHROPIC_CHAT_RESPONSE: ChatResponseTranslation = {
 /** Claude on Bedrock: Messages JSON with usage also in headers, and Anthropic events inside AWS's event stream. */
 export const BEDROCK_CHAT_RESPONSE: ChatResponseTranslation = {
   name: 'anthropic',
-  fromJson: (document, s) =>
-    fromAnthropicMessage(document, { model: s.model, created: s.created, jsonMode: s.jsonMode, fallbackUsage: bedrockHeaderUsage(s.headers) }),
+  fromJson: (document, s) => fromAnthropicMessage(document, { model: s.model, created: s.created, jsonMode: s.jsonMode, fallbackUsage: bedrockHeaderUsage(s.headers) }),
   stream: (route, identity, s) => bedrockChatStream(route, new AnthropicChunkTranslator(identity, s.jsonMode)),
 };

@@ -75,8 +75,7 @@ function geminiStreamResult(state: GeminiStreamState, cut: string | undefined): 
       malformed = true;
     }
   }
-  const streamError =
-    state.error ?? cut ?? (malformed ? 'malformed JSON in stream chunk' : state.finished ? undefined : 'stream ended before a finishReason');
+  const streamError = state.error ?? cut ?? (malformed ? 'malformed JSON in stream chunk' : state.finished ? undefined : 'stream ended before a finishReason');
   if (streamError !== undefined) result.streamError = streamError;
   return result;
 }

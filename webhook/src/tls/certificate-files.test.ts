@@ -85,10 +85,14 @@ describe('certificate files (cert-manager mode)', () => {
     expect(await servedCommonName(port)).toBe('CN=first');
 
     writeVolume(dir, await leaf('second'), 2);
-    const name = await waitFor('the new certificate to be served', async () => {
-      const served = await servedCommonName(port);
-      return served === 'CN=second' && served;
-    }, 10_000);
+    const name = await waitFor(
+      'the new certificate to be served',
+      async () => {
+        const served = await servedCommonName(port);
+        return served === 'CN=second' && served;
+      },
+      10_000,
+    );
     expect(name).toBe('CN=second');
   });
 

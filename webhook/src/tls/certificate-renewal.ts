@@ -45,10 +45,7 @@ function sameCertificate(a: string, b: string): boolean {
   return new X509Certificate(a).fingerprint256 === new X509Certificate(b).fingerprint256;
 }
 
-export async function renewCertificates(
-  current: CertificateState,
-  policy: RenewalPolicy,
-): Promise<{ state: CertificateState; changes: RenewalChange[] }> {
+export async function renewCertificates(current: CertificateState, policy: RenewalPolicy): Promise<{ state: CertificateState; changes: RenewalChange[] }> {
   let state: CertificateState = { ...current, trustedCas: [...current.trustedCas] };
   const changes: RenewalChange[] = [];
 

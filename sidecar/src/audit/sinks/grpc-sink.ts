@@ -32,7 +32,12 @@ const RETRYABLE = new Set([
 ]);
 
 type ExportClient = grpc.Client & {
-  export(request: ExportRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: (error: grpc.ServiceError | null, response?: ExportResponse) => void): grpc.ClientUnaryCall;
+  export(
+    request: ExportRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: (error: grpc.ServiceError | null, response?: ExportResponse) => void,
+  ): grpc.ClientUnaryCall;
 };
 
 export class GrpcSink implements AuditSink {

@@ -14,7 +14,6 @@ export const alphaCompat = defineRoute('alpha-compat', {
   planNative: (call) => planOpenAiNative('alpha-compat', call),
   v1: {
     modelId,
-    plan: (call) =>
-      planOpenAiPassThrough(call, modelId(call.requested), `${vertexLocationPath('alpha-compat', call.upstream, call.env)}/endpoints/openapi/chat/completions`),
+    plan: (call) => planOpenAiPassThrough(call, modelId(call.requested), `${vertexLocationPath('alpha-compat', call.upstream, call.env)}/endpoints/openapi/chat/completions`),
   },
 });
