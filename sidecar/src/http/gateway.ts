@@ -100,6 +100,18 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
   let call: MeteredCall | null = null;
   let plan: GatewayPlan | null = null;
   let requestedModel: string | null = null;
+  // The span of a call refused before it reached a route: its answer's X-Proxy-Span-Id can still be looked up.
+  const refusedCall = () =>
+    opts.meter.start({
+      route: 'v1',
+      provider: 'unknown',
+      model: requestedModel ?? 'unknown',
+      operation: 'chat',
+      userId: userHeader,
+      projectId: projectHeader,
+      requestId: request.id,
+      trace,
+    });
   const done = opts.lifecycle.track();
   try {
     if (!hasBody(request.raw)) throw new GatewayError(400, 'the request needs a JSON body', { code: 'invalid_json' });
@@ -148,16 +160,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
     if (error instanceof GatewayError) {
       // Refused before the model named a provider (no body, bad JSON, unknown model): still one span, so the
       // answer's X-Proxy-Span-Id can be looked up.
-      call ??= opts.meter.start({
-        route: 'v1',
-        provider: 'unknown',
-        model: requestedModel ?? 'unknown',
-        operation: 'chat',
-        userId: userHeader,
-        projectId: projectHeader,
-        requestId: request.id,
-        trace,
-      });
+      call ??= refusedCall();
       if (!call.finished)
         call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${error.code ?? 'invalid_request'}: ${error.message}` });
       if (!res.destroyed) sendJson(res, error.statusCode, error.toJSON(), trace);
@@ -165,16 +168,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
       return;
     }
     const proxyError = error instanceof ProxyError ? error : toProxyError(plan?.route ?? 'v1', error);
-    call ??= opts.meter.start({
-      route: 'v1',
-      provider: 'unknown',
-      model: requestedModel ?? 'unknown',
-      operation: 'chat',
-      userId: userHeader,
-      projectId: projectHeader,
-      requestId: request.id,
-      trace,
-    });
+    call ??= refusedCall();
     finishFailedCall(call, snapshot.prices, proxyError, res);
     sendFailure(res, proxyError, proxyErrorBody(proxyError), trace);
   } finally {
