@@ -36,7 +36,7 @@ export interface AccessTokenConfig {
 
 export interface IapConfig {
   enabled: boolean;
-  /** `aud` of IAP's signed header (`/projects/N/global/backendServices/M` or `/projects/N/apps/ID`); empty: the header is not required. */
+  /** `aud` of IAP's signed header (`/projects/N/global/backendServices/M` or `/projects/N/apps/ID`); at least one when enabled. */
   audiences: string[];
   /** Service accounts that may come in with Proxy-Authorization and call on behalf of a user (X-Proxy-Auth). */
   allowedServiceAccounts: string[];
@@ -198,7 +198,7 @@ function email(entry: string, field: string): string {
 
 function parseIap(input: unknown, field: string): IapConfig {
   const v = new Fields(input, field, ['enabled', 'audiences', 'allowedServiceAccounts', 'publicKeysUrl']);
-  return {
+  const iap: IapConfig = {
     enabled: v.boolean('enabled') ?? true,
     audiences: v.list('audiences', (entry, f) => {
       if (!/^\/projects\/\d+\/(global\/backendServices\/\d+|apps\/[a-z][a-z0-9-]*)$/.test(entry)) {
@@ -209,6 +209,10 @@ function parseIap(input: unknown, field: string): IapConfig {
     allowedServiceAccounts: v.list('allowedServiceAccounts', email) ?? [],
     publicKeysUrl: v.url('publicKeysUrl') ?? IAP_PUBLIC_KEYS_URL,
   };
+  if (iap.enabled && iap.audiences.length === 0) {
+    throw new ConfigError(v.name('audiences'), 'must list the audience of the proxy\'s signed header (/projects/<number>/global/backendServices/<id>): without it a header signed for any other backend would be accepted');
+  }
+  return iap;
 }
 
 /**
@@ -277,4 +281,18 @@ export function parseEngineMode(input: unknown, field: string): EngineMode {
     throw new ConfigError(field, `must be one of ${ENGINE_MODES.join(', ')} (got ${JSON.stringify(input)})`);
   }
   return input as EngineMode;
+}
+
+/**
+ * `--mode server` (or `mode: server` in the file) turns the central server's defaults on under whatever the
+ * file sets: every call needs an identity, /healthz on the serving port too, and it listens on every
+ * interface (a central server is meant to be reached; the Host check still applies).
+ */
+export function applyServerModeDefaults(patch: { mode?: EngineMode; server?: { host?: string; auth?: Partial<ServerAuthConfig> } }): void {
+  if (patch.mode !== 'server') return;
+  const server = (patch.server ??= {});
+  server.host ??= '0.0.0.0';
+  const auth = (server.auth ??= {});
+  auth.required ??= true;
+  auth.health ??= 'required';
 }
