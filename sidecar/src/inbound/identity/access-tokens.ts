@@ -35,7 +35,7 @@ export class AccessTokens {
   readonly #inFlight = new Map<string, Promise<CachedAnswer>>();
   #lookups = 0;
 
-  constructor(config: AccessTokenConfig, now: () => number = Date.now) {
+  constructor(config: AccessTokenConfig, now: () => number = () => Date.now()) {
     this.#config = config;
     this.issuer = config.tokeninfoUrl;
     this.#now = now;

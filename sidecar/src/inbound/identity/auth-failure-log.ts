@@ -32,7 +32,7 @@ export class AuthFailureLog {
 
   constructor(logger: Logger, opts: { now?: () => number; maxLinesPerMinute?: number } = {}) {
     this.#logger = logger;
-    this.#now = opts.now ?? Date.now;
+    this.#now = opts.now ?? (() => Date.now());
     this.#maxLines = opts.maxLinesPerMinute ?? MAX_LINES;
   }
 

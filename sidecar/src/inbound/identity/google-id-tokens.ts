@@ -23,7 +23,7 @@ export class GoogleIdTokens implements IdTokenVerifier {
   #client: OAuth2Client;
   #clientCreatedAt: number;
 
-  constructor(config: OidcIssuerConfig, now: () => number = Date.now) {
+  constructor(config: OidcIssuerConfig, now: () => number = () => Date.now()) {
     this.#audiences = config.audiences;
     this.#certsUrl = config.certsUrl!;
     this.#now = now;

@@ -30,7 +30,7 @@ export class IapAssertions {
   constructor(opts: { publicKeysUrl: string; audiences: string[]; now?: () => number }) {
     this.#client = new OAuth2Client({ endpoints: { oauth2IapPublicKeyUrl: opts.publicKeysUrl } });
     this.#audiences = opts.audiences;
-    this.#now = opts.now ?? Date.now;
+    this.#now = opts.now ?? (() => Date.now());
   }
 
   async verify(assertion: string): Promise<JWTPayload> {
