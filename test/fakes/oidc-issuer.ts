@@ -82,7 +82,15 @@ function json(res: import('node:http').ServerResponse, status: number, body: unk
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers }).end(JSON.stringify(body));
 }
 
-export async function startOidcIssuer(opts: { certsMaxAgeSeconds?: number } = {}): Promise<LocalOidcIssuer> {
+export interface OidcIssuerOptions {
+  certsMaxAgeSeconds?: number;
+  /** Listen on this port (default: any free one). */
+  port?: number;
+  /** Serve GET /token?email=…&aud=… minting an ID token for anyone: for trying the server out by hand only. */
+  mintEndpoint?: boolean;
+}
+
+export async function startOidcIssuer(opts: OidcIssuerOptions = {}): Promise<LocalOidcIssuer> {
   const published = new Map<string, SigningKey>();
   const current = new Map<SigningAlgorithm, SigningKey>();
   const counts = new Map<string, number>();
@@ -106,8 +114,15 @@ export async function startOidcIssuer(opts: { certsMaxAgeSeconds?: number } = {}
       for (const key of published.values()) if (key.certificatePem) certs[key.kid] = key.certificatePem;
       return json(res, 200, certs, { 'cache-control': `public, max-age=${opts.certsMaxAgeSeconds ?? 300}, must-revalidate, no-transform` });
     }
+    if (path === '/token' && opts.mintEndpoint) {
+      const query = new URL(call.path, 'http://issuer').searchParams;
+      const email = query.get('email');
+      if (!email) return json(res, 400, { error: 'email is required' });
+      void issuer.idToken(email, query.get('aud') ?? 'tollgate').then((token) => res.writeHead(200, { 'content-type': 'text/plain' }).end(`${token}\n`));
+      return;
+    }
     return json(res, 404, { error: 'not_found' });
-  });
+  }, opts.port !== undefined ? { port: opts.port } : {});
   url = server.url;
 
   const issuer: LocalOidcIssuer = {
