@@ -211,6 +211,11 @@ describe('the management API', () => {
     });
     expect(change.status).toBe(403);
     expect((await fetch(`${server.url}/_local/api/config`)).status).toBe(401);
+
+    const health = await fetch(`${server.url}/_local/api/health`, { headers: { authorization: `Bearer ${adminToken}` } });
+    const auth = ((await health.json()) as { auth: { strategies: string[]; refused: number; tokeninfoLookups: number } }).auth;
+    expect(auth.strategies).toEqual(['iap', 'oidc', 'accessTokens']);
+    expect(auth.refused).toBeGreaterThan(0);
   });
 });
 
