@@ -14,6 +14,7 @@ import { iapStrategy } from './iap-strategy.ts';
 import { TokenRejected, type AuthReason, type Identity, type StrategyName } from './identity.ts';
 import { JwksIssuer, type IdTokenVerifier } from './jwks-issuer.ts';
 import { oidcStrategy } from './oidc-strategy.ts';
+import { VerifiedTokenCache } from './verified-token-cache.ts';
 import { isNotApplicable, type Strategy } from './strategy.ts';
 
 export interface AuthFailure {
@@ -76,6 +77,7 @@ export function createAuthenticator(auth: ServerAuthConfig): Authenticator | nul
     idTokens,
     accessTokens: auth.accessTokens ? new AccessTokens(auth.accessTokens) : null,
     rules: auth.users,
+    verifiedIdTokens: new VerifiedTokenCache(),
   };
   const strategies: Strategy[] = [];
   if (auth.iap?.enabled) strategies.push(iapStrategy(auth.iap, new IapAssertions({ publicKeysUrl: auth.iap.publicKeysUrl, audiences: auth.iap.audiences })));

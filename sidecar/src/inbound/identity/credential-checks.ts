@@ -6,12 +6,21 @@ import { bearerToken, peekJwt } from './bearer-token.ts';
 import type { AccessTokens } from './access-tokens.ts';
 import { identityFromClaims, TokenRejected, type ClaimRules, type Claims, type Identity, type StrategyName } from './identity.ts';
 import type { IdTokenVerifier } from './jwks-issuer.ts';
+import { tokenKey, type VerifiedTokenCache } from './verified-token-cache.ts';
 
 export interface Verifiers {
   idTokens: readonly IdTokenVerifier[];
   accessTokens: AccessTokens | null;
   rules: ClaimRules;
+  /** ID tokens verified before, until their exp (at most ID_TOKEN_CACHE_MS). */
+  verifiedIdTokens: VerifiedTokenCache;
 }
+
+/**
+ * How long a verified ID token is taken on trust before its signature is checked again: no longer than a key
+ * set is cached, so a key the issuer withdraws stops working about as soon as it would without this cache.
+ */
+export const ID_TOKEN_CACHE_MS = 5 * 60_000;
 
 /** What a verifier vouched for: the claims, and who issued them. */
 export interface VerifiedClaims {
@@ -61,12 +70,18 @@ export class CredentialChecks {
 
   idTokenClaims(token: string): Promise<VerifiedClaims> {
     return this.#once(`id:${token}`, async () => {
+      const key = tokenKey(token);
+      const cache = this.#verifiers.verifiedIdTokens;
+      const cached = cache.get(key);
+      if (cached) return cached;
       const peeked = peekJwt(token);
       if (!peeked) throw new TokenRejected('malformed_token', 'the token is not a JWT');
       const iss = peeked.payload.iss;
       const verifier = typeof iss === 'string' ? this.#verifiers.idTokens.find((v) => v.issuers.includes(iss)) : undefined;
       if (!verifier) throw new TokenRejected('unknown_issuer', 'the token comes from an issuer this server does not trust (server.auth.oidc)');
-      return { claims: await verifier.verify(token, peeked), issuer: iss as string };
+      const verified = { claims: await verifier.verify(token, peeked), issuer: iss as string };
+      cache.set(key, verified, Math.min((verified.claims.exp as number) * 1000, Date.now() + ID_TOKEN_CACHE_MS));
+      return verified;
     });
   }
 
