@@ -196,6 +196,8 @@ describe('opaque access tokens (tokeninfo through google-auth-library)', () => {
     expect((await shortCache.authenticate(bearer(token))).identity?.userId).toBe('frank@example.com');
     tokeninfo.revoke(token);
     expect(reason(await shortCache.authenticate(bearer(token)))).toBe('inactive_token');
+    // tokeninfo refuses an expired token the way it refuses a made-up one.
+    expect(reason(await shortCache.authenticate(bearer(tokeninfo.issue('frank@example.com', { expiresInSeconds: -1 }))))).toBe('inactive_token');
   });
 
   it('says 503 when tokeninfo fails', async () => {
