@@ -185,6 +185,7 @@ describe('health', () => {
   it('/healthz on the serving port needs a token and says nothing without one; the probe port stays open', async () => {
     const anonymous = await fetch(`${server.url}/healthz`);
     expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toBe('Bearer realm="tollgate", error="invalid_token"');
     expect(await anonymous.json()).toEqual({ error: { code: 'invalid_token' } });
     const withToken = await fetch(`${server.url}/healthz`, { headers: { authorization: `Bearer ${await issuer.idToken('prober@example.com', AUD)}` } });
     expect(withToken.status).toBe(200);

@@ -50,9 +50,12 @@ function refuse(reply: FastifyReply, path: string, failure: AuthFailure, health:
     reply.header('retry-after', '5');
     return sendError(reply, path, 503, 'identity_provider_unavailable', 'the identity provider could not be reached to check the credential; try again');
   }
-  reply.header('www-authenticate', `Bearer realm="tollgate", error="invalid_token", error_description="${failure.reason}"`);
   // An unauthenticated probe learns nothing about the engine or the token.
-  if (health) return reply.code(401).header('content-type', 'application/json; charset=utf-8').send('{"error":{"code":"invalid_token"}}');
+  if (health) {
+    reply.header('www-authenticate', 'Bearer realm="tollgate", error="invalid_token"');
+    return reply.code(401).header('content-type', 'application/json; charset=utf-8').send('{"error":{"code":"invalid_token"}}');
+  }
+  reply.header('www-authenticate', `Bearer realm="tollgate", error="invalid_token", error_description="${failure.reason}"`);
   return sendError(reply, path, 401, 'invalid_token', failure.message, { reason: failure.reason });
 }
 
