@@ -13,10 +13,12 @@ import { ConfigError } from './config-error.ts';
 import { isRecord } from './json-record.ts';
 import type { BreakerConfig, CredentialsConfig, GatewayConfig, ServerConfig, StorageConfig, UpstreamConfig } from './runtime-config.ts';
 import { GATEWAY_ROUTE_SETTINGS } from './runtime-config.ts';
+import { parseEngineMode, parseServerAuth, type EngineMode, type ServerAuthConfig } from './server-auth-config.ts';
 
 /** A partial runtime config: what one source (file, API, operator) sets. */
 export interface RuntimeConfigPatch {
-  server?: Partial<ServerConfig>;
+  mode?: EngineMode;
+  server?: Partial<Omit<ServerConfig, 'auth'>> & { auth?: Partial<ServerAuthConfig> };
   upstreams?: Partial<Record<RouteName, UpstreamConfig>>;
   /** Price overrides, merged over the built-in defaults by (provider, model). */
   pricing?: { models: PriceEntry[] };
@@ -96,10 +98,10 @@ function optionalList(value: Obj, key: string, field: string, normalise: (entry:
   });
 }
 
-function parseServer(input: unknown, field: string): Partial<ServerConfig> {
+function parseServer(input: unknown, field: string): NonNullable<RuntimeConfigPatch['server']> {
   const v = object(input, field);
-  onlyKeys(v, field, ['host', 'port', 'bodyLimitBytes', 'allowedHosts', 'allowedOrigins', 'requestTimeoutMs', 'drainTimeoutMs']);
-  return assignDefined<Partial<ServerConfig>>(
+  onlyKeys(v, field, ['host', 'port', 'bodyLimitBytes', 'allowedHosts', 'allowedOrigins', 'requestTimeoutMs', 'drainTimeoutMs', 'auth']);
+  return assignDefined<NonNullable<RuntimeConfigPatch['server']>>(
     {},
     {
       host: optionalString(v, 'host', field),
@@ -109,6 +111,7 @@ function parseServer(input: unknown, field: string): Partial<ServerConfig> {
       allowedOrigins: optionalList(v, 'allowedOrigins', field, normaliseOrigin, 'an origin such as http://localhost:3000 (scheme, host and port only)'),
       requestTimeoutMs: optionalNumber(v, 'requestTimeoutMs', field, { min: 100, max: 3_600_000, integer: true }),
       drainTimeoutMs: optionalNumber(v, 'drainTimeoutMs', field, { min: 0, max: 3_600_000, integer: true }),
+      auth: v.auth === undefined ? undefined : parseServerAuth(v.auth, `${field}.auth`),
     },
   );
 }
@@ -252,7 +255,7 @@ function parseGateway(input: unknown, field: string): Partial<GatewayConfig> {
   );
 }
 
-const SECTIONS = ['server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'audit'] as const;
+const SECTIONS = ['mode', 'server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'audit'] as const;
 
 /**
  * Checks a whole config patch. Throws ConfigError naming the first bad field; returns a clean copy
@@ -263,6 +266,7 @@ export function parseRuntimeConfigPatch(input: unknown, sections: readonly strin
   const v = object(input, 'config');
   onlyKeys(v, '', sections);
   const patch: RuntimeConfigPatch = {};
+  if (v.mode !== undefined) patch.mode = parseEngineMode(v.mode, 'mode');
   if (v.server !== undefined) patch.server = parseServer(v.server, 'server');
   if (v.upstreams !== undefined) patch.upstreams = parseUpstreams(v.upstreams, 'upstreams');
   if (v.pricing !== undefined) patch.pricing = parsePricing(v.pricing, 'pricing');

@@ -19,6 +19,7 @@ import { healthCheck, healthRoutes, type Health } from './http/health.ts';
 import { managementRoutes } from './http/management.ts';
 import { proxyRoutes } from './http/proxy.ts';
 import { RuntimeHealth, runtimeHealthRoutes } from './http/runtime-health.ts';
+import { installIdentityHook, type IdentityGate } from './inbound/identity/identity-hook.ts';
 import { openMemorySpanStore } from './spans/memory-span-store.ts';
 import { openSqliteSpanStore } from './spans/sqlite-span-store.ts';
 import type { SpanStore } from './spans/span-store.ts';
@@ -35,6 +36,8 @@ export interface Engine {
   meter: CallMeter;
   /** The Host and Origin rules every listener of this engine applies (the health-only listener too). */
   inbound: InboundPolicy;
+  /** Inbound authentication (server.auth); its authenticator is null when no strategy is configured. */
+  identity: IdentityGate;
   health: () => Health;
   /** GET /_local/api/health: parts of the engine register their sections here. */
   runtimeHealth: RuntimeHealth;
@@ -96,12 +99,17 @@ export function buildEngine(opts: EngineOptions): Engine {
   });
 
   installRequestGuard(app, inbound);
+  const identity = installIdentityHook(app, config, logger);
   const health = healthCheck({ lifecycle, writer });
   app.register(healthRoutes, { lifecycle, writer, check: health });
   app.register(managementRoutes, { store, spans, writer });
   const runtimeHealth = new RuntimeHealth();
   const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
   runtimeHealth.register('audit', () => audit.health());
+  const authenticator = identity.authenticator;
+  if (authenticator) {
+    runtimeHealth.register('auth', () => ({ strategies: authenticator.strategies, refused: identity.failures.total, tokeninfoLookups: authenticator.accessTokens?.lookups ?? 0 }));
+  }
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
   app.register(proxyRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
   app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
@@ -137,9 +145,10 @@ export function buildEngine(opts: EngineOptions): Engine {
       await spans.close();
       await client.close();
       await auditDrained;
+      identity.failures.close();
     })();
     return shuttingDown;
   };
 
-  return { app, store, spans, writer, client, lifecycle, meter, inbound, health, runtimeHealth, audit, shutdown };
+  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, shutdown };
 }

@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import type { ConfigStore } from '../config/config-store.ts';
 import { ProxyError } from '../errors.ts';
 import { isJsonContentType, notJsonMessage } from '../inbound/json-content-type.ts';
+import { spanUserId } from '../inbound/identity/caller-user.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall } from '../metering/call-outcome.ts';
@@ -95,7 +96,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
   // One config snapshot for the whole call: a config push mid-call changes nothing for this call.
   const snapshot = opts.store.current();
   const config = snapshot.config;
-  const userHeader = headerValue(request.headers, 'x-tollgate-user') ?? null;
+  const callerUser = spanUserId(request, config.mode, null);
   const projectHeader = headerValue(request.headers, 'x-tollgate-project') ?? null;
   let call: MeteredCall | null = null;
   let plan: GatewayPlan | null = null;
@@ -107,7 +108,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
       provider: 'unknown',
       model: requestedModel ?? 'unknown',
       operation: 'chat',
-      userId: userHeader,
+      userId: callerUser,
       projectId: projectHeader,
       requestId: request.id,
       trace,
@@ -128,7 +129,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
     const start = {
       provider: found.provider,
       operation: 'chat',
-      userId: userHeader ?? openAiRequestUser(chat),
+      userId: spanUserId(request, config.mode, openAiRequestUser(chat)),
       requestId: request.id,
       trace,
     };

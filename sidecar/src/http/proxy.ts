@@ -16,6 +16,7 @@ import { planUpstreamRequest } from '../routes/native-plan.ts';
 import { ROUTE_MODULES } from '../routes/route-modules.ts';
 import { relayStream, responseExtractor } from '../relay.ts';
 import { isRouteName, ROUTE_NAMES, type RouteName } from '../../../contracts/routes.ts';
+import { spanUserId } from '../inbound/identity/caller-user.ts';
 import { formatTraceparent, startSpanContext, type TraceContext } from '../spans/trace-context.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
@@ -88,7 +89,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
   // One config snapshot for the whole call: a config push mid-call changes nothing for this call.
   const snapshot = opts.store.current();
   const config = snapshot.config;
-  const userHeader = headerValue(request.headers, 'x-tollgate-user') ?? null;
+  const callerUser = spanUserId(request, config.mode, null);
   const projectHeader = headerValue(request.headers, 'x-tollgate-project') ?? null;
   let call: MeteredCall | null = null;
   // Aborts the upstream request when the caller goes away or its streamed body passes the limit or the deadline.
@@ -137,7 +138,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
       provider: module.provider,
       model: plan.model,
       operation: plan.operation,
-      userId: userHeader ?? plan.bodyUserId,
+      userId: spanUserId(request, config.mode, plan.bodyUserId),
       projectId: projectHeader ?? config.upstreams[route]?.project ?? null,
       requestId: request.id,
       trace,
@@ -168,7 +169,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
       provider: module.provider,
       model: 'unknown',
       operation: 'chat',
-      userId: userHeader,
+      userId: callerUser,
       projectId: projectHeader,
       requestId: request.id,
       trace,
