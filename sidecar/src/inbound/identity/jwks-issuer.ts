@@ -8,6 +8,7 @@ import type { OidcIssuerConfig } from '../../../../contracts/server-auth-config.
 import { ASYMMETRIC_ALGORITHMS, requireAlgorithm, type PeekedJwt } from './bearer-token.ts';
 import { TokenRejected } from './identity.ts';
 import { checkClaims, CLOCK_SKEW_SECONDS } from './jwt-claims.ts';
+import { isRecord } from '../../../../contracts/json-record.ts';
 
 export interface IdTokenVerifier {
   readonly issuers: readonly string[];
@@ -78,7 +79,7 @@ async function discoverJwksUri(issuer: string): Promise<URL> {
   } catch (error) {
     throw unavailable(`the discovery document ${where}`, error);
   }
-  const doc = (typeof document === 'object' && document !== null ? document : {}) as Record<string, unknown>;
+  const doc = isRecord(document) ? document : {};
   if (doc.issuer !== issuer) throw unavailable(`the discovery document ${where}`, new Error(`it names issuer ${JSON.stringify(doc.issuer)}, not ${JSON.stringify(issuer)}`));
   if (typeof doc.jwks_uri !== 'string' || !/^https?:\/\//.test(doc.jwks_uri)) throw unavailable(`the discovery document ${where}`, new Error('it has no jwks_uri'));
   return new URL(doc.jwks_uri);
