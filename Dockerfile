@@ -38,7 +38,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 
-# The injected sidecar: the compiled proxy, the config-push proto, its runtime dependencies. The V8 flags trade
+# The injected sidecar: the compiled proxy, the config-push proto, the management UI, its runtime dependencies. The V8 flags trade
 # a little GC throughput for a smaller idle footprint. State and spans live in the volumes the webhook mounts;
 # UID/GID 65532 matches the injected securityContext (runAsNonRoot, readOnlyRootFilesystem).
 FROM ${NODE_IMAGE} AS sidecar
@@ -50,6 +50,8 @@ COPY package.json ./
 COPY --from=build /src/dist/cmd ./cmd
 COPY --from=build /src/dist/contracts ./contracts
 COPY --from=build /src/dist/sidecar/src ./sidecar/src
+# the management UI's static files (GET /_local/); its chart library comes with node_modules
+COPY sidecar/ui ./sidecar/ui
 COPY proto ./proto
 USER 65532:65532
 ENTRYPOINT ["node", "cmd/tollgate.js"]

@@ -1,7 +1,6 @@
 // Builds the engine's HTTP app without listening, so tests drive it with inject() or a real port alike.
 
-import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { CredentialProvider } from './auth/credential-provider.ts';
 import { createCredentialProviders } from './auth/credential-provider.ts';
@@ -13,13 +12,19 @@ import { Lifecycle } from './lifecycle.ts';
 import { CallMeter } from './metering/call-meter.ts';
 import type { CredentialKind } from '../../contracts/routes.ts';
 import { gatewayRoutes } from './http/gateway.ts';
-import { clientErrorHandler, frameworkErrorHandler } from './inbound/http-refusals.ts';
+import { listenerOptions } from './http/listener-options.ts';
 import { inboundPolicy, installRequestGuard, type InboundPolicy } from './inbound/request-guard.ts';
 import { healthCheck, healthRoutes, type Health } from './http/health.ts';
 import { managementRoutes } from './http/management.ts';
 import { proxyRoutes } from './http/proxy.ts';
 import { RuntimeHealth, runtimeHealthRoutes } from './http/runtime-health.ts';
+import { registerEngineHealth } from './http/engine-health.ts';
+import { localRuntimeRoutes } from './http/local-runtime-routes.ts';
+import { managementUiRoutes } from './http/management-ui.ts';
+import { spendFallbackRoutes } from './http/spend-fallback.ts';
 import { installIdentityHook, type IdentityGate } from './inbound/identity/identity-hook.ts';
+import { LocalRuntime } from './local/local-runtime.ts';
+import { buildLmStudioApp } from './local/lmstudio-app.ts';
 import { openMemorySpanStore } from './spans/memory-span-store.ts';
 import { openSqliteSpanStore } from './spans/sqlite-span-store.ts';
 import type { SpanStore } from './spans/span-store.ts';
@@ -43,6 +48,10 @@ export interface Engine {
   runtimeHealth: RuntimeHealth;
   /** The Tetragon audit fan-out, following the live config's audit section. */
   audit: AuditController;
+  /** The local model runtime (local.enabled); null in a pod and in server mode unless the config file turns it on. */
+  local: LocalRuntime | null;
+  /** The LM Studio-compatible listener's app (listen on local.lmstudioPort); null when local is off or the port is 0. */
+  lmstudio: FastifyInstance | null;
   /** Stops accepting, drains in-flight calls (streams included, up to server.drainTimeoutMs), flushes spans, closes everything. */
   shutdown(drainTimeoutMs?: number): Promise<void>;
 }
@@ -55,8 +64,6 @@ export interface EngineOptions {
   credentials?: Record<CredentialKind, CredentialProvider>;
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const HEADERS_TIMEOUT_MS = 10_000;
 const CUT_CALLS_GRACE_MS = 5_000;
 
 export function buildEngine(opts: EngineOptions): Engine {
@@ -74,36 +81,20 @@ export function buildEngine(opts: EngineOptions): Engine {
   const meter = new CallMeter(writer, logger, lifecycle);
   const inbound = inboundPolicy(config.server, opts.env ?? process.env);
   const refusals = { meter, store, inbound, logger };
-  // Headers come in one go from any real client; a body gets server.requestTimeoutMs once the route reads it
-  // (request-body.ts answers 408 with a span). Node's own request timeout is the backstop for routes that
-  // leave the body to fastify, set past the routes' deadline so that theirs fires first (ADR 1002).
-  const headersTimeout = Math.min(HEADERS_TIMEOUT_MS, config.server.requestTimeoutMs);
-
-  // typed as fastify's logger so the app's type (and every plugin's) names FastifyBaseLogger, not pino's
-  const loggerInstance: FastifyBaseLogger = logger;
-  const app = Fastify({
-    loggerInstance,
-    // every call gets one richer line from the call meter instead of fastify's request/response lines
-    logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: config.server.bodyLimitBytes,
-    http: { headersTimeout, connectionsCheckingInterval: 1000 },
-    requestTimeout: headersTimeout + config.server.requestTimeoutMs + 2000,
-    clientErrorHandler: clientErrorHandler(refusals, headersTimeout),
-    frameworkErrors: frameworkErrorHandler(refusals),
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    },
-    forceCloseConnections: 'idle',
-    return503OnClosing: true,
-  });
+  const app = Fastify(listenerOptions(config.server, refusals));
 
   installRequestGuard(app, inbound);
   const identity = installIdentityHook(app, config, logger);
   const health = healthCheck({ lifecycle, writer });
   app.register(healthRoutes, { lifecycle, writer, check: health });
   app.register(managementRoutes, { store, spans, writer });
+  // After the management API: the span stores' spend report takes its place once it is there.
+  app.register(spendFallbackRoutes, { spans, writer });
+  app.register(managementUiRoutes);
+  const local = config.local.enabled ? new LocalRuntime({ store, logger, ...(opts.env ? { env: opts.env } : {}) }) : null;
+  app.register(localRuntimeRoutes, { runtime: local, lifecycle });
   const runtimeHealth = new RuntimeHealth();
+  registerEngineHealth(runtimeHealth, { lifecycle, writer, storage: config.storage, client, local, mode: config.mode });
   const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
   runtimeHealth.register('audit', () => audit.health());
   const authenticator = identity.authenticator;
@@ -112,7 +103,11 @@ export function buildEngine(opts: EngineOptions): Engine {
   }
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
   app.register(proxyRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
-  app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
+  app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env, localModels: local?.models });
+  const lmstudio =
+    local !== null && config.local.lmstudioPort !== 0
+      ? buildLmStudioApp({ store, client, lifecycle, refusals, identity, localModels: local.models, env: opts.env ?? process.env })
+      : null;
 
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ error: { code: 'not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` } });
@@ -124,17 +119,19 @@ export function buildEngine(opts: EngineOptions): Engine {
       lifecycle.startDraining();
       // The audit fan-out stops reading and drains its sinks while the HTTP calls finish.
       const auditDrained = audit.shutdown();
-      const closed = app.close(); // stops accepting; waits for open requests
+      const closed = Promise.all([app.close(), lmstudio?.close()]); // stops accepting; waits for open requests
       const drained = await lifecycle.waitIdle(drainTimeoutMs);
       if (!drained) logger.warn({ in_flight: lifecycle.inFlight }, 'drain timeout: closing with calls still in flight');
       // Keep-alive connections that carried the drained calls are idle now; close() only closed those idle
       // when it was called, so close the rest instead of waiting out the keep-alive timeout.
       app.server.closeIdleConnections();
+      lmstudio?.server.closeIdleConnections();
       if (!drained) {
         // Calls cut here are recorded as stopped by the shutdown, and the span writer stays open until each
         // has recorded its span (cutting ends them within a turn or two; the bound is for a call that hangs).
         lifecycle.startCutting(drainTimeoutMs);
         app.server.closeAllConnections();
+        lmstudio?.server.closeAllConnections();
         if (!(await lifecycle.waitIdle(CUT_CALLS_GRACE_MS)))
           logger.warn({ in_flight: lifecycle.inFlight }, 'calls still running after their connections were closed; their spans may be lost');
       }
@@ -145,10 +142,11 @@ export function buildEngine(opts: EngineOptions): Engine {
       await spans.close();
       await client.close();
       await auditDrained;
+      await local?.close();
       identity.failures.close();
     })();
     return shuttingDown;
   };
 
-  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, shutdown };
+  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, local, lmstudio, shutdown };
 }

@@ -1,6 +1,9 @@
 // /v1: the OpenAI-compatible gateway. GET /v1/models lists the priced models; POST /v1/chat/completions routes
 // by `model` to the provider of its price entry, on the route the gateway config picks for that provider, and
 // translates to and from Gemini and the Anthropic Messages API where the route does not speak OpenAI's format.
+// With a local runtime (local.enabled), its models are listed and served too (route `local`, cost 0), and
+// /v1/embeddings and /v1/completions pass through to it; the LM Studio-compatible listener serves this same
+// plugin (local/lmstudio-app.ts).
 // It runs on the proxy engine: the same upstream client (credentials, breaker, timeouts), the same usage
 // extraction and the same call meter, so a call here is one span costed exactly as on the native route.
 
@@ -20,7 +23,10 @@ import { toProxyError } from '../upstream/upstream-client.ts';
 import { relay } from './gateway-relay.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
 import { sendFailure, sendJson } from './json-answer.ts';
-import { findModel, planGatewayCall, routeFor, type GatewayPlan } from '../routes/v1-plan.ts';
+import { findModel, planGatewayCall, routeFor, type GatewayOperation, type GatewayPlan } from '../routes/v1-plan.ts';
+import type { LocalModelCatalog } from '../local/local-models.ts';
+import type { PriceEntry } from '../../../contracts/price-entry.ts';
+import type { Provider } from '../../../contracts/routes.ts';
 import { openAiRequestUser } from '../routes/request-user.ts';
 import { parseJsonObject } from '../formats/json-object.ts';
 import { upstreamRequestHeaders } from './proxy-headers.ts';
@@ -33,7 +39,12 @@ export interface GatewayRoutesOptions {
   lifecycle: Lifecycle;
   /** Environment for defaults (GOOGLE_CLOUD_PROJECT, ANTHROPIC_VERTEX_PROJECT_ID); process.env when absent. */
   env?: NodeJS.ProcessEnv;
+  /** The local runtime's models (local.enabled): listed, and served when no price entry names the model. */
+  localModels?: LocalModelCatalog | undefined;
 }
+
+/** The span's operation name per OpenTelemetry's GenAI conventions. */
+const OPERATION_NAMES: Record<GatewayOperation, string> = { chat: 'chat', embeddings: 'embeddings', completions: 'text_completion' };
 
 interface ModelObject {
   id: string;
@@ -47,31 +58,63 @@ export const gatewayRoutes: FastifyPluginAsync<GatewayRoutesOptions> = async (ap
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
-  app.get('/v1/models', async () => ({ object: 'list', data: listModels(opts.store) }));
+  app.get('/v1/models', async () => ({ object: 'list', data: await listModels(opts) }));
   app.get<{ Params: { '*': string } }>('/v1/models/*', async (request, reply) => {
     const id = request.params['*'];
-    const model = listModels(opts.store).find((m) => m.id === id);
+    const model = (await listModels(opts)).find((m) => m.id === id);
     if (model) return model;
-    return reply.code(404).send(modelNotFound(id).toJSON());
+    return reply.code(404).send(modelNotFound(id, opts.localModels !== undefined, null).toJSON());
   });
-  app.post('/v1/chat/completions', (request, reply) => handleChatCompletion(request, reply, opts));
+  app.post('/v1/chat/completions', (request, reply) => handleGatewayCall(request, reply, opts, 'chat'));
+  const served = ['/v1/models', '/v1/chat/completions'];
+  if (opts.localModels) {
+    app.post('/v1/embeddings', (request, reply) => handleGatewayCall(request, reply, opts, 'embeddings'));
+    app.post('/v1/completions', (request, reply) => handleGatewayCall(request, reply, opts, 'completions'));
+    served.push('/v1/embeddings', '/v1/completions');
+  }
   app.all('/v1/*', async (request, reply) =>
-    reply.code(404).send(new GatewayError(404, `Invalid URL (${request.method} ${request.url.split('?')[0]}): the gateway serves /v1/models and /v1/chat/completions`).toJSON()),
+    reply.code(404).send(new GatewayError(404, `Invalid URL (${request.method} ${request.url.split('?')[0]}): the gateway serves ${served.join(', ')}`).toJSON()),
   );
 };
 
-function listModels(store: ConfigStore): ModelObject[] {
-  return store
+/** The priced models (owned_by their provider), then the local runtime's that no price entry names (owned_by `local`). */
+async function listModels(opts: GatewayRoutesOptions): Promise<ModelObject[]> {
+  const priced: ModelObject[] = opts.store
     .current()
     .prices.models()
     .map((entry) => ({ id: entry.model, object: 'model', created: 0, owned_by: entry.provider }));
+  if (!opts.localModels) return priced;
+  const ids = new Set(priced.map((model) => model.id.toLowerCase()));
+  const local = (await opts.localModels.listing()).models
+    .filter((model) => !ids.has(model.name.toLowerCase()))
+    .map((model): ModelObject => {
+      const modified = model.modifiedAt === null ? NaN : Date.parse(model.modifiedAt);
+      return { id: model.name, object: 'model', created: Number.isNaN(modified) ? 0 : Math.floor(modified / 1000), owned_by: 'local' };
+    });
+  return [...priced, ...local];
 }
 
-function modelNotFound(model: string): GatewayError {
-  return new GatewayError(404, `The model \`${model}\` does not exist: GET /v1/models lists the models with a price entry`, {
+function modelNotFound(model: string, withLocal: boolean, localProblem: string | null): GatewayError {
+  const listed = withLocal ? "the models with a price entry and the local runtime's" : 'the models with a price entry';
+  return new GatewayError(404, `The model \`${model}\` does not exist: GET /v1/models lists ${listed}${localProblem ? ` (${localProblem})` : ''}`, {
     param: 'model',
     code: 'model_not_found',
   });
+}
+
+/** A local runtime's model without a price entry: provider `local`, free (ADR 1400). */
+function localEntry(model: string): PriceEntry {
+  return { provider: 'local', model, input_per_million: 0, output_per_million: 0 };
+}
+
+/** The price entry a requested model resolves to, else the local runtime's model of that name. */
+async function resolveModel(opts: GatewayRoutesOptions, prices: Parameters<typeof findModel>[0], requested: string): Promise<{ entry: PriceEntry; provider: Provider }> {
+  const priced = findModel(prices, requested);
+  if (priced) return priced;
+  if (!opts.localModels) throw modelNotFound(requested, false, null);
+  const local = await opts.localModels.find(requested);
+  if (local.model === undefined) throw modelNotFound(requested, true, local.problem);
+  return { entry: localEntry(requested), provider: 'local' };
 }
 
 function parseRequest(body: Buffer): Record<string, unknown> {
@@ -82,7 +125,7 @@ function parseRequest(body: Buffer): Record<string, unknown> {
   );
 }
 
-async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply, opts: GatewayRoutesOptions): Promise<void> {
+async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, opts: GatewayRoutesOptions, operation: GatewayOperation): Promise<void> {
   reply.hijack();
   const res = reply.raw;
   res.setHeader('x-proxy-request-id', request.id); // as on /proxy: the id in the proxy's log line and span
@@ -107,7 +150,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
       route: 'v1',
       provider: 'unknown',
       model: requestedModel ?? 'unknown',
-      operation: 'chat',
+      operation: OPERATION_NAMES[operation],
       userId: callerUser,
       projectId: projectHeader,
       requestId: request.id,
@@ -124,17 +167,16 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
     if (typeof requested !== 'string' || requested === '') {
       throw new GatewayError(400, 'you must provide a model parameter', { param: 'model', code: 'missing_required_parameter' });
     }
-    const found = findModel(snapshot.prices, requested);
-    if (!found) throw modelNotFound(requested);
+    const found = await resolveModel(opts, snapshot.prices, requested);
     const start = {
       provider: found.provider,
-      operation: 'chat',
+      operation: OPERATION_NAMES[operation],
       userId: spanUserId(request, config.mode, openAiRequestUser(chat)),
       requestId: request.id,
       trace,
     };
     try {
-      plan = planGatewayCall(chat, { ...found, requested }, config, opts.env ?? process.env);
+      plan = planGatewayCall(chat, { ...found, requested }, config, opts.env ?? process.env, operation);
     } catch (error) {
       const route = routeFor(found.provider, config.gateway) ?? 'v1';
       const message = error instanceof GatewayError ? `invalid_request: ${error.message}` : error instanceof ProxyError ? `${error.code}: ${error.message}` : String(error);
