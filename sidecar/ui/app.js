@@ -287,7 +287,7 @@ function spendView() {
     container.replaceChildren();
     const top = totals.slice(0, PALETTE.length - 1).map((row) => row.key ?? '(none)');
     const keys = totals.length > top.length ? [...top, 'other'] : top;
-    const buckets = [...new Set(rows.map((row) => row.bucket))].sort();
+    const buckets = bucketsOf(since, bucket);
     const span = { '24h': 'the last 24 hours', '7d': 'the last 7 days', '30d': 'the last 30 days' }[since];
     const caption = `Cost in USD per ${bucket} by ${groupBy}, ${span}.`;
     $('#spend-caption').textContent = rows.length === 0 ? `${caption} No calls in this window.` : `${caption} The table below has the totals.`;
@@ -298,9 +298,10 @@ function spendView() {
     for (const row of rows) {
       const name = row.key ?? '(none)';
       const k = top.includes(name) ? top.indexOf(name) : keys.length - 1;
-      series[k][index.get(row.bucket)] += row.cost_usd;
+      const i = index.get(Date.parse(row.bucket));
+      if (i !== undefined) series[k][i] += row.cost_usd;
     }
-    const x = buckets.map((b) => Date.parse(b) / 1000);
+    const x = buckets.map((b) => b / 1000);
     chart = new window.uPlot(
       {
         width: Math.max(320, container.clientWidth || 800),
@@ -321,6 +322,16 @@ function spendView() {
       [x, ...series],
       container,
     );
+  }
+
+  /** Every hour or day of the window, oldest first (ms since the epoch, UTC), so quiet ones show as zero. */
+  function bucketsOf(since, bucket) {
+    const step = bucket === 'hour' ? 3_600_000 : 86_400_000;
+    const span = { '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 }[since];
+    const now = Date.now();
+    const out = [];
+    for (let t = Math.floor((now - span) / step) * step; t <= now; t += step) out.push(t);
+    return out;
   }
 
   form.addEventListener('change', () => void load().catch(() => undefined));
@@ -532,10 +543,9 @@ function healthView() {
             : `${local.lmstudio.port}: ${local.lmstudio.problem ?? 'not listening'}`,
       ],
     ];
-    state.replaceChildren(
-      el('dl', {}, ...entries.flatMap(([key, value]) => [el('dt', { text: key }), el('dd', { text: value })])),
-      process.logTail.length ? el('pre', { 'aria-label': 'Last lines of the runtime', text: process.logTail.join('\n') }) : null,
-    );
+    const parts = [el('dl', {}, ...entries.flatMap(([key, value]) => [el('dt', { text: key }), el('dd', { text: value })]))];
+    if (process.logTail.length) parts.push(el('pre', { 'aria-label': 'Last lines of the runtime', text: process.logTail.join('\n') }));
+    state.replaceChildren(...parts);
   }
 
   async function control(action) {
