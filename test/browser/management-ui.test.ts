@@ -108,7 +108,7 @@ describe('the management UI at /_local/', () => {
     expect(await detail.locator('dd[data-field="trace_id"]').textContent()).toBe(span.trace_id);
     expect(await detail.locator('dd[data-field="request_id"]').textContent()).toBe(span.request_id);
     // Keyboard: focus moved to the details, which a screen reader announces by their heading.
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe('span-detail-title');
+    expect(await page.evaluate('document.activeElement?.id')).toBe('span-detail-title');
     await screenshot('traces');
     await page.locator('#span-detail-close').click();
   });
@@ -137,7 +137,7 @@ describe('the management UI at /_local/', () => {
     await page.getByRole('button', { name: 'Save price' }).click();
     await expect.poll(() => page.locator('#price-output-error').textContent()).toBe('pricing.models[0].output_per_million must be a non-negative number');
     expect(await page.locator('#price-output').getAttribute('aria-invalid')).toBe('true');
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe('price-output');
+    expect(await page.evaluate('document.activeElement?.id')).toBe('price-output');
 
     await page.locator('#price-input').fill('10');
     await page.locator('#price-output').fill('20');
@@ -189,7 +189,7 @@ describe('the management UI at /_local/', () => {
     // The three values the tests typed wrong were refused by the API (400), and the page showed why; Chromium
     // logs a line for each refused request. Anything else (a script error, a missing file, a CSP violation) fails.
     expect(refusedRequests).toEqual(['POST /_local/api/config 400', 'POST /_local/api/config 400', 'POST /_local/api/pull 400']);
-    const resourceLines = consoleProblems.filter((line) => line === 'error: Failed to load resource: the server responded with a status of 400 (Bad Request)');
+    const resourceLines: string[] = consoleProblems.filter((line) => line === 'error: Failed to load resource: the server responded with a status of 400 (Bad Request)');
     expect(resourceLines).toHaveLength(refusedRequests.length);
     expect(consoleProblems.filter((line) => !resourceLines.includes(line))).toEqual([]);
   });

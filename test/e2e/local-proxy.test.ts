@@ -67,7 +67,13 @@ storage: { kind: sqlite, path: spans.db }
     const models = [];
     for await (const model of lmstudio.models.list()) models.push(model);
     const owners = Object.fromEntries(models.map((model) => [model.id, model.owned_by]));
-    expect(owners).toMatchObject({ 'llama3.2:latest': 'local', 'nomic-embed-text:latest': 'local', 'gpt-4o-mini': 'openai', 'claude-sonnet-4': 'anthropic', 'gemini-2.5-flash': 'google' });
+    expect(owners).toMatchObject({
+      'llama3.2:latest': 'local',
+      'nomic-embed-text:latest': 'local',
+      'gpt-4o-mini': 'openai',
+      'claude-sonnet-4': 'anthropic',
+      'gemini-2.5-flash': 'google',
+    });
     // The proxy port's /v1 lists the same when a local runtime is configured.
     const onProxyPort = (await (await fetch(`${proxy.url}/v1/models`)).json()) as { data: { id: string }[] };
     expect(onProxyPort.data.map((model) => model.id).sort()).toEqual(models.map((model) => model.id).sort());
@@ -234,7 +240,10 @@ describe('the local runtime run by the proxy: `ollama serve` started, checked an
   });
 
   const post = async (path: string, body?: unknown) => {
-    const res = await fetch(`${proxy.url}/_local/api/${path}`, body === undefined ? { method: 'POST' } : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(
+      `${proxy.url}/_local/api/${path}`,
+      body === undefined ? { method: 'POST' } : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) },
+    );
     return { status: res.status, body: (await res.json()) as Record<string, any> };
   };
   const health = async () => ((await (await fetch(`${proxy.url}/_local/api/health`)).json()) as { local: Record<string, any> }).local;
@@ -261,7 +270,9 @@ describe('the local runtime run by the proxy: `ollama serve` started, checked an
     expect(view).toMatchObject({ reachable: true, version: '0.12.6', models: ['llama3.2:latest'], process: { state: 'running', pid, command: ['ollama', 'serve'] } });
     expect(view.process.logTail.join('\n')).toContain(`Listening on 127.0.0.1:${runtimePort}`);
     // The runtime does not inherit the proxy's provider credentials.
-    const environ = execFileSync('cat', [`/proc/${pid}/environ`]).toString('utf8').split('\0');
+    const environ = execFileSync('cat', [`/proc/${pid}/environ`])
+      .toString('utf8')
+      .split('\0');
     expect(environ.some((entry) => entry.startsWith('OPENAI_API_KEY='))).toBe(false);
     expect(environ).toContain(`OLLAMA_HOST=127.0.0.1:${runtimePort}`);
 

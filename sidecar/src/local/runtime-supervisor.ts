@@ -227,10 +227,7 @@ export class RuntimeSupervisor {
     const exited = this.#exited ?? Promise.resolve();
     child.kill('SIGTERM');
     const grace = new AbortController();
-    const graceful = await Promise.race([
-      exited.then(() => true),
-      sleep(this.#opts.stopGraceMs ?? 10_000, false, { signal: grace.signal }).catch(() => false),
-    ]);
+    const graceful = await Promise.race([exited.then(() => true), sleep(this.#opts.stopGraceMs ?? 10_000, false, { signal: grace.signal }).catch(() => false)]);
     grace.abort(); // the grace timer must not keep a stopping proxy alive
     if (!graceful) {
       this.#log.warn({ pid: child.pid }, 'local runtime did not stop within its grace period; killing it');
