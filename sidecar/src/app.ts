@@ -94,7 +94,7 @@ export function buildEngine(opts: EngineOptions): Engine {
   const local = config.local.enabled ? new LocalRuntime({ store, logger, ...(opts.env ? { env: opts.env } : {}) }) : null;
   app.register(localRuntimeRoutes, { runtime: local, lifecycle });
   const runtimeHealth = new RuntimeHealth();
-  registerEngineHealth(runtimeHealth, { lifecycle, writer, storage: config.storage, client, local, mode: config.mode });
+  registerEngineHealth(runtimeHealth, { lifecycle, writer, storage: config.storage, client, local, mode: config.mode, check: health });
   const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
   runtimeHealth.register('audit', () => audit.health());
   const authenticator = identity.authenticator;

@@ -493,7 +493,7 @@ function healthView() {
           ['Written', health.spans.written],
           ['Dropped', health.spans.dropped],
           ['Waiting', health.spans.buffered],
-          ['Write errors', health.spans.writeErrors],
+          ['Write errors', health.spans.failing ? `${health.spans.writeErrors} (failing now)` : health.spans.writeErrors],
         ]),
       );
     }

@@ -1,16 +1,17 @@
 // The management UI in a real browser (Debian's Chromium through playwright-core) against a real
-// `tollgate proxy` with a fake OpenAI and a fake Ollama behind it: calls made through the proxy appear in the
-// Traces view, the Spend view totals them, a price changed in the Pricing form costs the next call, a bad value
-// is shown next to its field, the Health view shows the runtime and pulls a model, and the page logs no error.
+// `tollgate proxy` with a fake OpenAI behind it and a fake Ollama it runs itself (`ollama serve` found first on
+// PATH): calls made through the proxy appear in the Traces view, the Spend view totals them, a price changed in
+// the Pricing form costs the next call, a bad value is shown next to its field, the Health view stops and starts
+// the runtime and pulls a model, and the page logs no error.
 // Each view's screenshot goes to test-results/screenshots/ (docs/images/ with TOLLGATE_UPDATE_SCREENSHOTS=1,
 // which is how the README's pictures are made).
 
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startProxyProcess, type ProxyProcess } from '../e2e/proxy-process.ts';
-import { startFakeOllama, type FakeOllama } from '../fakes/ollama.ts';
+import { fakeOllamaBinDir } from '../fakes/ollama-cli.ts';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/llm-upstream.ts';
 import { findSpan } from '../support/spans.ts';
 import { launchChromium } from './chromium.ts';
@@ -20,7 +21,7 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const SHOTS = process.env.TOLLGATE_UPDATE_SCREENSHOTS === '1' ? join(ROOT, 'docs/images') : join(ROOT, 'test-results/screenshots');
 
 let openai: FakeUpstream;
-let ollama: FakeOllama;
+let binDir: string;
 let proxy: ProxyProcess;
 let browser: Browser;
 let page: Page;
@@ -50,17 +51,20 @@ function row(spanId: string) {
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  [openai, ollama] = await Promise.all([startFakeUpstream('openai', { expectApiKey: OPENAI_KEY }), startFakeOllama({ models: ['llama3.2:latest'] })]);
+  openai = await startFakeUpstream('openai', { expectApiKey: OPENAI_KEY });
+  binDir = fakeOllamaBinDir();
   proxy = await startProxyProcess({
     configYaml: `
 upstreams:
   beta: { baseUrl: "${openai.url}" }
 local:
-  runtime: { baseUrl: "${ollama.url}" }
+  runtime: { baseUrl: "http://127.0.0.1:${await freePort()}" }
 storage: { kind: sqlite, path: spans.db }
 `,
-    env: { OPENAI_API_KEY: OPENAI_KEY, TOLLGATE_LMSTUDIO_PORT: String(await freePort()) },
+    env: { OPENAI_API_KEY: OPENAI_KEY, TOLLGATE_LMSTUDIO_PORT: String(await freePort()), PATH: `${binDir}:${process.env.PATH}`, FAKE_OLLAMA_MODELS: 'llama3.2:latest' },
   });
+  const started = await fetch(`${proxy.url}/_local/api/start`, { method: 'POST' });
+  expect(started.status, await started.clone().text()).toBe(200);
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
   page.on('console', (message) => {
@@ -75,7 +79,8 @@ storage: { kind: sqlite, path: spans.db }
 afterAll(async () => {
   await browser?.close();
   await proxy?.stop();
-  await Promise.all([openai?.close(), ollama?.close()]);
+  await openai?.close();
+  rmSync(binDir, { recursive: true, force: true });
 });
 
 describe('the management UI at /_local/', () => {
@@ -164,12 +169,20 @@ describe('the management UI at /_local/', () => {
     expect((await row(next).locator('td').allTextContents())[6]).toBe('0.00039');
   });
 
-  it('shows the proxy, the span store, the breakers and the local runtime, and pulls a model (Health)', async () => {
+  it('shows the proxy, the span store, the breakers and the local runtime; stops, starts and pulls (Health)', async () => {
     await page.locator('#tab-health').click();
     await expect.poll(() => page.locator('#health-status').textContent()).toBe('The proxy is serving.');
     const runtime = page.locator('#runtime-state');
+    const outcome = page.locator('#runtime-outcome');
     await expect.poll(() => runtime.textContent()).toContain('yes, version 0.12.6');
     expect(await runtime.textContent()).toContain('(listening)');
+
+    await page.getByRole('button', { name: 'Stop runtime' }).click();
+    await expect.poll(() => outcome.textContent()).toMatch(/^Stopped \(pid \d+\)\.$/);
+    await expect.poll(() => runtime.textContent()).toContain('Answersno:');
+    await page.getByRole('button', { name: 'Start runtime' }).click();
+    await expect.poll(() => outcome.textContent(), { timeout: 20_000 }).toMatch(/^Started \(pid \d+, version 0\.12\.6\)\.$/);
+    await expect.poll(() => runtime.textContent()).toMatch(/Started by Tollgateyes, pid \d+/);
     expect(await page.locator('#health-cards').textContent()).toContain('Upstream breakers');
     expect(await page.locator('#health-cards').textContent()).toContain('gamma-cloudb');
 
@@ -179,9 +192,8 @@ describe('the management UI at /_local/', () => {
 
     await page.getByLabel('Model name').fill('qwen2.5-coder:7b');
     await page.getByRole('button', { name: 'Pull' }).click();
-    await expect.poll(() => page.locator('#runtime-outcome').textContent()).toBe('Pulled qwen2.5-coder:7b.');
-    expect(ollama.models()).toContain('qwen2.5-coder:7b');
-    await expect.poll(() => runtime.textContent()).toContain('qwen2.5-coder:7b');
+    await expect.poll(() => outcome.textContent()).toBe('Pulled qwen2.5-coder:7b.');
+    await expect.poll(() => runtime.textContent()).toContain('llama3.2:latest, qwen2.5-coder:7b');
     await screenshot('health');
   });
 

@@ -7,6 +7,7 @@ import type { Lifecycle } from '../lifecycle.ts';
 import type { LocalRuntime } from '../local/local-runtime.ts';
 import type { SpanWriter } from '../spans/span-writer.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
+import type { Health } from './health.ts';
 import type { RuntimeHealth } from './runtime-health.ts';
 
 export interface EngineHealthParts {
@@ -16,6 +17,12 @@ export interface EngineHealthParts {
   client: UpstreamClient;
   local: LocalRuntime | null;
   mode: string;
+  /** /healthz's verdict, which knows whether span writes keep failing. */
+  check: () => Health;
+}
+
+function spanWritesFailing(health: Health): boolean {
+  return health.body.status === 'error' && health.body.detail.startsWith('span store writes are failing');
 }
 
 export function registerEngineHealth(health: RuntimeHealth, parts: EngineHealthParts): void {
@@ -32,6 +39,7 @@ export function registerEngineHealth(health: RuntimeHealth, parts: EngineHealthP
     kind: parts.storage.kind,
     location: parts.storage.kind === 'sqlite' ? parts.storage.path : null,
     ...parts.writer.stats(),
+    failing: spanWritesFailing(parts.check()),
   }));
   health.register('breakers', () => parts.client.breakerStates());
   const local = parts.local;

@@ -3,7 +3,7 @@
 // translates to and from Gemini and the Anthropic Messages API where the route does not speak OpenAI's format.
 // With a local runtime (local.enabled), its models are listed and served too (route `local`, cost 0), and
 // /v1/embeddings and /v1/completions pass through to it; the LM Studio-compatible listener serves this same
-// plugin (local/lmstudio-app.ts).
+// plugin (local/lmstudio-app.ts, ADR 1402).
 // It runs on the proxy engine: the same upstream client (credentials, breaker, timeouts), the same usage
 // extraction and the same call meter, so a call here is one span costed exactly as on the native route.
 
@@ -102,7 +102,7 @@ function modelNotFound(model: string, withLocal: boolean, localProblem: string |
   });
 }
 
-/** A local runtime's model without a price entry: provider `local`, free (ADR 1400). */
+/** A local runtime's model without a price entry: provider `local`, free; a price entry of the same name wins (ADR 1402). */
 function localEntry(model: string): PriceEntry {
   return { provider: 'local', model, input_per_million: 0, output_per_million: 0 };
 }
