@@ -47,9 +47,11 @@ export class LocalRuntime {
     this.#store = opts.store;
     const baseUrl = () => this.baseUrl();
     this.models = new LocalModelCatalog({ api: this.api, baseUrl });
+    // What runs is fixed when the engine starts: no later config layer (a pushed snapshot) can change it (ADR 1401).
+    const { command, startTimeoutMs } = opts.store.get().local.runtime;
     this.supervisor = new RuntimeSupervisor({
       api: this.api,
-      settings: () => ({ baseUrl: baseUrl(), command: this.#store.get().local.runtime.command, startTimeoutMs: this.#store.get().local.runtime.startTimeoutMs }),
+      settings: () => ({ baseUrl: baseUrl(), command, startTimeoutMs }),
       logger: opts.logger,
       ...(opts.env ? { env: opts.env } : {}),
     });
