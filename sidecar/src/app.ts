@@ -19,8 +19,7 @@ import { healthCheck, healthRoutes, type Health } from './routes/health.ts';
 import { managementRoutes } from './routes/management.ts';
 import { proxyRoutes } from './routes/proxy.ts';
 import { RuntimeHealth, runtimeHealthRoutes } from './routes/runtime-health.ts';
-import { openMemorySpanStore } from './spans/memory-span-store.ts';
-import { openSqliteSpanStore } from './spans/sqlite-span-store.ts';
+import { openLocalSpanStore, type OpenedSpanStore } from './spans/open-span-store.ts';
 import type { SpanStore } from './spans/span-store.ts';
 import { SpanWriter } from './spans/span-writer.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
@@ -50,6 +49,8 @@ export interface EngineOptions {
   env?: NodeJS.ProcessEnv;
   /** Replace the credential providers (tests of the engine that are not about credentials). */
   credentials?: Record<CredentialKind, CredentialProvider>;
+  /** The span store, opened by the caller (openSpanStore); else storage.kind sqlite or memory is opened here. */
+  spans?: OpenedSpanStore;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -59,8 +60,9 @@ const CUT_CALLS_GRACE_MS = 5_000;
 export function buildEngine(opts: EngineOptions): Engine {
   const { store, logger } = opts;
   const config = store.get();
-  const spans = config.storage.kind === 'sqlite' ? openSqliteSpanStore(config.storage.path, { logger, maxSpans: config.storage.maxSpans }) : openMemorySpanStore(config.storage.bufferSize);
-  const writer = new SpanWriter(spans, config.storage, logger);
+  const opened = opts.spans ?? openLocalSpanStore(config.storage, logger);
+  const spans = opened.store;
+  const writer = new SpanWriter(spans, { ...config.storage, ...(opened.retry ? { retry: opened.retry } : {}) }, logger);
   const credentials =
     opts.credentials ??
     createCredentialProviders({ credentials: config.credentials, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
@@ -96,12 +98,14 @@ export function buildEngine(opts: EngineOptions): Engine {
   });
 
   installRequestGuard(app, inbound);
-  const health = healthCheck({ lifecycle, writer });
+  // A warehouse that is down is not this pod's fault: it shows in /_local/api/health, not in the probes (ADR 0402).
+  const health = healthCheck({ lifecycle, writer, writeFailuresAreUnhealthy: !opened.remote });
   app.register(healthRoutes, { lifecycle, writer, check: health });
   app.register(managementRoutes, { store, spans, writer });
   const runtimeHealth = new RuntimeHealth();
   const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
   runtimeHealth.register('audit', () => audit.health());
+  runtimeHealth.register('spans', () => ({ kind: opened.kind, location: opened.location, ...writer.stats(), lastWriteError: writer.lastWriteError() }));
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
   app.register(proxyRoutes, { store, client, meter, lifecycle });
   app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });

@@ -5,6 +5,7 @@
 import type { CacheSettings, PriceEntry } from '../pricing/price-entry.ts';
 import type { AuditConfig } from '../audit/audit-config.ts';
 import type { Provider, RouteName } from '../providers/routes.ts';
+import type { BigQueryStorageConfig, DuckDbStorageConfig, FirestoreStorageConfig, StorageKind } from './storage-config.ts';
 
 export interface UpstreamConfig {
   /** Overrides the route's default base URL (regional or private endpoints; tests point it at fakes). */
@@ -47,10 +48,16 @@ export interface BreakerConfig {
 }
 
 export interface StorageConfig {
-  /** `sqlite` (default) or `memory` (spans kept only in a bounded ring, for tests and ephemeral pods). */
-  kind: 'sqlite' | 'memory';
+  /**
+   * `sqlite` (default), `duckdb`, `bigquery`, `firestore`, or `memory` (spans kept only in a bounded ring, for
+   * tests and ephemeral pods). docs/span-stores.md.
+   */
+  kind: StorageKind;
   /** SQLite file path. */
   path: string;
+  duckdb?: DuckDbStorageConfig;
+  bigquery?: BigQueryStorageConfig;
+  firestore?: FirestoreStorageConfig;
   /** Spans waiting to be written; beyond this they are dropped, counted and logged. */
   bufferSize: number;
   batchSize: number;
