@@ -67,7 +67,7 @@ function fromDocument(data: DocumentData): ReturnType<typeof recordToSpan> {
 }
 
 export function openFirestoreSpanStore(settings: FirestoreStorageSettings, options: FirestoreSpanStoreOptions): SpanStore {
-  const timeoutMs = options.timeoutMs ?? 20_000;
+  const timeoutMs = options.timeoutMs ?? 10_000;
   const db = new Firestore({
     ...(settings.projectId ? { projectId: settings.projectId } : {}),
     ...(settings.databaseId ? { databaseId: settings.databaseId } : {}),
