@@ -1,15 +1,13 @@
 // storage.kind → the span store, for the proxy (which writes, and creates the file or table) and for the spend
 // report (which only reads what is there). The embedded stores open synchronously; DuckDB and the remote
-// stores are opened here asynchronously, before the engine is built (main.ts, spend-cli.ts).
+// stores are opened here asynchronously, before the engine is built (main.ts, spend-cli.ts). Their client
+// libraries are loaded only when configured: a proxy on SQLite never pays their memory.
 
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError } from '../config/config-error.ts';
 import type { StorageConfig } from '../config/runtime-config.ts';
 import { REMOTE_STORAGE_KINDS, STORAGE_DEFAULTS } from '../config/storage-config.ts';
-import { openBigQuerySpanStore } from './bigquery-span-store.ts';
-import { openDuckDbSpanStore } from './duckdb-span-store.ts';
-import { openFirestoreSpanStore } from './firestore-span-store.ts';
 import { openMemorySpanStore } from './memory-span-store.ts';
 import type { SpanStore } from './span-store.ts';
 import type { SpanRetryPolicy } from './span-writer.ts';
@@ -65,18 +63,21 @@ export async function openSpanStore(storage: StorageConfig, options: OpenSpanSto
       return openLocalSpanStore(storage, logger, purpose);
     case 'duckdb': {
       const path = duckDbPath(storage, env);
+      const { openDuckDbSpanStore } = await import('./duckdb-span-store.ts');
       const store = await openDuckDbSpanStore(path, { logger, maxSpans: storage.maxSpans, mustExist: purpose === 'report' });
       return { kind: 'duckdb', store, location: path, remote: false };
     }
     case 'bigquery': {
       const s = storage.bigquery ?? {};
       const settings = { ...s, dataset: s.dataset ?? STORAGE_DEFAULTS.bigqueryDataset, table: s.table ?? STORAGE_DEFAULTS.bigqueryTable };
+      const { openBigQuerySpanStore } = await import('./bigquery-span-store.ts');
       const store = openBigQuerySpanStore(settings, { logger, prepare: purpose === 'proxy' });
       return { kind: 'bigquery', store, location: `${settings.projectId ? `${settings.projectId}.` : ''}${settings.dataset}.${settings.table}`, ...remote };
     }
     case 'firestore': {
       const s = storage.firestore ?? {};
       const settings = { ...s, collection: s.collection ?? STORAGE_DEFAULTS.firestoreCollection };
+      const { openFirestoreSpanStore } = await import('./firestore-span-store.ts');
       const store = openFirestoreSpanStore(settings, { logger });
       return { kind: 'firestore', store, location: `collection ${settings.collection}`, ...remote };
     }
