@@ -270,15 +270,16 @@ const storage: SchemaNode = {
       type: 'string',
       tsType: 'StorageKind',
       description:
-        "sqlite or duckdb (a file in the sidecar's state volume), bigquery (a shared day-partitioned table), firestore (a " +
-        'shared collection), or memory (a bounded ring, for tests and ephemeral pods).',
-      enum: ['sqlite', 'memory', 'duckdb', 'bigquery', 'firestore'],
+        "sqlite (a file in the sidecar's state volume), bigquery (a shared day-partitioned table), firestore (a shared " +
+        'collection), or memory (a bounded ring, for tests and ephemeral pods). DuckDB is for the local proxy: the ' +
+        'sidecar image does not carry it.',
+      enum: ['sqlite', 'memory', 'bigquery', 'firestore'],
       default: 'sqlite',
     },
     bufferSize: int('Spans waiting to be written; beyond this they are dropped, counted and logged.', 1, 1_000_000),
     batchSize: int('Spans written per batch.', 1, 10_000),
     flushIntervalMs: int('Longest wait before a partial batch is written, milliseconds.', 1, 60_000),
-    maxSpans: int('Keep at most this many spans in the sidecar (sqlite, duckdb), dropping the oldest; 0 keeps all.', 0, 1_000_000_000),
+    maxSpans: int('Keep at most this many spans in the sidecar (sqlite), dropping the oldest; 0 keeps all.', 0, 1_000_000_000),
     bigquery: {
       type: 'object',
       tsType: 'BigQueryStorageSpec',

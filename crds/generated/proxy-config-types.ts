@@ -206,7 +206,7 @@ export interface BreakerSpec {
 
 /** Where sidecars keep trace spans (docs/span-stores.md). */
 export interface StorageSpec {
-  /** sqlite or duckdb (a file in the sidecar's state volume), bigquery (a shared day-partitioned table), firestore (a shared collection), or memory (a bounded ring, for tests and ephemeral pods). Default: "sqlite". */
+  /** sqlite (a file in the sidecar's state volume), bigquery (a shared day-partitioned table), firestore (a shared collection), or memory (a bounded ring, for tests and ephemeral pods). DuckDB is for the local proxy: the sidecar image does not carry it. Default: "sqlite". */
   kind?: StorageKind;
   /** Spans waiting to be written; beyond this they are dropped, counted and logged. */
   bufferSize?: number;
@@ -214,7 +214,7 @@ export interface StorageSpec {
   batchSize?: number;
   /** Longest wait before a partial batch is written, milliseconds. */
   flushIntervalMs?: number;
-  /** Keep at most this many spans in the sidecar (sqlite, duckdb), dropping the oldest; 0 keeps all. */
+  /** Keep at most this many spans in the sidecar (sqlite), dropping the oldest; 0 keeps all. */
   maxSpans?: number;
   /** kind bigquery: the table, created with its dataset when missing (partitioned by day on start_time, clustered by project_id and trace_id). */
   bigquery?: BigQueryStorageSpec;
@@ -222,8 +222,8 @@ export interface StorageSpec {
   firestore?: FirestoreStorageSpec;
 }
 
-/** sqlite or duckdb (a file in the sidecar's state volume), bigquery (a shared day-partitioned table), firestore (a shared collection), or memory (a bounded ring, for tests and ephemeral pods). */
-export type StorageKind = 'sqlite' | 'memory' | 'duckdb' | 'bigquery' | 'firestore';
+/** sqlite (a file in the sidecar's state volume), bigquery (a shared day-partitioned table), firestore (a shared collection), or memory (a bounded ring, for tests and ephemeral pods). DuckDB is for the local proxy: the sidecar image does not carry it. */
+export type StorageKind = 'sqlite' | 'memory' | 'bigquery' | 'firestore';
 
 /** kind bigquery: the table, created with its dataset when missing (partitioned by day on start_time, clustered by project_id and trace_id). */
 export interface BigQueryStorageSpec {

@@ -16,7 +16,7 @@ import { SpanStoreOpenError } from './spans/sqlite-span-schema.ts';
 import { parseSpendQuery, SPEND_PARAMETERS, type SpendGroup, type SpendReport, SpendQueryError } from './spans/spend.ts';
 
 const HELP = `usage: tollgate spend [--config FILE] [--since 7d] [--until TIME] [--group-by user] [--bucket hour|day]
-                      [--format table|json|csv] [--limit N]
+                      [--format table|json|csv] [--limit N] [--url URL]
 
 Cost, calls and tokens per user (or model, project, provider) from the configured span store.
 
@@ -29,6 +29,8 @@ Cost, calls and tokens per user (or model, project, provider) from the configure
   --bucket SIZE     hour or day: one row per key and UTC hour or day
   --format FORMAT   table (default), json (the /_local/api/spend body) or csv
   --limit N         most rows, 1 to 10000 (default 1000)
+  --url URL         ask a running proxy (http://127.0.0.1:8181) instead of reading the store; needed for a
+                    DuckDB file that a proxy listening elsewhere than server.host:port (or TOLLGATE_PORT) holds
 
 In a pod (TOLLGATE_STATE_DIR set) the storage settings of the operator's last snapshot apply.
 `;
@@ -49,6 +51,7 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
         bucket: { type: 'string' },
         format: { type: 'string' },
         limit: { type: 'string' },
+        url: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -85,6 +88,20 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
     throw error;
   }
 
+  if (args.values.url !== undefined) {
+    if (!/^https?:\/\/[^\s/?#@]+\/?$/.test(args.values.url)) {
+      err.write(`tollgate spend: --url must be the proxy's http(s)://host:port (got ${JSON.stringify(args.values.url)})\n`);
+      return 2;
+    }
+    try {
+      out.write(render(await fetchReport(args.values.url.replace(/\/$/, ''), params), format));
+      return 0;
+    } catch (fetchError) {
+      err.write(`tollgate spend: ${(fetchError as Error).message}\n`);
+      return 1;
+    }
+  }
+
   const logger = pino({ level: process.env.TOLLGATE_LOG_LEVEL ?? 'warn', base: { component: 'spend' } }, pino.destination(2));
   let report: SpendReport;
   try {
@@ -97,7 +114,8 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
   } catch (error) {
     if (config.storage.kind === 'duckdb' && isDuckDbLockConflict(error)) {
       // The proxy that holds the file answers the same report over its management API.
-      const { host, port } = config.server;
+      const { host } = config.server;
+      const port = process.env.TOLLGATE_PORT ?? String(config.server.port);
       const base = `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${port}`;
       err.write(`tollgate spend: the DuckDB file is open in a running proxy; asking it at ${base}/_local/api/spend\n`);
       try {
@@ -133,7 +151,14 @@ async function loadConfig(file: string | undefined) {
 
 async function fetchReport(base: string, params: Record<string, string | undefined>): Promise<SpendReport> {
   const search = new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined));
-  const res = await fetch(`${base}/_local/api/spend?${search}`, { signal: AbortSignal.timeout(60_000) });
+  const url = `${base}/_local/api/spend?${search}`;
+  let res: Response;
+  try {
+    res = await fetch(url, { signal: AbortSignal.timeout(60_000) });
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(`cannot reach the proxy at ${base} (${cause?.code ?? cause?.message ?? (error as Error).message}); pass --url with its address`);
+  }
   const body = (await res.json()) as SpendReport & { error?: { message: string } };
   if (!res.ok) throw new Error(`the proxy answered ${res.status}: ${body.error?.message ?? JSON.stringify(body)}`);
   const { pending: _pending, ...report } = body as SpendReport & { pending?: number };

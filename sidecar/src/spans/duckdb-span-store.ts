@@ -71,7 +71,10 @@ export async function openDuckDbSpanStore(path: string, options: DuckDbSpanStore
   try {
     if (options.mustExist && !existsSync(path)) throw new Error('no such file (nothing has been recorded there yet)');
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    const { DuckDBInstance } = await import('@duckdb/node-api');
+    const { DuckDBInstance } = await import('@duckdb/node-api').catch((error: unknown) => {
+      if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+      throw new Error('the DuckDB client (@duckdb/node-api) is not installed here; the sidecar image leaves it out, use sqlite, bigquery or firestore');
+    });
     opened = await DuckDBInstance.create(path);
     writer = await opened.connect();
     // Hours and days of the report are UTC's whatever the machine's zone (icu is built into the client).
