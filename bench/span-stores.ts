@@ -73,7 +73,10 @@ try {
     if (kind === 'bigquery') {
       const bq = await startBigQueryEmulator();
       try {
-        results.set(kind, await measure(kind, openBigQuerySpanStore({ projectId: bq.projectId, dataset: 'bench', table: 'spans', apiEndpoint: bq.endpoint }, { logger, prepare: true }), true));
+        results.set(
+          kind,
+          await measure(kind, openBigQuerySpanStore({ projectId: bq.projectId, dataset: 'bench', table: 'spans', apiEndpoint: bq.endpoint }, { logger, prepare: true }), true),
+        );
       } finally {
         await bq.stop();
       }

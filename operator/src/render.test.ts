@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../sidecar/src/config/config-error.ts';
+import { ConfigError } from '../../contracts/config-error.ts';
 import { referencedSecrets, render, resolveCredentials } from './render.ts';
 
 describe('render', () => {
@@ -41,13 +41,19 @@ describe('render', () => {
       },
     };
     const { patch, credentialRefs } = render(spec);
-    expect(patch.storage).toEqual({ kind: 'bigquery', bigquery: { projectId: 'acme-prod', dataset: 'llm', table: 'spans', partitionExpirationDays: 400 }, firestore: { collection: 'calls' } });
+    expect(patch.storage).toEqual({
+      kind: 'bigquery',
+      bigquery: { projectId: 'acme-prod', dataset: 'llm', table: 'spans', partitionExpirationDays: 400 },
+      firestore: { collection: 'calls' },
+    });
     expect(credentialRefs).toEqual([
       { name: 'storage.bigquery.credentials', field: 'storage.bigquery.credentials', secretName: 'warehouse', key: 'sa.json' },
       { name: 'storage.firestore.credentials', field: 'storage.firestore.credentials', secretName: 'fs-key', key: 'key.json' },
     ]);
     expect(referencedSecrets(spec)).toEqual(['warehouse', 'fs-key']);
-    expect(() => render({ storage: { kind: 'bigquery', bigquery: { dataset: 'has-dash' } } })).toThrow('storage.bigquery.dataset must be letters, digits and underscores (got "has-dash")');
+    expect(() => render({ storage: { kind: 'bigquery', bigquery: { dataset: 'has-dash' } } })).toThrow(
+      'storage.bigquery.dataset must be letters, digits and underscores (got "has-dash")',
+    );
   });
 
   it('renders an empty or absent spec as an empty patch (the built-in defaults)', () => {
@@ -107,7 +113,10 @@ describe('resolveCredentials', () => {
 
 describe('referencedSecrets', () => {
   it('lists each referenced Secret once', () => {
-    expect(referencedSecrets({ credentials: { openaiApiKey: { secretName: 'a', key: 'x' }, anthropicApiKey: { secretName: 'a', key: 'y' }, aws: { secretName: 'b' } } })).toEqual(['a', 'b']);
+    expect(referencedSecrets({ credentials: { openaiApiKey: { secretName: 'a', key: 'x' }, anthropicApiKey: { secretName: 'a', key: 'y' }, aws: { secretName: 'b' } } })).toEqual([
+      'a',
+      'b',
+    ]);
     expect(referencedSecrets(undefined)).toEqual([]);
   });
 });

@@ -67,7 +67,10 @@ describe('tollgate spend', () => {
   it('quotes CSV fields that need it and leaves a missing key empty', async () => {
     const path = join(dir, 'spans.db');
     const store = openSqliteSpanStore(path, { writes: 'inline' });
-    await store.insertBatch([sampleSpan({ userId: 'Doe, "J"', startTime: new Date().toISOString(), costUsd: 0.5 }), sampleSpan({ userId: null, startTime: new Date().toISOString(), costUsd: 0.25 })]);
+    await store.insertBatch([
+      sampleSpan({ userId: 'Doe, "J"', startTime: new Date().toISOString(), costUsd: 0.5 }),
+      sampleSpan({ userId: null, startTime: new Date().toISOString(), costUsd: 0.25 }),
+    ]);
     await store.close();
     writeFileSync(join(dir, 'c.yaml'), `storage: { kind: sqlite, path: "${path}" }\n`);
     const { stdout } = await spend(['--config', join(dir, 'c.yaml'), '--format', 'csv']);
@@ -80,7 +83,7 @@ describe('tollgate spend', () => {
     await cache.commit(await cache.prepare({ version: 'v7', source: 'shop/default', configJson: JSON.stringify({ storage: { kind: 'duckdb' } }), credentials: {} }));
     const store = await openDuckDbSpanStore(join(stateDir, 'spans.duckdb'));
     await store.insertBatch(sampleCallSpans());
-    store.close();
+    await store.close();
     const before = process.env.TOLLGATE_STATE_DIR;
     process.env.TOLLGATE_STATE_DIR = stateDir;
     try {

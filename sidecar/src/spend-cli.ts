@@ -4,9 +4,9 @@
 
 import { parseArgs } from 'node:util';
 import pino from 'pino';
-import { ConfigError } from './config/config-error.ts';
+import { ConfigError } from '../../contracts/config-error.ts';
 import { loadConfigFile } from './config/config-file.ts';
-import type { RuntimeConfigPatch } from './config/config-schema.ts';
+import type { RuntimeConfigPatch } from '../../contracts/config-schema.ts';
 import { ConfigStore } from './config/config-store.ts';
 import { SnapshotCache } from './config/snapshot-cache.ts';
 import { applyPodDefaults } from './main.ts';
@@ -151,7 +151,7 @@ async function loadConfig(file: string | undefined) {
 
 async function fetchReport(base: string, params: Record<string, string | undefined>): Promise<SpendReport> {
   const search = new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined));
-  const url = `${base}/_local/api/spend?${search}`;
+  const url = `${base}/_local/api/spend?${search.toString()}`;
   let res: Response;
   try {
     res = await fetch(url, { signal: AbortSignal.timeout(60_000) });
@@ -206,7 +206,11 @@ export function render(report: SpendReport, format: Format): string {
   ]);
   const numeric = (i: number) => i >= header.length - 3;
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (numeric(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (numeric(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   const window = `${report.since} to ${report.until ?? 'now'}`;
   const notes = report.rows.length === 0 ? ['no calls in this window'] : report.truncated ? [`first ${report.rows.length} rows; more matched (--limit)`] : [];
   return `${[`spend by ${report.groupBy}, ${window}`, line(header), ...rows.map(line), ...notes].join('\n')}\n`;

@@ -30,12 +30,16 @@ function open(table: string, prepare = true): SpanStore {
 
 /** Waits until the store's start-up has created (or upgraded) its table. */
 async function prepared(table: string, column = 'priced'): Promise<void> {
-  await waitFor(`table ${table} with ${column}`, async () => {
-    const t = bq.client().dataset('tollgate').table(table);
-    if (!(await t.exists())[0]) return false;
-    const [metadata] = await t.getMetadata();
-    return (metadata.schema.fields as { name: string }[]).some((f) => f.name === column);
-  }, 30_000);
+  await waitFor(
+    `table ${table} with ${column}`,
+    async () => {
+      const t = bq.client().dataset('tollgate').table(table);
+      if (!(await t.exists())[0]) return false;
+      const [metadata] = await t.getMetadata();
+      return (metadata.schema.fields as { name: string }[]).some((f) => f.name === column);
+    },
+    30_000,
+  );
 }
 
 describeSpanStoreConformance('BigQuery (emulator)', async () => {
@@ -75,7 +79,29 @@ describe('BigQuery span store on the emulator', () => {
       clustering: { fields: ['trace_id'] },
     });
     await t.insert(
-      [{ insertId: 'old', json: { span_id: '00f067aa0ba902b7', trace_id: '4bf92f3577b34da6a3ce929d0e0e4736', name: 'chat claude-sonnet-4-5', start_time: '2025-06-01T08:00:00.000Z', duration_ms: 812.5, status: 'ok', status_code: 200, user_id: 'bob', route: 'gamma', gen_ai_operation_name: 'chat', gen_ai_provider_name: 'anthropic', gen_ai_request_model: 'claude-sonnet-4-5', gen_ai_usage_input_tokens: 1000, gen_ai_usage_output_tokens: 200, gen_ai_total_tokens: 1200, gen_ai_cost_usd: 0.006 } }],
+      [
+        {
+          insertId: 'old',
+          json: {
+            span_id: '00f067aa0ba902b7',
+            trace_id: '4bf92f3577b34da6a3ce929d0e0e4736',
+            name: 'chat claude-sonnet-4-5',
+            start_time: '2025-06-01T08:00:00.000Z',
+            duration_ms: 812.5,
+            status: 'ok',
+            status_code: 200,
+            user_id: 'bob',
+            route: 'gamma',
+            gen_ai_operation_name: 'chat',
+            gen_ai_provider_name: 'anthropic',
+            gen_ai_request_model: 'claude-sonnet-4-5',
+            gen_ai_usage_input_tokens: 1000,
+            gen_ai_usage_output_tokens: 200,
+            gen_ai_total_tokens: 1200,
+            gen_ai_cost_usd: 0.006,
+          },
+        },
+      ],
       { raw: true },
     );
 
@@ -95,7 +121,17 @@ describe('BigQuery span store on the emulator', () => {
       await bq.client().query(`ALTER TABLE tollgate.older ADD COLUMN IF NOT EXISTS ${column.name} ${column.type}`);
     }
     const [old] = await store.recent(10);
-    expect(old).toMatchObject({ spanId: '00f067aa0ba902b7', userId: 'bob', projectId: null, requestId: '', cachedTokens: 0, reasoningTokens: 0, priced: true, costUsd: 0.006, startTime: '2025-06-01T08:00:00.000Z' });
+    expect(old).toMatchObject({
+      spanId: '00f067aa0ba902b7',
+      userId: 'bob',
+      projectId: null,
+      requestId: '',
+      cachedTokens: 0,
+      reasoningTokens: 0,
+      priced: true,
+      costUsd: 0.006,
+      startTime: '2025-06-01T08:00:00.000Z',
+    });
     const fresh = sampleSpan({ projectId: 'p2', cachedTokens: 300, priced: false, startTime: '2025-06-02T00:00:00.000Z' });
     await store.insertBatch([fresh]);
     expect(await store.recent(10)).toEqual([fresh, old]);
@@ -104,13 +140,20 @@ describe('BigQuery span store on the emulator', () => {
 
   it('keeps working on a table with a column it does not know (a newer version, or the team’s own)', async () => {
     const t = bq.client().dataset('tollgate').table('wider');
-    await t.create({ schema: { fields: [...SPAN_TABLE_SCHEMA, { name: 'cost_center', type: 'STRING', mode: 'NULLABLE' }] }, timePartitioning: { type: 'DAY', field: 'start_time' } });
+    await t.create({
+      schema: { fields: [...SPAN_TABLE_SCHEMA, { name: 'cost_center', type: 'STRING', mode: 'NULLABLE' }] },
+      timePartitioning: { type: 'DAY', field: 'start_time' },
+    });
     const store = open('wider');
     const span = sampleSpan();
-    await waitFor('a write to the wider table', async () => {
-      await store.insertBatch([span]);
-      return true;
-    }, 30_000);
+    await waitFor(
+      'a write to the wider table',
+      async () => {
+        await store.insertBatch([span]);
+        return true;
+      },
+      30_000,
+    );
     expect(await store.recent(5)).toEqual([span]);
     const [metadata] = await t.getMetadata();
     expect((metadata.schema.fields as { name: string }[]).map((f) => f.name)).toContain('cost_center');

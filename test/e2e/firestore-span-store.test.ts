@@ -45,28 +45,38 @@ describe('Firestore span store on the emulator', () => {
   });
 
   it('reads documents an older version wrote (no version 2 fields) with defaults, and documents with fields it does not know', async () => {
-    await client.collection('mixed').doc('00f067aa0ba902b7').set({
-      span_id: '00f067aa0ba902b7',
-      trace_id: '4bf92f3577b34da6a3ce929d0e0e4736',
-      parent_span_id: null,
-      name: 'chat claude-sonnet-4-5',
-      start_time: Timestamp.fromDate(new Date('2025-06-01T08:00:00.000Z')),
-      duration_ms: 812.5,
-      status: 'ok',
-      status_code: 200,
-      error: null,
-      user_id: 'bob',
-      route: 'gamma',
-      gen_ai_operation_name: 'chat',
-      gen_ai_provider_name: 'anthropic',
-      gen_ai_request_model: 'claude-sonnet-4-5',
-      gen_ai_usage_input_tokens: 1000,
-      gen_ai_usage_output_tokens: 200,
-      gen_ai_total_tokens: 1200,
-      gen_ai_cost_usd: 0.006,
-    });
+    await client
+      .collection('mixed')
+      .doc('00f067aa0ba902b7')
+      .set({
+        span_id: '00f067aa0ba902b7',
+        trace_id: '4bf92f3577b34da6a3ce929d0e0e4736',
+        parent_span_id: null,
+        name: 'chat claude-sonnet-4-5',
+        start_time: Timestamp.fromDate(new Date('2025-06-01T08:00:00.000Z')),
+        duration_ms: 812.5,
+        status: 'ok',
+        status_code: 200,
+        error: null,
+        user_id: 'bob',
+        route: 'gamma',
+        gen_ai_operation_name: 'chat',
+        gen_ai_provider_name: 'anthropic',
+        gen_ai_request_model: 'claude-sonnet-4-5',
+        gen_ai_usage_input_tokens: 1000,
+        gen_ai_usage_output_tokens: 200,
+        gen_ai_total_tokens: 1200,
+        gen_ai_cost_usd: 0.006,
+      });
     const newer = sampleSpan({ startTime: '2025-06-03T00:00:00.000Z' });
-    await client.collection('mixed').doc(newer.spanId).set({ ...(await import('../../sidecar/src/spans/span-columns.ts')).spanToRecord(newer), start_time: Timestamp.fromDate(new Date(newer.startTime)), gen_ai_future_tokens: 7 });
+    await client
+      .collection('mixed')
+      .doc(newer.spanId)
+      .set({
+        ...(await import('../../sidecar/src/spans/span-columns.ts')).spanToRecord(newer),
+        start_time: Timestamp.fromDate(new Date(newer.startTime)),
+        gen_ai_future_tokens: 7,
+      });
     const store = open('mixed');
     const fresh = sampleSpan({ startTime: '2025-06-02T00:00:00.000Z', projectId: 'p2' });
     await store.insertBatch([fresh]);

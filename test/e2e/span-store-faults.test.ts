@@ -65,10 +65,14 @@ async function outage(proxy: ProxyProcess, emulator: { stop(): Promise<void>; re
 
   await emulator.stop();
   // Load while the store is down, until the writer has failed, retried and filled its buffer.
-  const failing = waitFor('writes to fail and the buffer to overflow', async () => {
-    const h = await spansHealth(proxy);
-    return h.writeErrors >= 2 && h.dropped > 0;
-  }, 60_000);
+  const failing = waitFor(
+    'writes to fail and the buffer to overflow',
+    async () => {
+      const h = await spansHealth(proxy);
+      return h.writeErrors >= 2 && h.dropped > 0;
+    },
+    60_000,
+  );
   const during = await loadUntil(proxy, 'during', failing);
   const down = await spansHealth(proxy);
   expect(down.lastWriteError?.message).toBeTruthy();

@@ -15,7 +15,7 @@ import { type FirestoreEmulator, startFirestoreEmulator } from '../emulators/fir
 import { type FakeUpstream, startFakeUpstream } from '../fakes/llm-upstream.ts';
 import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 
-const CLI = resolve(import.meta.dirname, '../../sidecar/src/cli.ts');
+const CLI = resolve(import.meta.dirname, '../../cmd/tollgate.ts');
 const OPENAI_KEY = 'sk-openai-stores';
 const KINDS = ['sqlite', 'duckdb', 'bigquery', 'firestore'] as const;
 type Kind = (typeof KINDS)[number];
@@ -87,9 +87,7 @@ function totalsFromSpans(spans: SpanJson[]): SpendRow[] {
     g.tokens += s.total_tokens;
     groups.set(s.user_id, g);
   }
-  return [...groups.entries()]
-    .map(([key, g]) => ({ key, cost_usd: Number(g.units) / 1e10, calls: g.calls, total_tokens: g.tokens }))
-    .sort((a, b) => b.cost_usd - a.cost_usd);
+  return [...groups.entries()].map(([key, g]) => ({ key, cost_usd: Number(g.units) / 1e10, calls: g.calls, total_tokens: g.tokens })).sort((a, b) => b.cost_usd - a.cost_usd);
 }
 
 beforeAll(async () => {

@@ -94,9 +94,7 @@ export function openBigQuerySpanStore(settings: BigQueryStorageSettings, options
   };
   // At start-up, not at the first call: a missing permission or dataset shows in the log at once.
   if (options.prepare) {
-    ready().catch((error: unknown) =>
-      logger.warn({ table: name, err: (error as Error).message }, 'cannot prepare the BigQuery span table yet; retrying with the first batch'),
-    );
+    ready().catch((error: unknown) => logger.warn({ table: name, err: (error as Error).message }, 'cannot prepare the BigQuery span table yet; retrying with the first batch'));
   }
 
   const query = async (sql: string, params: Record<string, unknown>): Promise<Record<string, unknown>[]> => {
@@ -172,15 +170,13 @@ export function openBigQuerySpanStore(settings: BigQueryStorageSettings, options
       const rows = await query(statement.sql, params);
       return spendReport(
         spendQuery,
-        rows.map(
-          (r): SpendGroupTotal => ({
-            ...(r.bucket === undefined ? {} : { bucket: new Date(Number(r.bucket)).toISOString() }),
-            key: (r.key ?? null) as string | null,
-            costUnits: (r.cost_units ?? 0n) as bigint,
-            calls: r.calls as bigint,
-            totalTokens: (r.total_tokens ?? 0n) as bigint,
-          }),
-        ),
+        rows.map((r): SpendGroupTotal => ({
+          ...(r.bucket === undefined ? {} : { bucket: new Date(Number(r.bucket)).toISOString() }),
+          key: (r.key ?? null) as string | null,
+          costUnits: (r.cost_units ?? 0n) as bigint,
+          calls: r.calls as bigint,
+          totalTokens: (r.total_tokens ?? 0n) as bigint,
+        })),
       );
     },
     async close() {
@@ -211,8 +207,8 @@ async function prepareTable(client: BigQuery, table: Table, settings: BigQuerySt
     logger.info({ table: name }, 'BigQuery span table created');
     return table;
   }
-  const [metadata] = await table.getMetadata();
-  const fields = ((metadata.schema?.fields ?? []) as TableField[]).map((f) => ({ ...f }));
+  const [metadata] = (await table.getMetadata()) as [{ schema?: { fields?: TableField[] }; timePartitioning?: { field?: string } }, unknown];
+  const fields = (metadata.schema?.fields ?? []).map((f) => ({ ...f }));
   const present = new Set(fields.map((f) => f.name));
   const missing = SPAN_TABLE_SCHEMA.filter((f) => !present.has(f.name)).map((f) => ({ ...f, mode: 'NULLABLE' }));
   if (missing.length > 0) {
@@ -221,7 +217,7 @@ async function prepareTable(client: BigQuery, table: Table, settings: BigQuerySt
     await table.setMetadata({ schema: { fields: [...fields, ...missing] } });
     logger.info({ table: name, added: missing.map((f) => f.name) }, 'BigQuery span table schema upgraded');
   }
-  const partitioning = metadata.timePartitioning as { field?: string } | undefined;
+  const partitioning = metadata.timePartitioning;
   if (partitioning?.field !== 'start_time') {
     logger.warn({ table: name, timePartitioning: partitioning ?? null }, 'BigQuery span table is not partitioned by day on start_time; reports read the whole table');
   }

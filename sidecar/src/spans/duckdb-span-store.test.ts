@@ -24,7 +24,7 @@ async function withFile<T>(path: string, use: (run: (sql: string) => Promise<Rec
   const connection = await instance.connect();
   await connection.run("LOAD icu; SET TimeZone = 'UTC'");
   try {
-    return await use(async (sql) => (await connection.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[]);
+    return await use(async (sql) => (await connection.runAndReadAll(sql)).getRowObjectsJS());
   } finally {
     connection.closeSync();
     instance.closeSync();
@@ -37,7 +37,7 @@ describe('DuckDB span store', () => {
     const store = await openDuckDbSpanStore(path);
     const span = sampleSpan();
     await store.insertBatch([span]);
-    store.close();
+    await store.close();
     const columns = await withFile(path, (run) => run("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'spans' ORDER BY ordinal_position"));
     expect(columns.map((c) => c.column_name)).toEqual(SPAN_COLUMN_NAMES);
     expect(Object.fromEntries(columns.map((c) => [c.column_name, c.data_type]))).toMatchObject({
@@ -52,7 +52,7 @@ describe('DuckDB span store', () => {
     expect(row).toEqual({ user_id: 'alice', gen_ai_cost_usd: span.costUsd, t: '2026-01-15T10:00:00.000' });
     const again = await openDuckDbSpanStore(path);
     expect(await again.recent(5)).toEqual([span]);
-    again.close();
+    await again.close();
   });
 
   it('upgrades a file an older version wrote (version 1 columns only): adds the columns, old rows read with defaults', async () => {
@@ -79,29 +79,31 @@ describe('DuckDB span store', () => {
       { key: null, cost_usd: 0.006, calls: 1, total_tokens: 1200 },
       { key: 'p2', cost_usd: fresh.costUsd, calls: 1, total_tokens: 1500 },
     ]);
-    store.close();
+    await store.close();
   });
 
   it('keeps working on a file a newer version wrote (an extra column it does not know)', async () => {
     const path = join(dir, 'newer.duckdb');
-    (await openDuckDbSpanStore(path)).close();
-    await withFile(path, (run) => run("ALTER TABLE spans ADD COLUMN gen_ai_future_tokens BIGINT DEFAULT 7"));
+    await (await openDuckDbSpanStore(path)).close();
+    await withFile(path, (run) => run('ALTER TABLE spans ADD COLUMN gen_ai_future_tokens BIGINT DEFAULT 7'));
     const store = await openDuckDbSpanStore(path);
     const span = sampleSpan();
     await store.insertBatch([span]);
     expect(await store.recent(1)).toEqual([span]);
-    store.close();
+    await store.close();
     expect(await withFile(path, (run) => run('SELECT gen_ai_future_tokens FROM spans'))).toEqual([{ gen_ai_future_tokens: 7n }]);
   });
 
   it('keeps about maxSpans spans, the newest', async () => {
     const store = await openDuckDbSpanStore(join(dir, 'capped.duckdb'), { maxSpans: 10 });
     for (let i = 0; i < 5; i++) {
-      await store.insertBatch(Array.from({ length: 5 }, (_, j) => sampleSpan({ requestId: `r${i * 5 + j}`, startTime: new Date(Date.UTC(2026, 0, 1, 0, i * 5 + j)).toISOString() })));
+      await store.insertBatch(
+        Array.from({ length: 5 }, (_, j) => sampleSpan({ requestId: `r${i * 5 + j}`, startTime: new Date(Date.UTC(2026, 0, 1, 0, i * 5 + j)).toISOString() })),
+      );
     }
     expect(await store.count()).toBeLessThanOrEqual(11);
     expect((await store.recent(100)).map((s) => s.requestId).slice(0, 10)).toEqual(['r24', 'r23', 'r22', 'r21', 'r20', 'r19', 'r18', 'r17', 'r16', 'r15']);
-    store.close();
+    await store.close();
   });
 
   it('names the file when it cannot be opened, and refuses to create one for a report', async () => {

@@ -114,15 +114,13 @@ export async function openDuckDbSpanStore(path: string, options: DuckDbSpanStore
       const result = await reader.runAndReadAll(statement.sql, params);
       return spendReport(
         query,
-        result.getRowObjects().map(
-          (r): SpendGroupTotal => ({
-            ...(r.bucket === undefined ? {} : { bucket: new Date(Number(r.bucket)).toISOString() }),
-            key: (r.key ?? null) as string | null,
-            costUnits: (r.cost_units ?? 0n) as bigint,
-            calls: r.calls as bigint,
-            totalTokens: (r.total_tokens ?? 0n) as bigint,
-          }),
-        ),
+        result.getRowObjects().map((r): SpendGroupTotal => ({
+          ...(r.bucket === undefined ? {} : { bucket: new Date(Number(r.bucket)).toISOString() }),
+          key: (r.key ?? null) as string | null,
+          costUnits: (r.cost_units ?? 0n) as bigint,
+          calls: r.calls as bigint,
+          totalTokens: (r.total_tokens ?? 0n) as bigint,
+        })),
       );
     },
     close() {

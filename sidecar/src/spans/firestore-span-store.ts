@@ -51,7 +51,7 @@ function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T>
       },
       (error: unknown) => {
         clearTimeout(timer);
-        reject(error);
+        reject(error instanceof Error ? error : new Error(String(error)));
       },
     );
   });
@@ -110,7 +110,7 @@ export function openFirestoreSpanStore(settings: FirestoreStorageSettings, optio
         for await (const doc of window.select(column, 'gen_ai_cost_usd', 'gen_ai_total_tokens', 'start_time').stream()) {
           const data = (doc as unknown as { data(): DocumentData }).data();
           const start = (data.start_time as Timestamp).toDate();
-          const key = data[column];
+          const key: unknown = data[column];
           totals.add(start, typeof key === 'string' ? key : null, Number(data.gen_ai_cost_usd ?? 0), Number(data.gen_ai_total_tokens ?? 0));
         }
       })();

@@ -5,9 +5,9 @@
 
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { ConfigError } from '../config/config-error.ts';
-import type { StorageConfig } from '../config/runtime-config.ts';
-import { REMOTE_STORAGE_KINDS, STORAGE_DEFAULTS } from '../config/storage-config.ts';
+import { ConfigError } from '../../../contracts/config-error.ts';
+import type { StorageConfig } from '../../../contracts/runtime-config.ts';
+import { REMOTE_STORAGE_KINDS, STORAGE_DEFAULTS } from '../../../contracts/storage-config.ts';
 import { openMemorySpanStore } from './memory-span-store.ts';
 import type { SpanStore } from './span-store.ts';
 import type { SpanRetryPolicy } from './span-writer.ts';

@@ -6,7 +6,7 @@
 // every reader fills a missing or null value with the column's `missing` value, so rows written by an older
 // version read back whole.
 
-import type { Provider, RouteName } from '../providers/routes.ts';
+import type { Provider, RouteName } from '../../../contracts/routes.ts';
 import type { Span, SpanStatus } from './span.ts';
 
 export type ColumnType = 'string' | 'int' | 'float' | 'bool' | 'timestamp';

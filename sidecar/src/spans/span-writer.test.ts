@@ -37,7 +37,7 @@ function batchRecordingStore(): LocalSpanStore & { batches: number[] } {
     batches,
     insertBatch(spans) {
       batches.push(spans.length);
-      inner.insertBatch(spans);
+      return inner.insertBatch(spans);
     },
     recent: (limit) => inner.recent(limit),
     count: () => inner.count(),
@@ -86,7 +86,16 @@ describe('SpanWriter', () => {
     expect(w.stats()).toEqual({ recorded: 25, written: 20, dropped: 0, buffered: 5, writeErrors: 0 });
     await w.flush();
     expect(store.batches).toEqual([10, 10, 5]);
-    expect(store.recent(100).map((s) => s.requestId).sort()).toEqual(spans(25).map((s) => s.requestId).sort());
+    expect(
+      store
+        .recent(100)
+        .map((s) => s.requestId)
+        .sort(),
+    ).toEqual(
+      spans(25)
+        .map((s) => s.requestId)
+        .sort(),
+    );
   });
 
   it('writes a partial batch when the flush interval passes', async () => {
@@ -201,10 +210,7 @@ describe('SpanWriter', () => {
     for (const s of spans(3)) w.record(s);
     await w.flush();
     expect(w.stats()).toEqual({ recorded: 3, written: 0, dropped: 3, buffered: 0, writeErrors: 2 });
-    expect(lines.map((l) => l.msg)).toEqual([
-      'failed to write spans; will retry once',
-      'failed to write spans; batch dropped',
-    ]);
+    expect(lines.map((l) => l.msg)).toEqual(['failed to write spans; will retry once', 'failed to write spans; batch dropped']);
     expect(lines[1]).toMatchObject({ level: 50, spans: 3, dropped: 3, writeErrors: 2 });
     expect(JSON.stringify(lines[1]?.err)).toMatch(/not open/);
   });
@@ -223,8 +229,7 @@ describe('SpanWriter', () => {
         insertBatch(batch) {
           state.attempts++;
           if (state.down) return Promise.reject(new SpanStoreWriteError('warehouse unreachable: connect ECONNREFUSED', true));
-          inner.insertBatch(batch);
-          return Promise.resolve();
+          return Promise.resolve(inner.insertBatch(batch));
         },
       };
       return { store, inner, state };
@@ -283,7 +288,11 @@ describe('SpanWriter', () => {
       vi.useFakeTimers();
       const { logger, lines } = capturedLogger();
       const { store } = flakyStore();
-      const w = new SpanWriter(store, { bufferSize: 50, batchSize: 5, flushIntervalMs: 100, closeTimeoutMs: 3000, retry: { maxAttempts: 1000, initialBackoffMs: 10, maxBackoffMs: 10 } }, logger);
+      const w = new SpanWriter(
+        store,
+        { bufferSize: 50, batchSize: 5, flushIntervalMs: 100, closeTimeoutMs: 3000, retry: { maxAttempts: 1000, initialBackoffMs: 10, maxBackoffMs: 10 } },
+        logger,
+      );
       for (const s of spans(12)) w.record(s);
       const closed = w.close();
       let done = false;

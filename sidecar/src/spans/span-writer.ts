@@ -103,7 +103,7 @@ export class SpanWriter {
     this.#now = now;
     this.#capacity = opts.bufferSize;
     this.#batchSize = Math.min(opts.batchSize, opts.bufferSize);
-    this.#ring = new Array(this.#capacity);
+    this.#ring = new Array<Span | undefined>(this.#capacity);
     this.#retryPolicy = opts.retry ?? RETRY_ONCE;
     this.#closeTimeoutMs = opts.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS;
     this.#timer = setInterval(() => {
@@ -243,18 +243,20 @@ export class SpanWriter {
     }
     this.#inFlightCount = batch.length;
     this.#inFlightBatch = batch;
-    this.#inFlight = pending.then(
-      () => {
-        this.#written += batch.length;
-        // close() gave up on this batch and counted it as dropped; it made it after all.
-        if (this.#abandoned === batch) this.#dropped -= batch.length;
-      },
-      (err: unknown) => this.#failed(batch, attempt, err),
-    ).finally(() => {
-      this.#inFlight = null;
-      this.#inFlightCount = 0;
-      this.#inFlightBatch = null;
-    });
+    this.#inFlight = pending
+      .then(
+        () => {
+          this.#written += batch.length;
+          // close() gave up on this batch and counted it as dropped; it made it after all.
+          if (this.#abandoned === batch) this.#dropped -= batch.length;
+        },
+        (err: unknown) => this.#failed(batch, attempt, err),
+      )
+      .finally(() => {
+        this.#inFlight = null;
+        this.#inFlightCount = 0;
+        this.#inFlightBatch = null;
+      });
     return this.#inFlight;
   }
 
@@ -282,10 +284,7 @@ export class SpanWriter {
       return;
     }
     this.#dropped += batch.length;
-    this.#logger.error(
-      { err, spans: batch.length, attempts: attempt, dropped: this.#dropped, writeErrors: this.#writeErrors },
-      'failed to write spans; batch dropped',
-    );
+    this.#logger.error({ err, spans: batch.length, attempts: attempt, dropped: this.#dropped, writeErrors: this.#writeErrors }, 'failed to write spans; batch dropped');
   }
 
   #take(max: number): Span[] {

@@ -16,9 +16,7 @@ export interface SpanWorkerData {
   maxSpans: number;
 }
 export type WorkerRequest = { id: number; rows: unknown[][] } | { id: number; query: string; params: Record<string, unknown> } | { close: true };
-export type WorkerReply =
-  | { id: number; ok: true; rows?: unknown[] }
-  | { id: number; ok: false; message: string; code: string | null };
+export type WorkerReply = { id: number; ok: true; rows?: unknown[] } | { id: number; ok: false; message: string; code: string | null };
 
 export const SPAN_WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
