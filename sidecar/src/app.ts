@@ -21,12 +21,10 @@ import { RuntimeHealth, runtimeHealthRoutes } from './http/runtime-health.ts';
 import { registerEngineHealth } from './http/engine-health.ts';
 import { localRuntimeRoutes } from './http/local-runtime-routes.ts';
 import { managementUiRoutes } from './http/management-ui.ts';
-import { spendFallbackRoutes } from './http/spend-fallback.ts';
 import { installIdentityHook, type IdentityGate } from './inbound/identity/identity-hook.ts';
 import { LocalRuntime } from './local/local-runtime.ts';
 import { buildLmStudioApp } from './local/lmstudio-app.ts';
-import { openMemorySpanStore } from './spans/memory-span-store.ts';
-import { openSqliteSpanStore } from './spans/sqlite-span-store.ts';
+import { openLocalSpanStore, type OpenedSpanStore } from './spans/open-span-store.ts';
 import type { SpanStore } from './spans/span-store.ts';
 import { SpanWriter } from './spans/span-writer.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
@@ -62,6 +60,8 @@ export interface EngineOptions {
   env?: NodeJS.ProcessEnv;
   /** Replace the credential providers (tests of the engine that are not about credentials). */
   credentials?: Record<CredentialKind, CredentialProvider>;
+  /** The span store, opened by the caller (openSpanStore); else storage.kind sqlite or memory is opened here. */
+  spans?: OpenedSpanStore;
 }
 
 const CUT_CALLS_GRACE_MS = 5_000;
@@ -69,9 +69,9 @@ const CUT_CALLS_GRACE_MS = 5_000;
 export function buildEngine(opts: EngineOptions): Engine {
   const { store, logger } = opts;
   const config = store.get();
-  const spans =
-    config.storage.kind === 'sqlite' ? openSqliteSpanStore(config.storage.path, { logger, maxSpans: config.storage.maxSpans }) : openMemorySpanStore(config.storage.bufferSize);
-  const writer = new SpanWriter(spans, config.storage, logger);
+  const opened = opts.spans ?? openLocalSpanStore(config.storage, logger);
+  const spans = opened.store;
+  const writer = new SpanWriter(spans, { ...config.storage, ...(opened.retry ? { retry: opened.retry } : {}) }, logger);
   const credentials =
     opts.credentials ?? createCredentialProviders({ credentials: config.credentials, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
   const client = new UpstreamClient({ credentials, breaker: config.breaker, logger });
@@ -85,18 +85,18 @@ export function buildEngine(opts: EngineOptions): Engine {
 
   installRequestGuard(app, inbound);
   const identity = installIdentityHook(app, config, logger);
-  const health = healthCheck({ lifecycle, writer });
+  // A warehouse that is down is not this pod's fault: it shows in /_local/api/health, not in the probes (ADR 0402).
+  const health = healthCheck({ lifecycle, writer, writeFailuresAreUnhealthy: !opened.remote });
   app.register(healthRoutes, { lifecycle, writer, check: health });
   app.register(managementRoutes, { store, spans, writer });
-  // After the management API: the span stores' spend report takes its place once it is there.
-  app.register(spendFallbackRoutes, { spans, writer });
   app.register(managementUiRoutes);
   const local = config.local.enabled ? new LocalRuntime({ store, logger, ...(opts.env ? { env: opts.env } : {}) }) : null;
   app.register(localRuntimeRoutes, { runtime: local, lifecycle });
   const runtimeHealth = new RuntimeHealth();
-  registerEngineHealth(runtimeHealth, { lifecycle, writer, storage: config.storage, client, local, mode: config.mode, check: health });
+  registerEngineHealth(runtimeHealth, { lifecycle, client, local, mode: config.mode });
   const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
   runtimeHealth.register('audit', () => audit.health());
+  runtimeHealth.register('spans', () => ({ kind: opened.kind, location: opened.location, ...writer.stats(), lastWriteError: writer.lastWriteError() }));
   const authenticator = identity.authenticator;
   if (authenticator) {
     runtimeHealth.register('auth', () => ({ strategies: authenticator.strategies, refused: identity.failures.total, tokeninfoLookups: authenticator.accessTokens?.lookups ?? 0 }));

@@ -493,7 +493,8 @@ function healthView() {
           ['Written', health.spans.written],
           ['Dropped', health.spans.dropped],
           ['Waiting', health.spans.buffered],
-          ['Write errors', health.spans.failing ? `${health.spans.writeErrors} (failing now)` : health.spans.writeErrors],
+          ['Write errors', health.spans.writeErrors],
+          ['Last write error', health.spans.lastWriteError ? `${health.spans.lastWriteError.message} (${health.spans.lastWriteError.at})` : 'none'],
         ]),
       );
     }
