@@ -501,13 +501,17 @@ function healthView() {
     if (health.breakers) cards.push(card('Upstream breakers', Object.entries(health.breakers)));
     $('#health-cards').replaceChildren(...cards);
     renderRuntime(health.local);
+    // Sections of other parts (audit, auth, budgets) as they come; one that is switched off is named, not shown.
     const known = new Set(['status', 'proxy', 'spans', 'breakers', 'local']);
+    const others = Object.entries(health).filter(([name]) => !known.has(name));
+    const off = others.filter(([, value]) => value?.enabled === false).map(([name]) => name);
     $('#health-sections').replaceChildren(
-      ...Object.entries(health)
-        .filter(([name]) => !known.has(name))
+      ...others
+        .filter(([name]) => !off.includes(name))
         .map(([name, value]) =>
           el('section', { class: 'card', 'aria-label': name }, el('h3', { text: name[0].toUpperCase() + name.slice(1) }), el('pre', { text: JSON.stringify(value, null, 2) })),
         ),
+      ...(off.length > 0 ? [el('p', { class: 'summary', id: 'health-off', text: `Not configured: ${off.join(', ')}.` })] : []),
     );
   }
 

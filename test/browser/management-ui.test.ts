@@ -185,6 +185,7 @@ describe('the management UI at /_local/', () => {
     await expect.poll(() => runtime.textContent()).toMatch(/Started by Tollgateyes, pid \d+/);
     expect(await page.locator('#health-cards').textContent()).toContain('Upstream breakers');
     expect(await page.locator('#health-cards').textContent()).toContain('gamma-cloudb');
+    expect(await page.locator('#health-off').textContent()).toBe('Not configured: audit.');
 
     await page.getByLabel('Model name').fill('not a model!');
     await page.getByRole('button', { name: 'Pull' }).click();
