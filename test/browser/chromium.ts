@@ -53,9 +53,9 @@ export async function ensureChromium(log: (line: string) => void = () => undefin
   try {
     await aptGet(['install', '-y', '--no-install-recommends', ...PACKAGES]);
   } catch (err) {
-    // An old index names package versions the mirror has dropped: refresh it once and try again.
-    if (offered.code !== 0 || !(err instanceof CommandError) || !/Failed to fetch|Unable to fetch/.test(err.message)) throw err;
-    log('the package index is out of date: apt-get update, then the install again');
+    // The index was used as found: an old one names versions the mirror has dropped. Refresh it once, try again.
+    if (offered.code !== 0) throw err;
+    log(`apt-get install failed with the package index as found (${err instanceof Error ? err.message.split('\n')[1] : String(err)}): apt-get update, then the install again`);
     await aptGet(['update']);
     await aptGet(['install', '-y', '--no-install-recommends', ...PACKAGES]);
   }
