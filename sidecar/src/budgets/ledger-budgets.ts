@@ -18,7 +18,7 @@ import { GrantError } from './budget-enforcer.ts';
 import type { CompiledPolicy } from './budget-policies.ts';
 import { PolicySet } from './budget-policies.ts';
 import type { BudgetJson, BudgetRecord, Grant, GrantJson, PeriodUsage } from './budget-record.ts';
-import { type BudgetLedger, copyDelta, type LedgerUser, mergeDelta, type SpendDelta } from './ledger.ts';
+import { type BudgetLedger, copyDelta, type DeductionBatch, type LedgerUser, mergeDelta, type SpendDelta } from './ledger.ts';
 
 /** How far back a load looks: the longest period (a month) plus slack. */
 const LOAD_WINDOW_MS = 40 * 86_400_000;
@@ -47,8 +47,8 @@ export class LedgerBudgets implements BudgetEnforcer {
   readonly #stored = new Map<string, LedgerUser>();
   /** Deltas not yet written, by `user\0periodStart`. */
   #pending = new Map<string, SpendDelta>();
-  /** Deltas of the write in flight: still counted as not written by a refresh. */
-  #inFlight: SpendDelta[] = [];
+  /** The batch being written, or the failed one waiting to be retried as it was (same id). */
+  #unsettled: DeductionBatch | null = null;
   #writing: Promise<void> | null = null;
   #retryTimer: NodeJS.Timeout | null = null;
   #retryDelay = RETRY_MIN_MS;
@@ -157,7 +157,7 @@ export class LedgerBudgets implements BudgetEnforcer {
     return {
       ledger: this.#ledger.kind,
       policies: this.#book.policies.policies.length,
-      pendingDeductions: this.#pending.size + this.#inFlight.length,
+      pendingDeductions: this.#pending.size + (this.#unsettled?.deltas.length ?? 0),
       failedWrites: this.#failedWrites,
       lastError: this.#lastError,
     };
@@ -170,9 +170,9 @@ export class LedgerBudgets implements BudgetEnforcer {
     if (this.#refreshTimer) clearTimeout(this.#refreshTimer);
     this.#closed = true;
     await this.#writing;
-    if (this.#pending.size > 0) await this.#write();
-    if (this.#pending.size > 0) {
-      for (const delta of this.#pending.values()) {
+    if (this.#unsettled || this.#pending.size > 0) await this.#write();
+    if (this.#unsettled || this.#pending.size > 0) {
+      for (const delta of [...(this.#unsettled?.deltas ?? []), ...this.#pending.values()]) {
         this.#logger.error({ user_id: delta.userId, amount_usd: formatUsd(delta.split.amount), period_start: new Date(delta.periodStart).toISOString(), err: this.#lastError }, 'failed to deduct spend; the amount is lost with this process');
       }
     }
@@ -183,7 +183,7 @@ export class LedgerBudgets implements BudgetEnforcer {
   async flushed(): Promise<void> {
     for (;;) {
       if (this.#writing) await this.#writing;
-      else if (this.#pending.size > 0 && !this.#retryTimer) await this.#write();
+      else if ((this.#unsettled || this.#pending.size > 0) && !this.#retryTimer) await this.#write();
       else return;
     }
   }
@@ -216,40 +216,38 @@ export class LedgerBudgets implements BudgetEnforcer {
 
   #flushSoon(): void {
     if (this.#writing || this.#retryTimer || this.#closed) return;
+    if (!this.#unsettled && this.#pending.size === 0) return;
     this.#writing = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#write());
   }
 
   async #write(): Promise<void> {
-    if (this.#pending.size === 0) {
-      this.#writing = null;
-      return;
+    if (!this.#unsettled) {
+      if (this.#pending.size === 0) {
+        this.#writing = null;
+        return;
+      }
+      this.#unsettled = { id: randomUUID(), deltas: [...this.#pending.values()] };
+      this.#pending = new Map();
     }
-    const batch = [...this.#pending.values()];
-    this.#pending = new Map();
-    this.#inFlight = batch;
+    const batch = this.#unsettled;
     try {
       await this.#ledger.deduct(batch);
       this.#writesDone++;
+      this.#unsettled = null;
       this.#retryDelay = RETRY_MIN_MS;
-      this.#inFlight = [];
       this.#writing = null;
       if (this.#pending.size > 0) this.#flushSoon();
     } catch (error) {
       this.#failedWrites++;
       const message = error instanceof Error ? error.message : String(error);
       this.#lastError = message;
-      // Back in the queue, merged with whatever was charged meanwhile.
-      for (const delta of batch) {
+      // Kept as it is and retried first: charges made meanwhile wait in the queue behind it.
+      for (const delta of batch.deltas) {
         this.#logger.error(
           { user_id: delta.userId, amount_usd: formatUsd(delta.split.amount), period_start: new Date(delta.periodStart).toISOString(), ledger: this.#ledger.kind, err: message, retry_in_ms: this.#retryDelay },
           'failed to deduct spend',
         );
-        const key = `${delta.userId}\0${delta.periodStart}`;
-        const later = this.#pending.get(key);
-        if (later) mergeDelta(delta, later);
-        this.#pending.set(key, delta);
       }
-      this.#inFlight = [];
       this.#writing = null;
       if (!this.#closed) {
         this.#retryTimer = setTimeout(() => {
@@ -267,8 +265,8 @@ export class LedgerBudgets implements BudgetEnforcer {
     const at = this.#now();
     for (const record of this.#book.records(at)) {
       if (this.#closed) return;
-      // A write in flight may or may not be in what we read: skip the user until it has settled.
-      if (this.#inFlight.some((d) => d.userId === record.userId)) continue;
+      // A write in flight (or failed, maybe landed) may or may not be in what we read: skip the user until it settles.
+      if (this.#unsettled?.deltas.some((d) => d.userId === record.userId)) continue;
       let loaded: LedgerUser | undefined;
       const writesBefore = this.#writesDone;
       try {
@@ -277,7 +275,7 @@ export class LedgerBudgets implements BudgetEnforcer {
         this.#logger.warn({ user_id: record.userId, err: (error as Error).message }, 'could not read budgets back from the ledger; enforcing from memory');
         return;
       }
-      if (!loaded || writesBefore !== this.#writesDone || this.#inFlight.some((d) => d.userId === record.userId)) continue;
+      if (!loaded || writesBefore !== this.#writesDone || this.#unsettled?.deltas.some((d) => d.userId === record.userId)) continue;
       // Stored state plus what this engine charged and has not written yet.
       for (const delta of this.#pending.values()) {
         if (delta.userId !== record.userId) continue;

@@ -26,14 +26,23 @@ export interface SpendDelta {
   alerted: number;
 }
 
+/**
+ * Deltas written together. A batch that failed is retried as it was, with the same id, so a ledger that
+ * cannot tell whether a failed write landed (a timeout after the commit) can recognise it and not add it twice.
+ */
+export interface DeductionBatch {
+  id: string;
+  deltas: SpendDelta[];
+}
+
 export interface BudgetLedger {
   readonly kind: 'sqlite' | 'firestore' | 'memory';
   /** Every user with usage in a period starting at or after `since` (epoch ms), or with a grant. */
   load(since: number): Promise<LedgerUser[]>;
   /** One user's stored state (after another process may have changed it). */
   loadUser(userId: string, since: number): Promise<LedgerUser | undefined>;
-  /** Adds the deltas. Each user's delta is applied whole or not at all; a failure throws. */
-  deduct(deltas: readonly SpendDelta[]): Promise<void>;
+  /** Adds the batch's deltas, whole or not at all (a failure throws), at most once per batch id. */
+  deduct(batch: DeductionBatch): Promise<void>;
   addGrant(userId: string, grant: Grant): Promise<void>;
   /**
    * Claims the right to log alert `threshold` for a user's period: true once across every process sharing

@@ -1,7 +1,7 @@
 // A ledger in process memory: budgets last as long as the process. For tests and throwaway runs.
 
 import type { Grant } from './budget-record.ts';
-import type { BudgetLedger, LedgerUser, SpendDelta } from './ledger.ts';
+import type { BudgetLedger, DeductionBatch, LedgerUser } from './ledger.ts';
 
 export class MemoryLedger implements BudgetLedger {
   readonly kind = 'memory' as const;
@@ -25,8 +25,8 @@ export class MemoryLedger implements BudgetLedger {
     return user ? copyUser(user, since) : undefined;
   }
 
-  async deduct(deltas: readonly SpendDelta[]): Promise<void> {
-    for (const delta of deltas) {
+  async deduct(batch: DeductionBatch): Promise<void> {
+    for (const delta of batch.deltas) {
       const user = this.#user(delta.userId);
       const usage = user.periods.get(delta.periodStart) ?? { spent: 0n, limitUsed: 0n, alerted: 0 };
       usage.spent += delta.split.amount;

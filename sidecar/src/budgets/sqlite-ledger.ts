@@ -10,7 +10,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Grant } from './budget-record.ts';
-import type { BudgetLedger, LedgerUser, SpendDelta } from './ledger.ts';
+import type { BudgetLedger, DeductionBatch, LedgerUser, SpendDelta } from './ledger.ts';
 
 export const LEDGER_SCHEMA_VERSION = 1;
 
@@ -115,8 +115,9 @@ export class SqliteLedger implements BudgetLedger {
     return assemble(usage, grants)[0];
   }
 
-  async deduct(deltas: readonly SpendDelta[]): Promise<void> {
-    this.#deduct(deltas);
+  /** One transaction: it commits or rolls back, so a failed batch was not applied and may simply be retried. */
+  async deduct(batch: DeductionBatch): Promise<void> {
+    this.#deduct(batch.deltas);
   }
 
   async addGrant(userId: string, grant: Grant): Promise<void> {
