@@ -49,8 +49,11 @@ export type BudgetLedgerConfig =
 export const BUDGET_LEDGER_KINDS = ['sqlite', 'firestore', 'memory'] as const;
 
 export interface BudgetsConfig {
-  /** Where spend and grants are kept; read when the engine starts. */
-  ledger: BudgetLedgerConfig;
+  /**
+   * Where spend and grants are kept; read when the engine starts. Absent: SQLite next to the span file, or
+   * memory when spans are kept in memory.
+   */
+  ledger?: BudgetLedgerConfig;
   policies: BudgetPolicyConfig[];
 }
 
@@ -247,5 +250,5 @@ export function parseBudgetsPatch(input: unknown, field = 'budgets'): BudgetsPat
 }
 
 export function defaultBudgetsConfig(): BudgetsConfig {
-  return { ledger: { kind: 'sqlite' }, policies: [] };
+  return { policies: [] };
 }

@@ -6,6 +6,9 @@ import type { Logger } from 'pino';
 import type { CredentialProvider } from './auth/credential-provider.ts';
 import { createCredentialProviders } from './auth/credential-provider.ts';
 import { AuditController } from './audit/audit-controller.ts';
+import type { BudgetEnforcer } from './budgets/budget-enforcer.ts';
+import { LedgerBudgets } from './budgets/ledger-budgets.ts';
+import { openLedgerBudgets } from './budgets/open-budgets.ts';
 import { placementFromEnv } from './audit/audit-runtime.ts';
 import { followCredentialSettings } from './auth/live-credentials.ts';
 import type { ConfigStore } from './config/config-store.ts';
@@ -40,6 +43,8 @@ export interface Engine {
   runtimeHealth: RuntimeHealth;
   /** The Tetragon audit fan-out, following the live config's audit section. */
   audit: AuditController;
+  /** Budgets enforced by this engine: its own ledger, or the operator's (a sidecar). */
+  budgets: BudgetEnforcer;
   /** Stops accepting, drains in-flight calls (streams included, up to server.drainTimeoutMs), flushes spans, closes everything. */
   shutdown(drainTimeoutMs?: number): Promise<void>;
 }
@@ -50,6 +55,8 @@ export interface EngineOptions {
   env?: NodeJS.ProcessEnv;
   /** Replace the credential providers (tests of the engine that are not about credentials). */
   credentials?: Record<CredentialKind, CredentialProvider>;
+  /** Budgets kept elsewhere (a sidecar's come from the operator); default: the config's ledger. */
+  budgets?: BudgetEnforcer;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -70,7 +77,14 @@ export function buildEngine(opts: EngineOptions): Engine {
     ? () => undefined
     : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
   const lifecycle = new Lifecycle();
-  const meter = new CallMeter(writer, logger, lifecycle);
+  const budgets = opts.budgets ?? openLedgerBudgets(config.budgets, config.storage, logger);
+  const unsubscribeBudgets =
+    budgets instanceof LedgerBudgets
+      ? store.subscribe((snapshot) => {
+          if (snapshot.config.budgets.policies !== config.budgets.policies) budgets.setConfig(snapshot.config.budgets);
+        })
+      : () => undefined;
+  const meter = new CallMeter(writer, logger, lifecycle, budgets);
   const inbound = inboundPolicy(config.server, opts.env ?? process.env);
   const refusals = { meter, store, inbound, logger };
   // Headers come in one go from any real client; a body gets server.requestTimeoutMs once the route reads it
@@ -98,10 +112,11 @@ export function buildEngine(opts: EngineOptions): Engine {
   installRequestGuard(app, inbound);
   const health = healthCheck({ lifecycle, writer });
   app.register(healthRoutes, { lifecycle, writer, check: health });
-  app.register(managementRoutes, { store, spans, writer });
+  app.register(managementRoutes, { store, spans, writer, budgets, budgetPolicies: opts.budgets ? 'operator' : 'config' });
   const runtimeHealth = new RuntimeHealth();
   const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
   runtimeHealth.register('audit', () => audit.health());
+  runtimeHealth.register('budgets', () => budgets.health());
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
   app.register(proxyRoutes, { store, client, meter, lifecycle });
   app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
@@ -132,7 +147,9 @@ export function buildEngine(opts: EngineOptions): Engine {
       await closed;
       unsubscribeBreaker();
       unsubscribeCredentials();
+      unsubscribeBudgets();
       await writer.close();
+      await budgets.close();
       await spans.close();
       await client.close();
       await auditDrained;
@@ -140,5 +157,5 @@ export function buildEngine(opts: EngineOptions): Engine {
     return shuttingDown;
   };
 
-  return { app, store, spans, writer, client, lifecycle, meter, inbound, health, runtimeHealth, audit, shutdown };
+  return { app, store, spans, writer, client, lifecycle, meter, inbound, health, runtimeHealth, audit, budgets, shutdown };
 }

@@ -13,6 +13,7 @@ import { ConfigStore } from './config/config-store.ts';
 import { hostnameOf, isLoopbackHostname } from './inbound/allowed-hosts.ts';
 import { startHealthListener } from './routes/health.ts';
 import { SpanStoreOpenError } from './spans/sqlite-span-schema.ts';
+import { BudgetLedgerOpenError } from './budgets/open-budgets.ts';
 
 const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS]
 
@@ -78,6 +79,11 @@ export async function main(argv: string[]): Promise<number> {
   try {
     engine = buildEngine({ store, logger });
   } catch (error) {
+    if (error instanceof BudgetLedgerOpenError) {
+      await pushClient?.stop();
+      process.stderr.write(`tollgate proxy: ${error.message}\n`);
+      return 2;
+    }
     if (!(error instanceof SpanStoreOpenError)) throw error;
     // A span file that cannot be created is a bad setting (storage.path, or TOLLGATE_STATE_DIR in a pod).
     await pushClient?.stop();
@@ -86,6 +92,15 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   auditReporter = new AuditReporter(engine.audit);
+  try {
+    // Stored spend is in memory before the first call is served.
+    await engine.budgets.ready;
+  } catch (error) {
+    await engine.shutdown(0);
+    await pushClient?.stop();
+    process.stderr.write(`tollgate proxy: ${new BudgetLedgerOpenError(store.get().budgets.ledger?.kind ?? 'sqlite', error).message}\n`);
+    return 2;
+  }
   const { host, port } = store.get().server;
   await engine.app.listen({ host, port });
   if (!isLoopbackHostname(hostnameOf(host) ?? host)) {

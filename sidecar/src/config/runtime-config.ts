@@ -4,6 +4,7 @@
 
 import type { CacheSettings, PriceEntry } from '../pricing/price-entry.ts';
 import type { AuditConfig } from '../audit/audit-config.ts';
+import type { BudgetsConfig } from '../../../contracts/budget-config.ts';
 import type { Provider, RouteName } from '../providers/routes.ts';
 
 export interface UpstreamConfig {
@@ -95,4 +96,6 @@ export interface RuntimeConfig {
   gateway: GatewayConfig;
   /** Tetragon audit fan-out (sidecar/src/audit); absent: off. */
   audit?: AuditConfig;
+  /** Budget policies and where spend is kept (sidecar/src/budgets); in a sidecar the operator sends them instead. */
+  budgets: BudgetsConfig;
 }
