@@ -14,6 +14,7 @@ import { hostnameOf, isLoopbackHostname } from './inbound/allowed-hosts.ts';
 import { startHealthListener } from './routes/health.ts';
 import { SpanStoreOpenError } from './spans/sqlite-span-schema.ts';
 import { BudgetLedgerOpenError } from './budgets/open-budgets.ts';
+import { type BudgetLink, ClusterBudgets } from './budgets/cluster-budgets.ts';
 
 const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS]
 
@@ -74,10 +75,12 @@ export async function main(argv: string[]): Promise<number> {
   // The last good snapshot from the operator (kept on disk) applies before the engine starts, so a pod that
   // restarts while the operator is unreachable serves with the config it last had.
   let auditReporter: AuditReporter | undefined;
-  const pushClient = await startOperatorLink(store, logger, () => auditReporter?.report());
+  // In a pod the operator keeps the budgets ledger; this sidecar enforces what it sends and reports spend.
+  const clusterBudgets = process.env.TOLLGATE_OPERATOR_ADDRESS ? new ClusterBudgets({ stateDir: process.env.TOLLGATE_STATE_DIR ?? '/var/run/tollgate', logger }) : undefined;
+  const pushClient = await startOperatorLink(store, logger, () => auditReporter?.report(), clusterBudgets);
   let engine;
   try {
-    engine = buildEngine({ store, logger });
+    engine = buildEngine({ store, logger, ...(clusterBudgets ? { budgets: clusterBudgets } : {}) });
   } catch (error) {
     if (error instanceof BudgetLedgerOpenError) {
       await pushClient?.stop();
@@ -122,9 +125,12 @@ export async function main(argv: string[]): Promise<number> {
     const stop = (signal: string) => {
       logger.info({ signal }, 'shutting down: draining in-flight calls and flushing spans');
       void (async () => {
-        await pushClient?.stop();
+        // A sidecar keeps its operator link while it drains: the spend of the last calls is reported (and
+        // acknowledged, within a bound) before the pod's disk goes away with the pod.
+        if (!clusterBudgets) await pushClient?.stop();
         // the health listener stays up while draining, so probes see 503 rather than a refused connection
         await engine.shutdown();
+        await pushClient?.stop();
         healthServer?.close();
         const stats = engine.writer.stats();
         const metering = engine.meter.stats();
@@ -163,6 +169,7 @@ async function startOperatorLink(
   store: ConfigStore,
   logger: pino.Logger,
   auditReport: () => import('./config/push-protocol.ts').AuditReport | undefined,
+  budgets: BudgetLink | undefined,
 ): Promise<{ stop(): Promise<void> } | null> {
   const address = process.env.TOLLGATE_OPERATOR_ADDRESS;
   if (!address) return null;
@@ -176,6 +183,7 @@ async function startOperatorLink(
     store,
     logger,
     auditReport,
+    ...(budgets ? { budgets } : {}),
     ...(env.TOLLGATE_POD_NAME ? { podName: env.TOLLGATE_POD_NAME } : {}),
     ...(env.TOLLGATE_POD_NAMESPACE ? { podNamespace: env.TOLLGATE_POD_NAMESPACE } : {}),
   });
