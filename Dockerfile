@@ -22,8 +22,9 @@ FROM ${NODE_IMAGE} AS sidecar-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 # better-sqlite3 ships prebuilt N-API binaries; the Kubernetes client and x509 code are not the sidecar's.
+# `npm uninstall` reinstalls devDependencies unless told --omit=dev as well.
 RUN npm ci --omit=dev --no-audit --no-fund \
- && npm uninstall --no-save @kubernetes/client-node @peculiar/x509 reflect-metadata \
+ && npm uninstall --no-save --omit=dev @kubernetes/client-node @peculiar/x509 reflect-metadata \
  && npm cache clean --force
 
 FROM ${NODE_IMAGE} AS control-deps

@@ -1,11 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
-// Three projects, by what a test needs to run; `npm test` runs all three.
+// Four projects, by what a test needs to run; `npm test` runs all four.
 // - unit: the code's own tests beside it, plus the fakes, the control-plane harness and the docs: in-process
 //   (loopback servers, real SQLite, worker threads), no `tollgate` processes.
 // - e2e: real `tollgate proxy` processes against the fake upstreams (test/e2e).
 // - cluster: a real etcd + kube-apiserver, built once from the Go module proxy by test/control-plane, one file
 //   at a time.
+// - node: a real single-node cluster with kubelet and containerd (test/cluster-node); skipped with a reason where
+//   the machine cannot run it, required under CI=true.
 export default defineConfig({
   test: {
     projects: [
@@ -13,7 +15,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['{contracts,sidecar,operator,webhook,kube-client,crds,test}/**/*.test.ts'],
-          exclude: ['test/e2e/**', 'test/cluster/**', '**/node_modules/**'],
+          exclude: ['test/e2e/**', 'test/cluster/**', '**/*.node.test.ts', '**/node_modules/**'],
           testTimeout: 20_000,
         },
       },
@@ -31,6 +33,18 @@ export default defineConfig({
           globalSetup: ['test/control-plane/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: 'node',
+          include: ['test/cluster-node/**/*.node.test.ts'],
+          globalSetup: ['test/cluster-node/global-setup.ts'],
+          // Steps wait on pods, rollouts and pushes on a shared two-core machine; bring-up may also wait for
+          // another run's node to finish (one node per machine).
+          testTimeout: 300_000,
+          hookTimeout: 30 * 60_000,
           fileParallelism: false,
         },
       },

@@ -15,7 +15,14 @@ const BUILD_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'build.sh');
 
 /** Runs build.sh (seconds when cached, many minutes cold) with its progress on our stderr. */
 export async function ensureControlPlaneBinaries(): Promise<string> {
-  const child = spawn('bash', [BUILD_SCRIPT], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const binDir = await runBuildScript('control-plane');
+  assertBinDir(binDir);
+  return binDir;
+}
+
+/** Runs `build.sh TARGET` and returns the folder it prints last. */
+export async function runBuildScript(target: 'control-plane' | 'node'): Promise<string> {
+  const child = spawn('bash', [BUILD_SCRIPT, target], { stdio: ['ignore', 'pipe', 'inherit'] });
   let stdout = '';
   child.stdout.setEncoding('utf8');
   child.stdout.on('data', (chunk: string) => {
@@ -25,10 +32,8 @@ export async function ensureControlPlaneBinaries(): Promise<string> {
     child.once('error', reject);
     child.once('close', resolve);
   });
-  if (code !== 0) throw new Error(`${BUILD_SCRIPT} failed with exit code ${code}; see its output above`);
-  const binDir = stdout.trimEnd().split('\n').at(-1) ?? '';
-  assertBinDir(binDir);
-  return binDir;
+  if (code !== 0) throw new Error(`${BUILD_SCRIPT} ${target} failed with exit code ${code}; see its output above`);
+  return stdout.trimEnd().split('\n').at(-1) ?? '';
 }
 
 export function assertBinDir(binDir: string): void {

@@ -2,6 +2,10 @@
 # Provides etcd, kube-apiserver, kubectl and helm for the cluster tests and prints the folder holding them
 # as the last line on stdout. Progress goes to stderr.
 #
+# `build.sh node` provides the rest of a node instead (kubelet, kube-scheduler, kube-controller-manager,
+# kube-proxy and CoreDNS, for test/cluster-node), from the same Kubernetes release, into the same cache under
+# the same lock.
+#
 # With KUBEBUILDER_ASSETS naming a folder that holds kube-apiserver and etcd (as setup-envtest leaves it),
 # those binaries are used; kubectl and helm are built when that folder lacks them. Otherwise pinned releases
 # are built once with the machine's Go from the Go module proxy into a cache outside the repository.
@@ -11,10 +15,13 @@ set -euo pipefail
 K8S_VERSION=v1.34.10
 ETCD_VERSION=v3.5.21
 HELM_VERSION=v3.19.5
+COREDNS_VERSION=v1.12.4
+
+target=${1:-control-plane}
 
 cache_root="${TOLLGATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tollgate}/control-plane"
 
-log() { printf '[control-plane build] %s\n' "$*" >&2; }
+log() { printf '[%s build] %s\n' "$target" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 has_all() {
@@ -97,6 +104,13 @@ build_helm() {
     "helm.sh/helm/v3/cmd/helm@$HELM_VERSION")
 }
 
+# CoreDNS's main package is its module root and has no replace directives.
+build_coredns() {
+  local out=$1
+  log "coredns $COREDNS_VERSION: compiling"
+  (cd "$tmp" && GOBIN="$out" go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION")
+}
+
 # Publishes $tmp/bin as $dest/bin with one rename, so an interrupted build never leaves a half-filled cache.
 publish() {
   local dest=$1
@@ -124,6 +138,26 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+if [[ $target == node ]]; then
+  node_binaries=(kubelet kube-scheduler kube-controller-manager kube-proxy coredns)
+  dest="$cache_root/node-k8s-$K8S_VERSION-coredns-$COREDNS_VERSION"
+  if ! has_all "$dest/bin" "${node_binaries[@]}"; then
+    go_env
+    log "building kubelet, kube-scheduler, kube-controller-manager, kube-proxy $K8S_VERSION, coredns $COREDNS_VERSION with $(go version)"
+    started=$SECONDS
+    tmp=$(mktemp -d "$cache_root/.tmp-XXXXXX")
+    mkdir -p "$tmp/result/bin"
+    build_coredns "$tmp/result/bin"
+    build_kubernetes "$tmp/result/bin" kubelet kube-scheduler kube-controller-manager kube-proxy
+    has_all "$tmp/result/bin" "${node_binaries[@]}" || die "build finished without every binary"
+    publish "$dest"
+    log "built in $((SECONDS - started)) s: $dest/bin"
+  fi
+  printf '%s\n' "$dest/bin"
+  exit 0
+fi
+[[ $target == control-plane ]] || die "unknown target '$target' (expected control-plane or node)"
 
 if [[ -n "${KUBEBUILDER_ASSETS:-}" ]] && has_all "$KUBEBUILDER_ASSETS" kube-apiserver etcd; then
   assets=$(cd "$KUBEBUILDER_ASSETS" && pwd -P)

@@ -95,6 +95,9 @@ export interface FakeBehaviour {
 }
 
 export interface FakeUpstreamOptions {
+  /** Where to listen (default 127.0.0.1 and a free port); a fake running in a pod listens on 0.0.0.0. */
+  host?: string;
+  port?: number;
   expectBearer?: string;
   expectApiKey?: string;
   aws?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string; region: string };
@@ -187,13 +190,13 @@ export async function startFakeUpstream(kind: FakeKind, opts: FakeUpstreamOption
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());
   });
   const { port } = server.address() as AddressInfo;
 
   return {
     kind,
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${opts.host ?? '127.0.0.1'}:${port}`,
     requests,
     behave(b) {
       behaviour = { ...b };

@@ -1,0 +1,270 @@
+// Tollgate on a real single-node Kubernetes 1.34 cluster (issue 15, ADR 0110): the chart installed with the
+// images assembled from the Dockerfile, the webhook injecting the sidecar into a real running pod, calls from
+// the app container through the sidecar to a fake upstream pod, a live price change, an operator outage, the
+// sidecar's memory under load against the chart's limit, `helm uninstall`, and a machine left as it was.
+//
+// The steps build on each other, like a platform team's first afternoon with Tollgate. The node takes about a
+// minute to come up; see docs/real-node.md for how it is built and how to keep one up to look around.
+
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { eventually } from '../cluster/operator-fixtures.ts';
+import type { HostSnapshot } from './host-state.ts';
+import type { NodeImages } from './images/node-images.ts';
+import { startNodeCluster, type NodeCluster } from './node-cluster.ts';
+import {
+  APP_NAMESPACE,
+  appClient,
+  appDeployment,
+  appNamespaceManifests,
+  containerMemory,
+  containerMemoryCgroup,
+  FAKE_USAGE,
+  FAKES_NAMESPACE,
+  fakeUpstreamManifests,
+  inspectContainer,
+  mib,
+  MODEL,
+  OPENAI_KEY,
+  probePod,
+  proxyConfigManifest,
+  resetMemoryPeak,
+} from './node-fixtures.ts';
+import { currentHostSnapshot } from './node-teardown.ts';
+import { helmInstall, NAMESPACE, RELEASE } from './tollgate-install.ts';
+
+const skipReason = inject('nodeSkipReason');
+const assets = inject('nodeAssets');
+
+interface Span {
+  span_id: string;
+  provider: string;
+  route: string;
+  model: string;
+  user_id: string | null;
+  input_tokens: number;
+  cost_usd: number;
+  status: string;
+}
+interface CallResult {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
+  let node: NodeCluster;
+  let before: HostSnapshot;
+  // null when the machine cannot run the node: the suite is then skipped and this is never read.
+  const images = assets?.images as NodeImages;
+
+  const kubectl = async (args: string[], input?: string): Promise<string> => {
+    const r = await node.kubectl(args, input === undefined ? {} : { input });
+    if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
+    return r.stdout;
+  };
+  const apply = (yaml: string) => kubectl(['apply', '-f', '-'], yaml);
+  const getJson = async <T>(args: string[]) => JSON.parse(await kubectl([...args, '-o', 'json'])) as T;
+
+  /** One call from the app container; its span as the sidecar stored it (undefined unless the call succeeded). */
+  async function callAndSpan(): Promise<{ call: CallResult; span?: Span }> {
+    const call = await appClient<CallResult>(node, ['call', MODEL]);
+    if (call.status !== 200) return { call };
+    const traces = await appClient<{ body: { spans: Span[] } }>(node, ['traces', '20']);
+    return { call, span: traces.body.spans.find((s) => s.span_id === call.headers['x-proxy-span-id']) };
+  }
+  const costOfNextCall = async () => (await callAndSpan()).span?.cost_usd;
+
+  beforeAll(async () => {
+    node = await startNodeCluster({
+      owner: 'test',
+      ...assets!,
+      beforeStart: () => {
+        before = currentHostSnapshot();
+      },
+    });
+  }, 30 * 60_000);
+
+  afterAll(async () => {
+    await node?.stop();
+  }, 120_000);
+
+  it('installs the chart with the local images; the operator and the webhook become Ready', async () => {
+    const installed = await helmInstall(node);
+    expect(installed.stderr).toBe('');
+    expect(installed.stdout).toContain('STATUS: deployed');
+    for (const deployment of ['tollgate-operator', 'tollgate-webhook']) {
+      const rollout = await node.kubectl(['rollout', 'status', '-n', NAMESPACE, `deployment/${deployment}`, '--timeout=240s']);
+      expect(rollout.code, `${rollout.stderr}\n${node.logTails(10)}`).toBe(0);
+    }
+    const pods = await getJson<{ items: Array<{ spec: { containers: Array<{ image: string; imagePullPolicy: string }> } }> }>(['get', 'pods', '-n', NAMESPACE]);
+    expect(pods.items).toHaveLength(4);
+    for (const pod of pods.items) expect(pod.spec.containers[0]).toMatchObject({ image: images.tollgate.ref, imagePullPolicy: 'Never' });
+  });
+
+  it('runs the operator image as the Dockerfile lays it out: entry point, user, environment, read-only root', async () => {
+    const pod = (await kubectl(['get', 'pods', '-n', NAMESPACE, '-l', 'app.kubernetes.io/component=operator', '-o', 'jsonpath={.items[0].metadata.name}'])).trim();
+    const seen = await inspectContainer(node, NAMESPACE, pod, 'operator');
+    const { config } = images.tollgate;
+    expect(`${seen.uid}:${seen.gid}`).toBe(config.user);
+    expect(seen.argv.slice(0, config.entrypoint!.length)).toEqual(config.entrypoint);
+    expect(seen.argv[config.entrypoint!.length]).toBe('operator'); // the chart's args replace the image's CMD
+    expect(seen.cwd).toBe(config.workingDir);
+    expect(seen.env.NODE_ENV).toBe(config.env.NODE_ENV);
+    expect(seen.env.NODE_OPTIONS).toBe(config.env.NODE_OPTIONS);
+    expect(seen.rootWrite).toBe('EROFS'); // the chart sets readOnlyRootFilesystem
+    expect(seen.nodeVersion).toBe(images.tollgate.nodeVersion);
+  });
+
+  it('injects the sidecar into a Deployment of a labelled namespace, and the pod becomes Ready', async () => {
+    await apply(fakeUpstreamManifests(images.testTools.ref));
+    await apply(appNamespaceManifests());
+    await apply(proxyConfigManifest(2));
+    // The webhook injects once it has the operator's CA (the operator writes it after winning its Lease, the
+    // kubelet then refreshes the webhook's Secret volume). Until then the chart's failurePolicy Ignore lets pods
+    // through without a sidecar, so wait for a server-side dry run to show the injection.
+    const installedAt = Date.now();
+    await eventually(
+      'a dry-run pod in the labelled namespace to be injected',
+      async () => {
+        const dryRun = JSON.parse(await kubectl(['create', '--dry-run=server', '-o', 'json', '-f', '-'], probePod(images.testTools.ref))) as {
+          spec: { initContainers?: Array<{ name: string }> };
+        };
+        return dryRun.spec.initContainers?.some((c) => c.name === 'tollgate-proxy') || undefined;
+      },
+      180_000,
+    );
+    console.info(`[node] injection ready ${Math.round((Date.now() - installedAt) / 1000)} s after the chart's pods were Ready`);
+
+    await apply(appDeployment(images.testTools.ref));
+    const rollout = await node.kubectl(['rollout', 'status', '-n', APP_NAMESPACE, 'deployment/chat', '--timeout=180s']);
+    expect(rollout.code, `${rollout.stderr}\n${node.logTails(10)}`).toBe(0);
+    const fake = await node.kubectl(['rollout', 'status', '-n', FAKES_NAMESPACE, 'deployment/fake-openai', '--timeout=120s']);
+    expect(fake.code, fake.stderr).toBe(0);
+
+    const pod = (await getJson<{ items: Array<PodJson> }>(['get', 'pods', '-n', APP_NAMESPACE, '-l', 'app=chat'])).items[0]!;
+    const sidecar = pod.spec.initContainers?.find((c) => c.name === 'tollgate-proxy');
+    expect(sidecar).toMatchObject({ image: images.sidecar.ref, imagePullPolicy: 'Never', restartPolicy: 'Always' });
+    expect(pod.status.initContainerStatuses?.find((s) => s.name === 'tollgate-proxy')).toMatchObject({ ready: true, started: true });
+    expect(pod.status.containerStatuses?.find((s) => s.name === 'app')).toMatchObject({ ready: true });
+    expect(pod.spec.containers[0]!.env).toContainEqual({ name: 'OPENAI_BASE_URL', value: 'http://127.0.0.1:8181/proxy/beta/v1' });
+  });
+
+  it('runs the sidecar image as the Dockerfile lays it out, with the injected read-only root', async () => {
+    const pod = (await kubectl(['get', 'pods', '-n', APP_NAMESPACE, '-l', 'app=chat', '-o', 'jsonpath={.items[0].metadata.name}'])).trim();
+    const seen = await inspectContainer(node, APP_NAMESPACE, pod, 'tollgate-proxy');
+    const { config } = images.sidecar;
+    expect(`${seen.uid}:${seen.gid}`).toBe(config.user);
+    expect(seen.argv).toEqual([...config.entrypoint!, 'proxy', '--port', '8181']);
+    expect(seen.cwd).toBe(config.workingDir);
+    expect(seen.env.NODE_OPTIONS).toBe(config.env.NODE_OPTIONS);
+    expect(seen.env.NODE_ENV).toBe(config.env.NODE_ENV);
+    expect(seen.rootWrite).toBe('EROFS');
+  });
+
+  it('a call from the app container goes through the sidecar to the fake upstream pod, with the key from the Secret, and is metered', async () => {
+    // The first snapshot brings the key and the price; before it lands the sidecar has no OpenAI key.
+    const { call, span } = await eventually('a priced call through the sidecar', async () => {
+      const result = await callAndSpan();
+      return result.span?.cost_usd === 2 ? result : undefined;
+    }, 90_000);
+    expect(call.status).toBe(200);
+    expect(JSON.parse(call.body)).toMatchObject({ object: 'chat.completion', model: 'gpt-4o-mini-2024-07-18' });
+    expect(span).toMatchObject({ provider: 'openai', route: 'beta', model: MODEL, user_id: 'node-test', input_tokens: FAKE_USAGE.input, status: 'ok' });
+
+    // The app sent no key; the fake saw the Secret's, attached by the sidecar.
+    const received = JSON.parse(await kubectl(['get', '--raw', `/api/v1/namespaces/${FAKES_NAMESPACE}/services/fake-openai:control/proxy/requests`])) as Array<{
+      path: string;
+      headers: Record<string, string>;
+    }>;
+    const last = received.at(-1)!;
+    expect(last.path).toBe('/v1/chat/completions');
+    expect(last.headers.authorization).toBe(`Bearer ${OPENAI_KEY}`);
+  });
+
+  it('gives the pod routes to pods, Services and the node only: nothing off the machine is reachable', async () => {
+    const { nodeAddress, podCidr, serviceCidr } = node.network;
+    const { routes } = await appClient<{ routes: string[] }>(node, ['routes']);
+    expect(routes.sort()).toEqual([podCidr, serviceCidr, `${nodeAddress}/32`].sort());
+    expect(await appClient(node, ['connect', '1.1.1.1', '443'])).toEqual({ ok: false, error: 'ENETUNREACH' });
+    // The API server through the `kubernetes` Service, as in-cluster clients reach it.
+    expect(await appClient(node, ['connect', 'kubernetes.default.svc.cluster.local', '443'])).toEqual({ ok: true });
+  });
+
+  it('a kubectl apply of a new price is used by the next call', async () => {
+    await apply(proxyConfigManifest(7.5));
+    await eventually('a call costed at the new price', async () => ((await costOfNextCall()) === 7.5 ? true : undefined), 60_000);
+  });
+
+  it("keeps the sidecar's memory under the chart's limit through a short load, without an OOM kill", async () => {
+    const pod = (await getJson<{ items: Array<PodJson> }>(['get', 'pods', '-n', APP_NAMESPACE, '-l', 'app=chat'])).items[0]!;
+    const containerId = pod.status.initContainerStatuses!.find((s) => s.name === 'tollgate-proxy')!.containerID!.replace(/^containerd:\/\//, '');
+    const cgroup = containerMemoryCgroup(containerId);
+    resetMemoryPeak(cgroup);
+    const idle = containerMemory(cgroup);
+    const load = await appClient<{ total: number; concurrency: number; statuses: Record<string, number>; elapsedMs: number }>(node, ['load', '2000', '16']);
+    const after = containerMemory(cgroup);
+    console.info(
+      `[node] sidecar memory, ${load.total} calls ${load.concurrency} at a time in ${load.elapsedMs} ms: RSS idle ${mib(idle.rssBytes)}, ` +
+        `after ${mib(after.rssBytes)}, peak ${mib(after.peakRssBytes)}; cgroup peak ${mib(after.cgroupPeakBytes)} of the limit ${mib(after.limitBytes)}`,
+    );
+    expect(load.statuses).toEqual({ 200: load.total });
+    expect(after.limitBytes).toBe(256 * 1024 * 1024); // the chart's sidecar.resources.limits.memory
+    expect(after.oomKills).toBe(0);
+    expect(after.pid).toBe(idle.pid); // the same process: not restarted
+    const now = (await getJson<{ items: Array<PodJson> }>(['get', 'pods', '-n', APP_NAMESPACE, '-l', 'app=chat'])).items[0]!;
+    const sidecarNow = now.status.initContainerStatuses!.find((s) => s.name === 'tollgate-proxy')!;
+    expect(sidecarNow.restartCount).toBe(0);
+    expect(sidecarNow.lastState?.terminated?.reason).toBeUndefined();
+  });
+
+  it('keeps serving the last good config while the operator is gone, and takes the newer one when it is back', async () => {
+    await kubectl(['scale', '-n', NAMESPACE, 'deployment/tollgate-operator', '--replicas=0']);
+    await kubectl(['wait', '-n', NAMESPACE, '--for=delete', 'pod', '-l', 'app.kubernetes.io/component=operator', '--timeout=120s']);
+    expect(await costOfNextCall()).toBe(7.5);
+    // Nobody can push this one yet.
+    await apply(proxyConfigManifest(11));
+    expect(await costOfNextCall()).toBe(7.5);
+
+    await kubectl(['scale', '-n', NAMESPACE, 'deployment/tollgate-operator', '--replicas=2']);
+    const rollout = await node.kubectl(['rollout', 'status', '-n', NAMESPACE, 'deployment/tollgate-operator', '--timeout=180s']);
+    expect(rollout.code, rollout.stderr).toBe(0);
+    await eventually('a call costed at the price applied during the outage', async () => ((await costOfNextCall()) === 11 ? true : undefined), 120_000);
+  });
+
+  it('helm uninstall leaves no webhook configuration behind', async () => {
+    const uninstalled = await node.helm(['uninstall', RELEASE, '-n', NAMESPACE, '--wait', '--timeout', '3m']);
+    expect(uninstalled.code, uninstalled.stderr).toBe(0);
+    const webhooks = await kubectl(['get', 'mutatingwebhookconfigurations,validatingwebhookconfigurations', '-o', 'name']);
+    expect(webhooks.trim()).toBe('');
+    // A pod of the labelled namespace is now created as it is, without a sidecar and without delay.
+    const dryRun = JSON.parse(await kubectl(['create', '--dry-run=server', '-o', 'json', '-f', '-'], probePod(images.testTools.ref))) as {
+      spec: { initContainers?: unknown[] };
+    };
+    expect(dryRun.spec.initContainers).toBeUndefined();
+  });
+
+  it('takes the node down and leaves the machine as it found it', async () => {
+    const report = await node.stop();
+    expect(report.found).toBe(true);
+    expect(currentHostSnapshot()).toEqual(before);
+  });
+});
+
+interface PodJson {
+  spec: {
+    containers: Array<{ name: string; env?: Array<{ name: string; value?: string }> }>;
+    initContainers?: Array<{ name: string; image: string; imagePullPolicy: string; restartPolicy?: string }>;
+  };
+  status: {
+    initContainerStatuses?: Array<ContainerStatus>;
+    containerStatuses?: Array<ContainerStatus>;
+  };
+}
+interface ContainerStatus {
+  name: string;
+  ready: boolean;
+  started?: boolean;
+  restartCount: number;
+  containerID?: string;
+  lastState?: { terminated?: { reason?: string } };
+}
