@@ -1,6 +1,6 @@
 // Money in budgets: integers, never floats. A ledger amount is a count of 10⁻¹⁰ USD, the resolution every
 // span's cost_usd is rounded to (ADR 0203), so a user's spend is exactly the sum of their spans' costs however
-// many calls it adds up (ADR 1201). Limits and grants are written in USD with at most six decimals (whole
+// many calls it adds up (ADR 1301). Limits and grants are written in USD with at most six decimals (whole
 // micro-dollars); they become ledger units by an exact decimal parse, never by multiplying a float.
 //
 // Amounts are bigint in memory: 2^63 units is about 922 million USD, which no user's period reaches, and

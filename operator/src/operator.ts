@@ -145,7 +145,7 @@ export function startOperator(opts: OperatorOptions): Operator {
     if (signal.aborted) return;
     const queue = new WorkQueue();
     const budgetQueue = new WorkQueue();
-    // Budgets (ADR 1202): the ledger lives in ConfigMaps of the operator's namespace; this leader is its only writer.
+    // Budgets (ADR 1302): the ledger lives in ConfigMaps of the operator's namespace; this leader is its only writer.
     const compiled = new Map<string, CompiledPolicy>();
     let distributor: BudgetDistributor | undefined;
     const ledger = new ClusterLedger({

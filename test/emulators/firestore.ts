@@ -1,4 +1,4 @@
-// A local Firestore emulator for tests: @firestore-emulator/server from npm (ADR 1203), a gRPC server holding
+// A local Firestore emulator for tests: @firestore-emulator/server from npm (ADR 1303), a gRPC server holding
 // everything in memory, started per test file as a child process on a free loopback port. Code under test
 // reaches it through the real @google-cloud/firestore client with FIRESTORE_EMULATOR_HOST=<host>, as every
 // Google library does; no credentials are needed.

@@ -1,4 +1,4 @@
-// The cluster's budget ledger, kept by the leading operator (ADR 1202). Sidecars report what they charged;
+// The cluster's budget ledger, kept by the leading operator (ADR 1302). Sidecars report what they charged;
 // the ledger applies each report to the ledger document of every policy it touches, writes the documents,
 // and only then acknowledges the report. The operator is the only writer, so it splits spend over grants and
 // the limit itself and sees every threshold crossing exactly once (it logs `budget alert` and records the

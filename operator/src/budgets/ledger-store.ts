@@ -1,5 +1,5 @@
 // Where the operator keeps the cluster's budget ledger durably: in the API server, one ConfigMap per
-// BudgetPolicy in the operator's own namespace (ADR 1202). No PersistentVolume, nothing outside the cluster,
+// BudgetPolicy in the operator's own namespace (ADR 1302). No PersistentVolume, nothing outside the cluster,
 // and every replica can read it when it becomes the leader. Writes are optimistic (resourceVersion): a
 // deposed leader that still writes gets a 409 instead of overwriting its successor's work.
 //

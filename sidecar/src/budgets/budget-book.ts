@@ -1,6 +1,6 @@
 // The in-memory budgets every engine enforces from: one record per user seen, matched to its policy. The
 // request path asks `refusal()`, which is a Map lookup and two comparisons against cached values: no storage,
-// no network, no bigint arithmetic (ADR 1200). `charge()` runs when a call has finished and returns how the
+// no network, no bigint arithmetic (ADR 1300). `charge()` runs when a call has finished and returns how the
 // cost was split and which alert thresholds it crossed; where that goes (a ledger, the operator) is the
 // caller's business.
 

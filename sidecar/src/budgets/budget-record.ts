@@ -1,6 +1,6 @@
 // One user's budget in the current period: the policy's limit, the grants that add to it, and what was spent.
 // Spend is absorbed by active grants first, the one expiring soonest first (grants that never expire last,
-// older grants before newer at equal expiry), then by the period's limit, which may be overshot (ADR 1200).
+// older grants before newer at equal expiry), then by the period's limit, which may be overshot (ADR 1300).
 // A new period starts from zero spend; grants carry over until they expire.
 //
 // Amounts are ledger units (contracts/money.ts). The request path reads only `exhausted` and two numbers;

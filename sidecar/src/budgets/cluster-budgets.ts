@@ -1,4 +1,4 @@
-// Budgets of a sidecar in a cluster (ADR 1202). The operator owns the ledger: it sends this pod the policies
+// Budgets of a sidecar in a cluster (ADR 1302). The operator owns the ledger: it sends this pod the policies
 // that select it and the cluster-wide usage of their users, and this sidecar reports what it charged. What is
 // enforced here is the operator's usage plus this sidecar's own spend that the operator has not counted yet
 // (its outbox reports above the operator's `includes_sequence`), so a user is refused here as soon as either

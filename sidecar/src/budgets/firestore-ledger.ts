@@ -1,4 +1,4 @@
-// The ledger for a fleet of central servers: Firestore, through @google-cloud/firestore (ADR 1203).
+// The ledger for a fleet of central servers: Firestore, through @google-cloud/firestore (ADR 1303).
 //
 //   <collection>/<user>                 user_id, policy, period_start, updated_at, and per period P
 //                                       spent_P, limit_used_P (integers, ledger units), alerted_P_<threshold>

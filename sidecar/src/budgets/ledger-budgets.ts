@@ -5,7 +5,7 @@
 // the ledger; the queue is flushed right away, one write at a time. A write that fails logs `failed to deduct
 // spend` (user_id, amount, error) and is retried with backoff: the amount stays queued, merged with later
 // spend of the same user and period, so nothing is lost and memory stays bounded by users, not calls
-// (ADR 1200). A ledger shared with other servers (Firestore) is read back every few seconds for the users
+// (ADR 1300). A ledger shared with other servers (Firestore) is read back every few seconds for the users
 // this server has seen, so their spend elsewhere is enforced here too.
 
 import { randomUUID } from 'node:crypto';

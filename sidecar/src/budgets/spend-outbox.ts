@@ -1,5 +1,5 @@
 // A sidecar's spend on its way to the operator, on the pod's disk (<state dir>/budget-outbox.db) until the
-// operator acknowledges it (ADR 1202). Each finished call adds its cost to the unsent row of its (policy,
+// operator acknowledges it (ADR 1302). Each finished call adds its cost to the unsent row of its (policy,
 // user, period) in one small SQLite statement, so a sidecar killed right after a call still has the charge.
 // Sealing gives up to MAX entries the next sequence number: that report keeps its number and content until
 // it is acknowledged, however often it is resent. Acknowledged reports are deleted.
