@@ -118,8 +118,8 @@ export function buildEngine(opts: EngineOptions): Engine {
   runtimeHealth.register('audit', () => audit.health());
   runtimeHealth.register('budgets', () => budgets.health());
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
-  app.register(proxyRoutes, { store, client, meter, lifecycle });
-  app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
+  app.register(proxyRoutes, { store, client, meter, lifecycle, budgets });
+  app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env });
 
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ error: { code: 'not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` } });

@@ -33,9 +33,17 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startProxyProcess(
-  opts: { configYaml?: string; env?: NodeJS.ProcessEnv; args?: string[]; cli?: string; nodeArgs?: string[] } = {},
+  opts: {
+    configYaml?: string;
+    env?: NodeJS.ProcessEnv;
+    args?: string[];
+    cli?: string;
+    nodeArgs?: string[];
+    /** Run in this folder (a restart over the files of an earlier run) and leave it in place on stop(). */
+    dir?: string;
+  } = {},
 ): Promise<ProxyProcess> {
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-proxy-'));
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'tollgate-proxy-'));
   const port = await freePort();
   const args = [...(opts.nodeArgs ?? []), opts.cli ?? CLI, 'proxy', '--port', String(port)];
   if (opts.configYaml !== undefined) {
@@ -88,7 +96,7 @@ export async function startProxyProcess(
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null) child.kill(signal);
       const code = await exited;
-      rmSync(dir, { recursive: true, force: true });
+      if (opts.dir === undefined) rmSync(dir, { recursive: true, force: true });
       return code;
     },
   };

@@ -13,6 +13,8 @@ export interface BudgetRefusal {
   userId: string;
   policy: string;
   limitUsd: number;
+  /** day, week or month. */
+  period: string;
   /** epoch ms: when the period ends and the budget starts again. */
   periodEnd: number;
   /** Whole seconds until periodEnd, at least 1: the Retry-After value. */
@@ -85,6 +87,7 @@ export class BudgetBook {
       userId,
       policy: record.policy.name,
       limitUsd: unitsToUsd(record.policy.limit),
+      period: record.policy.config.period,
       periodEnd: record.periodEnd,
       retryAfterSeconds: Math.max(1, Math.ceil((record.periodEnd - at) / 1000)),
     };

@@ -21,12 +21,15 @@ import { toProxyError } from '../upstream/upstream-client.ts';
 import { createUsageExtractor } from '../usage/extractor.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './proxy-headers.ts';
 import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
+import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
+import { BUDGET_EXCEEDED, budgetRefusalMessage, refusalFormat, sendBudgetRefusal } from '../budgets/budget-refusal.ts';
 
 export interface ProxyRoutesOptions {
   store: ConfigStore;
   client: UpstreamClient;
   meter: CallMeter;
   lifecycle: Lifecycle;
+  budgets?: Pick<BudgetEnforcer, 'refusal'>;
 }
 
 const PREFIX = '/proxy/';
@@ -155,6 +158,15 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
       requestId: request.id,
       trace,
     });
+    // A spent budget refuses the call here, from memory, before anything goes upstream (ADR 1300).
+    const refusal = call.call.userId === null ? null : (opts.budgets?.refusal(call.call.userId, Date.now()) ?? null);
+    if (refusal) {
+      call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
+      if (bodyStream) request.raw.unpipe();
+      request.raw.resume();
+      sendBudgetRefusal(res, refusalFormat(route), refusal, trace);
+      return;
+    }
     const headers = upstreamRequestHeaders(request.headers, plan.body === null && bodyStream !== null);
     headers.traceparent = formatTraceparent(trace);
     if (trace.tracestate) headers.tracestate = trace.tracestate;

@@ -1,0 +1,198 @@
+// Budgets as the README walks a new user through them, on a real `tollgate proxy` process: a $0.01 monthly
+// budget in the config file, calls with the official openai SDK until one is refused with 429
+// budget_exceeded, `budget alert` at 80, 90 and 100 % once each, a grant through the management API, and a
+// restart that keeps the spend. Then the refusal shape as the official Anthropic SDK and a Gemini caller see it.
+
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findSpan, recentSpans } from '../support/spans.ts';
+import { waitFor } from '../support/wait-for.ts';
+import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
+import { startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
+
+let bed: UpstreamBed;
+const dirs: string[] = [];
+
+beforeAll(async () => {
+  bed = await startUpstreamBed();
+  // Each call reports 1000 input tokens; at 1 USD per million input tokens that is exactly 0.001 USD.
+  for (const fake of [bed.openai, bed.anthropic, bed.vertex]) fake.behave({ usage: { input: 1000, output: 0 } });
+});
+
+afterAll(async () => {
+  await bed?.close();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function configYaml(limitUsd: string): string {
+  return bed.configYaml(`
+pricing:
+  models:
+    - { provider: openai, model: gpt-4o-mini, input_per_million: 1, output_per_million: 0 }
+    - { provider: anthropic, model: claude-sonnet-4, input_per_million: 1, output_per_million: 0 }
+    - { provider: google, model: gemini-2.5-flash, input_per_million: 1, output_per_million: 0 }
+budgets:
+  policies:
+    - name: default
+      users: ["*"]
+      limitUsd: ${limitUsd}
+      period: month
+      timeZone: UTC
+      alertThresholds: [80, 90, 100]
+      enforcement: block
+`);
+}
+
+function startOfNextMonthUtc(): number {
+  const now = new Date();
+  return Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
+}
+
+const alerts = (proxy: ProxyProcess) => proxy.logs.filter((l) => typeof l.msg === 'string' && l.msg.includes('budget alert'));
+
+describe('the README walkthrough: a $0.01 monthly budget on the local proxy', () => {
+  let dir: string;
+  let proxy: ProxyProcess;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tollgate-budgets-e2e-'));
+    dirs.push(dir);
+    proxy = await startProxyProcess({ dir, configYaml: configYaml('0.01'), env: bed.env });
+  });
+
+  afterAll(() => proxy?.stop());
+
+  it('calls through the openai SDK until one is refused with 429 budget_exceeded, alerting at 80, 90 and 100 % once each', async () => {
+    bed.openai.reset();
+    bed.openai.behave({ usage: { input: 1000, output: 0 } });
+    // SDK defaults (two retries on a 429): the refusal's x-should-retry: false must stop them.
+    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', defaultHeaders: { 'x-tollgate-user': 'alice' } });
+    let answered = 0;
+    let refusal: InstanceType<typeof OpenAI.RateLimitError> | undefined;
+    for (let i = 0; i < 20 && !refusal; i++) {
+      try {
+        await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `call ${i}` }] });
+        answered++;
+      } catch (error) {
+        if (!(error instanceof OpenAI.RateLimitError)) throw error;
+        refusal = error;
+      }
+    }
+    // 10 calls of 0.001 USD spend the 0.01 USD budget exactly; the 11th is refused.
+    expect(answered).toBe(10);
+    expect(refusal).toBeDefined();
+    expect(refusal!.status).toBe(429);
+    expect(refusal!.code).toBe('budget_exceeded');
+    expect(refusal!.type).toBe('rate_limit_error');
+    const periodEnd = new Date(startOfNextMonthUtc()).toISOString();
+    expect(refusal!.message).toContain('user "alice" has spent the 0.01 USD monthly budget of policy "default"');
+    expect(refusal!.message).toContain(`it renews at ${periodEnd}`);
+    const retryAfter = Number(refusal!.headers.get('retry-after'));
+    expect(Math.abs(retryAfter - (startOfNextMonthUtc() - Date.now()) / 1000)).toBeLessThan(30);
+
+    // The refused call never reached OpenAI, was not retried by the SDK, and has a span of its own.
+    expect(bed.openai.requests).toHaveLength(10);
+    const span = await findSpan(proxy.url, { spanId: refusal!.headers.get('x-proxy-span-id') });
+    expect(span).toMatchObject({ status: 'rejected', user_id: 'alice', route: 'beta', status_code: null, cost_usd: 0 });
+    expect(span.error).toMatch(/^budget_exceeded: user "alice"/);
+    expect((await recentSpans(proxy.url)).filter((s) => s.status === 'rejected')).toHaveLength(1);
+
+    const lines = alerts(proxy);
+    expect(lines.map((l) => l.threshold)).toEqual([80, 90, 100]);
+    expect(lines[2]).toMatchObject({ level: 40, user_id: 'alice', policy: 'default', threshold: 100, spent_usd: 0.01, limit_usd: 0.01, period_start: new Date(startOfNextMonthUtc() - 1).toISOString().slice(0, 8) + '01T00:00:00.000Z' });
+
+    const budget = await (await fetch(`${proxy.url}/_local/api/budgets/alice`)).json();
+    expect(budget).toMatchObject({ user_id: 'alice', policy: 'default', limit_usd: 0.01, spent_usd: 0.01, remaining_usd: 0, state: 'exhausted', period_end: periodEnd });
+  });
+
+  it('a grant through the API lets alice call again at once, and other users were never limited by her spend', async () => {
+    const created = await fetch(`${proxy.url}/_local/api/budgets/alice/grants`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ amount_usd: '0.005', reason: 'demo day' }),
+    });
+    expect(created.status).toBe(201);
+    expect(await created.json()).toMatchObject({ amount_usd: 0.005, remaining_usd: 0.005, reason: 'demo day' });
+    const alice = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', defaultHeaders: { 'x-tollgate-user': 'alice' }, maxRetries: 0 });
+    await alice.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'after the grant' }] });
+    const bob = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    await bob.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], user: 'bob' });
+    const list = (await (await fetch(`${proxy.url}/_local/api/budgets`)).json()) as { count: number; budgets: { user_id: string; spent_usd: number; granted_usd: number; remaining_usd: number }[] };
+    expect(list.count).toBe(2);
+    expect(list.budgets.map((b) => [b.user_id, b.spent_usd, b.granted_usd, b.remaining_usd])).toEqual([
+      ['alice', 0.011, 0.005, 0.004],
+      ['bob', 0.001, 0, 0.009],
+    ]);
+    // No new alert: the grant absorbed the call.
+    expect(alerts(proxy)).toHaveLength(3);
+  });
+
+  it('a restarted proxy finds the same spend and grants, and does not alert again', async () => {
+    expect(await proxy.stop()).toBe(0);
+    proxy = await startProxyProcess({ dir, configYaml: configYaml('0.01'), env: bed.env });
+    const budget = (await (await fetch(`${proxy.url}/_local/api/budgets/alice`)).json()) as { grants: unknown[] };
+    expect(budget).toMatchObject({ spent_usd: 0.011, granted_usd: 0.005, remaining_usd: 0.004, state: 'warning' });
+    expect(budget.grants).toEqual([expect.objectContaining({ amount_usd: 0.005, remaining_usd: 0.004, reason: 'demo day' })]);
+    const alice = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', defaultHeaders: { 'x-tollgate-user': 'alice' }, maxRetries: 0 });
+    for (let i = 0; i < 4; i++) await alice.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `again ${i}` }] });
+    await expect(alice.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'one too many' }] })).rejects.toMatchObject({ status: 429, code: 'budget_exceeded' });
+    expect(alerts(proxy)).toHaveLength(0);
+  });
+});
+
+describe('the refusal in each SDK family’s own shape', () => {
+  let proxy: ProxyProcess;
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-budgets-shapes-'));
+    dirs.push(dir);
+    // A budget of one call: the second call of a user is refused.
+    proxy = await startProxyProcess({ dir, configYaml: configYaml('0.001'), env: bed.env });
+  });
+
+  afterAll(() => proxy?.stop());
+
+  it('the official Anthropic SDK on /proxy/gamma-direct raises RateLimitError with the reason and no retry', async () => {
+    bed.anthropic.reset();
+    bed.anthropic.behave({ usage: { input: 1000, output: 0 } });
+    const client = new Anthropic({ baseURL: `${proxy.url}/proxy/gamma-direct`, apiKey: 'unused', defaultHeaders: { 'x-tollgate-user': 'carol' } });
+    const ask = () => client.messages.create({ model: 'claude-sonnet-4-20250514', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
+    await ask();
+    const error = await ask().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(Anthropic.RateLimitError);
+    const refusal = error as InstanceType<typeof Anthropic.RateLimitError>;
+    expect(refusal.status).toBe(429);
+    expect(refusal.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error', message: expect.stringMatching(/^budget_exceeded: user "carol" has spent the 0.001 USD monthly budget of policy "default"; it renews at /) } });
+    expect(Number(refusal.headers?.get('retry-after'))).toBeGreaterThan(0);
+    expect(bed.anthropic.requests).toHaveLength(1);
+  });
+
+  it('the openai SDK on the native /proxy/beta route gets OpenAI’s shape, code budget_exceeded', async () => {
+    const client = new OpenAI({ baseURL: `${proxy.url}/proxy/beta/v1`, apiKey: 'unused', maxRetries: 0 });
+    await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], user: 'dave' });
+    const error = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], user: 'dave' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(error).toMatchObject({ status: 429, code: 'budget_exceeded', type: 'rate_limit_error' });
+  });
+
+  it('a Gemini caller on /proxy/alpha gets Google’s error shape with RESOURCE_EXHAUSTED', async () => {
+    const url = `${proxy.url}/proxy/alpha/v1/projects/tollgate-test-project/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent`;
+    const call = () =>
+      fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-tollgate-user': 'erin' }, body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }) });
+    const first = await call();
+    expect(first.status).toBe(200);
+    await first.arrayBuffer();
+    await waitFor('erin’s first call to be charged', async () => ((await (await fetch(`${proxy.url}/_local/api/budgets/erin`)).json()) as { state: string }).state === 'exhausted');
+    const refused = await call();
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await refused.json()).toEqual({ error: { code: 429, status: 'RESOURCE_EXHAUSTED', message: expect.stringMatching(/^budget_exceeded: user "erin" has spent the 0.001 USD monthly budget/) } });
+  });
+});
