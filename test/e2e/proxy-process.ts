@@ -41,6 +41,10 @@ export async function startProxyProcess(
     nodeArgs?: string[];
     /** Run in this folder (a restart over the files of an earlier run) and leave it in place on stop(). */
     dir?: string;
+    /** Headers for the readiness wait on /healthz (a server whose health needs a token). */
+    readyHeaders?: Record<string, string>;
+    /** Replaces the readiness check (default: GET /healthz answers 2xx). */
+    ready?: (url: string) => Promise<boolean>;
   } = {},
 ): Promise<ProxyProcess> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'tollgate-proxy-'));
@@ -80,7 +84,8 @@ export async function startProxyProcess(
   const gone = new AbortController();
   void exited.then(() => gone.abort());
   try {
-    await waitFor('tollgate proxy to answer /healthz', async () => (await fetch(`${url}/healthz`)).ok, { timeoutMs: 20_000, signal: gone.signal });
+    const ready = opts.ready ?? (async () => (await fetch(`${url}/healthz`, { headers: opts.readyHeaders ?? {} })).ok);
+    await waitFor('tollgate proxy to answer /healthz', () => ready(url), { timeoutMs: 20_000, signal: gone.signal });
   } catch (error) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`tollgate proxy exited with ${child.exitCode ?? child.signalCode}: ${stderr}`);
     child.kill('SIGKILL');
