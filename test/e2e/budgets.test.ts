@@ -101,7 +101,8 @@ describe('the README walkthrough: a $0.01 monthly budget on the local proxy', ()
     expect(span.error).toMatch(/^budget_exceeded: user "alice"/);
     expect((await recentSpans(proxy.url)).filter((s) => s.status === 'rejected')).toHaveLength(1);
 
-    const lines = alerts(proxy);
+    // Log lines arrive through the process's stdout in their own time.
+    const lines = await waitFor('three budget alert lines', () => (alerts(proxy).length >= 3 ? alerts(proxy) : undefined), 5_000);
     expect(lines.map((l) => l.threshold)).toEqual([80, 90, 100]);
     expect(lines[2]).toMatchObject({ level: 40, user_id: 'alice', policy: 'default', threshold: 100, spent_usd: 0.01, limit_usd: 0.01, period_start: new Date(startOfNextMonthUtc() - 1).toISOString().slice(0, 8) + '01T00:00:00.000Z' });
 
