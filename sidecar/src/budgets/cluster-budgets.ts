@@ -116,6 +116,7 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
   }
 
   charge(userId: string, costUsd: number, at: number): void {
+    if (this.#book.policies.empty) return; // no budgets: nothing to charge, nothing allocated
     const amount = unitsFromCostUsd(costUsd);
     if (amount === 0n) return;
     try {

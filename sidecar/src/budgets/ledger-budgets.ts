@@ -91,6 +91,7 @@ export class LedgerBudgets implements BudgetEnforcer {
   }
 
   charge(userId: string, costUsd: number, at: number): void {
+    if (this.#book.policies.empty) return; // no budgets: nothing to charge, nothing allocated
     const amount = unitsFromCostUsd(costUsd);
     if (amount === 0n) return;
     try {
