@@ -6,7 +6,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatUsd, unitsFromCostUsd } from '../../contracts/money.ts';
+import { formatUsd, parseUsd, unitsFromCostUsd } from '../../contracts/money.ts';
 import { BUDGET_POLICY, type BudgetPolicy } from '../../crds/index.ts';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
 import { freePort } from '../control-plane/free-port.ts';
@@ -24,6 +24,7 @@ import {
   OPERATOR_NAMESPACE,
   operatorCaFile,
   podWithToken,
+  type PodWithToken,
   putSecret,
   startOperatorProcess,
   tempDir,
@@ -69,11 +70,19 @@ spec:
   alertThresholds: [50, 100]
 `;
 
-async function startSidecar(name: string, caFile: string): Promise<{ proc: ManagedProcess; url: string; pod: string }> {
-  const pod = await podWithToken(api, { namespace: NS, name, labels: { app: 'checkout' }, dir: dir.path });
+let caFile: string;
+const pods = new Map<string, PodWithToken>();
+
+/** A sidecar process for pod `name`; started again for the same pod, it keeps its state directory (a container restart). */
+async function startSidecar(name: string): Promise<{ proc: ManagedProcess; url: string; pod: string }> {
+  let pod = pods.get(name);
+  if (!pod) {
+    pod = await podWithToken(api, { namespace: NS, name, labels: { app: 'checkout' }, dir: dir.path });
+    pods.set(name, pod);
+  }
   const port = await freePort();
   const work = join(dir.path, name);
-  mkdirSync(work);
+  mkdirSync(work, { recursive: true });
   const proc = startManagedProcess({
     name: `sidecar ${name}`,
     command: 'sh',
@@ -127,8 +136,8 @@ beforeAll(async () => {
   await putSecret(api, NS, 'llm-keys', { openai: KEY });
   const applied = await cp.kubectl(['apply', '-f', '-'], { input: proxyConfigYaml() });
   expect(applied.code, applied.stderr).toBe(0);
-  const caFile = await operatorCaFile(api, dir.path);
-  sidecars.push(await startSidecar('checkout-a', caFile), await startSidecar('checkout-b', caFile));
+  caFile = await operatorCaFile(api, dir.path);
+  sidecars.push(await startSidecar('checkout-a'), await startSidecar('checkout-b'));
   await Promise.all(
     sidecars.map((s) => eventually(`sidecar ${s.pod} to serve with the pushed key`, async () => (await call(s.url, 'warm-up')).status === 200, 60_000)),
   );
@@ -246,6 +255,29 @@ describe('a BudgetPolicy caps a user across two sidecars', () => {
     const alertLines = logs.split('\n').filter((l) => l.includes('budget alert'));
     expect(alertLines).toHaveLength(2);
     expect(JSON.parse(alertLines.find((l) => l.includes('"threshold":100'))!)).toMatchObject({ level: 40, user_id: 'alice', policy: 'shop/checkout-monthly', threshold: 100, limit_usd: 0.02 });
+  });
+
+  it('a sidecar killed right after its calls loses no spend: restarted on the same disk, it reports it once', async () => {
+    const a = sidecars[0]!;
+    const before = (await budgetPolicy()).status!.spentUsd!;
+    upstream.reset();
+    upstream.behave({ usage: { input: 1000, output: 0 } });
+    for (let i = 0; i < 5; i++) expect((await call(a.url, 'carol')).status).toBe(200);
+    process.kill(-a.proc.pid, 'SIGKILL'); // no drain, no final report: the charges are only on the pod's disk
+    await a.proc.exited;
+    sidecars[0] = await startSidecar('checkout-a');
+    await eventually('the restarted sidecar to report and be acknowledged', async () => {
+      const health = await sidecarHealth(sidecars[0]!.url);
+      return health.connected && health.pendingDeductions === 0;
+    }, 60_000);
+    // Five calls reached the provider; the ledger has exactly five more calls' cost, carol's included once.
+    expect(upstream.requests).toHaveLength(5);
+    const status = await eventually('the status to count carol', async () => {
+      const bp = await budgetPolicy();
+      return bp.status?.topSpenders?.some((t) => t.user === 'carol') ? bp.status : undefined;
+    }, 30_000);
+    expect(status.topSpenders!.find((t) => t.user === 'carol')!.spentUsd).toBe('0.005');
+    expect(status.spentUsd).toBe(formatUsd((parseUsd(before) as bigint) + (parseUsd('0.005') as bigint)));
   });
 
   it('the ledger is in the API server: a ConfigMap per policy in the operator namespace, with the pods’ watermarks', async () => {
