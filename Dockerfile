@@ -11,6 +11,7 @@ FROM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json tsconfig.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY contracts ./contracts
 COPY sidecar ./sidecar
 COPY operator ./operator
 COPY webhook ./webhook
@@ -43,6 +44,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=sidecar-deps /app/node_modules ./node_modules
 COPY package.json ./
+COPY --from=build /src/dist/contracts ./contracts
 COPY --from=build /src/dist/sidecar/src ./sidecar/src
 COPY proto ./proto
 USER 65532:65532
@@ -56,6 +58,7 @@ ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=control-deps /app/node_modules ./node_modules
 COPY package.json ./
+COPY --from=build /src/dist/contracts ./contracts
 COPY --from=build /src/dist/sidecar ./sidecar
 COPY --from=build /src/dist/operator ./operator
 COPY --from=build /src/dist/webhook ./webhook

@@ -228,7 +228,10 @@ export function startOperator(opts: OperatorOptions): Operator {
         distributor!.connect(sidecar);
         for (const key of distributor!.policiesIn(sidecar.namespace)) budgetQueue.addAfter(key, 1_000);
       },
-      disconnected: (id: string) => distributor!.disconnect(id),
+      disconnected: (id: string) => {
+        const namespace = distributor!.disconnect(id);
+        if (namespace !== undefined) for (const key of distributor!.policiesIn(namespace)) budgetQueue.addAfter(key, 1_000);
+      },
       spendReport: (source: Parameters<ClusterLedger['submit']>[0], report: { sequence: string | number; entries: Parameters<ClusterLedger['submit']>[2] }) =>
         ledger.submit(source, Number(report.sequence), report.entries ?? []),
     };

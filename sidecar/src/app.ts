@@ -1,6 +1,7 @@
 // Builds the engine's HTTP app without listening, so tests drive it with inject() or a real port alike.
 
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { CredentialProvider } from './auth/credential-provider.ts';
@@ -81,10 +82,13 @@ export function buildEngine(opts: EngineOptions): Engine {
     : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
   const lifecycle = new Lifecycle();
   const budgets = opts.budgets ?? openLedgerBudgets(config.budgets, config.storage, logger);
+  let appliedPolicies = config.budgets.policies;
   const unsubscribeBudgets =
     budgets instanceof LedgerBudgets
       ? store.subscribe((snapshot) => {
-          if (snapshot.config.budgets.policies !== config.budgets.policies) budgets.setConfig(snapshot.config.budgets);
+          if (isDeepStrictEqual(snapshot.config.budgets.policies, appliedPolicies)) return;
+          appliedPolicies = snapshot.config.budgets.policies;
+          budgets.setConfig(snapshot.config.budgets);
         })
       : () => undefined;
   const meter = new CallMeter(writer, logger, lifecycle, budgets);

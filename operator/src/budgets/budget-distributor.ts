@@ -55,8 +55,11 @@ export class BudgetDistributor {
     this.#sendFull(state);
   }
 
-  disconnect(id: string): void {
+  /** Forgets a stream; returns its pod's namespace (whose policies' sidecar counts changed). */
+  disconnect(id: string): string | undefined {
+    const state = this.#sidecars.get(id);
     this.#sidecars.delete(id);
+    return state?.sidecar.namespace;
   }
 
   /** A policy was accepted, changed or removed (undefined). Sidecars of its namespace get their new set. */
