@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { parseBudgetPolicies } from '../contracts/budget-config.ts';
 import { BudgetBook } from '../sidecar/src/budgets/budget-book.ts';
-import { PolicySet } from '../sidecar/src/budgets/budget-policies.ts';
+import { PolicySet } from '../contracts/budget-policies.ts';
 import { ClusterBudgets } from '../sidecar/src/budgets/cluster-budgets.ts';
 import { LedgerBudgets } from '../sidecar/src/budgets/ledger-budgets.ts';
 import { SqliteLedger } from '../sidecar/src/budgets/sqlite-ledger.ts';
@@ -51,7 +51,14 @@ try {
   await local.close();
 
   const cluster = new ClusterBudgets({ stateDir: join(dir, 'sidecar'), logger, reportIntervalMs: 3_600_000 });
-  cluster.budgetState({ replace: true, policiesJson: JSON.stringify(policies), policiesChanged: true, usage: [], includesSequence: '0', defaultUser: 'system:serviceaccount:bench:app' });
+  cluster.budgetState({
+    replace: true,
+    policiesJson: JSON.stringify(policies),
+    policiesChanged: true,
+    usage: [],
+    includesSequence: '0',
+    defaultUser: 'system:serviceaccount:bench:app',
+  });
   measure('ClusterBudgets.charge() (outbox insert on disk)', (i) => cluster.charge(users[i % USERS]!, 0.0012345, now));
   await cluster.close(0);
 } finally {

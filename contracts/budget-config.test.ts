@@ -29,7 +29,9 @@ describe('budgets config', () => {
     expect(parseBudgetsPatch({ policies: [{ name: 'default', limitUsd: 25 }] })).toEqual({
       policies: [{ name: 'default', users: ['*'], limitUsd: '25', period: 'month', timeZone: 'UTC', alertThresholds: [80, 90, 100], enforcement: 'block' }],
     });
-    expect(parseBudgetsPatch({ ledger: { kind: 'firestore', projectId: 'my-project' } })).toEqual({ ledger: { kind: 'firestore', projectId: 'my-project', collection: 'budgets' } });
+    expect(parseBudgetsPatch({ ledger: { kind: 'firestore', projectId: 'my-project' } })).toEqual({
+      ledger: { kind: 'firestore', projectId: 'my-project', collection: 'budgets' },
+    });
   });
 
   it.each([
@@ -41,7 +43,15 @@ describe('budgets config', () => {
     [{ policies: [{ name: 'a', limitUsd: 1, enforcement: 'warn' }] }, 'budgets.policies[0].enforcement must be one of block, alert (got "warn")'],
     [{ policies: [{ name: 'a', limitUsd: 1, users: [] }] }, 'budgets.policies[0].users must be a list of 1 to 1000 user ids'],
     [{ policies: [{ name: 'a', limitUsd: 1, users: ['x', 'x'] }] }, 'budgets.policies[0].users[1] repeats "x"'],
-    [{ policies: [{ name: 'a', limitUsd: 1 }, { name: 'a', limitUsd: 2 }] }, 'budgets.policies[1].name repeats "a" (already at budgets.policies[0])'],
+    [
+      {
+        policies: [
+          { name: 'a', limitUsd: 1 },
+          { name: 'a', limitUsd: 2 },
+        ],
+      },
+      'budgets.policies[1].name repeats "a" (already at budgets.policies[0])',
+    ],
     [{ policies: [{ name: 'a', limitUsd: 1, grants: [] }] }, 'budgets.policies[0].grants cannot be set here'],
     [{ policies: [{ name: 'a', limitUsd: 1, limit: 2 }] }, 'budgets.policies[0].limit is not a known field'],
     [{ ledger: { kind: 'postgres' } }, 'budgets.ledger.kind must be one of sqlite, firestore, memory (got "postgres")'],

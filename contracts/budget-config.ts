@@ -3,7 +3,7 @@
 // checks every source, so a bad value is refused everywhere with the field's name and nothing is half-applied.
 // Amounts stay decimal USD strings here (JSON-safe and exact); ledger units are derived from them (money.ts).
 
-import { ConfigError } from '../sidecar/src/config/config-error.ts';
+import { ConfigError } from './config-error.ts';
 import { BUDGET_PERIODS, type BudgetPeriod, isTimeZone } from './budget-period.ts';
 import { formatUsd, parseUsd } from './money.ts';
 
@@ -41,10 +41,7 @@ export interface BudgetPolicyConfig {
   grants?: BudgetGrantConfig[];
 }
 
-export type BudgetLedgerConfig =
-  | { kind: 'sqlite'; path?: string }
-  | { kind: 'firestore'; projectId?: string; databaseId?: string; collection: string }
-  | { kind: 'memory' };
+export type BudgetLedgerConfig = { kind: 'sqlite'; path?: string } | { kind: 'firestore'; projectId?: string; databaseId?: string; collection: string } | { kind: 'memory' };
 
 export const BUDGET_LEDGER_KINDS = ['sqlite', 'firestore', 'memory'] as const;
 

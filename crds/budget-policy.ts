@@ -92,7 +92,7 @@ const spec: SchemaNode = {
       type: 'array',
       description:
         'User ids this policy limits, each separately, or ["*"] for every user no other policy of the namespace names. ' +
-        'A call without a user id is charged to the pod\'s service account, system:serviceaccount:<namespace>:<name>.',
+        "A call without a user id is charged to the pod's service account, system:serviceaccount:<namespace>:<name>.",
       minItems: 1,
       maxItems: 1000,
       'x-kubernetes-list-type': 'set',
@@ -100,7 +100,13 @@ const spec: SchemaNode = {
     },
     limitUsd: usd('Limit per user per period.'),
     limitMicroUsd: microUsd('Limit per user per period, instead of limitUsd.'),
-    period: { type: 'string', tsType: 'BudgetPeriodName', description: 'Calendar period: day, week (ISO, from Monday) or month.', enum: ['day', 'week', 'month'], default: 'month' },
+    period: {
+      type: 'string',
+      tsType: 'BudgetPeriodName',
+      description: 'Calendar period: day, week (ISO, from Monday) or month.',
+      enum: ['day', 'week', 'month'],
+      default: 'month',
+    },
     timeZone: {
       type: 'string',
       description: 'IANA time zone the periods follow, e.g. Europe/Berlin.',
@@ -125,9 +131,7 @@ const spec: SchemaNode = {
     },
     grants: { type: 'array', description: 'Grants, at most 256.', maxItems: 256, items: grant },
   },
-  'x-kubernetes-validations': [
-    { rule: 'has(self.limitUsd) != has(self.limitMicroUsd)', message: 'set exactly one of limitUsd and limitMicroUsd', reason: 'FieldValueInvalid' },
-  ],
+  'x-kubernetes-validations': [{ rule: 'has(self.limitUsd) != has(self.limitMicroUsd)', message: 'set exactly one of limitUsd and limitMicroUsd', reason: 'FieldValueInvalid' }],
 };
 
 const status: SchemaNode = {

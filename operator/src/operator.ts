@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { BUDGET_POLICY, PROXY_CONFIG } from '../../crds/index.ts';
-import type { CompiledPolicy } from '../../sidecar/src/budgets/budget-policies.ts';
+import type { CompiledPolicy } from '../../contracts/budget-policies.ts';
 import { formatUsd, unitsToUsd } from '../../contracts/money.ts';
 import { BudgetDistributor } from './budgets/budget-distributor.ts';
 import { budgetPolicyRef, type CachedBudgetPolicy, reconcileBudgetPolicy } from './budgets/budget-policy-controller.ts';
@@ -211,11 +211,17 @@ export function startOperator(opts: OperatorOptions): Operator {
       },
     });
     const deps = { api, logger, recorder, proxyConfigs, secrets, registry };
-    const workers = runWorkers(queue, opts.workers ?? 2, (key) => reconcileProxyConfig(key, deps), (key, error, retryInMs) =>
-      logger.warn({ proxyConfig: key, err: error instanceof Error ? error.message : String(error), retryInMs }, 'reconcile failed; retrying'),
+    const workers = runWorkers(
+      queue,
+      opts.workers ?? 2,
+      (key) => reconcileProxyConfig(key, deps),
+      (key, error, retryInMs) => logger.warn({ proxyConfig: key, err: error instanceof Error ? error.message : String(error), retryInMs }, 'reconcile failed; retrying'),
     );
-    const budgetWorkers = runWorkers(budgetQueue, 1, (key) => reconcileBudgetPolicy(key, budgetDeps), (key, error, retryInMs) =>
-      logger.warn({ budgetPolicy: key, err: error instanceof Error ? error.message : String(error), retryInMs }, 'reconcile failed; retrying'),
+    const budgetWorkers = runWorkers(
+      budgetQueue,
+      1,
+      (key) => reconcileBudgetPolicy(key, budgetDeps),
+      (key, error, retryInMs) => logger.warn({ budgetPolicy: key, err: error instanceof Error ? error.message : String(error), retryInMs }, 'reconcile failed; retrying'),
     );
     work = { queue, workers, budgetQueue, budgetWorkers, ledger, registry };
     for (const pc of proxyConfigs.list()) queue.add(objectKey(pc));
@@ -225,12 +231,12 @@ export function startOperator(opts: OperatorOptions): Operator {
     if (signal.aborted) return;
     const budgetStreams = {
       connected: (sidecar: Parameters<BudgetDistributor['connect']>[0]) => {
-        distributor!.connect(sidecar);
-        for (const key of distributor!.policiesIn(sidecar.namespace)) budgetQueue.addAfter(key, 1_000);
+        distributor.connect(sidecar);
+        for (const key of distributor.policiesIn(sidecar.namespace)) budgetQueue.addAfter(key, 1_000);
       },
       disconnected: (id: string) => {
-        const namespace = distributor!.disconnect(id);
-        if (namespace !== undefined) for (const key of distributor!.policiesIn(namespace)) budgetQueue.addAfter(key, 1_000);
+        const namespace = distributor.disconnect(id);
+        if (namespace !== undefined) for (const key of distributor.policiesIn(namespace)) budgetQueue.addAfter(key, 1_000);
       },
       spendReport: (source: Parameters<ClusterLedger['submit']>[0], report: { sequence: string | number; entries: Parameters<ClusterLedger['submit']>[2] }) =>
         ledger.submit(source, Number(report.sequence), report.entries ?? []),

@@ -138,9 +138,7 @@ beforeAll(async () => {
   expect(applied.code, applied.stderr).toBe(0);
   caFile = await operatorCaFile(api, dir.path);
   sidecars.push(await startSidecar('checkout-a'), await startSidecar('checkout-b'));
-  await Promise.all(
-    sidecars.map((s) => eventually(`sidecar ${s.pod} to serve with the pushed key`, async () => (await call(s.url, 'warm-up')).status === 200, 60_000)),
-  );
+  await Promise.all(sidecars.map((s) => eventually(`sidecar ${s.pod} to serve with the pushed key`, async () => (await call(s.url, 'warm-up')).status === 200, 60_000)));
 }, 180_000);
 
 afterAll(async () => {
@@ -201,7 +199,11 @@ describe('a BudgetPolicy caps a user across two sidecars', () => {
     await eventually('operator-b to lead', async () => (await leaseHolder(api)) === 'operator-b', 60_000);
     const started = Date.now();
     // Watch pod B's view rather than calling: a call admitted before B knows would spend more of alice's budget.
-    await eventually('pod B to see alice exhausted', async () => ((await (await fetch(`${b.url}/_local/api/budgets/alice`)).json()) as { state: string }).state === 'exhausted', 30_000);
+    await eventually(
+      'pod B to see alice exhausted',
+      async () => ((await (await fetch(`${b.url}/_local/api/budgets/alice`)).json()) as { state: string }).state === 'exhausted',
+      30_000,
+    );
     console.log(`budgets: pod B knew alice's budget was spent ${((Date.now() - started) / 1000).toFixed(1)} s after operator-b led`);
     expect((await call(b.url, 'alice')).status).toBe(429);
     expect((await call(b.url, 'bob')).status).toBe(200);
@@ -215,11 +217,15 @@ describe('a BudgetPolicy caps a user across two sidecars', () => {
     const expected = sum(spans);
     // The anonymous call, 20 calls of alice, one of bob: 22 charged calls of 0.001 USD.
     expect(expected).toBe('0.022');
-    const status = await eventually('the status to show the final spend', async () => {
-      const bp = await budgetPolicy();
-      if (bp.status?.spentUsd !== expected) throw new Error(`status.spentUsd is ${bp.status?.spentUsd}, the spans add up to ${expected}`);
-      return bp.status;
-    }, 30_000);
+    const status = await eventually(
+      'the status to show the final spend',
+      async () => {
+        const bp = await budgetPolicy();
+        if (bp.status?.spentUsd !== expected) throw new Error(`status.spentUsd is ${bp.status?.spentUsd}, the spans add up to ${expected}`);
+        return bp.status;
+      },
+      30_000,
+    );
     expect(status).toMatchObject({
       limitUsd: '0.02',
       users: 3,
@@ -254,7 +260,13 @@ describe('a BudgetPolicy caps a user across two sidecars', () => {
     const logs = operators.map((o) => readFileSync(o.logPath, 'utf8')).join('\n');
     const alertLines = logs.split('\n').filter((l) => l.includes('budget alert'));
     expect(alertLines).toHaveLength(2);
-    expect(JSON.parse(alertLines.find((l) => l.includes('"threshold":100'))!)).toMatchObject({ level: 40, user_id: 'alice', policy: 'shop/checkout-monthly', threshold: 100, limit_usd: 0.02 });
+    expect(JSON.parse(alertLines.find((l) => l.includes('"threshold":100'))!)).toMatchObject({
+      level: 40,
+      user_id: 'alice',
+      policy: 'shop/checkout-monthly',
+      threshold: 100,
+      limit_usd: 0.02,
+    });
   });
 
   it('a sidecar killed right after its calls loses no spend: restarted on the same disk, it reports it once', async () => {
@@ -266,27 +278,42 @@ describe('a BudgetPolicy caps a user across two sidecars', () => {
     process.kill(-a.proc.pid, 'SIGKILL'); // no drain, no final report: the charges are only on the pod's disk
     await a.proc.exited;
     sidecars[0] = await startSidecar('checkout-a');
-    await eventually('the restarted sidecar to report and be acknowledged', async () => {
-      const health = await sidecarHealth(sidecars[0]!.url);
-      return health.connected && health.pendingDeductions === 0;
-    }, 60_000);
+    await eventually(
+      'the restarted sidecar to report and be acknowledged',
+      async () => {
+        const health = await sidecarHealth(sidecars[0]!.url);
+        return health.connected && health.pendingDeductions === 0;
+      },
+      60_000,
+    );
     // Five calls reached the provider; the ledger has exactly five more calls' cost, carol's included once.
     expect(upstream.requests).toHaveLength(5);
-    const status = await eventually('the status to count carol', async () => {
-      const bp = await budgetPolicy();
-      return bp.status?.topSpenders?.some((t) => t.user === 'carol') ? bp.status : undefined;
-    }, 30_000);
+    const status = await eventually(
+      'the status to count carol',
+      async () => {
+        const bp = await budgetPolicy();
+        return bp.status?.topSpenders?.some((t) => t.user === 'carol') ? bp.status : undefined;
+      },
+      30_000,
+    );
     expect(status.topSpenders!.find((t) => t.user === 'carol')!.spentUsd).toBe('0.005');
     expect(status.spentUsd).toBe(formatUsd((parseUsd(before) as bigint) + (parseUsd('0.005') as bigint)));
   });
 
   it('the ledger is in the API server: a ConfigMap per policy in the operator namespace, with the pods’ watermarks', async () => {
-    const list = await api.get<{ items: { metadata: { annotations?: Record<string, string> }; data?: Record<string, string> }[] }>(`/api/v1/namespaces/${OPERATOR_NAMESPACE}/configmaps`, {
-      query: { labelSelector: 'tollgate.dev/budget-ledger=true' },
-    });
+    const list = await api.get<{ items: { metadata: { annotations?: Record<string, string> }; data?: Record<string, string> }[] }>(
+      `/api/v1/namespaces/${OPERATOR_NAMESPACE}/configmaps`,
+      {
+        query: { labelSelector: 'tollgate.dev/budget-ledger=true' },
+      },
+    );
     expect(list.items).toHaveLength(1);
     expect(list.items[0]!.metadata.annotations?.['tollgate.dev/budget-policy']).toBe('shop/checkout-monthly');
     const doc = JSON.parse(list.items[0]!.data!['ledger.json']!) as { applied: Record<string, { seq: number; pod: string }> };
-    expect(Object.values(doc.applied).map((w) => w.pod).sort()).toEqual(['shop/checkout-a', 'shop/checkout-b']);
+    expect(
+      Object.values(doc.applied)
+        .map((w) => w.pod)
+        .sort(),
+    ).toEqual(['shop/checkout-a', 'shop/checkout-b']);
   });
 });

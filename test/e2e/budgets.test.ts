@@ -104,7 +104,15 @@ describe('the README walkthrough: a $0.01 monthly budget on the local proxy', ()
     // Log lines arrive through the process's stdout in their own time.
     const lines = await waitFor('three budget alert lines', () => (alerts(proxy).length >= 3 ? alerts(proxy) : undefined), 5_000);
     expect(lines.map((l) => l.threshold)).toEqual([80, 90, 100]);
-    expect(lines[2]).toMatchObject({ level: 40, user_id: 'alice', policy: 'default', threshold: 100, spent_usd: 0.01, limit_usd: 0.01, period_start: new Date(startOfNextMonthUtc() - 1).toISOString().slice(0, 8) + '01T00:00:00.000Z' });
+    expect(lines[2]).toMatchObject({
+      level: 40,
+      user_id: 'alice',
+      policy: 'default',
+      threshold: 100,
+      spent_usd: 0.01,
+      limit_usd: 0.01,
+      period_start: new Date(startOfNextMonthUtc() - 1).toISOString().slice(0, 8) + '01T00:00:00.000Z',
+    });
 
     const budget = await (await fetch(`${proxy.url}/_local/api/budgets/alice`)).json();
     expect(budget).toMatchObject({ user_id: 'alice', policy: 'default', limit_usd: 0.01, spent_usd: 0.01, remaining_usd: 0, state: 'exhausted', period_end: periodEnd });
@@ -122,7 +130,10 @@ describe('the README walkthrough: a $0.01 monthly budget on the local proxy', ()
     await alice.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'after the grant' }] });
     const bob = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0 });
     await bob.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], user: 'bob' });
-    const list = (await (await fetch(`${proxy.url}/_local/api/budgets`)).json()) as { count: number; budgets: { user_id: string; spent_usd: number; granted_usd: number; remaining_usd: number }[] };
+    const list = (await (await fetch(`${proxy.url}/_local/api/budgets`)).json()) as {
+      count: number;
+      budgets: { user_id: string; spent_usd: number; granted_usd: number; remaining_usd: number }[];
+    };
     expect(list.count).toBe(2);
     expect(list.budgets.map((b) => [b.user_id, b.spent_usd, b.granted_usd, b.remaining_usd])).toEqual([
       ['alice', 0.011, 0.005, 0.004],
@@ -140,7 +151,10 @@ describe('the README walkthrough: a $0.01 monthly budget on the local proxy', ()
     expect(budget.grants).toEqual([expect.objectContaining({ amount_usd: 0.005, remaining_usd: 0.004, reason: 'demo day' })]);
     const alice = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', defaultHeaders: { 'x-tollgate-user': 'alice' }, maxRetries: 0 });
     for (let i = 0; i < 4; i++) await alice.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `again ${i}` }] });
-    await expect(alice.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'one too many' }] })).rejects.toMatchObject({ status: 429, code: 'budget_exceeded' });
+    await expect(alice.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'one too many' }] })).rejects.toMatchObject({
+      status: 429,
+      code: 'budget_exceeded',
+    });
     expect(alerts(proxy)).toHaveLength(0);
   });
 });
@@ -170,7 +184,13 @@ describe('the refusal in each SDK family’s own shape', () => {
     expect(error).toBeInstanceOf(Anthropic.RateLimitError);
     const refusal = error as InstanceType<typeof Anthropic.RateLimitError>;
     expect(refusal.status).toBe(429);
-    expect(refusal.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error', message: expect.stringMatching(/^budget_exceeded: user "carol" has spent the 0.001 USD monthly budget of policy "default"; it renews at /) } });
+    expect(refusal.error).toMatchObject({
+      type: 'error',
+      error: {
+        type: 'rate_limit_error',
+        message: expect.stringMatching(/^budget_exceeded: user "carol" has spent the 0.001 USD monthly budget of policy "default"; it renews at /),
+      },
+    });
     expect(Number(refusal.headers?.get('retry-after'))).toBeGreaterThan(0);
     expect(bed.anthropic.requests).toHaveLength(1);
   });
@@ -186,7 +206,11 @@ describe('the refusal in each SDK family’s own shape', () => {
   it('a Gemini caller on /proxy/alpha gets Google’s error shape with RESOURCE_EXHAUSTED', async () => {
     const url = `${proxy.url}/proxy/alpha/v1/projects/tollgate-test-project/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent`;
     const call = () =>
-      fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-tollgate-user': 'erin' }, body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }) });
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-tollgate-user': 'erin' },
+        body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }),
+      });
     const first = await call();
     expect(first.status).toBe(200);
     await first.arrayBuffer();
@@ -194,6 +218,8 @@ describe('the refusal in each SDK family’s own shape', () => {
     const refused = await call();
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(await refused.json()).toEqual({ error: { code: 429, status: 'RESOURCE_EXHAUSTED', message: expect.stringMatching(/^budget_exceeded: user "erin" has spent the 0.001 USD monthly budget/) } });
+    expect(await refused.json()).toEqual({
+      error: { code: 429, status: 'RESOURCE_EXHAUSTED', message: expect.stringMatching(/^budget_exceeded: user "erin" has spent the 0.001 USD monthly budget/) },
+    });
   });
 });

@@ -40,7 +40,11 @@ const review = (object: unknown, extra: object = {}) => ({
 
 describe('POST /mutate', () => {
   it('answers with a base64 JSONPatch for an opted-in pod', async () => {
-    const res = await app().inject({ method: 'POST', url: '/mutate', payload: review({ metadata: { annotations: { 'tollgate.dev/inject': 'true' } }, spec: { containers: [{ name: 'a' }] } }) });
+    const res = await app().inject({
+      method: 'POST',
+      url: '/mutate',
+      payload: review({ metadata: { annotations: { 'tollgate.dev/inject': 'true' } }, spec: { containers: [{ name: 'a' }] } }),
+    });
     expect(res.statusCode).toBe(200);
     const body = res.json();
     expect(body).toMatchObject({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'a1b2', allowed: true, patchType: 'JSONPatch' } });

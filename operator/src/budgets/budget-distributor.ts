@@ -8,8 +8,8 @@
 import type { Logger } from 'pino';
 import type { BudgetPolicyConfig } from '../../../contracts/budget-config.ts';
 import type { LabelSelector } from '../../../crds/index.ts';
-import type { BudgetUsageMessage, OperatorMessage } from '../../../sidecar/src/config/push-protocol.ts';
-import { MAX_USAGE_PER_MESSAGE } from '../../../sidecar/src/config/push-protocol.ts';
+import type { BudgetUsageMessage, OperatorMessage } from '../../../contracts/push-protocol.ts';
+import { MAX_USAGE_PER_MESSAGE } from '../../../contracts/push-protocol.ts';
 import type { ClusterLedger, UserUsage } from './cluster-ledger.ts';
 import { selectorMatches } from './label-selector.ts';
 

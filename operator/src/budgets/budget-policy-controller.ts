@@ -12,10 +12,10 @@ import { type KubeApi, isStatus, splitKey } from '../../../kube-client/api-clien
 import type { EventRecorder, ObjectReference } from '../../../kube-client/event-recorder.ts';
 import type { Informer } from '../../../kube-client/informer.ts';
 import { rfc3339 } from '../../../kube-client/micro-time.ts';
-import { ConfigError } from '../../../sidecar/src/config/config-error.ts';
-import { type CompiledPolicy, compilePolicy } from '../../../sidecar/src/budgets/budget-policies.ts';
-import { isGrantActive, percentUsed } from '../../../sidecar/src/budgets/budget-record.ts';
-import { type Condition, findCondition, setCondition } from '../kube/conditions.ts';
+import { ConfigError } from '../../../contracts/config-error.ts';
+import { type CompiledPolicy, compilePolicy } from '../../../contracts/budget-policies.ts';
+import { isGrantActive, percentUsed } from '../../../contracts/budget-grants.ts';
+import { findCondition, setCondition } from '../kube/conditions.ts';
 import type { ReconcileResult } from '../kube/work-queue.ts';
 import type { BudgetDistributor } from './budget-distributor.ts';
 import type { ClusterLedger, UserUsage } from './cluster-ledger.ts';
@@ -80,10 +80,16 @@ export async function reconcileBudgetPolicy(key: string, deps: BudgetControllerD
     verdict = { ready: false, reason: 'InvalidSpec', message: error.message };
   }
 
-  const before = findCondition(bp.status?.conditions as Condition[] | undefined, 'Ready');
+  const before = findCondition(bp.status?.conditions, 'Ready');
   const conditions = setCondition(
-    bp.status?.conditions as Condition[] | undefined,
-    { type: 'Ready', status: verdict.ready ? 'True' : 'False', ...(generation !== undefined ? { observedGeneration: generation } : {}), reason: verdict.reason, message: verdict.message },
+    bp.status?.conditions,
+    {
+      type: 'Ready',
+      status: verdict.ready ? 'True' : 'False',
+      ...(generation !== undefined ? { observedGeneration: generation } : {}),
+      reason: verdict.reason,
+      message: verdict.message,
+    },
     rfc3339(),
   );
   const status: BudgetPolicyStatus = {
@@ -129,7 +135,14 @@ export function summary(policy: CompiledPolicy, usage: UserUsage[], at: number):
     spent += u.spent;
     let remaining = limit - u.limitUsed;
     for (const g of grantsFor(u.userId)) {
-      const grant = { id: g.id, amount: parseUsd(g.amountUsd) as bigint, used: u.grantsUsed.get(g.id) ?? 0n, reason: null, createdAt: Date.parse(g.createdAt), expiresAt: g.expiresAt ? Date.parse(g.expiresAt) : null };
+      const grant = {
+        id: g.id,
+        amount: parseUsd(g.amountUsd) as bigint,
+        used: u.grantsUsed.get(g.id) ?? 0n,
+        reason: null,
+        createdAt: Date.parse(g.createdAt),
+        expiresAt: g.expiresAt ? Date.parse(g.expiresAt) : null,
+      };
       if (isGrantActive(grant, at)) remaining += grant.amount - grant.used;
     }
     if (remaining <= 0n) exhausted++;
@@ -145,7 +158,11 @@ export function summary(policy: CompiledPolicy, usage: UserUsage[], at: number):
     usersOverThreshold: thresholds[0]?.users ?? 0,
     usersExhausted: exhausted,
     thresholds,
-    topSpenders: top.map((u) => ({ user: u.userId, spentUsd: formatUsd(u.spent), percent: Math.min(Number.MAX_SAFE_INTEGER, Math.floor(percentUsed(limit, u.limitUsed) === Infinity ? 0 : percentUsed(limit, u.limitUsed))) })),
+    topSpenders: top.map((u) => ({
+      user: u.userId,
+      spentUsd: formatUsd(u.spent),
+      percent: Math.min(Number.MAX_SAFE_INTEGER, Math.floor(percentUsed(limit, u.limitUsed) === Infinity ? 0 : percentUsed(limit, u.limitUsed))),
+    })),
   };
 }
 

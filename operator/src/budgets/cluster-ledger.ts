@@ -9,9 +9,9 @@
 import type { Logger } from 'pino';
 import { periodBounds } from '../../../contracts/budget-period.ts';
 import { formatUsd, parseUsd, UNITS_PER_USD } from '../../../contracts/money.ts';
-import type { CompiledPolicy } from '../../../sidecar/src/budgets/budget-policies.ts';
-import { type Grant, newlyCrossed, splitCharge } from '../../../sidecar/src/budgets/budget-record.ts';
-import type { SpendEntryMessage } from '../../../sidecar/src/config/push-protocol.ts';
+import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
+import { type Grant, newlyCrossed, splitCharge } from '../../../contracts/budget-grants.ts';
+import type { SpendEntryMessage } from '../../../contracts/push-protocol.ts';
 import { emptyLedger, LedgerConflictError, type LedgerDoc, type LedgerStore, type StoredLedger, type UserUsageDoc } from './ledger-store.ts';
 
 /** Who sent a report: from the stream's token review, never from the report. */
@@ -62,6 +62,18 @@ const MAX_ENTRY_UNITS = 1_000_000n * UNITS_PER_USD;
 const MAX_QUEUED_PER_POD = 16;
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 30_000;
+
+/** What one flush collects while it applies reports. */
+interface FlushState {
+  /** Copies of the documents the flush touches, by policy key. */
+  working: Map<string, LedgerDoc>;
+  at: number;
+  /** Users whose current-period usage changed, by policy key. */
+  changes: Map<string, Set<string>>;
+  alerts: Map<string, BudgetAlert[]>;
+  /** Documents the flush changed. */
+  dirty: Set<string>;
+}
 
 interface QueuedReport {
   source: SpendSource;
@@ -192,7 +204,7 @@ export class ClusterLedger {
     for (const report of batch) {
       const touched = new Set<string>();
       for (const entry of report.entries) {
-        const key = this.#applyEntry(report, entry, working, at, changes, alerts, dirty);
+        const key = this.#applyEntry(report, entry, { working, at, changes, alerts, dirty });
         if (key) touched.add(key);
       }
       for (const key of touched) {
@@ -206,23 +218,25 @@ export class ClusterLedger {
 
     const failed = new Set<string>();
     await Promise.all(
-      [...working].filter(([key]) => dirty.has(key)).map(async ([key, doc]) => {
-        const stored = this.#docs.get(key);
-        try {
-          const resourceVersion = await this.#opts.store.write(doc, stored?.resourceVersion);
-          this.#docs.set(key, { doc, resourceVersion });
-        } catch (error) {
-          failed.add(key);
-          const message = error instanceof Error ? error.message : String(error);
-          this.#opts.logger.error({ policy: key, err: message }, 'failed to deduct spend: the budget ledger write failed; the reports stay queued and are retried');
-          if (error instanceof LedgerConflictError) {
-            // Someone else wrote it: start again from what is stored; the watermarks make the retry exact.
-            const fresh = await this.#opts.store.get(key).catch(() => undefined);
-            if (fresh) this.#docs.set(key, fresh);
-            else this.#docs.delete(key);
+      [...working]
+        .filter(([key]) => dirty.has(key))
+        .map(async ([key, doc]) => {
+          const stored = this.#docs.get(key);
+          try {
+            const resourceVersion = await this.#opts.store.write(doc, stored?.resourceVersion);
+            this.#docs.set(key, { doc, resourceVersion });
+          } catch (error) {
+            failed.add(key);
+            const message = error instanceof Error ? error.message : String(error);
+            this.#opts.logger.error({ policy: key, err: message }, 'failed to deduct spend: the budget ledger write failed; the reports stay queued and are retried');
+            if (error instanceof LedgerConflictError) {
+              // Someone else wrote it: start again from what is stored; the watermarks make the retry exact.
+              const fresh = await this.#opts.store.get(key).catch(() => undefined);
+              if (fresh) this.#docs.set(key, fresh);
+              else this.#docs.delete(key);
+            }
           }
-        }
-      }),
+        }),
     );
 
     // Acknowledge per pod up to the first report that touched a failed document; that one and every later
@@ -254,15 +268,8 @@ export class ClusterLedger {
   }
 
   /** Applies one entry to its policy's working document; returns the policy key when the entry was for a known policy. */
-  #applyEntry(
-    report: QueuedReport,
-    entry: SpendEntryMessage,
-    working: Map<string, LedgerDoc>,
-    at: number,
-    changes: Map<string, Set<string>>,
-    alerts: Map<string, BudgetAlert[]>,
-    dirty: Set<string>,
-  ): string | undefined {
+  #applyEntry(report: QueuedReport, entry: SpendEntryMessage, flush: FlushState): string | undefined {
+    const { working, at, changes, alerts, dirty } = flush;
     const { source } = report;
     const key = String(entry.policy ?? '');
     const log = { pod: `${source.namespace}/${source.pod}`, policy: key, user_id: entry.userId, sequence: report.sequence };

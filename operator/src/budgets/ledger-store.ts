@@ -100,7 +100,9 @@ export class LedgerStore {
   async write(doc: LedgerDoc, resourceVersion: string | undefined): Promise<string> {
     const text = JSON.stringify(doc);
     if (text.length > MAX_LEDGER_BYTES) {
-      throw new LedgerTooLargeError(`the ledger of ${doc.policy} is ${text.length} bytes, over the ${MAX_LEDGER_BYTES} a ConfigMap can hold: too many users in one period for the API-server ledger`);
+      throw new LedgerTooLargeError(
+        `the ledger of ${doc.policy} is ${text.length} bytes, over the ${MAX_LEDGER_BYTES} a ConfigMap can hold: too many users in one period for the API-server ledger`,
+      );
     }
     const name = ledgerConfigMapName(doc.policy);
     const body: ConfigMap = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BudgetPolicy } from '../../../crds/index.ts';
-import { compilePolicy } from '../../../sidecar/src/budgets/budget-policies.ts';
+import { compilePolicy } from '../../../contracts/budget-policies.ts';
 import { summary } from './budget-policy-controller.ts';
 import { selectorMatches } from './label-selector.ts';
 import { renderBudgetPolicy } from './render-budget-policy.ts';
@@ -23,7 +23,15 @@ describe('BudgetPolicy → runtime policy', () => {
   });
 
   it('gives grants stable ids from their content, distinct for identical grants', () => {
-    const spec = { users: ['*'], limitUsd: '1', grants: [{ user: 'alice', amountUsd: '2', reason: 'launch' }, { user: 'alice', amountUsd: '2', reason: 'launch' }, { user: 'bob', amountMicroUsd: 500_000, expiresAt: '2027-01-01T00:00:00Z' }] };
+    const spec = {
+      users: ['*'],
+      limitUsd: '1',
+      grants: [
+        { user: 'alice', amountUsd: '2', reason: 'launch' },
+        { user: 'alice', amountUsd: '2', reason: 'launch' },
+        { user: 'bob', amountMicroUsd: 500_000, expiresAt: '2027-01-01T00:00:00Z' },
+      ],
+    };
     const first = renderBudgetPolicy('shop/cap', policy(spec)).grants!;
     const again = renderBudgetPolicy('shop/cap', policy(structuredClone(spec))).grants!;
     expect(first.map((g) => g.id)).toEqual(again.map((g) => g.id));
@@ -57,7 +65,14 @@ describe('BudgetPolicy status from the ledger', () => {
     );
     const grantId = compiled.config.grants![0]!.id;
     const at = Date.parse('2026-11-10T00:00:00Z');
-    const usage = (userId: string, limitUsed: bigint, spent = limitUsed, grantsUsed = new Map<string, bigint>()) => ({ userId, periodStart: Date.parse('2026-11-01T00:00:00Z'), spent, limitUsed, alerted: 0, grantsUsed });
+    const usage = (userId: string, limitUsed: bigint, spent = limitUsed, grantsUsed = new Map<string, bigint>()) => ({
+      userId,
+      periodStart: Date.parse('2026-11-01T00:00:00Z'),
+      spent,
+      limitUsed,
+      alerted: 0,
+      grantsUsed,
+    });
     const users = [
       usage('alice', 10_000_000_000n), // 100 %
       usage('bob', 8_500_000_000n), // 85 %

@@ -5,7 +5,7 @@
 
 import { createHash } from 'node:crypto';
 import { type BudgetPolicyConfig, parseBudgetPolicy } from '../../../contracts/budget-config.ts';
-import { ConfigError } from '../../../sidecar/src/config/config-error.ts';
+import { ConfigError } from '../../../contracts/config-error.ts';
 import { formatUsd, microUsdToUnits } from '../../../contracts/money.ts';
 import type { BudgetPolicy } from '../../../crds/index.ts';
 
@@ -16,7 +16,10 @@ function amount(usd: string | undefined, micro: number | undefined, field: strin
 }
 
 export function grantId(user: string, amountUsd: string, reason: string | undefined, expiresAt: string | undefined): string {
-  return createHash('sha256').update(JSON.stringify([user, amountUsd, reason ?? null, expiresAt ?? null])).digest('hex').slice(0, 24);
+  return createHash('sha256')
+    .update(JSON.stringify([user, amountUsd, reason ?? null, expiresAt ?? null]))
+    .digest('hex')
+    .slice(0, 24);
 }
 
 /** Throws ConfigError naming `spec.<field>` when the policy cannot be enforced. */

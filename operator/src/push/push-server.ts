@@ -6,14 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import {
-  AUTHORIZATION,
-  configPushService,
-  MAX_SNAPSHOT_BYTES,
-  type OperatorMessage,
-  type SidecarMessage,
-  type SpendReportMessage,
-} from '../../../sidecar/src/config/push-protocol.ts';
+import { AUTHORIZATION, configPushService, MAX_SNAPSHOT_BYTES, type OperatorMessage, type SidecarMessage, type SpendReportMessage } from '../../../contracts/push-protocol.ts';
 import type { BudgetSidecar } from '../budgets/budget-distributor.ts';
 import type { SpendSource } from '../budgets/cluster-ledger.ts';
 import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
@@ -136,7 +129,9 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
       registry.auditReport(id, {
         streamConnected: report.streamConnected === true,
         streamDisconnects: String(report.streamDisconnects ?? 0),
-        sinks: (report.sinks ?? []).slice(0, 16).map((s) => ({ ...s, name: String(s.name).slice(0, 63), kind: String(s.kind).slice(0, 16), lastError: String(s.lastError ?? '').slice(0, 512) })),
+        sinks: (report.sinks ?? [])
+          .slice(0, 16)
+          .map((s) => ({ ...s, name: String(s.name).slice(0, 63), kind: String(s.kind).slice(0, 16), lastError: String(s.lastError ?? '').slice(0, 512) })),
       });
     } else if (message.spendReport && source) {
       const report = message.spendReport;
@@ -149,7 +144,7 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
     call.on('close', resolve);
     call.on('error', () => resolve());
   });
-  closed.then(() => {
+  void closed.then(() => {
     if (registered) {
       registry.disconnect(id);
       opts.budgets?.disconnected(id);
@@ -176,17 +171,16 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
 
   const helloTimeout = opts.helloTimeoutMs ?? 10_000;
   let timer: NodeJS.Timeout | undefined;
-  const greeting = await Promise.race([
-    hello,
-    closed.then(() => undefined),
-    new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), helloTimeout))),
-  ]);
+  const greeting = await Promise.race([hello, closed.then(() => undefined), new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), helloTimeout)))]);
   clearTimeout(timer);
   if (greeting === undefined) return;
   if (greeting === 'timeout') throw new StreamError(grpc.status.INVALID_ARGUMENT, 'expected Hello as the first message');
   if ((greeting.podNamespace && greeting.podNamespace !== identity.namespace) || (greeting.podName && greeting.podName !== identity.podName)) {
     // Only a hint, and never used: the token decides. Worth a log line because it points at a misconfiguration.
-    logger.warn({ claimed: `${greeting.podNamespace}/${greeting.podName}`, actual: `${identity.namespace}/${identity.podName}` }, 'sidecar Hello does not match its token; using the token');
+    logger.warn(
+      { claimed: `${greeting.podNamespace}/${greeting.podName}`, actual: `${identity.namespace}/${identity.podName}` },
+      'sidecar Hello does not match its token; using the token',
+    );
   }
   if (call.cancelled || call.writableEnded) return;
 

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { parseBudgetPolicies } from '../../../contracts/budget-config.ts';
 import { parseUsd } from '../../../contracts/money.ts';
 import { BudgetBook } from './budget-book.ts';
-import { PolicySet } from './budget-policies.ts';
-import { type Grant, splitCharge } from './budget-record.ts';
+import { PolicySet } from '../../../contracts/budget-policies.ts';
+import { type Grant, splitCharge } from '../../../contracts/budget-grants.ts';
 
 const usd = (text: string) => parseUsd(text) as bigint;
 const T0 = Date.parse('2026-11-10T12:00:00Z');

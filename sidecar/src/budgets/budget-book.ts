@@ -6,8 +6,9 @@
 
 import { periodBounds } from '../../../contracts/budget-period.ts';
 import { unitsToUsd } from '../../../contracts/money.ts';
-import type { CompiledPolicy, PolicySet } from './budget-policies.ts';
-import { BudgetRecord, type ChargeSplit, type Grant, newlyCrossed, type PeriodUsage, splitCharge } from './budget-record.ts';
+import type { CompiledPolicy, PolicySet } from '../../../contracts/budget-policies.ts';
+import { type ChargeSplit, type Grant, newlyCrossed, type PeriodUsage, splitCharge } from '../../../contracts/budget-grants.ts';
+import { BudgetRecord } from './budget-record.ts';
 
 export interface BudgetRefusal {
   userId: string;
@@ -104,7 +105,7 @@ export class BudgetBook {
     if (!policy) return undefined;
     const bounds = periodBounds(policy.config.period, policy.config.timeZone, at);
     const usage = this.#source.usage(userId, policy, bounds.start) ?? { spent: 0n, limitUsed: 0n, alerted: 0 };
-    const record = new BudgetRecord(userId, policy, bounds, usage, this.#source.grants(userId), at);
+    const record = new BudgetRecord({ userId, policy, bounds, usage, grants: this.#source.grants(userId) }, at);
     this.#records.set(userId, record);
     return record;
   }

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { BudgetStateMessage, SidecarMessage } from '../config/push-protocol.ts';
+import type { BudgetStateMessage, SidecarMessage } from '../../../contracts/push-protocol.ts';
 import { ClusterBudgets } from './cluster-budgets.ts';
 
 const T0 = Date.parse('2026-11-10T12:00:00Z');
@@ -40,7 +40,9 @@ afterEach(async () => {
 
 describe('a sidecar’s budgets from the operator', () => {
   it('enforces the cluster-wide usage plus its own spend the operator has not counted', () => {
-    budgets.budgetState(state({ replace: true, policiesJson, usage: [{ policy: POLICY, userId: 'alice', periodStart: NOV, spent: '80000000', limitUsed: '80000000', alerted: 80, grants: [] }] }));
+    budgets.budgetState(
+      state({ replace: true, policiesJson, usage: [{ policy: POLICY, userId: 'alice', periodStart: NOV, spent: '80000000', limitUsed: '80000000', alerted: 80, grants: [] }] }),
+    );
     expect(budgets.defaultUser).toBe('system:serviceaccount:shop:app');
     expect(budgets.refusal('alice', T0)).toBeNull(); // 0.008 of 0.01 spent elsewhere
     budgets.charge('alice', 0.002, T0); // here: 0.01 in all
@@ -49,7 +51,9 @@ describe('a sidecar’s budgets from the operator', () => {
     budgets.attached((m) => sent.push(m));
     expect(reports()).toEqual([{ sequence: '1', entries: [{ policy: POLICY, userId: 'alice', periodStart: NOV, amount: '20000000', calls: 1 }] }]);
     budgets.spendAck(1);
-    budgets.budgetState(state({ usage: [{ policy: POLICY, userId: 'alice', periodStart: NOV, spent: '100000000', limitUsed: '100000000', alerted: 100, grants: [] }], includesSequence: '1' }));
+    budgets.budgetState(
+      state({ usage: [{ policy: POLICY, userId: 'alice', periodStart: NOV, spent: '100000000', limitUsed: '100000000', alerted: 100, grants: [] }], includesSequence: '1' }),
+    );
     expect(budgets.get('alice', T0)).toMatchObject({ spent_usd: 0.01, state: 'exhausted' });
   });
 
@@ -77,7 +81,9 @@ describe('a sidecar’s budgets from the operator', () => {
   });
 
   it('a restarted sidecar enforces from its saved state and outbox before the operator answers, and resends what was not acknowledged', async () => {
-    budgets.budgetState(state({ replace: true, policiesJson, usage: [{ policy: POLICY, userId: 'alice', periodStart: NOV, spent: '50000000', limitUsed: '50000000', alerted: 0, grants: [] }] }));
+    budgets.budgetState(
+      state({ replace: true, policiesJson, usage: [{ policy: POLICY, userId: 'alice', periodStart: NOV, spent: '50000000', limitUsed: '50000000', alerted: 0, grants: [] }] }),
+    );
     budgets.charge('alice', 0.005, T0);
     expect(budgets.refusal('alice', T0)).not.toBeNull();
     await budgets.close(0); // killed before it could report: the charge is on disk

@@ -13,11 +13,11 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { type BudgetPolicyConfig, parseBudgetPolicies } from '../../../contracts/budget-config.ts';
 import { parseUsd, unitsFromCostUsd, formatUsd } from '../../../contracts/money.ts';
-import type { BudgetStateMessage, SidecarMessage } from '../config/push-protocol.ts';
-import { MAX_SPEND_ENTRIES_PER_REPORT } from '../config/push-protocol.ts';
+import type { BudgetStateMessage, SidecarMessage } from '../../../contracts/push-protocol.ts';
+import { MAX_SPEND_ENTRIES_PER_REPORT } from '../../../contracts/push-protocol.ts';
 import { BudgetBook, type BudgetRefusal } from './budget-book.ts';
 import { type BudgetEnforcer, type BudgetHealth, GrantError } from './budget-enforcer.ts';
-import { type CompiledPolicy, PolicySet } from './budget-policies.ts';
+import { type CompiledPolicy, PolicySet } from '../../../contracts/budget-policies.ts';
 import type { BudgetJson, ChargeSplit, Grant, GrantJson, PeriodUsage } from './budget-record.ts';
 import { SpendOutbox } from './spend-outbox.ts';
 
@@ -245,7 +245,8 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
 
   #usage(userId: string, policy: CompiledPolicy, periodStart: number): PeriodUsage {
     const base = this.#base.get(`${policy.name}\0${userId}`);
-    const usage: PeriodUsage = base && base.periodStart === periodStart ? { spent: base.spent, limitUsed: base.limitUsed, alerted: base.alerted } : { spent: 0n, limitUsed: 0n, alerted: 0 };
+    const usage: PeriodUsage =
+      base && base.periodStart === periodStart ? { spent: base.spent, limitUsed: base.limitUsed, alerted: base.alerted } : { spent: 0n, limitUsed: 0n, alerted: 0 };
     for (const c of this.#overlay.values()) {
       if (c.userId !== userId || c.policy !== policy.name || c.periodStart !== periodStart) continue;
       usage.spent += c.split.amount;
@@ -322,7 +323,13 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
       send({
         spendReport: {
           sequence: String(report.sequence),
-          entries: report.entries.map((e) => ({ policy: e.policy, userId: e.userId, periodStart: new Date(e.periodStart).toISOString(), amount: e.amount.toString(), calls: e.calls })),
+          entries: report.entries.map((e) => ({
+            policy: e.policy,
+            userId: e.userId,
+            periodStart: new Date(e.periodStart).toISOString(),
+            amount: e.amount.toString(),
+            calls: e.calls,
+          })),
         },
       });
     } catch (error) {
@@ -373,7 +380,13 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
       try {
         this.#book.setPolicies(new PolicySet(parseBudgetPolicies(cached.policies, 'policies', { allowGrants: true })), at);
         for (const u of cached.usage) {
-          this.#base.set(`${u.policy}\0${u.userId}`, { periodStart: u.periodStart, spent: BigInt(u.spent), limitUsed: BigInt(u.limitUsed), alerted: u.alerted, grantsUsed: new Map(u.grants.map(([id, used]) => [id, BigInt(used)])) });
+          this.#base.set(`${u.policy}\0${u.userId}`, {
+            periodStart: u.periodStart,
+            spent: BigInt(u.spent),
+            limitUsed: BigInt(u.limitUsed),
+            alerted: u.alerted,
+            grantsUsed: new Map(u.grants.map(([id, used]) => [id, BigInt(used)])),
+          });
         }
         this.#includes = cached.includes;
         this.#defaultUser = cached.defaultUser;

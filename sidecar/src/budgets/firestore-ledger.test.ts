@@ -66,7 +66,13 @@ describe('the Firestore ledger', () => {
     const db = new Firestore({ projectId: emulator.projectId, useBigInt: true });
     const doc = (await db.collection('layout').doc(userDocId('team/alice')).get()).data()!;
     const key = periodKey(NOV);
-    expect(doc).toMatchObject({ user_id: 'team/alice', policy: 'team', period_start: '2026-11-01T00:00:00.000Z', [`spent_${key}`]: 15_000_000_000n, [`limit_used_${key}`]: 5_000_000_000n });
+    expect(doc).toMatchObject({
+      user_id: 'team/alice',
+      policy: 'team',
+      period_start: '2026-11-01T00:00:00.000Z',
+      [`spent_${key}`]: 15_000_000_000n,
+      [`limit_used_${key}`]: 5_000_000_000n,
+    });
     const grants = await db.collection('layout').doc(userDocId('team/alice')).collection('grants').get();
     expect(grants.docs.map((g) => g.data())).toEqual([expect.objectContaining({ amount: 10_000_000_000n, used: 10_000_000_000n, reason: 'launch' })]);
     await db.terminate();

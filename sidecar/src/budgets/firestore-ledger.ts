@@ -186,7 +186,10 @@ export class FirestoreLedger implements BudgetLedger {
     const key = periodKey(periodStart);
     const user = this.#users().doc(userDocId(userId));
     try {
-      await user.collection('alerts').doc(`${key}_${threshold}`).create({ threshold, period_start: new Date(periodStart).toISOString(), at: new Date() });
+      await user
+        .collection('alerts')
+        .doc(`${key}_${threshold}`)
+        .create({ threshold, period_start: new Date(periodStart).toISOString(), at: new Date() });
     } catch (error) {
       if (isAlreadyExists(error)) return false;
       throw error;

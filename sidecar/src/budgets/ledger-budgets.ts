@@ -15,8 +15,8 @@ import { formatUsd, parseUsd, unitsFromCostUsd, unitsToUsd } from '../../../cont
 import { BudgetBook, type BudgetRefusal } from './budget-book.ts';
 import type { BudgetEnforcer, BudgetHealth, GrantRequest } from './budget-enforcer.ts';
 import { GrantError } from './budget-enforcer.ts';
-import type { CompiledPolicy } from './budget-policies.ts';
-import { PolicySet } from './budget-policies.ts';
+import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
+import { PolicySet } from '../../../contracts/budget-policies.ts';
 import type { BudgetJson, BudgetRecord, Grant, GrantJson, PeriodUsage } from './budget-record.ts';
 import { type BudgetLedger, copyDelta, type DeductionBatch, type LedgerUser, mergeDelta, type SpendDelta } from './ledger.ts';
 
@@ -150,7 +150,16 @@ export class LedgerBudgets implements BudgetEnforcer {
       current.grants.push({ ...grant });
       current.refresh(this.#now());
     }
-    this.#logger.info({ user_id: userId, grant_id: grant.id, amount_usd: formatUsd(amount), reason: grant.reason, expires_at: request.expiresAt ? new Date(request.expiresAt).toISOString() : null }, 'budget grant added');
+    this.#logger.info(
+      {
+        user_id: userId,
+        grant_id: grant.id,
+        amount_usd: formatUsd(amount),
+        reason: grant.reason,
+        expires_at: request.expiresAt ? new Date(request.expiresAt).toISOString() : null,
+      },
+      'budget grant added',
+    );
     return current?.toJson(this.#now()).grants.find((g) => g.id === grant.id) ?? grantJson(grant);
   }
 
@@ -174,7 +183,10 @@ export class LedgerBudgets implements BudgetEnforcer {
     if (this.#unsettled || this.#pending.size > 0) await this.#write();
     if (this.#unsettled || this.#pending.size > 0) {
       for (const delta of [...(this.#unsettled?.deltas ?? []), ...this.#pending.values()]) {
-        this.#logger.error({ user_id: delta.userId, amount_usd: formatUsd(delta.split.amount), period_start: new Date(delta.periodStart).toISOString(), err: this.#lastError }, 'failed to deduct spend; the amount is lost with this process');
+        this.#logger.error(
+          { user_id: delta.userId, amount_usd: formatUsd(delta.split.amount), period_start: new Date(delta.periodStart).toISOString(), err: this.#lastError },
+          'failed to deduct spend; the amount is lost with this process',
+        );
       }
     }
     await this.#ledger.close();
@@ -196,7 +208,10 @@ export class LedgerBudgets implements BudgetEnforcer {
       first = await this.#ledger.claimAlert(record.userId, periodStart, threshold);
     } catch (error) {
       // Better twice than never: log it, and say the claim failed.
-      this.#logger.warn({ user_id: record.userId, threshold, err: (error as Error).message }, 'could not record a budget alert in the ledger; it may be logged by another server too');
+      this.#logger.warn(
+        { user_id: record.userId, threshold, err: (error as Error).message },
+        'could not record a budget alert in the ledger; it may be logged by another server too',
+      );
     }
     if (!first) return;
     this.#logger.warn(
@@ -245,7 +260,14 @@ export class LedgerBudgets implements BudgetEnforcer {
       // Kept as it is and retried first: charges made meanwhile wait in the queue behind it.
       for (const delta of batch.deltas) {
         this.#logger.error(
-          { user_id: delta.userId, amount_usd: formatUsd(delta.split.amount), period_start: new Date(delta.periodStart).toISOString(), ledger: this.#ledger.kind, err: message, retry_in_ms: this.#retryDelay },
+          {
+            user_id: delta.userId,
+            amount_usd: formatUsd(delta.split.amount),
+            period_start: new Date(delta.periodStart).toISOString(),
+            ledger: this.#ledger.kind,
+            err: message,
+            retry_in_ms: this.#retryDelay,
+          },
           'failed to deduct spend',
         );
       }

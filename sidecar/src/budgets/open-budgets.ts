@@ -3,7 +3,7 @@
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { BudgetsConfig } from '../../../contracts/budget-config.ts';
-import type { StorageConfig } from '../config/runtime-config.ts';
+import type { StorageConfig } from '../../../contracts/runtime-config.ts';
 import { FirestoreLedger } from './firestore-ledger.ts';
 import type { BudgetLedger } from './ledger.ts';
 import { DEFAULT_REFRESH_MS, LedgerBudgets } from './ledger-budgets.ts';

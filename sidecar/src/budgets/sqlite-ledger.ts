@@ -97,7 +97,15 @@ export class SqliteLedger implements BudgetLedger {
     this.#deduct = this.#db.transaction((deltas: readonly SpendDelta[]) => {
       const now = BigInt(Date.now());
       for (const d of deltas) {
-        this.#addUsage.run({ user: d.userId, start: BigInt(d.periodStart), policy: d.policy, amount: d.split.amount, limitPart: d.split.limitPart, alerted: BigInt(d.alerted), now });
+        this.#addUsage.run({
+          user: d.userId,
+          start: BigInt(d.periodStart),
+          policy: d.policy,
+          amount: d.split.amount,
+          limitPart: d.split.limitPart,
+          alerted: BigInt(d.alerted),
+          now,
+        });
         for (const part of d.split.grantParts) this.#useGrant.run({ user: d.userId, grant: part.grantId, amount: part.amount });
       }
     });
@@ -110,7 +118,9 @@ export class SqliteLedger implements BudgetLedger {
   }
 
   async loadUser(userId: string, since: number): Promise<LedgerUser | undefined> {
-    const usage = this.#db.prepare('SELECT user_id, period_start, spent, limit_used, alerted FROM budget_usage WHERE user_id = ? AND period_start >= ?').all(userId, BigInt(since)) as UsageRow[];
+    const usage = this.#db
+      .prepare('SELECT user_id, period_start, spent, limit_used, alerted FROM budget_usage WHERE user_id = ? AND period_start >= ?')
+      .all(userId, BigInt(since)) as UsageRow[];
     const grants = this.#db.prepare('SELECT * FROM budget_grants WHERE user_id = ?').all(userId) as GrantRow[];
     return assemble(usage, grants)[0];
   }

@@ -4,7 +4,7 @@
 
 import type { Logger } from 'pino';
 import type { PriceTable } from '../pricing/price-table.ts';
-import type { Provider, RouteName } from '../providers/routes.ts';
+import type { Provider, RouteName } from '../../../contracts/routes.ts';
 import type { Span, SpanStatus } from '../spans/span.ts';
 import type { SpanWriter } from '../spans/span-writer.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
@@ -50,7 +50,7 @@ export interface SpendSink {
 export interface ShutdownState {
   readonly cutting: boolean;
   /** How long shutdown waited before it cut, for the span's error. */
-  readonly drainTimeoutMs?: number;
+  readonly drainTimeoutMs?: number | undefined;
 }
 
 export class CallMeter {
@@ -70,7 +70,7 @@ export class CallMeter {
   start(call: CallStart): MeteredCall {
     // A call that names no user is charged (and shown) as the default user, e.g. the pod's service account.
     if (call.userId === null && this.#spend?.defaultUser) call = { ...call, userId: this.#spend.defaultUser };
-    return new MeteredCall(this.#writer, this.#logger, call, this.#stats, this.#shutdown, this.#spend);
+    return new MeteredCall(this.#writer, this.#logger, call, { stats: this.#stats, shutdown: this.#shutdown, spend: this.#spend });
   }
 
   stats(): MeteringStats {
@@ -89,20 +89,13 @@ export class MeteredCall {
   readonly #spend: SpendSink | undefined;
   #finished: Span | null = null;
 
-  constructor(
-    writer: SpanWriter,
-    logger: Logger,
-    call: CallStart,
-    stats: MeteringStats = { meteringErrors: 0, implausibleUsage: 0 },
-    shutdown: ShutdownState = { cutting: false },
-    spend?: SpendSink,
-  ) {
+  constructor(writer: SpanWriter, logger: Logger, call: CallStart, context: { stats?: MeteringStats; shutdown?: ShutdownState; spend?: SpendSink | undefined } = {}) {
     this.#writer = writer;
     this.#logger = logger;
     this.call = call;
-    this.#stats = stats;
-    this.#shutdown = shutdown;
-    this.#spend = spend;
+    this.#stats = context.stats ?? { meteringErrors: 0, implausibleUsage: 0 };
+    this.#shutdown = context.shutdown ?? { cutting: false };
+    this.#spend = context.spend;
   }
 
   get finished(): boolean {
@@ -209,7 +202,13 @@ export class MeteredCall {
       this.#stats.meteringErrors++;
       const message = error instanceof Error ? error.message : String(error);
       this.#logger.error(
-        { err: { type: error instanceof Error ? error.name : typeof error, message }, request_id: call.requestId, route: call.route, model: call.model, metering_errors: this.#stats.meteringErrors },
+        {
+          err: { type: error instanceof Error ? error.name : typeof error, message },
+          request_id: call.requestId,
+          route: call.route,
+          model: call.model,
+          metering_errors: this.#stats.meteringErrors,
+        },
         'metering failed; call recorded with cost 0',
       );
       return { costUsd: 0, priced: false, failure: message };

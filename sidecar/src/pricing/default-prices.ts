@@ -5,7 +5,7 @@
 // Anthropic 1-hour cache writes cost 2× the input price; the prices we took them from list them for Opus 4/4.1
 // and Sonnet 4/4.5 only, and the same rule gives Haiku 4.5 (2), Claude 3.5 Haiku (1.6) and Opus 4.5 (10).
 
-import type { PriceEntry } from './price-entry.ts';
+import type { PriceEntry } from '../../../contracts/price-entry.ts';
 
 function claude(
   model: string,

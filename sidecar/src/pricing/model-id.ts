@@ -30,7 +30,7 @@ export function normaliseModelId(model: string): string {
   const slash = id.lastIndexOf('/');
   if (slash !== -1) id = id.slice(slash + 1);
   id = id.replace(BEDROCK_PREFIX, '');
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const suffix of SUFFIXES) {
       const next = id.replace(suffix, '');
