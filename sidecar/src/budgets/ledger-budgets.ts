@@ -53,6 +53,8 @@ export class LedgerBudgets implements BudgetEnforcer {
   #retryTimer: NodeJS.Timeout | null = null;
   #retryDelay = RETRY_MIN_MS;
   #refreshTimer: NodeJS.Timeout | null = null;
+  /** A read-back in progress: close() waits for it before it closes the ledger's client. */
+  #refreshing: Promise<void> | null = null;
   #failedWrites = 0;
   /** Writes completed so far: a read that overlapped one cannot tell whether it includes it. */
   #writesDone = 0;
@@ -74,7 +76,14 @@ export class LedgerBudgets implements BudgetEnforcer {
     for (const user of await this.#ledger.load(this.#now() - LOAD_WINDOW_MS)) this.#stored.set(user.userId, user);
     if (refreshMs > 0) {
       const tick = () => {
-        this.#refreshTimer = setTimeout(() => void this.#refresh().finally(() => !this.#closed && tick()), refreshMs);
+        this.#refreshTimer = setTimeout(() => {
+          this.#refreshing = this.#refresh()
+            .catch((error: unknown) => this.#logger.warn({ err: (error as Error).message }, 'could not read budgets back from the ledger; enforcing from memory'))
+            .finally(() => {
+              this.#refreshing = null;
+              if (!this.#closed) tick();
+            });
+        }, refreshMs);
         this.#refreshTimer.unref();
       };
       tick();
@@ -179,6 +188,7 @@ export class LedgerBudgets implements BudgetEnforcer {
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
     if (this.#refreshTimer) clearTimeout(this.#refreshTimer);
     this.#closed = true;
+    await this.#refreshing;
     await this.#writing;
     if (this.#unsettled || this.#pending.size > 0) await this.#write();
     if (this.#unsettled || this.#pending.size > 0) {
