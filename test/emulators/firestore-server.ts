@@ -1,6 +1,12 @@
-// The Firestore emulator process the test suite starts (test/emulators/firestore.ts): @firestore-emulator/server
-// from npm, in memory, served on 127.0.0.1 only.
+// The Firestore emulator process of the test suite (test/emulators/firestore.ts, used by the span stores and the
+// budget ledger): @firestore-emulator/server, in memory, served on 127.0.0.1 only (the package's own start()
+// would listen on every interface).
 //   node test/emulators/firestore-server.ts PORT      prints "listening <port>" once it serves
+//
+// The package's own FirestoreServer is used, not its service class imported from dist/: that file bundles a
+// second copy of the emulator's state and error classes, and a failed precondition (create() of a document
+// that exists) then comes back as UNKNOWN "Something went wrong" instead of ALREADY_EXISTS, which the budget
+// ledger's batch markers and alert claims depend on.
 
 import { createRequire } from 'node:module';
 import type { Server } from '@grpc/grpc-js';

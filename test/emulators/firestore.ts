@@ -1,13 +1,11 @@
-// A local Firestore emulator for tests: @firestore-emulator/server from npm (ADR 1303), a gRPC server holding
-// everything in memory, started per test file as a child process on a free loopback port. Code under test
-// reaches it through the real @google-cloud/firestore client with FIRESTORE_EMULATOR_HOST=<host>, as every
-// Google library does; no credentials are needed.
+// A local Firestore emulator for tests: @firestore-emulator/server from npm (ADR 0404), in memory, run as a
+// child process on a free loopback port so that a test can stop it and start it again like a real outage.
+// Code under test reaches it through the real @google-cloud/firestore client with FIRESTORE_EMULATOR_HOST set
+// to `host`, as every Google client library does; no credentials are needed.
 //
-//   const fs = await startFirestoreEmulator();     // { host: '127.0.0.1:PORT', projectId }
-//   ... fs.stop() / fs.restart() (the same port, empty: it keeps nothing on disk) ...
-//
-// The emulator does not isolate concurrent transactions and applies a batch write by write; Tollgate's
-// ledger uses neither transactions nor a batch whose partial application could count twice.
+//   const fs = await startFirestoreEmulator();   // { host: '127.0.0.1:PORT', projectId }
+//   process.env.FIRESTORE_EMULATOR_HOST = fs.host;
+//   ... fs.stop() / fs.restart() (the same port; it comes back empty) ...
 
 import { mkdtempSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -16,6 +14,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../control-plane/free-port.ts';
 import { type ManagedProcess, startManagedProcess } from '../control-plane/managed-process.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const SERVER = join(dirname(fileURLToPath(import.meta.url)), 'firestore-server.ts');
 
@@ -23,7 +22,7 @@ export interface FirestoreEmulator {
   /** `127.0.0.1:PORT`, as FIRESTORE_EMULATOR_HOST wants it. */
   host: string;
   projectId: string;
-  /** Stops it (the port stays reserved for restart()). */
+  /** Stops it; the port stays reserved for restart(). */
   stop(): Promise<void>;
   /** Starts it again on the same port, empty. */
   restart(): Promise<void>;
@@ -40,29 +39,22 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
-async function waitListening(port: number, proc: ManagedProcess, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (proc.hasExited()) throw new Error(`firestore emulator exited: ${await proc.exited}\n${proc.logTail()}`);
-    if (await accepts(port)) return;
-    if (Date.now() > deadline) throw new Error(`firestore emulator not listening after ${timeoutMs} ms\n${proc.logTail()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-export async function startFirestoreEmulator(opts: { projectId?: string; startTimeoutMs?: number } = {}): Promise<FirestoreEmulator> {
+export async function startFirestoreEmulator(opts: { projectId?: string } = {}): Promise<FirestoreEmulator> {
   const projectId = opts.projectId ?? 'tollgate-test';
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-firestore-'));
   let proc: ManagedProcess;
   const start = async () => {
-    proc = startManagedProcess({
-      name: 'firestore-emulator',
-      command: process.execPath,
-      args: [SERVER, String(port)],
-      logPath: join(dir, 'emulator.log'),
-    });
-    await waitListening(port, proc, opts.startTimeoutMs ?? 30_000);
+    const started = startManagedProcess({ name: 'firestore-emulator', command: process.execPath, args: [SERVER, String(port)], logPath: join(dir, 'emulator.log') });
+    proc = started;
+    await waitFor(
+      'the firestore emulator to listen',
+      async () => {
+        if (started.hasExited()) throw new Error(`firestore emulator exited: ${await started.exited}\n${started.logTail()}`);
+        return accepts(port);
+      },
+      30_000,
+    );
   };
   await start();
   return {
