@@ -1,7 +1,9 @@
-// Budgets as the README walks a new user through them, on a real `tollgate proxy` process: a $0.01 monthly
-// budget in the config file, calls with the official openai SDK until one is refused with 429
-// budget_exceeded, `budget alert` at 80, 90 and 100 % once each, a grant through the management API, and a
-// restart that keeps the spend. Then the refusal shape as the official Anthropic SDK and a Gemini caller see it.
+// Budgets as a new user meets them, on real `tollgate proxy` processes. First the walkthrough of
+// docs/budgets.md (where the README's Budgets section leads), with the steps read from the page and run as
+// written: a fake OpenAI API, a $0.01 monthly budget in the config file, the official openai SDK calling until
+// a call is refused with 429 budget_exceeded, `budget alert` at 80, 90 and 100 % once each, a grant through
+// the management API, and a restart that keeps the spend. Then the refusal shape as the official Anthropic SDK
+// and a Gemini caller see it.
 
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
@@ -11,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findSpan, recentSpans } from '../support/spans.ts';
 import { waitFor } from '../support/wait-for.ts';
+import { ROOT, runToEnd, startFakeProvider, walkthrough, type RunningCommand } from './budgets-walkthrough.ts';
 import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 import { startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
 
@@ -54,52 +57,40 @@ function startOfNextMonthUtc(): number {
 
 const alerts = (proxy: ProxyProcess) => proxy.logs.filter((l) => typeof l.msg === 'string' && l.msg.includes('budget alert'));
 
-describe('the README walkthrough: a $0.01 monthly budget on the local proxy', () => {
+describe('the walkthrough of docs/budgets.md, run as written: a $0.01 monthly budget on the local proxy', () => {
+  const steps = walkthrough();
   let dir: string;
+  let fake: RunningCommand;
   let proxy: ProxyProcess;
+  const startProxy = async () => {
+    proxy = await startProxyProcess({ dir, configYaml: steps.configYaml.replaceAll(steps.fakeUrl, fake.url), env: steps.proxyEnv });
+  };
+  /** The SDK script of the walkthrough against this proxy: the lines it prints. */
+  const runSdkScript = async () => {
+    const script = steps.sdkScript.replaceAll('127.0.0.1:8181', `127.0.0.1:${proxy.port}`);
+    const { code, stdout, stderr } = await runToEnd(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT });
+    expect(code, stderr).toBe(0);
+    return stdout.trimEnd().split('\n');
+  };
+  const oks = (n: number) => Array.from({ length: n }, (_, i) => `call ${i + 1}: ok`);
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tollgate-budgets-e2e-'));
     dirs.push(dir);
-    proxy = await startProxyProcess({ dir, configYaml: configYaml('0.01'), env: bed.env });
+    fake = await startFakeProvider(steps.fakeArgs);
+    await startProxy();
   });
 
-  afterAll(() => proxy?.stop());
+  afterAll(async () => {
+    await proxy?.stop();
+    await fake?.stop();
+  });
 
-  it('calls through the openai SDK until one is refused with 429 budget_exceeded, alerting at 80, 90 and 100 % once each', async () => {
-    bed.openai.reset();
-    bed.openai.behave({ usage: { input: 1000, output: 0 } });
-    // SDK defaults (two retries on a 429): the refusal's x-should-retry: false must stop them.
-    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', defaultHeaders: { 'x-tollgate-user': 'alice' } });
-    let answered = 0;
-    let refusal: InstanceType<typeof OpenAI.RateLimitError> | undefined;
-    for (let i = 0; i < 20 && !refusal; i++) {
-      try {
-        await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `call ${i}` }] });
-        answered++;
-      } catch (error) {
-        if (!(error instanceof OpenAI.RateLimitError)) throw error;
-        refusal = error;
-      }
-    }
-    // 10 calls of 0.001 USD spend the 0.01 USD budget exactly; the 11th is refused.
-    expect(answered).toBe(10);
-    expect(refusal).toBeDefined();
-    expect(refusal!.status).toBe(429);
-    expect(refusal!.code).toBe('budget_exceeded');
-    expect(refusal!.type).toBe('rate_limit_error');
+  it('the openai SDK calls until one is refused with 429 budget_exceeded, with budget alert at 80, 90 and 100 % once each', async () => {
     const periodEnd = new Date(startOfNextMonthUtc()).toISOString();
-    expect(refusal!.message).toContain('user "alice" has spent the 0.01 USD monthly budget of policy "default"');
-    expect(refusal!.message).toContain(`it renews at ${periodEnd}`);
-    const retryAfter = Number(refusal!.headers.get('retry-after'));
-    expect(Math.abs(retryAfter - (startOfNextMonthUtc() - Date.now()) / 1000)).toBeLessThan(30);
-
-    // The refused call never reached OpenAI, was not retried by the SDK, and has a span of its own.
-    expect(bed.openai.requests).toHaveLength(10);
-    const span = await findSpan(proxy.url, { spanId: refusal!.headers.get('x-proxy-span-id') });
-    expect(span).toMatchObject({ status: 'rejected', user_id: 'alice', route: 'beta', status_code: null, cost_usd: 0 });
-    expect(span.error).toMatch(/^budget_exceeded: user "alice"/);
-    expect((await recentSpans(proxy.url)).filter((s) => s.status === 'rejected')).toHaveLength(1);
+    const refusal = `429 user "alice" has spent the 0.01 USD monthly budget of policy "default"; it renews at ${periodEnd} (budget_exceeded)`;
+    // Ten calls of 0.001 USD spend the 0.01 USD budget exactly; the eleventh is refused, and not retried.
+    expect(await runSdkScript()).toEqual([...oks(10), `call 11: ${refusal}`]);
 
     // Log lines arrive through the process's stdout in their own time.
     const lines = await waitFor('three budget alert lines', () => (alerts(proxy).length >= 3 ? alerts(proxy) : undefined), 5_000);
@@ -114,20 +105,40 @@ describe('the README walkthrough: a $0.01 monthly budget on the local proxy', ()
       period_start: new Date(startOfNextMonthUtc() - 1).toISOString().slice(0, 8) + '01T00:00:00.000Z',
     });
 
+    // Run again: refused at once, the SDK's default retries stopped by x-should-retry: false, no new alert.
+    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', defaultHeaders: { 'x-tollgate-user': 'alice' } });
+    const error = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+    const again = error as InstanceType<typeof OpenAI.RateLimitError>;
+    expect(again).toMatchObject({ status: 429, code: 'budget_exceeded', type: 'rate_limit_error' });
+    const retryAfter = Number(again.headers.get('retry-after'));
+    expect(Math.abs(retryAfter - (startOfNextMonthUtc() - Date.now()) / 1000)).toBeLessThan(30);
+
+    // No refused call reached the provider: their spans carry no upstream status; one span per refusal.
+    const span = await findSpan(proxy.url, { spanId: again.headers.get('x-proxy-span-id') });
+    expect(span).toMatchObject({ status: 'rejected', user_id: 'alice', route: 'beta', status_code: null, cost_usd: 0 });
+    expect(span.error).toMatch(/^budget_exceeded: user "alice"/);
+    const spans = await recentSpans(proxy.url);
+    expect(spans.filter((s) => s.status === 'rejected')).toHaveLength(2);
+    expect(spans.filter((s) => s.status === 'ok' && s.status_code === 200)).toHaveLength(10);
+    expect(alerts(proxy)).toHaveLength(3);
+
     const budget = await (await fetch(`${proxy.url}/_local/api/budgets/alice`)).json();
     expect(budget).toMatchObject({ user_id: 'alice', policy: 'default', limit_usd: 0.01, spent_usd: 0.01, remaining_usd: 0, state: 'exhausted', period_end: periodEnd });
   });
 
-  it('a grant through the API lets alice call again at once, and other users were never limited by her spend', async () => {
+  it('the grant through the API lets alice call five more times, and other users were never limited by her spend', async () => {
     const created = await fetch(`${proxy.url}/_local/api/budgets/alice/grants`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ amount_usd: '0.005', reason: 'demo day' }),
+      body: steps.grantBody,
     });
     expect(created.status).toBe(201);
-    expect(await created.json()).toMatchObject({ amount_usd: 0.005, remaining_usd: 0.005, reason: 'demo day' });
-    const alice = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', defaultHeaders: { 'x-tollgate-user': 'alice' }, maxRetries: 0 });
-    await alice.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'after the grant' }] });
+    expect(await created.json()).toMatchObject({ amount_usd: 0.005, remaining_usd: 0.005, reason: 'demo day', expires_at: null });
+    const lines = await runSdkScript();
+    expect(lines.slice(0, 5)).toEqual(oks(5));
+    expect(lines.slice(5)).toEqual([expect.stringMatching(/^call 6: 429 user "alice" has spent .* \(budget_exceeded\)$/)]);
+
     const bob = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0 });
     await bob.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], user: 'bob' });
     const list = (await (await fetch(`${proxy.url}/_local/api/budgets`)).json()) as {
@@ -136,25 +147,22 @@ describe('the README walkthrough: a $0.01 monthly budget on the local proxy', ()
     };
     expect(list.count).toBe(2);
     expect(list.budgets.map((b) => [b.user_id, b.spent_usd, b.granted_usd, b.remaining_usd])).toEqual([
-      ['alice', 0.011, 0.005, 0.004],
+      ['alice', 0.015, 0.005, 0],
       ['bob', 0.001, 0, 0.009],
     ]);
-    // No new alert: the grant absorbed the call.
+    // No new alert: the grant absorbed the calls.
     expect(alerts(proxy)).toHaveLength(3);
   });
 
-  it('a restarted proxy finds the same spend and grants, and does not alert again', async () => {
+  it('the proxy started again with the same command finds the same spend and grant, refuses alice, and does not alert again', async () => {
     expect(await proxy.stop()).toBe(0);
-    proxy = await startProxyProcess({ dir, configYaml: configYaml('0.01'), env: bed.env });
+    await startProxy();
     const budget = (await (await fetch(`${proxy.url}/_local/api/budgets/alice`)).json()) as { grants: unknown[] };
-    expect(budget).toMatchObject({ spent_usd: 0.011, granted_usd: 0.005, remaining_usd: 0.004, state: 'warning' });
-    expect(budget.grants).toEqual([expect.objectContaining({ amount_usd: 0.005, remaining_usd: 0.004, reason: 'demo day' })]);
-    const alice = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', defaultHeaders: { 'x-tollgate-user': 'alice' }, maxRetries: 0 });
-    for (let i = 0; i < 4; i++) await alice.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `again ${i}` }] });
-    await expect(alice.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'one too many' }] })).rejects.toMatchObject({
-      status: 429,
-      code: 'budget_exceeded',
-    });
+    expect(budget).toMatchObject({ spent_usd: 0.015, granted_usd: 0.005, remaining_usd: 0, state: 'exhausted' });
+    expect(budget.grants).toEqual([expect.objectContaining({ amount_usd: 0.005, remaining_usd: 0, reason: 'demo day' })]);
+    expect(await runSdkScript()).toEqual([expect.stringMatching(/^call 1: 429 user "alice" has spent .* \(budget_exceeded\)$/)]);
+    const bob = (await (await fetch(`${proxy.url}/_local/api/budgets/bob`)).json()) as { spent_usd: number };
+    expect(bob.spent_usd).toBe(0.001);
     expect(alerts(proxy)).toHaveLength(0);
   });
 });
