@@ -203,6 +203,40 @@ describe('the refusal in each SDK family’s own shape', () => {
     expect(bed.anthropic.requests).toHaveLength(1);
   });
 
+  it('a stream the caller aborts is charged what its usage had cost by then, so the next call is refused', async () => {
+    bed.anthropic.reset();
+    // The input usage comes in message_start; the text after it is so long that the caller leaves first.
+    bed.anthropic.behave({ usage: { input: 1000, output: 0 }, bigBodyBytes: 256 * 1024 * 1024 });
+    const caller = new AbortController();
+    const res = await fetch(`${proxy.url}/proxy/gamma-direct/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-tollgate-user': 'frank' },
+      body: JSON.stringify({ model: 'claude-sonnet-4-20250514', max_tokens: 16, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      signal: caller.signal,
+    });
+    expect(res.status).toBe(200);
+    const first = await res.body!.getReader().read();
+    expect(new TextDecoder().decode(first.value)).toContain('message_start');
+    caller.abort();
+    const span = await waitFor('the aborted call’s span', async () => (await recentSpans(proxy.url)).find((s) => s.user_id === 'frank'));
+    expect(span).toMatchObject({ status: 'client_aborted', status_code: 200, cost_usd: 0.001 });
+    const budget = await waitFor(
+      'frank to be charged',
+      async () => {
+        const record = (await (await fetch(`${proxy.url}/_local/api/budgets/frank`)).json()) as { spent_usd: number; state: string };
+        return record.spent_usd > 0 ? record : undefined;
+      },
+      10_000,
+    );
+    expect(budget).toMatchObject({ spent_usd: 0.001, state: 'exhausted' });
+
+    bed.anthropic.reset();
+    const client = new Anthropic({ baseURL: `${proxy.url}/proxy/gamma-direct`, apiKey: 'unused', defaultHeaders: { 'x-tollgate-user': 'frank' }, maxRetries: 0 });
+    const refused = await client.messages.create({ model: 'claude-sonnet-4-20250514', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(Anthropic.RateLimitError);
+    expect(bed.anthropic.requests).toHaveLength(0);
+  });
+
   it('the openai SDK on the native /proxy/beta route gets OpenAI’s shape, code budget_exceeded', async () => {
     const client = new OpenAI({ baseURL: `${proxy.url}/proxy/beta/v1`, apiKey: 'unused', maxRetries: 0 });
     await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], user: 'dave' });
