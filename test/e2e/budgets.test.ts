@@ -237,6 +237,32 @@ describe('the refusal in each SDK family’s own shape', () => {
     expect(bed.anthropic.requests).toHaveLength(0);
   });
 
+  it('concurrent calls near the limit: those in flight when it is reached overshoot it, by their cost at most; none after', async () => {
+    bed.openai.reset();
+    let release!: () => void;
+    bed.openai.behave({ usage: { input: 1000, output: 0 }, hold: new Promise<void>((resolve) => (release = resolve)) });
+    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', defaultHeaders: { 'x-tollgate-user': 'gina' }, maxRetries: 0 });
+    const ask = () => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    // Four calls admitted while gina has spent nothing, all at the provider at once; one would have spent her budget.
+    const inFlight = [ask(), ask(), ask(), ask()];
+    await waitFor('four calls at the provider at once', () => bed.openai.requests.length === 4);
+    release();
+    await Promise.all(inFlight);
+    const budget = await waitFor('the four calls to be charged', async () => {
+      const record = (await (await fetch(`${proxy.url}/_local/api/budgets/gina`)).json()) as { spent_usd: number; limit_usd: number; state: string };
+      return record.spent_usd >= 0.004 ? record : undefined;
+    });
+    // The overshoot is the three calls beyond the first, exactly what they cost: nothing lost, nothing doubled.
+    expect(budget).toMatchObject({ spent_usd: 0.004, limit_usd: 0.001, state: 'exhausted' });
+    const spans = await waitFor('the four spans', async () => {
+      const list = (await recentSpans(proxy.url)).filter((s) => s.user_id === 'gina');
+      return list.length >= 4 ? list : undefined;
+    });
+    expect(spans.map((s) => [s.status, s.cost_usd])).toEqual(Array.from({ length: 4 }, () => ['ok', 0.001]));
+    await expect(ask()).rejects.toBeInstanceOf(OpenAI.RateLimitError);
+    expect(bed.openai.requests).toHaveLength(4);
+  });
+
   it('the openai SDK on the native /proxy/beta route gets OpenAI’s shape, code budget_exceeded', async () => {
     const client = new OpenAI({ baseURL: `${proxy.url}/proxy/beta/v1`, apiKey: 'unused', maxRetries: 0 });
     await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], user: 'dave' });
