@@ -18,14 +18,19 @@ const { values, positionals } = parseArgs({
   },
 });
 
+function fail(message: string): never {
+  process.stderr.write(`llm-upstream-cli: ${message}\n`);
+  process.exit(2);
+}
+
 function count(flag: string, text: string): number {
   const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`--${flag} must be a whole number of 0 or more (got "${text}")`);
+  if (text.trim() === '' || !Number.isSafeInteger(n) || n < 0) fail(`--${flag} must be a whole number of 0 or more (got "${text}")`);
   return n;
 }
 
 const kind = positionals[0] ?? 'openai';
-if (kind !== 'openai' && kind !== 'anthropic') throw new Error(`the provider must be openai or anthropic (got "${kind}")`);
+if (kind !== 'openai' && kind !== 'anthropic') fail(`the provider must be openai or anthropic (got "${kind}")`);
 const usage = { input: count('input-tokens', values['input-tokens']), output: count('output-tokens', values['output-tokens']) };
 const fake = await startFakeUpstream(kind, { port: count('port', values.port), ...(values['api-key'] ? { expectApiKey: values['api-key'] } : {}) });
 fake.behave({ usage });
