@@ -3,6 +3,7 @@
 // value is refused with a message the user can act on and never half-applied.
 
 import { type AuditConfig, parseAuditConfig } from './audit-config.ts';
+import { type BudgetsPatch, parseBudgetsPatch } from './budget-config.ts';
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
 import { parsePriceEntry } from './parse-price-entry.ts';
 import { PriceEntryError } from './price-entry-error.ts';
@@ -31,6 +32,8 @@ export interface RuntimeConfigPatch {
   local?: Partial<Omit<LocalConfig, 'runtime'>> & { runtime?: Partial<LocalRuntimeConfig> };
   /** Replaces the whole audit section of earlier layers. */
   audit?: AuditConfig;
+  /** `ledger` and `policies` each replace those of earlier layers. */
+  budgets?: BudgetsPatch;
 }
 
 type Obj = Record<string, unknown>;
@@ -299,7 +302,7 @@ function parseLocal(input: unknown, field: string): NonNullable<RuntimeConfigPat
   );
 }
 
-const SECTIONS = ['mode', 'server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'local', 'audit'] as const;
+const SECTIONS = ['mode', 'server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'local', 'audit', 'budgets'] as const;
 
 /**
  * Checks a whole config patch. Throws ConfigError naming the first bad field; returns a clean copy
@@ -321,5 +324,6 @@ export function parseRuntimeConfigPatch(input: unknown, sections: readonly strin
   if (v.gateway !== undefined) patch.gateway = parseGateway(v.gateway, 'gateway');
   if (v.local !== undefined) patch.local = parseLocal(v.local, 'local');
   if (v.audit !== undefined) patch.audit = parseAuditConfig(v.audit, 'audit');
+  if (v.budgets !== undefined) patch.budgets = parseBudgetsPatch(v.budgets, 'budgets');
   return patch;
 }

@@ -1,10 +1,14 @@
 // Builds the engine's HTTP app without listening, so tests drive it with inject() or a real port alike.
 
+import { isDeepStrictEqual } from 'node:util';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { CredentialProvider } from './auth/credential-provider.ts';
 import { createCredentialProviders } from './auth/credential-provider.ts';
 import { AuditController } from './audit/audit-controller.ts';
+import type { BudgetEnforcer } from './budgets/budget-enforcer.ts';
+import { LedgerBudgets } from './budgets/ledger-budgets.ts';
+import { openLedgerBudgets } from './budgets/open-budgets.ts';
 import { placementFromEnv } from './audit/audit-runtime.ts';
 import { followCredentialSettings } from './auth/live-credentials.ts';
 import type { ConfigStore } from './config/config-store.ts';
@@ -50,6 +54,8 @@ export interface Engine {
   local: LocalRuntime | null;
   /** The LM Studio-compatible listener's app (listen on local.lmstudioPort); null when local is off or the port is 0. */
   lmstudio: FastifyInstance | null;
+  /** Budgets enforced by this engine: its own ledger, or the operator's (a sidecar). */
+  budgets: BudgetEnforcer;
   /** Stops accepting, drains in-flight calls (streams included, up to server.drainTimeoutMs), flushes spans, closes everything. */
   shutdown(drainTimeoutMs?: number): Promise<void>;
 }
@@ -60,6 +66,8 @@ export interface EngineOptions {
   env?: NodeJS.ProcessEnv;
   /** Replace the credential providers (tests of the engine that are not about credentials). */
   credentials?: Record<CredentialKind, CredentialProvider>;
+  /** Budgets kept elsewhere (a sidecar's come from the operator); default: the config's ledger. */
+  budgets?: BudgetEnforcer;
   /** The span store, opened by the caller (openSpanStore); else storage.kind sqlite or memory is opened here. */
   spans?: OpenedSpanStore;
 }
@@ -78,7 +86,17 @@ export function buildEngine(opts: EngineOptions): Engine {
   const unsubscribeBreaker = store.subscribe((snapshot) => client.updateBreakerConfig(snapshot.config.breaker));
   const unsubscribeCredentials = opts.credentials ? () => undefined : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
   const lifecycle = new Lifecycle();
-  const meter = new CallMeter(writer, logger, lifecycle);
+  const budgets = opts.budgets ?? openLedgerBudgets(config.budgets, config.storage, logger);
+  let appliedPolicies = config.budgets.policies;
+  const unsubscribeBudgets =
+    budgets instanceof LedgerBudgets
+      ? store.subscribe((snapshot) => {
+          if (isDeepStrictEqual(snapshot.config.budgets.policies, appliedPolicies)) return;
+          appliedPolicies = snapshot.config.budgets.policies;
+          budgets.setConfig(snapshot.config.budgets);
+        })
+      : () => undefined;
+  const meter = new CallMeter(writer, logger, lifecycle, budgets);
   const inbound = inboundPolicy(config.server, opts.env ?? process.env);
   const refusals = { meter, store, inbound, logger };
   const app = Fastify(listenerOptions(config.server, refusals));
@@ -88,7 +106,7 @@ export function buildEngine(opts: EngineOptions): Engine {
   // A warehouse that is down is not this pod's fault: it shows in /_local/api/health, not in the probes (ADR 0402).
   const health = healthCheck({ lifecycle, writer, writeFailuresAreUnhealthy: !opened.remote });
   app.register(healthRoutes, { lifecycle, writer, check: health });
-  app.register(managementRoutes, { store, spans, writer });
+  app.register(managementRoutes, { store, spans, writer, budgets, budgetPolicies: opts.budgets ? 'operator' : 'config' });
   app.register(managementUiRoutes);
   const local = config.local.enabled ? new LocalRuntime({ store, logger, ...(opts.env ? { env: opts.env } : {}) }) : null;
   app.register(localRuntimeRoutes, { runtime: local, lifecycle });
@@ -96,17 +114,18 @@ export function buildEngine(opts: EngineOptions): Engine {
   registerEngineHealth(runtimeHealth, { lifecycle, client, local, mode: config.mode });
   const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
   runtimeHealth.register('audit', () => audit.health());
+  runtimeHealth.register('budgets', () => budgets.health());
   runtimeHealth.register('spans', () => ({ kind: opened.kind, location: opened.location, ...writer.stats(), lastWriteError: writer.lastWriteError() }));
   const authenticator = identity.authenticator;
   if (authenticator) {
     runtimeHealth.register('auth', () => ({ strategies: authenticator.strategies, refused: identity.failures.total, tokeninfoLookups: authenticator.accessTokens?.lookups ?? 0 }));
   }
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
-  app.register(proxyRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
-  app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env, localModels: local?.models });
+  app.register(proxyRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env });
+  app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env, localModels: local?.models });
   const lmstudio =
     local !== null && config.local.lmstudioPort !== 0
-      ? buildLmStudioApp({ store, client, lifecycle, refusals, identity, localModels: local.models, env: opts.env ?? process.env })
+      ? buildLmStudioApp({ store, client, lifecycle, refusals, identity, budgets, localModels: local.models, env: opts.env ?? process.env })
       : null;
 
   app.setNotFoundHandler((request, reply) => {
@@ -138,7 +157,9 @@ export function buildEngine(opts: EngineOptions): Engine {
       await closed;
       unsubscribeBreaker();
       unsubscribeCredentials();
+      unsubscribeBudgets();
       await writer.close();
+      await budgets.close();
       await spans.close();
       await client.close();
       await auditDrained;
@@ -148,5 +169,5 @@ export function buildEngine(opts: EngineOptions): Engine {
     return shuttingDown;
   };
 
-  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, local, lmstudio, shutdown };
+  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, budgets, local, lmstudio, shutdown };
 }

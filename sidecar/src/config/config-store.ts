@@ -4,6 +4,7 @@
 // changes a request that is already in flight.
 
 import { isDeepStrictEqual } from 'node:util';
+import { defaultBudgetsConfig } from '../../../contracts/budget-config.ts';
 import { DEFAULT_CACHE_SETTINGS } from '../pricing/default-cache.ts';
 import { DEFAULT_PRICES } from '../pricing/default-prices.ts';
 import { mergePriceEntries, PriceTable } from '../pricing/price-table.ts';
@@ -36,6 +37,7 @@ export function defaultRuntimeConfig(): RuntimeConfig {
     storage: { kind: 'sqlite', path: 'tollgate.db', bufferSize: 10_000, batchSize: 200, flushIntervalMs: 200, maxSpans: 0 },
     gateway: { anthropicRoute: defaultV1Route('anthropic')!, googleRoute: defaultV1Route('google')! },
     local: { enabled: true, lmstudioPort: 1234, runtime: { baseUrl: 'http://127.0.0.1:11434', command: ['ollama', 'serve'], startTimeoutMs: 30_000 } },
+    budgets: defaultBudgetsConfig(),
   };
 }
 
@@ -69,6 +71,8 @@ export function applyPatch(base: RuntimeConfig, patch: RuntimeConfigPatch): Runt
     if (runtime) Object.assign(next.local.runtime, structuredClone(runtime));
   }
   if (patch.audit) next.audit = structuredClone(patch.audit);
+  if (patch.budgets?.ledger) next.budgets.ledger = structuredClone(patch.budgets.ledger);
+  if (patch.budgets?.policies) next.budgets.policies = structuredClone(patch.budgets.policies);
   return next;
 }
 
@@ -157,6 +161,8 @@ function mergePatches(a: RuntimeConfigPatch, b: RuntimeConfigPatch): RuntimeConf
       out.pricing = { models: mergePriceEntries(out.pricing?.models ?? [], (value as { models: [] }).models) };
     } else if (key === 'audit') {
       out.audit = structuredClone(value as NonNullable<RuntimeConfigPatch['audit']>);
+    } else if (key === 'budgets') {
+      out.budgets = { ...out.budgets, ...structuredClone(value as NonNullable<RuntimeConfigPatch['budgets']>) };
     } else if (key === 'upstreams' || key === 'cache') {
       const merged: Record<string, object> = { ...(out[key] as Record<string, object> | undefined) };
       for (const [k, v] of Object.entries(value as Record<string, object>)) merged[k] = { ...merged[k], ...v };

@@ -13,6 +13,7 @@ import { installIdentityHook, type IdentityGate } from '../inbound/identity/iden
 import { installRequestGuard } from '../inbound/request-guard.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
+import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
 import { GatewayError } from '../translate/openai-error.ts';
 import type { LocalModelCatalog } from './local-models.ts';
 
@@ -22,6 +23,8 @@ export interface LmStudioAppOptions {
   lifecycle: Lifecycle;
   refusals: HttpRefusalOptions;
   identity: IdentityGate;
+  /** The engine's budgets: a call on this port is refused over its user's limit like one on the proxy port. */
+  budgets: Pick<BudgetEnforcer, 'refusal'>;
   localModels: LocalModelCatalog;
   env?: NodeJS.ProcessEnv;
 }
@@ -36,6 +39,7 @@ export function buildLmStudioApp(opts: LmStudioAppOptions): FastifyInstance {
     client: opts.client,
     meter: opts.refusals.meter,
     lifecycle: opts.lifecycle,
+    budgets: opts.budgets,
     localModels: opts.localModels,
     ...(opts.env ? { env: opts.env } : {}),
   });
