@@ -50,6 +50,9 @@ local:
   runtime: { baseUrl: "${ollama.url}" }
   lmstudioPort: 1
 storage: { kind: sqlite, path: spans.db }
+budgets:
+  policies:
+    - { name: carol-tiny, users: [carol], limitUsd: 0.000001, period: month, timeZone: UTC, alertThresholds: [100], enforcement: block }
 `,
       // the variable wins over the file, as TOLLGATE_PORT does
       env: { OPENAI_API_KEY: OPENAI_KEY, TOLLGATE_LMSTUDIO_PORT: String(port) },
@@ -114,6 +117,32 @@ storage: { kind: sqlite, path: spans.db }
       cost_usd: 0.00000855,
       priced: true,
     });
+  });
+
+  it('refuses a cloud model to a user whose budget is spent, on this port too, and still serves the local models (cost 0)', async () => {
+    const carol = new OpenAI({ baseURL: `${lmstudioUrl}/v1`, apiKey: 'lm-studio', maxRetries: 0, defaultHeaders: { 'x-tollgate-user': 'carol' } });
+    const hi: ChatCompletionMessageParam[] = [{ role: 'user', content: 'Hi' }];
+    // One gpt-4o-mini call (0.00000855 USD) spends carol's 0.000001 USD.
+    await carol.chat.completions.create({ model: 'gpt-4o-mini', messages: hi });
+    await waitFor("carol's budget spent", async () => {
+      const record = (await (await fetch(`${proxy.url}/_local/api/budgets/carol`)).json()) as { state?: string };
+      return record.state === 'exhausted';
+    });
+    const refused = await carol.chat.completions.create({ model: 'gpt-4o-mini', messages: hi }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(APIError);
+    expect((refused as APIError).status).toBe(429);
+    expect((refused as APIError).code).toBe('budget_exceeded');
+
+    const { data: local, response } = await carol.chat.completions.create({ model: 'llama3.2', messages: hi }).withResponse();
+    expect(local.choices[0]!.message.content).toBe('Hello from the fake Ollama.');
+    expect(await findSpan(proxy.url, { spanId: response.headers.get('x-proxy-span-id') })).toMatchObject({ provider: 'local', user_id: 'carol', cost_usd: 0, status: 'ok' });
+    // The proxy port's native route to the runtime is as free.
+    const native = await fetch(`${proxy.url}/proxy/local/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-tollgate-user': 'carol' },
+      body: JSON.stringify({ model: 'llama3.2', messages: hi }),
+    });
+    expect(native.status, await native.clone().text()).toBe(200);
   });
 
   it('streams both ways, with the final usage chunk when asked for', async () => {

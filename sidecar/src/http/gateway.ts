@@ -32,7 +32,7 @@ import { parseJsonObject } from '../formats/json-object.ts';
 import { upstreamRequestHeaders } from './proxy-headers.ts';
 import { callerLeft, hasBody, readBoundedBody } from './request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
-import { BUDGET_EXCEEDED, budgetRefusalMessage, sendBudgetRefusal } from './budget-refusal.ts';
+import { BUDGET_EXCEEDED, budgetRefusalFor, budgetRefusalMessage, sendBudgetRefusal } from './budget-refusal.ts';
 import { OPENAI_ERRORS } from '../routes/error-shape.ts';
 
 export interface GatewayRoutesOptions {
@@ -190,7 +190,7 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
     }
     call = opts.meter.start({ ...start, route: plan.route, model: plan.model, projectId: projectHeader ?? config.upstreams[plan.route]?.project ?? null });
     // A spent budget refuses the call here, from memory, before anything goes upstream (ADR 1300).
-    const refusal = call.call.userId === null ? null : (opts.budgets?.refusal(call.call.userId, Date.now()) ?? null);
+    const refusal = budgetRefusalFor(opts.budgets, call.call, Date.now());
     if (refusal) {
       call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
       sendBudgetRefusal(res, OPENAI_ERRORS, refusal, trace);
