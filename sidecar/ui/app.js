@@ -499,12 +499,26 @@ function healthView() {
       );
     }
     if (health.breakers) cards.push(card('Upstream breakers', Object.entries(health.breakers)));
+    // Budgets are there when a policy is: a ledger with no policy enforces nothing.
+    const budgets = health.budgets;
+    const budgetsShown = typeof budgets?.policies === 'number' && budgets.policies > 0;
+    if (budgetsShown) {
+      cards.push(
+        card('Budgets', [
+          ['Ledger', budgets.ledger],
+          ['Policies', budgets.policies],
+          ['Charges pending', budgets.pendingDeductions],
+          ['Failed writes', budgets.failedWrites],
+          ['Last error', budgets.lastError ?? 'none'],
+        ]),
+      );
+    }
     $('#health-cards').replaceChildren(...cards);
     renderRuntime(health.local);
     // Sections of other parts (audit, auth, budgets) as they come; one that is switched off is named, not shown.
-    const known = new Set(['status', 'proxy', 'spans', 'breakers', 'local']);
+    const known = new Set(['status', 'proxy', 'spans', 'breakers', 'local', ...(budgetsShown ? ['budgets'] : [])]);
     const others = Object.entries(health).filter(([name]) => !known.has(name));
-    const off = others.filter(([, value]) => value?.enabled === false).map(([name]) => name);
+    const off = others.filter(([name, value]) => value?.enabled === false || (name === 'budgets' && value?.policies === 0)).map(([name]) => name);
     $('#health-sections').replaceChildren(
       ...others
         .filter(([name]) => !off.includes(name))

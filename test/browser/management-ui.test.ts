@@ -60,6 +60,9 @@ upstreams:
 local:
   runtime: { baseUrl: "http://127.0.0.1:${await freePort()}" }
 storage: { kind: sqlite, path: spans.db }
+budgets:
+  policies:
+    - { name: interns, users: [intern], limitUsd: 5, period: month, timeZone: UTC, alertThresholds: [80], enforcement: block }
 `,
     env: { OPENAI_API_KEY: OPENAI_KEY, TOLLGATE_LMSTUDIO_PORT: String(await freePort()), PATH: `${binDir}:${process.env.PATH}`, FAKE_OLLAMA_MODELS: 'llama3.2:latest' },
   });
@@ -185,6 +188,7 @@ describe('the management UI at /_local/', () => {
     await expect.poll(() => runtime.textContent()).toMatch(/Started by Tollgateyes, pid \d+/);
     expect(await page.locator('#health-cards').textContent()).toContain('Upstream breakers');
     expect(await page.locator('#health-cards').textContent()).toContain('gamma-cloudb');
+    expect(await page.locator('#health-cards section[aria-label="Budgets"]').textContent()).toBe('BudgetsLedgersqlitePolicies1Charges pending0Failed writes0Last errornone');
     expect(await page.locator('#health-off').textContent()).toBe('Not configured: audit.');
 
     await page.getByLabel('Model name').fill('not a model!');
