@@ -25,6 +25,10 @@ export interface SpanWriterStats {
   buffered: number;
   /** Failed store writes (each retry counts). */
   writeErrors: number;
+  /** Of `dropped`, the spans lost because the buffer was full (the rest were in batches that failed twice). */
+  droppedBufferFull: number;
+  /** The store's last write attempt failed (cleared by the next one that succeeds). */
+  failing: boolean;
 }
 
 /**
@@ -54,6 +58,7 @@ export class SpanWriter {
   #dropped = 0;
   #writeErrors = 0;
   #bufferFullDrops = 0;
+  #failing = false;
   #lastDropLog = -Infinity;
   #dropsAtLastLog = 0;
 
@@ -133,6 +138,8 @@ export class SpanWriter {
       dropped: this.#dropped,
       buffered: this.#size + (this.#retry?.length ?? 0) + this.#inFlightCount,
       writeErrors: this.#writeErrors,
+      droppedBufferFull: this.#bufferFullDrops,
+      failing: this.#failing,
     };
   }
 
@@ -170,12 +177,14 @@ export class SpanWriter {
     }
     if (pending === undefined) {
       this.#written += batch.length;
+      this.#failing = false;
       return undefined;
     }
     this.#inFlightCount = batch.length;
     this.#inFlight = pending.then(
       () => {
         this.#written += batch.length;
+        this.#failing = false;
       },
       (err: unknown) => this.#failed(batch, retrying, err),
     ).finally(() => {
@@ -187,6 +196,7 @@ export class SpanWriter {
 
   #failed(batch: Span[], retrying: boolean, err: unknown): void {
     this.#writeErrors++;
+    this.#failing = true;
     if (!retrying) {
       // Once: a transient fault (a lock held past busy_timeout, a disk being cleaned) gets a second chance.
       this.#retry = batch;
