@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { resolveBinDir } from '../control-plane/binaries.ts';
 import { ensurePromqlCheck, promqlErrors } from '../promql/promql-check.ts';
@@ -92,7 +92,7 @@ describe('chart monitoring resources', () => {
   it('renders the monitors, the rules and the dashboard as the golden file', async () => {
     const manifests = await render('monitoring-values.yaml');
     const monitoring = manifests.filter((m) => MONITORING_KINDS.has(m.kind) || (m.kind === 'Service' && m.metadata.name.endsWith('-metrics')));
-    const text = monitoring.map((m) => JSON.stringify(m, null, 2)).join('\n---\n') + '\n';
+    const text = monitoring.map((m) => stringify(m, { lineWidth: 0 })).join('---\n');
     if (process.env.UPDATE_GOLDEN === '1' || !existsSync(GOLDEN)) {
       writeFileSync(GOLDEN, text);
       if (process.env.UPDATE_GOLDEN !== '1') throw new Error(`golden file ${GOLDEN} was missing and has been written: review it and run again`);
