@@ -5,17 +5,10 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type RegistryContentType } from 'prom-client';
 import { MetricsExposition } from '../../../contracts/metrics-exposition.ts';
 
-export type ReconcileOutcome = 'success' | 'error' | 'requeue_after';
+import type { WorkQueueObserver } from '../kube/work-queue.ts';
+import type { SnapshotCounter } from '../push/sidecar-registry.ts';
 
-/** What the work queue and its workers report (kube/work-queue.ts calls these). */
-export interface WorkQueueObserver {
-  /** A key waited this long between being queued and a worker taking it. */
-  waited(seconds: number): void;
-  /** A worker finished one key. */
-  reconciled(outcome: ReconcileOutcome, seconds: number): void;
-  /** A failed key was queued again with backoff. */
-  retried(): void;
-}
+export type ReconcileOutcome = 'success' | 'error' | 'requeue_after';
 
 /** Read at scrape time. */
 export interface OperatorMetricSources {
@@ -26,7 +19,7 @@ export interface OperatorMetricSources {
 
 const QUEUE_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60];
 
-export class OperatorMetrics implements WorkQueueObserver {
+export class OperatorMetrics implements WorkQueueObserver, SnapshotCounter {
   readonly registry: Registry<RegistryContentType> = new Registry();
   readonly exposition = new MetricsExposition(this.registry);
   #sources: OperatorMetricSources = {};
@@ -80,8 +73,8 @@ export class OperatorMetrics implements WorkQueueObserver {
     this.#retries.inc();
   }
 
-  snapshotPushed(count = 1): void {
-    this.#pushed.inc(count);
+  snapshotPushed(): void {
+    this.#pushed.inc();
   }
 
   snapshotAcked(): void {
