@@ -16,13 +16,25 @@ export interface CertificateSource {
   ca?: () => string | undefined;
 }
 
-function notAfterSeconds(pem: string | undefined): number | undefined {
+const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+
+/**
+ * When the latest certificate in a PEM bundle expires: a CA bundle holds the old CA next to the new one while
+ * it rotates, and the new one is what matters. For a serving certificate, the leaf comes first and decides.
+ */
+function notAfterSeconds(pem: string | undefined, which: 'leaf' | 'latest'): number | undefined {
   if (pem === undefined) return undefined;
-  try {
-    return Date.parse(new X509Certificate(pem).validTo) / 1000;
-  } catch {
-    return undefined;
+  const blocks = which === 'leaf' ? (pem.match(PEM_BLOCK) ?? []).slice(0, 1) : (pem.match(PEM_BLOCK) ?? []);
+  let latest: number | undefined;
+  for (const block of blocks) {
+    try {
+      const seconds = Date.parse(new X509Certificate(block).validTo) / 1000;
+      if (latest === undefined || seconds > latest) latest = seconds;
+    } catch {
+      // not a certificate we can read: not reported
+    }
   }
+  return latest;
 }
 
 export class WebhookMetrics {
@@ -51,8 +63,8 @@ export class WebhookMetrics {
       registers,
       collect: () => {
         expiry.reset();
-        const serving = notAfterSeconds(this.#certificates.serving?.());
-        const ca = notAfterSeconds(this.#certificates.ca?.());
+        const serving = notAfterSeconds(this.#certificates.serving?.(), 'leaf');
+        const ca = notAfterSeconds(this.#certificates.ca?.(), 'latest');
         if (serving !== undefined) expiry.set({ certificate: 'serving' }, serving);
         if (ca !== undefined) expiry.set({ certificate: 'ca' }, ca);
       },
