@@ -128,8 +128,11 @@ export function planUpstreamRequest(
         return { path: rest + query, body, model: 'unknown', operation: 'chat', stripInjectedUsage: false, bodyUserId: null };
       }
       const json = parseJsonBody(body, route);
-      const model = bodyModel(json, route, method === 'POST' && rest.endsWith('/chat/completions'));
-      if (requestNeedsInjectedUsage(json)) {
+      const chatCompletions = method === 'POST' && rest.endsWith('/chat/completions');
+      const model = bodyModel(json, route, chatCompletions);
+      // Only chat completions need asking for stream usage; the Responses API always ends its stream with it
+      // and refuses stream_options.include_usage (Codex streams through /v1/responses).
+      if (chatCompletions && requestNeedsInjectedUsage(json)) {
         const rewritten = Buffer.from(JSON.stringify(injectStreamUsage(json)));
         return { path: rest + query, body: rewritten, model, operation: 'chat', stripInjectedUsage: true, bodyUserId: bodyUser(json) };
       }
