@@ -15,6 +15,7 @@ import type { CredentialKind } from './providers/routes.ts';
 import { gatewayRoutes } from './routes/gateway.ts';
 import { clientErrorHandler, frameworkErrorHandler } from './inbound/http-refusals.ts';
 import { inboundPolicy, installRequestGuard, type InboundPolicy } from './inbound/request-guard.ts';
+import { installIdentityHook, type IdentityGate } from './inbound/identity/identity-hook.ts';
 import { healthCheck, healthRoutes, type Health } from './routes/health.ts';
 import { managementRoutes } from './routes/management.ts';
 import { proxyRoutes } from './routes/proxy.ts';
@@ -35,6 +36,8 @@ export interface Engine {
   meter: CallMeter;
   /** The Host and Origin rules every listener of this engine applies (the health-only listener too). */
   inbound: InboundPolicy;
+  /** Inbound authentication (server.auth); its authenticator is null when no strategy is configured. */
+  identity: IdentityGate;
   health: () => Health;
   /** GET /_local/api/health: parts of the engine register their sections here. */
   runtimeHealth: RuntimeHealth;
@@ -96,12 +99,17 @@ export function buildEngine(opts: EngineOptions): Engine {
   });
 
   installRequestGuard(app, inbound);
+  const identity = installIdentityHook(app, config, logger);
   const health = healthCheck({ lifecycle, writer });
   app.register(healthRoutes, { lifecycle, writer, check: health });
   app.register(managementRoutes, { store, spans, writer });
   const runtimeHealth = new RuntimeHealth();
   const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
   runtimeHealth.register('audit', () => audit.health());
+  const authenticator = identity.authenticator;
+  if (authenticator) {
+    runtimeHealth.register('auth', () => ({ strategies: authenticator.strategies, refused: identity.failures.total, tokeninfoLookups: authenticator.accessTokens?.lookups ?? 0 }));
+  }
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
   app.register(proxyRoutes, { store, client, meter, lifecycle });
   app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
@@ -136,9 +144,10 @@ export function buildEngine(opts: EngineOptions): Engine {
       await spans.close();
       await client.close();
       await auditDrained;
+      identity.failures.close();
     })();
     return shuttingDown;
   };
 
-  return { app, store, spans, writer, client, lifecycle, meter, inbound, health, runtimeHealth, audit, shutdown };
+  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, shutdown };
 }

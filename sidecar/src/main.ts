@@ -10,15 +10,19 @@ import { ConfigError } from './config/config-error.ts';
 import { loadConfigFile } from './config/config-file.ts';
 import type { RuntimeConfigPatch } from './config/config-schema.ts';
 import { ConfigStore } from './config/config-store.ts';
+import { applyServerModeDefaults, checkServerAuth, parseEngineMode } from './config/server-auth-config.ts';
 import { hostnameOf, isLoopbackHostname } from './inbound/allowed-hosts.ts';
 import { startHealthListener } from './routes/health.ts';
 import { SpanStoreOpenError } from './spans/sqlite-span-schema.ts';
 
-const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS]
+const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS] [--mode proxy|server]
 
   --config FILE   YAML config file (see docs/configuration.md); default: built-in defaults
   --port N        listen port (default 8181, or server.port from the config, or TOLLGATE_PORT)
-  --host ADDRESS  listen address (default 127.0.0.1, or server.host, or TOLLGATE_HOST)
+  --host ADDRESS  listen address (default 127.0.0.1, 0.0.0.0 in server mode, or server.host, or TOLLGATE_HOST)
+  --mode MODE     server: the central server, every call needs an identity (server.auth, see
+                  docs/central-server.md); proxy (default): the local proxy and the sidecar. Wins over mode
+                  in the config file.
 
 environment: OPENAI_API_KEY, ANTHROPIC_API_KEY, GOOGLE_APPLICATION_CREDENTIALS, AWS_* (credentials);
 TOLLGATE_LOG_LEVEL; TOLLGATE_HEALTH_PORT (a health-only listener on all interfaces, for kubelet probes);
@@ -36,7 +40,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     args = parseArgs({
       args: argv,
-      options: { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' }, mode: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
       strict: true,
     });
   } catch (error) {
@@ -51,6 +55,8 @@ export async function main(argv: string[]): Promise<number> {
   let filePatch: RuntimeConfigPatch = {};
   try {
     if (args.values.config) filePatch = loadConfigFile(args.values.config);
+    if (args.values.mode !== undefined) filePatch.mode = parseEngineMode(args.values.mode, '--mode');
+    applyServerModeDefaults(filePatch);
     const port = args.values.port ?? process.env.TOLLGATE_PORT;
     const host = args.values.host ?? process.env.TOLLGATE_HOST;
     if (port !== undefined || host !== undefined) {
@@ -70,6 +76,13 @@ export async function main(argv: string[]): Promise<number> {
 
   applyPodDefaults(filePatch, process.env);
   const store = new ConfigStore(filePatch);
+  try {
+    checkServerAuth(store.get().server.auth, store.get().mode);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`tollgate proxy: ${error.message}\n`);
+    return 2;
+  }
   // The last good snapshot from the operator (kept on disk) applies before the engine starts, so a pod that
   // restarts while the operator is unreachable serves with the config it last had.
   let auditReporter: AuditReporter | undefined;
@@ -86,22 +99,32 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   auditReporter = new AuditReporter(engine.audit);
-  const { host, port } = store.get().server;
+  const { host, port, auth } = store.get().server;
   await engine.app.listen({ host, port });
-  if (!isLoopbackHostname(hostnameOf(host) ?? host)) {
+  if (!isLoopbackHostname(hostnameOf(host) ?? host) && !(auth.required && engine.identity.authenticator)) {
     logger.warn(
       {
         host,
         port,
         exposure: `the proxy has no inbound authentication: anyone who can reach ${host}:${port} spends its credentials and can change its prices and upstreams through /_local/api`,
-        restrict: 'listen on 127.0.0.1 (--host, server.host), firewall the port, or put an authenticating proxy in front; callers must use a name in server.allowedHosts',
+        restrict: 'listen on 127.0.0.1 (--host, server.host), firewall the port, put an authenticating proxy in front, or run in server mode with server.auth (docs/central-server.md); callers must use a name in server.allowedHosts',
       },
       'listening beyond loopback without inbound authentication',
     );
   }
   const healthPort = process.env.TOLLGATE_HEALTH_PORT;
   const healthServer = healthPort ? await startHealthListener(engine.health, '0.0.0.0', parsePort(healthPort, 'TOLLGATE_HEALTH_PORT'), engine.inbound) : null;
-  logger.info({ host, port, healthPort: healthServer ? Number(healthPort) : undefined, storage: store.get().storage.kind }, 'tollgate proxy listening');
+  logger.info(
+    {
+      host,
+      port,
+      mode: store.get().mode,
+      auth: engine.identity.authenticator ? { required: auth.required, strategies: engine.identity.authenticator.strategies, health: auth.health } : 'none',
+      healthPort: healthServer ? Number(healthPort) : undefined,
+      storage: store.get().storage.kind,
+    },
+    'tollgate proxy listening',
+  );
 
   return new Promise<number>((resolve) => {
     const stop = (signal: string) => {

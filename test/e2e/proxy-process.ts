@@ -33,7 +33,17 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startProxyProcess(
-  opts: { configYaml?: string; env?: NodeJS.ProcessEnv; args?: string[]; cli?: string; nodeArgs?: string[] } = {},
+  opts: {
+    configYaml?: string;
+    env?: NodeJS.ProcessEnv;
+    args?: string[];
+    cli?: string;
+    nodeArgs?: string[];
+    /** Headers for the readiness wait on /healthz (a server whose health needs a token). */
+    readyHeaders?: Record<string, string>;
+    /** Replaces the readiness check (default: GET /healthz answers 2xx). */
+    ready?: (url: string) => Promise<boolean>;
+  } = {},
 ): Promise<ProxyProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-proxy-'));
   const port = await freePort();
@@ -72,7 +82,8 @@ export async function startProxyProcess(
   const gone = new AbortController();
   void exited.then(() => gone.abort());
   try {
-    await waitFor('tollgate proxy to answer /healthz', async () => (await fetch(`${url}/healthz`)).ok, { timeoutMs: 20_000, signal: gone.signal });
+    const ready = opts.ready ?? (async () => (await fetch(`${url}/healthz`, { headers: opts.readyHeaders ?? {} })).ok);
+    await waitFor('tollgate proxy to answer /healthz', () => ready(url), { timeoutMs: 20_000, signal: gone.signal });
   } catch (error) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`tollgate proxy exited with ${child.exitCode ?? child.signalCode}: ${stderr}`);
     child.kill('SIGKILL');

@@ -23,7 +23,7 @@ export interface RecordingServer {
 /** `onHandlerError` answers a request whose handler threw (a malformed request the fake refuses). */
 export async function startRecordingServer(
   handler: RecordedCallHandler,
-  opts: { path?: string; onHandlerError?: (error: Error, res: ServerResponse) => void } = {},
+  opts: { path?: string; port?: number; onHandlerError?: (error: Error, res: ServerResponse) => void } = {},
 ): Promise<RecordingServer> {
   const calls: RecordedCall[] = [];
   let failing = false;
@@ -41,7 +41,10 @@ export async function startRecordingServer(
       }
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, '127.0.0.1', resolve);
+  });
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}${opts.path ?? ''}`,

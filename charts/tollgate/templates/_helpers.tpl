@@ -9,6 +9,7 @@
 
 {{- define "tollgate.operatorName" -}}{{ include "tollgate.fullname" . }}-operator{{- end -}}
 {{- define "tollgate.webhookName" -}}{{ include "tollgate.fullname" . }}-webhook{{- end -}}
+{{- define "tollgate.serverName" -}}{{ include "tollgate.fullname" . }}-server{{- end -}}
 {{- define "tollgate.operatorTlsSecret" -}}{{ include "tollgate.fullname" . }}-operator-tls{{- end -}}
 {{- define "tollgate.webhookTlsSecret" -}}{{ include "tollgate.fullname" . }}-webhook-tls{{- end -}}
 

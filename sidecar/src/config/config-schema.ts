@@ -9,6 +9,7 @@ import { isRouteName, PROVIDERS, type Provider, type RouteName } from '../provid
 import { normaliseAllowedHost } from '../inbound/allowed-hosts.ts';
 import { normaliseOrigin } from '../inbound/origin-policy.ts';
 import { ConfigError } from './config-error.ts';
+import { parseEngineMode, parseServerAuth, type EngineMode, type ServerAuthConfig } from './server-auth-config.ts';
 import type {
   BreakerConfig,
   CredentialsConfig,
@@ -20,7 +21,8 @@ import type {
 
 /** A partial runtime config: what one source (file, API, operator) sets. */
 export interface RuntimeConfigPatch {
-  server?: Partial<ServerConfig>;
+  mode?: EngineMode;
+  server?: Partial<Omit<ServerConfig, 'auth'>> & { auth?: Partial<ServerAuthConfig> };
   upstreams?: Partial<Record<RouteName, UpstreamConfig>>;
   /** Price overrides, merged over the built-in defaults by (provider, model). */
   pricing?: { models: PriceEntry[] };
@@ -113,10 +115,10 @@ function optionalList(value: Obj, key: string, field: string, normalise: (entry:
   });
 }
 
-function parseServer(input: unknown, field: string): Partial<ServerConfig> {
+function parseServer(input: unknown, field: string): NonNullable<RuntimeConfigPatch['server']> {
   const v = object(input, field);
-  onlyKeys(v, field, ['host', 'port', 'bodyLimitBytes', 'allowedHosts', 'allowedOrigins', 'requestTimeoutMs', 'drainTimeoutMs']);
-  return assignDefined<Partial<ServerConfig>>({}, {
+  onlyKeys(v, field, ['host', 'port', 'bodyLimitBytes', 'allowedHosts', 'allowedOrigins', 'requestTimeoutMs', 'drainTimeoutMs', 'auth']);
+  return assignDefined<NonNullable<RuntimeConfigPatch['server']>>({}, {
     host: optionalString(v, 'host', field),
     port: optionalNumber(v, 'port', field, { min: 0, max: 65535, integer: true }),
     bodyLimitBytes: optionalNumber(v, 'bodyLimitBytes', field, { min: 1024, max: 1 << 30, integer: true }),
@@ -124,6 +126,7 @@ function parseServer(input: unknown, field: string): Partial<ServerConfig> {
     allowedOrigins: optionalList(v, 'allowedOrigins', field, normaliseOrigin, 'an origin such as http://localhost:3000 (scheme, host and port only)'),
     requestTimeoutMs: optionalNumber(v, 'requestTimeoutMs', field, { min: 100, max: 3_600_000, integer: true }),
     drainTimeoutMs: optionalNumber(v, 'drainTimeoutMs', field, { min: 0, max: 3_600_000, integer: true }),
+    auth: v.auth === undefined ? undefined : parseServerAuth(v.auth, `${field}.auth`),
   });
 }
 
@@ -245,7 +248,7 @@ function parseGateway(input: unknown, field: string): Partial<GatewayConfig> {
   });
 }
 
-const SECTIONS = ['server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'audit'] as const;
+const SECTIONS = ['mode', 'server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'audit'] as const;
 
 /**
  * Checks a whole config patch. Throws ConfigError naming the first bad field; returns a clean copy
@@ -256,6 +259,7 @@ export function parseRuntimeConfigPatch(input: unknown, sections: readonly strin
   const v = object(input, 'config');
   onlyKeys(v, '', sections);
   const patch: RuntimeConfigPatch = {};
+  if (v.mode !== undefined) patch.mode = parseEngineMode(v.mode, 'mode');
   if (v.server !== undefined) patch.server = parseServer(v.server, 'server');
   if (v.upstreams !== undefined) patch.upstreams = parseUpstreams(v.upstreams, 'upstreams');
   if (v.pricing !== undefined) patch.pricing = parsePricing(v.pricing, 'pricing');

@@ -10,13 +10,24 @@ import { mergePriceEntries, PriceTable } from '../pricing/price-table.ts';
 import type { Provider, RouteName } from '../providers/routes.ts';
 import type { RuntimeConfigPatch } from './config-schema.ts';
 import type { RuntimeConfig } from './runtime-config.ts';
+import { defaultServerAuth } from './server-auth-config.ts';
 
 export type ConfigLayer = 'file' | 'operator' | 'api';
 const LAYER_ORDER: readonly ConfigLayer[] = ['file', 'operator', 'api'];
 
 export function defaultRuntimeConfig(): RuntimeConfig {
   return {
-    server: { host: '127.0.0.1', port: 8181, bodyLimitBytes: 32 * 1024 * 1024, allowedHosts: [], allowedOrigins: [], requestTimeoutMs: 60_000, drainTimeoutMs: 30_000 },
+    mode: 'proxy',
+    server: {
+      host: '127.0.0.1',
+      port: 8181,
+      bodyLimitBytes: 32 * 1024 * 1024,
+      allowedHosts: [],
+      allowedOrigins: [],
+      requestTimeoutMs: 60_000,
+      drainTimeoutMs: 30_000,
+      auth: defaultServerAuth(),
+    },
     upstreams: {},
     pricing: { models: [] },
     cache: structuredClone(DEFAULT_CACHE_SETTINGS),
@@ -30,7 +41,12 @@ export function defaultRuntimeConfig(): RuntimeConfig {
 /** Applies one patch over a config, returning a new config (the input is not modified). */
 export function applyPatch(base: RuntimeConfig, patch: RuntimeConfigPatch): RuntimeConfig {
   const next = structuredClone(base);
-  if (patch.server) Object.assign(next.server, patch.server);
+  if (patch.mode) next.mode = patch.mode;
+  if (patch.server) {
+    const { auth, ...server } = patch.server;
+    Object.assign(next.server, server);
+    if (auth) next.server.auth = { ...next.server.auth, ...structuredClone(auth) };
+  }
   if (patch.upstreams) {
     for (const [route, upstream] of Object.entries(patch.upstreams) as [RouteName, object][]) {
       next.upstreams[route] = { ...next.upstreams[route], ...upstream };
@@ -129,7 +145,9 @@ function mergePatches(a: RuntimeConfigPatch, b: RuntimeConfigPatch): RuntimeConf
   for (const key of Object.keys(b) as (keyof RuntimeConfigPatch)[]) {
     const value = b[key];
     if (value === undefined) continue;
-    if (key === 'pricing') {
+    if (typeof value !== 'object') {
+      (out as Record<string, unknown>)[key] = value; // mode
+    } else if (key === 'pricing') {
       out.pricing = { models: mergePriceEntries(out.pricing?.models ?? [], (value as { models: [] }).models) };
     } else if (key === 'audit') {
       out.audit = structuredClone(value as RuntimeConfigPatch['audit']);

@@ -5,6 +5,7 @@
 import type { CacheSettings, PriceEntry } from '../pricing/price-entry.ts';
 import type { AuditConfig } from '../audit/audit-config.ts';
 import type { Provider, RouteName } from '../providers/routes.ts';
+import type { EngineMode, ServerAuthConfig } from './server-auth-config.ts';
 
 export interface UpstreamConfig {
   /** Overrides the route's default base URL (regional or private endpoints; tests point it at fakes). */
@@ -82,9 +83,13 @@ export interface ServerConfig {
   requestTimeoutMs: number;
   /** On SIGTERM, how long calls in flight may run before their connections are closed. */
   drainTimeoutMs: number;
+  /** Inbound identity: who may call, and how they prove it (server-auth-config.ts, inbound/identity/). */
+  auth: ServerAuthConfig;
 }
 
 export interface RuntimeConfig {
+  /** `server` turns inbound authentication on by default and stops trusting x-tollgate-user. */
+  mode: EngineMode;
   server: ServerConfig;
   upstreams: Partial<Record<RouteName, UpstreamConfig>>;
   pricing: { models: PriceEntry[] };

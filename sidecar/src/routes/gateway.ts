@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import type { ConfigStore } from '../config/config-store.ts';
 import { ProxyError } from '../errors.ts';
 import { isJsonContentType, notJsonMessage } from '../inbound/json-content-type.ts';
+import { spanUserId } from '../inbound/identity/caller-user.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall } from '../metering/call-outcome.ts';
@@ -108,7 +109,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
   // One config snapshot for the whole call: a config push mid-call changes nothing for this call.
   const snapshot = opts.store.current();
   const config = snapshot.config;
-  const userHeader = header(request, 'x-tollgate-user') ?? null;
+  const callerUser = spanUserId(request, config.mode, null);
   const projectHeader = header(request, 'x-tollgate-project') ?? null;
   let call: MeteredCall | null = null;
   let plan: GatewayPlan | null = null;
@@ -129,7 +130,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
     const start = {
       provider: found.provider,
       operation: 'chat',
-      userId: userHeader ?? bodyUser(chat),
+      userId: spanUserId(request, config.mode, bodyUser(chat)),
       requestId: request.id,
       trace,
     };
@@ -161,7 +162,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
     if (error instanceof GatewayError) {
       // Refused before the model named a provider (no body, bad JSON, unknown model): still one span, so the
       // answer's X-Proxy-Span-Id can be looked up.
-      call ??= opts.meter.start({ route: 'v1', provider: 'unknown', model: requestedModel ?? 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace });
+      call ??= opts.meter.start({ route: 'v1', provider: 'unknown', model: requestedModel ?? 'unknown', operation: 'chat', userId: callerUser, projectId: projectHeader, requestId: request.id, trace });
       if (!call.finished) call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${error.code ?? 'invalid_request'}: ${error.message}` });
       if (!res.destroyed) sendJson(res, error.statusCode, error.toJSON(), trace);
       request.raw.resume();
@@ -170,7 +171,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
     const proxyError = error instanceof ProxyError ? error : toProxyError(plan?.route ?? 'beta', error);
     // The rest of a body that came too slowly is not waited for: this answer ends the connection.
     if (proxyError.code === 'client_timeout') res.setHeader('connection', 'close');
-    call ??= opts.meter.start({ route: 'v1', provider: 'unknown', model: requestedModel ?? 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace });
+    call ??= opts.meter.start({ route: 'v1', provider: 'unknown', model: requestedModel ?? 'unknown', operation: 'chat', userId: callerUser, projectId: projectHeader, requestId: request.id, trace });
     finishFailedCall(call, snapshot.prices, proxyError, res);
     if (!res.destroyed) {
       if (res.headersSent) res.destroy(proxyError);

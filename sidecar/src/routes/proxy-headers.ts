@@ -21,6 +21,10 @@ const NOT_FORWARDED_UPSTREAM = new Set([
   'x-goog-api-key',
   'api-key', // Azure OpenAI's key header
   'cookie',
+  // what an identity-aware proxy in front says about the caller: for this server, not for the provider
+  'x-goog-iap-jwt-assertion',
+  'x-goog-authenticated-user-email',
+  'x-goog-authenticated-user-id',
   // picks the Google Cloud project a Vertex call is billed to: the proxy's credential decides that, not the caller
   'x-goog-user-project',
   // where a browser request came from: about the caller's page, not for the provider (and a cross-site call

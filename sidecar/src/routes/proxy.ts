@@ -12,6 +12,7 @@ import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall, finishRelayedCall } from '../metering/call-outcome.ts';
 import type { ConfigStore } from '../config/config-store.ts';
 import { isJsonContentType, notJsonMessage } from '../inbound/json-content-type.ts';
+import { spanUserId } from '../inbound/identity/caller-user.ts';
 import { planUpstreamRequest, routeParsesJsonBody, routeReadsBody } from '../providers/upstream-request.ts';
 import { isRouteName, ROUTES, type RouteName } from '../providers/routes.ts';
 import { formatTraceparent, startSpanContext, type TraceContext } from '../spans/trace-context.ts';
@@ -101,7 +102,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
   // One config snapshot for the whole call: a config push mid-call changes nothing for this call.
   const snapshot = opts.store.current();
   const config = snapshot.config;
-  const userHeader = header(request, 'x-tollgate-user') ?? null;
+  const callerUser = spanUserId(request, config.mode, null);
   const projectHeader = header(request, 'x-tollgate-project') ?? null;
   let call: MeteredCall | null = null;
   // Aborts the upstream request when the caller goes away or its streamed body passes the limit or the deadline.
@@ -150,7 +151,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
       provider: spec.provider,
       model: plan.model,
       operation: plan.operation,
-      userId: userHeader ?? plan.bodyUserId,
+      userId: spanUserId(request, config.mode, plan.bodyUserId),
       projectId: projectHeader ?? config.upstreams[route]?.project ?? null,
       requestId: request.id,
       trace,
@@ -173,7 +174,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     const proxyError = callerError ?? (error instanceof ProxyError ? error : toProxyError(route, error));
     // Refused before the call was planned (body over the limit, bad JSON, a path that leaves the base):
     // still one span, so every answer's X-Proxy-Span-Id can be looked up.
-    call ??= opts.meter.start({ route, provider: spec.provider, model: 'unknown', operation: 'chat', userId: userHeader, projectId: projectHeader, requestId: request.id, trace });
+    call ??= opts.meter.start({ route, provider: spec.provider, model: 'unknown', operation: 'chat', userId: callerUser, projectId: projectHeader, requestId: request.id, trace });
     finishFailedCall(call, snapshot.prices, proxyError, res);
     if (!res.destroyed) sendProxyError(res, proxyError, trace);
   } finally {

@@ -1,0 +1,72 @@
+// Opaque OAuth 2.0 access tokens, checked at Google's tokeninfo endpoint (or one that answers in its shape)
+// with google-auth-library's OAuth2Client.getTokenInfo. A good answer is kept for accessTokens.cacheSeconds
+// but never past the token's own expiry, and one lookup serves every request that arrives with the same
+// token while it is in flight.
+
+import { OAuth2Client } from 'google-auth-library';
+import type { AccessTokenConfig } from '../../config/server-auth-config.ts';
+import { TokenRejected, type Claims } from './identity.ts';
+import { tokenKey, VerifiedTokenCache } from './verified-token-cache.ts';
+
+function statusOf(error: unknown): number | undefined {
+  const status = (error as { status?: unknown; response?: { status?: unknown } } | null)?.status ?? (error as { response?: { status?: unknown } } | null)?.response?.status;
+  return typeof status === 'number' ? status : undefined;
+}
+
+export class AccessTokens {
+  readonly issuer: string;
+  readonly #client: OAuth2Client;
+  readonly #config: AccessTokenConfig;
+  readonly #now: () => number;
+  readonly #cache: VerifiedTokenCache;
+  readonly #inFlight = new Map<string, Promise<Claims>>();
+  #lookups = 0;
+
+  constructor(config: AccessTokenConfig, now: () => number = () => Date.now()) {
+    this.#config = config;
+    this.issuer = config.tokeninfoUrl;
+    this.#now = now;
+    this.#cache = new VerifiedTokenCache(now);
+    this.#client = new OAuth2Client({ endpoints: { tokenInfoUrl: config.tokeninfoUrl } });
+  }
+
+  /** Lookups sent to the tokeninfo endpoint so far (the cache's effect, for the runtime health view). */
+  get lookups(): number {
+    return this.#lookups;
+  }
+
+  async verify(token: string): Promise<Claims> {
+    const key = tokenKey(token);
+    const cached = this.#cache.get(key);
+    if (cached) return cached.claims;
+    let pending = this.#inFlight.get(key);
+    if (!pending) {
+      pending = this.#lookup(token, key).finally(() => this.#inFlight.delete(key));
+      this.#inFlight.set(key, pending);
+    }
+    return pending;
+  }
+
+  async #lookup(token: string, key: string): Promise<Claims> {
+    this.#lookups++;
+    let info;
+    try {
+      info = await this.#client.getTokenInfo(token);
+    } catch (error) {
+      const status = statusOf(error);
+      if (status !== undefined && status >= 400 && status < 500) {
+        throw new TokenRejected('inactive_token', 'the access token is invalid, expired or revoked (tokeninfo refused it)');
+      }
+      throw new TokenRejected('identity_provider_unavailable', `the tokeninfo endpoint could not be asked${status !== undefined ? ` (HTTP ${status})` : ''}`);
+    }
+    const now = this.#now();
+    if (!Number.isFinite(info.expiry_date) || info.expiry_date <= now) throw new TokenRejected('expired', 'the access token has expired; get a new one');
+    const audiences = this.#config.audiences;
+    if (audiences.length > 0 && !audiences.includes(info.aud) && !(info.azp !== undefined && audiences.includes(info.azp))) {
+      throw new TokenRejected('wrong_audience', 'the access token was issued to an OAuth client this server does not accept (server.auth.accessTokens.audiences)');
+    }
+    const claims = info as unknown as Claims;
+    this.#cache.set(key, { claims, issuer: this.issuer }, Math.min(now + this.#config.cacheSeconds * 1000, info.expiry_date));
+    return claims;
+  }
+}

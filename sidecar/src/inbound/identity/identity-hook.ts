@@ -1,0 +1,90 @@
+// Inbound authentication as a fastify hook, right after the Host and Origin checks (request-guard.ts) and
+// before routing reads a byte of the body. A refused request gets 401 (503 when the identity provider could
+// not be asked) and nothing else happens: no upstream call, no span, one rate-limited log line.
+//   - With server.auth.required, every request needs an identity, except GET /healthz with health: open.
+//   - Without it, a request with no credential passes anonymously, but a credential that fails is refused.
+//   - GET /healthz with health: required needs an identity (401 without detail otherwise).
+//   - /_local/api/* in server mode (or with required) needs an identity listed in server.auth.admins (403).
+
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Logger } from 'pino';
+import type { RuntimeConfig } from '../../config/runtime-config.ts';
+import type { ServerAuthConfig } from '../../config/server-auth-config.ts';
+import { errorType } from '../../translate/openai-error.ts';
+import { AuthFailureLog } from './auth-failure-log.ts';
+import { createAuthenticator, type Authenticator, type AuthFailure } from './authenticator.ts';
+import type { Identity } from './identity.ts';
+
+export interface IdentityGate {
+  /** null: no strategy configured, nothing is checked. */
+  authenticator: Authenticator | null;
+  failures: AuthFailureLog;
+}
+
+const MANAGEMENT_API = '/_local/api';
+
+function isManagementApi(path: string): boolean {
+  return path === MANAGEMENT_API || path.startsWith(`${MANAGEMENT_API}/`);
+}
+
+function isGateway(path: string): boolean {
+  return path === '/v1' || path.startsWith('/v1/');
+}
+
+/** An admin is listed in server.auth.admins by e-mail or user id, or through one of its groups. */
+export function isAdmin(identity: Identity, admins: readonly string[]): boolean {
+  if (admins.length === 0) return false;
+  if (identity.email !== null && admins.includes(identity.email)) return true;
+  if (admins.includes(identity.userId.toLowerCase())) return true;
+  return identity.groups.some((group) => admins.includes(group));
+}
+
+function sendError(reply: FastifyReply, path: string, statusCode: number, code: string, message: string, extra: Record<string, string> = {}): FastifyReply {
+  // OpenAI's shape on /v1, which its SDKs turn into AuthenticationError / PermissionDeniedError.
+  const body = isGateway(path) ? { error: { message, type: errorType(statusCode), param: null, code, ...extra } } : { error: { code, ...extra, message } };
+  return reply.code(statusCode).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(body));
+}
+
+function refuse(reply: FastifyReply, path: string, failure: AuthFailure, health: boolean): FastifyReply {
+  if (failure.statusCode === 503) {
+    reply.header('retry-after', '5');
+    return sendError(reply, path, 503, 'identity_provider_unavailable', 'the identity provider could not be reached to check the credential; try again');
+  }
+  // An unauthenticated probe learns nothing about the engine or the token.
+  if (health) {
+    reply.header('www-authenticate', 'Bearer realm="tollgate", error="invalid_token"');
+    return reply.code(401).header('content-type', 'application/json; charset=utf-8').send('{"error":{"code":"invalid_token"}}');
+  }
+  reply.header('www-authenticate', `Bearer realm="tollgate", error="invalid_token", error_description="${failure.reason}"`);
+  return sendError(reply, path, 401, 'invalid_token', failure.message, { reason: failure.reason });
+}
+
+export function installIdentityHook(app: FastifyInstance, config: Pick<RuntimeConfig, 'mode' | 'server'>, logger: Logger): IdentityGate {
+  app.decorateRequest('identity', null);
+  const auth: ServerAuthConfig = config.server.auth;
+  const authenticator = createAuthenticator(auth);
+  const failures = new AuthFailureLog(logger);
+  const gate: IdentityGate = { authenticator, failures };
+  if (authenticator === null) return gate;
+  const adminsOnly = config.mode === 'server' || auth.required;
+
+  app.addHook('onRequest', async (request, reply) => {
+    const path = (request.raw.url ?? '/').split('?')[0]!;
+    const health = path === '/healthz';
+    if (health && auth.health === 'open') return;
+    const management = adminsOnly && isManagementApi(path);
+    const outcome = await authenticator.authenticate(request.headers);
+    if (outcome.failure) {
+      const mustIdentify = auth.required || health || management;
+      if (outcome.failure.reason === 'missing_token' && !mustIdentify) return;
+      failures.record({ method: request.method, path, ip: request.ip, failure: outcome.failure });
+      return refuse(reply, path, outcome.failure, health);
+    }
+    request.identity = outcome.identity;
+    if (management && !isAdmin(outcome.identity, auth.admins)) {
+      request.log.warn({ user_id: outcome.identity.userId, method: request.method, path }, 'management API refused: not an admin');
+      return sendError(reply, path, 403, 'admin_required', `${outcome.identity.userId} is not in server.auth.admins: the management API is for admins in server mode`);
+    }
+  });
+  return gate;
+}

@@ -1,0 +1,22 @@
+// One way of proving who a caller is. A strategy either proves an identity, says it does not apply to this
+// request (no credential of its kind), or throws TokenRejected naming why the credential it found is no good.
+
+import type { CredentialChecks } from './credential-checks.ts';
+import type { Identity, StrategyName } from './identity.ts';
+
+export interface NotApplicable {
+  readonly notApplicable: string;
+}
+
+export interface Strategy {
+  readonly name: StrategyName;
+  attempt(checks: CredentialChecks): Promise<Identity | NotApplicable>;
+}
+
+export function notApplicable(why: string): NotApplicable {
+  return { notApplicable: why };
+}
+
+export function isNotApplicable(value: Identity | NotApplicable): value is NotApplicable {
+  return 'notApplicable' in value;
+}

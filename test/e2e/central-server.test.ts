@@ -1,0 +1,243 @@
+// The central server as docs/central-server.md sets it up: `tollgate proxy --mode server` with server.auth,
+// a real process, tokens minted by a local OIDC issuer (and one playing accounts.google.com), a fake
+// tokeninfo endpoint and a fake identity-aware proxy. It checks the issue's Done-when: no token → 401 and
+// `all auth strategies failed` in the log; a valid ID token → the call goes through and the span's user_id is
+// the token's e-mail, whatever x-tollgate-user says; the IAP header pair with X-Proxy-Auth winning; health and
+// the management API behind identities; and the official openai SDK with an ID token as its apiKey.
+
+import OpenAI, { AuthenticationError } from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeUpstream, type FakeUpstream } from '../fakes/llm-upstream.ts';
+import { startFakeTokeninfo, type FakeTokeninfo } from '../fakes/google-tokeninfo.ts';
+import { startFakeIap, type FakeIap } from '../fakes/iap-signer.ts';
+import { startOidcIssuer, type LocalOidcIssuer } from '../fakes/oidc-issuer.ts';
+import { waitFor } from '../support/wait-for.ts';
+import { freePort, startProxyProcess, type ProxyProcess } from './proxy-process.ts';
+import type { SpanJson } from '../../sidecar/src/spans/span-json.ts';
+
+const OPENAI_KEY = 'sk-central-server-key';
+const AUD = 'tollgate';
+const IAP_CLIENT = '123-iap.apps.googleusercontent.com';
+const BACKEND = '/projects/123/global/backendServices/456';
+const ROBOT = 'tollgate-client@proj.iam.gserviceaccount.com';
+const ADMIN = 'admin@example.com';
+
+let issuer: LocalOidcIssuer;
+let google: LocalOidcIssuer;
+let tokeninfo: FakeTokeninfo;
+let iap: FakeIap;
+let openai: FakeUpstream;
+let server: ProxyProcess;
+let healthPort: number;
+let adminToken: string;
+
+const chat = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
+const now = () => Math.floor(Date.now() / 1000);
+
+function post(path: string, headers: Record<string, string>, body: unknown = chat): Promise<Response> {
+  return fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+}
+
+async function span(spanId: string | null): Promise<SpanJson | undefined> {
+  const response = await fetch(`${server.url}/_local/api/traces?limit=200`, { headers: { authorization: `Bearer ${adminToken}` } });
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { spans: SpanJson[] }).spans.find((s) => s.span_id === spanId);
+}
+
+function refusals(): Record<string, unknown>[] {
+  return server.logs.filter((line) => String(line.msg).startsWith('all auth strategies failed'));
+}
+
+beforeAll(async () => {
+  [issuer, google, tokeninfo, iap, openai] = await Promise.all([
+    startOidcIssuer(),
+    startOidcIssuer(),
+    startFakeTokeninfo(),
+    startFakeIap(),
+    startFakeUpstream('openai', { expectApiKey: OPENAI_KEY }),
+  ]);
+  adminToken = await issuer.idToken(ADMIN, AUD);
+  healthPort = await freePort();
+  server = await startProxyProcess({
+    args: ['--mode', 'server', '--host', '127.0.0.1'],
+    env: { OPENAI_API_KEY: OPENAI_KEY, TOLLGATE_HEALTH_PORT: String(healthPort) },
+    readyHeaders: { authorization: `Bearer ${adminToken}` },
+    configYaml: `
+upstreams:
+  beta: { baseUrl: "${openai.url}" }
+storage: { kind: sqlite, path: spans.db }
+server:
+  auth:
+    oidc:
+      - issuer: ${issuer.url}
+        audiences: [${AUD}]
+      - issuer: https://accounts.google.com
+        audiences: ["${IAP_CLIENT}"]
+        certsUrl: ${google.googleCertsUrl}
+    accessTokens:
+      tokeninfoUrl: ${tokeninfo.url}
+      cacheSeconds: 300
+    iap:
+      enabled: true
+      audiences: ["${BACKEND}"]
+      allowedServiceAccounts: ["${ROBOT}"]
+      publicKeysUrl: ${iap.publicKeysUrl}
+    admins: [${ADMIN}]
+`,
+  });
+});
+
+afterAll(async () => {
+  await server?.stop();
+  await Promise.all([issuer?.close(), google?.close(), tokeninfo?.close(), iap?.close(), openai?.close()]);
+});
+
+describe('a call without a token', () => {
+  it('is refused with 401, WWW-Authenticate and a reason, reaches no provider, and logs all auth strategies failed', async () => {
+    const before = openai.requests.length;
+    const gateway = await post('/v1/chat/completions', {});
+    expect(gateway.status).toBe(401);
+    expect(gateway.headers.get('www-authenticate')).toBe('Bearer realm="tollgate", error="invalid_token", error_description="missing_token"');
+    expect(await gateway.json()).toEqual({
+      error: { message: 'no credential: send Authorization: Bearer <ID token or access token>', type: 'authentication_error', param: null, code: 'invalid_token', reason: 'missing_token' },
+    });
+    const native = await post('/proxy/beta/v1/chat/completions', { 'x-tollgate-user': 'alice@example.com' });
+    expect(native.status).toBe(401);
+    expect(await native.json()).toMatchObject({ error: { code: 'invalid_token', reason: 'missing_token' } });
+    expect(openai.requests.length).toBe(before);
+
+    await waitFor('the refusal log lines', async () => refusals().length >= 2);
+    expect(refusals()[0]).toMatchObject({
+      level: 40,
+      reason: 'missing_token',
+      path: '/v1/chat/completions',
+      strategies: { iap: expect.stringContaining('not applicable'), oidc: 'not applicable: no Authorization header', accessTokens: 'not applicable: no Authorization header' },
+    });
+  });
+
+  it('with an expired token names the reason without echoing the token, in the answer or the log', async () => {
+    const expired = await issuer.idToken('alice@example.com', AUD, { iat: now() - 7200, exp: now() - 3600 });
+    const response = await post('/v1/chat/completions', { authorization: `Bearer ${expired}` });
+    expect(response.status).toBe(401);
+    const text = await response.text();
+    expect(JSON.parse(text)).toMatchObject({ error: { code: 'invalid_token', reason: 'expired' } });
+    await waitFor('the log line', async () => refusals().some((line) => line.reason === 'expired'));
+    const signature = expired.split('.')[2]!;
+    expect(text).not.toContain(signature);
+    expect(JSON.stringify(server.logs)).not.toContain(signature);
+    expect(JSON.stringify(server.logs)).not.toContain(expired.split('.')[1]!);
+  });
+});
+
+describe('a call with a valid ID token', () => {
+  it('goes through, and the span records the token\'s e-mail whatever x-tollgate-user and the body say', async () => {
+    const token = await issuer.idToken('Alice@Example.com', AUD);
+    const response = await post('/v1/chat/completions', { authorization: `Bearer ${token}`, 'x-tollgate-user': 'mallory' }, { ...chat, user: 'mallory-in-body' });
+    expect(response.status).toBe(200);
+    // The provider got the server's own key, never the caller's token (the fake refuses any other bearer).
+    expect(openai.requests.at(-1)!.headers.authorization).toBe(`Bearer ${OPENAI_KEY}`);
+    const recorded = await span(response.headers.get('x-proxy-span-id'));
+    expect(recorded).toMatchObject({ user_id: 'alice@example.com', status: 'ok', route: 'beta' });
+
+    const native = await post('/proxy/beta/v1/chat/completions', { authorization: `Bearer ${token}`, 'x-tollgate-user': 'mallory' });
+    expect(native.status).toBe(200);
+    expect(await span(native.headers.get('x-proxy-span-id'))).toMatchObject({ user_id: 'alice@example.com' });
+  });
+
+  it('an opaque access token from tokeninfo works the same way', async () => {
+    const response = await post('/proxy/beta/v1/chat/completions', { authorization: `Bearer ${tokeninfo.issue('dave@example.com')}` });
+    expect(response.status).toBe(200);
+    expect(await span(response.headers.get('x-proxy-span-id'))).toMatchObject({ user_id: 'dave@example.com' });
+  });
+});
+
+describe('behind an identity-aware proxy', () => {
+  const robotIdToken = async (email = ROBOT) =>
+    google.mint({ iss: 'https://accounts.google.com', aud: IAP_CLIENT, sub: 'robot', email, email_verified: true, iat: now(), exp: now() + 3600 });
+
+  it('the IAP header pair: the call is metered to the X-Proxy-Auth user, not to Authorization\'s', async () => {
+    const response = await post('/v1/chat/completions', {
+      'x-goog-iap-jwt-assertion': await iap.assertion(ROBOT, BACKEND),
+      'proxy-authorization': `Bearer ${await robotIdToken()}`,
+      'x-proxy-auth': `Bearer ${tokeninfo.issue('helen@example.com')}`,
+      authorization: `Bearer ${await issuer.idToken('bob@example.com', AUD)}`,
+    });
+    expect(response.status).toBe(200);
+    expect(await span(response.headers.get('x-proxy-span-id'))).toMatchObject({ user_id: 'helen@example.com' });
+    // None of the credentials reached the provider.
+    const sent = openai.requests.at(-1)!.headers;
+    expect([sent['proxy-authorization'], sent['x-proxy-auth'], sent['x-goog-iap-jwt-assertion']]).toEqual([undefined, undefined, undefined]);
+  });
+
+  it('refuses Proxy-Authorization from a service account that is not allowed', async () => {
+    const intruder = 'intruder@proj.iam.gserviceaccount.com';
+    const response = await post('/v1/chat/completions', {
+      'x-goog-iap-jwt-assertion': await iap.assertion(intruder, BACKEND),
+      'proxy-authorization': `Bearer ${await robotIdToken(intruder)}`,
+      'x-proxy-auth': `Bearer ${tokeninfo.issue('helen@example.com')}`,
+    });
+    expect(response.status).toBe(401);
+    expect(await response.json()).toMatchObject({ error: { reason: 'service_account_not_allowed' } });
+  });
+});
+
+describe('health', () => {
+  it('/healthz on the serving port needs a token and says nothing without one; the probe port stays open', async () => {
+    const anonymous = await fetch(`${server.url}/healthz`);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toBe('Bearer realm="tollgate", error="invalid_token"');
+    expect(await anonymous.json()).toEqual({ error: { code: 'invalid_token' } });
+    const withToken = await fetch(`${server.url}/healthz`, { headers: { authorization: `Bearer ${await issuer.idToken('prober@example.com', AUD)}` } });
+    expect(withToken.status).toBe(200);
+    expect(await withToken.json()).toEqual({ status: 'ok' });
+    const probe = await fetch(`http://127.0.0.1:${healthPort}/healthz`);
+    expect(probe.status).toBe(200);
+  });
+});
+
+describe('the management API', () => {
+  it('answers admins, refuses other users with 403 and anonymous callers with 401', async () => {
+    const asAdmin = await fetch(`${server.url}/_local/api/config`, { headers: { authorization: `Bearer ${adminToken}` } });
+    expect(asAdmin.status).toBe(200);
+    expect(((await asAdmin.json()) as { config: { mode: string } }).config.mode).toBe('server');
+
+    const user = await issuer.idToken('bob@example.com', AUD);
+    const asUser = await fetch(`${server.url}/_local/api/config`, { headers: { authorization: `Bearer ${user}` } });
+    expect(asUser.status).toBe(403);
+    expect(await asUser.json()).toEqual({ error: { code: 'admin_required', message: 'bob@example.com is not in server.auth.admins: the management API is for admins in server mode' } });
+    const change = await fetch(`${server.url}/_local/api/config`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ upstreams: { beta: { baseUrl: 'http://127.0.0.1:9' } } }),
+    });
+    expect(change.status).toBe(403);
+    expect((await fetch(`${server.url}/_local/api/config`)).status).toBe(401);
+
+    const health = await fetch(`${server.url}/_local/api/health`, { headers: { authorization: `Bearer ${adminToken}` } });
+    const auth = ((await health.json()) as { auth: { strategies: string[]; refused: number; tokeninfoLookups: number } }).auth;
+    expect(auth.strategies).toEqual(['iap', 'oidc', 'accessTokens']);
+    expect(auth.refused).toBeGreaterThan(0);
+  });
+});
+
+describe('the official openai SDK', () => {
+  it('works with an ID token as its apiKey, and gets an AuthenticationError with a bad one', async () => {
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: await issuer.idToken('sdk-user@example.com', AUD), maxRetries: 0 });
+    const completion = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    expect(completion.data.choices[0]!.message.content).toBeTruthy();
+    expect(await span(completion.response.headers.get('x-proxy-span-id'))).toMatchObject({ user_id: 'sdk-user@example.com' });
+
+    const refused = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const error = await refused.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AuthenticationError);
+    expect((error as AuthenticationError).code).toBe('invalid_token');
+  });
+});
+
+describe('start-up', () => {
+  it('server mode without a way to identify callers stops with a message naming server.auth', async () => {
+    await expect(startProxyProcess({ args: ['--mode', 'server'] })).rejects.toThrow(
+      'tollgate proxy: server.auth needs at least one way to identify callers in server mode: oidc (ID tokens), accessTokens (OAuth 2.0 access tokens) or iap',
+    );
+  });
+});
