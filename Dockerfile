@@ -1,9 +1,11 @@
 # syntax=docker/dockerfile:1
-# Both Tollgate images from one build stage. Build from the repository root:
+# Both Tollgate images from one build stage, and the one place that says what each image holds. Build from the
+# repository root:
 #   docker build --target tollgate -t ghcr.io/tollgate/tollgate:0.1.0 .          operator, webhook, crds
 #   docker build --target sidecar  -t ghcr.io/tollgate/tollgate-sidecar:0.1.0 .  the injected proxy only
-# Both run JavaScript compiled once with tsc: type stripping at start-up would cost ~35 MB of RSS per process
-# (BENCHMARKS.md), which every injected pod would pay.
+# Each image holds cmd/ (the `tollgate` command), contracts/ (what components share) and its own components;
+# neither holds the other's. Both run JavaScript compiled once with tsc: type stripping at start-up would cost
+# ~35 MB of RSS per process (BENCHMARKS.md), which every injected pod would pay.
 
 ARG NODE_IMAGE=node:24-bookworm-slim
 
@@ -11,6 +13,8 @@ FROM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json tsconfig.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY cmd ./cmd
+COPY contracts ./contracts
 COPY sidecar ./sidecar
 COPY operator ./operator
 COPY webhook ./webhook
@@ -43,10 +47,12 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=sidecar-deps /app/node_modules ./node_modules
 COPY package.json ./
+COPY --from=build /src/dist/cmd ./cmd
+COPY --from=build /src/dist/contracts ./contracts
 COPY --from=build /src/dist/sidecar/src ./sidecar/src
 COPY proto ./proto
 USER 65532:65532
-ENTRYPOINT ["node", "sidecar/src/cli.js"]
+ENTRYPOINT ["node", "cmd/tollgate.js"]
 CMD ["proxy"]
 
 # The operator and webhook image (the default target). The layout mirrors the repository so relative paths
@@ -56,12 +62,13 @@ ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=control-deps /app/node_modules ./node_modules
 COPY package.json ./
-COPY --from=build /src/dist/sidecar ./sidecar
+COPY --from=build /src/dist/cmd ./cmd
+COPY --from=build /src/dist/contracts ./contracts
 COPY --from=build /src/dist/operator ./operator
 COPY --from=build /src/dist/webhook ./webhook
 COPY --from=build /src/dist/kube-client ./kube-client
 COPY --from=build /src/dist/crds ./crds
 COPY proto ./proto
 USER 65532:65532
-ENTRYPOINT ["node", "sidecar/src/cli.js"]
+ENTRYPOINT ["node", "cmd/tollgate.js"]
 CMD ["--help"]

@@ -14,7 +14,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['{contracts,sidecar,operator,webhook,kube-client,crds,test}/**/*.test.ts'],
+          include: ['{contracts,cmd,sidecar,operator,webhook,kube-client,crds,test}/**/*.test.ts'],
           exclude: ['test/e2e/**', 'test/cluster/**', '**/*.node.test.ts', '**/node_modules/**'],
           testTimeout: 20_000,
         },

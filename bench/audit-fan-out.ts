@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { mixedEvents } from '../test/fakes/tetragon-agent.ts';
-import { auditSinkServiceDefinition, type ExportRequest } from '../sidecar/src/audit/audit-sink-protocol.ts';
+import { auditSinkServiceDefinition, type ExportRequest } from '../contracts/audit-sink-protocol.ts';
 import { AuditRouter } from '../sidecar/src/audit/audit-router.ts';
 import type { AuditRecord, AuditSink } from '../sidecar/src/audit/sinks/audit-sink.ts';
 import { JsonlSink } from '../sidecar/src/audit/sinks/jsonl-sink.ts';
@@ -62,7 +62,7 @@ const rssTimer = setInterval(() => {
 }, 50);
 const cpu0 = process.cpuUsage();
 const t0 = performance.now();
-for (let sent = 0; sent < total; ) {
+for (let sent = 0; sent < total;) {
   for (let i = 0; i < BURST && sent < total; i++, sent++) router.publish(new TetragonEvent(samples[sent % samples.length]!));
   // Let the workers run between bursts, as the stream's socket reads would.
   while (router.sinks().some((s) => s.queueDepth > 10_000)) await new Promise((r) => setImmediate(r));

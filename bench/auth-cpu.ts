@@ -63,7 +63,13 @@ const plain = await startProxyProcess({ configYaml: base, env, ...run });
 const results: Record<string, number> = { no_auth: await measure(plain, {}) };
 await plain.stop();
 
-const server = await startProxyProcess({ configYaml: base + auth, args: ['--mode', 'server', '--host', '127.0.0.1'], env, ready: async (url) => (await fetch(`${url}/healthz`)).status === 401, ...run });
+const server = await startProxyProcess({
+  configYaml: base + auth,
+  args: ['--mode', 'server', '--host', '127.0.0.1'],
+  env,
+  ready: async (url) => (await fetch(`${url}/healthz`)).status === 401,
+  ...run,
+});
 results.id_token_rs256_jose = await measure(server, { authorization: `Bearer ${await issuer.idToken('a@example.com', 'tollgate')}` });
 results.id_token_es256_jose = await measure(server, { authorization: `Bearer ${await issuer.idToken('a@example.com', 'tollgate', {}, { alg: 'ES256' })}` });
 results.id_token_google_library = await measure(server, { authorization: `Bearer ${googleToken}` });

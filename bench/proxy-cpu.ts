@@ -21,7 +21,7 @@ const upstream = await startFakeUpstream('openai', { expectApiKey: 'k' });
 const proxy = await startProxyProcess({
   configYaml: `upstreams:\n  beta: { baseUrl: "${upstream.url}" }\nstorage: { kind: sqlite, path: spans.db }\n`,
   env: { OPENAI_API_KEY: 'k', TOLLGATE_LOG_LEVEL: 'warn' },
-  ...(compiled ? { cli: new URL('../dist/sidecar/src/cli.js', import.meta.url).pathname, nodeArgs: ['--max-semi-space-size=1', '--v8-pool-size=1'] } : {}),
+  ...(compiled ? { cli: new URL('../dist/cmd/tollgate.js', import.meta.url).pathname, nodeArgs: ['--max-semi-space-size=1', '--v8-pool-size=1'] } : {}),
 });
 const pool = new Pool(proxy.url, { connections: 16 });
 const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });

@@ -88,7 +88,7 @@ const upstream = await startFakeUpstream('openai', { expectApiKey: KEY });
 const proxy = await startProxyProcess({
   configYaml: `upstreams:\n  beta: { baseUrl: "${upstream.url}" }\nstorage: { kind: sqlite, path: spans.db }\n`,
   env: { OPENAI_API_KEY: KEY, TOLLGATE_LOG_LEVEL: 'warn' },
-  ...(compiled ? { cli: new URL('../dist/sidecar/src/cli.js', import.meta.url).pathname, nodeArgs: SIDECAR_NODE_FLAGS } : {}),
+  ...(compiled ? { cli: new URL('../dist/cmd/tollgate.js', import.meta.url).pathname, nodeArgs: SIDECAR_NODE_FLAGS } : {}),
 });
 const startRss = rssMb(proxy.child.pid!);
 const pid = proxy.child.pid!;
@@ -144,7 +144,7 @@ const report = {
     overhead_p99: f(pct(ps.ttfbs, 99) - pct(ds.ttfbs, 99)),
   },
   throughput_rps_32_concurrent: { direct: Math.round(directRps), proxy: Math.round(proxyRps) },
-  proxy_run: compiled ? `dist/ (compiled) with ${SIDECAR_NODE_FLAGS.join(' ')}` : 'sidecar/src/cli.ts (type stripping)',
+  proxy_run: compiled ? `dist/ (compiled) with ${SIDECAR_NODE_FLAGS.join(' ')}` : 'cmd/tollgate.ts (type stripping)',
   proxy_rss_mb: { idle_at_start: startRss.toFixed(1), idle_after_warmup: idleRss.toFixed(1), after_load: loadRss.toFixed(1) },
   big_streams: bigStreams,
   spans_recorded: spans.count > 0,

@@ -67,7 +67,7 @@ async function run(mode: 'main' | 'worker'): Promise<void> {
   await inner.close();
   const check = openSqliteSpanStore(path);
   const stored = check.count();
-  check.close();
+  await check.close();
   rmSync(dir, { recursive: true, force: true });
   blocked.sort((a, b) => a - b);
   const f = (n: number): string => n.toFixed(3);

@@ -30,7 +30,7 @@ function renderVersion(version: CrdVersionSource): Json {
     storage: version.storage,
     schema: { openAPIV3Schema: toOpenApiSchema(version.schema) },
     ...(version.statusSubresource ? { subresources: { status: {} } } : {}),
-    additionalPrinterColumns: version.printerColumns.map((c) => ({ ...c }) as Json),
+    additionalPrinterColumns: version.printerColumns.map((c) => ({ ...c })),
   };
 }
 

@@ -5,9 +5,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { PROVIDERS, ROUTE_NAMES } from '../sidecar/src/providers/routes.ts';
-import type { PriceEntry } from '../sidecar/src/pricing/price-entry.ts';
-import type { UpstreamConfig } from '../sidecar/src/config/runtime-config.ts';
+import { PROVIDERS, ROUTE_NAMES } from '../contracts/routes.ts';
+import type { PriceEntry } from '../contracts/price-entry.ts';
+import type { UpstreamConfig } from '../contracts/runtime-config.ts';
 import type { SchemaNode } from './crd-schema.ts';
 import { renderCrd } from './crd-manifest.ts';
 import { GENERATE_COMMAND, generatedFiles, staleness } from './generated-files.ts';
@@ -123,6 +123,6 @@ describe('ProxyConfig schema', () => {
 
 // Compile-time: the CRD's entries must be usable as the sidecar's runtime types without conversion.
 const priceEntry: PriceEntry = {} as PriceModelSpec;
-const upstreams: Partial<Record<keyof UpstreamsSpec, UpstreamConfig>> = {} as UpstreamsSpec;
+const upstreams: Partial<Record<keyof UpstreamsSpec, UpstreamConfig>> = {};
 void priceEntry;
 void upstreams;

@@ -65,7 +65,11 @@ export function auditSpec(secretKeyRef: (description: string) => SchemaNode): Sc
       { rule: "self.kind != 'grpc' || has(self.address)", message: 'a grpc sink needs address', fieldPath: '.address', reason: 'FieldValueRequired' },
       { rule: "self.kind != 'bigquery' || (has(self.dataset) && has(self.table))", message: 'a bigquery sink needs dataset and table', reason: 'FieldValueRequired' },
       { rule: "self.kind == 'jsonl' || (!has(self.path) && !has(self.rotate))", message: 'path and rotate apply to jsonl sinks only', reason: 'FieldValueForbidden' },
-      { rule: "self.kind == 'grpc' || (!has(self.address) && !has(self.tls) && !has(self.bearerToken))", message: 'address, tls and bearerToken apply to grpc sinks only', reason: 'FieldValueForbidden' },
+      {
+        rule: "self.kind == 'grpc' || (!has(self.address) && !has(self.tls) && !has(self.bearerToken))",
+        message: 'address, tls and bearerToken apply to grpc sinks only',
+        reason: 'FieldValueForbidden',
+      },
       {
         rule: "self.kind == 'bigquery' || (!has(self.projectId) && !has(self.dataset) && !has(self.table) && !has(self.location) && !has(self.partitionExpirationDays) && !has(self.credentials))",
         message: 'projectId, dataset, table, location, partitionExpirationDays and credentials apply to bigquery sinks only',
@@ -86,7 +90,7 @@ export function auditSpec(secretKeyRef: (description: string) => SchemaNode): Sc
       source: {
         type: 'object',
         tsType: 'AuditSourceSpec',
-        description: 'Where the Tetragon agent listens; events are always filtered to the sidecar\'s own pod.',
+        description: "Where the Tetragon agent listens; events are always filtered to the sidecar's own pod.",
         properties: {
           address: { type: 'string', description: 'unix:///var/run/tetragon/tetragon.sock or host:port.', maxLength: 512, pattern: SOURCE_ADDRESS },
         },
@@ -103,7 +107,7 @@ export function auditSpec(secretKeyRef: (description: string) => SchemaNode): Sc
       queue: {
         type: 'object',
         tsType: 'AuditQueueSpec',
-        description: 'Each sink\'s bounded queue.',
+        description: "Each sink's bounded queue.",
         properties: {
           maxEvents: int('Events waiting per sink; beyond this they are dropped and counted.', 1, 1_000_000),
           whenFull: { type: 'string', description: 'Which event a full queue drops.', enum: ['drop_newest', 'drop_oldest'] },

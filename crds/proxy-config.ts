@@ -1,12 +1,12 @@
 // ProxyConfig (tollgate.dev/v1alpha1): the single source of truth for its CRD YAML and its TypeScript types
 // (`node crds/generate.ts` writes both; see docs/decisions/0600). The spec mirrors the runtime config of
-// sidecar/src/config/runtime-config.ts, except that credentials are references to Secrets, never values.
+// contracts/runtime-config.ts, except that credentials are references to Secrets, never values.
 //
 // Every string and list is bounded (maxLength, maxItems): the API server estimates the worst-case cost of
 // each CEL rule from those bounds and refuses the CRD when it is unbounded or too expensive.
 
-import { MAX_PRICE_PER_MILLION } from '../sidecar/src/pricing/price-entry.ts';
-import { PROVIDERS, ROUTE_NAMES, ROUTES, type RouteName } from '../sidecar/src/providers/routes.ts';
+import { MAX_PRICE_PER_MILLION } from '../contracts/price-entry.ts';
+import { describeV1Routes, PROVIDERS, ROUTE_NAMES, ROUTES, v1Routes, type RouteName } from '../contracts/routes.ts';
 import type { CrdSource, SchemaNode } from './crd-schema.ts';
 import { auditSpec } from './proxy-config-audit.ts';
 
@@ -61,9 +61,7 @@ const priceEntry: SchemaNode = {
     },
     input_per_million: price('Price of input tokens.'),
     output_per_million: price('Price of output tokens.'),
-    cached_input_per_million: price(
-      "Price of cached-read input tokens; when absent, the input price times the provider's cached_multiplier.",
-    ),
+    cached_input_per_million: price("Price of cached-read input tokens; when absent, the input price times the provider's cached_multiplier."),
     cache_write_per_million: price('Price of cache writes (Anthropic 5-minute writes); when absent, the input price.'),
     cache_write_1h_per_million: price('Price of 1-hour cache writes (Anthropic); when absent, cache_write_per_million.'),
     long_context: {
@@ -202,14 +200,12 @@ const credentials: SchemaNode = {
     openaiApiKey: secretKeyRef('Secret key holding the OpenAI API key (route beta).'),
     anthropicApiKey: secretKeyRef('Secret key holding the Anthropic API key (route gamma-direct).'),
     googleServiceAccount: secretKeyRef(
-      'Secret key holding a Google service account key file (JSON) for the Vertex AI routes; ' +
-        "when absent, the pod's Application Default Credentials are used.",
+      'Secret key holding a Google service account key file (JSON) for the Vertex AI routes; ' + "when absent, the pod's Application Default Credentials are used.",
     ),
     aws: {
       type: 'object',
       tsType: 'AwsCredentialsRef',
-      description:
-        "Secret holding AWS access keys for Bedrock (route gamma-cloudb); when absent, the pod's default AWS credential chain is used.",
+      description: "Secret holding AWS access keys for Bedrock (route gamma-cloudb); when absent, the pod's default AWS credential chain is used.",
       required: ['secretName'],
       properties: {
         secretName,
@@ -245,16 +241,8 @@ const gateway: SchemaNode = {
   tsType: 'GatewaySpec',
   description: 'Which route serves each provider on the OpenAI-compatible /v1/chat/completions endpoint.',
   properties: {
-    anthropicRoute: {
-      type: 'string',
-      description: 'gamma-direct (Anthropic API), gamma (Vertex AI) or gamma-cloudb (Bedrock).',
-      enum: ['gamma-direct', 'gamma', 'gamma-cloudb'],
-    },
-    googleRoute: {
-      type: 'string',
-      description: 'alpha (native generateContent, translated) or alpha-compat (Vertex AI chat completions).',
-      enum: ['alpha', 'alpha-compat'],
-    },
+    anthropicRoute: { type: 'string', description: `${describeV1Routes('anthropic')}.`, enum: v1Routes('anthropic') },
+    googleRoute: { type: 'string', description: `${describeV1Routes('google')}.`, enum: v1Routes('google') },
   },
 };
 
@@ -337,8 +325,7 @@ const condition: SchemaNode = {
       type: 'string',
       description: 'Condition type in CamelCase, e.g. Ready.',
       maxLength: 316,
-      pattern:
-        '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
+      pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
     },
     status: { type: 'string', tsType: 'ConditionStatus', enum: ['True', 'False', 'Unknown'] },
     observedGeneration: {

@@ -5,6 +5,7 @@
 
 import { type KubeConfig, RequestContext } from '@kubernetes/client-node';
 import { fetch } from 'undici';
+import { definedFields } from '../contracts/json-record.ts';
 
 export class KubeApiError extends Error {
   readonly statusCode: number;
@@ -61,7 +62,7 @@ export class KubeApi {
       headers['content-type'] = opts.contentType ?? (method === 'PATCH' ? 'application/merge-patch+json' : 'application/json');
     }
     const signal = opts.signal ? AbortSignal.any([opts.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]) : AbortSignal.timeout(REQUEST_TIMEOUT_MS);
-    const response = await fetch(url, { method, headers, body, dispatcher: ctx.getDispatcher(), signal });
+    const response = await fetch(url, { method, headers, signal, ...definedFields({ body, dispatcher: ctx.getDispatcher() }) });
     const text = await response.text();
     if (response.status >= 200 && response.status < 300) return (text ? JSON.parse(text) : {}) as T;
     let reason = '';
@@ -86,12 +87,12 @@ export class KubeApi {
     await this.kubeConfig.applySecurityAuthentication(ctx);
     const headers = ctx.getHeaders() as Record<string, string>;
     headers.accept = 'application/json';
-    const response = await fetch(url, { method: 'GET', headers, dispatcher: ctx.getDispatcher(), signal });
+    const response = await fetch(url, { method: 'GET', headers, signal, ...definedFields({ dispatcher: ctx.getDispatcher() }) });
     if (response.status !== 200 || !response.body) {
       const text = await response.text().catch(() => '');
       let status: { reason?: string; message?: string } = {};
       try {
-        status = JSON.parse(text);
+        status = JSON.parse(text) as typeof status;
       } catch {
         // not a Status object
       }

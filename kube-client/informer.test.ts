@@ -42,7 +42,7 @@ describe('Informer against a server that refuses every watch with 410 Gone', () 
     const logs: { msg: string; retryInMs?: number }[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _enc, done) {
-        for (const line of chunk.toString().split('\n')) if (line.trim()) logs.push(JSON.parse(line));
+        for (const line of chunk.toString().split('\n')) if (line.trim()) logs.push(JSON.parse(line) as (typeof logs)[number]);
         done();
       },
     });

@@ -65,7 +65,7 @@ export async function main(argv: string[]): Promise<number> {
     return 1;
   }
   logger.info({ namespace: settings.namespace, lease: settings.leaseName, grpcPort: settings.grpcPort, healthPort: health.port }, 'operator started');
-  if (!settings.leaderEndpoint) logger.info('no pod IP (--pod-ip or POD_IP): the push Service\'s EndpointSlice is not managed by this replica');
+  if (!settings.leaderEndpoint) logger.info("no pod IP (--pod-ip or POD_IP): the push Service's EndpointSlice is not managed by this replica");
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));

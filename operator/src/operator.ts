@@ -163,8 +163,11 @@ export function startOperator(opts: OperatorOptions): Operator {
       },
     });
     const deps = { api, logger, recorder, proxyConfigs, secrets, registry };
-    const workers = runWorkers(queue, opts.workers ?? 2, (key) => reconcileProxyConfig(key, deps), (key, error, retryInMs) =>
-      logger.warn({ proxyConfig: key, err: error instanceof Error ? error.message : String(error), retryInMs }, 'reconcile failed; retrying'),
+    const workers = runWorkers(
+      queue,
+      opts.workers ?? 2,
+      (key) => reconcileProxyConfig(key, deps),
+      (key, error, retryInMs) => logger.warn({ proxyConfig: key, err: error instanceof Error ? error.message : String(error), retryInMs }, 'reconcile failed; retrying'),
     );
     work = { queue, workers, registry };
     for (const pc of proxyConfigs.list()) queue.add(objectKey(pc));

@@ -14,7 +14,13 @@ describe('parseOperatorArgs', () => {
       grpcPort: 8443,
       healthHost: '0.0.0.0',
       healthPort: 8081,
-      tls: { kind: 'secret', namespace: 'tg', name: 'tollgate-operator-tls', dnsNames: ['tollgate-operator.tg.svc', 'tollgate-operator.tg.svc.cluster.local'], ipAddresses: ['127.0.0.1'] },
+      tls: {
+        kind: 'secret',
+        namespace: 'tg',
+        name: 'tollgate-operator-tls',
+        dnsNames: ['tollgate-operator.tg.svc', 'tollgate-operator.tg.svc.cluster.local'],
+        ipAddresses: ['127.0.0.1'],
+      },
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
@@ -34,7 +40,10 @@ describe('parseOperatorArgs', () => {
     expect(parse([]).leaderEndpoint).toBeUndefined();
     expect(parse([], { POD_IP: '' }).leaderEndpoint).toBeUndefined();
     expect(parse([], { POD_IP: '10.1.2.3' }).leaderEndpoint).toEqual({ service: 'tollgate-operator', podIP: '10.1.2.3' });
-    expect(parse(['--pod-ip=fd00::7', '--push-service=rel-tollgate-operator'], { POD_IP: '10.1.2.3' }).leaderEndpoint).toEqual({ service: 'rel-tollgate-operator', podIP: 'fd00::7' });
+    expect(parse(['--pod-ip=fd00::7', '--push-service=rel-tollgate-operator'], { POD_IP: '10.1.2.3' }).leaderEndpoint).toEqual({
+      service: 'rel-tollgate-operator',
+      podIP: 'fd00::7',
+    });
   });
 
   it('names the flag that is wrong', () => {

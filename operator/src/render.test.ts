@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../sidecar/src/config/config-error.ts';
+import { ConfigError } from '../../contracts/config-error.ts';
 import { referencedSecrets, render, resolveCredentials } from './render.ts';
 
 describe('render', () => {
@@ -89,7 +89,10 @@ describe('resolveCredentials', () => {
 
 describe('referencedSecrets', () => {
   it('lists each referenced Secret once', () => {
-    expect(referencedSecrets({ credentials: { openaiApiKey: { secretName: 'a', key: 'x' }, anthropicApiKey: { secretName: 'a', key: 'y' }, aws: { secretName: 'b' } } })).toEqual(['a', 'b']);
+    expect(referencedSecrets({ credentials: { openaiApiKey: { secretName: 'a', key: 'x' }, anthropicApiKey: { secretName: 'a', key: 'y' }, aws: { secretName: 'b' } } })).toEqual([
+      'a',
+      'b',
+    ]);
     expect(referencedSecrets(undefined)).toEqual([]);
   });
 });

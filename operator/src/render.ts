@@ -4,19 +4,12 @@
 // the same field-naming message.
 
 import type { ProxyConfigSpec, SecretKeyRef } from '../../crds/index.ts';
-import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../sidecar/src/config/config-schema.ts';
+import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../contracts/config-schema.ts';
 import { CREDENTIALS_LABEL_SELECTOR } from './controller/secret-object.ts';
 import { type AuditCredentialName, auditSecrets, renderAudit } from './render-audit.ts';
 
 /** Names of credential values in a snapshot (proto Snapshot.credentials keys). */
-export const CREDENTIAL_NAMES = [
-  'openaiApiKey',
-  'anthropicApiKey',
-  'googleServiceAccount',
-  'awsAccessKeyId',
-  'awsSecretAccessKey',
-  'awsSessionToken',
-] as const;
+export const CREDENTIAL_NAMES = ['openaiApiKey', 'anthropicApiKey', 'googleServiceAccount', 'awsAccessKeyId', 'awsSecretAccessKey', 'awsSessionToken'] as const;
 export type CredentialName = (typeof CREDENTIAL_NAMES)[number];
 
 export interface CredentialRef extends SecretKeyRef {
@@ -77,9 +70,7 @@ export interface SecretData {
   data?: Record<string, string>;
 }
 
-export type CredentialResolution =
-  | { ok: true; values: Record<string, Buffer> }
-  | { ok: false; reason: 'SecretNotFound' | 'SecretKeyNotFound'; message: string };
+export type CredentialResolution = { ok: true; values: Record<string, Buffer> } | { ok: false; reason: 'SecretNotFound' | 'SecretKeyNotFound'; message: string };
 
 /** Picks each referenced key out of its Secret; the first missing Secret or key is reported by field. */
 export function resolveCredentials(refs: readonly CredentialRef[], secret: (name: string) => SecretData | undefined): CredentialResolution {

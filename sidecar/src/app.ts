@@ -11,15 +11,15 @@ import { followCredentialSettings } from './auth/live-credentials.ts';
 import type { ConfigStore } from './config/config-store.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { CallMeter } from './metering/call-meter.ts';
-import type { CredentialKind } from './providers/routes.ts';
-import { gatewayRoutes } from './routes/gateway.ts';
+import type { CredentialKind } from '../../contracts/routes.ts';
+import { gatewayRoutes } from './http/gateway.ts';
 import { clientErrorHandler, frameworkErrorHandler } from './inbound/http-refusals.ts';
 import { inboundPolicy, installRequestGuard, type InboundPolicy } from './inbound/request-guard.ts';
+import { healthCheck, healthRoutes, type Health } from './http/health.ts';
+import { managementRoutes } from './http/management.ts';
+import { proxyRoutes } from './http/proxy.ts';
+import { RuntimeHealth, runtimeHealthRoutes } from './http/runtime-health.ts';
 import { installIdentityHook, type IdentityGate } from './inbound/identity/identity-hook.ts';
-import { healthCheck, healthRoutes, type Health } from './routes/health.ts';
-import { managementRoutes } from './routes/management.ts';
-import { proxyRoutes } from './routes/proxy.ts';
-import { RuntimeHealth, runtimeHealthRoutes } from './routes/runtime-health.ts';
 import { openMemorySpanStore } from './spans/memory-span-store.ts';
 import { openSqliteSpanStore } from './spans/sqlite-span-store.ts';
 import type { SpanStore } from './spans/span-store.ts';
@@ -62,16 +62,14 @@ const CUT_CALLS_GRACE_MS = 5_000;
 export function buildEngine(opts: EngineOptions): Engine {
   const { store, logger } = opts;
   const config = store.get();
-  const spans = config.storage.kind === 'sqlite' ? openSqliteSpanStore(config.storage.path, { logger, maxSpans: config.storage.maxSpans }) : openMemorySpanStore(config.storage.bufferSize);
+  const spans =
+    config.storage.kind === 'sqlite' ? openSqliteSpanStore(config.storage.path, { logger, maxSpans: config.storage.maxSpans }) : openMemorySpanStore(config.storage.bufferSize);
   const writer = new SpanWriter(spans, config.storage, logger);
   const credentials =
-    opts.credentials ??
-    createCredentialProviders({ credentials: config.credentials, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
+    opts.credentials ?? createCredentialProviders({ credentials: config.credentials, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
   const client = new UpstreamClient({ credentials, breaker: config.breaker, logger });
   const unsubscribeBreaker = store.subscribe((snapshot) => client.updateBreakerConfig(snapshot.config.breaker));
-  const unsubscribeCredentials = opts.credentials
-    ? () => undefined
-    : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
+  const unsubscribeCredentials = opts.credentials ? () => undefined : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
   const lifecycle = new Lifecycle();
   const meter = new CallMeter(writer, logger, lifecycle);
   const inbound = inboundPolicy(config.server, opts.env ?? process.env);
@@ -81,8 +79,10 @@ export function buildEngine(opts: EngineOptions): Engine {
   // leave the body to fastify, set past the routes' deadline so that theirs fires first (ADR 1002).
   const headersTimeout = Math.min(HEADERS_TIMEOUT_MS, config.server.requestTimeoutMs);
 
+  // typed as fastify's logger so the app's type (and every plugin's) names FastifyBaseLogger, not pino's
+  const loggerInstance: FastifyBaseLogger = logger;
   const app = Fastify({
-    loggerInstance: logger as FastifyBaseLogger,
+    loggerInstance,
     // every call gets one richer line from the call meter instead of fastify's request/response lines
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.server.bodyLimitBytes,
@@ -111,7 +111,7 @@ export function buildEngine(opts: EngineOptions): Engine {
     runtimeHealth.register('auth', () => ({ strategies: authenticator.strategies, refused: identity.failures.total, tokeninfoLookups: authenticator.accessTokens?.lookups ?? 0 }));
   }
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
-  app.register(proxyRoutes, { store, client, meter, lifecycle });
+  app.register(proxyRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
   app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
 
   app.setNotFoundHandler((request, reply) => {
@@ -135,7 +135,8 @@ export function buildEngine(opts: EngineOptions): Engine {
         // has recorded its span (cutting ends them within a turn or two; the bound is for a call that hangs).
         lifecycle.startCutting(drainTimeoutMs);
         app.server.closeAllConnections();
-        if (!(await lifecycle.waitIdle(CUT_CALLS_GRACE_MS))) logger.warn({ in_flight: lifecycle.inFlight }, 'calls still running after their connections were closed; their spans may be lost');
+        if (!(await lifecycle.waitIdle(CUT_CALLS_GRACE_MS)))
+          logger.warn({ in_flight: lifecycle.inFlight }, 'calls still running after their connections were closed; their spans may be lost');
       }
       await closed;
       unsubscribeBreaker();

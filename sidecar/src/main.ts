@@ -6,13 +6,13 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { buildEngine } from './app.ts';
 import { AuditReporter } from './audit/audit-report.ts';
-import { ConfigError } from './config/config-error.ts';
+import { ConfigError } from '../../contracts/config-error.ts';
 import { loadConfigFile } from './config/config-file.ts';
-import type { RuntimeConfigPatch } from './config/config-schema.ts';
+import type { RuntimeConfigPatch } from '../../contracts/config-schema.ts';
 import { ConfigStore } from './config/config-store.ts';
-import { applyServerModeDefaults, checkServerAuth, parseEngineMode } from './config/server-auth-config.ts';
-import { hostnameOf, isLoopbackHostname } from './inbound/allowed-hosts.ts';
-import { startHealthListener } from './routes/health.ts';
+import { hostnameOf, isLoopbackHostname } from '../../contracts/allowed-hosts.ts';
+import { startHealthListener } from './http/health.ts';
+import { applyServerModeDefaults, checkServerAuth, parseEngineMode } from '../../contracts/server-auth-config.ts';
 import { SpanStoreOpenError } from './spans/sqlite-span-schema.ts';
 
 const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS] [--mode proxy|server]
@@ -107,7 +107,8 @@ export async function main(argv: string[]): Promise<number> {
         host,
         port,
         exposure: `the proxy has no inbound authentication: anyone who can reach ${host}:${port} spends its credentials and can change its prices and upstreams through /_local/api`,
-        restrict: 'listen on 127.0.0.1 (--host, server.host), firewall the port, put an authenticating proxy in front, or run in server mode with server.auth (docs/central-server.md); callers must use a name in server.allowedHosts',
+        restrict:
+          'listen on 127.0.0.1 (--host, server.host), firewall the port, put an authenticating proxy in front, or run in server mode with server.auth (docs/central-server.md); callers must use a name in server.allowedHosts',
       },
       'listening beyond loopback without inbound authentication',
     );
@@ -170,7 +171,7 @@ export function applyPodDefaults(patch: RuntimeConfigPatch, env: NodeJS.ProcessE
 async function startOperatorLink(
   store: ConfigStore,
   logger: pino.Logger,
-  auditReport: () => import('./config/push-protocol.ts').AuditReport | undefined,
+  auditReport: () => import('../../contracts/push-protocol.ts').AuditReport | undefined,
 ): Promise<{ stop(): Promise<void> } | null> {
   const address = process.env.TOLLGATE_OPERATOR_ADDRESS;
   if (!address) return null;

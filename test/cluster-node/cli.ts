@@ -85,7 +85,7 @@ async function status(): Promise<void> {
     say('the leftovers of a node are on this machine, but its API server is not running (was a run killed?); `./tollgatew cluster down` removes them');
     return;
   }
-  say(cli ? `a node brought up by \`./tollgatew cluster up\` is running (since ${cli.startedAt})` : 'a node is running (a test run\'s, most likely)');
+  say(cli ? `a node brought up by \`./tollgatew cluster up\` is running (since ${cli.startedAt})` : "a node is running (a test run's, most likely)");
   if (existsSync(paths.adminKubeconfig)) {
     const t = tools(nodeNetwork(), await ensureControlPlaneBinaries());
     const pods = await t.kubectl(['get', 'nodes,pods', '-A', '-o', 'wide']);

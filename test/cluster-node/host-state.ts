@@ -7,14 +7,7 @@ import { join } from 'node:path';
 import { STATE_DIR } from './node-layout.ts';
 
 // The kubelet sets these at start-up (unless protectKernelDefaults, which instead refuses to start).
-export const GLOBAL_SYSCTLS = [
-  'vm.overcommit_memory',
-  'vm.panic_on_oom',
-  'kernel.panic',
-  'kernel.panic_on_oops',
-  'kernel.keys.root_maxkeys',
-  'kernel.keys.root_maxbytes',
-] as const;
+export const GLOBAL_SYSCTLS = ['vm.overcommit_memory', 'vm.panic_on_oom', 'kernel.panic', 'kernel.panic_on_oops', 'kernel.keys.root_maxkeys', 'kernel.keys.root_maxbytes'] as const;
 
 // Default locations of Kubernetes and containerd state. The node points every configurable one at its own
 // folders; these are watched anyway, so one that is not configurable (the kubelet's /var/log/containers, the
@@ -110,11 +103,21 @@ export interface HostSnapshot {
   nodeProcesses: number;
 }
 
-export function hostSnapshot(deps: { mounts: () => Array<{ target: string }>; cgroupHierarchies: () => string[]; nodeProcesses: () => number[]; ip: (args: string[]) => string }): HostSnapshot {
+export function hostSnapshot(deps: {
+  mounts: () => Array<{ target: string }>;
+  cgroupHierarchies: () => string[];
+  nodeProcesses: () => number[];
+  ip: (args: string[]) => string;
+}): HostSnapshot {
   return {
     links: (JSON.parse(deps.ip(['-j', 'link', 'show'])) as Array<{ ifname: string }>).map((l) => l.ifname).sort(),
-    routes: (JSON.parse(deps.ip(['-j', 'route', 'show', 'table', 'all'])) as Array<Record<string, unknown>>).map((r) => `${r.dst} ${r.dev ?? ''} ${r.table ?? ''}`).sort(),
-    mounts: deps.mounts().map((m) => m.target).sort(),
+    routes: (JSON.parse(deps.ip(['-j', 'route', 'show', 'table', 'all'])) as Array<{ dst: string; dev?: string; table?: string | number }>)
+      .map((r) => `${r.dst} ${r.dev ?? ''} ${r.table ?? ''}`)
+      .sort(),
+    mounts: deps
+      .mounts()
+      .map((m) => m.target)
+      .sort(),
     sysctls: readSysctls(),
     watchedPaths: WATCHED_PATHS.filter((p) => existsSync(p)),
     nodeCgroups: deps.cgroupHierarchies().filter((h) => existsSync(join(h, 'tollgate-node'))),

@@ -164,7 +164,9 @@ export async function startNodeCluster(opts: StartOptions): Promise<NodeCluster>
     }
     const leftovers = tearDownNode();
     if (leftovers.found) {
-      log(`cleaned up a node an earlier run left: ${leftovers.processes} processes, ${leftovers.mounts} mounts, ${leftovers.cgroups} cgroups${leftovers.host.length ? `, ${leftovers.host.join(', ')}` : ''}`);
+      log(
+        `cleaned up a node an earlier run left: ${leftovers.processes} processes, ${leftovers.mounts} mounts, ${leftovers.cgroups} cgroups${leftovers.host.length ? `, ${leftovers.host.join(', ')}` : ''}`,
+      );
     }
     await ensureNodePackages(log);
     opts.beforeStart?.();

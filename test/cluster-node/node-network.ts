@@ -19,7 +19,7 @@ function overlaps(a: string, b: string): boolean {
   const [bIp, bLen] = b.split('/') as [string, string];
   const len = Math.min(Number(aLen), Number(bLen));
   const mask = len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0;
-  return ((ipv4ToNumber(aIp) & mask) >>> 0) === ((ipv4ToNumber(bIp) & mask) >>> 0);
+  return (ipv4ToNumber(aIp) & mask) >>> 0 === (ipv4ToNumber(bIp) & mask) >>> 0;
 }
 
 /** Refuses a range the machine already routes (a VPN, a Docker network): the node would shadow it. */

@@ -1,11 +1,11 @@
-// The node's credentials, generated per bring-up with the production webhook/src/pki.ts: one CA for the API
+// The node's credentials, generated per bring-up with the production contracts/pki.ts: one CA for the API
 // server's serving certificate and every client certificate, each component as the user Kubernetes' default
 // RBAC and the Node authorizer expect, and the service-account signing key.
 
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createCertificateAuthority, issueCertificate, type KeyPairPem } from '../../webhook/src/pki.ts';
+import { createCertificateAuthority, issueCertificate, type KeyPairPem } from '../../contracts/pki.ts';
 import { renderKubeconfig } from '../control-plane/kubeconfig.ts';
 import { NODE_NAME, paths, PORTS, type NodeNetwork } from './node-layout.ts';
 

@@ -13,7 +13,7 @@ export function nodeUnavailableReason(): string | undefined {
   if (!existsSync('/sys/fs/cgroup/memory') && !existsSync('/sys/fs/cgroup/cgroup.controllers')) {
     return 'no cgroup file system with a memory controller under /sys/fs/cgroup';
   }
-  if (!readFileSync('/proc/filesystems', 'utf8').includes('overlay')) return 'the kernel has no overlay file system (containerd\'s snapshotter needs it)';
+  if (!readFileSync('/proc/filesystems', 'utf8').includes('overlay')) return "the kernel has no overlay file system (containerd's snapshotter needs it)";
   for (const command of ['ip', 'nsenter', 'unshare', 'mount', 'umount', 'tar', 'flock', 'ldd']) {
     if (!onPath(command)) return `${command} is not on PATH`;
   }

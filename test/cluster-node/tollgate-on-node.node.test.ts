@@ -66,7 +66,7 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
   const getJson = async <T>(args: string[]) => JSON.parse(await kubectl([...args, '-o', 'json'])) as T;
 
   /** One call from the app container; its span as the sidecar stored it (undefined unless the call succeeded). */
-  async function callAndSpan(): Promise<{ call: CallResult; span?: Span }> {
+  async function callAndSpan(): Promise<{ call: CallResult; span?: Span | undefined }> {
     const call = await appClient<CallResult>(node, ['call', MODEL]);
     if (call.status !== 200) return { call };
     const traces = await appClient<{ body: { spans: Span[] } }>(node, ['traces', '20']);
@@ -163,10 +163,14 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
 
   it('a call from the app container goes through the sidecar to the fake upstream pod, with the key from the Secret, and is metered', async () => {
     // The first snapshot brings the key and the price; before it lands the sidecar has no OpenAI key.
-    const { call, span } = await eventually('a priced call through the sidecar', async () => {
-      const result = await callAndSpan();
-      return result.span?.cost_usd === 2 ? result : undefined;
-    }, 90_000);
+    const { call, span } = await eventually(
+      'a priced call through the sidecar',
+      async () => {
+        const result = await callAndSpan();
+        return result.span?.cost_usd === 2 ? result : undefined;
+      },
+      90_000,
+    );
     expect(call.status).toBe(200);
     expect(JSON.parse(call.body)).toMatchObject({ object: 'chat.completion', model: 'gpt-4o-mini-2024-07-18' });
     expect(span).toMatchObject({ provider: 'openai', route: 'beta', model: MODEL, user_id: 'node-test', input_tokens: FAKE_USAGE.input, status: 'ok' });

@@ -107,11 +107,17 @@ describe('audit configured by a ProxyConfig, delivered by a pushed sidecar', () 
     dir?.remove();
   });
 
-  it('the pushed sidecar streams its own pod\'s events to both sinks, with the bearer token from the Secret', async () => {
+  it("the pushed sidecar streams its own pod's events to both sinks, with the bearer token from the Secret", async () => {
     await agent.waitForSubscribers(1, 60_000);
     expect(agent.requests.at(-1)).toEqual({ allow_list: [{ namespace: ['team-a'], pod_regex: ['^web-1$'] }] });
 
-    const events = mixedEvents([{ namespace: 'team-a', pod: 'web-1' }, { namespace: 'team-a', pod: 'web-2' }], 8);
+    const events = mixedEvents(
+      [
+        { namespace: 'team-a', pod: 'web-1' },
+        { namespace: 'team-a', pod: 'web-2' },
+      ],
+      8,
+    );
     agent.emit(events);
     await collector.waitForEvents(4);
     expect(collector.events().map((e) => e.pod_name)).toEqual(['web-1', 'web-1', 'web-1', 'web-1']);
@@ -162,11 +168,22 @@ describe('audit configured by a ProxyConfig, delivered by a pushed sidecar', () 
     expect(await refused({ sinks: [{ name: 's', kind: 'jsonl' }] })).toContain('a jsonl sink needs path');
     expect(await refused({ sinks: [{ name: 'w', kind: 'bigquery', dataset: 'audit' }] })).toContain('a bigquery sink needs dataset and table');
     expect(await refused({ sinks: [{ name: 's', kind: 'jsonl', path: '/x', address: 'c:1' }] })).toContain('address, tls and bearerToken apply to grpc sinks only');
-    expect(await refused({ sinks: [{ name: 's', kind: 'jsonl', path: '/x' }, { name: 's', kind: 'jsonl', path: '/y' }] })).toMatch(/Duplicate value/);
-    expect(await refused({ sinks: [{ name: 's', kind: 'jsonl', path: '/x' }], retry: { initialBackoffMs: 500, maxBackoffMs: 10 } })).toContain('maxBackoffMs must not be less than initialBackoffMs');
+    expect(
+      await refused({
+        sinks: [
+          { name: 's', kind: 'jsonl', path: '/x' },
+          { name: 's', kind: 'jsonl', path: '/y' },
+        ],
+      }),
+    ).toMatch(/Duplicate value/);
+    expect(await refused({ sinks: [{ name: 's', kind: 'jsonl', path: '/x' }], retry: { initialBackoffMs: 500, maxBackoffMs: 10 } })).toContain(
+      'maxBackoffMs must not be less than initialBackoffMs',
+    );
     // No way for a namespace's config to widen the agent filter to other pods: the field does not exist, and
     // the API server prunes it.
-    await putProxyConfig(api, 'team-a', 'pruned-audit', { audit: { sinks: [{ name: 's', kind: 'jsonl', path: '/x' }], source: { allow: [{ namespace: ['kube-system'] }] } } } as never);
+    await putProxyConfig(api, 'team-a', 'pruned-audit', {
+      audit: { sinks: [{ name: 's', kind: 'jsonl', path: '/x' }], source: { allow: [{ namespace: ['kube-system'] }] } },
+    } as never);
     const pruned = await getProxyConfig(api, 'team-a', 'pruned-audit');
     expect(pruned.spec?.audit?.source ?? {}).toEqual({});
   });

@@ -9,17 +9,7 @@ import { startControlPlane, type ControlPlane } from '../control-plane/control-p
 import { freePort } from '../control-plane/free-port.ts';
 import type { WebhookServer } from '../../webhook/src/webhook-server.ts';
 import { crdManifests } from '../../crds/index.ts';
-import {
-  appPod,
-  capturedLogger,
-  createPod,
-  ensureNamespace,
-  operatorCaFile,
-  startLocalWebhook,
-  testWebhookOptions,
-  waitFor,
-  webhookConfiguration,
-} from './webhook-fixtures.ts';
+import { appPod, capturedLogger, createPod, ensureNamespace, operatorCaFile, startLocalWebhook, testWebhookOptions, waitFor, webhookConfiguration } from './webhook-fixtures.ts';
 
 const OWN_NAMESPACE = 'tollgate-system';
 const CONFIG_NAME = 'tollgate-audit-test';
@@ -57,11 +47,14 @@ describe('webhook: Tetragon access for sidecars whose ProxyConfig enables audit'
 
     const port = await freePort();
     await cp.kubeConfig.makeApiClient(AdmissionregistrationV1Api).createMutatingWebhookConfiguration({
-      body: webhookConfiguration({ name: CONFIG_NAME, url: `https://127.0.0.1:${port}/mutate`, ownNamespace: OWN_NAMESPACE }) as never,
+      body: webhookConfiguration({ name: CONFIG_NAME, url: `https://127.0.0.1:${port}/mutate`, ownNamespace: OWN_NAMESPACE }),
     });
     const operatorCa = await operatorCaFile();
     webhook = await startLocalWebhook(
-      { ...testWebhookOptions({ port, namespace: OWN_NAMESPACE, webhookConfigName: CONFIG_NAME, operatorCaFile: operatorCa.path }), audit: { hostSocket: true, socketDir: '/var/run/tetragon' } },
+      {
+        ...testWebhookOptions({ port, namespace: OWN_NAMESPACE, webhookConfigName: CONFIG_NAME, operatorCaFile: operatorCa.path }),
+        audit: { hostSocket: true, socketDir: '/var/run/tetragon' },
+      },
       cp.kubeConfig,
       capturedLogger().logger,
     );
@@ -72,7 +65,7 @@ describe('webhook: Tetragon access for sidecars whose ProxyConfig enables audit'
     await cp?.stop();
   });
 
-  it('gives the node IP and the read-only socket directory when the pod\'s ProxyConfig enables audit', async () => {
+  it("gives the node IP and the read-only socket directory when the pod's ProxyConfig enables audit", async () => {
     const pod = await injectedPod('audited');
     const sidecar = sidecarOf(pod)!;
     expect(sidecar.env).toContainEqual({ name: 'TOLLGATE_HOST_IP', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.hostIP' } } });
@@ -83,7 +76,7 @@ describe('webhook: Tetragon access for sidecars whose ProxyConfig enables audit'
     expect(pod.spec!.containers.find((c) => c.name === 'app')!.volumeMounts ?? []).toEqual([]);
   });
 
-  it('gives nothing when the pod\'s ProxyConfig has no audit or turns it off, and follows the pod\'s annotation', async () => {
+  it("gives nothing when the pod's ProxyConfig has no audit or turns it off, and follows the pod's annotation", async () => {
     for (const annotations of [undefined, { 'tollgate.dev/proxy-config': 'audit-off' }, { 'tollgate.dev/proxy-config': 'missing' }]) {
       const pod = await injectedPod('quiet', annotations);
       const sidecar = sidecarOf(pod)!;

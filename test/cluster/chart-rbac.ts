@@ -35,11 +35,7 @@ export async function renderChartRbac(cp: ControlPlane, component: ChartComponen
 }
 
 /** Applies the chart's RBAC for `component` and returns a client that acts as the chart's ServiceAccount. */
-export async function asChartServiceAccount(
-  cp: ControlPlane,
-  component: ChartComponent,
-  opts: { namespace: string; set?: Record<string, string> },
-): Promise<KubeConfig> {
+export async function asChartServiceAccount(cp: ControlPlane, component: ChartComponent, opts: { namespace: string; set?: Record<string, string> }): Promise<KubeConfig> {
   const applied = await cp.kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: await renderChartRbac(cp, component, opts) });
   if (applied.code !== 0) throw new Error(`kubectl apply of the chart's ${component} RBAC failed: ${applied.stderr}`);
   const serviceAccount = component === 'operator' ? CHART_NAMES.operator : CHART_NAMES.webhook;

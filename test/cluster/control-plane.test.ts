@@ -6,13 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import {
-  ApiException,
-  AuthenticationV1Api,
-  CoreV1Api,
-  RbacAuthorizationV1Api,
-  type KubeConfig,
-} from '@kubernetes/client-node';
+import { ApiException, AuthenticationV1Api, CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
 
 const NAMESPACE = 'harness-check';
@@ -84,7 +78,7 @@ describe('test control plane', () => {
         spec: {
           audiences: ['tollgate'],
           expirationSeconds: 600,
-          boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: 'app', uid: pod.metadata?.uid },
+          boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: 'app', uid: pod.metadata!.uid! },
         },
       },
     });
@@ -128,9 +122,7 @@ describe('test control plane', () => {
     expect(await statusOf(asAlice.listNamespacedConfigMap({ namespace: NAMESPACE }))).toBe(200);
     // The grant is exactly as wide as the Role: other namespaces and verbs stay forbidden.
     expect(await statusOf(asAlice.listNamespacedConfigMap({ namespace: 'default' }))).toBe(403);
-    expect(
-      await statusOf(asAlice.createNamespacedConfigMap({ namespace: NAMESPACE, body: { metadata: { name: 'x' } } })),
-    ).toBe(403);
+    expect(await statusOf(asAlice.createNamespacedConfigMap({ namespace: NAMESPACE, body: { metadata: { name: 'x' } } }))).toBe(403);
   });
 
   it('runs kubectl against the admin kubeconfig', async () => {
@@ -155,23 +147,15 @@ describe('test control plane', () => {
     const chart = mkdtempSync(join(tmpdir(), 'harness-chart-'));
     try {
       mkdirSync(join(chart, 'templates'));
-      writeFileSync(
-        join(chart, 'Chart.yaml'),
-        'apiVersion: v2\nname: harness-check\nversion: 0.1.0\nkubeVersion: ">=1.33.0-0"\n',
-      );
-      writeFileSync(
-        join(chart, 'templates', 'configmap.yaml'),
-        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-helm\ndata:\n  release: {{ .Release.Name | quote }}\n',
-      );
+      writeFileSync(join(chart, 'Chart.yaml'), 'apiVersion: v2\nname: harness-check\nversion: 0.1.0\nkubeVersion: ">=1.33.0-0"\n');
+      writeFileSync(join(chart, 'templates', 'configmap.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-helm\ndata:\n  release: {{ .Release.Name | quote }}\n');
       const res = await cp.helm(['install', 'demo', chart, '--namespace', NAMESPACE]);
       expect(res.stderr).toBe('');
       expect(res.code).toBe(0);
       const created = await core.readNamespacedConfigMap({ name: 'from-helm', namespace: NAMESPACE });
       expect(created.data).toEqual({ release: 'demo' });
       const list = await cp.helm(['list', '--namespace', NAMESPACE, '-o', 'json']);
-      expect((JSON.parse(list.stdout) as { name: string; status: string }[]).map((r) => [r.name, r.status])).toEqual([
-        ['demo', 'deployed'],
-      ]);
+      expect((JSON.parse(list.stdout) as { name: string; status: string }[]).map((r) => [r.name, r.status])).toEqual([['demo', 'deployed']]);
     } finally {
       rmSync(chart, { recursive: true, force: true });
     }

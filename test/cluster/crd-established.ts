@@ -8,8 +8,12 @@ import { waitFor } from '../support/wait-for.ts';
 
 export async function crdEstablished(kubeConfig: KubeConfig, name: string): Promise<void> {
   const api = kubeConfig.makeApiClient(ApiextensionsV1Api);
-  await waitFor(`CRD ${name} to be Established`, async () => {
-    const crd = await api.readCustomResourceDefinition({ name });
-    return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
-  }, 60_000);
+  await waitFor(
+    `CRD ${name} to be Established`,
+    async () => {
+      const crd = await api.readCustomResourceDefinition({ name });
+      return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
+    },
+    60_000,
+  );
 }

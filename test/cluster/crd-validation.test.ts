@@ -41,9 +41,7 @@ function parseTable(stdout: string): { header: string[]; rows: Map<string, Recor
   const columns = [...headerLine.matchAll(/\S+/g)].map((m) => ({ name: m[0], start: m.index }));
   const rows = new Map<string, Record<string, string>>();
   for (const line of lines) {
-    const row = Object.fromEntries(
-      columns.map((c, i) => [c.name, line.slice(c.start, columns[i + 1]?.start ?? line.length).trim()]),
-    );
+    const row = Object.fromEntries(columns.map((c, i) => [c.name, line.slice(c.start, columns[i + 1]?.start ?? line.length).trim()]));
     rows.set(row.NAME!, row);
   }
   return { header: columns.map((c) => c.name), rows };
@@ -53,8 +51,7 @@ describe('ProxyConfig CRD on a real API server', () => {
   let cp: ControlPlane;
   let objects: CustomObjectsApi;
 
-  const get = (name: string): Promise<ProxyConfig> =>
-    objects.getNamespacedCustomObject({ ...coordinates, namespace: NAMESPACE, name });
+  const get = (name: string): Promise<ProxyConfig> => objects.getNamespacedCustomObject({ ...coordinates, namespace: NAMESPACE, name });
 
   beforeAll(async () => {
     cp = await startControlPlane();
@@ -302,20 +299,20 @@ describe('ProxyConfig CRD on a real API server', () => {
       s.pricing.models[0].input_per_million = -1;
       s.upstreams.beta.baseUrl = 'ftp://x';
     });
-    const error = await objects
-      .createNamespacedCustomObject({ ...coordinates, namespace: NAMESPACE, body: proxyConfig('api-refused', spec) })
-      .then(() => undefined, apiError);
+    const error = await objects.createNamespacedCustomObject({ ...coordinates, namespace: NAMESPACE, body: proxyConfig('api-refused', spec) }).then(() => undefined, apiError);
     expect(error?.code).toBe(422);
-    expect(error?.causes.map((c) => c.field).sort()).toEqual([
-      'spec.pricing.models[0].input_per_million',
-      'spec.upstreams.beta.baseUrl',
-    ]);
+    expect(error?.causes.map((c) => c.field).sort()).toEqual(['spec.pricing.models[0].input_per_million', 'spec.upstreams.beta.baseUrl']);
   });
 
   it('refuses a bad update and keeps the stored resource as it was', async () => {
     const before = await get('default');
     const result = await cp.kubectl(['apply', '-n', NAMESPACE, '-f', '-'], {
-      input: JSON.stringify(proxyConfig('default', sampleWith((s) => (s.breaker.failureRatio = 7)))),
+      input: JSON.stringify(
+        proxyConfig(
+          'default',
+          sampleWith((s) => (s.breaker.failureRatio = 7)),
+        ),
+      ),
     });
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('spec.breaker.failureRatio');

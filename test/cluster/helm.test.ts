@@ -51,7 +51,9 @@ async function template(...values: string[]): Promise<Manifest[]> {
   const result = await cp.helm(args);
   expect(result.stderr).toBe('');
   expect(result.code).toBe(0);
-  return parseAllDocuments(result.stdout).map((d) => d.toJSON() as Manifest).filter(Boolean);
+  return parseAllDocuments(result.stdout)
+    .map((d) => d.toJSON() as Manifest)
+    .filter(Boolean);
 }
 
 function find(manifests: Manifest[], kind: string, name: string): Manifest {
@@ -114,7 +116,11 @@ describe('helm lint and template', () => {
     expect(config.webhooks).toHaveLength(1);
     expect(config.webhooks[0]).toMatchObject({ failurePolicy: 'Fail' });
     expect(find(manifests, 'Certificate', 'tollgate-webhook')).toMatchObject({
-      spec: { secretName: 'tollgate-webhook-tls', issuerRef: { kind: 'ClusterIssuer', name: 'corporate-ca' }, dnsNames: [`tollgate-webhook.${NS}.svc`, `tollgate-webhook.${NS}.svc.cluster.local`] },
+      spec: {
+        secretName: 'tollgate-webhook-tls',
+        issuerRef: { kind: 'ClusterIssuer', name: 'corporate-ca' },
+        dnsNames: [`tollgate-webhook.${NS}.svc`, `tollgate-webhook.${NS}.svc.cluster.local`],
+      },
     });
     expect(containerArgs(find(manifests, 'Deployment', 'tollgate-webhook'))).toEqual(expect.arrayContaining(['--cert-mode=files', '--failure-policy=Fail']));
     expect(containerArgs(find(manifests, 'Deployment', 'tollgate-operator'))).toContain('--tls-cert=/etc/tollgate/operator-tls/tls.crt');
@@ -161,8 +167,16 @@ describe('helm install into the real control plane', () => {
   beforeAll(async () => {
     await ensureNamespace(kc, 'shop');
     const result = await cp.helm([
-      'install', RELEASE, CHART, '-n', NS, '--create-namespace',
-      '--set', 'defaultProxyConfig.enabled=true', '--set', 'defaultProxyConfig.namespaces={shop}',
+      'install',
+      RELEASE,
+      CHART,
+      '-n',
+      NS,
+      '--create-namespace',
+      '--set',
+      'defaultProxyConfig.enabled=true',
+      '--set',
+      'defaultProxyConfig.namespaces={shop}',
     ]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
@@ -219,7 +233,9 @@ describe('helm install into the real control plane', () => {
       ['pod.inject.tollgate.dev', 'Ignore', 5, 'None'],
     ]);
 
-    const proxyConfig = await kc.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({ group: 'tollgate.dev', version: 'v1alpha1', namespace: 'shop', plural: 'proxyconfigs', name: 'default' });
+    const proxyConfig = await kc
+      .makeApiClient(CustomObjectsApi)
+      .getNamespacedCustomObject({ group: 'tollgate.dev', version: 'v1alpha1', namespace: 'shop', plural: 'proxyconfigs', name: 'default' });
     expect((proxyConfig as Manifest).metadata.name).toBe('default');
   });
 

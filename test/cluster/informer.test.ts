@@ -194,7 +194,7 @@ describe('resilient informer on a real API server', () => {
     const p = 'backoff';
     await putCm(p, 'a', '1');
     const policy = { baseMs: 20, maxMs: 320, jitter: 0.5 };
-    const { informer, relay, seen, logs } = await startRecordedInformer(p, { restartBackoff: policy });
+    const { relay, seen, logs } = await startRecordedInformer(p, { restartBackoff: policy });
     const retries = () => logs.filter((l) => l.msg === 'informer error; restarting after backoff').map((l) => l.retryInMs ?? -1);
     const raw = (n: number) => Math.min(policy.maxMs, policy.baseMs * 2 ** (n - 1));
 

@@ -9,16 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EndpointSlice } from '../../operator/src/kube/leader-endpoint.ts';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
 import { freePort } from '../control-plane/free-port.ts';
-import {
-  eventually,
-  installOperatorPrerequisites,
-  KubeApi,
-  leaseHolder,
-  OPERATOR_NAMESPACE,
-  type OperatorProcess,
-  startOperatorProcess,
-  tempDir,
-} from './operator-fixtures.ts';
+import { eventually, installOperatorPrerequisites, KubeApi, leaseHolder, OPERATOR_NAMESPACE, type OperatorProcess, startOperatorProcess, tempDir } from './operator-fixtures.ts';
 
 const SERVICE = 'tollgate-operator';
 const SLICES = `/apis/discovery.k8s.io/v1/namespaces/${OPERATOR_NAMESPACE}/endpointslices`;
@@ -72,10 +63,14 @@ describe('the push Service routes to the leader only', () => {
     }
   };
   const routesOnlyTo = (ip: string, timeoutMs = 30_000) =>
-    eventually(`the push Service to route to ${ip} only`, async () => {
-      const now = await routed();
-      return now.length === 1 && now[0] === `${ip}:${grpcPort}` ? now : undefined;
-    }, timeoutMs);
+    eventually(
+      `the push Service to route to ${ip} only`,
+      async () => {
+        const now = await routed();
+        return now.length === 1 && now[0] === `${ip}:${grpcPort}` ? now : undefined;
+      },
+      timeoutMs,
+    );
 
   beforeAll(async () => {
     dir = tempDir('tollgate-leader-endpoint-test-');

@@ -16,7 +16,7 @@ import { asChartServiceAccount } from './chart-rbac.ts';
 import { crdEstablished } from './crd-established.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-export const CLI = join(ROOT, 'sidecar/src/cli.ts');
+export const CLI = join(ROOT, 'cmd/tollgate.ts');
 export const OPERATOR_NAMESPACE = 'tollgate-system';
 
 /** The tests' one polling helper (test/support/wait-for.ts), under the name these cluster tests have always used. */
@@ -49,7 +49,7 @@ export interface OperatorProcess extends ManagedProcess {
   kill(): void;
 }
 
-/** `node sidecar/src/cli.ts operator ...` as a child that never outlives the test. */
+/** `node cmd/tollgate.ts operator ...` as a child that never outlives the test. */
 export function startOperatorProcess(opts: {
   kubeconfig: string;
   identity: string;
@@ -161,13 +161,7 @@ export async function ensureNamespace(api: KubeApi, name: string): Promise<void>
  * Creates or replaces a Secret. It carries the label tollgate.dev/credentials=true unless `labelled` is false:
  * the operator sees only labelled Secrets (docs/decisions/0722).
  */
-export async function putSecret(
-  api: KubeApi,
-  namespace: string,
-  name: string,
-  data: Record<string, string>,
-  opts: { labelled?: boolean } = {},
-): Promise<void> {
+export async function putSecret(api: KubeApi, namespace: string, name: string, data: Record<string, string>, opts: { labelled?: boolean } = {}): Promise<void> {
   const labels = opts.labelled === false ? {} : { 'tollgate.dev/credentials': 'true' };
   const body = { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace, labels }, stringData: data };
   try {

@@ -64,10 +64,14 @@ describe('operator limited to one namespace by the chart', () => {
     await putSecret(api, WATCHED, 'llm-keys', { openai: 'sk-test-scoped-0123456789' });
     await putProxyConfig(api, WATCHED, 'default', { ...gpt4o(1.25), credentials: { openaiApiKey: { secretName: 'llm-keys', key: 'openai' } } });
 
-    const pc = await eventually('the watched ProxyConfig accepted', async () => {
-      const found = await getProxyConfig(api, WATCHED, 'default');
-      return readyCondition(found)?.status === 'True' ? found : undefined;
-    }, 60_000);
+    const pc = await eventually(
+      'the watched ProxyConfig accepted',
+      async () => {
+        const found = await getProxyConfig(api, WATCHED, 'default');
+        return readyCondition(found)?.status === 'True' ? found : undefined;
+      },
+      60_000,
+    );
     expect(readyCondition(pc)).toMatchObject({ reason: 'Accepted', observedGeneration: 1 });
     await eventually('an Accepted event', async () => (await eventsFor(api, WATCHED, 'default')).find((e) => e.reason === 'Accepted'));
 

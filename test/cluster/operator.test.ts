@@ -36,10 +36,14 @@ describe('tollgate operator on a real API server', () => {
   let b: OperatorProcess;
 
   const reconciled = (name: string) =>
-    eventually(`${NS}/${name} reconciled`, async () => {
-      const pc = await getProxyConfig(api, NS, name);
-      return pc.status?.observedGeneration === pc.metadata?.generation && readyCondition(pc) ? pc : undefined;
-    }, 60_000);
+    eventually(
+      `${NS}/${name} reconciled`,
+      async () => {
+        const pc = await getProxyConfig(api, NS, name);
+        return pc.status?.observedGeneration === pc.metadata?.generation && readyCondition(pc) ? pc : undefined;
+      },
+      60_000,
+    );
 
   beforeAll(async () => {
     dir = tempDir('tollgate-operator-test-');

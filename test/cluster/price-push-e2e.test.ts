@@ -121,4 +121,3 @@ it('kubectl apply of a new price reaches the running sidecar, and its next call 
   const status = await cp.kubectl(['get', 'proxyconfig', 'default', '-n', 'shop', '-o', 'jsonpath={.status.sidecars.connected}/{.status.sidecars.current}']);
   expect(status.stdout).toBe('1/1');
 });
-

@@ -270,9 +270,7 @@ describe('config push to sidecars', () => {
     expect(rejected.reason).toMatch(/^cannot write credential files/);
     expect(operatorPrice(a5.store)).toBe(2.22);
 
-    const event = await eventually('a SidecarRejected event', async () =>
-      (await eventsFor(api, 'team-a', 'default')).find((e) => e.reason === 'SidecarRejected'),
-    );
+    const event = await eventually('a SidecarRejected event', async () => (await eventsFor(api, 'team-a', 'default')).find((e) => e.reason === 'SidecarRejected'));
     expect(event).toMatchObject({ type: 'Warning', related: { kind: 'Pod', name: 'a5' } });
     expect(event.note).toContain('team-a/a5');
     expect(event.note).toContain('cannot write credential files');

@@ -30,7 +30,9 @@ async function template(...args: string[]): Promise<Manifest[]> {
   const result = await cp.helm(['template', RELEASE, CHART, '-n', NS, ...KUBE_VERSION, ...args]);
   expect(result.stderr).toBe('');
   expect(result.code).toBe(0);
-  return parseAllDocuments(result.stdout).map((d) => d.toJSON() as Manifest).filter(Boolean);
+  return parseAllDocuments(result.stdout)
+    .map((d) => d.toJSON() as Manifest)
+    .filter(Boolean);
 }
 
 const isServer = (m: Manifest) => m.metadata.labels?.['app.kubernetes.io/component'] === 'server';
@@ -65,7 +67,17 @@ describe('helm template with server.enabled', () => {
       'ServiceAccount/tollgate-server',
     ]);
     // The text helm renders, as a reviewer reads it.
-    const result = await cp.helm(['template', RELEASE, CHART, '-n', NS, ...KUBE_VERSION, '-f', join(CHART, 'ci', 'server-values.yaml'), ...SERVER_TEMPLATES.flatMap((t) => ['--show-only', t])]);
+    const result = await cp.helm([
+      'template',
+      RELEASE,
+      CHART,
+      '-n',
+      NS,
+      ...KUBE_VERSION,
+      '-f',
+      join(CHART, 'ci', 'server-values.yaml'),
+      ...SERVER_TEMPLATES.flatMap((t) => ['--show-only', t]),
+    ]);
     expect(result.code).toBe(0);
     if (process.env.UPDATE_GOLDEN === '1' || !existsSync(GOLDEN)) {
       mkdirSync(join(GOLDEN, '..'), { recursive: true });
@@ -86,7 +98,18 @@ describe('helm template with server.enabled', () => {
     expect(none.code).not.toBe(0);
     expect(none.stderr).toContain("at '/server/config/server/auth': 'anyOf' failed");
     expect(none.stderr).toContain("at '/server/config/server/auth/oidc': minItems: got 0, want 1");
-    const reserved = await cp.helm(['template', RELEASE, CHART, '-n', NS, ...KUBE_VERSION, '--set', 'server.enabled=true', '--set-json', 'server.config={"mode":"proxy","server":{"port":1,"auth":{"accessTokens":{}}}}']);
+    const reserved = await cp.helm([
+      'template',
+      RELEASE,
+      CHART,
+      '-n',
+      NS,
+      ...KUBE_VERSION,
+      '--set',
+      'server.enabled=true',
+      '--set-json',
+      'server.config={"mode":"proxy","server":{"port":1,"auth":{"accessTokens":{}}}}',
+    ]);
     expect(reserved.stderr).toContain("at '/server/config': additional properties 'mode' not allowed");
     expect(reserved.stderr).toContain("at '/server/config/server': additional properties 'port' not allowed");
   });
@@ -98,7 +121,11 @@ describe('helm template with server.enabled', () => {
     expect(args).toEqual(['proxy', '--config', '/etc/tollgate/tollgate.yaml']);
     const configMap = rendered.find((m) => m.kind === 'ConfigMap' && isServer(m)) as unknown as { data: Record<string, string> };
     const config = parseYaml(configMap.data['tollgate.yaml']!) as { storage: Record<string, unknown> };
-    expect(config).toMatchObject({ mode: 'server', server: { host: '0.0.0.0', port: 8080 }, credentials: { openaiApiKeyFile: '/var/run/secrets/tollgate/credentials/openai-api-key' } });
+    expect(config).toMatchObject({
+      mode: 'server',
+      server: { host: '0.0.0.0', port: 8080 },
+      credentials: { openaiApiKeyFile: '/var/run/secrets/tollgate/credentials/openai-api-key' },
+    });
 
     // As the container runs it, except where the spans go (this machine has no /var/lib/tollgate), and on
     // loopback at a port the harness picks (--host and --port win over the file).
@@ -112,7 +139,11 @@ describe('helm template with server.enabled', () => {
     try {
       const started = proxy.logs.find((line) => line.msg === 'tollgate proxy listening');
       expect(started).toMatchObject({ mode: 'server', auth: { required: true, strategies: ['iap', 'oidc', 'accessTokens'], health: 'required' } });
-      const call = await fetch(`${proxy.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"gpt-4o-mini","messages":[]}' });
+      const call = await fetch(`${proxy.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"model":"gpt-4o-mini","messages":[]}',
+      });
       expect(call.status).toBe(401);
       expect(call.headers.get('www-authenticate')).toContain('error="invalid_token"');
     } finally {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { CoreV1Api, EventsV1Api, type KubeConfig, type V1Pod, type EventsV1Event } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
-import { createCertificateAuthority } from '../../webhook/src/pki.ts';
+import { createCertificateAuthority } from '../../contracts/pki.ts';
 import type { WebhookOptions } from '../../webhook/src/webhook-options.ts';
 import { startWebhook, type WebhookRuntime, type WebhookServer } from '../../webhook/src/webhook-server.ts';
 

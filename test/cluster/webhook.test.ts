@@ -6,18 +6,11 @@
 import { connect } from 'node:tls';
 import { createServer, type Server } from 'node:https';
 import { X509Certificate } from 'node:crypto';
-import {
-  AdmissionregistrationV1Api,
-  CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  type KubeConfig,
-  type V1Pod,
-} from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
 import { freePort } from '../control-plane/free-port.ts';
-import { createCertificateAuthority, isIssuedBy, issueCertificate } from '../../webhook/src/pki.ts';
+import { createCertificateAuthority, isIssuedBy, issueCertificate } from '../../contracts/pki.ts';
 import { asChartServiceAccount, CHART_NAMES } from './chart-rbac.ts';
 import { sidecarContainer, sidecarVolumes } from '../../webhook/src/sidecar-container.ts';
 import type { WebhookServer } from '../../webhook/src/webhook-server.ts';
@@ -88,7 +81,7 @@ beforeAll(async () => {
   webhookKc = await asChartServiceAccount(cp, 'webhook', { namespace: OWN_NAMESPACE });
   // Registered before the webhook runs and without a caBundle: the webhook must publish its own CA.
   await admissionApi().createMutatingWebhookConfiguration({
-    body: webhookConfiguration({ name: CONFIG_NAME, url: `https://127.0.0.1:${port}/mutate`, ownNamespace: OWN_NAMESPACE }) as never,
+    body: webhookConfiguration({ name: CONFIG_NAME, url: `https://127.0.0.1:${port}/mutate`, ownNamespace: OWN_NAMESPACE }),
   });
   await start();
 });
@@ -112,7 +105,13 @@ describe('injection through the API server', () => {
     await createPod(kc, 'shop', appPod('web-1'));
     const pod = await stored('shop', 'web-1');
     const expected = sidecarContainer(
-      { image: 'ghcr.io/tollgate/tollgate:0.1.0', port: 8181, native: true, injectEnv: false, resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '1', memory: '256Mi' } } },
+      {
+        image: 'ghcr.io/tollgate/tollgate:0.1.0',
+        port: 8181,
+        native: true,
+        injectEnv: false,
+        resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '1', memory: '256Mi' } },
+      },
       testWebhookOptions({ port, namespace: OWN_NAMESPACE, webhookConfigName: CONFIG_NAME, operatorCaFile: '' }).sidecar,
     );
     expect(pod.spec!.initContainers).toHaveLength(1);
@@ -200,7 +199,9 @@ describe('reinvocation', () => {
   let relabeller: Server;
 
   afterAll(async () => {
-    await admissionApi().deleteMutatingWebhookConfiguration({ name: 'zz-relabel' }).catch(() => undefined);
+    await admissionApi()
+      .deleteMutatingWebhookConfiguration({ name: 'zz-relabel' })
+      .catch(() => undefined);
     relabeller?.close();
   });
 
@@ -217,7 +218,13 @@ describe('reinvocation', () => {
         const labels = review.request.object.metadata?.labels;
         const patch = labels ? [{ op: 'add', path: '/metadata/labels/relabelled', value: 'true' }] : [{ op: 'add', path: '/metadata/labels', value: { relabelled: 'true' } }];
         res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: review.request.uid, allowed: true, patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(patch)).toString('base64') } }));
+        res.end(
+          JSON.stringify({
+            apiVersion: 'admission.k8s.io/v1',
+            kind: 'AdmissionReview',
+            response: { uid: review.request.uid, allowed: true, patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(patch)).toString('base64') },
+          }),
+        );
       });
     });
     const relabelPort = await freePort();

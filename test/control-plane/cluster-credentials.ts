@@ -3,7 +3,7 @@
 // as --client-ca-file), an admin in system:masters, and the key pair that signs service-account tokens.
 
 import { generateKeyPairSync } from 'node:crypto';
-import { createCertificateAuthority, issueCertificate, type KeyPairPem } from '../../webhook/src/pki.ts';
+import { createCertificateAuthority, issueCertificate, type KeyPairPem } from '../../contracts/pki.ts';
 
 export const ADMIN_USER = 'tollgate-admin';
 export const ADMIN_GROUPS = ['system:masters'];
@@ -24,13 +24,7 @@ export async function createClusterCredentials(): Promise<ClusterCredentials> {
   const ca = await createCertificateAuthority({ commonName: 'tollgate-test-cluster-ca', validityHours: VALIDITY_HOURS });
   const serving = await issueCertificate(ca, {
     commonName: 'kube-apiserver',
-    dnsNames: [
-      'localhost',
-      'kubernetes',
-      'kubernetes.default',
-      'kubernetes.default.svc',
-      'kubernetes.default.svc.cluster.local',
-    ],
+    dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'],
     ipAddresses: ['127.0.0.1', KUBERNETES_SERVICE_IP],
     usage: 'server',
     validityHours: VALIDITY_HOURS,

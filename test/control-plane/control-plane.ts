@@ -195,20 +195,10 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
         logPath: join(workDir, 'kube-apiserver.log'),
       });
       try {
-        await waitUntilHealthy(
-          proc,
-          'ready /readyz',
-          async () => (await httpsGet(`${server}/readyz`, adminTls)).status === 200,
-          APISERVER_READY_TIMEOUT_MS,
-        );
+        await waitUntilHealthy(proc, 'ready /readyz', async () => (await httpsGet(`${server}/readyz`, adminTls)).status === 200, APISERVER_READY_TIMEOUT_MS);
         // The namespace controller inside the API server creates `default` soon after readiness; tests that
         // create objects there must not race it.
-        await waitUntilHealthy(
-          proc,
-          'namespace default',
-          async () => (await httpsGet(`${server}/api/v1/namespaces/default`, adminTls)).status === 200,
-          APISERVER_READY_TIMEOUT_MS,
-        );
+        await waitUntilHealthy(proc, 'namespace default', async () => (await httpsGet(`${server}/api/v1/namespaces/default`, adminTls)).status === 200, APISERVER_READY_TIMEOUT_MS);
       } catch (err) {
         await proc.stop();
         throw err;
@@ -259,6 +249,6 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
   } catch (err) {
     await stop();
     if (err instanceof StartupError) throw err;
-    throw new StartupError(`control plane failed to start: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+    throw new StartupError(`control plane failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   }
 }

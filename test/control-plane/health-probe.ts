@@ -25,16 +25,12 @@ export async function httpGet(url: string): Promise<ProbeResult> {
 
 export function httpsGet(url: string, tls: TlsClient): Promise<ProbeResult> {
   return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      { ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, agent: false, timeout: PROBE_TIMEOUT_MS },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      },
-    );
+    const req = request(url, { ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, agent: false, timeout: PROBE_TIMEOUT_MS }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
     req.on('timeout', () => req.destroy(new Error(`no answer from ${url} within ${PROBE_TIMEOUT_MS} ms`)));
     req.on('error', reject);
     req.end();
@@ -50,19 +46,12 @@ export class StartupError extends Error {
 }
 
 /** Polls probe until it returns true; throws StartupError with the log tail if proc exits or time runs out. */
-export async function waitUntilHealthy(
-  proc: ManagedProcess,
-  what: string,
-  probe: () => Promise<boolean>,
-  timeoutMs: number,
-): Promise<void> {
+export async function waitUntilHealthy(proc: ManagedProcess, what: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastProblem = 'no answer yet';
   for (;;) {
     if (proc.hasExited()) {
-      throw new StartupError(
-        `${proc.name} ${await proc.exited} before ${what}; last lines of ${proc.logPath}:\n${proc.logTail()}`,
-      );
+      throw new StartupError(`${proc.name} ${await proc.exited} before ${what}; last lines of ${proc.logPath}:\n${proc.logTail()}`);
     }
     try {
       if (await probe()) return;
@@ -71,9 +60,7 @@ export async function waitUntilHealthy(
       lastProblem = err instanceof Error ? err.message : String(err);
     }
     if (Date.now() > deadline) {
-      throw new StartupError(
-        `${proc.name}: no ${what} within ${timeoutMs / 1000} s (${lastProblem}); last lines of ${proc.logPath}:\n${proc.logTail()}`,
-      );
+      throw new StartupError(`${proc.name}: no ${what} within ${timeoutMs / 1000} s (${lastProblem}); last lines of ${proc.logPath}:\n${proc.logTail()}`);
     }
     await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
   }

@@ -75,18 +75,10 @@ function installHandlers(): void {
   }
 }
 
-export function startManagedProcess(opts: {
-  name: string;
-  command: string;
-  args: string[];
-  logPath: string;
-  env?: NodeJS.ProcessEnv;
-}): ManagedProcess {
+export function startManagedProcess(opts: { name: string; command: string; args: string[]; logPath: string; env?: NodeJS.ProcessEnv }): ManagedProcess {
   installHandlers();
   const logFd = openSync(opts.logPath, 'a');
-  const [command, args] = existsSync(SETPRIV)
-    ? [SETPRIV, ['--pdeathsig', 'SIGKILL', '--', opts.command, ...opts.args]]
-    : [opts.command, opts.args];
+  const [command, args] = existsSync(SETPRIV) ? [SETPRIV, ['--pdeathsig', 'SIGKILL', '--', opts.command, ...opts.args]] : [opts.command, opts.args];
   let child: ChildProcess;
   try {
     child = spawn(command, args, {

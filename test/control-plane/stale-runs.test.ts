@@ -21,15 +21,7 @@ describe('removeStaleRuns', () => {
   }
 
   it('removes old folders of dead runs, keeps those of live or young runs and anything not ours', async () => {
-    const parent = parentWith(
-      [
-        'tollgate-control-plane-dead01',
-        'tollgate-control-plane-dead01-etcd',
-        'tollgate-control-plane-live01-etcd',
-        'unrelated-folder',
-      ],
-      60 * 60_000,
-    );
+    const parent = parentWith(['tollgate-control-plane-dead01', 'tollgate-control-plane-dead01-etcd', 'tollgate-control-plane-live01-etcd', 'unrelated-folder'], 60 * 60_000);
     mkdirSync(join(parent, 'tollgate-control-plane-young1'));
     // A live process whose command line names the run, as etcd's --data-dir does.
     const holder = spawn('bash', ['-c', 'sleep 30; : tollgate-control-plane-live01'], { stdio: 'ignore' });
@@ -38,9 +30,7 @@ describe('removeStaleRuns', () => {
 
     const removed = removeStaleRuns([parent]);
 
-    expect(removed.sort()).toEqual(
-      [join(parent, 'tollgate-control-plane-dead01'), join(parent, 'tollgate-control-plane-dead01-etcd')].sort(),
-    );
+    expect(removed.sort()).toEqual([join(parent, 'tollgate-control-plane-dead01'), join(parent, 'tollgate-control-plane-dead01-etcd')].sort());
     expect(existsSync(join(parent, 'tollgate-control-plane-live01-etcd'))).toBe(true);
     expect(existsSync(join(parent, 'tollgate-control-plane-young1'))).toBe(true);
     expect(existsSync(join(parent, 'unrelated-folder'))).toBe(true);

@@ -11,11 +11,7 @@ export interface ToolResult {
 // Enough for any listing a test makes; a runaway command is cut off rather than filling memory.
 const MAX_OUTPUT_BYTES = 32 * 1024 * 1024;
 
-export function runTool(
-  command: string,
-  args: string[],
-  opts: { env: NodeJS.ProcessEnv; input?: string; cwd?: string },
-): Promise<ToolResult> {
+export function runTool(command: string, args: string[], opts: { env: NodeJS.ProcessEnv; input?: string; cwd?: string }): Promise<ToolResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { env: opts.env, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];

@@ -33,7 +33,10 @@ function headingAnchors(markdown: string): Set<string> {
   const seen = new Map<string, number>();
   for (const match of prose(markdown).matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
     const text = match[1]!.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1');
-    const slug = text.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const slug = text
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const count = seen.get(slug) ?? 0;
     seen.set(slug, count + 1);
     anchors.add(count === 0 ? slug : `${slug}-${count}`);
@@ -43,7 +46,9 @@ function headingAnchors(markdown: string): Set<string> {
 
 function relativeLinks(markdown: string): string[] {
   const links: string[] = [];
-  for (const match of prose(markdown).replace(/`[^`\n]*`/g, '').matchAll(/\]\(([^)\s]+)\)/g)) {
+  for (const match of prose(markdown)
+    .replace(/`[^`\n]*`/g, '')
+    .matchAll(/\]\(([^)\s]+)\)/g)) {
     const target = match[1]!;
     if (!/^[a-z][a-z0-9+.-]*:/i.test(target)) links.push(target);
   }

@@ -183,7 +183,12 @@ describe('audit fan-out in a sidecar process', () => {
     const after = mixedEvents([SELF], 3);
     agent.emit(after);
     await collector.waitForEvents(15 + 3);
-    expect(collector.events().slice(-3).map((e) => e.tetragon_event.toString('base64'))).toEqual(after.map((e) => e.toString('base64')));
+    expect(
+      collector
+        .events()
+        .slice(-3)
+        .map((e) => e.tetragon_event.toString('base64')),
+    ).toEqual(after.map((e) => e.toString('base64')));
   });
 
   it('survives an agent restart and a GOAWAY too_many_pings: logs disconnected with the reason, reconnecting, connected, and resumes', async () => {
@@ -235,7 +240,12 @@ describe('audit fan-out in a sidecar process', () => {
     expect(code).toBe(0);
     const drained = logsWith(proxy, 'audit sink drained', (l) => l.sink === 'collector')[0]!;
     expect(drained).toMatchObject({ received: 42, delivered: 36, deadLettered: 6, dropped: 0 });
-    expect(collector.events().slice(-10).map((e) => e.tetragon_event.toString('base64'))).toEqual(pending.map((e) => e.toString('base64')));
+    expect(
+      collector
+        .events()
+        .slice(-10)
+        .map((e) => e.tetragon_event.toString('base64')),
+    ).toEqual(pending.map((e) => e.toString('base64')));
     expect(logsWith(proxy, 'audit fan-out stopped')).toHaveLength(1);
   });
 });

@@ -99,7 +99,13 @@ describe('a call without a token', () => {
     expect(gateway.status).toBe(401);
     expect(gateway.headers.get('www-authenticate')).toBe('Bearer realm="tollgate", error="invalid_token", error_description="missing_token"');
     expect(await gateway.json()).toEqual({
-      error: { message: 'no credential: send Authorization: Bearer <ID token or access token>', type: 'authentication_error', param: null, code: 'invalid_token', reason: 'missing_token' },
+      error: {
+        message: 'no credential: send Authorization: Bearer <ID token or access token>',
+        type: 'authentication_error',
+        param: null,
+        code: 'invalid_token',
+        reason: 'missing_token',
+      },
     });
     const native = await post('/proxy/beta/v1/chat/completions', { 'x-tollgate-user': 'alice@example.com' });
     expect(native.status).toBe(401);
@@ -130,7 +136,7 @@ describe('a call without a token', () => {
 });
 
 describe('a call with a valid ID token', () => {
-  it('goes through, and the span records the token\'s e-mail whatever x-tollgate-user and the body say', async () => {
+  it("goes through, and the span records the token's e-mail whatever x-tollgate-user and the body say", async () => {
     const token = await issuer.idToken('Alice@Example.com', AUD);
     const response = await post('/v1/chat/completions', { authorization: `Bearer ${token}`, 'x-tollgate-user': 'mallory' }, { ...chat, user: 'mallory-in-body' });
     expect(response.status).toBe(200);
@@ -155,7 +161,7 @@ describe('behind an identity-aware proxy', () => {
   const robotIdToken = async (email = ROBOT) =>
     google.mint({ iss: 'https://accounts.google.com', aud: IAP_CLIENT, sub: 'robot', email, email_verified: true, iat: now(), exp: now() + 3600 });
 
-  it('the IAP header pair: the call is metered to the X-Proxy-Auth user, not to Authorization\'s', async () => {
+  it("the IAP header pair: the call is metered to the X-Proxy-Auth user, not to Authorization's", async () => {
     const response = await post('/v1/chat/completions', {
       'x-goog-iap-jwt-assertion': await iap.assertion(ROBOT, BACKEND),
       'proxy-authorization': `Bearer ${await robotIdToken()}`,
@@ -204,7 +210,9 @@ describe('the management API', () => {
     const user = await issuer.idToken('bob@example.com', AUD);
     const asUser = await fetch(`${server.url}/_local/api/config`, { headers: { authorization: `Bearer ${user}` } });
     expect(asUser.status).toBe(403);
-    expect(await asUser.json()).toEqual({ error: { code: 'admin_required', message: 'bob@example.com is not in server.auth.admins: the management API is for admins in server mode' } });
+    expect(await asUser.json()).toEqual({
+      error: { code: 'admin_required', message: 'bob@example.com is not in server.auth.admins: the management API is for admins in server mode' },
+    });
     const change = await fetch(`${server.url}/_local/api/config`, {
       method: 'POST',
       headers: { authorization: `Bearer ${user}`, 'content-type': 'application/json' },

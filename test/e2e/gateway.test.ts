@@ -9,11 +9,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { expectedTokenUsage, type FakeUpstream, type FakeUsage } from '../fakes/llm-upstream.ts';
 import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 import { ANTHROPIC_KEY, OPENAI_KEY, PROJECT, startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
-import type { PriceEntry } from '../../sidecar/src/pricing/price-entry.ts';
+import type { PriceEntry } from '../../contracts/price-entry.ts';
 import type { SpanJson } from '../../sidecar/src/spans/span-json.ts';
 import { findSpan, recentSpans } from '../support/spans.ts';
-
-
 
 type Format = 'anthropic' | 'openai' | 'gemini';
 
@@ -179,16 +177,19 @@ describe.each(CASES)('$name', (c) => {
     const text = `Hello from ${c.route}.`;
     c.fake().behave({ usage, text });
     const { data, response } = await client.chat.completions
-      .create({
-        model: c.model,
-        messages: [
-          { role: 'system', content: 'You are terse.' },
-          { role: 'user', content: 'Say hello.' },
-        ],
-        max_tokens: 100,
-        temperature: 0.5,
-        user: 'alice',
-      }, { headers: { traceparent: `00-${TRACE_ID}-00f067aa0ba902b7-01` } })
+      .create(
+        {
+          model: c.model,
+          messages: [
+            { role: 'system', content: 'You are terse.' },
+            { role: 'user', content: 'Say hello.' },
+          ],
+          max_tokens: 100,
+          temperature: 0.5,
+          user: 'alice',
+        },
+        { headers: { traceparent: `00-${TRACE_ID}-00f067aa0ba902b7-01` } },
+      )
       .withResponse();
     // The caller's trace continues: same trace id on the response and upstream, the proxy's span as parent.
     expect(response.headers.get('x-proxy-trace-id')).toBe(TRACE_ID);
@@ -264,9 +265,7 @@ describe.each(CASES)('$name', (c) => {
 
   it('costs a stream whose caller did not ask for usage, without sending a usage chunk', async () => {
     c.fake().behave({ usage });
-    const { data: stream, response } = await client.chat.completions
-      .create({ model: c.model, messages: [{ role: 'user', content: 'Say hello.' }], stream: true })
-      .withResponse();
+    const { data: stream, response } = await client.chat.completions.create({ model: c.model, messages: [{ role: 'user', content: 'Say hello.' }], stream: true }).withResponse();
     const chunks: ChatCompletionChunk[] = [];
     for await (const chunk of stream) chunks.push(chunk);
     expect(chunks.every((ch) => !ch.usage)).toBe(true);
@@ -276,7 +275,7 @@ describe.each(CASES)('$name', (c) => {
     expect(span.cost_usd).toBeCloseTo(c.costUsd, 10);
   });
 
-  it('returns a tool call, then sends the tool result back in the provider\'s own form', async () => {
+  it("returns a tool call, then sends the tool result back in the provider's own form", async () => {
     c.fake().behave({ usage, toolCall: { name: 'get_weather', arguments: { city: 'Paris' } } });
     const question: ChatCompletionMessageParam = { role: 'user', content: 'Weather in Paris?' };
     const first = await client.chat.completions.create({ model: c.model, messages: [question], tools: [weatherTool], tool_choice: 'auto' });
@@ -336,11 +335,12 @@ describe.each(CASES)('$name', (c) => {
     }
   });
 
-  it('answers an upstream error in OpenAI\'s shape with the upstream status, and records it', async () => {
+  it("answers an upstream error in OpenAI's shape with the upstream status, and records it", async () => {
     c.fake().behave({ status: 429 });
-    const error = await client.chat.completions
-      .create({ model: c.model, messages: [{ role: 'user', content: 'Say hello.' }] })
-      .then(() => null, (e: unknown) => e);
+    const error = await client.chat.completions.create({ model: c.model, messages: [{ role: 'user', content: 'Say hello.' }] }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(OpenAI.RateLimitError);
     const apiError = error as InstanceType<typeof OpenAI.RateLimitError>;
     expect(apiError.status).toBe(429);
@@ -408,7 +408,10 @@ describe('parameters a provider cannot honour', () => {
   it('parallel_tool_calls: false for Gemini is a 400 naming it', async () => {
     const error = await client.chat.completions
       .create({ model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'Hi' }], tools: [weatherTool], parallel_tool_calls: false })
-      .then(() => null, (e: unknown) => e);
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect((error as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('parallel_tool_calls');
     expect(bed.vertex.requests).toHaveLength(0);
   });
@@ -418,9 +421,20 @@ describe('parameters a provider cannot honour', () => {
     const error = await client.chat.completions
       .create({
         model: 'claude-sonnet-4',
-        messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }] }],
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'What is this?' },
+              { type: 'image_url', image_url: { url: 'https://example.com/cat.png' } },
+            ],
+          },
+        ],
       })
-      .then(() => null, (e: unknown) => e);
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect((error as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('messages[0].content[1].image_url.url');
     expect(bed.bedrock.requests).toHaveLength(0);
   });

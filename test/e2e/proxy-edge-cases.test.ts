@@ -35,10 +35,11 @@ async function startBareUpstream(): Promise<BareUpstream> {
     url: '',
     seen: [],
     handle: (_req, res) => res.end(),
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
   const server: Server = createServer((req, res) => {
     const seen: SeenRequest = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, bytes: 0, aborted: false };
@@ -107,10 +108,12 @@ function ownProxy(): void {
   beforeAll(async () => {
     proxy = await startProxyProcess({
       configYaml: bed
-        .configYaml(`
+        .configYaml(
+          `
 server: { bodyLimitBytes: 4096 }
 breaker: { consecutiveFailures: 3, openMs: 300, minimumRequests: 100 }
-`)
+`,
+        )
         .replace(/gamma-cloud: \{ baseUrl: "[^"]+"/, `gamma-cloud: { baseUrl: "${bare.url}/base"`)
         .replace(/gamma-direct: \{ baseUrl: "[^"]+"/, `gamma-direct: { baseUrl: "${bare.url}/base"`),
       env: bed.env,
@@ -131,12 +134,17 @@ describe('headers', () => {
   ownProxy();
 
   it('drops headers the caller names in Connection, as hop-by-hop (RFC 9110 §7.6.1)', async () => {
-    const res = await raw('POST', '/proxy/beta/v1/chat/completions', {
-      'content-type': 'application/json',
-      connection: 'keep-alive, X-Hop-Secret',
-      'x-hop-secret': 'for-the-proxy-only',
-      'x-end-to-end': 'kept',
-    }, JSON.stringify(chat));
+    const res = await raw(
+      'POST',
+      '/proxy/beta/v1/chat/completions',
+      {
+        'content-type': 'application/json',
+        connection: 'keep-alive, X-Hop-Secret',
+        'x-hop-secret': 'for-the-proxy-only',
+        'x-end-to-end': 'kept',
+      },
+      JSON.stringify(chat),
+    );
     expect(res.status).toBe(200);
     expect(bed.openai.requests[0]!.headers['x-end-to-end']).toBe('kept');
     expect(bed.openai.requests[0]!.headers['x-hop-secret']).toBeUndefined();
@@ -155,9 +163,14 @@ describe('headers', () => {
 
   it('serves a caller that sends `Expect: 100-continue` (curl does for bodies over 1 KiB)', async () => {
     const body = JSON.stringify({ ...chat, messages: [{ role: 'user', content: 'x'.repeat(2000) }] });
-    const res = await raw('POST', '/proxy/beta/v1/chat/completions', { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), expect: '100-continue' }, (req) => {
-      req.once('continue', () => req.end(body));
-    });
+    const res = await raw(
+      'POST',
+      '/proxy/beta/v1/chat/completions',
+      { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), expect: '100-continue' },
+      (req) => {
+        req.once('continue', () => req.end(body));
+      },
+    );
     expect(res.status).toBe(200);
     expect(bed.openai.requests).toHaveLength(1);
     expect(bed.openai.requests[0]!.headers.expect).toBeUndefined();
@@ -336,11 +349,15 @@ describe('callers that leave', () => {
    * probe, which it does once openMs has passed; `send` answers undefined for a refusal.
    */
   async function asProbe<T>(send: (id: string) => Promise<T | undefined>): Promise<{ id: string; admitted: T }> {
-    return waitFor('the breaker to admit a half-open probe', async () => {
-      const id = requestId();
-      const admitted = await send(id);
-      return admitted === undefined ? undefined : { id, admitted };
-    }, { intervalMs: 20 });
+    return waitFor(
+      'the breaker to admit a half-open probe',
+      async () => {
+        const id = requestId();
+        const admitted = await send(id);
+        return admitted === undefined ? undefined : { id, admitted };
+      },
+      { intervalMs: 20 },
+    );
   }
 
   function streamForever(_req: IncomingMessage, res: ServerResponse): void {
@@ -352,21 +369,27 @@ describe('callers that leave', () => {
   it('mid-stream: the upstream request is aborted, the span is client_aborted, and a half-open probe is released', async () => {
     await openCloudBreaker();
     bare.handle = streamForever;
-    const { id } = await asProbe((probeId) => new Promise<true | undefined>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port: proxy.port, method: 'POST', path: cloudPath, headers: { 'content-type': 'application/json', 'x-request-id': probeId }, agent: false }, (res) => {
-        void refusedByBreaker(res).then((refused) => {
-          if (refused) return resolve(undefined);
-          if (res.statusCode !== 200) return reject(new Error(`expected 200, got ${res.statusCode}`));
-          res.once('data', () => {
-            req.destroy();
-            resolve(true);
-          });
-        });
-      });
-      req.once('error', () => undefined);
-      req.end('{}');
-      setTimeout(() => reject(new Error('no stream bytes')), 5000);
-    }));
+    const { id } = await asProbe(
+      (probeId) =>
+        new Promise<true | undefined>((resolve, reject) => {
+          const req = httpRequest(
+            { host: '127.0.0.1', port: proxy.port, method: 'POST', path: cloudPath, headers: { 'content-type': 'application/json', 'x-request-id': probeId }, agent: false },
+            (res) => {
+              void refusedByBreaker(res).then((refused) => {
+                if (refused) return resolve(undefined);
+                if (res.statusCode !== 200) return reject(new Error(`expected 200, got ${res.statusCode}`));
+                res.once('data', () => {
+                  req.destroy();
+                  resolve(true);
+                });
+              });
+            },
+          );
+          req.once('error', () => undefined);
+          req.end('{}');
+          setTimeout(() => reject(new Error('no stream bytes')), 5000);
+        }),
+    );
     await waitFor('the upstream request to be aborted', () => bare.seen.at(-1)!.aborted);
     expect(await spanByRequestId(id)).toMatchObject({ status: 'client_aborted', status_code: 200 });
     // The abandoned probe gave no verdict: the next call is the new probe, not refused.
@@ -377,7 +400,13 @@ describe('callers that leave', () => {
   it('after the last event (as SDKs stop at the end of a stream): the call is complete and costed, not aborted', async () => {
     // A whole Anthropic stream, then the upstream keeps the connection open: the caller leaves first.
     const events = [
-      ['message_start', { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-20250514', content: [], usage: { input_tokens: 100, output_tokens: 1 } } }],
+      [
+        'message_start',
+        {
+          type: 'message_start',
+          message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-20250514', content: [], usage: { input_tokens: 100, output_tokens: 1 } },
+        },
+      ],
       ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
       ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi' } }],
       ['content_block_stop', { type: 'content_block_stop', index: 0 }],
@@ -391,17 +420,20 @@ describe('callers that leave', () => {
     };
     const id = requestId();
     await new Promise<void>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port: proxy.port, method: 'POST', path: cloudPath, headers: { 'content-type': 'application/json', 'x-request-id': id }, agent: false }, (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          text += chunk;
-          if (text.includes('message_stop')) {
-            req.destroy();
-            resolve();
-          }
-        });
-      });
+      const req = httpRequest(
+        { host: '127.0.0.1', port: proxy.port, method: 'POST', path: cloudPath, headers: { 'content-type': 'application/json', 'x-request-id': id }, agent: false },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            text += chunk;
+            if (text.includes('message_stop')) {
+              req.destroy();
+              resolve();
+            }
+          });
+        },
+      );
       req.once('error', () => undefined);
       req.end('{}');
       setTimeout(() => reject(new Error('the stream did not arrive')), 5000);
@@ -416,7 +448,14 @@ describe('callers that leave', () => {
     await openCloudBreaker();
     bare.handle = () => undefined; // never answers
     const { id, admitted: req } = await asProbe(async (probeId) => {
-      const probe = httpRequest({ host: '127.0.0.1', port: proxy.port, method: 'POST', path: cloudPath, headers: { 'content-type': 'application/json', 'x-request-id': probeId }, agent: false });
+      const probe = httpRequest({
+        host: '127.0.0.1',
+        port: proxy.port,
+        method: 'POST',
+        path: cloudPath,
+        headers: { 'content-type': 'application/json', 'x-request-id': probeId },
+        agent: false,
+      });
       const sent = bare.seen.length;
       let refused = false;
       probe.once('response', (res) => void refusedByBreaker(res).then((r) => (refused = r)));

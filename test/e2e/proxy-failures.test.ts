@@ -21,7 +21,11 @@ const claude = { model: 'claude-sonnet-4-20250514', max_tokens: 64, messages: [{
 const gemini = `/proxy/alpha/v1/projects/${PROJECT}/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent`;
 
 function post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  return fetch(`${proxy.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 }
 
 function span(res: Response): Promise<SpanJson> {
@@ -49,10 +53,14 @@ afterAll(async () => {
 function ownProxy(): void {
   beforeAll(async () => {
     proxy = await startProxyProcess({
-      configYaml: bed.configYaml(`
+      configYaml: bed
+        .configYaml(
+          `
 server: { bodyLimitBytes: 4096 }
 breaker: { consecutiveFailures: 3, openMs: 300, minimumRequests: 100 }
-`).replace(/gamma-cloud: \{ baseUrl: "[^"]+"/, `gamma-cloud: { baseUrl: "http://127.0.0.1:${deadPort}"`)
+`,
+        )
+        .replace(/gamma-cloud: \{ baseUrl: "[^"]+"/, `gamma-cloud: { baseUrl: "http://127.0.0.1:${deadPort}"`)
         .replace(/beta: \{ baseUrl: "([^"]+)" \}/, 'beta: { baseUrl: "$1", timeoutMs: 400 }'),
       env: { ...bed.env, ANTHROPIC_API_KEY: undefined },
     });
@@ -68,7 +76,11 @@ describe('upstream failures become 502s that name the cause', () => {
   ownProxy();
 
   it('upstream down', async () => {
-    const res = await post(`/proxy/gamma-cloud/v1/projects/${PROJECT}/locations/us-east5/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict`, { anthropic_version: 'vertex-2023-10-16', max_tokens: 5, messages: [] });
+    const res = await post(`/proxy/gamma-cloud/v1/projects/${PROJECT}/locations/us-east5/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict`, {
+      anthropic_version: 'vertex-2023-10-16',
+      max_tokens: 5,
+      messages: [],
+    });
     expect(res.status).toBe(502);
     expect(res.headers.get('x-proxy-trace-id')).toMatch(/^[0-9a-f]{32}$/);
     const body = (await res.json()) as { error: { code: string; message: string } };
@@ -128,7 +140,9 @@ describe('streams that break', () => {
   it('a Bedrock frame with a bad CRC is reported as a stream error', async () => {
     bed.bedrock.behave({ malformedStream: true, usage: { input: 10, output: 20 } });
     const res = await post('/proxy/gamma-cloudb/model/anthropic.claude-sonnet-4-20250514-v1:0/invoke-with-response-stream', {
-      anthropic_version: 'bedrock-2023-05-31', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }],
+      anthropic_version: 'bedrock-2023-05-31',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'hi' }],
     });
     expect(res.status).toBe(200);
     await res.arrayBuffer().catch(() => undefined);
@@ -163,12 +177,16 @@ describe('circuit breaker', () => {
     bed.openai.behave({});
     // Calls are refused until openMs has passed; then one probe goes through and its success closes the breaker.
     const refusals: string[] = [];
-    const probe = await waitFor('the breaker to let a probe through', async () => {
-      const res = await post('/proxy/beta/v1/chat/completions', chat);
-      if (res.status !== 502) return res;
-      refusals.push(((await res.json()) as { error: { code: string } }).error.code);
-      return undefined;
-    }, { intervalMs: 20 });
+    const probe = await waitFor(
+      'the breaker to let a probe through',
+      async () => {
+        const res = await post('/proxy/beta/v1/chat/completions', chat);
+        if (res.status !== 502) return res;
+        refusals.push(((await res.json()) as { error: { code: string } }).error.code);
+        return undefined;
+      },
+      { intervalMs: 20 },
+    );
     expect(refusals.filter((code) => code !== 'circuit_open')).toEqual([]);
     expect(probe.status).toBe(200);
     expect(bed.openai.requests.length).toBe(before + 1); // refused calls never reached the upstream, the probe did
@@ -204,7 +222,9 @@ describe('bad input gets a clear 4xx', () => {
 
   it('the config file is checked before anything listens', async () => {
     await expect(startProxyProcess({ configYaml: 'upstreams:\n  beta: { baseUrl: "ftp://nope" }\n' })).rejects.toThrow(/upstreams\.beta\.baseUrl must be an http\(s\) URL/);
-    await expect(startProxyProcess({ configYaml: 'pricing:\n  models: [ { provider: openai, model: x, input_per_million: -1, output_per_million: 1 } ]\n' })).rejects.toThrow(/pricing\.models\[0\]\.input_per_million/);
+    await expect(startProxyProcess({ configYaml: 'pricing:\n  models: [ { provider: openai, model: x, input_per_million: -1, output_per_million: 1 } ]\n' })).rejects.toThrow(
+      /pricing\.models\[0\]\.input_per_million/,
+    );
     await expect(startProxyProcess({ configYaml: 'upstreams: [\n' })).rejects.toThrow(/not valid YAML at line/);
   });
 
@@ -232,7 +252,7 @@ describe('health', () => {
 });
 
 describe('storage faults', () => {
-  it('while another process holds the span file\'s write lock, GET /_local/api/traces answers with what is stored, says what is pending, and loses nothing', async () => {
+  it("while another process holds the span file's write lock, GET /_local/api/traces answers with what is stored, says what is pending, and loses nothing", async () => {
     const locked = await startProxyProcess({ configYaml: bed.configYaml(), env: bed.env });
     const db = new Database(join(locked.dir, 'spans.db'));
     try {

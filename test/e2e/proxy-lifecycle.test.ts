@@ -82,9 +82,11 @@ it('a stream longer than the drain deadline is cut at it, recorded as stopped by
     const reader = res.body!.getReader();
     await reader.read(); // the stream is flowing
     proxy.child.kill('SIGTERM');
-    await expect((async () => {
-      for (;;) if ((await reader.read()).done) return 'ended cleanly';
-    })()).rejects.toThrow();
+    await expect(
+      (async () => {
+        for (;;) if ((await reader.read()).done) return 'ended cleanly';
+      })(),
+    ).rejects.toThrow();
     const exited = await new Promise<number | null>((resolve) => {
       if (proxy.child.exitCode !== null) resolve(proxy.child.exitCode);
       else proxy.child.once('exit', (code) => resolve(code));

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { waitFor } from '../support/wait-for.ts';
 
-const CLI = resolve(import.meta.dirname, '../../sidecar/src/cli.ts');
+const CLI = resolve(import.meta.dirname, '../../cmd/tollgate.ts');
 
 export interface ProxyProcess {
   url: string;
@@ -62,7 +62,7 @@ export async function startProxyProcess(
   const logs: Record<string, unknown>[] = [];
   let stderr = '';
   let pending = '';
-  child.stdout!.setEncoding('utf8').on('data', (text: string) => {
+  child.stdout.setEncoding('utf8').on('data', (text: string) => {
     pending += text;
     let nl;
     while ((nl = pending.indexOf('\n')) !== -1) {
@@ -75,7 +75,7 @@ export async function startProxyProcess(
       }
     }
   });
-  child.stderr!.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+  child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
   const exited = new Promise<number | null>((resolveExit) => child.once('exit', (code) => resolveExit(code)));
   const url = `http://127.0.0.1:${port}`;
   // A proxy that exits (a bad flag or config) can never become healthy: stop waiting at once.

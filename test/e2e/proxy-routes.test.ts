@@ -19,12 +19,10 @@ const M = 1_000_000;
 // Gemini: prompt includes cache; thoughts are billed as output.
 const geminiCost = (u: typeof usage) => (u.input * FLASH.input + u.cacheRead * FLASH.cached + (u.output + u.reasoning) * FLASH.output) / M;
 // OpenAI: prompt − cached at the input price, cached at the cached price, completion at the output price.
-const openaiCost = (u: { input: number; cacheRead: number; output: number }) =>
-  (u.input * GPT4O_MINI.input + u.cacheRead * GPT4O_MINI.cached + u.output * GPT4O_MINI.output) / M;
+const openaiCost = (u: { input: number; cacheRead: number; output: number }) => (u.input * GPT4O_MINI.input + u.cacheRead * GPT4O_MINI.cached + u.output * GPT4O_MINI.output) / M;
 // Anthropic: input (no cache), cache writes, cache reads, output (thinking included) each at their own rate.
 const anthropicCost = (u: typeof usage) =>
   (u.input * SONNET4.input + u.cacheWrite * SONNET4.cacheWrite5m + u.cacheRead * SONNET4.cacheRead + (u.output + u.reasoning) * SONNET4.output) / M;
-
 
 let bed: UpstreamBed;
 let proxy: ProxyProcess;
@@ -95,12 +93,16 @@ describe('the seven routes, non-streaming', () => {
     expect(span.cost_usd).toBeGreaterThan(0);
   });
 
-  it('beta: OpenAI with the API key from the environment, never the caller\'s', async () => {
+  it("beta: OpenAI with the API key from the environment, never the caller's", async () => {
     bed.openai.behave({ usage: { input: 1000, output: 200, cacheRead: 400 } });
-    const res = await post('/proxy/beta/v1/chat/completions', { model: 'gpt-4o-mini', ...chatBody }, {
-      authorization: 'Bearer sk-caller-own-key',
-      'x-api-key': 'also-not-forwarded',
-    });
+    const res = await post(
+      '/proxy/beta/v1/chat/completions',
+      { model: 'gpt-4o-mini', ...chatBody },
+      {
+        authorization: 'Bearer sk-caller-own-key',
+        'x-api-key': 'also-not-forwarded',
+      },
+    );
     expect(res.status).toBe(200);
     const seen = bed.openai.requests.at(-1)!;
     expect(seen.headers.authorization).toBe(`Bearer ${OPENAI_KEY}`);
@@ -228,12 +230,16 @@ describe('streaming', () => {
 });
 
 describe('trace context', () => {
-  it('joins the caller\'s trace and sends the proxy\'s span as the upstream\'s parent', async () => {
+  it("joins the caller's trace and sends the proxy's span as the upstream's parent", async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
-    const res = await post('/proxy/beta/v1/chat/completions', { model: 'gpt-4o-mini', ...chatBody }, {
-      traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
-      tracestate: 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7',
-    });
+    const res = await post(
+      '/proxy/beta/v1/chat/completions',
+      { model: 'gpt-4o-mini', ...chatBody },
+      {
+        traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+        tracestate: 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7',
+      },
+    );
     expect(res.headers.get('x-proxy-trace-id')).toBe(traceId);
     const spanId = res.headers.get('x-proxy-span-id');
     const seen = bed.openai.requests.at(-1)!;
@@ -244,10 +250,14 @@ describe('trace context', () => {
   });
 
   it('starts a new trace for an invalid traceparent and drops tracestate', async () => {
-    const res = await post('/proxy/beta/v1/chat/completions', { model: 'gpt-4o-mini', ...chatBody }, {
-      traceparent: '00-00000000000000000000000000000000-00f067aa0ba902b7-01',
-      tracestate: 'congo=t61rcWkgMzE',
-    });
+    const res = await post(
+      '/proxy/beta/v1/chat/completions',
+      { model: 'gpt-4o-mini', ...chatBody },
+      {
+        traceparent: '00-00000000000000000000000000000000-00f067aa0ba902b7-01',
+        tracestate: 'congo=t61rcWkgMzE',
+      },
+    );
     const traceId = res.headers.get('x-proxy-trace-id');
     expect(traceId).toMatch(/^[0-9a-f]{32}$/);
     expect(traceId).not.toBe('00000000000000000000000000000000');
@@ -271,10 +281,12 @@ describe('prices through the config API', () => {
   it('a bad entry is refused with a message naming the field, and nothing changes', async () => {
     const before = await (await fetch(`${proxy.url}/_local/api/config`)).json();
     const res = await post('/_local/api/config', {
-      pricing: { models: [
-        { provider: 'openai', model: 'gpt-4o', input_per_million: 9, output_per_million: 9 },
-        { provider: 'openai', model: 'gpt-4.1', input_per_million: -1, output_per_million: 2 },
-      ] },
+      pricing: {
+        models: [
+          { provider: 'openai', model: 'gpt-4o', input_per_million: 9, output_per_million: 9 },
+          { provider: 'openai', model: 'gpt-4.1', input_per_million: -1, output_per_million: 2 },
+        ],
+      },
     });
     expect(res.status).toBe(400);
     const error = (await res.json()) as { error: { message: string } };

@@ -77,7 +77,22 @@ export async function startBigQueryEmulator(opts: { projectId?: string; startTim
     proc = startManagedProcess({
       name: 'bigquery-emulator',
       command: launcher,
-      args: ['start', '--rest-host', '127.0.0.1', '--rest-port', String(port), '--grpc-port', '0', '--project', projectId, '--ephemeral', '--log-level', 'warning', '--log-format', 'console'],
+      args: [
+        'start',
+        '--rest-host',
+        '127.0.0.1',
+        '--rest-port',
+        String(port),
+        '--grpc-port',
+        '0',
+        '--project',
+        projectId,
+        '--ephemeral',
+        '--log-level',
+        'warning',
+        '--log-format',
+        'console',
+      ],
       logPath: join(dir, 'emulator.log'),
     });
     await waitHealthy(endpoint, proc, opts.startTimeoutMs ?? 60_000);

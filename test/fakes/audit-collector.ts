@@ -8,7 +8,7 @@
 
 import * as grpc from '@grpc/grpc-js';
 import { parseArgs } from 'node:util';
-import { auditSinkServiceDefinition, type ExportRequest, type ExportResponse } from '../../sidecar/src/audit/audit-sink-protocol.ts';
+import { auditSinkServiceDefinition, type ExportRequest, type ExportResponse } from '../../contracts/audit-sink-protocol.ts';
 import { TetragonEvent } from '../../sidecar/src/audit/tetragon-protocol.ts';
 
 export interface FakeAuditCollector {

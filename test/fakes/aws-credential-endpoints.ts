@@ -50,33 +50,36 @@ export interface FakeContainerCredentialsOptions {
 export async function startFakeContainerCredentials(options: FakeContainerCredentialsOptions = {}): Promise<FakeAwsCredentialEndpoint> {
   const issued: IssuedCredentials[] = [];
   const lifetimeMs = options.lifetimeMs ?? 6 * 3600_000;
-  const endpoint = await startRecordingServer((call, res, failing) => {
-    if (call.method !== 'GET') {
-      res.writeHead(405).end();
-      return;
-    }
-    if (options.authorizationToken !== undefined && call.headers.authorization !== options.authorizationToken) {
-      res.writeHead(401, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ code: 'AccessDenied', message: 'invalid authorization token' }));
-      return;
-    }
-    if (failing) {
-      res.writeHead(500, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ code: 'InternalError', message: 'fake container credentials endpoint told to fail' }));
-      return;
-    }
-    const credentials = issue(issued, 'ASIACONTAINER', lifetimeMs);
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify({
-        AccessKeyId: credentials.accessKeyId,
-        SecretAccessKey: credentials.secretAccessKey,
-        Token: credentials.sessionToken,
-        AccountId: '123456789012',
-        Expiration: credentials.expiration.toISOString().replace(/\.\d{3}Z$/, 'Z'),
-      }),
-    );
-  }, { path: '/v1/credentials' });
+  const endpoint = await startRecordingServer(
+    (call, res, failing) => {
+      if (call.method !== 'GET') {
+        res.writeHead(405).end();
+        return;
+      }
+      if (options.authorizationToken !== undefined && call.headers.authorization !== options.authorizationToken) {
+        res.writeHead(401, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ code: 'AccessDenied', message: 'invalid authorization token' }));
+        return;
+      }
+      if (failing) {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ code: 'InternalError', message: 'fake container credentials endpoint told to fail' }));
+        return;
+      }
+      const credentials = issue(issued, 'ASIACONTAINER', lifetimeMs);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          AccessKeyId: credentials.accessKeyId,
+          SecretAccessKey: credentials.secretAccessKey,
+          Token: credentials.sessionToken,
+          AccountId: '123456789012',
+          Expiration: credentials.expiration.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+        }),
+      );
+    },
+    { path: '/v1/credentials' },
+  );
   return { ...endpoint, issued };
 }
 

@@ -174,9 +174,7 @@ export async function startFakeSts(options: FakeStsOptions): Promise<FakeStsServ
         subject_token_type: JWT_TOKEN_TYPE,
         token_url: `${endpoint.url}/v1/token`,
         credential_source: { file: subjectTokenFile },
-        ...(impersonate
-          ? { service_account_impersonation_url: `${endpoint.url}/v1/projects/-/serviceAccounts/${impersonate}:generateAccessToken` }
-          : {}),
+        ...(impersonate ? { service_account_impersonation_url: `${endpoint.url}/v1/projects/-/serviceAccounts/${impersonate}:generateAccessToken` } : {}),
       };
     },
   };

@@ -30,7 +30,7 @@ function tokenOf(call: RecordedCall): string | undefined {
   const auth = call.headers.authorization;
   if (call.method === 'POST') {
     if (!String(call.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) throw new Error('tokeninfo POST must be a form');
-    return typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7) : new URLSearchParams(call.body).get('access_token') ?? undefined;
+    return typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7) : (new URLSearchParams(call.body).get('access_token') ?? undefined);
   }
   return new URL(call.path, 'http://t').searchParams.get('access_token') ?? undefined;
 }
@@ -63,7 +63,11 @@ export async function startFakeTokeninfo(): Promise<FakeTokeninfo> {
       };
       res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' }).end(JSON.stringify(body));
     },
-    { path: '/tokeninfo', onHandlerError: (error, res) => res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'invalid_request', error_description: error.message })) },
+    {
+      path: '/tokeninfo',
+      onHandlerError: (error, res) =>
+        res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'invalid_request', error_description: error.message })),
+    },
   );
   return {
     url: server.url,

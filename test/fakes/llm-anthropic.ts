@@ -26,10 +26,7 @@ export async function handleAnthropic(x: FakeExchange): Promise<void> {
   }
   const body = jsonObject(x.json);
   if (body === null) return sendAnthropicError(x.res, 400, 'The request body is not valid JSON.');
-  const problem =
-    required(body, 'model') ??
-    extra(body, 'anthropic_version') ??
-    (x.path === '/v1/messages' ? messagesProblem(body) : messagesListProblem(body));
+  const problem = required(body, 'model') ?? extra(body, 'anthropic_version') ?? (x.path === '/v1/messages' ? messagesProblem(body) : messagesListProblem(body));
   if (problem) return sendAnthropicError(x.res, 400, problem);
   if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, 'anthropic');
   if (x.path === '/v1/messages/count_tokens') return countTokens(x);

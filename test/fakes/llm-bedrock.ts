@@ -27,11 +27,7 @@ export const eventStreamCodec = new EventStreamCodec(
 export async function handleBedrock(x: FakeExchange): Promise<void> {
   const aws = x.opts.aws;
   if (aws === undefined) throw new Error('the bedrock fake needs opts.aws to verify SigV4 signatures');
-  const verdict = verifySigV4(
-    { method: x.req.method ?? 'GET', path: x.path, query: x.rawQuery, headers: x.req.headers, body: x.body },
-    aws,
-    'bedrock',
-  );
+  const verdict = verifySigV4({ method: x.req.method ?? 'GET', path: x.path, query: x.rawQuery, headers: x.req.headers, body: x.body }, aws, 'bedrock');
   if (!verdict.ok) return sendBedrockError(x.res, 403, verdict.message, verdict.errorType);
 
   const match = x.req.method === 'POST' ? invokePath.exec(x.path) : null;
@@ -100,7 +96,8 @@ function bodyProblem(body: Record<string, unknown> | null): string | undefined {
   const malformed = (detail: string) => `Malformed input request: ${detail}, please reformat your input and try again.`;
   if (body === null) return malformed('the body is not a JSON object');
   if (body.anthropic_version === undefined) return malformed('#: required key [anthropic_version] not found');
-  if (!bedrockVersions.has(String(body.anthropic_version))) return `Invalid API version: ${String(body.anthropic_version)}`;
+  if (!bedrockVersions.has(String(body.anthropic_version)))
+    return `Invalid API version: ${typeof body.anthropic_version === 'string' ? body.anthropic_version : JSON.stringify(body.anthropic_version)}`;
   const extraneous = ['model', 'stream'].find((k) => body[k] !== undefined);
   if (extraneous !== undefined) return malformed(`#: extraneous key [${extraneous}] is not permitted`);
   const problem = messagesProblem(body);

@@ -31,12 +31,7 @@ const openAiTypes: Record<number, [string, string | null]> = {
 };
 
 /** `{"error": {"message", "type", "param", "code"}}` as OpenAI sends it. */
-export function sendOpenAiError(
-  res: ServerResponse,
-  status: number,
-  message: string,
-  opts: { type?: string; code?: string | null; param?: string | null } = {},
-): void {
+export function sendOpenAiError(res: ServerResponse, status: number, message: string, opts: { type?: string; code?: string | null; param?: string | null } = {}): void {
   const [type, code] = openAiTypes[status] ?? ['server_error', null];
   const error = { message, type: opts.type ?? type, param: opts.param ?? null, code: opts.code === undefined ? code : opts.code };
   writeJson(res, status, { error }, { 'x-request-id': `req_${randomBytes(16).toString('hex')}` });
@@ -59,12 +54,7 @@ export function anthropicErrorType(status: number): string {
 
 /** `{"type": "error", "error": {"type", "message"}}` as Anthropic sends it. */
 export function sendAnthropicError(res: ServerResponse, status: number, message: string): void {
-  writeJson(
-    res,
-    status,
-    { type: 'error', error: { type: anthropicErrorType(status), message }, request_id: anthropicRequestId() },
-    { 'request-id': anthropicRequestId() },
-  );
+  writeJson(res, status, { type: 'error', error: { type: anthropicErrorType(status), message }, request_id: anthropicRequestId() }, { 'request-id': anthropicRequestId() });
 }
 
 export function anthropicRequestId(): string {

@@ -9,17 +9,10 @@ import type { FakeExchange, FakeUsage } from './llm-upstream.ts';
 
 // Both spellings are accepted by the JSON mapping of Google's protos; anything else is an unknown field.
 const knownFields = new Set(
-  [
-    'contents',
-    'systemInstruction',
-    'tools',
-    'toolConfig',
-    'generationConfig',
-    'safetySettings',
-    'cachedContent',
-    'labels',
-    'model',
-  ].flatMap((f) => [f, f.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)]),
+  ['contents', 'systemInstruction', 'tools', 'toolConfig', 'generationConfig', 'safetySettings', 'cachedContent', 'labels', 'model'].flatMap((f) => [
+    f,
+    f.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`),
+  ]),
 );
 
 export async function handleGemini(x: FakeExchange, model: string, method: 'generateContent' | 'streamGenerateContent'): Promise<void> {

@@ -44,9 +44,7 @@ export async function handleOpenAi(x: FakeExchange): Promise<void> {
 export async function chatCompletions(x: FakeExchange, flavour: ChatFlavour): Promise<void> {
   // Vertex answers malformed requests in Google's error shape, OpenAI in its own.
   const reject = (message: string, param?: string) =>
-    flavour === 'vertex'
-      ? sendGoogleError(x.res, 400, message)
-      : sendOpenAiError(x.res, 400, message, param ? { param, code: 'missing_required_parameter' } : {});
+    flavour === 'vertex' ? sendGoogleError(x.res, 400, message) : sendOpenAiError(x.res, 400, message, param ? { param, code: 'missing_required_parameter' } : {});
   const body = jsonObject(x.json);
   if (body === null) return reject('We could not parse the JSON body of your request.');
   if (typeof body.model !== 'string' || body.model === '') return reject('you must provide a model parameter');
@@ -99,13 +97,7 @@ interface ChunkShape {
   flavour: ChatFlavour;
 }
 
-function streamPlan(
-  shape: ChunkShape,
-  content: ReplyContent,
-  usage: Record<string, unknown>,
-  includeUsage: boolean,
-  headers: OutgoingHttpHeaders,
-): StreamPlan {
+function streamPlan(shape: ChunkShape, content: ReplyContent, usage: Record<string, unknown>, includeUsage: boolean, headers: OutgoingHttpHeaders): StreamPlan {
   // With include_usage every chunk carries `usage: null` except the last, which has `choices: []`.
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
     sseEvent({

@@ -14,7 +14,7 @@ export interface ReplyContent {
   pieces(): Iterable<string>;
   /** Whole text, or null for a big body (write it with the pieces instead). */
   text: string | null;
-  toolCall?: { name: string; arguments: Record<string, unknown> };
+  toolCall?: { name: string; arguments: Record<string, unknown> } | undefined;
 }
 
 const bigPieceChars = 16 * 1024;

@@ -63,12 +63,7 @@ export function writeJson(res: ServerResponse, status: number, body: unknown, he
  * Sends a JSON reply whose text comes from `content`. A big body is streamed: the JSON is built around a
  * marker and the text pieces are written in its place one by one, so it is never held whole.
  */
-export async function writeJsonWithText(
-  res: ServerResponse,
-  headers: OutgoingHttpHeaders,
-  content: ReplyContent,
-  build: (text: string) => unknown,
-): Promise<void> {
+export async function writeJsonWithText(res: ServerResponse, headers: OutgoingHttpHeaders, content: ReplyContent, build: (text: string) => unknown): Promise<void> {
   if (content.text !== null) {
     writeJson(res, 200, build(content.text), headers);
     return;
@@ -125,9 +120,7 @@ class StreamSink {
       // Whichever fires first wins; the abort removes the other listener so none pile up.
       const ac = new AbortController();
       const { signal } = ac;
-      await Promise.race([once(this.res, 'drain', { signal }), once(this.res, 'close', { signal })]).finally(() =>
-        ac.abort(),
-      );
+      await Promise.race([once(this.res, 'drain', { signal }), once(this.res, 'close', { signal })]).finally(() => ac.abort());
     }
     await tick();
   }

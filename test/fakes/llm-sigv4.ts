@@ -89,9 +89,7 @@ export function canonicalRequest(req: ReceivedRequest, signedHeaders: string[]):
     .sort(([ka, va], [kb, vb]) => (ka === kb ? (va < vb ? -1 : 1) : ka < kb ? -1 : 1))
     .map(([k, v]) => `${k}=${v}`)
     .join('&');
-  const headers = signedHeaders
-    .map((name) => `${name}:${headerValue(req.headers[name])}\n`)
-    .join('');
+  const headers = signedHeaders.map((name) => `${name}:${headerValue(req.headers[name])}\n`).join('');
   return [req.method, uri, query, headers, signedHeaders.join(';'), sha256Hex(req.body)].join('\n');
 }
 

@@ -27,7 +27,12 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
 function sseData(text: string): string[] {
   return text
     .split(/\r?\n\r?\n/)
-    .map((event) => event.split(/\r?\n/).find((line) => line.startsWith('data: '))?.slice(6))
+    .map((event) =>
+      event
+        .split(/\r?\n/)
+        .find((line) => line.startsWith('data: '))
+        ?.slice(6),
+    )
     .filter((data): data is string => data !== undefined);
 }
 
@@ -267,16 +272,30 @@ describe('anthropic fake', () => {
     up.behave({ usage: { input: 12, output: 30, cacheRead: 200 }, text: 'abc def ghi', chunkCount: 3 });
     const r = await post(`${up.url}/v1/messages`, { model: 'claude-haiku-4-5', max_tokens: 10, stream: true, messages }, headers);
     expect(r.headers.get('content-type')).toContain('text/event-stream');
-    const names = r.text.split('\n').filter((l) => l.startsWith('event: ')).map((l) => l.slice(7));
+    const names = r.text
+      .split('\n')
+      .filter((l) => l.startsWith('event: '))
+      .map((l) => l.slice(7));
     expect(names).toEqual([
-      'message_start', 'content_block_start', 'ping',
-      'content_block_delta', 'content_block_delta', 'content_block_delta',
-      'content_block_stop', 'message_delta', 'message_stop',
+      'message_start',
+      'content_block_start',
+      'ping',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
     ]);
     const events = sseJson(r.text);
     expect(events[0].message.usage).toMatchObject({ input_tokens: 12, cache_read_input_tokens: 200, output_tokens: 1 });
     expect(events.find((e) => e.type === 'message_delta').usage).toMatchObject({ input_tokens: 12, cache_read_input_tokens: 200, output_tokens: 30 });
-    expect(events.filter((e) => e.type === 'content_block_delta').map((e) => e.delta.text).join('')).toBe('abc def ghi');
+    expect(
+      events
+        .filter((e) => e.type === 'content_block_delta')
+        .map((e) => e.delta.text)
+        .join(''),
+    ).toBe('abc def ghi');
   });
 
   it('streams a tool call as input_json_delta pieces', async () => {
@@ -285,7 +304,10 @@ describe('anthropic fake', () => {
     const r = await post(`${up.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 10, stream: true, messages }, headers);
     const events = sseJson(r.text);
     expect(events[1].content_block).toMatchObject({ type: 'tool_use', name: 'lookup' });
-    const json = events.filter((e) => e.type === 'content_block_delta').map((e) => e.delta.partial_json).join('');
+    const json = events
+      .filter((e) => e.type === 'content_block_delta')
+      .map((e) => e.delta.partial_json)
+      .join('');
     expect(JSON.parse(json)).toEqual({ q: 'tollgate' });
     expect(events.find((e) => e.type === 'message_delta').delta.stop_reason).toBe('tool_use');
   });
@@ -304,12 +326,7 @@ describe('bedrock fake', () => {
   const claudeBody = { anthropic_version: 'bedrock-2023-05-31', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
 
   /** Signs like the AWS SDK does (path already percent-encoded, encoded again by the signer) and sends it. */
-  async function signedCall(
-    up: FakeUpstream,
-    path: string,
-    body: unknown,
-    signer: { secretAccessKey?: string; uriEscapePath?: boolean; sessionToken?: string } = {},
-  ) {
+  async function signedCall(up: FakeUpstream, path: string, body: unknown, signer: { secretAccessKey?: string; uriEscapePath?: boolean; sessionToken?: string } = {}) {
     const { hostname, port } = new URL(up.url);
     const payload = JSON.stringify(body);
     const sigv4 = new SignatureV4({
@@ -343,7 +360,7 @@ describe('bedrock fake', () => {
   /** Cuts the body at each prelude's total length; the codec checks both CRCs of every frame. */
   function decodeFrames(bytes: Buffer) {
     const frames = [];
-    for (let offset = 0; offset < bytes.length; ) {
+    for (let offset = 0; offset < bytes.length;) {
       const total = bytes.readUInt32BE(offset);
       frames.push(eventStreamCodec.decode(bytes.subarray(offset, offset + total)));
       offset += total;
@@ -381,7 +398,11 @@ describe('bedrock fake', () => {
 
   it('rejects model or stream in the body and a wrong anthropic_version', async () => {
     const up = await start('bedrock', { aws });
-    for (const body of [{ ...claudeBody, model: 'x' }, { ...claudeBody, stream: true }, { ...claudeBody, anthropic_version: '2023-06-01' }]) {
+    for (const body of [
+      { ...claudeBody, model: 'x' },
+      { ...claudeBody, stream: true },
+      { ...claudeBody, anthropic_version: '2023-06-01' },
+    ]) {
       const r = await signedCall(up, `${modelPath}/invoke`, body);
       expect(r.status).toBe(400);
       expect(r.headers['x-amzn-errortype']).toMatch(/^ValidationException/);
@@ -397,7 +418,13 @@ describe('bedrock fake', () => {
     expect(frames.every((f) => f.headers[':event-type']?.value === 'chunk' && f.headers[':message-type']?.value === 'event')).toBe(true);
     const events = frames.map((f) => JSON.parse(Buffer.from(JSON.parse(Buffer.from(f.body).toString()).bytes, 'base64').toString()));
     expect(events.map((e) => e.type)).toEqual([
-      'message_start', 'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop',
+      'message_start',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
     ]);
     expect(events.at(-1)['amazon-bedrock-invocationMetrics']).toMatchObject({ inputTokenCount: 15, outputTokenCount: 6 });
   });
@@ -434,7 +461,11 @@ describe('behaviours', () => {
   it('truncates a stream before its final events', async () => {
     const up = await start('openai');
     up.behave({ truncateStream: true, chunkCount: 6 });
-    const r = await post(`${up.url}/v1/chat/completions`, { model: 'gpt-4o', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'x' }] }, { authorization: 'Bearer k' });
+    const r = await post(
+      `${up.url}/v1/chat/completions`,
+      { model: 'gpt-4o', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'x' }] },
+      { authorization: 'Bearer k' },
+    );
     const data = sseData(r.text);
     expect(data).not.toContain('[DONE]');
     expect(sseJson(r.text).some((c) => c.usage)).toBe(false);
@@ -464,7 +495,9 @@ describe('behaviours', () => {
     up.behave({ bigBodyBytes: 1_000_000 });
     const request = { model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] };
     const stream = await post(`${up.url}/v1/chat/completions`, { ...request, stream: true }, { authorization: 'Bearer k' });
-    const text = sseJson(stream.text).map((c) => c.choices[0]?.delta.content ?? '').join('');
+    const text = sseJson(stream.text)
+      .map((c) => c.choices[0]?.delta.content ?? '')
+      .join('');
     expect(text.length).toBe(1_000_000);
     const whole = await post(`${up.url}/v1/chat/completions`, request, { authorization: 'Bearer k' });
     expect(JSON.parse(whole.text).choices[0].message.content.length).toBe(1_000_000);
@@ -486,7 +519,13 @@ describe('expectedTokenUsage', () => {
   it('normalises to input including cache and output including reasoning, per format', () => {
     const u = { input: 10, output: 20, cacheRead: 3, cacheWrite: 4, cacheWrite1h: 5, reasoning: 6 };
     expect(expectedTokenUsage(u, 'anthropic')).toEqual({
-      inputTokens: 22, outputTokens: 26, cacheReadTokens: 3, cacheWriteTokens: 9, cacheWrite1hTokens: 5, reasoningTokens: 6, totalTokens: 48,
+      inputTokens: 22,
+      outputTokens: 26,
+      cacheReadTokens: 3,
+      cacheWriteTokens: 9,
+      cacheWrite1hTokens: 5,
+      reasoningTokens: 6,
+      totalTokens: 48,
     });
     expect(expectedTokenUsage(u, 'gemini')).toMatchObject({ inputTokens: 13, cacheWriteTokens: 0, outputTokens: 26 });
   });

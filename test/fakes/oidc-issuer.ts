@@ -9,7 +9,7 @@ import * as x509 from '@peculiar/x509';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT, base64url, type JWK, type JWTPayload } from 'jose';
 import { startRecordingServer, type RecordingServer } from './recording-server.ts';
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[1]);
+x509.cryptoProvider.set(webcrypto);
 
 type CryptoKey = webcrypto.CryptoKey;
 
@@ -38,7 +38,7 @@ export async function createSigningKey(alg: SigningAlgorithm, kid = `${alg.toLow
       notBefore: new Date(now - 3_600_000),
       notAfter: new Date(now + 86_400_000),
       signingAlgorithm: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' },
-      keys: { privateKey, publicKey } as unknown as webcrypto.CryptoKeyPair,
+      keys: { privateKey, publicKey },
     });
     certificatePem = cert.toString('pem');
   }
@@ -95,34 +95,37 @@ export async function startOidcIssuer(opts: OidcIssuerOptions = {}): Promise<Loc
   const current = new Map<SigningAlgorithm, SigningKey>();
   const counts = new Map<string, number>();
   let url = '';
-  const server = await startRecordingServer((call, res) => {
-    const path = new URL(call.path, 'http://issuer').pathname;
-    counts.set(path, (counts.get(path) ?? 0) + 1);
-    if (call.method !== 'GET') return json(res, 405, { error: 'method_not_allowed' });
-    if (path === '/.well-known/openid-configuration') {
-      return json(res, 200, {
-        issuer: url,
-        jwks_uri: `${url}/jwks`,
-        id_token_signing_alg_values_supported: ['RS256', 'ES256'],
-        response_types_supported: ['id_token'],
-        subject_types_supported: ['public'],
-      });
-    }
-    if (path === '/jwks') return json(res, 200, { keys: [...published.values()].map((k) => k.publicJwk) }, { 'cache-control': 'public, max-age=300' });
-    if (path === '/oauth2/v1/certs') {
-      const certs: Record<string, string> = {};
-      for (const key of published.values()) if (key.certificatePem) certs[key.kid] = key.certificatePem;
-      return json(res, 200, certs, { 'cache-control': `public, max-age=${opts.certsMaxAgeSeconds ?? 300}, must-revalidate, no-transform` });
-    }
-    if (path === '/token' && opts.mintEndpoint) {
-      const query = new URL(call.path, 'http://issuer').searchParams;
-      const email = query.get('email');
-      if (!email) return json(res, 400, { error: 'email is required' });
-      void issuer.idToken(email, query.get('aud') ?? 'tollgate').then((token) => res.writeHead(200, { 'content-type': 'text/plain' }).end(`${token}\n`));
-      return;
-    }
-    return json(res, 404, { error: 'not_found' });
-  }, opts.port !== undefined ? { port: opts.port } : {});
+  const server = await startRecordingServer(
+    (call, res) => {
+      const path = new URL(call.path, 'http://issuer').pathname;
+      counts.set(path, (counts.get(path) ?? 0) + 1);
+      if (call.method !== 'GET') return json(res, 405, { error: 'method_not_allowed' });
+      if (path === '/.well-known/openid-configuration') {
+        return json(res, 200, {
+          issuer: url,
+          jwks_uri: `${url}/jwks`,
+          id_token_signing_alg_values_supported: ['RS256', 'ES256'],
+          response_types_supported: ['id_token'],
+          subject_types_supported: ['public'],
+        });
+      }
+      if (path === '/jwks') return json(res, 200, { keys: [...published.values()].map((k) => k.publicJwk) }, { 'cache-control': 'public, max-age=300' });
+      if (path === '/oauth2/v1/certs') {
+        const certs: Record<string, string> = {};
+        for (const key of published.values()) if (key.certificatePem) certs[key.kid] = key.certificatePem;
+        return json(res, 200, certs, { 'cache-control': `public, max-age=${opts.certsMaxAgeSeconds ?? 300}, must-revalidate, no-transform` });
+      }
+      if (path === '/token' && opts.mintEndpoint) {
+        const query = new URL(call.path, 'http://issuer').searchParams;
+        const email = query.get('email');
+        if (!email) return json(res, 400, { error: 'email is required' });
+        void issuer.idToken(email, query.get('aud') ?? 'tollgate').then((token) => res.writeHead(200, { 'content-type': 'text/plain' }).end(`${token}\n`));
+        return;
+      }
+      return json(res, 404, { error: 'not_found' });
+    },
+    opts.port !== undefined ? { port: opts.port } : {},
+  );
   url = server.url;
 
   const issuer: LocalOidcIssuer = {

@@ -12,14 +12,7 @@ import { rmSync } from 'node:fs';
 import http2 from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { parseArgs } from 'node:util';
-import {
-  decodeGetEventsRequest,
-  encodeEvent,
-  GET_EVENTS_PATH,
-  type GetEventsRequest,
-  TetragonEvent,
-  type TetragonFilter,
-} from '../../sidecar/src/audit/tetragon-protocol.ts';
+import { decodeGetEventsRequest, encodeEvent, GET_EVENTS_PATH, type GetEventsRequest, TetragonEvent, type TetragonFilter } from '../../sidecar/src/audit/tetragon-protocol.ts';
 
 export interface FakeEventSpec {
   type?: 'process_exec' | 'process_exit' | 'process_kprobe' | 'process_tracepoint';
@@ -52,7 +45,12 @@ export function fakeEvent(spec: FakeEventSpec): Buffer {
     pod: {
       namespace: spec.namespace,
       name: spec.pod,
-      container: { id: `containerd://${n.toString(16).padStart(12, '0')}`, name: 'app', image: { id: 'registry.invalid/app@sha256:00', name: 'registry.invalid/app:1' }, pid: { value: 7 } },
+      container: {
+        id: `containerd://${n.toString(16).padStart(12, '0')}`,
+        name: 'app',
+        image: { id: 'registry.invalid/app@sha256:00', name: 'registry.invalid/app:1' },
+        pid: { value: 7 },
+      },
       pod_labels: { app: spec.pod.replace(/-[^-]*$/, '') },
     },
     parent_exec_id: Buffer.from(`parent:${n}`).toString('base64'),
@@ -62,7 +60,13 @@ export function fakeEvent(spec: FakeEventSpec): Buffer {
   const bodies = {
     process_exec: { process, parent },
     process_exit: { process, parent, signal: 'SIGKILL', status: 0 },
-    process_kprobe: { process, parent, function_name: 'tcp_connect', args: [{ sock_arg: { family: 'AF_INET', type: 'SOCK_STREAM', protocol: 'IPPROTO_TCP', saddr: '10.0.0.5', daddr: '10.0.0.9', sport: 40000, dport: 443 } }], action: 'KPROBE_ACTION_POST' },
+    process_kprobe: {
+      process,
+      parent,
+      function_name: 'tcp_connect',
+      args: [{ sock_arg: { family: 'AF_INET', type: 'SOCK_STREAM', protocol: 'IPPROTO_TCP', saddr: '10.0.0.5', daddr: '10.0.0.9', sport: 40000, dport: 443 } }],
+      action: 'KPROBE_ACTION_POST',
+    },
     process_tracepoint: { process, parent, subsys: 'syscalls', event: 'sys_enter_openat', args: [{ string_arg: '/etc/passwd' }, { int_arg: 0 }] },
   };
   const encoded = encodeEvent({
@@ -84,7 +88,7 @@ export function mixedEvents(pods: { namespace: string; pod: string }[], count: n
   for (let i = 0; i < count; i++) {
     const pod = pods[i % pods.length]!;
     const n = ++counter;
-    out.push(fakeEvent({ ...pod, type: types[Math.floor(n / pods.length) % types.length], n, ...opts }));
+    out.push(fakeEvent({ ...pod, type: types[Math.floor(n / pods.length) % types.length]!, n, ...opts }));
   }
   return out;
 }
@@ -98,9 +102,7 @@ function eventPod(event: Buffer): { namespace: string; name: string } {
 /** Tetragon's allow-list semantics for the fields this fake supports (namespace, pod_regex). */
 export function matches(filters: TetragonFilter[] | undefined, pod: { namespace: string; name: string }): boolean {
   if (!filters || filters.length === 0) return true;
-  return filters.some(
-    (f) => (!f.namespace?.length || f.namespace.includes(pod.namespace)) && (!f.pod_regex?.length || f.pod_regex.some((r) => new RegExp(r).test(pod.name))),
-  );
+  return filters.some((f) => (!f.namespace?.length || f.namespace.includes(pod.namespace)) && (!f.pod_regex?.length || f.pod_regex.some((r) => new RegExp(r).test(pod.name))));
 }
 
 function frame(message: Buffer): Buffer {
@@ -160,7 +162,10 @@ export async function startFakeTetragonAgent(opts: { listen?: string } = {}): Pr
       try {
         request = decodeGetEventsRequest(all.subarray(5, 5 + length));
       } catch (error) {
-        stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '3', 'grpc-message': `bad GetEventsRequest: ${(error as Error).message}` }, { endStream: true });
+        stream.respond(
+          { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '3', 'grpc-message': `bad GetEventsRequest: ${(error as Error).message}` },
+          { endStream: true },
+        );
         return;
       }
       requests.push(request);
@@ -287,7 +292,9 @@ async function main(argv: string[]): Promise<void> {
     return { namespace, pod };
   });
   const agent = await startFakeTetragonAgent({ listen: values.listen });
-  process.stdout.write(`fake tetragon agent listening on ${agent.address}; one mixed event per pod every ${values['every-ms']} ms for ${pods.map((p) => `${p.namespace}/${p.pod}`).join(', ')}\n`);
+  process.stdout.write(
+    `fake tetragon agent listening on ${agent.address}; one mixed event per pod every ${values['every-ms']} ms for ${pods.map((p) => `${p.namespace}/${p.pod}`).join(', ')}\n`,
+  );
   setInterval(() => {
     const sent = agent.emit(mixedEvents(pods, pods.length, { node: values.node }));
     if (agent.subscribers() > 0) process.stdout.write(`sent ${sent} event(s) to ${agent.subscribers()} stream(s)\n`);

@@ -37,7 +37,7 @@ beforeAll(async () => {
   // Answers every request with the next prepared answer, written piece by piece across event-loop turns.
   upstream = createServer((req, res) => {
     req.resume();
-    req.once('end', async () => {
+    const respond = async () => {
       const next = answer ?? { contentType: 'application/json', body: Buffer.from('{}'), pieces: [Buffer.from('{}')] };
       res.writeHead(200, next.contentType === null ? {} : { 'content-type': next.contentType });
       for (const piece of next.pieces) {
@@ -45,6 +45,9 @@ beforeAll(async () => {
         if (piece.length < 16) await new Promise((resolve) => setImmediate(resolve));
       }
       res.end();
+    };
+    req.once('end', () => {
+      respond().catch((error: unknown) => res.destroy(error instanceof Error ? error : new Error(String(error))));
     });
   });
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
@@ -124,7 +127,13 @@ async function spansOf(requestIds: string[]): Promise<Record<string, number | st
 }
 
 function expectPlausible(span: Record<string, number | string | null>, where: string): void {
-  for (const column of ['gen_ai_usage_input_tokens', 'gen_ai_usage_output_tokens', 'gen_ai_total_tokens', 'gen_ai_usage_cache_read_input_tokens', 'gen_ai_usage_reasoning_tokens']) {
+  for (const column of [
+    'gen_ai_usage_input_tokens',
+    'gen_ai_usage_output_tokens',
+    'gen_ai_total_tokens',
+    'gen_ai_usage_cache_read_input_tokens',
+    'gen_ai_usage_reasoning_tokens',
+  ]) {
     const value = span[column] as number;
     expect(Number.isInteger(value) && value >= 0 && value <= MAX_TOKENS, `${where}: ${column} = ${value}`).toBe(true);
   }
@@ -139,7 +148,13 @@ describe(`fuzz (seed ${seed}, ${configCases} config bodies, ${streamCases} strea
       const callIds: string[] = [];
       // Calls made under the fuzzed config report usage, so whatever prices were accepted get used.
       const completion = Buffer.from(
-        JSON.stringify({ id: 'c1', object: 'chat.completion', model: 'gpt-4o-mini', choices: [], usage: { prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500, prompt_tokens_details: { cached_tokens: 1024 } } }),
+        JSON.stringify({
+          id: 'c1',
+          object: 'chat.completion',
+          model: 'gpt-4o-mini',
+          choices: [],
+          usage: { prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500, prompt_tokens_details: { cached_tokens: 1024 } },
+        }),
       );
       answer = { contentType: 'application/json', body: completion, pieces: [completion] };
       for (let i = 0; i < configCases; i++) {
@@ -155,11 +170,17 @@ describe(`fuzz (seed ${seed}, ${configCases} config bodies, ${streamCases} strea
           // whatever was accepted, a call is answered (the upstream may now be elsewhere) and metered
           const id = `fuzz-config-${seed}-${i}`;
           callIds.push(id);
-          const call = await alive(where, fetch(`${proxy.url}/proxy/beta/v1/chat/completions`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', 'x-request-id': id },
-            body: JSON.stringify({ model: random.chance(0.7) ? 'gpt-4o-mini' : random.pick(['GPT-4o-mini', 'constructor', 'gpt-4o']), messages: [{ role: 'user', content: 'hi' }] }),
-          }));
+          const call = await alive(
+            where,
+            fetch(`${proxy.url}/proxy/beta/v1/chat/completions`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', 'x-request-id': id },
+              body: JSON.stringify({
+                model: random.chance(0.7) ? 'gpt-4o-mini' : random.pick(['GPT-4o-mini', 'constructor', 'gpt-4o']),
+                messages: [{ role: 'user', content: 'hi' }],
+              }),
+            }),
+          );
           await call.arrayBuffer();
           // a fault in a response listener would take the process down just after this answer
           await new Promise((resolve) => setImmediate(resolve));
@@ -178,13 +199,48 @@ describe(`fuzz (seed ${seed}, ${configCases} config bodies, ${streamCases} strea
     withFuzzedProxy(async () => {
       const random = seededRandom(seed ^ 0x5eed);
       const targets: { path: string; body: unknown; formats: StreamFormat[]; passThrough: boolean }[] = [
-        { path: '/proxy/beta/v1/chat/completions', body: { model: 'gpt-4o-mini', stream: true, stream_options: { include_usage: true }, messages: [] }, formats: ['openai-sse', 'openai-json'], passThrough: true },
-        { path: '/proxy/gamma-direct/v1/messages', body: { model: 'claude-sonnet-4-20250514', stream: true, max_tokens: 10, messages: [] }, formats: ['anthropic-sse', 'anthropic-json'], passThrough: true },
-        { path: '/proxy/alpha/v1/projects/fuzz/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse', body: { contents: [] }, formats: ['gemini-sse'], passThrough: true },
-        { path: '/proxy/alpha/v1/projects/fuzz/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent', body: { contents: [] }, formats: ['gemini-array'], passThrough: true },
-        { path: '/proxy/gamma-cloudb/model/anthropic.claude-sonnet-4-20250514-v1:0/invoke-with-response-stream', body: { anthropic_version: 'bedrock-2023-05-31', max_tokens: 10, messages: [] }, formats: ['bedrock-stream'], passThrough: true },
-        { path: '/v1/chat/completions', body: { model: 'claude-sonnet-4', stream: true, messages: [{ role: 'user', content: 'hi' }] }, formats: ['anthropic-sse'], passThrough: false },
-        { path: '/v1/chat/completions', body: { model: 'gemini-2.5-flash', stream: true, messages: [{ role: 'user', content: 'hi' }] }, formats: ['gemini-sse'], passThrough: false },
+        {
+          path: '/proxy/beta/v1/chat/completions',
+          body: { model: 'gpt-4o-mini', stream: true, stream_options: { include_usage: true }, messages: [] },
+          formats: ['openai-sse', 'openai-json'],
+          passThrough: true,
+        },
+        {
+          path: '/proxy/gamma-direct/v1/messages',
+          body: { model: 'claude-sonnet-4-20250514', stream: true, max_tokens: 10, messages: [] },
+          formats: ['anthropic-sse', 'anthropic-json'],
+          passThrough: true,
+        },
+        {
+          path: '/proxy/alpha/v1/projects/fuzz/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
+          body: { contents: [] },
+          formats: ['gemini-sse'],
+          passThrough: true,
+        },
+        {
+          path: '/proxy/alpha/v1/projects/fuzz/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent',
+          body: { contents: [] },
+          formats: ['gemini-array'],
+          passThrough: true,
+        },
+        {
+          path: '/proxy/gamma-cloudb/model/anthropic.claude-sonnet-4-20250514-v1:0/invoke-with-response-stream',
+          body: { anthropic_version: 'bedrock-2023-05-31', max_tokens: 10, messages: [] },
+          formats: ['bedrock-stream'],
+          passThrough: true,
+        },
+        {
+          path: '/v1/chat/completions',
+          body: { model: 'claude-sonnet-4', stream: true, messages: [{ role: 'user', content: 'hi' }] },
+          formats: ['anthropic-sse'],
+          passThrough: false,
+        },
+        {
+          path: '/v1/chat/completions',
+          body: { model: 'gemini-2.5-flash', stream: true, messages: [{ role: 'user', content: 'hi' }] },
+          formats: ['gemini-sse'],
+          passThrough: false,
+        },
       ];
       const ids: string[] = [];
       for (let i = 0; i < streamCases; i++) {
@@ -197,7 +253,11 @@ describe(`fuzz (seed ${seed}, ${configCases} config bodies, ${streamCases} strea
         let received: Buffer | Error;
         let status = 0;
         try {
-          const res = await fetch(`${proxy.url}${target.path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': id }, body: JSON.stringify(target.body) });
+          const res = await fetch(`${proxy.url}${target.path}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-request-id': id },
+            body: JSON.stringify(target.body),
+          });
           status = res.status;
           received = Buffer.from(await res.arrayBuffer());
         } catch (error) {

@@ -31,10 +31,20 @@ function sse(events: { event?: string; data: unknown }[], random: Random): strin
 }
 
 function openAiChunks(random: Random): { event?: string; data: unknown }[] {
-  const chunk = (delta: unknown, extra: Record<string, unknown> = {}) => ({ data: { id: 'c1', object: 'chat.completion.chunk', model: 'gpt-4o-mini', choices: [{ index: 0, delta, finish_reason: null }], ...extra } });
+  const chunk = (delta: unknown, extra: Record<string, unknown> = {}) => ({
+    data: { id: 'c1', object: 'chat.completion.chunk', model: 'gpt-4o-mini', choices: [{ index: 0, delta, finish_reason: null }], ...extra },
+  });
   return [
     ...texts(random).map((content) => chunk({ content })),
-    { data: { id: 'c1', object: 'chat.completion.chunk', model: 'gpt-4o-mini', choices: [], usage: { prompt_tokens: count(random), completion_tokens: count(random), total_tokens: count(random), prompt_tokens_details: { cached_tokens: count(random) } } } },
+    {
+      data: {
+        id: 'c1',
+        object: 'chat.completion.chunk',
+        model: 'gpt-4o-mini',
+        choices: [],
+        usage: { prompt_tokens: count(random), completion_tokens: count(random), total_tokens: count(random), prompt_tokens_details: { cached_tokens: count(random) } },
+      },
+    },
     { data: '[DONE]' },
   ];
 }
@@ -56,7 +66,13 @@ function geminiChunks(random: Random): unknown[] {
   const pieces = texts(random);
   return pieces.map((text, i) => ({
     candidates: [{ content: { role: 'model', parts: [{ text }] }, ...(i === pieces.length - 1 ? { finishReason: 'STOP' } : {}) }],
-    usageMetadata: { promptTokenCount: count(random), candidatesTokenCount: count(random), totalTokenCount: count(random), cachedContentTokenCount: count(random), thoughtsTokenCount: count(random) },
+    usageMetadata: {
+      promptTokenCount: count(random),
+      candidatesTokenCount: count(random),
+      totalTokenCount: count(random),
+      cachedContentTokenCount: count(random),
+      thoughtsTokenCount: count(random),
+    },
     modelVersion: 'gemini-2.5-flash',
   }));
 }
@@ -68,19 +84,51 @@ function valid(format: StreamFormat, random: Random): { contentType: string; bod
     case 'openai-json':
       return {
         contentType: 'application/json',
-        body: Buffer.from(JSON.stringify({ id: 'c1', object: 'chat.completion', model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: texts(random).join('') } }], usage: { prompt_tokens: count(random), completion_tokens: count(random), total_tokens: count(random) } })),
+        body: Buffer.from(
+          JSON.stringify({
+            id: 'c1',
+            object: 'chat.completion',
+            model: 'gpt-4o-mini',
+            choices: [{ index: 0, message: { role: 'assistant', content: texts(random).join('') } }],
+            usage: { prompt_tokens: count(random), completion_tokens: count(random), total_tokens: count(random) },
+          }),
+        ),
       };
     case 'anthropic-sse':
       return { contentType: 'text/event-stream', body: Buffer.from(sse(anthropicEvents(random), random)) };
     case 'anthropic-json':
       return {
         contentType: 'application/json',
-        body: Buffer.from(JSON.stringify({ id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-20250514', content: [{ type: 'text', text: texts(random).join('') }], usage: { input_tokens: count(random), output_tokens: count(random) } })),
+        body: Buffer.from(
+          JSON.stringify({
+            id: 'msg_1',
+            type: 'message',
+            role: 'assistant',
+            model: 'claude-sonnet-4-20250514',
+            content: [{ type: 'text', text: texts(random).join('') }],
+            usage: { input_tokens: count(random), output_tokens: count(random) },
+          }),
+        ),
       };
     case 'gemini-sse':
-      return { contentType: 'text/event-stream', body: Buffer.from(sse(geminiChunks(random).map((data) => ({ data })), random)) };
+      return {
+        contentType: 'text/event-stream',
+        body: Buffer.from(
+          sse(
+            geminiChunks(random).map((data) => ({ data })),
+            random,
+          ),
+        ),
+      };
     case 'gemini-array':
-      return { contentType: 'application/json', body: Buffer.from(`[${geminiChunks(random).map((c) => JSON.stringify(c)).join(',\r\n')}]`) };
+      return {
+        contentType: 'application/json',
+        body: Buffer.from(
+          `[${geminiChunks(random)
+            .map((c) => JSON.stringify(c))
+            .join(',\r\n')}]`,
+        ),
+      };
     case 'bedrock-stream':
       return { contentType: 'application/vnd.amazon.eventstream', body: Buffer.concat(anthropicEvents(random).map((e) => chunkFrame(e.data))) };
   }
@@ -97,7 +145,16 @@ function damage(body: Buffer, random: Random): Buffer {
   if (roll < 0.72) return body.subarray(0, random.int(0, body.length));
   if (roll < 0.82) {
     const at = random.int(0, body.length);
-    const junk = Buffer.from(random.pick(['\n\n', 'data: {"usage":', 'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":1e308}}\n\n', ']', '\u0000\u0000\u0000\u0010', 'data: [DONE]\n\n']));
+    const junk = Buffer.from(
+      random.pick([
+        '\n\n',
+        'data: {"usage":',
+        'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":1e308}}\n\n',
+        ']',
+        '\u0000\u0000\u0000\u0010',
+        'data: [DONE]\n\n',
+      ]),
+    );
     return Buffer.concat([body.subarray(0, at), junk, body.subarray(at)]);
   }
   if (roll < 0.92) return Buffer.concat([body, body.subarray(Math.floor(body.length / 2))]);
@@ -109,7 +166,7 @@ function damage(body: Buffer, random: Random): Buffer {
 function cut(body: Buffer, random: Random): Buffer[] {
   if (random.chance(0.3)) return [body];
   const pieces: Buffer[] = [];
-  for (let at = 0; at < body.length; ) {
+  for (let at = 0; at < body.length;) {
     const size = random.chance(0.5) ? random.int(1, 8) : random.int(9, 4096);
     pieces.push(body.subarray(at, at + size));
     at += size;

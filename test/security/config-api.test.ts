@@ -41,7 +41,7 @@ async function refusal(res: Response): Promise<{ code: string; message: string }
 }
 
 describe('credentials cannot be set through the API', () => {
-  it('a key file path is refused naming the field, and calls keep the proxy\'s own key', async () => {
+  it("a key file path is refused naming the field, and calls keep the proxy's own key", async () => {
     const before = await config();
     const res = await postJson(bed, '/_local/api/config', { credentials: { openaiApiKeyFile: secretFile } });
     expect(res.status).toBe(400);

@@ -47,7 +47,7 @@ describe('a page that is not allowed gets 403 and spends nothing', () => {
     expect(bed.upstream.calls).toEqual([]);
   });
 
-  it('on the /v1 gateway, in OpenAI\'s error shape', async () => {
+  it("on the /v1 gateway, in OpenAI's error shape", async () => {
     const res = await fromPage('/v1/chat/completions', JSON.stringify(chat));
     expect(res.status).toBe(403);
     expect(await res.json()).toMatchObject({ error: { type: 'permission_error', code: 'origin_not_allowed' } });
@@ -109,7 +109,12 @@ describe('an allowed page', () => {
       expect(preflight.headers.get('access-control-allow-headers')).toBe('content-type');
       expect(withApp.upstream.calls).toEqual([]);
 
-      const res = await postJson(withApp, '/proxy/beta/v1/chat/completions', chat, { origin: APP, referer: `${APP}/chat`, 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'cors' });
+      const res = await postJson(withApp, '/proxy/beta/v1/chat/completions', chat, {
+        origin: APP,
+        referer: `${APP}/chat`,
+        'sec-fetch-site': 'same-site',
+        'sec-fetch-mode': 'cors',
+      });
       expect(res.status).toBe(200);
       expect(res.headers.get('access-control-allow-origin')).toBe(APP);
       expect(res.headers.get('access-control-expose-headers')).toContain('x-proxy-span-id');

@@ -66,7 +66,7 @@ describe('a foreign Host gets 403 and changes nothing', () => {
   });
 });
 
-describe('the proxy\'s own names are served, and only those', () => {
+describe("the proxy's own names are served, and only those", () => {
   it.each(['127.0.0.1', 'localhost', '[::1]', POD_IP])('Host %s', async (name) => {
     expect((await send(`${name}:${bed.proxy.port}`, 'GET', '/_local/api/traces?limit=1')).status).toBe(200);
     // the same request under a name that merely resembles it

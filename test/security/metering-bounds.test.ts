@@ -88,7 +88,9 @@ describe('usage no call can have is refused and marked, never costed', () => {
     bed.reply = (_call, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: {"id":"c","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}\n\n');
-      res.write('data: {"id":"c","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":1e300,"completion_tokens":2,"total_tokens":1e300}}\n\n');
+      res.write(
+        'data: {"id":"c","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":1e300,"completion_tokens":2,"total_tokens":1e300}}\n\n',
+      );
       res.end('data: [DONE]\n\n');
     };
     const res = await postJson(bed, '/proxy/beta/v1/chat/completions', { ...chat, stream: true, stream_options: { include_usage: true } });

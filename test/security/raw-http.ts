@@ -77,5 +77,7 @@ export function rawRequest(port: number, request: string | Buffer, opts: RawOpti
 export function httpRequest(method: string, target: string, headers: Record<string, string> = {}, body = ''): string {
   const all: Record<string, string> = { host: '127.0.0.1', connection: 'close', ...headers };
   if (body !== '' && all['content-length'] === undefined) all['content-length'] = String(Buffer.byteLength(body));
-  return `${method} ${target} HTTP/1.1\r\n${Object.entries(all).map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n${body}`;
+  return `${method} ${target} HTTP/1.1\r\n${Object.entries(all)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('')}\r\n${body}`;
 }

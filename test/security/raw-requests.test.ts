@@ -50,7 +50,11 @@ describe('requests the HTTP parser or the router refuses', () => {
     const res = await rawRequest(bed.proxy.port, httpRequest('GET', '/proxy/beta/v1/mo\tdels'));
     expect(res.status).toBe(400);
     expect(errorOf(res.body)).toMatchObject({ code: 'invalid_request' });
-    expect(await bed.span(res.headers['x-proxy-span-id'])).toMatchObject({ route: 'beta', status: 'rejected', error: expect.stringMatching(/^invalid_request: malformed HTTP request/) });
+    expect(await bed.span(res.headers['x-proxy-span-id'])).toMatchObject({
+      route: 'beta',
+      status: 'rejected',
+      error: expect.stringMatching(/^invalid_request: malformed HTTP request/),
+    });
     expect(bed.upstream.calls).toEqual([]);
   });
 
@@ -66,7 +70,12 @@ describe('requests the HTTP parser or the router refuses', () => {
     const res = await rawRequest(bed.proxy.port, httpRequest('GET', '/proxy/gamma-direct/v1/models', { 'x-padding': 'a'.repeat(17_000) }));
     expect(res.status).toBe(431);
     expect(errorOf(res.body)).toMatchObject({ code: 'headers_too_large' });
-    expect(await bed.span(res.headers['x-proxy-span-id'])).toMatchObject({ route: 'gamma-direct', provider: 'anthropic', status: 'rejected', error: expect.stringMatching(/^headers_too_large: /) });
+    expect(await bed.span(res.headers['x-proxy-span-id'])).toMatchObject({
+      route: 'gamma-direct',
+      provider: 'anthropic',
+      status: 'rejected',
+      error: expect.stringMatching(/^headers_too_large: /),
+    });
   });
 
   it('on a path that records no spans (the management API), the same shape without a span id', async () => {

@@ -17,7 +17,8 @@ export type SpanKey = { spanId: string | null } | { requestId: string };
 
 /** The span of one call; fails naming the call when it does not appear within `timeoutMs`. */
 export function findSpan(baseUrl: string, key: SpanKey, timeoutMs = 5_000): Promise<SpanJson> {
-  const [field, value, label] = 'spanId' in key ? (['span_id', key.spanId, `span ${key.spanId}`] as const) : (['request_id', key.requestId, `the span with request_id ${key.requestId}`] as const);
+  const [field, value, label] =
+    'spanId' in key ? (['span_id', key.spanId, `span ${key.spanId}`] as const) : (['request_id', key.requestId, `the span with request_id ${key.requestId}`] as const);
   if (value === null) throw new Error('the response carried no X-Proxy-Span-Id');
   return waitFor(`${label} in /_local/api/traces`, async () => (await recentSpans(baseUrl)).find((s) => s[field] === value), { timeoutMs, intervalMs: 20 });
 }

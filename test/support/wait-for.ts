@@ -17,11 +17,7 @@ export interface WaitOptions {
  * Resolves with the first value `check` returns other than undefined or false. A check that throws counts as
  * "not yet" (an API server still starting); the last error is named if the wait times out.
  */
-export async function waitFor<T>(
-  what: string,
-  check: () => Promise<T | undefined | false> | T | undefined | false,
-  options: number | WaitOptions = {},
-): Promise<T> {
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, options: number | WaitOptions = {}): Promise<T> {
   const { timeoutMs = 30_000, intervalMs = 50, signal } = typeof options === 'number' ? { timeoutMs: options } : options;
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;

@@ -9,7 +9,7 @@ import { TEST_DEFAULTS } from '../testdata/sidecar-defaults.ts';
 import { X509Certificate } from 'node:crypto';
 import { sampleValue } from '../../test/support/prometheus-text.ts';
 import { WebhookMetrics } from './metrics/webhook-metrics.ts';
-import { createCertificateAuthority } from './pki.ts';
+import { createCertificateAuthority } from '../../contracts/pki.ts';
 
 function app(opts: { labels?: Record<string, string>; failLookup?: boolean } = {}) {
   return buildWebhookApp({
@@ -44,7 +44,11 @@ const review = (object: unknown, extra: object = {}) => ({
 
 describe('POST /mutate', () => {
   it('answers with a base64 JSONPatch for an opted-in pod', async () => {
-    const res = await app().inject({ method: 'POST', url: '/mutate', payload: review({ metadata: { annotations: { 'tollgate.dev/inject': 'true' } }, spec: { containers: [{ name: 'a' }] } }) });
+    const res = await app().inject({
+      method: 'POST',
+      url: '/mutate',
+      payload: review({ metadata: { annotations: { 'tollgate.dev/inject': 'true' } }, spec: { containers: [{ name: 'a' }] } }),
+    });
     expect(res.statusCode).toBe(200);
     const body = res.json();
     expect(body).toMatchObject({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'a1b2', allowed: true, patchType: 'JSONPatch' } });

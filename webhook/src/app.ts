@@ -3,10 +3,11 @@
 import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { OriginPolicy } from '../../sidecar/src/inbound/origin-policy.ts';
+import { OriginPolicy } from '../../contracts/origin-policy.ts';
 import { mutateRoute } from './admission/mutate-route.ts';
 import type { PodAdmissionDeps } from './admission/pod-admission.ts';
-import type { KeyPairPem } from './pki.ts';
+import type { KeyPairPem } from '../../contracts/pki.ts';
+import { headerValue } from '../../contracts/header-value.ts';
 import type { MetricsExposition } from '../../contracts/metrics-exposition.ts';
 
 export interface WebhookAppOptions {
@@ -33,8 +34,7 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
   // coming from a web page is refused. Host is not checked: TLS already binds the name (ADR 1000).
   const noPages = new OriginPolicy([]);
   app.addHook('onRequest', async (request, reply) => {
-    const site = request.headers['sec-fetch-site'];
-    const verdict = noPages.check(request.headers.origin, Array.isArray(site) ? site[0] : site);
+    const verdict = noPages.check(headerValue(request.headers, 'origin'), headerValue(request.headers, 'sec-fetch-site'));
     if (!verdict.allowed) return reply.code(403).send({ error: { code: 'origin_not_allowed', message: verdict.reason } });
   });
   app.get('/healthz', async () => ({ status: 'ok' }));

@@ -41,7 +41,10 @@ function inputFor(c: CaseFile, pod: V1Pod = c.pod): InjectionInput {
 }
 
 function parsePointer(path: string): string[] {
-  return path.split('/').slice(1).map((t) => t.replaceAll('~1', '/').replaceAll('~0', '~'));
+  return path
+    .split('/')
+    .slice(1)
+    .map((t) => t.replaceAll('~1', '/').replaceAll('~0', '~'));
 }
 
 /** RFC 6902 `add`, strict about parents: the operation the API server applies for a mutating webhook. */
@@ -75,7 +78,17 @@ const cases = readdirSync(TESTDATA)
 
 describe('injection patch golden files', () => {
   it('has the representative cases', () => {
-    for (const required of ['plain-namespace-label', 'several-containers', 'already-injected-status', 'opted-out', 'native-override-false', 'plain-annotation-classic', 'bad-cpu', 'inject-env-fresh', 'inject-env-already-set']) {
+    for (const required of [
+      'plain-namespace-label',
+      'several-containers',
+      'already-injected-status',
+      'opted-out',
+      'native-override-false',
+      'plain-annotation-classic',
+      'bad-cpu',
+      'inject-env-fresh',
+      'inject-env-already-set',
+    ]) {
       expect(cases).toContain(required);
     }
   });
@@ -110,7 +123,12 @@ describe('injection behaviour', () => {
   it('never overwrites a variable the container sets, and names envFrom containers in its notes', () => {
     const pod: V1Pod = {
       metadata: { annotations: { 'tollgate.dev/inject-env': 'true' } },
-      spec: { containers: [{ name: 'a', env: [{ name: 'ANTHROPIC_BASE_URL', value: 'keep-me' }] }, { name: 'b', envFrom: [{ secretRef: { name: 's' } }] }] },
+      spec: {
+        containers: [
+          { name: 'a', env: [{ name: 'ANTHROPIC_BASE_URL', value: 'keep-me' }] },
+          { name: 'b', envFrom: [{ secretRef: { name: 's' } }] },
+        ],
+      },
     };
     const decision = planInjection(inputFor(base, pod));
     if (decision.kind !== 'inject') throw new Error(decision.kind);

@@ -97,16 +97,10 @@ export function planInjection(input: InjectionInput): InjectionDecision {
   if (sidecar.native) {
     // First among the init containers, so the ones after it can already reach the proxy.
     patch.push(
-      pod.spec?.initContainers === undefined
-        ? { op: 'add', path: '/spec/initContainers', value: [container] }
-        : { op: 'add', path: '/spec/initContainers/0', value: container },
+      pod.spec?.initContainers === undefined ? { op: 'add', path: '/spec/initContainers', value: [container] } : { op: 'add', path: '/spec/initContainers/0', value: container },
     );
   } else {
-    patch.push(
-      pod.spec?.containers === undefined
-        ? { op: 'add', path: '/spec/containers', value: [container] }
-        : { op: 'add', path: '/spec/containers/-', value: container },
-    );
+    patch.push(pod.spec?.containers === undefined ? { op: 'add', path: '/spec/containers', value: [container] } : { op: 'add', path: '/spec/containers/-', value: container });
   }
 
   // A projected service-account token needs spec.serviceAccountName. The ServiceAccount admission plugin
@@ -136,11 +130,7 @@ export function planInjection(input: InjectionInput): InjectionDecision {
   };
   const annotations = { [ANNOTATIONS.status]: JSON.stringify(status), [ANNOTATIONS.operatorCa]: input.operatorCaPem };
   if (pod.metadata?.annotations === undefined) {
-    patch.push(
-      pod.metadata === undefined
-        ? { op: 'add', path: '/metadata', value: { annotations } }
-        : { op: 'add', path: '/metadata/annotations', value: annotations },
-    );
+    patch.push(pod.metadata === undefined ? { op: 'add', path: '/metadata', value: { annotations } } : { op: 'add', path: '/metadata/annotations', value: annotations });
   } else {
     for (const [key, value] of Object.entries(annotations)) {
       patch.push({ op: 'add', path: pointer('metadata', 'annotations', key), value });

@@ -26,7 +26,7 @@ function pod(overrides: { annotations?: Record<string, string>; hostNetwork?: bo
       ...(overrides.hostNetwork ? { hostNetwork: true } : {}),
     },
     status: { phase: 'Running', podIP: '10.0.0.7' },
-  } as Pod;
+  };
 }
 
 const context = (p: V1Pod, labels: Record<string, string> = {}) => ({ pod: p, namespace: 'shop', namespaceLabels: labels, ownNamespace: 'tollgate-system' });

@@ -16,6 +16,7 @@ import { ANNOTATIONS } from './annotations.ts';
 import { eventTarget } from './events/event-target.ts';
 import type { EventRecorder } from './events/event-recorder.ts';
 import { skipReason } from './predicates.ts';
+import { definedFields } from '../../contracts/json-record.ts';
 
 export interface MissingSidecarWatcherOptions {
   api: KubeApi;
@@ -45,9 +46,7 @@ export function slimPod(pod: WatchedPod): WatchedPod {
   return {
     metadata: {
       name: metadata.name,
-      namespace: metadata.namespace,
-      uid: metadata.uid,
-      resourceVersion: metadata.resourceVersion,
+      ...definedFields({ namespace: metadata.namespace, uid: metadata.uid, resourceVersion: metadata.resourceVersion }),
       annotations,
       ...(metadata.deletionTimestamp ? { deletionTimestamp: metadata.deletionTimestamp } : {}),
       ...(pod.metadata.ownerReferences ? { ownerReferences: pod.metadata.ownerReferences } : {}),
@@ -58,7 +57,7 @@ export function slimPod(pod: WatchedPod): WatchedPod {
       ...(spec?.hostNetwork ? { hostNetwork: true } : {}),
     },
     ...(status?.phase ? { status: { phase: status.phase } } : {}),
-  } as WatchedPod;
+  };
 }
 
 export function missingSidecarWatcher(opts: MissingSidecarWatcherOptions): MissingSidecarWatcher {

@@ -110,12 +110,7 @@ function resolveBoolean(pod: V1Pod, annotation: string, fallback: boolean, probl
   return value === 'true';
 }
 
-function resolveNative(
-  pod: V1Pod,
-  defaults: SidecarDefaults,
-  nativeSidecarSupported: boolean,
-  problems: OverrideProblem[],
-): boolean {
+function resolveNative(pod: V1Pod, defaults: SidecarDefaults, nativeSidecarSupported: boolean, problems: OverrideProblem[]): boolean {
   const annotation = ANNOTATIONS.nativeSidecar;
   const value = pod.metadata?.annotations?.[annotation];
   const mode = value ?? defaults.nativeSidecar;

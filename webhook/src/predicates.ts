@@ -14,13 +14,7 @@ export interface PodContext {
   ownNamespace: string;
 }
 
-export type SkipReason =
-  | 'SystemNamespace'
-  | 'TollgateNamespace'
-  | 'OptedOut'
-  | 'NotOptedIn'
-  | 'HostNetwork'
-  | 'AlreadyInjected';
+export type SkipReason = 'SystemNamespace' | 'TollgateNamespace' | 'OptedOut' | 'NotOptedIn' | 'HostNetwork' | 'AlreadyInjected';
 
 export interface Skip {
   reason: SkipReason;
@@ -76,8 +70,7 @@ const PREDICATES: readonly SkipPredicate[] = [
   {
     reason: 'NotOptedIn',
     applies: (ctx) => annotation(ctx) !== 'true' && !namespaceOptedIn(ctx),
-    message: (ctx) =>
-      `neither namespace label ${NAMESPACE_INJECTION_LABEL}=enabled on ${ctx.namespace} nor pod annotation ${ANNOTATIONS.inject}: "true"`,
+    message: (ctx) => `neither namespace label ${NAMESPACE_INJECTION_LABEL}=enabled on ${ctx.namespace} nor pod annotation ${ANNOTATIONS.inject}: "true"`,
     report: () => false,
   },
   {

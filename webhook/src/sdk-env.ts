@@ -12,22 +12,17 @@
 // See docs/decisions/0802-sdk-base-url-variables.md.
 
 import type { V1Container, V1EnvVar } from '@kubernetes/client-node';
+import { ROUTE_NAMES, ROUTES, type RouteName, type SdkBaseUrl } from '../../contracts/routes.ts';
 
-export interface SdkBaseUrl {
-  variable: string;
-  route: string;
-  /** Path after /proxy/<route>, matching the SDK's default base URL path. */
-  suffix: string;
-  sdk: string;
+export interface SdkBaseUrlEntry extends SdkBaseUrl {
+  route: RouteName;
 }
 
-export const SDK_BASE_URLS: readonly SdkBaseUrl[] = [
-  { variable: 'OPENAI_BASE_URL', route: 'beta', suffix: '/v1', sdk: 'OpenAI' },
-  { variable: 'ANTHROPIC_BASE_URL', route: 'gamma-direct', suffix: '', sdk: 'Anthropic' },
-  { variable: 'ANTHROPIC_VERTEX_BASE_URL', route: 'gamma-cloud', suffix: '/v1', sdk: 'Anthropic on Vertex AI' },
-  { variable: 'ANTHROPIC_BEDROCK_BASE_URL', route: 'gamma-cloudb', suffix: '', sdk: 'Anthropic on Bedrock' },
-  { variable: 'GOOGLE_VERTEX_BASE_URL', route: 'alpha', suffix: '', sdk: 'Google Gen AI (Gemini on Vertex AI)' },
-];
+/** The table's routes that an official SDK can be pointed at, by rank. */
+export const SDK_BASE_URLS: readonly SdkBaseUrlEntry[] = ROUTE_NAMES.flatMap((route) => {
+  const sdkBaseUrl = ROUTES[route].sdkBaseUrl;
+  return sdkBaseUrl ? [{ route, ...sdkBaseUrl }] : [];
+}).sort((a, b) => a.rank - b.rank);
 
 export function sdkBaseUrlEnv(port: number): V1EnvVar[] {
   return SDK_BASE_URLS.map((e) => ({ name: e.variable, value: `http://127.0.0.1:${port}/proxy/${e.route}${e.suffix}` }));

@@ -82,9 +82,7 @@ export function sidecarVolumes(): V1Volume[] {
     {
       name: VOLUMES.token,
       projected: {
-        sources: [
-          { serviceAccountToken: { audience: TOKEN_AUDIENCE, expirationSeconds: TOKEN_EXPIRATION_SECONDS, path: 'token' } },
-        ],
+        sources: [{ serviceAccountToken: { audience: TOKEN_AUDIENCE, expirationSeconds: TOKEN_EXPIRATION_SECONDS, path: 'token' } }],
       },
     },
     {

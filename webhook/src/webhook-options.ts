@@ -57,11 +57,32 @@ export const WEBHOOK_USAGE = `usage: tollgate webhook [options]      (every opti
 `;
 
 const STRING_OPTIONS = [
-  'port', 'host', 'namespace', 'log-level', 'failure-policy', 'cert-mode', 'cert-dir', 'tls-secret', 'service-name',
-  'webhook-config-name', 'ca-validity-hours', 'cert-validity-hours', 'operator-address', 'operator-ca-file',
-  'sidecar-image', 'sidecar-version', 'sidecar-port', 'sidecar-cpu-request', 'sidecar-cpu-limit',
-  'sidecar-memory-request', 'sidecar-memory-limit', 'sidecar-log-level', 'sidecar-image-pull-policy', 'native-sidecar',
-  'audit-host-socket', 'audit-socket-dir',
+  'port',
+  'host',
+  'namespace',
+  'log-level',
+  'failure-policy',
+  'cert-mode',
+  'cert-dir',
+  'tls-secret',
+  'service-name',
+  'webhook-config-name',
+  'ca-validity-hours',
+  'cert-validity-hours',
+  'operator-address',
+  'operator-ca-file',
+  'sidecar-image',
+  'sidecar-version',
+  'sidecar-port',
+  'sidecar-cpu-request',
+  'sidecar-cpu-limit',
+  'sidecar-memory-request',
+  'sidecar-memory-limit',
+  'sidecar-log-level',
+  'sidecar-image-pull-policy',
+  'native-sidecar',
+  'audit-host-socket',
+  'audit-socket-dir',
 ] as const;
 type OptionName = (typeof STRING_OPTIONS)[number];
 
@@ -83,8 +104,7 @@ export function parseWebhookOptions(argv: string[], env: NodeJS.ProcessEnv): Web
   }
   if (values.help) return 'help';
 
-  const get = (name: OptionName, fallback?: string): string | undefined =>
-    (values[name] as string | undefined) ?? env[envName(name)] ?? fallback;
+  const get = (name: OptionName, fallback?: string): string | undefined => (values[name] as string | undefined) ?? env[envName(name)] ?? fallback;
   const required = (name: OptionName, fallback?: string): string => {
     const value = get(name, fallback);
     if (!value) throw new WebhookOptionsError(`--${name} (or ${envName(name)}) is required`);

@@ -13,7 +13,7 @@ import { clusterSupportsNativeSidecars } from './cluster-version.ts';
 import { createEventRecorder, type EventRecorder } from './events/event-recorder.ts';
 import { missingSidecarWatcher, type MissingSidecarWatcher } from './missing-sidecar-watcher.ts';
 import { operatorCaFromFile } from './operator-ca.ts';
-import type { KeyPairPem } from './pki.ts';
+import type { KeyPairPem } from '../../contracts/pki.ts';
 import { certificateFiles, type CertificateFiles } from './tls/certificate-files.ts';
 import { selfManagedCertificates, type SelfManagedCertificates } from './tls/self-managed-certificates.ts';
 import type { WebhookOptions } from './webhook-options.ts';

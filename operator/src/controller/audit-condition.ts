@@ -2,7 +2,7 @@
 // sidecars (proto AuditReport): False while any sidecar's sink dead-letters or drops events, True when every
 // reporting sidecar delivers, Unknown before any has reported. Pure.
 
-import type { AuditReport } from '../../../sidecar/src/config/push-protocol.ts';
+import type { AuditReport } from '../../../contracts/push-protocol.ts';
 
 export const AUDIT_CONDITION = 'AuditDelivering';
 
@@ -34,7 +34,8 @@ export function auditVerdict(reports: readonly SidecarAuditReport[]): AuditVerdi
   const streams = disconnected ? `; ${disconnected} of ${reports.length} sidecars not connected to the Tetragon agent` : '';
   if (failing.size > 0) {
     const parts = [...failing].map(
-      ([sink, f]) => `sink ${sink}: ${f.pods.length} of ${reports.length} sidecars dead-lettering or dropping (${f.pods.slice(0, 3).join(', ')}${f.pods.length > 3 ? ', ...' : ''})${f.lastError ? `, last error: ${f.lastError}` : ''}`,
+      ([sink, f]) =>
+        `sink ${sink}: ${f.pods.length} of ${reports.length} sidecars dead-lettering or dropping (${f.pods.slice(0, 3).join(', ')}${f.pods.length > 3 ? ', ...' : ''})${f.lastError ? `, last error: ${f.lastError}` : ''}`,
     );
     return { status: 'False', reason: 'SinkFailing', message: parts.join('; ') + streams };
   }

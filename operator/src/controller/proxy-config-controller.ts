@@ -5,9 +5,9 @@
 
 import type { Logger } from 'pino';
 import { PROXY_CONFIG, type ProxyConfig, type ProxyConfigStatus } from '../../../crds/index.ts';
-import { ConfigError } from '../../../sidecar/src/config/config-error.ts';
+import { ConfigError } from '../../../contracts/config-error.ts';
 import { type KubeApi, isStatus, splitKey } from '../../../kube-client/api-client.ts';
-import { type Condition, findCondition, setCondition } from '../kube/conditions.ts';
+import { findCondition, setCondition } from '../kube/conditions.ts';
 import { AUDIT_CONDITION, auditVerdict } from './audit-condition.ts';
 import type { EventRecorder, ObjectReference } from '../../../kube-client/event-recorder.ts';
 import type { Informer } from '../../../kube-client/informer.ts';
@@ -76,9 +76,9 @@ export async function reconcileProxyConfig(key: string, deps: ControllerDeps): P
     verdict = { ready: false, reason: 'InvalidConfig', message: `spec.${error.message}` };
   }
 
-  const before = findCondition(pc.status?.conditions as Condition[] | undefined, 'Ready');
+  const before = findCondition(pc.status?.conditions, 'Ready');
   const conditions = setCondition(
-    pc.status?.conditions as Condition[] | undefined,
+    pc.status?.conditions,
     {
       type: 'Ready',
       status: verdict.ready ? 'True' : 'False',
@@ -105,10 +105,7 @@ export async function reconcileProxyConfig(key: string, deps: ControllerDeps): P
   };
   if (!sameStatus(pc.status, status)) {
     try {
-      await deps.api.patch(
-        `/apis/${PROXY_CONFIG.group}/${PROXY_CONFIG.version}/namespaces/${namespace}/${PROXY_CONFIG.plural}/${pc.metadata.name}/status`,
-        { status },
-      );
+      await deps.api.patch(`/apis/${PROXY_CONFIG.group}/${PROXY_CONFIG.version}/namespaces/${namespace}/${PROXY_CONFIG.plural}/${pc.metadata.name}/status`, { status });
     } catch (error) {
       if (isStatus(error, 404)) return; // deleted meanwhile; the delete event reconciles again
       throw error;
@@ -117,11 +114,7 @@ export async function reconcileProxyConfig(key: string, deps: ControllerDeps): P
 
   const after = findCondition(conditions, 'Ready')!;
   const changed =
-    !before ||
-    before.status !== after.status ||
-    before.reason !== after.reason ||
-    before.message !== after.message ||
-    before.observedGeneration !== after.observedGeneration;
+    !before || before.status !== after.status || before.reason !== after.reason || before.message !== after.message || before.observedGeneration !== after.observedGeneration;
   if (changed) {
     if (verdict.ready) logger.info({ proxyConfig: key, generation, version }, 'ProxyConfig accepted');
     else logger.warn({ proxyConfig: key, generation, reason: verdict.reason, message: verdict.message }, 'ProxyConfig rejected');

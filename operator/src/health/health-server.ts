@@ -8,8 +8,9 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { MetricsExposition } from '../../../contracts/metrics-exposition.ts';
-import { HostAllowList } from '../../../sidecar/src/inbound/allowed-hosts.ts';
-import { OriginPolicy } from '../../../sidecar/src/inbound/origin-policy.ts';
+import { HostAllowList } from '../../../contracts/allowed-hosts.ts';
+import { OriginPolicy } from '../../../contracts/origin-policy.ts';
+import { headerValue } from '../../../contracts/header-value.ts';
 
 /** What the probes read from an informer (kube-client/informer.ts implements it). */
 export interface ProbedInformer {
@@ -67,9 +68,7 @@ function refusal(headers: IncomingHttpHeaders, hosts: HostAllowList, origins: Or
   if (!hosts.allows(headers.host)) {
     return { code: 'host_not_allowed', message: `Host ${JSON.stringify(headers.host)} is not one of this pod's names` };
   }
-  const origin = Array.isArray(headers.origin) ? headers.origin[0] : headers.origin;
-  const site = headers['sec-fetch-site'];
-  const verdict = origins.check(origin, Array.isArray(site) ? site[0] : site);
+  const verdict = origins.check(headerValue(headers, 'origin'), headerValue(headers, 'sec-fetch-site'));
   return verdict.allowed ? null : { code: 'origin_not_allowed', message: verdict.reason };
 }
 

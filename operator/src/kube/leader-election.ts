@@ -114,18 +114,22 @@ export class LeaderElector {
         lease = await api.get<Lease>(this.#path, { signal: this.#attemptSignal() });
       } catch (error) {
         if (!isStatus(error, 404)) throw error;
-        const created = await api.post<Lease>(`/apis/coordination.k8s.io/v1/namespaces/${this.#opts.namespace}/leases`, {
-          apiVersion: 'coordination.k8s.io/v1',
-          kind: 'Lease',
-          metadata: { name: this.#opts.name, namespace: this.#opts.namespace },
-          spec: {
-            holderIdentity: identity,
-            leaseDurationSeconds: Math.round(leaseDurationMs / 1000),
-            acquireTime: microTime(now),
-            renewTime: microTime(now),
-            leaseTransitions: 0,
+        const created = await api.post<Lease>(
+          `/apis/coordination.k8s.io/v1/namespaces/${this.#opts.namespace}/leases`,
+          {
+            apiVersion: 'coordination.k8s.io/v1',
+            kind: 'Lease',
+            metadata: { name: this.#opts.name, namespace: this.#opts.namespace },
+            spec: {
+              holderIdentity: identity,
+              leaseDurationSeconds: Math.round(leaseDurationMs / 1000),
+              acquireTime: microTime(now),
+              renewTime: microTime(now),
+              leaseTransitions: 0,
+            },
           },
-        }, { signal: this.#attemptSignal() });
+          { signal: this.#attemptSignal() },
+        );
         this.#observe(created.spec ?? {}, created.metadata.resourceVersion);
         return 'acquired';
       }

@@ -148,12 +148,7 @@ export interface Workers {
  * Runs `count` workers over the queue. A reconciler that throws is retried with backoff (the error goes to
  * onError); one that returns normally has its failure history cleared.
  */
-export function runWorkers(
-  queue: WorkQueue,
-  count: number,
-  reconcile: Reconciler,
-  onError: (key: string, error: unknown, retryInMs: number) => void,
-): Workers {
+export function runWorkers(queue: WorkQueue, count: number, reconcile: Reconciler, onError: (key: string, error: unknown, retryInMs: number) => void): Workers {
   const loops: Promise<void>[] = [];
   for (let i = 0; i < count; i++) {
     loops.push(

@@ -6,13 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import {
-  AUTHORIZATION,
-  configPushService,
-  MAX_SNAPSHOT_BYTES,
-  type OperatorMessage,
-  type SidecarMessage,
-} from '../../../sidecar/src/config/push-protocol.ts';
+import { AUTHORIZATION, configPushService, MAX_SNAPSHOT_BYTES, type OperatorMessage, type SidecarMessage } from '../../../contracts/push-protocol.ts';
 import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
 import { PROXY_CONFIG_ANNOTATION } from './config-selection.ts';
 import type { SidecarRegistry } from './sidecar-registry.ts';
@@ -120,7 +114,9 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
       registry.auditReport(id, {
         streamConnected: report.streamConnected === true,
         streamDisconnects: String(report.streamDisconnects ?? 0),
-        sinks: (report.sinks ?? []).slice(0, 16).map((s) => ({ ...s, name: String(s.name).slice(0, 63), kind: String(s.kind).slice(0, 16), lastError: String(s.lastError ?? '').slice(0, 512) })),
+        sinks: (report.sinks ?? [])
+          .slice(0, 16)
+          .map((s) => ({ ...s, name: String(s.name).slice(0, 63), kind: String(s.kind).slice(0, 16), lastError: String(s.lastError ?? '').slice(0, 512) })),
       });
     }
   });
@@ -130,7 +126,7 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
     call.on('close', resolve);
     call.on('error', () => resolve());
   });
-  closed.then(() => {
+  void closed.then(() => {
     if (registered) registry.disconnect(id);
     if (!call.writableEnded) call.end();
   });
@@ -154,17 +150,16 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
 
   const helloTimeout = opts.helloTimeoutMs ?? 10_000;
   let timer: NodeJS.Timeout | undefined;
-  const greeting = await Promise.race([
-    hello,
-    closed.then(() => undefined),
-    new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), helloTimeout))),
-  ]);
+  const greeting = await Promise.race([hello, closed.then(() => undefined), new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), helloTimeout)))]);
   clearTimeout(timer);
   if (greeting === undefined) return;
   if (greeting === 'timeout') throw new StreamError(grpc.status.INVALID_ARGUMENT, 'expected Hello as the first message');
   if ((greeting.podNamespace && greeting.podNamespace !== identity.namespace) || (greeting.podName && greeting.podName !== identity.podName)) {
     // Only a hint, and never used: the token decides. Worth a log line because it points at a misconfiguration.
-    logger.warn({ claimed: `${greeting.podNamespace}/${greeting.podName}`, actual: `${identity.namespace}/${identity.podName}` }, 'sidecar Hello does not match its token; using the token');
+    logger.warn(
+      { claimed: `${greeting.podNamespace}/${greeting.podName}`, actual: `${identity.namespace}/${identity.podName}` },
+      'sidecar Hello does not match its token; using the token',
+    );
   }
   if (call.cancelled || call.writableEnded) return;
 
@@ -195,9 +190,7 @@ function bearerToken(values: grpc.MetadataValue[]): string | undefined {
 
 async function podAnnotation(api: KubeApi, identity: SidecarIdentity): Promise<string | undefined> {
   try {
-    const pod = await api.get<{ metadata: { uid?: string; annotations?: Record<string, string> } }>(
-      `/api/v1/namespaces/${identity.namespace}/pods/${identity.podName}`,
-    );
+    const pod = await api.get<{ metadata: { uid?: string; annotations?: Record<string, string> } }>(`/api/v1/namespaces/${identity.namespace}/pods/${identity.podName}`);
     if (pod.metadata.uid !== identity.podUid) {
       throw new StreamError(grpc.status.UNAUTHENTICATED, `pod ${identity.namespace}/${identity.podName} was replaced; the token belongs to an earlier pod`);
     }

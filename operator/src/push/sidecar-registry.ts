@@ -4,7 +4,7 @@
 // becomes one push while any single change still reaches every sidecar well within two seconds.
 
 import type { Logger } from 'pino';
-import type { AuditReport } from '../../../sidecar/src/config/push-protocol.ts';
+import type { AuditReport } from '../../../contracts/push-protocol.ts';
 import { BUILTIN_SOURCE, selectConfig } from './config-selection.ts';
 import { BUILTIN_SNAPSHOT, redactSnapshot, type Snapshot } from './snapshot.ts';
 
@@ -40,7 +40,7 @@ export interface RegistryListener {
   /** A debounced push of `version` went out to `sidecars` sidecars bound to `source`. */
   pushed(source: string, version: string, sidecars: number): void;
   /** A sidecar refused a snapshot (once per sidecar and version). */
-  rejected(source: string, pod: { namespace: string; name: string; uid?: string }, version: string, reason: string): void;
+  rejected(source: string, pod: { namespace: string; name: string; uid?: string | undefined }, version: string, reason: string): void;
 }
 
 /** Counts for the operator's metrics: every snapshot sent, applied (ack) or refused (nack) by a sidecar. */
@@ -55,7 +55,7 @@ interface ConnectionState {
   source: string;
   sentVersion?: string;
   ackedVersion?: string;
-  rejectedVersion?: string;
+  rejectedVersion?: string | undefined;
   audit?: AuditReport;
   /** What of the audit report the ProxyConfig's status shows; a change re-reconciles it. */
   auditSummary?: string;
@@ -144,9 +144,7 @@ export class SidecarRegistry {
 
   /** The latest audit report of every connected sidecar bound to `source`. */
   auditReports(source: string): { pod: string; report: AuditReport }[] {
-    return [...this.#connections.values()]
-      .filter((s) => s.source === source && s.audit)
-      .map((s) => ({ pod: `${s.conn.namespace}/${s.conn.podName}`, report: s.audit! }));
+    return [...this.#connections.values()].filter((s) => s.source === source && s.audit).map((s) => ({ pod: `${s.conn.namespace}/${s.conn.podName}`, report: s.audit! }));
   }
 
   /** Records the latest good snapshot of a ProxyConfig and schedules a push to its sidecars. */

@@ -3,7 +3,7 @@
 // the same on every operator replica and changes whenever the config or a referenced Secret changes.
 
 import { createHash } from 'node:crypto';
-import type { RuntimeConfigPatch } from '../../../sidecar/src/config/config-schema.ts';
+import type { RuntimeConfigPatch } from '../../../contracts/config-schema.ts';
 
 export interface Snapshot {
   version: string;
@@ -15,16 +15,11 @@ export interface Snapshot {
 
 export interface SecretRevision {
   name: string;
-  uid?: string;
-  resourceVersion?: string;
+  uid?: string | undefined;
+  resourceVersion?: string | undefined;
 }
 
-export function buildSnapshot(
-  source: string,
-  patch: RuntimeConfigPatch,
-  credentials: Record<string, Buffer>,
-  secrets: readonly SecretRevision[],
-): Snapshot {
+export function buildSnapshot(source: string, patch: RuntimeConfigPatch, credentials: Record<string, Buffer>, secrets: readonly SecretRevision[]): Snapshot {
   const configJson = JSON.stringify(patch);
   const digest = createHash('sha256')
     .update(configJson)

@@ -18,9 +18,7 @@ describe('identityFromReview', () => {
   it('refuses a service-account token that is not bound to a pod', () => {
     // Minting one needs only serviceaccounts/token create, which does not otherwise grant the namespace's
     // Secrets; a pod-bound token needs pods create, which already does.
-    expect(() =>
-      identityFromReview({ authenticated: true, audiences: ['tollgate'], user: { username: 'system:serviceaccount:ns:sa', extra: {} } }),
-    ).toThrow(/not bound to a pod/);
+    expect(() => identityFromReview({ authenticated: true, audiences: ['tollgate'], user: { username: 'system:serviceaccount:ns:sa', extra: {} } })).toThrow(/not bound to a pod/);
     expect(() =>
       identityFromReview({
         authenticated: true,

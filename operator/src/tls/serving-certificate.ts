@@ -4,12 +4,10 @@
 
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import { certificateNotAfter, createCertificateAuthority, issueCertificate } from '../../../webhook/src/pki.ts';
+import { certificateNotAfter, createCertificateAuthority, issueCertificate } from '../../../contracts/pki.ts';
 import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
 
-export type TlsSource =
-  | { kind: 'files'; certFile: string; keyFile: string }
-  | { kind: 'secret'; namespace: string; name: string; dnsNames: string[]; ipAddresses: string[] };
+export type TlsSource = { kind: 'files'; certFile: string; keyFile: string } | { kind: 'secret'; namespace: string; name: string; dnsNames: string[]; ipAddresses: string[] };
 
 export interface ServingCertificate {
   certPem: string;
@@ -50,7 +48,12 @@ export async function loadServingCertificate(source: TlsSource, api: KubeApi, lo
     apiVersion: 'v1',
     kind: 'Secret',
     type: 'kubernetes.io/tls',
-    metadata: { name: source.name, namespace: source.namespace, labels: { 'app.kubernetes.io/managed-by': 'tollgate-operator' }, ...(existing ? { resourceVersion: existing.metadata.resourceVersion } : {}) },
+    metadata: {
+      name: source.name,
+      namespace: source.namespace,
+      labels: { 'app.kubernetes.io/managed-by': 'tollgate-operator' },
+      ...(existing ? { resourceVersion: existing.metadata.resourceVersion } : {}),
+    },
     data: {
       'tls.crt': Buffer.from(leaf.certPem).toString('base64'),
       'tls.key': Buffer.from(leaf.keyPem).toString('base64'),

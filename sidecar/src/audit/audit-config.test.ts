@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../config/config-error.ts';
-import { parseRuntimeConfigPatch } from '../config/config-schema.ts';
+import { ConfigError } from '../../../contracts/config-error.ts';
+import { parseRuntimeConfigPatch } from '../../../contracts/config-schema.ts';
 import { ConfigStore } from '../config/config-store.ts';
-import { parseAuditConfig } from './audit-config.ts';
+import { parseAuditConfig } from '../../../contracts/audit-config.ts';
 import { deadLetterFile, resolveSource } from './audit-runtime.ts';
 
 const minimal = { sinks: [{ name: 'siem', kind: 'jsonl', path: '/var/log/audit.jsonl' }] };
@@ -68,7 +68,10 @@ describe('audit config', () => {
   it('keeps dead letters in a pod within its small state volume unless the config names a file', () => {
     const config = parseAuditConfig(minimal);
     expect(deadLetterFile(config, { stateDir: '/var/run/tollgate' })).toEqual({ path: '/var/run/tollgate/audit-dead-letter.jsonl', maxBytes: 16 * 1024 * 1024 });
-    expect(deadLetterFile(parseAuditConfig({ ...minimal, deadLetter: { path: '/data/dl.jsonl' } }), { stateDir: '/var/run/tollgate' })).toEqual({ path: '/data/dl.jsonl', maxBytes: 104_857_600 });
+    expect(deadLetterFile(parseAuditConfig({ ...minimal, deadLetter: { path: '/data/dl.jsonl' } }), { stateDir: '/var/run/tollgate' })).toEqual({
+      path: '/data/dl.jsonl',
+      maxBytes: 104_857_600,
+    });
     expect(deadLetterFile(config, {})).toEqual({ path: 'tollgate-audit-dead-letter.jsonl', maxBytes: 104_857_600 });
   });
 });

@@ -4,7 +4,7 @@
 
 import type { Logger } from 'pino';
 import type { ConfigStore } from '../config/config-store.ts';
-import type { AuditConfig } from './audit-config.ts';
+import type { AuditConfig } from '../../../contracts/audit-config.ts';
 import { type AuditHealth, type AuditPlacement, AuditRuntime } from './audit-runtime.ts';
 import type { SinkStatus } from './sink-worker.ts';
 

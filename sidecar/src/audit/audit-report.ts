@@ -2,7 +2,7 @@
 // sink is `failing` when it dead-lettered or dropped events since the previous report, so the operator's
 // AuditDelivering condition turns True again by itself once a sink recovers.
 
-import type { AuditReport } from '../config/push-protocol.ts';
+import type { AuditReport } from '../../../contracts/push-protocol.ts';
 import type { AuditController } from './audit-controller.ts';
 
 export class AuditReporter {

@@ -5,7 +5,7 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { AuditConfig } from './audit-config.ts';
+import type { AuditConfig } from '../../../contracts/audit-config.ts';
 import { AuditRouter } from './audit-router.ts';
 import type { SinkStatus } from './sink-worker.ts';
 import { createSink } from './sinks/create-sink.ts';

@@ -53,7 +53,10 @@ function settings(overrides: Partial<SinkWorkerSettings> = {}): SinkWorkerSettin
 
 function deadLetters(): { sink: string; sequence: number; reason: string }[] {
   try {
-    return readFileSync(join(dir, 'dead.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { sink: string; sequence: number; reason: string });
+    return readFileSync(join(dir, 'dead.jsonl'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { sink: string; sequence: number; reason: string });
   } catch {
     return [];
   }

@@ -213,7 +213,7 @@ export class SinkWorker {
         },
         (error: unknown) => {
           signal.removeEventListener('abort', onAbort);
-          reject(error as Error);
+          reject(error instanceof Error ? error : new Error(String(error)));
         },
       );
     });

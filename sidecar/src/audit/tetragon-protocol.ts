@@ -45,7 +45,7 @@ export function encodeGetEventsRequest(request: GetEventsRequest): Buffer {
 
 export function decodeGetEventsRequest(bytes: Uint8Array): GetEventsRequest {
   const t = type('GetEventsRequest');
-  return t.toObject(t.decode(bytes), { enums: String, arrays: false }) as GetEventsRequest;
+  return t.toObject(t.decode(bytes), { enums: String, arrays: false });
 }
 
 /** What the router needs of an event, read once when it arrives. */
@@ -93,7 +93,8 @@ export class TetragonEvent {
     const body = field ? (message[field.name] as Record<string, unknown> | undefined) : undefined;
     const process = body?.process as Record<string, unknown> | undefined;
     const pod = process?.pod as Record<string, unknown> | undefined;
-    const time = message.time as { seconds?: unknown; nanos?: number } | undefined;
+    // seconds is an int64: a protobufjs Long (whose toString gives the digits) or a number
+    const time = message.time as { seconds?: number | { toString(): string }; nanos?: number } | undefined;
     this.info = {
       type: eventType,
       nodeName: (message.node_name as string | undefined) ?? '',

@@ -139,7 +139,10 @@ export class TetragonSource {
           event = new TetragonEvent(raw);
         } catch (error) {
           this.#status.undecodable++;
-          this.#logger.warn({ err: (error as Error).message, bytes: raw.length, undecodable: this.#status.undecodable }, 'tetragon audit stream sent an event that does not decode; dropped');
+          this.#logger.warn(
+            { err: (error as Error).message, bytes: raw.length, undecodable: this.#status.undecodable },
+            'tetragon audit stream sent an event that does not decode; dropped',
+          );
           return;
         }
         this.#opts.onEvent(event);

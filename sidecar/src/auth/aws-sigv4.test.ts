@@ -7,11 +7,7 @@ import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import {
-  startFakeAwsSts,
-  startFakeContainerCredentials,
-  type FakeAwsCredentialEndpoint,
-} from '../../../test/fakes/aws-credential-endpoints.ts';
+import { startFakeAwsSts, startFakeContainerCredentials, type FakeAwsCredentialEndpoint } from '../../../test/fakes/aws-credential-endpoints.ts';
 import { encodeAwsPath, createAwsSigV4Provider, resolveAwsRegion, staticAwsCredentialsFromFiles } from './aws-sigv4.ts';
 import { CredentialError } from './credential-error.ts';
 import type { OutgoingRequest } from './credential-provider.ts';
@@ -63,14 +59,7 @@ function expectedSignature(req: OutgoingRequest, secret: Secret, region: string)
     .map(([k, v]) => `${k}=${v}`)
     .join('&');
   const canonicalHeaders = signedHeaders.map((name) => `${name}:${(req.headers[name] ?? '').trim()}\n`).join('');
-  const canonicalRequest = [
-    req.method,
-    canonicalUri,
-    canonicalQuery,
-    canonicalHeaders,
-    signedHeaders.join(';'),
-    sha256Hex(req.body ?? Buffer.alloc(0)),
-  ].join('\n');
+  const canonicalRequest = [req.method, canonicalUri, canonicalQuery, canonicalHeaders, signedHeaders.join(';'), sha256Hex(req.body ?? Buffer.alloc(0))].join('\n');
   const scope = `${date}/${region}/bedrock/aws4_request`;
   const stringToSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256Hex(canonicalRequest)].join('\n');
   const key = hmac(hmac(hmac(hmac(`AWS4${secret.secretAccessKey}`, date), region), 'bedrock'), 'aws4_request');
@@ -122,9 +111,7 @@ describe('encodeAwsPath', () => {
     expect(encodeAwsPath(MODEL_PATH)).toBe('/model/anthropic.claude-sonnet-4-20250514-v1%3A0/invoke');
   });
   it('does not encode an already encoded path twice', () => {
-    expect(encodeAwsPath('/model/us.anthropic.claude-3-5-haiku-20241022-v1%3A0/invoke')).toBe(
-      '/model/us.anthropic.claude-3-5-haiku-20241022-v1%3A0/invoke',
-    );
+    expect(encodeAwsPath('/model/us.anthropic.claude-3-5-haiku-20241022-v1%3A0/invoke')).toBe('/model/us.anthropic.claude-3-5-haiku-20241022-v1%3A0/invoke');
   });
   it('encodes an ARN model id with slashes encoded inside the segment', () => {
     expect(encodeAwsPath('/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fus.x/invoke')).toBe(

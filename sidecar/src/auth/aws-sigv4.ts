@@ -6,7 +6,8 @@ import type { defaultProvider } from '@aws-sdk/credential-provider-node';
 import type { SignatureV4 } from '@smithy/signature-v4';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import type { UpstreamConfig } from '../config/runtime-config.ts';
+import type { UpstreamConfig } from '../../../contracts/runtime-config.ts';
+import { ProxyError } from '../errors.ts';
 import { CredentialError } from './credential-error.ts';
 import type { CredentialProvider, OutgoingRequest } from './credential-provider.ts';
 import { summarizeError } from './error-summary.ts';
@@ -47,6 +48,8 @@ export function resolveAwsRegion(upstream: UpstreamConfig | undefined, env: Node
 /**
  * The path as AWS SDKs send it: every segment percent-encoded except unreserved characters, so a model id's
  * `:` travels as `%3A`. SigV4 then encodes the canonical URI once more (`%253A`) for every service but S3.
+ * The one encoder of an AWS path: the Bedrock route plans with it, the signer re-applies it (a no-op on a
+ * planned path). A segment that is not valid percent-encoding is the caller's error, refused.
  */
 export function encodeAwsPath(pathname: string): string {
   return pathname
@@ -59,7 +62,7 @@ function safeDecode(segment: string): string {
   try {
     return decodeURIComponent(segment);
   } catch {
-    return segment;
+    throw new ProxyError('invalid_request', `path segment ${JSON.stringify(segment)} is not valid percent-encoding`);
   }
 }
 
@@ -117,7 +120,7 @@ export function createAwsSigV4Provider(options: AwsSigV4Options): CredentialProv
   const source: CredentialSource =
     options.credentials ??
     (async (opts) => {
-      chain ??= import('@aws-sdk/credential-provider-node').then((sdk) => sdk.defaultProvider() as CredentialSource);
+      chain ??= import('@aws-sdk/credential-provider-node').then((sdk) => sdk.defaultProvider());
       return (await chain)(opts);
     });
   let signerClass: Promise<typeof SignatureV4> | null = null;
@@ -170,7 +173,9 @@ export function createAwsSigV4Provider(options: AwsSigV4Options): CredentialProv
       req.url.pathname = encodeAwsPath(req.url.pathname);
       // Only host and the x-amz-* headers are signed: anything else may legitimately change between here
       // and the wire (hop-by-hop handling, content-length framing) without breaking the signature.
-      const signed = await (await signerFor(region)).sign({
+      const signed = await (
+        await signerFor(region)
+      ).sign({
         method: req.method.toUpperCase(),
         protocol: req.url.protocol,
         hostname: req.url.hostname,

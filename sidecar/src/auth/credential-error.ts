@@ -1,4 +1,4 @@
-import type { CredentialKind } from '../providers/routes.ts';
+import type { CredentialKind } from '../../../contracts/routes.ts';
 
 /**
  * The proxy could not obtain or attach the upstream credential. Its code matches the engine's

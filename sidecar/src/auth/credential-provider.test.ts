@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { RuntimeConfig } from '../config/runtime-config.ts';
+import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import { CredentialError, createCredentialProviders, type CredentialProvider, type OutgoingRequest } from './credential-provider.ts';
 
 const logger = pino({ level: 'silent' });
@@ -42,12 +42,14 @@ describe('createCredentialProviders', () => {
   it('takes keys from the given environment and key files from the credentials config', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-factory-'));
     writeFileSync(join(dir, 'anthropic'), 'sk-ant-file\n');
-    const providers = track(createCredentialProviders({
-      credentials: { anthropicApiKeyFile: join(dir, 'anthropic') },
-      upstreams: {},
-      logger,
-      env: { OPENAI_API_KEY: 'sk-openai-env', ANTHROPIC_API_KEY: 'ignored-when-file-set' },
-    }));
+    const providers = track(
+      createCredentialProviders({
+        credentials: { anthropicApiKeyFile: join(dir, 'anthropic') },
+        upstreams: {},
+        logger,
+        env: { OPENAI_API_KEY: 'sk-openai-env', ANTHROPIC_API_KEY: 'ignored-when-file-set' },
+      }),
+    );
     const openai = request();
     await providers['openai-api-key'].apply(openai);
     expect(openai.headers.authorization).toBe('Bearer sk-openai-env');
@@ -58,12 +60,14 @@ describe('createCredentialProviders', () => {
 
   it('reads the Bedrock region from the live upstream config on every call', async () => {
     let upstreams: RuntimeConfig['upstreams'] = {};
-    const providers = track(createCredentialProviders({
-      credentials: {},
-      upstreams: () => upstreams,
-      logger,
-      env: {},
-    }));
+    const providers = track(
+      createCredentialProviders({
+        credentials: {},
+        upstreams: () => upstreams,
+        logger,
+        env: {},
+      }),
+    );
     await expect(providers['aws-sigv4'].apply(request('/model/m/invoke'))).rejects.toThrow(/^no AWS region/);
 
     upstreams = { 'gamma-cloudb': { region: 'ap-northeast-1' } };

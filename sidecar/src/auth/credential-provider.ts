@@ -4,8 +4,8 @@
 // proxy from serving the others.
 
 import type { Logger } from 'pino';
-import type { CredentialsConfig, RuntimeConfig } from '../config/runtime-config.ts';
-import type { CredentialKind } from '../providers/routes.ts';
+import type { CredentialsConfig, RuntimeConfig } from '../../../contracts/runtime-config.ts';
+import { ROUTE_NAMES, ROUTES, type CredentialKind, type RouteName } from '../../../contracts/routes.ts';
 import { createApiKeyProvider } from './api-key.ts';
 import { createAwsSigV4Provider, staticAwsCredentialsFromFiles } from './aws-sigv4.ts';
 import { createGoogleAdcProvider } from './google-adc.ts';
@@ -42,14 +42,20 @@ export interface CredentialProvidersOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-const VERTEX_ROUTES = ['alpha', 'alpha-compat', 'gamma', 'gamma-cloud'] as const;
+/** The routes each credential kind serves, from the route table. */
+function routesUsing(kind: CredentialKind): RouteName[] {
+  return ROUTE_NAMES.filter((route) => ROUTES[route].credential === kind);
+}
 
 export function createCredentialProviders(opts: CredentialProvidersOptions): Record<CredentialKind, CredentialProvider> {
   const env = opts.env ?? process.env;
   const upstreams = typeof opts.upstreams === 'function' ? opts.upstreams : () => opts.upstreams as Upstreams;
   const initial = upstreams();
-  const projectId = VERTEX_ROUTES.map((route) => initial[route]?.project).find((project) => project);
+  const projectId = routesUsing('google-adc')
+    .map((route) => initial[route]?.project)
+    .find((project) => project);
   const logger = opts.logger.child({ component: 'credentials' });
+  const awsRoutes = routesUsing('aws-sigv4');
 
   return {
     'google-adc': createGoogleAdcProvider({
@@ -73,7 +79,8 @@ export function createCredentialProviders(opts: CredentialProvidersOptions): Rec
     'aws-sigv4': createAwsSigV4Provider({
       logger,
       env,
-      upstream: () => upstreams()['gamma-cloudb'],
+      // the region of the first SigV4 route that names one (the table has one such route today)
+      upstream: () => awsRoutes.map((route) => upstreams()[route]).find((upstream) => upstream !== undefined),
       ...(opts.credentials.awsAccessKeyIdFile && opts.credentials.awsSecretAccessKeyFile
         ? { credentials: staticAwsCredentialsFromFiles(opts.credentials.awsAccessKeyIdFile, opts.credentials.awsSecretAccessKeyFile, opts.credentials.awsSessionTokenFile) }
         : {}),

@@ -5,12 +5,7 @@ import { Writable } from 'node:stream';
 import { gcpMetadata } from 'google-auth-library';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import {
-  startFakeMetadataServer,
-  startFakeOAuthServer,
-  startFakeSts,
-  type FakeTokenEndpoint,
-} from '../../../test/fakes/google-token-endpoints.ts';
+import { startFakeMetadataServer, startFakeOAuthServer, startFakeSts, type FakeTokenEndpoint } from '../../../test/fakes/google-token-endpoints.ts';
 import { CredentialError } from './credential-error.ts';
 import type { OutgoingRequest } from './credential-provider.ts';
 import { createGoogleAdcProvider } from './google-adc.ts';
@@ -80,9 +75,7 @@ describe('metadata server (GKE workload identity, GCE)', () => {
     const tokenCalls = server.tokenCalls();
     expect(tokenCalls).toHaveLength(1);
     expect(tokenCalls[0]?.headers['metadata-flavor']).toBe('Google');
-    expect(new URL(tokenCalls[0]?.path ?? '', 'http://m').searchParams.get('scopes')).toBe(
-      'https://www.googleapis.com/auth/cloud-platform',
-    );
+    expect(new URL(tokenCalls[0]?.path ?? '', 'http://m').searchParams.get('scopes')).toBe('https://www.googleapis.com/auth/cloud-platform');
     expect(provider.problem()).toBeNull();
   });
 
@@ -273,7 +266,10 @@ describe('a credentials file that is not a credentials JSON', () => {
     const { logger, raw } = captureLogs();
     const provider = createGoogleAdcProvider({ logger, credentialsFile });
     try {
-      const error = await provider.apply(request()).then(() => undefined, (e: unknown) => e);
+      const error = await provider.apply(request()).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(CredentialError);
       expect((error as Error).message).toBe(
         `failed to get ADC token: Google credentials file ${credentialsFile} is not JSON (45 bytes); it must hold a service account key or an external_account config`,

@@ -37,9 +37,7 @@ interface TokenExpiry {
 
 export function createGoogleAdcProvider(options: GoogleAdcOptions): CredentialProvider {
   const { logger } = options;
-  const file = options.credentialsFile
-    ? new WatchedSecretFile({ path: options.credentialsFile, label: 'Google credentials file', logger })
-    : undefined;
+  const file = options.credentialsFile ? new WatchedSecretFile({ path: options.credentialsFile, label: 'Google credentials file', logger }) : undefined;
   // Loaded on the first Google call: a proxy that never uses a Vertex route never pays its memory.
   let auth: Promise<GoogleAuth> | null = null;
   let builtFrom: string | undefined;
@@ -122,5 +120,5 @@ function parseCredentialsJson(content: string, path: string): GoogleAuthOptions[
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new Error(`Google credentials file ${path} is not a JSON object; it must hold a service account key or an external_account config`);
   }
-  return parsed as GoogleAuthOptions['credentials'];
+  return parsed;
 }

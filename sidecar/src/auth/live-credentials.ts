@@ -4,8 +4,8 @@
 
 import type { Logger } from 'pino';
 import type { ConfigStore } from '../config/config-store.ts';
-import type { CredentialsConfig } from '../config/runtime-config.ts';
-import type { CredentialKind } from '../providers/routes.ts';
+import type { CredentialsConfig } from '../../../contracts/runtime-config.ts';
+import type { CredentialKind } from '../../../contracts/routes.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { createCredentialProviders, type CredentialProvider } from './credential-provider.ts';
 

@@ -142,9 +142,7 @@ export class WatchedSecretFile {
 
   #describe(error: unknown): string {
     const { code, message } = summarizeError(error);
-    return code === 'ENOENT'
-      ? `${this.#label} file ${this.path} does not exist`
-      : `cannot read ${this.#label} file ${this.path}: ${message}`;
+    return code === 'ENOENT' ? `${this.#label} file ${this.path} does not exist` : `cannot read ${this.#label} file ${this.path}: ${message}`;
   }
 }
 

@@ -3,8 +3,8 @@
 
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
-import { ConfigError } from './config-error.ts';
-import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from './config-schema.ts';
+import { ConfigError } from '../../../contracts/config-error.ts';
+import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../../contracts/config-schema.ts';
 
 export function parseConfigYaml(text: string, source: string): RuntimeConfigPatch {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });

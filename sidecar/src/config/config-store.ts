@@ -7,10 +7,10 @@ import { isDeepStrictEqual } from 'node:util';
 import { DEFAULT_CACHE_SETTINGS } from '../pricing/default-cache.ts';
 import { DEFAULT_PRICES } from '../pricing/default-prices.ts';
 import { mergePriceEntries, PriceTable } from '../pricing/price-table.ts';
-import type { Provider, RouteName } from '../providers/routes.ts';
-import type { RuntimeConfigPatch } from './config-schema.ts';
-import type { RuntimeConfig } from './runtime-config.ts';
-import { defaultServerAuth } from './server-auth-config.ts';
+import { defaultV1Route, type Provider, type RouteName } from '../../../contracts/routes.ts';
+import type { RuntimeConfigPatch } from '../../../contracts/config-schema.ts';
+import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
+import { defaultServerAuth } from '../../../contracts/server-auth-config.ts';
 
 export type ConfigLayer = 'file' | 'operator' | 'api';
 const LAYER_ORDER: readonly ConfigLayer[] = ['file', 'operator', 'api'];
@@ -34,7 +34,7 @@ export function defaultRuntimeConfig(): RuntimeConfig {
     credentials: {},
     breaker: { consecutiveFailures: 5, failureRatio: 0.5, minimumRequests: 20, windowMs: 30_000, openMs: 10_000 },
     storage: { kind: 'sqlite', path: 'tollgate.db', bufferSize: 10_000, batchSize: 200, flushIntervalMs: 200, maxSpans: 0 },
-    gateway: { anthropicRoute: 'gamma-direct', googleRoute: 'alpha' },
+    gateway: { anthropicRoute: defaultV1Route('anthropic')!, googleRoute: defaultV1Route('google')! },
   };
 }
 
@@ -150,13 +150,13 @@ function mergePatches(a: RuntimeConfigPatch, b: RuntimeConfigPatch): RuntimeConf
     } else if (key === 'pricing') {
       out.pricing = { models: mergePriceEntries(out.pricing?.models ?? [], (value as { models: [] }).models) };
     } else if (key === 'audit') {
-      out.audit = structuredClone(value as RuntimeConfigPatch['audit']);
+      out.audit = structuredClone(value as NonNullable<RuntimeConfigPatch['audit']>);
     } else if (key === 'upstreams' || key === 'cache') {
       const merged: Record<string, object> = { ...(out[key] as Record<string, object> | undefined) };
       for (const [k, v] of Object.entries(value as Record<string, object>)) merged[k] = { ...merged[k], ...v };
       (out as Record<string, unknown>)[key] = merged;
     } else {
-      (out as Record<string, unknown>)[key] = { ...(out[key] as object | undefined), ...(value as object) };
+      (out as Record<string, unknown>)[key] = { ...(out[key] as object | undefined), ...value };
     }
   }
   return out;

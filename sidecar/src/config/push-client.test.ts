@@ -8,10 +8,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createCertificateAuthority, issueCertificate } from '../../../webhook/src/pki.ts';
+import { createCertificateAuthority, issueCertificate } from '../../../contracts/pki.ts';
 import { ConfigStore } from './config-store.ts';
 import { startPushClient } from './push-client.ts';
-import { configPushService, type OperatorMessage, type SidecarMessage } from './push-protocol.ts';
+import { configPushService, type OperatorMessage, type SidecarMessage } from '../../../contracts/push-protocol.ts';
 
 type Call = grpc.ServerDuplexStream<SidecarMessage, OperatorMessage>;
 
@@ -51,7 +51,9 @@ describe('startPushClient', () => {
       },
     });
     port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createSsl(null, [{ private_key: Buffer.from(leaf.keyPem), cert_chain: Buffer.from(leaf.certPem) }]), (e, p) => (e ? reject(e) : resolve(p))),
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createSsl(null, [{ private_key: Buffer.from(leaf.keyPem), cert_chain: Buffer.from(leaf.certPem) }]), (e, p) =>
+        e ? reject(e) : resolve(p),
+      ),
     );
   });
 

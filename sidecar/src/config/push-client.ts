@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { ConfigStore } from './config-store.ts';
-import { type AuditReport, AUTHORIZATION, configPushService, MAX_SNAPSHOT_BYTES, type OperatorMessage, type SidecarMessage } from './push-protocol.ts';
+import { type AuditReport, AUTHORIZATION, configPushService, MAX_SNAPSHOT_BYTES, type OperatorMessage, type SidecarMessage } from '../../../contracts/push-protocol.ts';
 import { type PreparedSnapshot, SnapshotCache, SnapshotRejectedError } from './snapshot-cache.ts';
 
 export interface PushClientOptions {
@@ -43,7 +43,7 @@ export interface PushClientStatus {
   source?: string;
   /** The running snapshot was loaded from disk and not yet confirmed by the operator. */
   fromCache: boolean;
-  lastError?: string;
+  lastError?: string | undefined;
   lastRejected?: { version: string; reason: string };
   connects: number;
 }
@@ -87,9 +87,9 @@ export function startPushClient(opts: PushClientOptions): PushClient {
       const prepared = await cache.prepare(received);
       opts.store.setLayer('operator', prepared.patch);
       running = prepared;
-      await cache.commit(prepared).catch((error: unknown) =>
-        logger.warn({ err: (error as Error).message }, 'config snapshot applied but not saved; a restart without the operator would use an older one'),
-      );
+      await cache
+        .commit(prepared)
+        .catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'config snapshot applied but not saved; a restart without the operator would use an older one'));
       Object.assign(status, { version: prepared.version, source: prepared.source, fromCache: false });
       logger.info({ version: prepared.version, source: prepared.source || '(built-in)', credentials: prepared.credentialNames }, 'config snapshot applied');
       reply({ ack: { version: received.version } });
@@ -156,7 +156,7 @@ export function startPushClient(opts: PushClientOptions): PushClient {
         }
         stream = undefined;
         client?.close();
-        chain.then(() => resolve(delivered));
+        void chain.then(() => resolve(delivered));
       });
       let lastReport = '';
       const reportTimer = opts.auditReport

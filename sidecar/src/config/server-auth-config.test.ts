@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfigYaml } from './config-file.ts';
 import { ConfigStore } from './config-store.ts';
-import { applyServerModeDefaults, checkServerAuth } from './server-auth-config.ts';
+import { applyServerModeDefaults, checkServerAuth } from '../../../contracts/server-auth-config.ts';
 
 const ISSUER = 'https://login.example.com';
 
 describe('server.auth in the config file', () => {
-  it('reads the issue\'s example, filling defaults, and keeps the mode', () => {
+  it("reads the issue's example, filling defaults, and keeps the mode", () => {
     const patch = parseConfigYaml(
       `
 mode: server
@@ -34,7 +34,14 @@ server:
     expect(config.mode).toBe('server');
     expect(config.server.auth).toEqual({
       required: true,
-      oidc: [{ issuer: 'https://accounts.google.com', audiences: ['32555940559.apps.googleusercontent.com', 'tollgate'], jwksUri: null, certsUrl: 'https://www.googleapis.com/oauth2/v1/certs' }],
+      oidc: [
+        {
+          issuer: 'https://accounts.google.com',
+          audiences: ['32555940559.apps.googleusercontent.com', 'tollgate'],
+          jwksUri: null,
+          certsUrl: 'https://www.googleapis.com/oauth2/v1/certs',
+        },
+      ],
       accessTokens: { tokeninfoUrl: 'https://oauth2.googleapis.com/tokeninfo', cacheSeconds: 300, audiences: [] },
       iap: {
         enabled: true,
@@ -51,11 +58,17 @@ server:
   it.each([
     ['server: { auth: { oidc: [{ issuer: "https://login.example.com" }] } }', 'server.yaml: server.auth.oidc[0].audiences must list at least one audience'],
     ['server: { auth: { oidc: [{ issuer: "http://login.example.com", audiences: [a] }] } }', 'server.yaml: server.auth.oidc[0].issuer must be an https URL'],
-    ['server: { auth: { oidc: [{ issuer: "https://accounts.google.com", audiences: [a], jwksUri: "https://x.example/jwks" }] } }', 'server.yaml: server.auth.oidc[0].jwksUri is not used for https://accounts.google.com'],
+    [
+      'server: { auth: { oidc: [{ issuer: "https://accounts.google.com", audiences: [a], jwksUri: "https://x.example/jwks" }] } }',
+      'server.yaml: server.auth.oidc[0].jwksUri is not used for https://accounts.google.com',
+    ],
     [`server: { auth: { oidc: [{ issuer: "${ISSUER}", audiences: [a] }, { issuer: "${ISSUER}", audiences: [b] }] } }`, 'server.yaml: server.auth.oidc[1].issuer repeats'],
     ['server: { auth: { iap: { enabled: true } } }', 'server.yaml: server.auth.iap.audiences must list the audience'],
     ['server: { auth: { iap: { audiences: ["/projects/x/global/backendServices/1"] } } }', 'server.yaml: server.auth.iap.audiences[0] must be /projects/<number>'],
-    ['server: { auth: { iap: { audiences: ["/projects/1/apps/p"], allowedServiceAccounts: [robot] } } }', 'server.yaml: server.auth.iap.allowedServiceAccounts[0] must be an e-mail address'],
+    [
+      'server: { auth: { iap: { audiences: ["/projects/1/apps/p"], allowedServiceAccounts: [robot] } } }',
+      'server.yaml: server.auth.iap.allowedServiceAccounts[0] must be an e-mail address',
+    ],
     ['server: { auth: { health: sometimes } }', 'server.yaml: server.auth.health must be required or open (got "sometimes")'],
     ['server: { auth: { accessTokens: { cacheSeconds: 86400 } } }', 'server.yaml: server.auth.accessTokens.cacheSeconds must be an integer at least 0 and at most 3600'],
     ['server: { auth: { user: { claim: email } } }', 'server.yaml: server.auth.user is not a known field'],
@@ -89,7 +102,7 @@ server:
   });
 
   it('the management API cannot set mode or server.auth', async () => {
-    const { parseRuntimeConfigPatch } = await import('./config-schema.ts');
+    const { parseRuntimeConfigPatch } = await import('../../../contracts/config-schema.ts');
     const api = ['pricing', 'cache', 'upstreams', 'breaker', 'gateway'];
     expect(() => parseRuntimeConfigPatch({ mode: 'proxy' }, api)).toThrow('mode is not a known field');
     expect(() => parseRuntimeConfigPatch({ server: { auth: { required: false } } }, api)).toThrow('server is not a known field');

@@ -93,6 +93,8 @@ describe('SnapshotCache', () => {
 
   it('refuses empty credentials', async () => {
     const cache = new SnapshotCache(dir, logger);
-    await expect(cache.prepare({ version: 'v1', source: '', configJson: '{}', credentials: { openaiApiKey: Buffer.alloc(0) } })).rejects.toThrow(/credential openaiApiKey must be 1 to/);
+    await expect(cache.prepare({ version: 'v1', source: '', configJson: '{}', credentials: { openaiApiKey: Buffer.alloc(0) } })).rejects.toThrow(
+      /credential openaiApiKey must be 1 to/,
+    );
   });
 });

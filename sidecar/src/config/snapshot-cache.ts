@@ -7,8 +7,8 @@
 import { chmod, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { ConfigError } from './config-error.ts';
-import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from './config-schema.ts';
+import { ConfigError } from '../../../contracts/config-error.ts';
+import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../../contracts/config-schema.ts';
 
 /** A snapshot as received from the operator (proto Snapshot). */
 export interface ReceivedSnapshot {

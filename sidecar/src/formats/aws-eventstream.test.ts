@@ -75,7 +75,7 @@ describe('AWS event stream → Anthropic events', () => {
   it('decodes a stream fed one byte at a time, and in uneven reads mixing partial and whole frames', () => {
     expect(run([...STREAM].map((b) => Buffer.from([b])))).toEqual({ events: EXPECTED, error: undefined });
     const reads: Buffer[] = [];
-    for (let at = 0, size = 3; at < STREAM.length; at += size, size = (size * 7) % 301 + 1) reads.push(STREAM.subarray(at, at + size));
+    for (let at = 0, size = 3; at < STREAM.length; at += size, size = ((size * 7) % 301) + 1) reads.push(STREAM.subarray(at, at + size));
     expect(run(reads)).toEqual({ events: EXPECTED, error: undefined });
   });
 

@@ -11,9 +11,16 @@ function parse(chunks: Buffer[], maxElementBytes?: number): { elements: unknown[
 // The shape Vertex AI writes for streamGenerateContent without alt=sse: elements separated by `,\r\n`,
 // with braces, brackets, commas and escaped quotes inside strings.
 const ELEMENTS = [
-  { candidates: [{ content: { role: 'model', parts: [{ text: 'Hello {world}, [1,2] "quoted" \\ back' }] } }], usageMetadata: { promptTokenCount: 12, trafficType: 'ON_DEMAND' }, modelVersion: 'gemini-2.5-flash' },
+  {
+    candidates: [{ content: { role: 'model', parts: [{ text: 'Hello {world}, [1,2] "quoted" \\ back' }] } }],
+    usageMetadata: { promptTokenCount: 12, trafficType: 'ON_DEMAND' },
+    modelVersion: 'gemini-2.5-flash',
+  },
   { candidates: [{ content: { role: 'model', parts: [{ text: ' — ünïcødé 🚀 }]' }] } }], usageMetadata: { promptTokenCount: 12 } },
-  { candidates: [{ content: { role: 'model', parts: [{ text: '' }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 12, candidatesTokenCount: 9, totalTokenCount: 21 } },
+  {
+    candidates: [{ content: { role: 'model', parts: [{ text: '' }] }, finishReason: 'STOP' }],
+    usageMetadata: { promptTokenCount: 12, candidatesTokenCount: 9, totalTokenCount: 21 },
+  },
 ];
 const BODY = Buffer.from(`[${ELEMENTS.map((e) => JSON.stringify(e, null, 2)).join('\n,\r\n')}]\n`);
 

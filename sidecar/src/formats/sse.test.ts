@@ -68,7 +68,10 @@ describe('SseDecoder', () => {
   it('gives the same events whatever the chunking, including a split inside a multi-byte character', () => {
     for (let i = 0; i <= STREAM.length; i++) {
       const { events } = decode(splitAt(STREAM, i));
-      expect(events.map(({ type, data }) => ({ type, data })), `split at ${i}`).toEqual(EXPECTED);
+      expect(
+        events.map(({ type, data }) => ({ type, data })),
+        `split at ${i}`,
+      ).toEqual(EXPECTED);
     }
     const bytewise = decode([...STREAM].map((byte) => Buffer.from([byte])));
     expect(bytewise.events.map(({ type, data }) => ({ type, data }))).toEqual(EXPECTED);
@@ -79,7 +82,10 @@ describe('SseDecoder', () => {
       const bytes = Buffer.from(STREAM.toString('utf8').replaceAll('\n', eol));
       for (let i = 0; i <= bytes.length; i++) {
         const { events, cut } = decode(splitAt(bytes, i));
-        expect(events.map(({ type, data }) => ({ type, data })), `${JSON.stringify(eol)} split at ${i}`).toEqual(EXPECTED);
+        expect(
+          events.map(({ type, data }) => ({ type, data })),
+          `${JSON.stringify(eol)} split at ${i}`,
+        ).toEqual(EXPECTED);
         expect(cut).toBe(false);
       }
     }
@@ -89,11 +95,10 @@ describe('SseDecoder', () => {
     const bytes = Buffer.from('data: a\r\n\r\n: c\ndata: b\n\ndata: c\n\n');
     for (let i = 0; i <= bytes.length; i++) {
       const { events } = decode(splitAt(bytes, i));
-      expect(events.map((e) => bytes.subarray(e.start, e.end).toString()), `split at ${i}`).toEqual([
-        'data: a\r\n\r\n',
-        ': c\ndata: b\n\n',
-        'data: c\n\n',
-      ]);
+      expect(
+        events.map((e) => bytes.subarray(e.start, e.end).toString()),
+        `split at ${i}`,
+      ).toEqual(['data: a\r\n\r\n', ': c\ndata: b\n\n', 'data: c\n\n']);
     }
   });
 

@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type { ConfigStore } from '../config/config-store.ts';
 import { ProxyError } from '../errors.ts';
 import type { CallMeter } from '../metering/call-meter.ts';
-import { isRouteName, ROUTES } from '../providers/routes.ts';
+import { isRouteName, ROUTES } from '../../../contracts/routes.ts';
 import { startSpanContext, type TraceContext } from '../spans/trace-context.ts';
 import { judgeInbound, refusalBody, type InboundPolicy } from './request-guard.ts';
 

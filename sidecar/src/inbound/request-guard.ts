@@ -6,11 +6,12 @@
 
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import type { ServerConfig } from '../config/runtime-config.ts';
+import type { ServerConfig } from '../../../contracts/runtime-config.ts';
 import { ProxyError } from '../errors.ts';
 import { proxyErrorBody } from '../translate/openai-error.ts';
-import { HostAllowList } from './allowed-hosts.ts';
-import { OriginPolicy } from './origin-policy.ts';
+import { HostAllowList } from '../../../contracts/allowed-hosts.ts';
+import { OriginPolicy } from '../../../contracts/origin-policy.ts';
+import { headerValue } from '../../../contracts/header-value.ts';
 
 export interface InboundPolicy {
   hosts: HostAllowList;
@@ -27,10 +28,6 @@ export function inboundPolicy(server: Pick<ServerConfig, 'host' | 'allowedHosts'
   };
 }
 
-function first(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
 const SERVE: InboundVerdict = { refusal: null, corsOrigin: null };
 
 export function judgeInbound(policy: InboundPolicy, headers: IncomingHttpHeaders): InboundVerdict {
@@ -43,7 +40,7 @@ export function judgeInbound(policy: InboundPolicy, headers: IncomingHttpHeaders
       ),
     };
   }
-  const verdict = policy.origins.check(first(headers.origin), first(headers['sec-fetch-site']));
+  const verdict = policy.origins.check(headerValue(headers, 'origin'), headerValue(headers, 'sec-fetch-site'));
   if (!verdict.allowed) return { refusal: new ProxyError('origin_not_allowed', verdict.reason) };
   return verdict.corsOrigin === null ? SERVE : { refusal: null, corsOrigin: verdict.corsOrigin };
 }
@@ -78,11 +75,11 @@ export function installRequestGuard(app: FastifyInstance, policy: InboundPolicy)
     const res = reply.raw;
     res.setHeader('access-control-allow-origin', verdict.corsOrigin);
     res.setHeader('vary', 'Origin');
-    const preflightMethod = first(request.headers['access-control-request-method']);
+    const preflightMethod = headerValue(request.headers, 'access-control-request-method');
     if (request.method === 'OPTIONS' && preflightMethod !== undefined) {
       // A preflight is the browser asking the proxy, not a call: it is answered here and never forwarded.
       res.setHeader('access-control-allow-methods', preflightMethod);
-      const requestedHeaders = first(request.headers['access-control-request-headers']);
+      const requestedHeaders = headerValue(request.headers, 'access-control-request-headers');
       if (requestedHeaders !== undefined) res.setHeader('access-control-allow-headers', requestedHeaders);
       res.setHeader('access-control-max-age', '600');
       return reply.code(204).send();

@@ -45,8 +45,12 @@ describe('a call whose metering goes wrong is recorded, never thrown', () => {
   it('a price no cost can be computed with (one that bypassed validation) is a metering_failed span at cost 0, logged and counted', () => {
     const { meter: m, lines } = meter();
     // 2e302 USD per million is refused wherever prices enter; a table built around the validator must still not crash a call.
-    const hostile = new PriceTable([{ provider: 'openai', model: 'gpt-4o-mini', input_per_million: 1, output_per_million: 1, cache_write_per_million: 2e302 }], { ...DEFAULT_CACHE_SETTINGS });
-    const span = m.start({ ...start, trace: startSpanContext(undefined, undefined) }).finish({ prices: hostile, usage: usage({ inputTokens: 10, outputTokens: 5, totalTokens: 15 }), status: 'ok', statusCode: 200 });
+    const hostile = new PriceTable([{ provider: 'openai', model: 'gpt-4o-mini', input_per_million: 1, output_per_million: 1, cache_write_per_million: 2e302 }], {
+      ...DEFAULT_CACHE_SETTINGS,
+    });
+    const span = m
+      .start({ ...start, trace: startSpanContext(undefined, undefined) })
+      .finish({ prices: hostile, usage: usage({ inputTokens: 10, outputTokens: 5, totalTokens: 15 }), status: 'ok', statusCode: 200 });
     expect(span.status).toBe('error');
     expect(span.costUsd).toBe(0);
     expect(span.priced).toBe(false);
@@ -70,14 +74,18 @@ describe('a call whose metering goes wrong is recorded, never thrown', () => {
 
   it('keeps an upstream error status and its message, adding the metering problem after it', () => {
     const { meter: m } = meter();
-    const span = m.start({ ...start, trace: startSpanContext(undefined, undefined) }).finish({ prices, usage: usage({ inputTokens: 1e20 }), status: 'upstream_error', statusCode: 500, error: 'upstream said no' });
+    const span = m
+      .start({ ...start, trace: startSpanContext(undefined, undefined) })
+      .finish({ prices, usage: usage({ inputTokens: 1e20 }), status: 'upstream_error', statusCode: 500, error: 'upstream said no' });
     expect(span.status).toBe('upstream_error');
     expect(span.error).toMatch(/^upstream said no; usage_implausible: /);
   });
 
   it('a plausible call at the largest plausible count is costed as before', () => {
     const { meter: m } = meter();
-    const span = m.start({ ...start, trace: startSpanContext(undefined, undefined) }).finish({ prices, usage: usage({ inputTokens: MAX_PLAUSIBLE_TOKENS, totalTokens: MAX_PLAUSIBLE_TOKENS }), status: 'ok', statusCode: 200 });
+    const span = m
+      .start({ ...start, trace: startSpanContext(undefined, undefined) })
+      .finish({ prices, usage: usage({ inputTokens: MAX_PLAUSIBLE_TOKENS, totalTokens: MAX_PLAUSIBLE_TOKENS }), status: 'ok', statusCode: 200 });
     expect(span).toMatchObject({ status: 'ok', error: null, priced: true, inputTokens: MAX_PLAUSIBLE_TOKENS, costUsd: 15 });
     expect(m.stats()).toEqual({ meteringErrors: 0, implausibleUsage: 0 });
   });

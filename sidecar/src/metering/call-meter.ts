@@ -4,7 +4,7 @@
 
 import type { Logger } from 'pino';
 import type { PriceTable } from '../pricing/price-table.ts';
-import type { Provider, RouteName } from '../providers/routes.ts';
+import type { Provider, RouteName } from '../../../contracts/routes.ts';
 import type { Span, SpanStatus } from '../spans/span.ts';
 import type { SpanWriter } from '../spans/span-writer.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
@@ -43,7 +43,7 @@ export interface MeteringStats {
 export interface ShutdownState {
   readonly cutting: boolean;
   /** How long shutdown waited before it cut, for the span's error. */
-  readonly drainTimeoutMs?: number;
+  readonly drainTimeoutMs?: number | undefined;
 }
 
 export class CallMeter {
@@ -193,7 +193,13 @@ export class MeteredCall {
       this.#stats.meteringErrors++;
       const message = error instanceof Error ? error.message : String(error);
       this.#logger.error(
-        { err: { type: error instanceof Error ? error.name : typeof error, message }, request_id: call.requestId, route: call.route, model: call.model, metering_errors: this.#stats.meteringErrors },
+        {
+          err: { type: error instanceof Error ? error.name : typeof error, message },
+          request_id: call.requestId,
+          route: call.route,
+          model: call.model,
+          metering_errors: this.#stats.meteringErrors,
+        },
         'metering failed; call recorded with cost 0',
       );
       return { costUsd: 0, priced: false, failure: message };

@@ -1,5 +1,5 @@
 // The proxy's Prometheus metrics (docs/observability.md lists them). Every finished call adds to a few
-// numbers held in objects made the first time its label set was seen (ADR 1200); everything else (span
+// numbers held in objects made the first time its label set was seen (ADR 1300); everything else (span
 // store, breakers, config, in-flight calls, audit sinks) is read from its owner when Prometheus scrapes.
 //
 // Labels stay bounded: route and provider come from the route table, `model` is the price table's canonical
@@ -8,7 +8,7 @@
 import { collectDefaultMetrics, Gauge, Registry, type RegistryContentType } from 'prom-client';
 import { MetricsExposition } from '../../../contracts/metrics-exposition.ts';
 import type { MeteringStats } from '../metering/call-meter.ts';
-import { ROUTES, type CredentialKind, type RouteName } from '../providers/routes.ts';
+import { ROUTES, type CredentialKind, type RouteName } from '../../../contracts/routes.ts';
 import type { Span, SpanStatus } from '../spans/span.ts';
 import type { SpanWriterStats } from '../spans/span-writer.ts';
 import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries } from './metric-families.ts';

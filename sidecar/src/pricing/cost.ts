@@ -5,9 +5,9 @@
 // divided once and rounded to 10⁻¹⁰ USD. Summing float products instead drifts (0.1 + 0.2 …) and, over the
 // millions of spans a budget adds up, shows in totals. See docs/decisions/0203-cost-arithmetic.md.
 
-import type { Provider } from '../providers/routes.ts';
+import type { Provider } from '../../../contracts/routes.ts';
 import type { TokenUsage } from '../usage/usage.ts';
-import type { CacheSettings, PriceEntry } from './price-entry.ts';
+import type { CacheSettings, PriceEntry } from '../../../contracts/price-entry.ts';
 
 /**
  * Pico-dollars per token for a price in USD per million tokens (sub-pico fractions are rounded). Prices are
@@ -76,13 +76,7 @@ function anthropicPico(usage: TokenUsage, rates: Rates): bigint {
   const write1h = tokens(Math.min(usage.cacheWrite1hTokens, usage.cacheWriteTokens));
   let uncached = tokens(usage.inputTokens) - read - write;
   if (uncached < 0n) uncached = 0n;
-  return (
-    uncached * rates.input +
-    (write - write1h) * rates.cacheWrite5m +
-    write1h * rates.cacheWrite1h +
-    read * rates.cachedRead +
-    tokens(usage.outputTokens) * rates.output
-  );
+  return uncached * rates.input + (write - write1h) * rates.cacheWrite5m + write1h * rates.cacheWrite1h + read * rates.cachedRead + tokens(usage.outputTokens) * rates.output;
 }
 
 /** Cost in pico-dollars of one call priced by `entry`. */

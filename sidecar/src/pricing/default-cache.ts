@@ -4,8 +4,8 @@
 // - cached_multiplier: cached-read price ÷ input price, for price entries without an explicit cached price
 //   (Gemini and Anthropic bill reads at 10 %, OpenAI at 50 % for its older models).
 
-import type { Provider } from '../providers/routes.ts';
-import type { CacheSettings } from './price-entry.ts';
+import type { Provider } from '../../../contracts/routes.ts';
+import type { CacheSettings } from '../../../contracts/price-entry.ts';
 
 export const DEFAULT_CACHE_SETTINGS: Readonly<Record<Provider, Readonly<CacheSettings>>> = {
   google: { ttl_seconds: 3600, cached_multiplier: 0.1 },

@@ -7,7 +7,7 @@
 // OpenAI bills a GPT-5.4-or-newer request whose prompt exceeds 272K tokens at 2× input and 1.5× output, and
 // Google a Gemini Pro request over 200K at its long-context rates: both are `long_context` tiers here.
 
-import type { PriceEntry } from './price-entry.ts';
+import type { PriceEntry } from '../../../contracts/price-entry.ts';
 
 interface ClaudePrices {
   input: number;

@@ -36,7 +36,7 @@ export function normaliseModelId(model: string): string {
   // Bedrock ids of models without a dated snapshot end in a bare version (`anthropic.claude-opus-4-6-v1`);
   // only there, since a bare `-vN` can be part of another provider's model name.
   if (bedrock) id = id.replace(BEDROCK_BARE_VERSION, '');
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const suffix of SUFFIXES) {
       const next = id.replace(suffix, '');

@@ -3,11 +3,19 @@ import type { TokenUsage } from '../usage/usage.ts';
 import { DEFAULT_CACHE_SETTINGS } from './default-cache.ts';
 import { DEFAULT_PRICES } from './default-prices.ts';
 import { normaliseModelId } from './model-id.ts';
-import type { PriceEntry } from './price-entry.ts';
+import type { PriceEntry } from '../../../contracts/price-entry.ts';
 import { mergePriceEntries, parsePriceEntry, PriceEntryError, PriceTable } from './price-table.ts';
 
 const defaults = () => new PriceTable(mergePriceEntries(DEFAULT_PRICES, []), { ...DEFAULT_CACHE_SETTINGS });
-const oneMillionIn: TokenUsage = { inputTokens: 1_000_000, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, totalTokens: 1_000_000 };
+const oneMillionIn: TokenUsage = {
+  inputTokens: 1_000_000,
+  outputTokens: 0,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  cacheWrite1hTokens: 0,
+  reasoningTokens: 0,
+  totalTokens: 1_000_000,
+};
 
 describe('model id resolution', () => {
   it('resolves every id a model has on the different routes to one entry', () => {
@@ -141,13 +149,19 @@ describe('parsePriceEntry', () => {
       [{ ...good, aliases: ['ok', 7] }, 'pricing.models[2].aliases[1] must be a non-empty string'],
       [{ ...good, aliases: 'gpt-4o' }, 'pricing.models[2].aliases must be a list of model ids'],
       [{ ...good, disabled: 'yes' }, 'pricing.models[2].disabled must be true or false'],
-      [{ ...good, long_context: { threshold_tokens: 0, input_per_million: 1, output_per_million: 2 } }, 'pricing.models[2].long_context.threshold_tokens must be a positive integer'],
+      [
+        { ...good, long_context: { threshold_tokens: 0, input_per_million: 1, output_per_million: 2 } },
+        'pricing.models[2].long_context.threshold_tokens must be a positive integer',
+      ],
       [{ ...good, long_context: { threshold_tokens: 1000, input_per_million: 1 } }, 'pricing.models[2].long_context.output_per_million must be a non-negative number'],
       ['gpt-4o', 'pricing.models[2] must be an object'],
       // bounded like the CRD: a price past it is a typo, and 2e302 once crashed the first call it costed
       [{ ...good, input_per_million: 2e302 }, 'pricing.models[2].input_per_million must be at most 100000 USD per million tokens (got 2e+302)'],
       [{ ...good, cache_write_per_million: 100_000.5 }, 'pricing.models[2].cache_write_per_million must be at most 100000 USD per million tokens (got 100000.5)'],
-      [{ ...good, long_context: { threshold_tokens: 1000, input_per_million: 1, output_per_million: 1e6 } }, 'pricing.models[2].long_context.output_per_million must be at most 100000 USD per million tokens (got 1000000)'],
+      [
+        { ...good, long_context: { threshold_tokens: 1000, input_per_million: 1, output_per_million: 1e6 } },
+        'pricing.models[2].long_context.output_per_million must be at most 100000 USD per million tokens (got 1000000)',
+      ],
     ];
     for (const [value, message] of cases) {
       let thrown: unknown;

@@ -2,15 +2,15 @@
 // a model has on any route. Rebuilt (not mutated) when the runtime config changes, so a lookup never sees a
 // half-applied update.
 
-import type { Provider } from '../providers/routes.ts';
+import type { Provider } from '../../../contracts/routes.ts';
 import type { TokenUsage } from '../usage/usage.ts';
 import { costUsd } from './cost.ts';
 import { DEFAULT_CACHE_SETTINGS } from './default-cache.ts';
 import { normaliseModelId } from './model-id.ts';
-import type { CacheSettings, PriceEntry } from './price-entry.ts';
+import type { CacheSettings, PriceEntry } from '../../../contracts/price-entry.ts';
 
-export { PriceEntryError } from './price-entry-error.ts';
-export { parsePriceEntries, parsePriceEntry } from './parse-price-entry.ts';
+export { PriceEntryError } from '../../../contracts/price-entry-error.ts';
+export { parsePriceEntries, parsePriceEntry } from '../../../contracts/parse-price-entry.ts';
 
 function ids(entry: PriceEntry): string[] {
   return [entry.model, ...(entry.aliases ?? [])];
@@ -107,8 +107,7 @@ export class PriceTable {
   /** The entry pricing `model` on `provider`'s routes; undefined when unknown or disabled. */
   resolve(provider: Provider, model: string): PriceEntry | undefined {
     if (typeof model !== 'string' || model.trim() === '') return undefined;
-    const entry =
-      this.#index.get(`${provider}\u0000${model.trim().toLowerCase()}`) ?? this.#index.get(`${provider}\u0000${normaliseModelId(model)}`);
+    const entry = this.#index.get(`${provider}\u0000${model.trim().toLowerCase()}`) ?? this.#index.get(`${provider}\u0000${normaliseModelId(model)}`);
     return entry === undefined || entry.disabled === true ? undefined : entry;
   }
 

@@ -3,11 +3,11 @@ import { openMemorySpanStore } from './memory-span-store.ts';
 import { sampleSpan } from './sample-span.ts';
 
 describe('memory span store', () => {
-  it('keeps only the newest spans up to its capacity, newest first by start time', () => {
+  it('keeps only the newest spans up to its capacity, newest first by start time', async () => {
     const store = openMemorySpanStore(3);
     const at = (s: number) => sampleSpan({ requestId: `r${s}`, startTime: `2026-01-15T10:00:0${s}.000Z` });
-    store.insertBatch([at(1), at(3)]);
-    store.insertBatch([at(2), at(5), at(4)]);
+    await store.insertBatch([at(1), at(3)]);
+    await store.insertBatch([at(2), at(5), at(4)]);
     expect(store.count()).toBe(3);
     expect(store.recent(10).map((s) => s.requestId)).toEqual(['r5', 'r4', 'r2']);
     expect(store.recent(1).map((s) => s.requestId)).toEqual(['r5']);

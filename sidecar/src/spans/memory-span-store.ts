@@ -9,7 +9,7 @@ export function openMemorySpanStore(capacity: number = DEFAULT_MEMORY_SPAN_CAPAC
   if (!Number.isInteger(capacity) || capacity < 1) {
     throw new RangeError(`memory span store capacity must be a positive integer, got ${capacity}`);
   }
-  const ring: (Span | undefined)[] = new Array(capacity);
+  const ring = new Array<Span | undefined>(capacity);
   let next = 0; // slot the next span goes to
   let size = 0;
 

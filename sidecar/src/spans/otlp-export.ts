@@ -3,7 +3,7 @@
 //
 // The SDK does the work: its BatchSpanProcessor batches on a timer and its OTLP exporters encode and send.
 // Recording a span on the request path only wraps it in a small object; attributes are built when a batch is
-// exported. The queue is bounded here, before the processor, so every span lost is counted (ADR 1201).
+// exported. The queue is bounded here, before the processor, so every span lost is counted (ADR 1301).
 
 import { SpanKind, SpanStatusCode, TraceFlags, type Attributes, type HrTime, type SpanContext } from '@opentelemetry/api';
 import { ExportResultCode, type ExportResult, type InstrumentationScope } from '@opentelemetry/core';
@@ -12,7 +12,7 @@ import { OTLPTraceExporter as HttpProtobufTraceExporter } from '@opentelemetry/e
 import { defaultResource, detectResources, envDetector, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
-import type { RouteName } from '../providers/routes.ts';
+import type { RouteName } from '../../../contracts/routes.ts';
 import type { Span } from './span.ts';
 
 export type OtlpProtocol = 'http/protobuf' | 'grpc';
@@ -121,22 +121,19 @@ class ExportedSpan implements ReadableSpan {
   readonly #span: Span;
   readonly resource: Resource;
   readonly instrumentationScope: InstrumentationScope;
+  readonly parentSpanContext?: SpanContext;
 
   constructor(span: Span, resource: Resource, scope: InstrumentationScope) {
     this.#span = span;
     this.resource = resource;
     this.instrumentationScope = scope;
+    if (span.parentSpanId !== null) this.parentSpanContext = { traceId: span.traceId, spanId: span.parentSpanId, traceFlags: TraceFlags.SAMPLED, isRemote: true };
   }
 
   readonly spanContext = (): SpanContext => ({ traceId: this.#span.traceId, spanId: this.#span.spanId, traceFlags: TraceFlags.SAMPLED });
 
   get name(): string {
     return this.#span.name;
-  }
-
-  get parentSpanContext(): SpanContext | undefined {
-    const parent = this.#span.parentSpanId;
-    return parent === null ? undefined : { traceId: this.#span.traceId, spanId: parent, traceFlags: TraceFlags.SAMPLED, isRemote: true };
   }
 
   get startTime(): HrTime {

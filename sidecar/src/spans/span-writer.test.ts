@@ -37,7 +37,7 @@ function batchRecordingStore(): SpanStore & { batches: number[] } {
     batches,
     insertBatch(spans) {
       batches.push(spans.length);
-      inner.insertBatch(spans);
+      return inner.insertBatch(spans);
     },
     recent: (limit) => inner.recent(limit),
     count: () => inner.count(),
@@ -84,7 +84,16 @@ describe('SpanWriter', () => {
     expect(w.stats()).toEqual({ recorded: 25, written: 20, dropped: 0, buffered: 5, writeErrors: 0 });
     await w.flush();
     expect(store.batches).toEqual([10, 10, 5]);
-    expect(store.recent(100).map((s) => s.requestId).sort()).toEqual(spans(25).map((s) => s.requestId).sort());
+    expect(
+      store
+        .recent(100)
+        .map((s) => s.requestId)
+        .sort(),
+    ).toEqual(
+      spans(25)
+        .map((s) => s.requestId)
+        .sort(),
+    );
   });
 
   it('writes a partial batch when the flush interval passes', async () => {
@@ -199,10 +208,7 @@ describe('SpanWriter', () => {
     for (const s of spans(3)) w.record(s);
     await w.flush();
     expect(w.stats()).toEqual({ recorded: 3, written: 0, dropped: 3, buffered: 0, writeErrors: 2 });
-    expect(lines.map((l) => l.msg)).toEqual([
-      'failed to write spans; will retry once',
-      'failed to write spans; batch dropped',
-    ]);
+    expect(lines.map((l) => l.msg)).toEqual(['failed to write spans; will retry once', 'failed to write spans; batch dropped']);
     expect(lines[1]).toMatchObject({ level: 50, spans: 3, dropped: 3, writeErrors: 2 });
     expect(JSON.stringify(lines[1]?.err)).toMatch(/not open/);
   });

@@ -78,7 +78,7 @@ export class SpanWriter {
     this.#now = now;
     this.#capacity = opts.bufferSize;
     this.#batchSize = Math.min(opts.batchSize, opts.bufferSize);
-    this.#ring = new Array(this.#capacity);
+    this.#ring = new Array<Span | undefined>(this.#capacity);
     this.#timer = setInterval(() => {
       this.#reportDrops(false);
       this.#writeSome();
@@ -181,16 +181,18 @@ export class SpanWriter {
       return undefined;
     }
     this.#inFlightCount = batch.length;
-    this.#inFlight = pending.then(
-      () => {
-        this.#written += batch.length;
-        this.#failing = false;
-      },
-      (err: unknown) => this.#failed(batch, retrying, err),
-    ).finally(() => {
-      this.#inFlight = null;
-      this.#inFlightCount = 0;
-    });
+    this.#inFlight = pending
+      .then(
+        () => {
+          this.#written += batch.length;
+          this.#failing = false;
+        },
+        (err: unknown) => this.#failed(batch, retrying, err),
+      )
+      .finally(() => {
+        this.#inFlight = null;
+        this.#inFlightCount = 0;
+      });
     return this.#inFlight;
   }
 
@@ -204,10 +206,7 @@ export class SpanWriter {
       return;
     }
     this.#dropped += batch.length;
-    this.#logger.error(
-      { err, spans: batch.length, dropped: this.#dropped, writeErrors: this.#writeErrors },
-      'failed to write spans; batch dropped',
-    );
+    this.#logger.error({ err, spans: batch.length, dropped: this.#dropped, writeErrors: this.#writeErrors }, 'failed to write spans; batch dropped');
   }
 
   #take(): Span[] {

@@ -1,4 +1,4 @@
-import type { Provider, RouteName } from '../providers/routes.ts';
+import type { Provider, RouteName } from '../../../contracts/routes.ts';
 
 /**
  * How a proxied call ended:

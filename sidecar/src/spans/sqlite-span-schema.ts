@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
-import type { Provider, RouteName } from '../providers/routes.ts';
+import type { Provider, RouteName } from '../../../contracts/routes.ts';
 import type { Span, SpanStatus } from './span.ts';
 
 /** Stored in PRAGMA user_version. */

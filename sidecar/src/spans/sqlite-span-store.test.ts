@@ -55,16 +55,10 @@ describe.each(['worker', 'inline'] as const)('SQLite span store, writes %s', (wr
 
   it('returns the newest first by start time, honouring the limit', async () => {
     const store = openStore(join(dir, 'spans.db'), writes);
-    const spans = ['10:00:02', '10:00:00', '10:00:03', '10:00:01'].map((t, i) =>
-      sampleSpan({ requestId: `r${i}`, startTime: `2026-01-15T${t}.000Z` }),
-    );
+    const spans = ['10:00:02', '10:00:00', '10:00:03', '10:00:01'].map((t, i) => sampleSpan({ requestId: `r${i}`, startTime: `2026-01-15T${t}.000Z` }));
     await store.insertBatch(spans.slice(0, 2));
     await store.insertBatch(spans.slice(2));
-    expect(store.recent(3).map((s) => s.startTime)).toEqual([
-      '2026-01-15T10:00:03.000Z',
-      '2026-01-15T10:00:02.000Z',
-      '2026-01-15T10:00:01.000Z',
-    ]);
+    expect(store.recent(3).map((s) => s.startTime)).toEqual(['2026-01-15T10:00:03.000Z', '2026-01-15T10:00:02.000Z', '2026-01-15T10:00:01.000Z']);
     expect(store.recent(0)).toEqual([]);
     expect(store.count()).toBe(4);
   });
@@ -82,11 +76,31 @@ describe('SQLite span store file', () => {
       const columns = (db.pragma('table_info(spans)') as { name: string }[]).map((c) => c.name);
       expect(columns.sort()).toEqual(
         [
-          'span_id', 'trace_id', 'parent_span_id', 'name', 'start_time', 'duration_ms', 'status', 'status_code',
-          'error', 'user_id', 'project_id', 'request_id', 'route', 'gen_ai_operation_name', 'gen_ai_provider_name',
-          'gen_ai_request_model', 'gen_ai_response_model', 'gen_ai_usage_input_tokens', 'gen_ai_usage_output_tokens',
-          'gen_ai_total_tokens', 'gen_ai_usage_cache_read_input_tokens', 'gen_ai_usage_cache_creation_input_tokens',
-          'gen_ai_usage_reasoning_tokens', 'gen_ai_cost_usd', 'priced',
+          'span_id',
+          'trace_id',
+          'parent_span_id',
+          'name',
+          'start_time',
+          'duration_ms',
+          'status',
+          'status_code',
+          'error',
+          'user_id',
+          'project_id',
+          'request_id',
+          'route',
+          'gen_ai_operation_name',
+          'gen_ai_provider_name',
+          'gen_ai_request_model',
+          'gen_ai_response_model',
+          'gen_ai_usage_input_tokens',
+          'gen_ai_usage_output_tokens',
+          'gen_ai_total_tokens',
+          'gen_ai_usage_cache_read_input_tokens',
+          'gen_ai_usage_cache_creation_input_tokens',
+          'gen_ai_usage_reasoning_tokens',
+          'gen_ai_cost_usd',
+          'priced',
         ].sort(),
       );
       const row = db.prepare('SELECT user_id, gen_ai_cost_usd, gen_ai_total_tokens, start_time, gen_ai_provider_name FROM spans').get();
@@ -97,9 +111,7 @@ describe('SQLite span store file', () => {
         start_time: '2026-01-15T10:00:00.000Z',
         gen_ai_provider_name: 'openai',
       });
-      const indexed = (db.prepare("SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'spans'").all() as { sql: string }[])
-        .map((r) => r.sql)
-        .join('\n');
+      const indexed = (db.prepare("SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'spans'").all() as { sql: string }[]).map((r) => r.sql).join('\n');
       expect(indexed).toMatch(/\(start_time\)/);
       expect(indexed).toMatch(/\(user_id, start_time\)/);
       expect(indexed).toMatch(/\(trace_id\)/);
@@ -201,7 +213,9 @@ describe.each(['worker', 'inline'] as const)('span retention, writes %s', (write
     const store = openSqliteSpanStore(path, { writes, maxSpans: 5 });
     open.push(store);
     for (let batch = 0; batch < 4; batch++) {
-      await store.insertBatch(Array.from({ length: 3 }, (_, i) => sampleSpan({ requestId: `r${batch * 3 + i}`, startTime: `2026-01-15T10:00:${String(batch * 3 + i).padStart(2, '0')}.000Z` })));
+      await store.insertBatch(
+        Array.from({ length: 3 }, (_, i) => sampleSpan({ requestId: `r${batch * 3 + i}`, startTime: `2026-01-15T10:00:${String(batch * 3 + i).padStart(2, '0')}.000Z` })),
+      );
     }
     expect(store.count()).toBe(5);
     expect(store.recent(100).map((s) => s.requestId)).toEqual(['r11', 'r10', 'r9', 'r8', 'r7']);

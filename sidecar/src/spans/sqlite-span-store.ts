@@ -6,16 +6,7 @@ import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import type { SpanStore } from './span-store.ts';
-import {
-  COLUMN_NAMES,
-  INSERT_SQL,
-  openSpanDatabase,
-  PRUNE_SQL,
-  prepareBatchInsert,
-  rowToSpan,
-  spanToValues,
-  type SpanRow,
-} from './sqlite-span-schema.ts';
+import { COLUMN_NAMES, INSERT_SQL, openSpanDatabase, PRUNE_SQL, prepareBatchInsert, rowToSpan, spanToValues, type SpanRow } from './sqlite-span-schema.ts';
 import { SPAN_WORKER_SOURCE, type SpanWorkerData, type WorkerReply, type WorkerRequest } from './sqlite-span-worker.ts';
 
 export interface SqliteSpanStoreOptions {
@@ -30,9 +21,7 @@ export interface SqliteSpanStoreOptions {
 export function openSqliteSpanStore(path: string, options: SqliteSpanStoreOptions = {}): SpanStore {
   const db = openSpanDatabase(path, true, options.logger);
   // rowid breaks ties between spans that started in the same millisecond: the later insert is newer.
-  const selectRecent = db.prepare<[number], SpanRow>(
-    `SELECT ${COLUMN_NAMES.join(', ')} FROM spans ORDER BY start_time DESC, rowid DESC LIMIT ?`,
-  );
+  const selectRecent = db.prepare<[number], SpanRow>(`SELECT ${COLUMN_NAMES.join(', ')} FROM spans ORDER BY start_time DESC, rowid DESC LIMIT ?`);
   // count(*) scans a whole index; do it once and keep the number (this process is the file's only writer).
   let rows = (db.prepare<[], { n: number }>('SELECT count(*) AS n FROM spans').get() as { n: number }).n;
   const inMemory = path === ':memory:' || path.includes('mode=memory');
@@ -103,7 +92,7 @@ function workerWriter(path: string, maxSpans: number): BatchWriter {
       // An idle worker must not keep the process alive; a busy one must, or a flush at exit would be lost.
       if (pending.size === 0) w.unref();
     });
-    w.on('error', (err) => {
+    w.on('error', (err: Error) => {
       if (worker === w) worker = null;
       failAll(new Error(`span writer worker failed: ${err.message}`, { cause: err }));
     });

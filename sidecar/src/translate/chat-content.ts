@@ -2,7 +2,7 @@
 // text parts), user content parts (text and images), tool calls and their JSON arguments. Anything a
 // translator cannot carry is refused here with the JSON path of the offending field as `param`.
 
-import { isRecord } from '../usage/token-count.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 import type { ChatRole } from './openai-chat.ts';
 import { GatewayError, invalidParameter, unsupportedParameter } from './openai-error.ts';
 
@@ -14,8 +14,7 @@ export interface ChatMessage {
 }
 
 export type UserPart =
-  | { type: 'text'; text: string }
-  | { type: 'image'; source: { kind: 'base64'; mediaType: string; data: string } | { kind: 'url'; url: string }; param: string };
+  { type: 'text'; text: string } | { type: 'image'; source: { kind: 'base64'; mediaType: string; data: string } | { kind: 'url'; url: string }; param: string };
 
 export interface ToolCallIn {
   id: string;
@@ -60,7 +59,7 @@ export function textContent(message: ChatMessage): string {
     .map((part, j) => {
       if (isRecord(part) && part.type === 'text' && typeof part.text === 'string') return part.text;
       if (isRecord(part) && part.type === 'refusal' && typeof part.refusal === 'string') return part.refusal;
-      throw unsupportedParameter(`${param}[${j}]`, `${param}[${j}]: only text parts are accepted in ${message.raw.role} messages`);
+      throw unsupportedParameter(`${param}[${j}]`, `${param}[${j}]: only text parts are accepted in ${String(message.raw.role)} messages`);
     })
     .join('');
 }
@@ -152,7 +151,7 @@ export function functionTools(body: Record<string, unknown>): FunctionTool[] {
     return {
       name: fn.name,
       description: typeof fn.description === 'string' ? fn.description : undefined,
-      parameters: fn.parameters as Record<string, unknown> | undefined,
+      parameters: fn.parameters,
     };
   });
 }
@@ -188,7 +187,7 @@ export function stopSequences(body: Record<string, unknown>): string[] | undefin
   const stop = body.stop;
   if (stop === undefined || stop === null) return undefined;
   if (typeof stop === 'string') return [stop];
-  if (Array.isArray(stop) && stop.every((s) => typeof s === 'string')) return stop as string[];
+  if (Array.isArray(stop) && stop.every((s) => typeof s === 'string')) return stop;
   throw invalidParameter('stop', 'stop must be a string or an array of strings');
 }
 

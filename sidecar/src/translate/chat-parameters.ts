@@ -4,6 +4,7 @@
 // in this table is refused the way OpenAI refuses it. docs/openai-gateway.md shows this table to users.
 
 import { GatewayError, unsupportedParameter } from './openai-error.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 
 export type TranslatedTarget = 'anthropic' | 'gemini';
 
@@ -21,7 +22,7 @@ const isZero = (v: unknown) => v === 0;
 const isOne = (v: unknown) => v === 1;
 const isFalse = (v: unknown) => v === false;
 const isTrue = (v: unknown) => v === true;
-const isEmptyObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
+const isEmptyObject = (v: unknown) => isRecord(v) && Object.keys(v).length === 0;
 
 export const CHAT_PARAMETERS: Readonly<Record<string, Readonly<Record<TranslatedTarget, Handling>>>> = {
   model: both(map('picks the price entry, its provider and the route; the route-specific id goes upstream')),
@@ -76,7 +77,7 @@ export const CHAT_PARAMETERS: Readonly<Record<string, Readonly<Record<Translated
     gemini: map('`generationConfig.thinkingConfig.thinkingBudget`: minimal/none 0, low 1024, medium 8192, high 24576'),
   },
   user: {
-    anthropic: map('`metadata.user_id`; also the span\'s user when no X-Tollgate-User header is sent'),
+    anthropic: map("`metadata.user_id`; also the span's user when no X-Tollgate-User header is sent"),
     gemini: ignore("Gemini has no end-user field; the value is still the span's user when no X-Tollgate-User header is sent"),
   },
   safety_identifier: both(ignore("an abuse-monitoring id for OpenAI only; it is recorded as the span's user when neither X-Tollgate-User nor user is sent")),

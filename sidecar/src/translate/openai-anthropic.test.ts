@@ -78,7 +78,17 @@ describe('chat completions → Anthropic Messages request', () => {
 
   it('accepts parameters set to the value that changes nothing', () => {
     const body = toAnthropicRequest(
-      { model: 'm', messages: [{ role: 'user', content: 'x' }], n: 1, logprobs: false, frequency_penalty: 0, presence_penalty: 0, store: false, service_tier: 'auto', modalities: ['text'] },
+      {
+        model: 'm',
+        messages: [{ role: 'user', content: 'x' }],
+        n: 1,
+        logprobs: false,
+        frequency_penalty: 0,
+        presence_penalty: 0,
+        store: false,
+        service_tier: 'auto',
+        modalities: ['text'],
+      },
       direct,
     ).body;
     expect(Object.keys(body).sort()).toEqual(['max_tokens', 'messages']);
@@ -104,8 +114,7 @@ describe('Anthropic Messages response → chat.completion', () => {
   });
 
   it('maps stop reasons', () => {
-    const reason = (stop_reason: string, jsonMode = false) =>
-      fromAnthropicMessage({ content: [], stop_reason }, { model: 'm', jsonMode, created: 0 }).choices[0]!.finish_reason;
+    const reason = (stop_reason: string, jsonMode = false) => fromAnthropicMessage({ content: [], stop_reason }, { model: 'm', jsonMode, created: 0 }).choices[0]!.finish_reason;
     expect([reason('end_turn'), reason('stop_sequence'), reason('max_tokens'), reason('tool_use'), reason('refusal'), reason('tool_use', true)]).toEqual([
       'stop',
       'stop',
@@ -144,7 +153,7 @@ describe('Anthropic stream → chat.completion.chunk SSE', () => {
     expect(out).toContain('"finish_reason":"tool_calls"');
   });
 
-  it('reads the same events from Bedrock\'s event stream and gives the same chunks', () => {
+  it("reads the same events from Bedrock's event stream and gives the same chunks", () => {
     const codec = new EventStreamCodec(
       (bytes) => Buffer.from(bytes).toString('utf8'),
       (text) => Buffer.from(text, 'utf8'),
@@ -213,7 +222,7 @@ describe('Anthropic tool calls without arguments', () => {
 });
 
 describe('Anthropic JSON mode, streamed', () => {
-  it('streams the forced json_response tool\'s input as content and finishes with stop', () => {
+  it("streams the forced json_response tool's input as content and finishes with stop", () => {
     const events = [
       'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_2","model":"claude-sonnet-4-20250514","usage":{"input_tokens":30,"output_tokens":1}}}',
       'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_2","name":"json_response","input":{}}}',

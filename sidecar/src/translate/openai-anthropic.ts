@@ -3,7 +3,7 @@
 // Field mappings: the parameter table in docs/openai-gateway.md.
 
 import { AnthropicStreamUsage, normaliseAnthropicUsage } from '../usage/anthropic.ts';
-import { isRecord } from '../usage/token-count.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 import type { TokenUsage } from '../usage/usage.ts';
 import { checkChatParameters } from './chat-parameters.ts';
 import {
@@ -21,16 +21,7 @@ import {
   userParts,
   type JsonMode,
 } from './chat-content.ts';
-import {
-  chatUsage,
-  chunk,
-  usageChunk,
-  type ChatChunk,
-  type ChatCompletion,
-  type ChatToolCall,
-  type ChunkIdentity,
-  type FinishReason,
-} from './openai-chat.ts';
+import { chatUsage, chunk, usageChunk, type ChatChunk, type ChatCompletion, type ChatToolCall, type ChunkIdentity, type FinishReason } from './openai-chat.ts';
 import { invalidParameter, unsupportedParameter } from './openai-error.ts';
 
 /** Anthropic requires max_tokens; chat completions does not. Every current Claude model can write this many. */
@@ -143,11 +134,7 @@ export function toAnthropicRequest(request: Record<string, unknown>, opts: Anthr
       input_schema: t.parameters ?? { type: 'object', properties: {} },
     }));
     const anthropicChoice: Record<string, unknown> | undefined =
-      choice === undefined
-        ? undefined
-        : choice.kind === 'function'
-          ? { type: 'tool', name: choice.name }
-          : { type: choice.kind === 'required' ? 'any' : choice.kind };
+      choice === undefined ? undefined : choice.kind === 'function' ? { type: 'tool', name: choice.name } : { type: choice.kind === 'required' ? 'any' : choice.kind };
     if (request.parallel_tool_calls === false && choice?.kind !== 'none') {
       body.tool_choice = { ...(anthropicChoice ?? { type: 'auto' }), disable_parallel_tool_use: true };
     } else if (anthropicChoice) {
@@ -167,8 +154,7 @@ function jsonTool(format: Exclude<JsonMode, { kind: 'text' }>): Record<string, u
   }
   return {
     name: JSON_RESPONSE_TOOL,
-    description:
-      format.kind === 'json_schema' ? `Respond with a JSON object named ${format.name} matching this schema.` : 'Respond with a JSON object.',
+    description: format.kind === 'json_schema' ? `Respond with a JSON object named ${format.name} matching this schema.` : 'Respond with a JSON object.',
     input_schema: format.kind === 'json_schema' ? format.schema : { type: 'object' },
   };
 }

@@ -3,7 +3,7 @@
 // this way: its own refusals, the engine's ProxyErrors, and the upstreams' errors in their own shapes.
 
 import type { ProxyError } from '../errors.ts';
-import { isRecord } from '../usage/token-count.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 
 export interface OpenAiErrorBody {
   error: { message: string; type: string; param: string | null; code: string | null };

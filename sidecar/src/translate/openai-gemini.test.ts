@@ -106,10 +106,7 @@ describe('Gemini stream → chat.completion.chunk SSE', () => {
 
   it('passes a Google error chunk on as an error event', () => {
     const stream = geminiSseChatStream('alpha', new GeminiChunkTranslator(identity, counter()));
-    const out =
-      stream.write(Buffer.from('data: {"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}\r\n\r\n')) + stream.end();
-    expect(out).toBe(
-      'data: {"error":{"message":"upstream alpha stream failed: The model is overloaded.","type":"server_error","param":null,"code":"unavailable"}}\n\n',
-    );
+    const out = stream.write(Buffer.from('data: {"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}\r\n\r\n')) + stream.end();
+    expect(out).toBe('data: {"error":{"message":"upstream alpha stream failed: The model is overloaded.","type":"server_error","param":null,"code":"unavailable"}}\n\n');
   });
 });

@@ -3,7 +3,7 @@
 // Field mappings: the parameter table in docs/openai-gateway.md; ADR 0900 for the JSON Schema fields.
 
 import { normaliseGeminiUsage } from '../usage/gemini.ts';
-import { isRecord } from '../usage/token-count.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 import { checkChatParameters } from './chat-parameters.ts';
 import {
   chatMessages,
@@ -19,7 +19,17 @@ import {
   toolChoice,
   userParts,
 } from './chat-content.ts';
-import { chatUsage, chunk, usageChunk, type ChatChunk, type ChatCompletion, type ChatCompletionChoice, type ChatToolCall, type ChunkIdentity, type FinishReason } from './openai-chat.ts';
+import {
+  chatUsage,
+  chunk,
+  usageChunk,
+  type ChatChunk,
+  type ChatCompletion,
+  type ChatCompletionChoice,
+  type ChatToolCall,
+  type ChunkIdentity,
+  type FinishReason,
+} from './openai-chat.ts';
 import { invalidParameter, unsupportedParameter } from './openai-error.ts';
 import type { StreamStep } from './openai-anthropic.ts';
 
@@ -82,7 +92,10 @@ export function toGeminiRequest(request: Record<string, unknown>): GeminiRequest
             if (part.source.kind === 'base64') return { inlineData: { mimeType: part.source.mediaType, data: part.source.data } };
             const mimeType = imageMimeType(part.source.url);
             if (mimeType === undefined) {
-              throw unsupportedParameter(part.param, `${part.param}: Gemini needs the image type; use a URL ending in .png, .jpg, .jpeg, .webp, .gif, .heic or .heif, or a data: URL`);
+              throw unsupportedParameter(
+                part.param,
+                `${part.param}: Gemini needs the image type; use a URL ending in .png, .jpg, .jpeg, .webp, .gif, .heic or .heif, or a data: URL`,
+              );
             }
             return { fileData: { mimeType, fileUri: part.source.url } };
           }),

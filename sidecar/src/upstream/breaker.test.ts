@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { BreakerConfig } from '../config/runtime-config.ts';
+import type { BreakerConfig } from '../../../contracts/runtime-config.ts';
 import { CircuitBreaker } from './breaker.ts';
 
 interface LogLine {
@@ -149,9 +149,7 @@ describe('CircuitBreaker', () => {
 
   it('rejects an unusable config, naming the field, and keeps the old one', () => {
     const { breaker } = setup();
-    expect(() => breaker.updateConfig({ ...config, failureRatio: 0 })).toThrow(
-      'invalid breaker config: failureRatio must be in (0, 1], got 0',
-    );
+    expect(() => breaker.updateConfig({ ...config, failureRatio: 0 })).toThrow('invalid breaker config: failureRatio must be in (0, 1], got 0');
     call(breaker, false);
     call(breaker, false);
     expect(breaker.state()).toBe('closed');

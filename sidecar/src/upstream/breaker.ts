@@ -3,7 +3,7 @@
 // success closes the breaker, its failure opens it again for another openMs.
 
 import type { Logger } from 'pino';
-import type { BreakerConfig } from '../config/runtime-config.ts';
+import type { BreakerConfig } from '../../../contracts/runtime-config.ts';
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
@@ -71,10 +71,7 @@ export class CircuitBreaker {
     if (this.#consecutiveFailures >= this.#config.consecutiveFailures) {
       this.#trip(`${this.#consecutiveFailures} consecutive failures`, this.#consecutiveFailures);
     } else if (requests >= this.#config.minimumRequests && failures / requests >= this.#config.failureRatio) {
-      this.#trip(
-        `failure ratio ${(failures / requests).toFixed(2)} over ${requests} requests in ${this.#config.windowMs} ms`,
-        failures,
-      );
+      this.#trip(`failure ratio ${(failures / requests).toFixed(2)} over ${requests} requests in ${this.#config.windowMs} ms`, failures);
     }
   }
 
@@ -103,10 +100,7 @@ export class CircuitBreaker {
     this.#state = 'open';
     this.#openedAt = this.#now();
     this.#probeInFlight = false;
-    this.#logger.warn(
-      { upstream: this.#name, reason, failures, openMs: this.#config.openMs },
-      'circuit breaker tripped',
-    );
+    this.#logger.warn({ upstream: this.#name, reason, failures, openMs: this.#config.openMs }, 'circuit breaker tripped');
   }
 
   #close(): void {
@@ -115,10 +109,7 @@ export class CircuitBreaker {
     this.#consecutiveFailures = 0;
     // Failures from before the trip must not re-open the breaker on the first new failure.
     this.#resetWindow();
-    this.#logger.info(
-      { upstream: this.#name, openForMs: this.#now() - this.#openedAt },
-      'circuit breaker recovered; closed',
-    );
+    this.#logger.info({ upstream: this.#name, openForMs: this.#now() - this.#openedAt }, 'circuit breaker recovered; closed');
   }
 
   /** Counts one outcome in the current bucket; returns the totals over the window. */

@@ -4,13 +4,13 @@
 
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
+import { Agent, errors as undiciErrors } from 'undici';
 import type { CredentialProvider } from '../auth/credential-provider.ts';
 import { CredentialError } from '../auth/credential-provider.ts';
-import type { BreakerConfig, RuntimeConfig } from '../config/runtime-config.ts';
+import type { BreakerConfig, RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import { ProxyError } from '../errors.ts';
-import { upstreamBaseUrl } from '../providers/upstream-request.ts';
-import { ROUTE_NAMES, ROUTES, type CredentialKind, type RouteName } from '../providers/routes.ts';
+import { upstreamBaseUrl } from '../routes/upstream-base-url.ts';
+import { ROUTE_NAMES, ROUTES, type CredentialKind, type RouteName } from '../../../contracts/routes.ts';
 import { CircuitBreaker } from './breaker.ts';
 
 export interface UpstreamSend {
@@ -129,7 +129,7 @@ export class UpstreamClient {
       const response = await this.#agent.request({
         origin: base.origin,
         path: outgoing.url.pathname + outgoing.url.search,
-        method: req.method as Dispatcher.HttpMethod,
+        method: req.method,
         headers: req.headers,
         body: req.body,
         signal: req.signal,
@@ -190,7 +190,8 @@ function staysUnderBase(url: URL, prefix: string, path: string): void {
   }
 }
 
-export function toProxyError(route: RouteName, error: unknown): ProxyError {
+/** `route` names the upstream in the message: a route name, or `v1` before the gateway picked one. */
+export function toProxyError(route: string, error: unknown): ProxyError {
   if (error instanceof ProxyError) return error;
   const message = error instanceof Error ? error.message : String(error);
   if (error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError || error instanceof undiciErrors.ConnectTimeoutError) {

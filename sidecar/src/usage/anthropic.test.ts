@@ -9,8 +9,7 @@ function pump(extractor: UsageExtractor, chunks: Buffer[]): { out: Buffer; resul
   return { out: Buffer.concat(out), result: extractor.end() };
 }
 
-const sse = (...events: object[]): Buffer =>
-  Buffer.from(events.map((e) => `event: ${(e as { type: string }).type}\ndata: ${JSON.stringify(e)}\n\n`).join(''));
+const sse = (...events: object[]): Buffer => Buffer.from(events.map((e) => `event: ${(e as { type: string }).type}\ndata: ${JSON.stringify(e)}\n\n`).join(''));
 
 const START = {
   type: 'message_start',

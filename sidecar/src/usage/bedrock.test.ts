@@ -51,7 +51,14 @@ const EVENTS = [
   { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 57 } },
   {
     type: 'message_stop',
-    'amazon-bedrock-invocationMetrics': { inputTokenCount: 40, outputTokenCount: 57, invocationLatency: 1419, firstByteLatency: 512, cacheReadInputTokenCount: 3000, cacheWriteInputTokenCount: 1200 },
+    'amazon-bedrock-invocationMetrics': {
+      inputTokenCount: 40,
+      outputTokenCount: 57,
+      invocationLatency: 1419,
+      firstByteLatency: 512,
+      cacheReadInputTokenCount: 3000,
+      cacheWriteInputTokenCount: 1200,
+    },
   },
 ];
 const FRAMES = EVENTS.map(chunkFrame);
@@ -105,7 +112,7 @@ describe('Bedrock usage', () => {
 
   it('uses invocationMetrics when the events carry no usage', () => {
     const bare = EVENTS.map((e) => {
-      if (e.type === 'message_start') return { ...e, message: { ...(e as typeof EVENTS[0]).message!, usage: undefined } };
+      if (e.type === 'message_start') return { ...e, message: { ...e.message!, usage: undefined } };
       if (e.type === 'message_delta') return { ...e, usage: undefined };
       return e;
     });

@@ -1,7 +1,7 @@
 // The message of an error a provider writes into a stream or body: OpenAI `{error: {type, message}}`,
 // Gemini `{error: {code, status, message}}`, Anthropic `{type: 'error', error: {type, message}}`.
 
-import { isRecord } from './token-count.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 
 export function errorText(document: unknown): string {
   if (isRecord(document)) {

@@ -2,7 +2,7 @@
 // response's Content-Type. Each format's reading lives in its own file (gemini, openai, anthropic, bedrock).
 
 import type { Logger } from 'pino';
-import type { WireFormat } from '../providers/routes.ts';
+import type { WireFormat } from '../../../contracts/routes.ts';
 import { anthropicJsonExtractor, anthropicSseExtractor } from './anthropic.ts';
 import { bedrockEventStreamExtractor, bedrockJsonExtractor, type ResponseHeaders } from './bedrock.ts';
 import { bodyKindOf, sniffBodyKind, type BodyKind } from './body-kind.ts';

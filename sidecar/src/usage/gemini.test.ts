@@ -15,7 +15,11 @@ const part = (text: string) => ({ content: { role: 'model', parts: [{ text }] } 
 // Usage is cumulative: the first chunk carries only trafficType, later ones grow, the last is final.
 const CHUNKS = [
   { candidates: [part('The')], usageMetadata: { trafficType: 'ON_DEMAND' }, ...meta },
-  { candidates: [part(' answer is "usageMetadata": {} — 42 🚀')], usageMetadata: { promptTokenCount: 1500, candidatesTokenCount: 0, totalTokenCount: 1500, trafficType: 'ON_DEMAND' }, ...meta },
+  {
+    candidates: [part(' answer is "usageMetadata": {} — 42 🚀')],
+    usageMetadata: { promptTokenCount: 1500, candidatesTokenCount: 0, totalTokenCount: 1500, trafficType: 'ON_DEMAND' },
+    ...meta,
+  },
   {
     candidates: [{ ...part('.'), finishReason: 'STOP' }],
     usageMetadata: {
@@ -42,7 +46,15 @@ describe('Gemini usage', () => {
     const body = Buffer.from(
       JSON.stringify({
         candidates: [{ content: { role: 'model', parts: [{ text: 'Hi' }] }, finishReason: 'STOP', avgLogprobs: -0.2 }],
-        usageMetadata: { promptTokenCount: 900, candidatesTokenCount: 50, thoughtsTokenCount: 120, toolUsePromptTokenCount: 30, cachedContentTokenCount: 512, totalTokenCount: 1100, trafficType: 'ON_DEMAND' },
+        usageMetadata: {
+          promptTokenCount: 900,
+          candidatesTokenCount: 50,
+          thoughtsTokenCount: 120,
+          toolUsePromptTokenCount: 30,
+          cachedContentTokenCount: 512,
+          totalTokenCount: 1100,
+          trafficType: 'ON_DEMAND',
+        },
         modelVersion: 'gemini-2.5-pro',
         createTime: '2025-07-01T10:00:00.000000Z',
         responseId: 'x',
@@ -83,7 +95,11 @@ describe('Gemini usage', () => {
   });
 
   it('reports an SSE stream that ends without a finishReason, keeping the usage seen', () => {
-    const cut = Buffer.from(CHUNKS.slice(0, 2).map((c) => `data: ${JSON.stringify(c)}\r\n\r\n`).join(''));
+    const cut = Buffer.from(
+      CHUNKS.slice(0, 2)
+        .map((c) => `data: ${JSON.stringify(c)}\r\n\r\n`)
+        .join(''),
+    );
     const { result } = pump(createUsageExtractor({ format: 'gemini', contentType: 'text/event-stream', headers: {} }), [cut]);
     expect(result.usage?.inputTokens).toBe(1500);
     expect(result.streamError).toBe('stream ended before a finishReason');

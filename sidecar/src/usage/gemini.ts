@@ -13,7 +13,8 @@ import { errorText } from './error-text.ts';
 import { SseUsageExtractor, type SseUsageReader } from './sse-extractor.ts';
 import type { UsageExtractor } from './usage-extractor.ts';
 import { NO_BYTES, withStreamError } from './usage-extractor.ts';
-import { isRecord, tokenCount } from './token-count.ts';
+import { tokenCount } from './token-count.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 import type { TokenUsage, UsageResult } from './usage.ts';
 
 export function normaliseGeminiUsage(metadata: unknown): TokenUsage | null {
@@ -74,8 +75,7 @@ function geminiStreamResult(state: GeminiStreamState, cut: string | undefined): 
       malformed = true;
     }
   }
-  const streamError =
-    state.error ?? cut ?? (malformed ? 'malformed JSON in stream chunk' : state.finished ? undefined : 'stream ended before a finishReason');
+  const streamError = state.error ?? cut ?? (malformed ? 'malformed JSON in stream chunk' : state.finished ? undefined : 'stream ended before a finishReason');
   if (streamError !== undefined) result.streamError = streamError;
   return result;
 }

@@ -7,7 +7,7 @@
 // then read from those windows with findJsonValue. See docs/decisions/0200-usage-extraction-memory-bounds.md.
 
 import { findJsonValue } from './json-scan.ts';
-import { isRecord } from './token-count.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 
 export const MAX_JSON_BODY_BYTES = 4 * 1024 * 1024;
 export const JSON_HEAD_BYTES = 64 * 1024;

@@ -22,7 +22,14 @@ function split(bytes: Buffer, ...points: number[]): Buffer[] {
 
 const sse = (...events: (object | string)[]): string => events.map((e) => `data: ${typeof e === 'string' ? e : JSON.stringify(e)}\n\n`).join('');
 
-const base = { id: 'chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT', object: 'chat.completion.chunk', created: 1741569952, model: 'gpt-4o-mini-2024-07-18', service_tier: 'default', system_fingerprint: 'fp_06737a9306' };
+const base = {
+  id: 'chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT',
+  object: 'chat.completion.chunk',
+  created: 1741569952,
+  model: 'gpt-4o-mini-2024-07-18',
+  service_tier: 'default',
+  system_fingerprint: 'fp_06737a9306',
+};
 const USAGE = {
   prompt_tokens: 1200,
   completion_tokens: 300,
@@ -80,7 +87,10 @@ describe('OpenAI usage', () => {
       expect(result.usage).toEqual(NORMALISED);
       expect(result.streamError).toBeUndefined();
     }
-    const bytewise = pump(createUsageExtractor({ ...sseOptions, stripInjectedUsage: true }), [...WITH_USAGE].map((b) => Buffer.from([b])));
+    const bytewise = pump(
+      createUsageExtractor({ ...sseOptions, stripInjectedUsage: true }),
+      [...WITH_USAGE].map((b) => Buffer.from([b])),
+    );
     expect(bytewise.out.equals(WITHOUT_USAGE)).toBe(true);
   });
 
@@ -165,7 +175,13 @@ describe('OpenAI usage', () => {
   it('reads usage from a body larger than the memory budget, from its head and tail', () => {
     const text = 'x'.repeat(5 * 1024 * 1024);
     const body = Buffer.from(
-      JSON.stringify({ id: 'c', object: 'chat.completion', model: 'gpt-4o-2024-08-06', choices: [{ index: 0, message: { role: 'assistant', content: text, tool_calls: [{ function: { arguments: '{"usage":{"prompt_tokens":1}}' } }] } }], usage: USAGE }),
+      JSON.stringify({
+        id: 'c',
+        object: 'chat.completion',
+        model: 'gpt-4o-2024-08-06',
+        choices: [{ index: 0, message: { role: 'assistant', content: text, tool_calls: [{ function: { arguments: '{"usage":{"prompt_tokens":1}}' } }] } }],
+        usage: USAGE,
+      }),
     );
     const chunks: Buffer[] = [];
     for (let at = 0; at < body.length; at += 65536) chunks.push(body.subarray(at, at + 65536));

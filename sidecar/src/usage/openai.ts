@@ -12,7 +12,8 @@ import { JsonUsageExtractor } from './json-extractor.ts';
 import { SseUsageExtractor, type SseUsageReader } from './sse-extractor.ts';
 import type { UsageExtractor } from './usage-extractor.ts';
 import { errorText } from './error-text.ts';
-import { isRecord, tokenCount } from './token-count.ts';
+import { tokenCount } from './token-count.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 import type { TokenUsage, UsageResult } from './usage.ts';
 
 export function normaliseOpenAiUsage(usage: unknown): TokenUsage | null {

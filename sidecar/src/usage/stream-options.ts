@@ -1,7 +1,7 @@
 // OpenAI-format streams report usage only when the request sets stream_options.include_usage. To cost a
 // streamed call whose caller did not ask for it, the proxy sets it and later removes the extra usage chunk.
 
-import { isRecord } from './token-count.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 
 /** True for an OpenAI-format body with `stream: true` that does not already ask for usage. */
 export function requestNeedsInjectedUsage(body: unknown): boolean {

@@ -11,7 +11,3 @@ export function headerTokenCount(value: string | string[] | undefined): number |
   if (text === undefined || !/^\s*\d+\s*$/.test(text)) return undefined;
   return Number.parseInt(text, 10);
 }
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

@@ -26,7 +26,9 @@ function parseIgnore(text: string): IgnoreRule[] {
     .filter((l) => l !== '' && !l.startsWith('#'))
     .map((l) => {
       const exception = l.startsWith('!');
-      const pattern = normalize((exception ? l.slice(1) : l).trim()).replace(/^\/+/, '').replace(/\/+$/, '');
+      const pattern = normalize((exception ? l.slice(1) : l).trim())
+        .replace(/^\/+/, '')
+        .replace(/\/+$/, '');
       return { pattern, exception };
     });
 }
@@ -54,7 +56,9 @@ export function openBuildContext(dir: string, dockerfilePath: string): BuildCont
 
 /** Every file and symlink under relSource that the context includes, as paths relative to the context. */
 export function contextEntries(ctx: BuildContext, relSource: string): string[] {
-  const rel = normalize(relSource).replace(/^(\.\/)+/, '').replace(/\/+$/, '');
+  const rel = normalize(relSource)
+    .replace(/^(\.\/)+/, '')
+    .replace(/\/+$/, '');
   if (rel.startsWith('..') || rel.startsWith('/')) throw new Error(`COPY source ${JSON.stringify(relSource)} is outside the build context`);
   const root = join(ctx.dir, rel);
   if (rel !== '.' && ctx.isIgnored(rel)) throw new Error(`COPY source ${JSON.stringify(relSource)} is excluded by ${ctx.ignoreFile}`);

@@ -13,7 +13,7 @@ describe('the project Dockerfile, as the node images read it', () => {
 
   it('gives the sidecar target the entry point, user, environment and working directory users get', () => {
     expect(stageConfig(df, findStage(df, 'sidecar'))).toMatchObject({
-      entrypoint: ['node', 'sidecar/src/cli.js'],
+      entrypoint: ['node', 'cmd/tollgate.js'],
       cmd: ['proxy'],
       user: '65532:65532',
       workingDir: '/app',
@@ -23,7 +23,7 @@ describe('the project Dockerfile, as the node images read it', () => {
 
   it('gives the tollgate target the same entry point and user, and --help by default', () => {
     const config = stageConfig(df, findStage(df, 'tollgate'));
-    expect(config).toMatchObject({ entrypoint: ['node', 'sidecar/src/cli.js'], cmd: ['--help'], user: '65532:65532', workingDir: '/app' });
+    expect(config).toMatchObject({ entrypoint: ['node', 'cmd/tollgate.js'], cmd: ['--help'], user: '65532:65532', workingDir: '/app' });
     expect(config.env.NODE_OPTIONS).toBeUndefined();
   });
 

@@ -415,4 +415,3 @@ export async function buildImage(req: BuildRequest): Promise<BuiltImage> {
     for (const [folder, keep] of Object.entries(KEEP_CACHE_ENTRIES)) prune(cacheDir(folder), keep);
   }
 }
-

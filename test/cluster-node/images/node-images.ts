@@ -128,8 +128,6 @@ if (import.meta.main) {
       sizes.push(gzipped.get(layer.digest)!);
     }
     const gz = sizes.reduce((a, b) => a + b, 0);
-    console.log(
-      `${image.ref}  ${mb(imageSize(image))} (${image.layers.map((l) => mb(l.size)).join(' + ')}), gzip ${mb(gz)} (${sizes.map(mb).join(' + ')})`,
-    );
+    console.log(`${image.ref}  ${mb(imageSize(image))} (${image.layers.map((l) => mb(l.size)).join(' + ')}), gzip ${mb(gz)} (${sizes.map(mb).join(' + ')})`);
   }
 }

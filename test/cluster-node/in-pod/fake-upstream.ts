@@ -25,7 +25,10 @@ const control = createServer((req, res) => {
   };
   if (req.method === 'GET' && req.url === '/healthz') return reply(200, { ok: true });
   if (req.method === 'GET' && req.url === '/requests') {
-    return reply(200, upstream.requests.map((r) => ({ method: r.method, path: r.path, headers: r.headers, json: r.json })));
+    return reply(
+      200,
+      upstream.requests.map((r) => ({ method: r.method, path: r.path, headers: r.headers, json: r.json })),
+    );
   }
   reply(404, { error: `no ${req.method} ${req.url}` });
 });

@@ -34,10 +34,7 @@ export function isAdmissionReview(body: unknown): body is AdmissionReview & { re
   if (typeof body !== 'object' || body === null) return false;
   const review = body as Partial<AdmissionReview>;
   return (
-    review.apiVersion === 'admission.k8s.io/v1' &&
-    review.kind === 'AdmissionReview' &&
-    typeof review.request?.uid === 'string' &&
-    typeof review.request.operation === 'string'
+    review.apiVersion === 'admission.k8s.io/v1' && review.kind === 'AdmissionReview' && typeof review.request?.uid === 'string' && typeof review.request.operation === 'string'
   );
 }
 

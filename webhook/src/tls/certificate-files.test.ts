@@ -8,7 +8,7 @@ import { connect } from 'node:tls';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildWebhookApp, reloadServingCertificate } from '../app.ts';
-import { createCertificateAuthority, issueCertificate, type KeyPairPem } from '../pki.ts';
+import { createCertificateAuthority, issueCertificate, type KeyPairPem } from '../../../contracts/pki.ts';
 import { TEST_DEFAULTS } from '../../testdata/sidecar-defaults.ts';
 import { waitFor } from '../../../test/support/wait-for.ts';
 import { certificateFiles, type CertificateFiles } from './certificate-files.ts';
@@ -78,17 +78,21 @@ describe('certificate files (cert-manager mode)', () => {
       },
     });
     await app.listen({ host: '127.0.0.1', port: 0 });
-    cleanup.push(() => app!.close());
+    cleanup.push(() => app.close());
     await files.start();
     cleanup.push(() => files.stop());
     const port = (app.server.address() as { port: number }).port;
     expect(await servedCommonName(port)).toBe('CN=first');
 
     writeVolume(dir, await leaf('second'), 2);
-    const name = await waitFor('the new certificate to be served', async () => {
-      const served = await servedCommonName(port);
-      return served === 'CN=second' && served;
-    }, 10_000);
+    const name = await waitFor(
+      'the new certificate to be served',
+      async () => {
+        const served = await servedCommonName(port);
+        return served === 'CN=second' && served;
+      },
+      10_000,
+    );
     expect(name).toBe('CN=second');
   });
 

@@ -6,7 +6,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { KeyPairPem } from '../pki.ts';
+import type { KeyPairPem } from '../../../contracts/pki.ts';
 
 export interface CertificateFilesOptions {
   directory: string;

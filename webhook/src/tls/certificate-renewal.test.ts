@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { certificateNotAfter, isIssuedBy } from '../pki.ts';
+import { certificateNotAfter, isIssuedBy } from '../../../contracts/pki.ts';
 import { caBundlePem, renewCertificates, type RenewalPolicy } from './certificate-renewal.ts';
 
 const HOUR = 3_600_000;

@@ -4,7 +4,7 @@
 // Serving certificates are renewed from the same CA, which needs no bundle change at all.
 
 import { X509Certificate } from 'node:crypto';
-import { certificateNotAfter, createCertificateAuthority, isIssuedBy, issueCertificate, type KeyPairPem } from '../pki.ts';
+import { certificateNotAfter, createCertificateAuthority, isIssuedBy, issueCertificate, type KeyPairPem } from '../../../contracts/pki.ts';
 
 export interface CertificateState {
   /** The CA that signs new serving certificates. */
@@ -13,7 +13,7 @@ export interface CertificateState {
   trustedCas: string[];
   serving?: KeyPairPem;
   /** When the webhook configuration's caBundle was first seen to hold the signing CA (ms since epoch). */
-  bundlePublishedAt?: number;
+  bundlePublishedAt?: number | undefined;
 }
 
 export interface RenewalPolicy {
@@ -45,10 +45,7 @@ function sameCertificate(a: string, b: string): boolean {
   return new X509Certificate(a).fingerprint256 === new X509Certificate(b).fingerprint256;
 }
 
-export async function renewCertificates(
-  current: CertificateState,
-  policy: RenewalPolicy,
-): Promise<{ state: CertificateState; changes: RenewalChange[] }> {
+export async function renewCertificates(current: CertificateState, policy: RenewalPolicy): Promise<{ state: CertificateState; changes: RenewalChange[] }> {
   let state: CertificateState = { ...current, trustedCas: [...current.trustedCas] };
   const changes: RenewalChange[] = [];
 

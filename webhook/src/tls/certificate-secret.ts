@@ -28,10 +28,7 @@ export function stateFromSecret(secret: V1Secret | undefined): CertificateState 
   };
 }
 
-export function secretFromState(
-  state: CertificateState,
-  meta: { name: string; namespace: string; resourceVersion?: string; labels?: Record<string, string> },
-): V1Secret {
+export function secretFromState(state: CertificateState, meta: { name: string; namespace: string; resourceVersion?: string; labels?: Record<string, string> }): V1Secret {
   const data: Record<string, string> = { 'ca-bundle.crt': b64(state.trustedCas.join('')) };
   if (state.ca) Object.assign(data, { 'ca.crt': b64(state.ca.certPem), 'ca.key': b64(state.ca.keyPem) });
   if (state.serving) Object.assign(data, { 'tls.crt': b64(state.serving.certPem), 'tls.key': b64(state.serving.keyPem) });
@@ -44,9 +41,7 @@ export function secretFromState(
       namespace: meta.namespace,
       ...(meta.resourceVersion ? { resourceVersion: meta.resourceVersion } : {}),
       ...(meta.labels ? { labels: meta.labels } : {}),
-      ...(state.bundlePublishedAt !== undefined
-        ? { annotations: { [PUBLISHED_AT_ANNOTATION]: new Date(state.bundlePublishedAt).toISOString() } }
-        : {}),
+      ...(state.bundlePublishedAt !== undefined ? { annotations: { [PUBLISHED_AT_ANNOTATION]: new Date(state.bundlePublishedAt).toISOString() } } : {}),
     },
     data,
   };

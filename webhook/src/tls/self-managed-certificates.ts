@@ -7,7 +7,7 @@
 import type { V1MutatingWebhookConfiguration, V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
-import type { KeyPairPem } from '../pki.ts';
+import type { KeyPairPem } from '../../../contracts/pki.ts';
 import { caBundlePem, renewCertificates, type CertificateState, type RenewalPolicy } from './certificate-renewal.ts';
 import { secretFromState, stateFromSecret } from './certificate-secret.ts';
 

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { BigQuery, type Table, type TableField } from '@google-cloud/bigquery';
 import type { Logger } from 'pino';
-import type { BigQuerySinkConfig } from '../audit-config.ts';
+import type { BigQuerySinkConfig } from '../../../../contracts/audit-config.ts';
 import type { AuditRecord, AuditSink } from './audit-sink.ts';
 import { SinkWriteError } from './audit-sink.ts';
 
@@ -101,7 +101,11 @@ export class BigQuerySink implements AuditSink {
       table = await this.#ready();
     } catch (error) {
       const code = httpCode(error);
-      throw new SinkWriteError(`cannot prepare ${this.#settings.dataset}.${this.#settings.table}: ${(error as Error).message}`, code === undefined || RETRYABLE_HTTP.has(code) || code === 404, { cause: error });
+      throw new SinkWriteError(
+        `cannot prepare ${this.#settings.dataset}.${this.#settings.table}: ${(error as Error).message}`,
+        code === undefined || RETRYABLE_HTTP.has(code) || code === 404,
+        { cause: error },
+      );
     }
     const rows = batch.map((record) => {
       const { info, raw } = record.event;

@@ -1,7 +1,7 @@
 // The one place that turns a sink's config into a sink, by kind.
 
 import type { Logger } from 'pino';
-import { AUDIT_DEFAULTS, type AuditSinkConfig } from '../audit-config.ts';
+import { AUDIT_DEFAULTS, type AuditSinkConfig } from '../../../../contracts/audit-config.ts';
 import type { AuditSink } from './audit-sink.ts';
 import { BigQuerySink } from './bigquery-sink.ts';
 import { GrpcSink } from './grpc-sink.ts';

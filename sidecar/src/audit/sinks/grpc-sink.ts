@@ -4,7 +4,7 @@
 
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
-import { auditSinkServiceDefinition, type ExportRequest, type ExportResponse } from '../audit-sink-protocol.ts';
+import { auditSinkServiceDefinition, type ExportRequest, type ExportResponse } from '../../../../contracts/audit-sink-protocol.ts';
 import { describeStatus } from '../tetragon-source.ts';
 import type { AuditRecord, AuditSink } from './audit-sink.ts';
 import { SinkWriteError } from './audit-sink.ts';
@@ -32,7 +32,12 @@ const RETRYABLE = new Set([
 ]);
 
 type ExportClient = grpc.Client & {
-  export(request: ExportRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: (error: grpc.ServiceError | null, response?: ExportResponse) => void): grpc.ClientUnaryCall;
+  export(
+    request: ExportRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: (error: grpc.ServiceError | null, response?: ExportResponse) => void,
+  ): grpc.ClientUnaryCall;
 };
 
 export class GrpcSink implements AuditSink {

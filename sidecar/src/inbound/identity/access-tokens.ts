@@ -4,7 +4,7 @@
 // token while it is in flight.
 
 import { OAuth2Client } from 'google-auth-library';
-import type { AccessTokenConfig } from '../../config/server-auth-config.ts';
+import type { AccessTokenConfig } from '../../../../contracts/server-auth-config.ts';
 import { TokenRejected, type Claims } from './identity.ts';
 import { tokenKey, VerifiedTokenCache } from './verified-token-cache.ts';
 

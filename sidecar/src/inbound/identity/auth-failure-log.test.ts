@@ -15,20 +15,34 @@ function capture() {
   return { logger: pino({ level: 'info' }, stream), lines };
 }
 
-const failure: AuthFailure = { reason: 'expired', message: 'the token expired', statusCode: 401, attempts: { oidc: 'expired: the token expired', accessTokens: 'not applicable: a JWT' } };
+const failure: AuthFailure = {
+  reason: 'expired',
+  message: 'the token expired',
+  statusCode: 401,
+  attempts: { oidc: 'expired: the token expired', accessTokens: 'not applicable: a JWT' },
+};
 
 afterEach(() => {
   vi.useRealTimers();
 });
 
 describe('all auth strategies failed', () => {
-  it('logs each refusal with every strategy\'s reason, then only counts past 20 a minute and says how many it left out', async () => {
+  it("logs each refusal with every strategy's reason, then only counts past 20 a minute and says how many it left out", async () => {
     vi.useFakeTimers({ now: 0 });
     const { logger, lines } = capture();
     const log = new AuthFailureLog(logger);
     for (let i = 0; i < 25; i++) log.record({ method: 'POST', path: '/v1/chat/completions', ip: '10.0.0.9', failure: i < 22 ? failure : { ...failure, reason: 'missing_token' } });
     expect(lines).toHaveLength(20);
-    expect(lines[0]).toMatchObject({ msg: 'all auth strategies failed', level: 40, reason: 'expired', status_code: 401, path: '/v1/chat/completions', ip: '10.0.0.9', strategies: failure.attempts, failures_this_minute: 1 });
+    expect(lines[0]).toMatchObject({
+      msg: 'all auth strategies failed',
+      level: 40,
+      reason: 'expired',
+      status_code: 401,
+      path: '/v1/chat/completions',
+      ip: '10.0.0.9',
+      strategies: failure.attempts,
+      failures_this_minute: 1,
+    });
     expect(lines[19]).toMatchObject({ failures_this_minute: 20, failures_total: 20 });
 
     await vi.advanceTimersByTimeAsync(60_000);

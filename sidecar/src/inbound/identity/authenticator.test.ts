@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startFakeIap, type FakeIap } from '../../../../test/fakes/iap-signer.ts';
 import { startFakeTokeninfo, type FakeTokeninfo } from '../../../../test/fakes/google-tokeninfo.ts';
 import { createSigningKey, startOidcIssuer, type LocalOidcIssuer } from '../../../../test/fakes/oidc-issuer.ts';
-import { parseServerAuth, defaultServerAuth, type ServerAuthConfig } from '../../config/server-auth-config.ts';
+import { parseServerAuth, defaultServerAuth, type ServerAuthConfig } from '../../../../contracts/server-auth-config.ts';
 import { createAuthenticator, type Authenticator, type AuthOutcome } from './authenticator.ts';
 
 const AUD = 'tollgate';
@@ -130,7 +130,10 @@ describe('Google ID tokens (google-auth-library verifyIdToken against the local 
     google.mint({ iss: 'https://accounts.google.com', aud: AUD, sub: `g-${email}`, email, email_verified: true, iat: now(), exp: now() + 3600, ...claims }, opts);
 
   it('accepts a valid token; refuses expired, early, foreign-audience and badly signed ones', async () => {
-    expect((await auth.authenticate(bearer(await googleToken('carol@example.com')))).identity).toMatchObject({ userId: 'carol@example.com', issuer: 'https://accounts.google.com' });
+    expect((await auth.authenticate(bearer(await googleToken('carol@example.com')))).identity).toMatchObject({
+      userId: 'carol@example.com',
+      issuer: 'https://accounts.google.com',
+    });
     expect(reason(await auth.authenticate(bearer(await googleToken('carol@example.com', { exp: now() - 60, iat: now() - 3660 }))))).toBe('expired');
     expect(reason(await auth.authenticate(bearer(await googleToken('carol@example.com', { iat: now() + 600, exp: now() + 4200 }))))).toBe('not_yet_valid');
     expect(reason(await auth.authenticate(bearer(await googleToken('carol@example.com', { aud: 'someone-else' }))))).toBe('wrong_audience');
@@ -154,7 +157,7 @@ describe('Google ID tokens (google-auth-library verifyIdToken against the local 
     }
   });
 
-  it('an expired token inside google-auth-library\'s own five minutes is refused all the same', async () => {
+  it("an expired token inside google-auth-library's own five minutes is refused all the same", async () => {
     expect(reason(await auth.authenticate(bearer(await googleToken('carol@example.com', { exp: now() - 120, iat: now() - 3720 }))))).toBe('expired');
   });
 });
@@ -247,7 +250,10 @@ describe('behind an identity-aware proxy', () => {
   });
 
   it('refuses a user calling for another user, an assertion for another backend, a forged one, and none at all', async () => {
-    const forOther = await auth.authenticate({ 'x-goog-iap-jwt-assertion': await iap.assertion('judy@example.com', BACKEND), 'x-proxy-auth': `Bearer ${tokeninfo.issue('helen@example.com')}` });
+    const forOther = await auth.authenticate({
+      'x-goog-iap-jwt-assertion': await iap.assertion('judy@example.com', BACKEND),
+      'x-proxy-auth': `Bearer ${tokeninfo.issue('helen@example.com')}`,
+    });
     expect(forOther.failure?.reason).toBe('service_account_not_allowed');
     expect(reason(await auth.authenticate({ 'x-goog-iap-jwt-assertion': await iap.assertion(ROBOT, '/projects/123/global/backendServices/999') }))).toBe('wrong_audience');
     expect(reason(await auth.authenticate({ 'x-goog-iap-jwt-assertion': await iap.assertion(ROBOT, BACKEND, {}, { key: await iap.foreignKey() }) }))).toBe('bad_signature');

@@ -3,8 +3,8 @@
 // Authorization), then accessTokens (an opaque access token in Authorization). The first that proves an
 // identity wins; when none does, the first one that found a credential and refused it names the reason.
 
-import type { ServerAuthConfig } from '../../config/server-auth-config.ts';
-import { hasAuthStrategy } from '../../config/server-auth-config.ts';
+import type { ServerAuthConfig } from '../../../../contracts/server-auth-config.ts';
+import { hasAuthStrategy } from '../../../../contracts/server-auth-config.ts';
 import { AccessTokens } from './access-tokens.ts';
 import { accessTokenStrategy } from './access-token-strategy.ts';
 import { CredentialChecks, type Verifiers } from './credential-checks.ts';

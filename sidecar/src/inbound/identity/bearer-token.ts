@@ -16,7 +16,10 @@ export function bearerToken(value: string | string[] | undefined, header: string
   const match = BEARER.exec(value);
   if (!match) {
     const scheme = /^\S+/.exec(value)?.[0];
-    throw new TokenRejected('malformed_token', `${header} must be "Bearer <token>"${scheme && !/^bearer$/i.test(scheme) && scheme.length <= 16 && /^[A-Za-z-]+$/.test(scheme) ? ` (got the ${scheme} scheme)` : ''}`);
+    throw new TokenRejected(
+      'malformed_token',
+      `${header} must be "Bearer <token>"${scheme && !/^bearer$/i.test(scheme) && scheme.length <= 16 && /^[A-Za-z-]+$/.test(scheme) ? ` (got the ${scheme} scheme)` : ''}`,
+    );
   }
   const token = match[1]!;
   if (token.length > MAX_TOKEN) throw new TokenRejected('malformed_token', `${header} carries a token over ${MAX_TOKEN} bytes`);

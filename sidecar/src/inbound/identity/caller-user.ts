@@ -4,18 +4,15 @@
 // `user`) can change it; in server mode those are never read at all.
 
 import type { FastifyRequest } from 'fastify';
-import type { EngineMode } from '../../config/server-auth-config.ts';
+import type { EngineMode } from '../../../../contracts/server-auth-config.ts';
 import type { Identity } from './identity.ts';
+import { headerValue } from '../../../../contracts/header-value.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the identity hook (identity-hook.ts) before any route runs. */
     identity: Identity | null;
   }
-}
-
-function firstValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }
 
 /**
@@ -25,5 +22,5 @@ function firstValue(value: string | string[] | undefined): string | undefined {
 export function spanUserId(request: FastifyRequest, mode: EngineMode, bodyUser: string | null): string | null {
   if (request.identity) return request.identity.userId;
   if (mode === 'server') return null;
-  return firstValue(request.headers['x-tollgate-user']) ?? bodyUser;
+  return headerValue(request.headers, 'x-tollgate-user') ?? bodyUser;
 }

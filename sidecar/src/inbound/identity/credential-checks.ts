@@ -94,7 +94,7 @@ export class CredentialChecks {
   }
 
   #once(key: string, check: () => Promise<VerifiedClaims>): Promise<VerifiedClaims> {
-    const memo = (this.#memo ??= new Map());
+    const memo = (this.#memo ??= new Map<string, Promise<VerifiedClaims>>());
     let result = memo.get(key);
     if (!result) {
       result = check();

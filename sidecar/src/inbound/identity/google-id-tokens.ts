@@ -7,7 +7,7 @@
 
 import { OAuth2Client } from 'google-auth-library';
 import type { JWTPayload } from 'jose';
-import { GOOGLE_ISSUERS, type OidcIssuerConfig } from '../../config/server-auth-config.ts';
+import { GOOGLE_ISSUERS, type OidcIssuerConfig } from '../../../../contracts/server-auth-config.ts';
 import { requireAlgorithm, type PeekedJwt } from './bearer-token.ts';
 import { TokenRejected } from './identity.ts';
 import type { IdTokenVerifier } from './jwks-issuer.ts';
@@ -71,11 +71,11 @@ export class GoogleIdTokens implements IdTokenVerifier {
 export function googleRejection(error: unknown): TokenRejected {
   const message = error instanceof Error ? error.message : '';
   if (message.startsWith('No pem found for envelope')) return new TokenRejected('unknown_key', 'the token is signed with a key Google does not publish (or no longer publishes)');
-  if (message.startsWith('Invalid token signature')) return new TokenRejected('bad_signature', 'the token\'s signature does not verify with Google\'s keys');
+  if (message.startsWith('Invalid token signature')) return new TokenRejected('bad_signature', "the token's signature does not verify with Google's keys");
   if (message.startsWith('Failed to retrieve verification certificates')) {
-    return new TokenRejected('identity_provider_unavailable', 'Google\'s token certificates could not be fetched');
+    return new TokenRejected('identity_provider_unavailable', "Google's token certificates could not be fetched");
   }
-  if (message.startsWith('Wrong recipient')) return new TokenRejected('wrong_audience', 'the token was issued for another audience than this server\'s');
+  if (message.startsWith('Wrong recipient')) return new TokenRejected('wrong_audience', "the token was issued for another audience than this server's");
   if (message.startsWith('Token used too late')) return new TokenRejected('expired', 'the token has expired; get a new one');
   if (message.startsWith('Token used too early')) return new TokenRejected('not_yet_valid', 'the token is not valid yet');
   if (message.startsWith('Invalid issuer')) return new TokenRejected('unknown_issuer', 'the token comes from an issuer this server does not trust');

@@ -64,7 +64,7 @@ export class IapAssertions {
       try {
         const { pubkeys, res } = await this.#client.getIapPublicKeysAsync();
         const maxAge = /max-age=(\d+)/.exec(res?.headers.get('cache-control') ?? '')?.[1];
-        this.#keys = pubkeys as PublicKeys;
+        this.#keys = pubkeys;
         this.#expiresAt = this.#fetchedAt + (maxAge !== undefined ? Number(maxAge) * 1000 : DEFAULT_KEYS_MAX_AGE_MS);
         return this.#keys;
       } catch {
@@ -72,7 +72,7 @@ export class IapAssertions {
         // again after the cooldown rather than on every request.
         this.#expiresAt = this.#now() + KEY_REFETCH_COOLDOWN_MS;
         if (this.#keys) return this.#keys;
-        throw new TokenRejected('identity_provider_unavailable', 'IAP\'s public keys could not be fetched');
+        throw new TokenRejected('identity_provider_unavailable', "IAP's public keys could not be fetched");
       } finally {
         this.#fetching = null;
       }

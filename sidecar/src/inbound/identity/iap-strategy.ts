@@ -8,7 +8,7 @@
 // when present, else the principal the proxy let in. Only an allowed service account may call for someone
 // else.
 
-import type { IapConfig } from '../../config/server-auth-config.ts';
+import type { IapConfig } from '../../../../contracts/server-auth-config.ts';
 import { IAP_ASSERTION_HEADER, IAP_ISSUER, type IapAssertions } from './iap-assertion.ts';
 import { identityFromClaims, TokenRejected, type Claims, type Identity } from './identity.ts';
 import { notApplicable, type Strategy } from './strategy.ts';
@@ -45,7 +45,10 @@ export function iapStrategy(config: IapConfig, assertions: IapAssertions): Strat
         const account = await fromHeader('Proxy-Authorization', () => checks.idTokenClaims(proxyToken));
         const email = emailOf(account.claims);
         if (!allowed(email)) {
-          throw new TokenRejected('service_account_not_allowed', `Proxy-Authorization: ${email ?? 'an account without an e-mail address'} is not in server.auth.iap.allowedServiceAccounts`);
+          throw new TokenRejected(
+            'service_account_not_allowed',
+            `Proxy-Authorization: ${email ?? 'an account without an e-mail address'} is not in server.auth.iap.allowedServiceAccounts`,
+          );
         }
         if (via !== email) {
           throw new TokenRejected('principal_mismatch', `Proxy-Authorization names another account than the one ${IAP_ASSERTION_HEADER} says the proxy let in`);
@@ -63,7 +66,10 @@ export function iapStrategy(config: IapConfig, assertions: IapAssertions): Strat
       const user: Identity = await fromHeader(header, () => checks.anyToken(userToken, 'iap'));
       if (user.email !== null && user.email === via) return user;
       if (!allowed(via)) {
-        throw new TokenRejected('service_account_not_allowed', `${header} names another user than the caller, and only an account in server.auth.iap.allowedServiceAccounts may call for someone else`);
+        throw new TokenRejected(
+          'service_account_not_allowed',
+          `${header} names another user than the caller, and only an account in server.auth.iap.allowedServiceAccounts may call for someone else`,
+        );
       }
       return via === null ? user : { ...user, via };
     },

@@ -8,8 +8,8 @@
 
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
-import type { RuntimeConfig } from '../../config/runtime-config.ts';
-import type { ServerAuthConfig } from '../../config/server-auth-config.ts';
+import type { RuntimeConfig } from '../../../../contracts/runtime-config.ts';
+import type { ServerAuthConfig } from '../../../../contracts/server-auth-config.ts';
 import { errorType } from '../../translate/openai-error.ts';
 import { AuthFailureLog } from './auth-failure-log.ts';
 import { createAuthenticator, type Authenticator, type AuthFailure } from './authenticator.ts';
@@ -39,7 +39,14 @@ export function isAdmin(identity: Identity, admins: readonly string[]): boolean 
   return identity.groups.some((group) => admins.includes(group));
 }
 
-function sendError(reply: FastifyReply, path: string, statusCode: number, code: string, message: string, extra: Record<string, string> = {}): FastifyReply {
+interface Refusal {
+  statusCode: number;
+  code: string;
+  message: string;
+  extra?: Record<string, string>;
+}
+
+function sendError(reply: FastifyReply, path: string, { statusCode, code, message, extra = {} }: Refusal): FastifyReply {
   // OpenAI's shape on /v1, which its SDKs turn into AuthenticationError / PermissionDeniedError.
   const body = isGateway(path) ? { error: { message, type: errorType(statusCode), param: null, code, ...extra } } : { error: { code, ...extra, message } };
   return reply.code(statusCode).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(body));
@@ -48,7 +55,11 @@ function sendError(reply: FastifyReply, path: string, statusCode: number, code: 
 function refuse(reply: FastifyReply, path: string, failure: AuthFailure, health: boolean): FastifyReply {
   if (failure.statusCode === 503) {
     reply.header('retry-after', '5');
-    return sendError(reply, path, 503, 'identity_provider_unavailable', 'the identity provider could not be reached to check the credential; try again');
+    return sendError(reply, path, {
+      statusCode: 503,
+      code: 'identity_provider_unavailable',
+      message: 'the identity provider could not be reached to check the credential; try again',
+    });
   }
   // An unauthenticated probe learns nothing about the engine or the token.
   if (health) {
@@ -56,7 +67,7 @@ function refuse(reply: FastifyReply, path: string, failure: AuthFailure, health:
     return reply.code(401).header('content-type', 'application/json; charset=utf-8').send('{"error":{"code":"invalid_token"}}');
   }
   reply.header('www-authenticate', `Bearer realm="tollgate", error="invalid_token", error_description="${failure.reason}"`);
-  return sendError(reply, path, 401, 'invalid_token', failure.message, { reason: failure.reason });
+  return sendError(reply, path, { statusCode: 401, code: 'invalid_token', message: failure.message, extra: { reason: failure.reason } });
 }
 
 export function installIdentityHook(app: FastifyInstance, config: Pick<RuntimeConfig, 'mode' | 'server'>, logger: Logger): IdentityGate {
@@ -83,7 +94,11 @@ export function installIdentityHook(app: FastifyInstance, config: Pick<RuntimeCo
     request.identity = outcome.identity;
     if (management && !isAdmin(outcome.identity, auth.admins)) {
       request.log.warn({ user_id: outcome.identity.userId, method: request.method, path }, 'management API refused: not an admin');
-      return sendError(reply, path, 403, 'admin_required', `${outcome.identity.userId} is not in server.auth.admins: the management API is for admins in server mode`);
+      return sendError(reply, path, {
+        statusCode: 403,
+        code: 'admin_required',
+        message: `${outcome.identity.userId} is not in server.auth.admins: the management API is for admins in server mode`,
+      });
     }
   });
   return gate;

@@ -83,7 +83,7 @@ export function identityFromClaims(claims: Claims, rules: ClaimRules, strategy: 
   const verified = claims.email_verified;
   const rawEmail = claimString(claims, 'email');
   if (rawEmail !== null && (verified === false || verified === 'false')) {
-    throw new TokenRejected('email_unverified', 'the token\'s e-mail address is not verified by its issuer');
+    throw new TokenRejected('email_unverified', "the token's e-mail address is not verified by its issuer");
   }
   const email = rawEmail?.toLowerCase() ?? null;
   const userId = rules.claim === 'email' ? email : claimString(claims, rules.claim);

@@ -4,10 +4,11 @@
 // up at once and a flood of made-up kids costs one fetch per cooldown.
 
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
-import type { OidcIssuerConfig } from '../../config/server-auth-config.ts';
+import type { OidcIssuerConfig } from '../../../../contracts/server-auth-config.ts';
 import { ASYMMETRIC_ALGORITHMS, requireAlgorithm, type PeekedJwt } from './bearer-token.ts';
 import { TokenRejected } from './identity.ts';
 import { checkClaims, CLOCK_SKEW_SECONDS } from './jwt-claims.ts';
+import { isRecord } from '../../../../contracts/json-record.ts';
 
 export interface IdTokenVerifier {
   readonly issuers: readonly string[];
@@ -78,7 +79,7 @@ async function discoverJwksUri(issuer: string): Promise<URL> {
   } catch (error) {
     throw unavailable(`the discovery document ${where}`, error);
   }
-  const doc = (typeof document === 'object' && document !== null ? document : {}) as Record<string, unknown>;
+  const doc = isRecord(document) ? document : {};
   if (doc.issuer !== issuer) throw unavailable(`the discovery document ${where}`, new Error(`it names issuer ${JSON.stringify(doc.issuer)}, not ${JSON.stringify(issuer)}`));
   if (typeof doc.jwks_uri !== 'string' || !/^https?:\/\//.test(doc.jwks_uri)) throw unavailable(`the discovery document ${where}`, new Error('it has no jwks_uri'));
   return new URL(doc.jwks_uri);
@@ -88,7 +89,7 @@ function joseRejection(error: unknown, issuer: string): TokenRejected {
   if (error instanceof TokenRejected) return error;
   if (error instanceof errors.JWTExpired) return new TokenRejected('expired', 'the token has expired; get a new one');
   if (error instanceof errors.JWTClaimValidationFailed) {
-    if (error.claim === 'aud') return new TokenRejected('wrong_audience', 'the token was issued for another audience than this server\'s');
+    if (error.claim === 'aud') return new TokenRejected('wrong_audience', "the token was issued for another audience than this server's");
     if (error.claim === 'iss') return new TokenRejected('unknown_issuer', 'the token comes from an issuer this server does not trust (server.auth.oidc)');
     if (error.claim === 'nbf' || error.claim === 'iat') return new TokenRejected('not_yet_valid', 'the token is not valid yet');
     return new TokenRejected('malformed_token', `the token's "${error.claim}" claim is ${error.reason === 'missing' ? 'missing' : 'invalid'}`);
@@ -100,7 +101,7 @@ function joseRejection(error: unknown, issuer: string): TokenRejected {
     return new TokenRejected('unknown_key', `the token is signed with a key ${issuer} does not publish (its key set was fetched again at most once in the last 30 s)`);
   }
   if (error instanceof errors.JOSEAlgNotAllowed || error instanceof errors.JOSENotSupported) {
-    return new TokenRejected('unsupported_algorithm', 'the token\'s signature algorithm is not accepted');
+    return new TokenRejected('unsupported_algorithm', "the token's signature algorithm is not accepted");
   }
   if (error instanceof errors.JWSInvalid || error instanceof errors.JWTInvalid) return new TokenRejected('malformed_token', 'the token is not a well-formed signed JWT');
   // The key set could not be fetched (timeout, connection refused, not 200, not a key set).

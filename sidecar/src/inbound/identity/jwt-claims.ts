@@ -43,6 +43,6 @@ export function checkClaims(payload: JWTPayload, expected: ClaimExpectations): v
   const aud = payload.aud;
   const audiences = typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud : [];
   if (!audiences.some((a) => expected.audiences.includes(a))) {
-    throw new TokenRejected('wrong_audience', 'the token was issued for another audience than this server\'s');
+    throw new TokenRejected('wrong_audience', "the token was issued for another audience than this server's");
   }
 }

@@ -1,0 +1,280 @@
+// Validation of config input from every source (the YAML file, POST /_local/api/config, operator
+// snapshots). Input is checked whole before anything is applied, and every error names its field, so a bad
+// value is refused with a message the user can act on and never half-applied.
+
+import { type AuditConfig, parseAuditConfig } from './audit-config.ts';
+import type { CacheSettings, PriceEntry } from './price-entry.ts';
+import { parsePriceEntry } from './parse-price-entry.ts';
+import { PriceEntryError } from './price-entry-error.ts';
+import { isRouteName, listRouteNames, PROVIDERS, v1Routes, type Provider, type RouteName } from './routes.ts';
+import { normaliseAllowedHost } from './allowed-hosts.ts';
+import { normaliseOrigin } from './origin-policy.ts';
+import { ConfigError } from './config-error.ts';
+import { isRecord } from './json-record.ts';
+import type { BreakerConfig, CredentialsConfig, GatewayConfig, ServerConfig, StorageConfig, UpstreamConfig } from './runtime-config.ts';
+import { GATEWAY_ROUTE_SETTINGS } from './runtime-config.ts';
+import { parseEngineMode, parseServerAuth, type EngineMode, type ServerAuthConfig } from './server-auth-config.ts';
+
+/** A partial runtime config: what one source (file, API, operator) sets. */
+export interface RuntimeConfigPatch {
+  mode?: EngineMode;
+  server?: Partial<Omit<ServerConfig, 'auth'>> & { auth?: Partial<ServerAuthConfig> };
+  upstreams?: Partial<Record<RouteName, UpstreamConfig>>;
+  /** Price overrides, merged over the built-in defaults by (provider, model). */
+  pricing?: { models: PriceEntry[] };
+  cache?: Partial<Record<Provider, Partial<CacheSettings>>>;
+  credentials?: CredentialsConfig;
+  breaker?: Partial<BreakerConfig>;
+  storage?: Partial<StorageConfig>;
+  gateway?: Partial<GatewayConfig>;
+  /** Replaces the whole audit section of earlier layers. */
+  audit?: AuditConfig;
+}
+
+type Obj = Record<string, unknown>;
+
+function object(value: unknown, field: string): Obj {
+  if (!isRecord(value)) throw new ConfigError(field, 'must be an object');
+  return value;
+}
+
+function onlyKeys(value: Obj, field: string, allowed: readonly string[]): void {
+  for (const key of Object.keys(value)) {
+    if (!allowed.includes(key)) {
+      throw new ConfigError(field ? `${field}.${key}` : key, `is not a known field (expected one of: ${allowed.join(', ')})`);
+    }
+  }
+}
+
+function optionalString(value: Obj, key: string, field: string, pattern?: RegExp, hint?: string): string | undefined {
+  const v = value[key];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || v.length === 0) throw new ConfigError(`${field}.${key}`, 'must be a non-empty string');
+  if (pattern && !pattern.test(v)) throw new ConfigError(`${field}.${key}`, hint ?? `must match ${pattern}`);
+  return v;
+}
+
+function optionalNumber(value: Obj, key: string, field: string, range: { min: number; max: number; integer?: boolean; minExclusive?: boolean }): number | undefined {
+  const v = value[key];
+  if (v === undefined) return undefined;
+  const what = range.integer ? 'an integer' : 'a number';
+  const ok = typeof v === 'number' && Number.isFinite(v) && (!range.integer || Number.isInteger(v)) && (range.minExclusive ? v > range.min : v >= range.min) && v <= range.max;
+  if (!ok) {
+    const lower = range.minExclusive ? `greater than ${range.min}` : `at least ${range.min}`;
+    throw new ConfigError(`${field}.${key}`, `must be ${what} ${lower} and at most ${range.max} (got ${JSON.stringify(v)})`);
+  }
+  return v;
+}
+
+function optionalEnum<T extends string>(value: Obj, key: string, field: string, allowed: readonly T[]): T | undefined {
+  const v = value[key];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || !(allowed as readonly string[]).includes(v)) {
+    throw new ConfigError(`${field}.${key}`, `must be one of ${allowed.join(', ')} (got ${JSON.stringify(v)})`);
+  }
+  return v as T;
+}
+
+/** Copies the values that are set: a field a source leaves out stays unset, not `undefined`. */
+function assignDefined<T extends object>(target: T, values: { [K in keyof T]?: T[K] | undefined }): T {
+  for (const [k, v] of Object.entries(values)) if (v !== undefined) (target as Obj)[k] = v;
+  return target;
+}
+
+// No user:password@: a secret there would be shown by GET /_local/api/config (and undici ignores it).
+const HTTP_URL = /^https?:\/\/[^\s/?#@]+(?:\/[^\s?#]*)?$/;
+const SHORT_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const PROJECT = /^[a-z0-9][a-z0-9.:-]{0,127}$/;
+
+function optionalList(value: Obj, key: string, field: string, normalise: (entry: string) => string | null, hint: string): string[] | undefined {
+  const v = value[key];
+  if (v === undefined) return undefined;
+  if (!Array.isArray(v)) throw new ConfigError(`${field}.${key}`, `must be a list (${hint})`);
+  if (v.length > 100) throw new ConfigError(`${field}.${key}`, 'must have at most 100 entries');
+  return v.map((entry, i) => {
+    const normalised = typeof entry === 'string' ? normalise(entry) : null;
+    if (normalised === null) throw new ConfigError(`${field}.${key}[${i}]`, `must be ${hint} (got ${JSON.stringify(entry)})`);
+    return normalised;
+  });
+}
+
+function parseServer(input: unknown, field: string): NonNullable<RuntimeConfigPatch['server']> {
+  const v = object(input, field);
+  onlyKeys(v, field, ['host', 'port', 'bodyLimitBytes', 'allowedHosts', 'allowedOrigins', 'requestTimeoutMs', 'drainTimeoutMs', 'auth']);
+  return assignDefined<NonNullable<RuntimeConfigPatch['server']>>(
+    {},
+    {
+      host: optionalString(v, 'host', field),
+      port: optionalNumber(v, 'port', field, { min: 0, max: 65535, integer: true }),
+      bodyLimitBytes: optionalNumber(v, 'bodyLimitBytes', field, { min: 1024, max: 1 << 30, integer: true }),
+      allowedHosts: optionalList(v, 'allowedHosts', field, normaliseAllowedHost, 'a host name, an IP address, "*.<domain>" or "*"'),
+      allowedOrigins: optionalList(v, 'allowedOrigins', field, normaliseOrigin, 'an origin such as http://localhost:3000 (scheme, host and port only)'),
+      requestTimeoutMs: optionalNumber(v, 'requestTimeoutMs', field, { min: 100, max: 3_600_000, integer: true }),
+      drainTimeoutMs: optionalNumber(v, 'drainTimeoutMs', field, { min: 0, max: 3_600_000, integer: true }),
+      auth: v.auth === undefined ? undefined : parseServerAuth(v.auth, `${field}.auth`),
+    },
+  );
+}
+
+function parseUpstream(input: unknown, field: string): UpstreamConfig {
+  const v = object(input, field);
+  onlyKeys(v, field, ['baseUrl', 'project', 'location', 'region', 'timeoutMs']);
+  const baseUrl = optionalString(
+    v,
+    'baseUrl',
+    field,
+    HTTP_URL,
+    'must be an http(s) URL without user:password@, query or fragment (credentials come from credentials.* or the environment)',
+  );
+  return assignDefined<UpstreamConfig>(
+    {},
+    {
+      baseUrl: baseUrl?.replace(/\/+$/, ''),
+      project: optionalString(v, 'project', field, PROJECT, 'must be a Google Cloud project id'),
+      location: optionalString(v, 'location', field, SHORT_NAME, 'must be a location such as us-central1 or global'),
+      region: optionalString(v, 'region', field, SHORT_NAME, 'must be a region such as us-east-1'),
+      timeoutMs: optionalNumber(v, 'timeoutMs', field, { min: 100, max: 3_600_000, integer: true }),
+    },
+  );
+}
+
+function parseUpstreams(input: unknown, field: string): Partial<Record<RouteName, UpstreamConfig>> {
+  const v = object(input, field);
+  const out: Partial<Record<RouteName, UpstreamConfig>> = {};
+  for (const [route, upstream] of Object.entries(v)) {
+    if (!isRouteName(route)) throw new ConfigError(`${field}.${route}`, `is not a route (expected ${listRouteNames()})`);
+    out[route] = parseUpstream(upstream, `${field}.${route}`);
+  }
+  return out;
+}
+
+function parsePricing(input: unknown, field: string): { models: PriceEntry[] } {
+  const v = object(input, field);
+  onlyKeys(v, field, ['models']);
+  if (v.models === undefined) return { models: [] };
+  if (!Array.isArray(v.models)) throw new ConfigError(`${field}.models`, 'must be a list of price entries');
+  if (v.models.length > 1000) throw new ConfigError(`${field}.models`, 'must have at most 1000 entries');
+  const models = v.models.map((entry, i) => {
+    try {
+      return parsePriceEntry(entry, `${field}.models[${i}]`);
+    } catch (error) {
+      if (error instanceof PriceEntryError) throw new ConfigError(error.field, error.message.slice(error.field.length + 1));
+      throw error;
+    }
+  });
+  // Lookups ignore case, so two entries that differ only in case would price the same calls: one of them
+  // silently. Refused like an exact repeat.
+  const seen = new Map<string, number>();
+  models.forEach((m, i) => {
+    const key = `${m.provider}/${m.model.toLowerCase()}`;
+    const first = seen.get(key);
+    if (first !== undefined) {
+      const firstModel = models[first]!.model;
+      const sameCase = firstModel === m.model ? '' : ` as ${firstModel}; model ids are matched without regard to case`;
+      throw new ConfigError(`${field}.models[${i}]`, `repeats provider ${m.provider} model ${m.model} (already at ${field}.models[${first}]${sameCase})`);
+    }
+    seen.set(key, i);
+  });
+  return { models };
+}
+
+function parseCache(input: unknown, field: string): Partial<Record<Provider, Partial<CacheSettings>>> {
+  const v = object(input, field);
+  onlyKeys(v, field, PROVIDERS);
+  const out: Partial<Record<Provider, Partial<CacheSettings>>> = {};
+  for (const [provider, settings] of Object.entries(v)) {
+    const f = `${field}.${provider}`;
+    const s = object(settings, f);
+    onlyKeys(s, f, ['ttl_seconds', 'cached_multiplier']);
+    out[provider as Provider] = assignDefined<Partial<CacheSettings>>(
+      {},
+      {
+        ttl_seconds: optionalNumber(s, 'ttl_seconds', f, { min: 0, max: 86_400 * 7, integer: true }),
+        cached_multiplier: optionalNumber(s, 'cached_multiplier', f, { min: 0, max: 1 }),
+      },
+    );
+  }
+  return out;
+}
+
+function parseCredentials(input: unknown, field: string): CredentialsConfig {
+  const v = object(input, field);
+  const keys = ['openaiApiKeyFile', 'anthropicApiKeyFile', 'googleCredentialsFile', 'awsAccessKeyIdFile', 'awsSecretAccessKeyFile', 'awsSessionTokenFile'] as const;
+  onlyKeys(v, field, keys);
+  const out: CredentialsConfig = {};
+  for (const key of keys) {
+    const value = optionalString(v, key, field);
+    if (value !== undefined) out[key] = value;
+  }
+  if ((out.awsAccessKeyIdFile === undefined) !== (out.awsSecretAccessKeyFile === undefined)) {
+    throw new ConfigError(`${field}.awsSecretAccessKeyFile`, 'and awsAccessKeyIdFile must be set together');
+  }
+  return out;
+}
+
+function parseBreaker(input: unknown, field: string): Partial<BreakerConfig> {
+  const v = object(input, field);
+  onlyKeys(v, field, ['consecutiveFailures', 'failureRatio', 'minimumRequests', 'windowMs', 'openMs']);
+  return assignDefined<Partial<BreakerConfig>>(
+    {},
+    {
+      consecutiveFailures: optionalNumber(v, 'consecutiveFailures', field, { min: 1, max: 10_000, integer: true }),
+      failureRatio: optionalNumber(v, 'failureRatio', field, { min: 0, max: 1, minExclusive: true }),
+      minimumRequests: optionalNumber(v, 'minimumRequests', field, { min: 1, max: 1_000_000, integer: true }),
+      windowMs: optionalNumber(v, 'windowMs', field, { min: 100, max: 3_600_000, integer: true }),
+      openMs: optionalNumber(v, 'openMs', field, { min: 10, max: 3_600_000, integer: true }),
+    },
+  );
+}
+
+function parseStorage(input: unknown, field: string): Partial<StorageConfig> {
+  const v = object(input, field);
+  onlyKeys(v, field, ['kind', 'path', 'bufferSize', 'batchSize', 'flushIntervalMs', 'maxSpans']);
+  return assignDefined<Partial<StorageConfig>>(
+    {},
+    {
+      kind: optionalEnum(v, 'kind', field, ['sqlite', 'memory'] as const),
+      path: optionalString(v, 'path', field),
+      bufferSize: optionalNumber(v, 'bufferSize', field, { min: 1, max: 1_000_000, integer: true }),
+      batchSize: optionalNumber(v, 'batchSize', field, { min: 1, max: 10_000, integer: true }),
+      flushIntervalMs: optionalNumber(v, 'flushIntervalMs', field, { min: 1, max: 60_000, integer: true }),
+      maxSpans: optionalNumber(v, 'maxSpans', field, { min: 0, max: 1_000_000_000, integer: true }),
+    },
+  );
+}
+
+function parseGateway(input: unknown, field: string): Partial<GatewayConfig> {
+  const v = object(input, field);
+  onlyKeys(v, field, Object.values(GATEWAY_ROUTE_SETTINGS));
+  return assignDefined<Partial<GatewayConfig>>(
+    {},
+    {
+      anthropicRoute: optionalEnum(v, 'anthropicRoute', field, v1Routes('anthropic')),
+      googleRoute: optionalEnum(v, 'googleRoute', field, v1Routes('google')),
+    },
+  );
+}
+
+const SECTIONS = ['mode', 'server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'audit'] as const;
+
+/**
+ * Checks a whole config patch. Throws ConfigError naming the first bad field; returns a clean copy
+ * (unknown fields are errors, so a typo is never silently ignored).
+ */
+export function parseRuntimeConfigPatch(input: unknown, sections: readonly string[] = SECTIONS): RuntimeConfigPatch {
+  if (input === null || input === undefined) return {};
+  const v = object(input, 'config');
+  onlyKeys(v, '', sections);
+  const patch: RuntimeConfigPatch = {};
+  if (v.mode !== undefined) patch.mode = parseEngineMode(v.mode, 'mode');
+  if (v.server !== undefined) patch.server = parseServer(v.server, 'server');
+  if (v.upstreams !== undefined) patch.upstreams = parseUpstreams(v.upstreams, 'upstreams');
+  if (v.pricing !== undefined) patch.pricing = parsePricing(v.pricing, 'pricing');
+  if (v.cache !== undefined) patch.cache = parseCache(v.cache, 'cache');
+  if (v.credentials !== undefined) patch.credentials = parseCredentials(v.credentials, 'credentials');
+  if (v.breaker !== undefined) patch.breaker = parseBreaker(v.breaker, 'breaker');
+  if (v.storage !== undefined) patch.storage = parseStorage(v.storage, 'storage');
+  if (v.gateway !== undefined) patch.gateway = parseGateway(v.gateway, 'gateway');
+  if (v.audit !== undefined) patch.audit = parseAuditConfig(v.audit, 'audit');
+  return patch;
+}

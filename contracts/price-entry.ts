@@ -1,0 +1,23 @@
+import type { PriceModelSpec } from '../crds/generated/proxy-config-types.ts';
+
+/**
+ * Highest price accepted, USD per million tokens, wherever prices enter (config file, config API, ProxyConfig:
+ * the CRD's schema uses this same bound). Far above any list price, low enough to catch a typo, and it keeps
+ * every rate a small exact integer in the cost arithmetic (ADRs 0203 and 1001).
+ */
+export const MAX_PRICE_PER_MILLION = 100_000;
+
+/**
+ * USD per million tokens for one model, as the config file, the config API and the ProxyConfig CRD all spell it.
+ * The CRD's schema (crds/proxy-config.ts) is the one source: this is its generated type, so a field added
+ * there reaches the validator's type here without a hand copy.
+ */
+export type PriceEntry = PriceModelSpec;
+
+/** Per-provider prompt-cache settings held in the runtime config. */
+export interface CacheSettings {
+  /** Cache time-to-live the proxy assumes/reports for this provider, in seconds. */
+  ttl_seconds: number;
+  /** Cached-read price as a fraction of the input price, used when an entry has no explicit cached price. */
+  cached_multiplier: number;
+}

@@ -1,0 +1,79 @@
+// The config-push gRPC contract (proto/config_push.proto) as TypeScript: the loaded service definition and
+// the message shapes proto-loader produces with the options below. Shared by the operator's server and the
+// sidecar's client so both ends read one definition.
+
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+
+export const PROTO_PATH = fileURLToPath(new URL('../proto/config_push.proto', import.meta.url));
+
+export interface Hello {
+  podName?: string;
+  podNamespace?: string;
+  currentVersion?: string;
+  sidecarVersion?: string;
+}
+
+export interface AuditSinkReport {
+  name: string;
+  kind: string;
+  received: number | string;
+  delivered: number | string;
+  dropped: number | string;
+  deadLettered: number | string;
+  retried: number | string;
+  queueDepth: number;
+  failing: boolean;
+  lastError: string;
+}
+
+export interface AuditReport {
+  sinks: AuditSinkReport[];
+  streamConnected: boolean;
+  streamDisconnects: number | string;
+}
+
+export interface SidecarMessage {
+  hello?: Hello;
+  ack?: { version: string };
+  nack?: { version: string; reason: string };
+  auditReport?: AuditReport;
+  message?: 'hello' | 'ack' | 'nack' | 'auditReport';
+}
+
+export interface SnapshotMessage {
+  version: string;
+  configJson: string;
+  credentials: Record<string, Buffer>;
+  source: string;
+}
+
+export interface OperatorMessage {
+  snapshot?: SnapshotMessage;
+  message?: 'snapshot';
+}
+
+let cached: grpc.ServiceClientConstructor | undefined;
+
+/** The ConfigPush service (client constructor; `.service` is the definition servers register). */
+export function configPushService(): grpc.ServiceClientConstructor {
+  if (cached) return cached;
+  const definition = protoLoader.loadSync(PROTO_PATH, {
+    keepCase: false,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  });
+  const pkg = grpc.loadPackageDefinition(definition) as unknown as {
+    tollgate: { config: { v1: { ConfigPush: grpc.ServiceClientConstructor } } };
+  };
+  cached = pkg.tollgate.config.v1.ConfigPush;
+  return cached;
+}
+
+/** Metadata header carrying the sidecar's projected service-account token. */
+export const AUTHORIZATION = 'authorization';
+/** Message-size bound for snapshots (a config with a thousand prices is far below it). */
+export const MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024;

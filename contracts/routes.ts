@@ -1,0 +1,143 @@
+// The route table: every /proxy/<route>/* prefix with the facts other components need about it as data —
+// its provider, credential kind, response wire format, default upstream, which SDK base-URL variable the
+// webhook points at it, and whether the OpenAI-compatible /v1 gateway may send a provider's models there.
+// The behaviour of each route (request planning, model ids, translation, error shape) lives in its own
+// module, sidecar/src/routes/<route>/; nothing outside the two branches on a route name.
+
+export const ROUTE_NAMES = ['alpha', 'alpha-compat', 'beta', 'gamma', 'gamma-cloud', 'gamma-direct', 'gamma-cloudb'] as const;
+export type RouteName = (typeof ROUTE_NAMES)[number];
+
+/** Provider names as they appear in spans, logs and pricing entries. */
+export const PROVIDERS = ['google', 'openai', 'anthropic', 'local'] as const;
+export type Provider = (typeof PROVIDERS)[number];
+
+export type CredentialKind = 'google-adc' | 'openai-api-key' | 'anthropic-api-key' | 'aws-sigv4';
+
+/** Response wire format: decides which usage extractor reads the response. */
+export type WireFormat = 'gemini' | 'openai' | 'anthropic' | 'bedrock';
+
+/** The base-URL variable an official SDK reads, pointed at this route by the webhook (tollgate.dev/inject-env). */
+export interface SdkBaseUrl {
+  variable: string;
+  /** Path after /proxy/<route>, matching the SDK's default base URL path. */
+  suffix: string;
+  sdk: string;
+  /** Position among the injected variables: fixed, so a new route does not reorder the env of pods injected before. */
+  rank: number;
+}
+
+/** How the /v1 gateway may use a route for its provider's models. */
+export interface V1Choice {
+  /** The route /v1 uses for the provider unless the gateway config picks another. */
+  default: boolean;
+  /** Named in the gateway settings' documentation: `gamma (Vertex AI)`. */
+  label: string;
+}
+
+export interface RouteSpec {
+  readonly provider: Provider;
+  readonly credential: CredentialKind;
+  readonly format: WireFormat;
+  /** Default upstream base URL; `{location}`/`{region}` are filled from the upstream config. */
+  readonly defaultBaseUrl: string;
+  readonly description: string;
+  readonly sdkBaseUrl?: SdkBaseUrl;
+  /** Absent: /v1 never routes here. */
+  readonly v1?: V1Choice;
+}
+
+const TABLE = {
+  alpha: {
+    provider: 'google',
+    credential: 'google-adc',
+    format: 'gemini',
+    defaultBaseUrl: 'https://{location}-aiplatform.googleapis.com',
+    description: 'Gemini on Vertex AI, native generateContent API',
+    sdkBaseUrl: { variable: 'GOOGLE_VERTEX_BASE_URL', suffix: '', sdk: 'Google Gen AI (Gemini on Vertex AI)', rank: 5 },
+    v1: { default: true, label: 'native generateContent, translated' },
+  },
+  'alpha-compat': {
+    provider: 'google',
+    credential: 'google-adc',
+    format: 'openai',
+    defaultBaseUrl: 'https://{location}-aiplatform.googleapis.com',
+    description: 'Vertex AI OpenAI-compatible chat completions surface',
+    v1: { default: false, label: 'Vertex AI chat completions' },
+  },
+  beta: {
+    provider: 'openai',
+    credential: 'openai-api-key',
+    format: 'openai',
+    defaultBaseUrl: 'https://api.openai.com',
+    description: 'OpenAI API',
+    sdkBaseUrl: { variable: 'OPENAI_BASE_URL', suffix: '/v1', sdk: 'OpenAI', rank: 1 },
+    v1: { default: true, label: 'OpenAI API' },
+  },
+  gamma: {
+    provider: 'anthropic',
+    credential: 'google-adc',
+    format: 'anthropic',
+    defaultBaseUrl: 'https://{location}-aiplatform.googleapis.com',
+    description: 'Claude on Vertex AI, reached with the Anthropic Messages API (translated to rawPredict)',
+    v1: { default: false, label: 'Vertex AI' },
+  },
+  'gamma-cloud': {
+    provider: 'anthropic',
+    credential: 'google-adc',
+    format: 'anthropic',
+    defaultBaseUrl: 'https://{location}-aiplatform.googleapis.com',
+    description: 'Claude on Vertex AI, native rawPredict / streamRawPredict paths',
+    sdkBaseUrl: { variable: 'ANTHROPIC_VERTEX_BASE_URL', suffix: '/v1', sdk: 'Anthropic on Vertex AI', rank: 3 },
+  },
+  'gamma-direct': {
+    provider: 'anthropic',
+    credential: 'anthropic-api-key',
+    format: 'anthropic',
+    defaultBaseUrl: 'https://api.anthropic.com',
+    description: 'Anthropic API',
+    sdkBaseUrl: { variable: 'ANTHROPIC_BASE_URL', suffix: '', sdk: 'Anthropic', rank: 2 },
+    v1: { default: true, label: 'Anthropic API' },
+  },
+  'gamma-cloudb': {
+    provider: 'anthropic',
+    credential: 'aws-sigv4',
+    format: 'bedrock',
+    defaultBaseUrl: 'https://bedrock-runtime.{region}.amazonaws.com',
+    description: 'Claude on AWS Bedrock (InvokeModel), SigV4-signed',
+    sdkBaseUrl: { variable: 'ANTHROPIC_BEDROCK_BASE_URL', suffix: '', sdk: 'Anthropic on Bedrock', rank: 4 },
+    v1: { default: false, label: 'Bedrock' },
+  },
+} as const satisfies Record<RouteName, RouteSpec>;
+
+export const ROUTES: Readonly<Record<RouteName, RouteSpec>> = TABLE;
+
+export function isRouteName(value: string): value is RouteName {
+  return Object.hasOwn(ROUTES, value);
+}
+
+/** The routes /v1 may use for provider P's models, as a type: `V1Route<'anthropic'>` is `'gamma-direct' | 'gamma' | 'gamma-cloudb'`. */
+export type V1Route<P extends Provider = Provider> = {
+  [R in RouteName]: (typeof TABLE)[R] extends { provider: P; v1: V1Choice } ? R : never;
+}[RouteName];
+
+/** The routes /v1 may use for a provider's models, its default first. */
+export function v1Routes<P extends Provider>(provider: P): V1Route<P>[] {
+  const candidates = ROUTE_NAMES.filter((route) => ROUTES[route].provider === provider && ROUTES[route].v1 !== undefined);
+  return [...candidates.filter((route) => ROUTES[route].v1?.default), ...candidates.filter((route) => !ROUTES[route].v1?.default)] as V1Route<P>[];
+}
+
+/** The route /v1 uses for a provider when the gateway config names none. */
+export function defaultV1Route<P extends Provider>(provider: P): V1Route<P> | undefined {
+  return v1Routes(provider)[0];
+}
+
+/** `gamma-direct (Anthropic API), gamma (Vertex AI) or gamma-cloudb (Bedrock)`: the choices for a provider, in prose. */
+export function describeV1Routes(provider: Provider): string {
+  const items = v1Routes(provider).map((route) => `${route} (${ROUTES[route].v1?.label})`);
+  return items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} or ${items.at(-1)}`;
+}
+
+/** `alpha, alpha-compat, … or gamma-cloudb`: every route, for messages that list them. */
+export function listRouteNames(): string {
+  return `${ROUTE_NAMES.slice(0, -1).join(', ')} or ${ROUTE_NAMES.at(-1)}`;
+}

@@ -1,0 +1,109 @@
+// The runtime config every Tollgate engine runs on: the sidecar, the central server and the local proxy.
+// It has no Kubernetes imports: the operator renders ProxyConfig resources into this shape, the config
+// file is parsed into it, and POST /_local/api/config merges into it.
+
+import type { CacheSettings, PriceEntry } from './price-entry.ts';
+import type { AuditConfig } from './audit-config.ts';
+import type { Provider, RouteName, V1Route } from './routes.ts';
+import type { EngineMode, ServerAuthConfig } from './server-auth-config.ts';
+
+export interface UpstreamConfig {
+  /** Overrides the route's default base URL (regional or private endpoints; tests point it at fakes). */
+  baseUrl?: string;
+  /** Google Cloud project (Vertex AI routes). */
+  project?: string;
+  /** Vertex AI location, e.g. `us-central1` or `global`. */
+  location?: string;
+  /** AWS region (Bedrock). */
+  region?: string;
+  /** Per-request upstream timeout (headers and idle body), milliseconds. */
+  timeoutMs?: number;
+}
+
+export interface CredentialsConfig {
+  /** File holding the OpenAI API key (a mounted Secret); re-read when it changes. Else OPENAI_API_KEY. */
+  openaiApiKeyFile?: string;
+  /** File holding the Anthropic API key; else ANTHROPIC_API_KEY. */
+  anthropicApiKeyFile?: string;
+  /**
+   * Google credentials JSON (service account key or external_account config) for the Vertex AI routes, as
+   * GOOGLE_APPLICATION_CREDENTIALS would name it; else Application Default Credentials.
+   */
+  googleCredentialsFile?: string;
+  /** Files holding a static AWS access key pair (and optional session token) for Bedrock; else the AWS default chain. */
+  awsAccessKeyIdFile?: string;
+  awsSecretAccessKeyFile?: string;
+  awsSessionTokenFile?: string;
+}
+
+export interface BreakerConfig {
+  /** Consecutive failures that open the breaker. */
+  consecutiveFailures: number;
+  /** Failure ratio (0..1] over the rolling window that opens the breaker, once minimumRequests is reached. */
+  failureRatio: number;
+  minimumRequests: number;
+  windowMs: number;
+  /** How long the breaker stays open before one half-open probe is let through. */
+  openMs: number;
+}
+
+export interface StorageConfig {
+  /** `sqlite` (default) or `memory` (spans kept only in a bounded ring, for tests and ephemeral pods). */
+  kind: 'sqlite' | 'memory';
+  /** SQLite file path. */
+  path: string;
+  /** Spans waiting to be written; beyond this they are dropped, counted and logged. */
+  bufferSize: number;
+  batchSize: number;
+  flushIntervalMs: number;
+  /** Keep at most this many spans in SQLite, dropping the oldest; 0 keeps all. */
+  maxSpans: number;
+}
+
+export interface GatewayConfig {
+  /** Which route serves provider `anthropic` models on /v1/chat/completions. */
+  anthropicRoute: V1Route<'anthropic'>;
+  /** Which route serves provider `google` models on /v1/chat/completions. */
+  googleRoute: V1Route<'google'>;
+}
+
+/**
+ * The gateway setting that picks the /v1 route of a provider with more than one. A provider without a
+ * setting uses its one /v1 route from the table (defaultV1Route).
+ */
+export const GATEWAY_ROUTE_SETTINGS = { anthropic: 'anthropicRoute', google: 'googleRoute' } as const satisfies Partial<Record<Provider, keyof GatewayConfig>>;
+
+export interface ServerConfig {
+  host: string;
+  port: number;
+  /** Largest request body accepted, bytes; larger bodies get 413. */
+  bodyLimitBytes: number;
+  /**
+   * Host names (besides loopback and this machine's own names and addresses) requests may carry in Host:
+   * exact names or addresses, `*.example.com`, or `*` for any. Others get 403 (DNS rebinding; ADR 1000).
+   */
+  allowedHosts: string[];
+  /** Web page origins (`http://localhost:3000`) that may call the engine from a browser; others get 403. */
+  allowedOrigins: string[];
+  /** Longest time to receive a request's body once its headers are in; after it, 408 client_timeout (ADR 1002). */
+  requestTimeoutMs: number;
+  /** On SIGTERM, how long calls in flight may run before their connections are closed. */
+  drainTimeoutMs: number;
+  /** Inbound identity: who may call, and how they prove it (server-auth-config.ts, inbound/identity/). */
+  auth: ServerAuthConfig;
+}
+
+export interface RuntimeConfig {
+  /** `server` turns inbound authentication on by default and stops trusting x-tollgate-user. */
+  mode: EngineMode;
+  server: ServerConfig;
+  upstreams: Partial<Record<RouteName, UpstreamConfig>>;
+  pricing: { models: PriceEntry[] };
+  cache: Record<Provider, CacheSettings>;
+  credentials: CredentialsConfig;
+  breaker: BreakerConfig;
+  storage: StorageConfig;
+  gateway: GatewayConfig;
+  /** Tetragon audit fan-out (sidecar/src/audit); absent: off. */
+  audit?: AuditConfig;
+}

@@ -1,0 +1,61 @@
+// Lint: typescript-eslint with type information (ADR 1202). Type-aware rules catch what tsc does not: a
+// promise nobody awaits, a promise where a callback's return is ignored, an `any` leaking out of JSON.
+// The import boundaries keep each component to its own tree plus contracts/ and kube-client/ (ADR 1200).
+import tseslint from 'typescript-eslint';
+
+/** An import that climbs out of the file's own tree into one of these top-level folders. */
+const into = (folders) => ({
+  regex: `^(\\.\\./)+(${folders.join('|')})/`,
+  message: "components share code through contracts/ (and kube-client/ for Kubernetes plumbing), never each other's internals (ADR 1200)",
+});
+const restrict = (files, ignores, folders) => ({
+  files,
+  ignores,
+  rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [into(folders)] }] },
+});
+/** What each folder may not import; production code never reaches into the tests' fakes and harnesses either. */
+const boundary = (folder, ...forbidden) => [
+  restrict([`${folder}/**/*.ts`], [`${folder}/**/*.test.ts`], [...forbidden, 'test', 'bench']),
+  restrict([`${folder}/**/*.test.ts`], [], forbidden),
+];
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', 'dist/**', 'crds/generated/**', 'eslint.config.js'] },
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    linterOptions: { reportUnusedDisableDirectives: 'error' },
+    rules: {
+      '@typescript-eslint/max-params': ['error', { max: 5 }],
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      // fastify plugins and interface methods are async by contract, awaiting or not (ADR 1202)
+      '@typescript-eslint/require-await': 'off',
+      // a variable a closure reads before its one assignment cannot be a const, nor one destructured beside a reassigned one
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true, destructuring: 'all' }],
+      // `_`-prefixed names and rest siblings say "deliberately unused" (an ignored callback argument, a field left out)
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true }],
+    },
+  },
+  {
+    // Tests assert on parsed JSON and with vitest's asymmetric matchers, both typed `any` on purpose, and
+    // build deliberately invalid resources; the any rules guard production code, where they stay on.
+    files: ['**/*.test.ts', 'test/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+    },
+  },
+  ...boundary('contracts', 'cmd', 'sidecar', 'operator', 'webhook', 'kube-client'),
+  ...boundary('crds', 'cmd', 'sidecar', 'operator', 'webhook', 'kube-client'),
+  ...boundary('kube-client', 'cmd', 'sidecar', 'operator', 'webhook', 'crds'),
+  ...boundary('sidecar', 'cmd', 'operator', 'webhook', 'kube-client', 'crds'),
+  ...boundary('operator', 'cmd', 'sidecar', 'webhook'),
+  ...boundary('webhook', 'cmd', 'sidecar', 'operator'),
+);

@@ -1,0 +1,130 @@
+// /_local/api: the management API of the local proxy (and of every engine, for debugging): the live
+// runtime config and recent spans.
+
+import type { FastifyPluginAsync } from 'fastify';
+import { ConfigError } from '../../../contracts/config-error.ts';
+import { parseRuntimeConfigPatch } from '../../../contracts/config-schema.ts';
+import type { ConfigStore, ConfigSnapshot } from '../config/config-store.ts';
+import { parseJsonWithUniqueKeys } from '../config/unique-key-json.ts';
+import { JSON_MEDIA_TYPE, notJsonMessage } from '../inbound/json-content-type.ts';
+import { spanToJson } from '../spans/span-json.ts';
+import type { SpanStore } from '../spans/span-store.ts';
+import type { SpanWriter } from '../spans/span-writer.ts';
+
+export interface ManagementOptions {
+  store: ConfigStore;
+  spans: SpanStore;
+  writer: SpanWriter;
+}
+
+/**
+ * Sections this API may change. Server and storage settings need a restart. Credentials are left out on
+ * purpose: the API has no authentication, and a credential file path set here would make the proxy send any
+ * local file it can read as a key (ADR 1003). Credential files come from the config file and the operator.
+ */
+const API_SECTIONS = ['pricing', 'cache', 'upstreams', 'breaker', 'gateway'] as const;
+
+const TRACES_MAX = 200;
+/**
+ * How long GET /_local/api/traces waits for buffered spans to be written before it answers with what is
+ * stored. A healthy store writes in milliseconds; a locked one makes each batch wait out SQLite's busy
+ * timeout (and a retry), which the caller should not wait for (ADR 1002).
+ */
+export const TRACES_FLUSH_WAIT_MS = 500;
+
+/** True when `promise` settled within `ms`; it keeps running either way. */
+function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    void promise.finally(() => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
+function configView(snapshot: ConfigSnapshot) {
+  const { config } = snapshot;
+  return {
+    revision: snapshot.revision,
+    config: {
+      ...config,
+      // effective prices: built-in defaults merged with every override
+      pricing: { models: snapshot.prices.models(), overrides: config.pricing.models },
+    },
+  };
+}
+
+export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (app, opts) => {
+  // Body and schema errors (malformed JSON, wrong content type) in the same shape as every other refusal.
+  app.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {
+    const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    if (status === 415) {
+      return reply.code(415).send({ error: { code: 'unsupported_media_type', message: notJsonMessage(request.headers['content-type']) } });
+    }
+    const code = status === 413 ? 'body_too_large' : status < 500 ? 'invalid_request' : 'internal_error';
+    return reply.code(status).send({ error: { code, message: status < 500 ? error.message : 'internal error' } });
+  });
+
+  // JSON only (no text/plain or form bodies a web page could send blind), and a key said twice is refused
+  // rather than the second silently winning.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(JSON_MEDIA_TYPE, { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, parseJsonWithUniqueKeys(body as string));
+    } catch (error) {
+      done(Object.assign(error as Error, { statusCode: 400 }), undefined);
+    }
+  });
+
+  app.get('/_local/api/config', async () => configView(opts.store.current()));
+
+  app.post(
+    '/_local/api/config',
+    {
+      schema: {
+        body: { type: 'object' },
+      },
+    },
+    async (request, reply) => {
+      let patch;
+      try {
+        const body = request.body as Record<string, unknown>;
+        if (Object.hasOwn(body, 'credentials')) {
+          throw new ConfigError('credentials', 'cannot be set through this API, which has no authentication: set credential files in the config file or the ProxyConfig');
+        }
+        patch = parseRuntimeConfigPatch(body, API_SECTIONS);
+      } catch (error) {
+        if (error instanceof ConfigError) {
+          return reply.code(400).send({ error: { code: 'invalid_config', message: error.message } });
+        }
+        throw error;
+      }
+      return configView(opts.store.mergeIntoLayer('api', patch));
+    },
+  );
+
+  app.get<{ Querystring: { limit?: string } }>('/_local/api/traces', async (request, reply) => {
+    const raw = request.query.limit;
+    let limit = 50;
+    if (raw !== undefined) {
+      if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > TRACES_MAX) {
+        return reply.code(400).send({
+          error: { code: 'invalid_request', message: `limit must be an integer from 1 to ${TRACES_MAX} (got ${JSON.stringify(raw)})` },
+        });
+      }
+      limit = Number(raw);
+    }
+    // Spans still waiting in the writer's buffer are not visible yet; write them first so a caller sees its call,
+    // but only for so long: `pending` says how many were recorded and are not stored yet.
+    await settlesWithin(opts.writer.flush(), TRACES_FLUSH_WAIT_MS);
+    let stored;
+    try {
+      stored = opts.spans.recent(limit);
+    } catch (error) {
+      return reply.code(503).send({ error: { code: 'span_store_unavailable', message: `cannot read spans: ${(error as Error).message}` } });
+    }
+    const spans = stored.map(spanToJson);
+    return { spans, count: spans.length, pending: opts.writer.stats().buffered };
+  });
+};

@@ -1,0 +1,105 @@
+// The one streaming relay: an upstream response body to the caller, chunk by chunk, read by the usage
+// extractor on the way and optionally transformed (a provider's stream translated to OpenAI's). Backpressure,
+// the upstream's end and errors, and the caller leaving are handled here once, for /proxy and /v1 alike; the
+// call's span ends exactly once.
+
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { WireFormat } from '../../contracts/routes.ts';
+import { headerValue } from '../../contracts/header-value.ts';
+import type { MeteredCall } from './metering/call-meter.ts';
+import { finishRelayedCall } from './metering/call-outcome.ts';
+import type { PriceTable } from './pricing/price-table.ts';
+import type { SpanStatus } from './spans/span.ts';
+import type { UpstreamResponse } from './upstream/upstream-client.ts';
+import { createUsageExtractor, type UsageExtractor } from './usage/extractor.ts';
+
+/** Rewrites the bytes the caller receives. A failure it meets ends the caller's stream with its own last words. */
+export interface StreamTransform {
+  /** Upstream bytes in, bytes for the caller out (often empty: an event may span several reads). */
+  write(chunk: Buffer): string;
+  /** The upstream ended (`cut` names why, when it ended badly): the transform's last words. */
+  end(cut?: string): string;
+  /** Set once the transform has sent the caller a failure. */
+  readonly failure: string | undefined;
+}
+
+export interface RelayOptions {
+  res: ServerResponse;
+  upstream: UpstreamResponse;
+  call: MeteredCall;
+  prices: PriceTable;
+  extractor: UsageExtractor;
+  /** Response headers for the caller (status is the upstream's). */
+  headers: OutgoingHttpHeaders;
+  transform?: StreamTransform | undefined;
+}
+
+/** The usage extractor for an upstream response in a route's wire format. */
+export function responseExtractor(format: WireFormat, upstream: UpstreamResponse, stripInjectedUsage: boolean, logger: Logger | undefined): UsageExtractor {
+  return createUsageExtractor({
+    format,
+    contentType: headerValue(upstream.headers, 'content-type'),
+    headers: upstream.headers,
+    statusCode: upstream.statusCode,
+    stripInjectedUsage,
+    ...(logger ? { logger } : {}),
+  });
+}
+
+export function relayStream({ res, upstream, call, prices, extractor, headers, transform }: RelayOptions): Promise<void> {
+  res.writeHead(upstream.statusCode, headers);
+  const body = upstream.body;
+  const toCaller = (bytes: Buffer): Buffer | string => (transform ? transform.write(bytes) : bytes);
+
+  return new Promise<void>((resolve) => {
+    let ended = false;
+    const finish = (status: SpanStatus, streamError?: string) => {
+      if (ended) return;
+      ended = true;
+      finishRelayedCall({ call, upstream, extractor, prices, status, streamError, laterFailure: transform?.failure });
+      resolve();
+    };
+    body.on('data', (chunk: Buffer) => {
+      if (ended) return;
+      const out = toCaller(extractor.write(chunk));
+      if (transform?.failure !== undefined) {
+        // The error event is the caller's last; what the upstream still sends after a failure is not an answer.
+        res.end(out);
+        body.destroy();
+        finish('error', transform.failure);
+        return;
+      }
+      if (out.length > 0 && !res.write(out)) {
+        body.pause();
+        res.once('drain', () => body.resume());
+      }
+    });
+    body.once('end', () => {
+      if (ended) return;
+      const held = toCaller(extractor.flush());
+      const last = transform ? `${held as string}${transform.end()}` : held;
+      if (last.length > 0) res.end(last);
+      else res.end();
+      finish(upstream.statusCode >= 400 ? 'upstream_error' : 'ok');
+    });
+    body.once('error', (error: Error) => {
+      if (ended) return;
+      if (res.destroyed && !res.writableFinished) {
+        finish('client_aborted', 'client went away');
+        return;
+      }
+      // Headers are already sent: a pass-through can only cut the connection (the bytes are the provider's);
+      // a transform ends its stream with an error event.
+      if (transform) res.end(transform.end(`upstream connection failed: ${error.message}`));
+      else res.destroy(error);
+      finish('error', error.message);
+    });
+    res.once('close', () => {
+      if (!res.writableFinished && !ended) {
+        body.destroy();
+        finish('client_aborted', 'client went away');
+      }
+    });
+  });
+}

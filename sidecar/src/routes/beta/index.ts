@@ -1,0 +1,16 @@
+// /proxy/beta: the OpenAI API. Every path is forwarded; the body is read for the model, the user and to add
+// stream_options.include_usage. /v1 calls pass through unchanged.
+
+import { OPENAI_ERRORS } from '../error-shape.ts';
+import { planOpenAiNative, planOpenAiPassThrough } from '../openai-chat-route.ts';
+import { defineRoute } from '../route-module.ts';
+
+export const beta = defineRoute('beta', {
+  body: 'json',
+  errors: OPENAI_ERRORS,
+  planNative: (call) => planOpenAiNative('beta', call),
+  v1: {
+    modelId: (requested) => requested,
+    plan: (call) => planOpenAiPassThrough(call, call.requested, '/v1/chat/completions'),
+  },
+});

@@ -1,0 +1,55 @@
+// The error shapes callers' SDKs turn into their typed exceptions, one per request format. A refusal the
+// engine makes on a route's behalf (today /v1's; next, a budget) answers in the shape of the route's callers:
+// OpenAI's on OpenAI-format routes and /v1, Anthropic's on the Claude routes, Google's on Gemini.
+
+import { errorType } from '../translate/openai-error.ts';
+
+export type ErrorFormat = 'openai' | 'anthropic' | 'google';
+
+export interface ErrorShape {
+  readonly format: ErrorFormat;
+  /**
+   * The JSON body of a refusal: `code` is the engine's stable code (`budget_exceeded`), kept where the format
+   * has a field for it (OpenAI's `code`) and otherwise leading the message, so it can still be grepped.
+   */
+  body(statusCode: number, code: string, message: string): Record<string, unknown>;
+}
+
+/** {"error": {"message", "type", "param", "code"}}: openai SDKs raise BadRequestError, RateLimitError, … */
+export const OPENAI_ERRORS: ErrorShape = {
+  format: 'openai',
+  body: (statusCode, code, message) => ({ error: { message, type: errorType(statusCode), param: null, code } }),
+};
+
+/** {"type": "error", "error": {"type", "message"}}: the Anthropic SDKs (direct, Vertex AI, Bedrock). */
+export const ANTHROPIC_ERRORS: ErrorShape = {
+  format: 'anthropic',
+  body: (statusCode, code, message) => ({ type: 'error', error: { type: anthropicErrorType(statusCode), message: `${code}: ${message}` } }),
+};
+
+/** {"error": {"code", "message", "status"}}: Google's API error, which google-genai raises as APIError. */
+export const GOOGLE_ERRORS: ErrorShape = {
+  format: 'google',
+  body: (statusCode, code, message) => ({ error: { code: statusCode, message: `${code}: ${message}`, status: googleStatus(statusCode) } }),
+};
+
+function anthropicErrorType(statusCode: number): string {
+  if (statusCode === 401) return 'authentication_error';
+  if (statusCode === 403) return 'permission_error';
+  if (statusCode === 404) return 'not_found_error';
+  if (statusCode === 413) return 'request_too_large';
+  if (statusCode === 429) return 'rate_limit_error';
+  if (statusCode === 529) return 'overloaded_error';
+  if (statusCode < 500) return 'invalid_request_error';
+  return 'api_error';
+}
+
+function googleStatus(statusCode: number): string {
+  if (statusCode === 401) return 'UNAUTHENTICATED';
+  if (statusCode === 403) return 'PERMISSION_DENIED';
+  if (statusCode === 404) return 'NOT_FOUND';
+  if (statusCode === 429) return 'RESOURCE_EXHAUSTED';
+  if (statusCode === 503) return 'UNAVAILABLE';
+  if (statusCode < 500) return 'INVALID_ARGUMENT';
+  return 'INTERNAL';
+}

@@ -1,0 +1,41 @@
+// /proxy/gamma-cloudb: Claude on AWS Bedrock (InvokeModel), SigV4-signed. The body is read whole only to be
+// signed; the model is in the path, which is sent percent-encoded the way AWS SDKs send it.
+
+import type { PriceEntry } from '../../../../contracts/price-entry.ts';
+import { encodeAwsPath } from '../../auth/aws-sigv4.ts';
+import { BEDROCK_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
+import { chatToMessages, claudePlan } from '../claude-chat.ts';
+import { claudeModelId, isBedrockClaudeId, type ClaudeIdForm } from '../claude-model-ids.ts';
+import { ANTHROPIC_ERRORS } from '../error-shape.ts';
+import { forwardedAsIs } from '../native-request.ts';
+import { defineRoute } from '../route-module.ts';
+
+export const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
+
+const BEDROCK_MODEL = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream|converse|converse-stream)$/;
+/** Bedrock ids: anthropic.claude-…-v1:0, a region prefix (us.anthropic.…) or an inference profile ARN. */
+const ID_FORM: ClaudeIdForm = { fits: isBedrockClaudeId, canonicalIsApiId: true, described: "a Bedrock id ('anthropic.…' or a region prefix)" };
+const modelId = (requested: string, entry: PriceEntry): string => claudeModelId('gamma-cloudb', ID_FORM, requested, entry);
+
+export const gammaCloudb = defineRoute('gamma-cloudb', {
+  body: 'read',
+  errors: ANTHROPIC_ERRORS,
+  planNative({ rest, query, body }) {
+    const path = encodeAwsPath(rest);
+    const match = BEDROCK_MODEL.exec(path);
+    return forwardedAsIs(path + query, body, match ? decodeURIComponent(match[1]!) : 'unknown', 'chat');
+  },
+  v1: {
+    modelId,
+    plan(call) {
+      const model = modelId(call.requested, call.entry);
+      const translated = chatToMessages(call, 'gamma-cloudb', false);
+      // The path decides streaming; `model` and `stream` in the body are refused.
+      delete translated.body.stream;
+      translated.body.anthropic_version = BEDROCK_ANTHROPIC_VERSION;
+      const path = encodeAwsPath(`/model/${encodeURIComponent(model)}/${translated.stream ? 'invoke-with-response-stream' : 'invoke'}`);
+      const headers: Record<string, string> = translated.stream ? { accept: 'application/vnd.amazon.eventstream', 'x-amzn-bedrock-accept': 'application/json' } : {};
+      return claudePlan(translated, { model, path, headers }, BEDROCK_CHAT_RESPONSE);
+    },
+  },
+});

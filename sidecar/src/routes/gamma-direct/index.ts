@@ -1,0 +1,32 @@
+// /proxy/gamma-direct: the Anthropic API. Every path is forwarded; the body is read for the model and user.
+
+import { ANTHROPIC_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
+import { chatToMessages, claudePlan } from '../claude-chat.ts';
+import { claudeModelId, isAnthropicApiClaudeId, type ClaudeIdForm } from '../claude-model-ids.ts';
+import { ANTHROPIC_ERRORS } from '../error-shape.ts';
+import { bodyModel, forwardedAsIs, parseRouteJson } from '../native-request.ts';
+import { anthropicRequestUser } from '../request-user.ts';
+import { defineRoute } from '../route-module.ts';
+
+/** Anthropic API ids: claude-sonnet-4-20250514; the bare family id of the price table is not one. */
+const ID_FORM: ClaudeIdForm = { fits: isAnthropicApiClaudeId, canonicalIsApiId: false, described: 'an Anthropic API id' };
+const modelId = (requested: string, entry: Parameters<typeof claudeModelId>[3]): string => claudeModelId('gamma-direct', ID_FORM, requested, entry);
+
+export const gammaDirect = defineRoute('gamma-direct', {
+  body: 'json',
+  errors: ANTHROPIC_ERRORS,
+  planNative({ rest, query, body }) {
+    if (!body || body.length === 0) return forwardedAsIs(rest + query, body, 'unknown', 'chat');
+    const json = parseRouteJson(body, 'gamma-direct');
+    return forwardedAsIs(rest + query, body, bodyModel(json, 'gamma-direct', false), 'chat', anthropicRequestUser(json));
+  },
+  v1: {
+    modelId,
+    plan(call) {
+      const model = modelId(call.requested, call.entry);
+      const translated = chatToMessages(call, 'gamma-direct', true);
+      translated.body.model = model;
+      return claudePlan(translated, { model, path: '/v1/messages' }, ANTHROPIC_CHAT_RESPONSE);
+    },
+  },
+});

@@ -1,0 +1,66 @@
+// /proxy/gamma: Claude on Vertex AI, called with the Anthropic Messages API (POST /v1/messages and
+// /v1/messages/count_tokens) and sent on as Vertex AI's rawPredict / streamRawPredict: the model moves from
+// the body to the path and the body gets Vertex's anthropic_version.
+
+import type { PriceEntry } from '../../../../contracts/price-entry.ts';
+import { ProxyError } from '../../errors.ts';
+import { ANTHROPIC_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
+import { chatToMessages, claudePlan } from '../claude-chat.ts';
+import { claudeModelId, isVertexClaudeId, type ClaudeIdForm } from '../claude-model-ids.ts';
+import { ANTHROPIC_ERRORS } from '../error-shape.ts';
+import { bodyModel, parseRouteJson } from '../native-request.ts';
+import { anthropicRequestUser } from '../request-user.ts';
+import { defineRoute, type NativeCall, type UpstreamRequestPlan } from '../route-module.ts';
+import { VERTEX_ANTHROPIC_VERSION, vertexLocationPath, vertexModelSegment } from '../vertex-ai.ts';
+
+/** The Anthropic Vertex SDKs read the project from either variable. */
+const PROJECT_VARIABLES = ['GOOGLE_CLOUD_PROJECT', 'ANTHROPIC_VERTEX_PROJECT_ID'] as const;
+/** Vertex AI ids carry the version after '@': claude-sonnet-4@20250514. */
+const ID_FORM: ClaudeIdForm = { fits: isVertexClaudeId, canonicalIsApiId: true, described: "a Vertex AI id (with '@')" };
+const modelId = (requested: string, entry: PriceEntry): string => claudeModelId('gamma', ID_FORM, requested, entry);
+
+function planNative({ method, rest, query, body, upstream, env }: NativeCall): UpstreamRequestPlan {
+  const countTokens = rest === '/v1/messages/count_tokens';
+  if (method !== 'POST' || (rest !== '/v1/messages' && !countTokens)) {
+    throw new ProxyError('invalid_request', `route gamma serves POST /v1/messages and /v1/messages/count_tokens, not ${method} ${rest}`);
+  }
+  const base = `${vertexLocationPath('gamma', upstream, env, PROJECT_VARIABLES)}/publishers/anthropic/models/`;
+  if (!body || body.length === 0) throw new ProxyError('invalid_request', 'route gamma needs a JSON request body');
+  const json = parseRouteJson(body, 'gamma');
+  const model = bodyModel(json, 'gamma', true);
+  const out: Record<string, unknown> = { ...json };
+  if (out.anthropic_version === undefined) out.anthropic_version = VERTEX_ANTHROPIC_VERSION;
+  let path: string;
+  if (countTokens) {
+    // count-tokens takes the model in the body, unlike rawPredict
+    path = `${base}count-tokens:rawPredict`;
+  } else {
+    delete out.model;
+    path = `${base}${vertexModelSegment(model)}:${out.stream === true ? 'streamRawPredict' : 'rawPredict'}`;
+  }
+  return {
+    path: path + query,
+    body: Buffer.from(JSON.stringify(out)),
+    model,
+    operation: countTokens ? 'count_tokens' : 'chat',
+    stripInjectedUsage: false,
+    bodyUserId: anthropicRequestUser(json),
+  };
+}
+
+export const gamma = defineRoute('gamma', {
+  body: 'json',
+  errors: ANTHROPIC_ERRORS,
+  planNative,
+  v1: {
+    modelId,
+    plan(call) {
+      const model = modelId(call.requested, call.entry);
+      const translated = chatToMessages(call, 'gamma', false);
+      translated.body.anthropic_version = VERTEX_ANTHROPIC_VERSION;
+      const method = translated.stream ? 'streamRawPredict' : 'rawPredict';
+      const path = `${vertexLocationPath('gamma', call.upstream, call.env, PROJECT_VARIABLES)}/publishers/anthropic/models/${vertexModelSegment(model)}:${method}`;
+      return claudePlan(translated, { model, path }, ANTHROPIC_CHAT_RESPONSE);
+    },
+  },
+});

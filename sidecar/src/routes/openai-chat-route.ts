@@ -1,0 +1,41 @@
+// What the routes that speak OpenAI's format share (beta, alpha-compat): a native call's body names the model
+// and the user, and a streamed chat completion gets stream_options.include_usage added so its usage can be metered; on
+// /v1 the chat request passes through with only its model replaced.
+
+import { injectStreamUsage, requestNeedsInjectedUsage } from '../usage/extractor.ts';
+import { bodyModel, forwardedAsIs, parseRouteJson } from './native-request.ts';
+import { openAiRequestUser } from './request-user.ts';
+import type { NativeCall, UpstreamRequestPlan, V1Call, V1RoutePlan } from './route-module.ts';
+
+export function planOpenAiNative(route: string, call: NativeCall): UpstreamRequestPlan {
+  const { body, method, rest, query } = call;
+  if (!body || body.length === 0) return forwardedAsIs(rest + query, body, 'unknown', 'chat');
+  const json = parseRouteJson(body, route);
+  const chatCompletions = method === 'POST' && rest.endsWith('/chat/completions');
+  const model = bodyModel(json, route, chatCompletions);
+  const user = openAiRequestUser(json);
+  // Only chat completions need asking for stream usage; the Responses API always ends its stream with it and
+  // refuses stream_options.include_usage (Codex streams through /v1/responses).
+  if (chatCompletions && requestNeedsInjectedUsage(json)) {
+    const rewritten = Buffer.from(JSON.stringify(injectStreamUsage(json)));
+    return { path: rest + query, body: rewritten, model, operation: 'chat', stripInjectedUsage: true, bodyUserId: user };
+  }
+  return forwardedAsIs(rest + query, body, model, 'chat', user);
+}
+
+/** A /v1 chat call to an OpenAI-format upstream: the request as sent, with the route's model id. */
+export function planOpenAiPassThrough(call: V1Call, model: string, path: string): V1RoutePlan {
+  const stream = call.request.stream === true;
+  const inject = requestNeedsInjectedUsage(call.request);
+  const body = { ...(inject ? injectStreamUsage(call.request) : call.request), model };
+  return {
+    model,
+    path,
+    body: Buffer.from(JSON.stringify(body)),
+    headers: {},
+    response: null,
+    includeUsage: stream && !inject,
+    jsonMode: false,
+    stripInjectedUsage: inject,
+  };
+}

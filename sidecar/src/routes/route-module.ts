@@ -1,0 +1,97 @@
+// What one route owns, as one interface: how a native call and a /v1 chat call become its upstream request,
+// how the answer comes back to /v1, and in which shape its callers' SDKs read an error. The facts that are
+// data (provider, credential kind, wire format, default upstream) are its entry in the route table
+// (contracts/routes.ts). The engine (http/proxy.ts, http/gateway.ts) iterates ROUTE_MODULES and never
+// branches on a route name.
+
+import { ROUTES, type Provider, type RouteName, type RouteSpec } from '../../../contracts/routes.ts';
+import type { PriceEntry } from '../../../contracts/price-entry.ts';
+import type { UpstreamConfig } from '../../../contracts/runtime-config.ts';
+import type { ChatResponseTranslation } from '../translate/chat-responses.ts';
+import type { ErrorShape } from './error-shape.ts';
+
+/**
+ * What the proxy does with a native call's request body: pass the bytes through unread (`stream`), read them
+ * whole (to sign them), or read and parse them as JSON (the model or stream flag is in them, or they are
+ * rewritten); a `json` route refuses a body sent as another content type.
+ */
+export type BodyHandling = 'stream' | 'read' | 'json';
+
+/** A call on /proxy/<route>/*. */
+export interface NativeCall {
+  method: string;
+  /** Path after `/proxy/<route>`, starting with `/`, already checked for dot segments and fragments. */
+  rest: string;
+  /** Raw query string including its `?`, or empty. */
+  query: string;
+  /** The body, for routes that read it (BodyHandling `read` or `json`); null when there is none. */
+  body: Buffer | null;
+  upstream: UpstreamConfig | undefined;
+  /** Where defaults are read from (GOOGLE_CLOUD_PROJECT, …). */
+  env: NodeJS.ProcessEnv;
+}
+
+export interface UpstreamRequestPlan {
+  /** Path and query to send upstream (the base URL's own path prefix is added by the client). */
+  path: string;
+  /** Body to send; null means pass the caller's body stream through unread. */
+  body: Buffer | null;
+  model: string;
+  operation: string;
+  /** The proxy added stream_options.include_usage; the extra usage chunk must not reach the caller. */
+  stripInjectedUsage: boolean;
+  /** User id found in the body (see requestUserId), when the caller set no header. */
+  bodyUserId: string | null;
+}
+
+/** A /v1/chat/completions call the gateway sends to this route. */
+export interface V1Call {
+  /** The caller's chat request, parsed. */
+  request: Record<string, unknown>;
+  /** The model id the caller asked for, and the price entry it resolved to. */
+  requested: string;
+  entry: PriceEntry;
+  upstream: UpstreamConfig | undefined;
+  env: NodeJS.ProcessEnv;
+}
+
+export interface V1RoutePlan {
+  /** The model id sent upstream (and recorded on the span, as the native route would). */
+  model: string;
+  path: string;
+  body: Buffer;
+  /** Extra request headers (accept, Bedrock's stream accept). */
+  headers: Record<string, string>;
+  /** Null: the upstream speaks OpenAI's format and the answer passes through. */
+  response: ChatResponseTranslation | null;
+  /** The caller asked for the final usage chunk. */
+  includeUsage: boolean;
+  /** Anthropic: the answer is the forced JSON tool's input. */
+  jsonMode: boolean;
+  /** Pass-through: the gateway added stream_options.include_usage and must remove the usage chunk. */
+  stripInjectedUsage: boolean;
+}
+
+/** The /v1 side of a route: translation to and from the chat format, and the route's model-id form. */
+export interface V1Surface {
+  /** The model's id on this route: the caller's when it has the route's form, else the entry's alias of that form. */
+  modelId(requested: string, entry: PriceEntry): string;
+  plan(call: V1Call): V1RoutePlan;
+}
+
+export interface RouteModule {
+  readonly name: RouteName;
+  readonly spec: RouteSpec;
+  readonly provider: Provider;
+  readonly body: BodyHandling;
+  /** The error shape its callers' SDKs understand (refusals the engine makes on this route's behalf). */
+  readonly errors: ErrorShape;
+  planNative(call: NativeCall): UpstreamRequestPlan;
+  /** Absent when the /v1 gateway does not route here (the route table's `v1`). */
+  readonly v1?: V1Surface;
+}
+
+/** A route module, its table facts (spec, provider) filled in from the route table. */
+export function defineRoute(name: RouteName, parts: Omit<RouteModule, 'name' | 'spec' | 'provider'>): RouteModule {
+  return { name, spec: ROUTES[name], provider: ROUTES[name].provider, ...parts };
+}

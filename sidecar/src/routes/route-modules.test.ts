@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { ROUTE_NAMES, ROUTES } from '../../../contracts/routes.ts';
+import { ROUTE_MODULES } from './route-modules.ts';
+
+describe('the route modules', () => {
+  it('has one module per table entry, agreeing with the table', () => {
+    expect(Object.keys(ROUTE_MODULES).sort()).toEqual([...ROUTE_NAMES].sort());
+    for (const route of ROUTE_NAMES) {
+      const module = ROUTE_MODULES[route];
+      expect(module.name, route).toBe(route);
+      expect(module.spec, route).toBe(ROUTES[route]);
+      expect(module.provider, route).toBe(ROUTES[route].provider);
+      // /v1 may route only where the module can translate, and every module that can is offered to /v1
+      expect(module.v1 !== undefined, route).toBe(ROUTES[route].v1 !== undefined);
+    }
+  });
+
+  it("answers refusals in the shape its callers' SDK reads", () => {
+    expect(ROUTE_MODULES.beta.errors.body(429, 'budget_exceeded', 'spent')).toEqual({
+      error: { message: 'spent', type: 'rate_limit_error', param: null, code: 'budget_exceeded' },
+    });
+    expect(ROUTE_MODULES['alpha-compat'].errors.format).toBe('openai');
+    for (const route of ['gamma', 'gamma-cloud', 'gamma-direct', 'gamma-cloudb'] as const) {
+      expect(ROUTE_MODULES[route].errors.body(429, 'budget_exceeded', 'spent'), route).toEqual({
+        type: 'error',
+        error: { type: 'rate_limit_error', message: 'budget_exceeded: spent' },
+      });
+    }
+    expect(ROUTE_MODULES.alpha.errors.body(429, 'budget_exceeded', 'spent')).toEqual({
+      error: { code: 429, message: 'budget_exceeded: spent', status: 'RESOURCE_EXHAUSTED' },
+    });
+    expect(ROUTE_MODULES.alpha.errors.body(400, 'invalid_request', 'x')).toMatchObject({ error: { status: 'INVALID_ARGUMENT' } });
+    expect(ROUTE_MODULES['gamma-direct'].errors.body(403, 'forbidden', 'x')).toMatchObject({ error: { type: 'permission_error' } });
+  });
+});

@@ -1,0 +1,56 @@
+// Where a /v1/chat/completions call goes: the price entry of its `model` names the provider, the gateway
+// config (or the route table's default) names the route serving that provider, and that route's module
+// plans the upstream request and says how its answer comes back. Pure: tested without I/O.
+
+import type { PriceEntry } from '../../../contracts/price-entry.ts';
+import { defaultV1Route, type Provider, type RouteName } from '../../../contracts/routes.ts';
+import { GATEWAY_ROUTE_SETTINGS, type GatewayConfig, type RuntimeConfig } from '../../../contracts/runtime-config.ts';
+import type { PriceTable } from '../pricing/price-table.ts';
+import { GatewayError } from '../translate/openai-error.ts';
+import type { V1RoutePlan } from './route-module.ts';
+import { ROUTE_MODULES } from './route-modules.ts';
+
+export interface GatewayPlan extends V1RoutePlan {
+  route: RouteName;
+  provider: Provider;
+  stream: boolean;
+  /** How the answer is read: passed through (OpenAI's format already) or translated from the provider's. */
+  translation: 'passthrough' | 'anthropic' | 'gemini';
+}
+
+/** Which provider's entry answers first when several have the same id. */
+const PROVIDER_ORDER: readonly Provider[] = ['openai', 'anthropic', 'google', 'local'];
+
+/** The enabled price entry for a requested model id, on whichever provider has it. */
+export function findModel(prices: PriceTable, model: string): { entry: PriceEntry; provider: Provider } | undefined {
+  for (const provider of PROVIDER_ORDER) {
+    const entry = prices.resolve(provider, model);
+    if (entry) return { entry, provider };
+  }
+  return undefined;
+}
+
+/** The route serving a provider's models on /v1: the gateway setting's choice, else the table's default. */
+export function routeFor(provider: Provider, gateway: GatewayConfig): RouteName | undefined {
+  const setting = (GATEWAY_ROUTE_SETTINGS as Partial<Record<Provider, keyof GatewayConfig>>)[provider];
+  return setting ? gateway[setting] : defaultV1Route(provider);
+}
+
+/** Plans one call. Throws GatewayError (the request) or ProxyError (the configuration). */
+export function planGatewayCall(
+  request: Record<string, unknown>,
+  target: { entry: PriceEntry; provider: Provider; requested: string },
+  config: RuntimeConfig,
+  env: NodeJS.ProcessEnv,
+): GatewayPlan {
+  const route = routeFor(target.provider, config.gateway);
+  const surface = route === undefined ? undefined : ROUTE_MODULES[route].v1;
+  if (route === undefined || surface === undefined) {
+    throw new GatewayError(400, `model ${target.requested} is served by provider ${target.provider}, which the /v1 gateway does not route`, {
+      param: 'model',
+      code: 'model_not_available',
+    });
+  }
+  const plan = surface.plan({ request, requested: target.requested, entry: target.entry, upstream: config.upstreams[route], env });
+  return { ...plan, route, provider: target.provider, stream: request.stream === true, translation: plan.response?.name ?? 'passthrough' };
+}
