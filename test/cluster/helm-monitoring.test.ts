@@ -47,7 +47,9 @@ async function render(...valuesFiles: string[]): Promise<Manifest[]> {
   const result = await helm(['template', 'tollgate', CHART, '-n', 'tollgate-system', '--kube-version', '1.34.0', ...valuesFiles.flatMap((f) => ['-f', join(CHART, 'ci', f)])]);
   expect(result.stderr).toBe('');
   expect(result.code).toBe(0);
-  return parseAllDocuments(result.stdout).map((d) => d.toJSON() as Manifest).filter(Boolean);
+  return parseAllDocuments(result.stdout)
+    .map((d) => d.toJSON() as Manifest)
+    .filter(Boolean);
 }
 
 /** Every name a scrape of Tollgate's three components shows, histogram series included. */
@@ -140,10 +142,19 @@ describe('chart monitoring resources', () => {
     );
   });
 
-  it('scrapes the webhook over TLS against its CA, and only pods with the sidecar\'s health port', async () => {
+  it("scrapes the webhook over TLS against its CA, and only pods with the sidecar's health port", async () => {
     const manifests = await render('monitoring-values.yaml');
     expect(manifests.find((m) => m.kind === 'ServiceMonitor' && m.metadata.name === 'tollgate-webhook')).toMatchObject({
-      spec: { endpoints: [{ port: 'https', scheme: 'https', path: '/metrics', tlsConfig: { serverName: 'tollgate-webhook.tollgate-system.svc', ca: { secret: { name: 'tollgate-webhook-tls', key: 'ca.crt' } } } }] },
+      spec: {
+        endpoints: [
+          {
+            port: 'https',
+            scheme: 'https',
+            path: '/metrics',
+            tlsConfig: { serverName: 'tollgate-webhook.tollgate-system.svc', ca: { secret: { name: 'tollgate-webhook-tls', key: 'ca.crt' } } },
+          },
+        ],
+      },
     });
     expect(manifests.find((m) => m.kind === 'PodMonitor')).toMatchObject({
       spec: { selector: {}, namespaceSelector: { matchNames: ['shop', 'research'] }, podMetricsEndpoints: [{ port: 'tollgate-health', path: '/metrics' }] },

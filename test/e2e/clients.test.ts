@@ -99,11 +99,17 @@ describe('Claude Code: the Anthropic SDK with tools and thinking', () => {
     expectClaudeSpan(await findSpan(proxy.url, { requestId }), 'gamma-direct', 'claude-sonnet-4-5-20250929');
   });
 
-  it('on Vertex AI in Claude Code\'s Vertex mode (ANTHROPIC_VERTEX_BASE_URL, CLAUDE_CODE_SKIP_VERTEX_AUTH)', async () => {
+  it("on Vertex AI in Claude Code's Vertex mode (ANTHROPIC_VERTEX_BASE_URL, CLAUDE_CODE_SKIP_VERTEX_AUTH)", async () => {
     bed.vertex.behave({ usage: CLAUDE_USAGE, toolCall: { name: 'get_weather', arguments: { city: 'Lisbon' } } });
     // CLAUDE_CODE_SKIP_VERTEX_AUTH: the SDK gets no Google credentials and sends no token; Tollgate attaches ADC.
     const noGoogleCredentials = { projectId: PROJECT, getRequestHeaders: async () => new Headers() };
-    const client = new AnthropicVertex({ baseURL: `${proxy.url}/proxy/gamma-cloud/v1`, region: 'us-east5', projectId: PROJECT, authClient: noGoogleCredentials as never, maxRetries: 0 });
+    const client = new AnthropicVertex({
+      baseURL: `${proxy.url}/proxy/gamma-cloud/v1`,
+      region: 'us-east5',
+      projectId: PROJECT,
+      authClient: noGoogleCredentials as never,
+      maxRetries: 0,
+    });
     const requestId = randomUUID();
     const stream = client.messages.stream(claudeCodeRequest('claude-sonnet-4-6'), { headers: { 'x-request-id': requestId, 'x-tollgate-user': 'alice' } });
     const message = await stream.finalMessage();
@@ -112,7 +118,7 @@ describe('Claude Code: the Anthropic SDK with tools and thinking', () => {
     expect(bed.vertex.requests.at(-1)!.path).toBe(`/v1/projects/${PROJECT}/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-6:streamRawPredict`);
   });
 
-  it('on Bedrock in Claude Code\'s Bedrock mode (ANTHROPIC_BEDROCK_BASE_URL, CLAUDE_CODE_SKIP_BEDROCK_AUTH)', async () => {
+  it("on Bedrock in Claude Code's Bedrock mode (ANTHROPIC_BEDROCK_BASE_URL, CLAUDE_CODE_SKIP_BEDROCK_AUTH)", async () => {
     bed.bedrock.behave({ usage: CLAUDE_USAGE, text: 'It is sunny in Lisbon.' });
     const client = new AnthropicBedrock({ baseURL: `${proxy.url}/proxy/gamma-cloudb`, awsRegion: 'us-east-1', skipAuth: true, maxRetries: 0 });
     const requestId = randomUUID();
@@ -136,7 +142,15 @@ describe('OpenAI Codex CLI: the Responses API through /proxy/beta (OPENAI_BASE_U
     model: 'gpt-5-codex',
     instructions: 'You are Codex, a coding agent.',
     input: [{ role: 'user' as const, content: 'List the files in this repository.' }],
-    tools: [{ type: 'function' as const, name: 'shell', description: 'Run a command', strict: false, parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } } } }],
+    tools: [
+      {
+        type: 'function' as const,
+        name: 'shell',
+        description: 'Run a command',
+        strict: false,
+        parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } } },
+      },
+    ],
     reasoning: { effort: 'medium' as const },
     store: false,
   };

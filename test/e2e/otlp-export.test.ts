@@ -24,7 +24,7 @@ describe.each([
   ['http/protobuf', () => collector.httpEndpoint],
   ['grpc', () => collector.grpcEndpoint],
 ] as const)('OTLP export over %s', (protocol, endpoint) => {
-  it('delivers each span under the caller\'s trace with the GenAI conventions', async () => {
+  it("delivers each span under the caller's trace with the GenAI conventions", async () => {
     const settings = resolveOtlpSettings({ endpoint: endpoint(), protocol, scheduledDelayMs: 50 }, {})!;
     const exporter = new OtlpSpanExport({ settings, logger: silent, resource: { 'k8s.pod.name': 'shop-7d9f', 'k8s.namespace.name': 'shop' }, version: '0.1.0' });
     const traceId = protocol === 'grpc' ? '4bf92f3577b34da6a3ce929d0e0e4736' : '0af7651916cd43dd8448eb211c80319c';
@@ -114,7 +114,10 @@ describe('OTLP export: bounds and failures', () => {
       scheduledDelayMs: 1000,
     });
     // The config wins, field by field.
-    expect(resolveOtlpSettings({ endpoint: 'http://mine:4318/', timeoutMs: 5000 }, { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toMatchObject({ protocol: 'grpc', url: 'http://mine:4318/' });
+    expect(resolveOtlpSettings({ endpoint: 'http://mine:4318/', timeoutMs: 5000 }, { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toMatchObject({
+      protocol: 'grpc',
+      url: 'http://mine:4318/',
+    });
     expect(resolveOtlpSettings({ endpoint: 'http://mine:4318/', protocol: 'http/protobuf' }, {})).toMatchObject({ url: 'http://mine:4318/v1/traces' });
 
     // The exporter itself reads the endpoint variable (and OTEL_SERVICE_NAME goes into the resource).

@@ -96,7 +96,7 @@ function bodyProblem(body: Record<string, unknown> | null): string | undefined {
   const malformed = (detail: string) => `Malformed input request: ${detail}, please reformat your input and try again.`;
   if (body === null) return malformed('the body is not a JSON object');
   if (body.anthropic_version === undefined) return malformed('#: required key [anthropic_version] not found');
-  if (!bedrockVersions.has(String(body.anthropic_version)))
+  if (typeof body.anthropic_version !== 'string' || !bedrockVersions.has(body.anthropic_version))
     return `Invalid API version: ${typeof body.anthropic_version === 'string' ? body.anthropic_version : JSON.stringify(body.anthropic_version)}`;
   const extraneous = ['model', 'stream'].find((k) => body[k] !== undefined);
   if (extraneous !== undefined) return malformed(`#: extraneous key [${extraneous}] is not permitted`);

@@ -21,8 +21,29 @@ const snapshots: Record<string, string> = {
 
 // Request fields the Responses API accepts; anything else is refused as the real API does.
 const KNOWN_FIELDS = new Set([
-  'model', 'input', 'instructions', 'tools', 'tool_choice', 'parallel_tool_calls', 'stream', 'stream_options', 'store', 'reasoning', 'include',
-  'max_output_tokens', 'temperature', 'top_p', 'text', 'metadata', 'previous_response_id', 'prompt_cache_key', 'service_tier', 'user', 'safety_identifier', 'truncation', 'background',
+  'model',
+  'input',
+  'instructions',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'stream',
+  'stream_options',
+  'store',
+  'reasoning',
+  'include',
+  'max_output_tokens',
+  'temperature',
+  'top_p',
+  'text',
+  'metadata',
+  'previous_response_id',
+  'prompt_cache_key',
+  'service_tier',
+  'user',
+  'safety_identifier',
+  'truncation',
+  'background',
 ]);
 
 export function responsesUsage(u: Required<FakeUsage>): Record<string, unknown> {
@@ -85,7 +106,9 @@ export async function responses(x: FakeExchange): Promise<void> {
     user: null,
     metadata: {},
   });
-  const call = content.toolCall ? { id: randomId('fc_', 48), call_id: randomId('call_', 24), name: content.toolCall.name, arguments: JSON.stringify(content.toolCall.arguments) } : undefined;
+  const call = content.toolCall
+    ? { id: randomId('fc_', 48), call_id: randomId('call_', 24), name: content.toolCall.name, arguments: JSON.stringify(content.toolCall.arguments) }
+    : undefined;
   const finalItem = (text: string) =>
     call
       ? { id: call.id, type: 'function_call', status: 'completed', arguments: call.arguments, call_id: call.call_id, name: call.name }
@@ -95,17 +118,19 @@ export async function responses(x: FakeExchange): Promise<void> {
   if (body.stream !== true) {
     return writeJsonWithText(x.res, headers, content, (text) => envelope('completed', [...reasoningItem, finalItem(text)], true));
   }
-  return writeStream(x.res, streamPlan(content, envelope, finalItem, reasoningItem, messageId, call), x.behaviour).then(() => undefined);
+  return writeStream(x.res, streamPlan({ content, envelope, finalItem, reasoningItem, messageId, call }), x.behaviour).then(() => undefined);
 }
 
-function streamPlan(
-  content: ReplyContent,
-  envelope: (status: string, output: unknown[], withUsage: boolean) => Record<string, unknown>,
-  finalItem: (text: string) => Record<string, unknown>,
-  reasoningItem: unknown[],
-  messageId: string,
-  call: { id: string; call_id: string; name: string; arguments: string } | undefined,
-) {
+interface ResponseParts {
+  content: ReplyContent;
+  envelope: (status: string, output: unknown[], withUsage: boolean) => Record<string, unknown>;
+  finalItem: (text: string) => Record<string, unknown>;
+  reasoningItem: unknown[];
+  messageId: string;
+  call: { id: string; call_id: string; name: string; arguments: string } | undefined;
+}
+
+function streamPlan({ content, envelope, finalItem, reasoningItem, messageId, call }: ResponseParts) {
   let sequence = 0;
   const event = (type: string, fields: Record<string, unknown>) => sseEvent({ type, sequence_number: sequence++, ...fields }, { event: type });
   const index = reasoningItem.length;
@@ -114,9 +139,14 @@ function streamPlan(
     event('response.in_progress', { response: envelope('in_progress', [], false) }),
     ...reasoningItem.map((item, i) => event('response.output_item.done', { output_index: i, item })),
     call
-      ? event('response.output_item.added', { output_index: index, item: { id: call.id, type: 'function_call', status: 'in_progress', arguments: '', call_id: call.call_id, name: call.name } })
+      ? event('response.output_item.added', {
+          output_index: index,
+          item: { id: call.id, type: 'function_call', status: 'in_progress', arguments: '', call_id: call.call_id, name: call.name },
+        })
       : event('response.output_item.added', { output_index: index, item: { id: messageId, type: 'message', status: 'in_progress', role: 'assistant', content: [] } }),
-    ...(call ? [] : [event('response.content_part.added', { item_id: messageId, output_index: index, content_index: 0, part: { type: 'output_text', annotations: [], text: '' } })]),
+    ...(call
+      ? []
+      : [event('response.content_part.added', { item_id: messageId, output_index: index, content_index: 0, part: { type: 'output_text', annotations: [], text: '' } })]),
   ];
   const argumentPieces = call ? splitText(call.arguments, 3) : [];
   const body = call

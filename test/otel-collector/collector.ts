@@ -82,7 +82,10 @@ export async function startCollector(binary: string): Promise<Collector> {
     req.on('end', () => {
       batches++;
       const request = JSON.parse(body) as {
-        resourceSpans?: { resource?: { attributes?: KeyValue[] }; scopeSpans?: { scope?: { name: string; version?: string }; spans?: (Omit<CollectedSpan, 'attributes' | 'resource' | 'scope'> & { attributes?: KeyValue[] })[] }[] }[];
+        resourceSpans?: {
+          resource?: { attributes?: KeyValue[] };
+          scopeSpans?: { scope?: { name: string; version?: string }; spans?: (Omit<CollectedSpan, 'attributes' | 'resource' | 'scope'> & { attributes?: KeyValue[] })[] }[];
+        }[];
       };
       for (const rs of request.resourceSpans ?? []) {
         const resource = plain(rs.resource?.attributes);
@@ -120,10 +123,14 @@ service:
 `,
   );
   const collectorProcess = startManagedProcess({ name: 'otelcol', command: binary, args: ['--config', config], logPath: join(dir, 'collector.log') });
-  await waitFor('the collector to start its receivers', () => {
-    if (collectorProcess.hasExited()) throw new Error(`the collector exited:\n${collectorProcess.logTail(30)}`);
-    return collectorProcess.logTail(200).includes('Everything is ready') || undefined;
-  }, 60_000);
+  await waitFor(
+    'the collector to start its receivers',
+    () => {
+      if (collectorProcess.hasExited()) throw new Error(`the collector exited:\n${collectorProcess.logTail(30)}`);
+      return collectorProcess.logTail(200).includes('Everything is ready') || undefined;
+    },
+    60_000,
+  );
   return {
     grpcEndpoint: `http://127.0.0.1:${grpcPort}`,
     httpEndpoint: `http://127.0.0.1:${httpPort}`,

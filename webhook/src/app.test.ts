@@ -140,6 +140,8 @@ describe('GET /metrics', () => {
     const newCa = await createCertificateAuthority({ commonName: 'new', validityHours: 72 });
     metrics.watchCertificates({ serving: () => certPem, ca: () => oldCa.certPem + newCa.certPem });
     const rotated = (await server.inject({ method: 'GET', url: '/metrics' })).body;
-    expect(sampleValue(rotated, 'tollgate_webhook_certificate_expiry_timestamp_seconds', { certificate: 'ca' })).toBe(Date.parse(new X509Certificate(newCa.certPem).validTo) / 1000);
+    expect(sampleValue(rotated, 'tollgate_webhook_certificate_expiry_timestamp_seconds', { certificate: 'ca' })).toBe(
+      Date.parse(new X509Certificate(newCa.certPem).validTo) / 1000,
+    );
   });
 });

@@ -33,10 +33,25 @@ export class OperatorMetrics implements WorkQueueObserver, SnapshotCounter {
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
-    this.#reconciles = new Counter({ name: 'tollgate_operator_reconciles_total', help: 'ProxyConfig reconciles by result: success, error (retried with backoff), requeue_after (periodic).', labelNames: ['result'], registers });
+    this.#reconciles = new Counter({
+      name: 'tollgate_operator_reconciles_total',
+      help: 'ProxyConfig reconciles by result: success, error (retried with backoff), requeue_after (periodic).',
+      labelNames: ['result'],
+      registers,
+    });
     for (const result of ['success', 'error', 'requeue_after']) this.#reconciles.inc({ result }, 0);
-    this.#reconcileTime = new Histogram({ name: 'tollgate_operator_reconcile_duration_seconds', help: 'Time a worker spent on one ProxyConfig.', buckets: QUEUE_BUCKETS, registers });
-    this.#queueWait = new Histogram({ name: 'tollgate_operator_workqueue_queue_duration_seconds', help: 'Time a key waited in the work queue before a worker took it.', buckets: QUEUE_BUCKETS, registers });
+    this.#reconcileTime = new Histogram({
+      name: 'tollgate_operator_reconcile_duration_seconds',
+      help: 'Time a worker spent on one ProxyConfig.',
+      buckets: QUEUE_BUCKETS,
+      registers,
+    });
+    this.#queueWait = new Histogram({
+      name: 'tollgate_operator_workqueue_queue_duration_seconds',
+      help: 'Time a key waited in the work queue before a worker took it.',
+      buckets: QUEUE_BUCKETS,
+      registers,
+    });
     this.#retries = new Counter({ name: 'tollgate_operator_workqueue_retries_total', help: 'Keys queued again after a failed reconcile.', registers });
     this.#pushed = new Counter({ name: 'tollgate_operator_snapshots_pushed_total', help: 'Config snapshots sent to sidecars (one per sidecar and version).', registers });
     this.#acked = new Counter({ name: 'tollgate_operator_snapshots_acked_total', help: 'Config snapshots sidecars applied and acknowledged.', registers });
@@ -52,7 +67,7 @@ export class OperatorMetrics implements WorkQueueObserver, SnapshotCounter {
       });
     gauge('tollgate_operator_leader', '1 while this replica holds the leader Lease (and reconciles and serves the push port).', () => (this.#sources.leader?.() ? 1 : 0));
     gauge('tollgate_operator_workqueue_depth', 'ProxyConfig keys waiting for a worker.', () => this.#sources.queueDepth?.());
-    gauge('tollgate_operator_connected_sidecars', 'Sidecars connected to this replica\'s push stream.', () => this.#sources.connectedSidecars?.());
+    gauge('tollgate_operator_connected_sidecars', "Sidecars connected to this replica's push stream.", () => this.#sources.connectedSidecars?.());
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 

@@ -21,7 +21,11 @@ describe('ProxyMetrics: calls', () => {
     const span = sampleSpan({ inputTokens: 1200, outputTokens: 300, cachedTokens: 200, cacheWriteTokens: 0, reasoningTokens: 64, costUsd: 0.000345, durationMs: 402 });
     metrics.recordCall(span, 'gpt-4o-mini', timings);
     metrics.recordCall({ ...span, model: 'gpt-4o-mini-2024-07-18' }, 'gpt-4o-mini', timings);
-    metrics.recordCall({ ...span, status: 'upstream_error', statusCode: 503, inputTokens: 0, outputTokens: 0, cachedTokens: 0, reasoningTokens: 0, costUsd: 0 }, 'gpt-4o-mini', timings);
+    metrics.recordCall(
+      { ...span, status: 'upstream_error', statusCode: 503, inputTokens: 0, outputTokens: 0, cachedTokens: 0, reasoningTokens: 0, costUsd: 0 },
+      'gpt-4o-mini',
+      timings,
+    );
     const body = await scrape(metrics);
     const labels = { route: 'beta', provider: 'openai', model: 'gpt-4o-mini' };
     expect(sampleValue(body, 'tollgate_requests_total', { ...labels, status: 'ok', code: '2xx' })).toBe(2);
@@ -41,7 +45,7 @@ describe('ProxyMetrics: calls', () => {
     expect(requests).toEqual([{ name: 'tollgate_requests_total', labels: { route: 'beta', provider: 'openai', model: 'other', status: 'ok', code: '2xx' }, value: 3 }]);
   });
 
-  it('gives the HTTP status class the caller got: relayed, the proxy\'s own, or none when the caller left first', async () => {
+  it("gives the HTTP status class the caller got: relayed, the proxy's own, or none when the caller left first", async () => {
     const metrics = new ProxyMetrics({ defaultMetrics: false });
     metrics.recordCall(sampleSpan({ status: 'error', statusCode: null, error: 'upstream_unreachable: connect ECONNREFUSED' }), 'gpt-4o-mini', notSent);
     metrics.recordCall(sampleSpan({ status: 'rejected', statusCode: null, error: 'invalid_request: bad JSON' }), 'gpt-4o-mini', notSent);
@@ -84,7 +88,7 @@ describe('ProxyMetrics: calls', () => {
     expect(sampleValue(body, 'tollgate_time_to_first_byte_seconds_count', { route: 'beta' })).toBe(0);
   });
 
-  it('counts credential failures by the route\'s credential kind', async () => {
+  it("counts credential failures by the route's credential kind", async () => {
     const metrics = new ProxyMetrics({ defaultMetrics: false });
     metrics.recordCall(sampleSpan({ route: 'gamma', provider: 'anthropic', status: 'error', statusCode: null, error: 'credential_unavailable: no ADC' }), null, notSent);
     metrics.recordCall(sampleSpan({ route: 'alpha', provider: 'google', status: 'error', statusCode: null, error: 'credential_unavailable: no ADC' }), null, notSent);
@@ -142,7 +146,7 @@ describe('ProxyMetrics: state read at scrape time', () => {
     expect(sampleValue(later, 'tollgate_span_store_failing')).toBe(0);
   });
 
-  it('shows each audit sink\'s counters, and forgets a sink that is gone', async () => {
+  it("shows each audit sink's counters, and forgets a sink that is gone", async () => {
     const metrics = new ProxyMetrics({ defaultMetrics: false });
     let sinks = [
       { name: 'file', kind: 'jsonl', received: 10, delivered: 8, retried: 2, dropped: 1, deadLettered: 1, queueDepth: 0, failures: 1 },

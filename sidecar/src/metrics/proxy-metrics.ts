@@ -8,7 +8,7 @@
 import { collectDefaultMetrics, Gauge, Registry, type RegistryContentType } from 'prom-client';
 import { MetricsExposition } from '../../../contracts/metrics-exposition.ts';
 import type { MeteringStats } from '../metering/call-meter.ts';
-import { ROUTES, type CredentialKind, type RouteName } from '../../../contracts/routes.ts';
+import { ROUTES, type CredentialKind } from '../../../contracts/routes.ts';
 import type { Span, SpanStatus } from '../spans/span.ts';
 import type { SpanWriterStats } from '../spans/span-writer.ts';
 import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries } from './metric-families.ts';
@@ -23,7 +23,6 @@ const STATUSES: readonly SpanStatus[] = ['ok', 'upstream_error', 'error', 'clien
 /** HTTP status class the caller got: the upstream's (relayed), the proxy's own 4xx/5xx, or none (caller left). */
 const CODES = ['2xx', '3xx', '4xx', '5xx', 'none'] as const;
 type Code = (typeof CODES)[number];
-const TOKEN_TYPES = ['input', 'output', 'cache_read', 'cache_write', 'reasoning'] as const;
 const BREAKER_STATES = ['closed', 'half-open', 'open'] as const;
 
 export const OTHER_MODEL = 'other';
@@ -75,7 +74,7 @@ export interface AuditSinkCounters {
 
 /** Series of one (route, provider, model): requests by status and code, tokens, cost. */
 class ModelSeries {
-  readonly requests: (CounterSeries | undefined)[] = new Array(STATUSES.length * CODES.length);
+  readonly requests: (CounterSeries | undefined)[] = new Array<CounterSeries | undefined>(STATUSES.length * CODES.length);
   readonly input: CounterSeries;
   readonly output: CounterSeries;
   readonly cacheRead: CounterSeries;
@@ -137,14 +136,53 @@ export class ProxyMetrics {
     const spans = () => this.#sources.spans?.();
     const audit = () => this.#sources.audit?.() ?? [];
     this.families = {
-      requests: new CounterFamily(r, 'tollgate_requests_total', 'LLM calls finished, by route, provider, model (price-table id or other), span status and the HTTP status class the caller got.', ['route', 'provider', 'model', 'status', 'code']),
-      tokens: new CounterFamily(r, 'tollgate_tokens_total', 'Tokens of finished calls by type: input (all prompt tokens, cache reads and writes included), output (reasoning included), cache_read, cache_write, reasoning.', ['route', 'provider', 'model', 'type']),
+      requests: new CounterFamily(
+        r,
+        'tollgate_requests_total',
+        'LLM calls finished, by route, provider, model (price-table id or other), span status and the HTTP status class the caller got.',
+        ['route', 'provider', 'model', 'status', 'code'],
+      ),
+      tokens: new CounterFamily(
+        r,
+        'tollgate_tokens_total',
+        'Tokens of finished calls by type: input (all prompt tokens, cache reads and writes included), output (reasoning included), cache_read, cache_write, reasoning.',
+        ['route', 'provider', 'model', 'type'],
+      ),
       cost: new CounterFamily(r, 'tollgate_cost_usd_total', 'Cost of finished calls in USD, from the price table.', ['route', 'provider', 'model']),
-      requestDuration: new HistogramFamily(r, 'tollgate_request_duration_seconds', 'Whole call as the caller saw it: request received until the last byte reached the caller.', ['route', 'provider'], CALL_BUCKETS),
-      upstreamDuration: new HistogramFamily(r, 'tollgate_upstream_duration_seconds', 'Upstream exchange: request sent until the upstream response ended.', ['route', 'provider'], CALL_BUCKETS),
-      firstByte: new HistogramFamily(r, 'tollgate_time_to_first_byte_seconds', 'Request received until the upstream response headers arrived (the first byte the caller can get).', ['route', 'provider'], FIRST_BYTE_BUCKETS),
-      overhead: new HistogramFamily(r, 'tollgate_overhead_seconds', 'Time the proxy added: the whole call minus the upstream exchange (reading the request, credentials, signing, relaying the tail).', ['route', 'provider'], OVERHEAD_BUCKETS),
-      credentialFailures: new CounterFamily(r, 'tollgate_credential_failures_total', 'Calls that failed because the upstream credential could not be obtained, by credential kind.', ['kind']),
+      requestDuration: new HistogramFamily(
+        r,
+        'tollgate_request_duration_seconds',
+        'Whole call as the caller saw it: request received until the last byte reached the caller.',
+        ['route', 'provider'],
+        CALL_BUCKETS,
+      ),
+      upstreamDuration: new HistogramFamily(
+        r,
+        'tollgate_upstream_duration_seconds',
+        'Upstream exchange: request sent until the upstream response ended.',
+        ['route', 'provider'],
+        CALL_BUCKETS,
+      ),
+      firstByte: new HistogramFamily(
+        r,
+        'tollgate_time_to_first_byte_seconds',
+        'Request received until the upstream response headers arrived (the first byte the caller can get).',
+        ['route', 'provider'],
+        FIRST_BYTE_BUCKETS,
+      ),
+      overhead: new HistogramFamily(
+        r,
+        'tollgate_overhead_seconds',
+        'Time the proxy added: the whole call minus the upstream exchange (reading the request, credentials, signing, relaying the tail).',
+        ['route', 'provider'],
+        OVERHEAD_BUCKETS,
+      ),
+      credentialFailures: new CounterFamily(
+        r,
+        'tollgate_credential_failures_total',
+        'Calls that failed because the upstream credential could not be obtained, by credential kind.',
+        ['kind'],
+      ),
       userRequests: new CounterFamily(r, 'tollgate_user_requests_total', 'LLM calls per user (opt-in: metrics.perUser; users past the cap count as other).', ['user']),
       userCost: new CounterFamily(r, 'tollgate_user_cost_usd_total', 'Cost in USD per user (opt-in: metrics.perUser; users past the cap count as other).', ['user']),
     };
@@ -164,11 +202,17 @@ export class ProxyMetrics {
     mirror('tollgate_metering_errors_total', 'Calls whose cost arithmetic failed (recorded with cost 0).', () => this.#sources.metering?.().meteringErrors);
     mirror('tollgate_usage_implausible_total', 'Calls whose reported usage was implausible (recorded without usage).', () => this.#sources.metering?.().implausibleUsage);
     mirror('tollgate_otlp_spans_exported_total', 'Spans the OTLP exporter delivered to the collector.', () => this.#sources.otlp?.().exported);
-    const otlpDropped = new CounterFamily(r, 'tollgate_otlp_spans_dropped_total', 'Spans the OTLP exporter lost: its queue was full, or the collector refused or could not be reached.', ['reason'], () => {
-      const stats = this.#sources.otlp?.();
-      otlpQueueFull.value = stats?.dropped ?? 0;
-      otlpFailed.value = stats?.failed ?? 0;
-    });
+    const otlpDropped = new CounterFamily(
+      r,
+      'tollgate_otlp_spans_dropped_total',
+      'Spans the OTLP exporter lost: its queue was full, or the collector refused or could not be reached.',
+      ['reason'],
+      () => {
+        const stats = this.#sources.otlp?.();
+        otlpQueueFull.value = stats?.dropped ?? 0;
+        otlpFailed.value = stats?.failed ?? 0;
+      },
+    );
     const otlpQueueFull = otlpDropped.series('queue_full');
     const otlpFailed = otlpDropped.series('export_failed');
 
@@ -182,7 +226,7 @@ export class ProxyMetrics {
           if (value !== undefined && Number.isFinite(value)) this.set(value);
         },
       });
-    gauge('tollgate_span_store_failing', '1 while the span store\'s last write failed.', () => (spans()?.failing ? 1 : 0));
+    gauge('tollgate_span_store_failing', "1 while the span store's last write failed.", () => (spans()?.failing ? 1 : 0));
     gauge('tollgate_span_buffer_spans', 'Spans waiting in the writer buffer.', () => spans()?.buffered);
     gauge('tollgate_inflight_requests', 'Calls in flight (streams included).', () => this.#sources.inFlight?.());
     gauge('tollgate_config_revision', 'Revision of the runtime config in use; it increases with every applied change.', () => this.#sources.config?.().revision);
@@ -213,7 +257,7 @@ export class ProxyMetrics {
     auditCounter('tollgate_audit_events_delivered_total', 'Audit events each sink delivered.', (s) => s.delivered);
     auditCounter('tollgate_audit_events_retried_total', 'Audit events sent again after a failed attempt.', (s) => s.retried);
     auditCounter('tollgate_audit_events_dropped_total', 'Audit events dropped (queue full).', (s) => s.dropped);
-    auditCounter('tollgate_audit_events_dead_lettered_total', 'Audit events written to the sink\'s dead-letter file.', (s) => s.deadLettered);
+    auditCounter('tollgate_audit_events_dead_lettered_total', "Audit events written to the sink's dead-letter file.", (s) => s.deadLettered);
     auditCounter('tollgate_audit_sink_write_failures_total', 'Failed write attempts per audit sink.', (s) => s.failures);
     const queue: Gauge<'sink' | 'kind'> = new Gauge({
       name: 'tollgate_audit_sink_queue_depth',
@@ -270,7 +314,7 @@ export class ProxyMetrics {
     if (firstByte >= 0) latency.firstByte.observe(firstByte);
 
     if (span.status === 'error' && span.error !== null && span.error.startsWith(CREDENTIAL_FAILURE) && route !== 'v1') {
-      const kind = ROUTES[route as RouteName].credential;
+      const kind = ROUTES[route].credential;
       let failures = this.#credentialFailures.get(kind);
       if (failures === undefined) this.#credentialFailures.set(kind, (failures = this.families.credentialFailures.series(kind)));
       failures.value++;
@@ -284,9 +328,9 @@ export class ProxyMetrics {
 
   #modelSeries(route: string, provider: string, model: string): ModelSeries {
     let byProvider = this.#models.get(route);
-    if (byProvider === undefined) this.#models.set(route, (byProvider = new Map()));
+    if (byProvider === undefined) this.#models.set(route, (byProvider = new Map<string, Map<string, ModelSeries>>()));
     let byModel = byProvider.get(provider);
-    if (byModel === undefined) byProvider.set(provider, (byModel = new Map()));
+    if (byModel === undefined) byProvider.set(provider, (byModel = new Map<string, ModelSeries>()));
     let series = byModel.get(model);
     if (series === undefined) byModel.set(model, (series = new ModelSeries(this.families, route, provider, model)));
     return series;
@@ -294,7 +338,7 @@ export class ProxyMetrics {
 
   #latencySeries(route: string, provider: string): LatencySeries {
     let byProvider = this.#latency.get(route);
-    if (byProvider === undefined) this.#latency.set(route, (byProvider = new Map()));
+    if (byProvider === undefined) this.#latency.set(route, (byProvider = new Map<string, LatencySeries>()));
     let series = byProvider.get(provider);
     if (series === undefined) byProvider.set(provider, (series = new LatencySeries(this.families, route, provider)));
     return series;

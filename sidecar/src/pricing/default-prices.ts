@@ -68,8 +68,10 @@ function geminiLong(input: number, cached: number, output: number): Partial<Pric
   return { long_context: { threshold_tokens: 200_000, input_per_million: input * 2, cached_input_per_million: cached * 2, output_per_million: output * 1.5 } };
 }
 
-function openai(model: string, input: number, cached: number, output: number, aliases: string[] = [], extra: Partial<PriceEntry> = {}): PriceEntry {
-  return { provider: 'openai', model, aliases, input_per_million: input, cached_input_per_million: cached, output_per_million: output, ...extra };
+/** An OpenAI model: its prices, then its other ids and, for GPT-5.4 and newer, the long-context tier. */
+function openai(model: string, input: number, cached: number, output: number, more: { aliases?: string[]; long?: boolean } = {}): PriceEntry {
+  const entry: PriceEntry = { provider: 'openai', model, aliases: more.aliases ?? [], input_per_million: input, cached_input_per_million: cached, output_per_million: output };
+  return more.long === true ? { ...entry, ...openaiLong(input, cached, output) } : entry;
 }
 
 /** GPT-5.4 and newer past 272K prompt tokens: 2× input and cached, 1.5× output, for the whole request. */
@@ -94,26 +96,26 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
   gemini('gemini-3.1-flash-lite', 0.25, 0.025, 1.5),
 
   // OpenAI: developers.openai.com/api/docs/pricing and each model's page.
-  openai('gpt-4o', 2.5, 1.25, 10, ['gpt-4o-2024-08-06', 'gpt-4o-2024-11-20']),
-  openai('gpt-4o-mini', 0.15, 0.075, 0.6, ['gpt-4o-mini-2024-07-18']),
-  openai('gpt-4.1', 2, 0.5, 8, ['gpt-4.1-2025-04-14']),
-  openai('gpt-4.1-mini', 0.4, 0.1, 1.6, ['gpt-4.1-mini-2025-04-14']),
-  openai('gpt-4.1-nano', 0.1, 0.025, 0.4, ['gpt-4.1-nano-2025-04-14']),
-  openai('o3', 2, 0.5, 8, ['o3-2025-04-16']),
-  openai('o4-mini', 1.1, 0.275, 4.4, ['o4-mini-2025-04-16']),
-  openai('gpt-5', 1.25, 0.125, 10, ['gpt-5-2025-08-07', 'gpt-5-chat-latest', 'gpt-5-codex']),
-  openai('gpt-5-mini', 0.25, 0.025, 2, ['gpt-5-mini-2025-08-07']),
-  openai('gpt-5-nano', 0.05, 0.005, 0.4, ['gpt-5-nano-2025-08-07']),
-  openai('gpt-5.1', 1.25, 0.125, 10, ['gpt-5.1-chat-latest', 'gpt-5.1-codex', 'gpt-5.1-codex-max']),
+  openai('gpt-4o', 2.5, 1.25, 10, { aliases: ['gpt-4o-2024-08-06', 'gpt-4o-2024-11-20'] }),
+  openai('gpt-4o-mini', 0.15, 0.075, 0.6, { aliases: ['gpt-4o-mini-2024-07-18'] }),
+  openai('gpt-4.1', 2, 0.5, 8, { aliases: ['gpt-4.1-2025-04-14'] }),
+  openai('gpt-4.1-mini', 0.4, 0.1, 1.6, { aliases: ['gpt-4.1-mini-2025-04-14'] }),
+  openai('gpt-4.1-nano', 0.1, 0.025, 0.4, { aliases: ['gpt-4.1-nano-2025-04-14'] }),
+  openai('o3', 2, 0.5, 8, { aliases: ['o3-2025-04-16'] }),
+  openai('o4-mini', 1.1, 0.275, 4.4, { aliases: ['o4-mini-2025-04-16'] }),
+  openai('gpt-5', 1.25, 0.125, 10, { aliases: ['gpt-5-2025-08-07', 'gpt-5-chat-latest', 'gpt-5-codex'] }),
+  openai('gpt-5-mini', 0.25, 0.025, 2, { aliases: ['gpt-5-mini-2025-08-07'] }),
+  openai('gpt-5-nano', 0.05, 0.005, 0.4, { aliases: ['gpt-5-nano-2025-08-07'] }),
+  openai('gpt-5.1', 1.25, 0.125, 10, { aliases: ['gpt-5.1-chat-latest', 'gpt-5.1-codex', 'gpt-5.1-codex-max'] }),
   openai('gpt-5.1-codex-mini', 0.25, 0.025, 2),
-  openai('gpt-5.2', 1.75, 0.175, 14, ['gpt-5.2-chat-latest', 'gpt-5.2-codex']),
-  openai('gpt-5.4', 2.5, 0.25, 15, [], openaiLong(2.5, 0.25, 15)),
-  openai('gpt-5.4-mini', 0.75, 0.075, 4.5, [], openaiLong(0.75, 0.075, 4.5)),
-  openai('gpt-5.5', 5, 0.5, 30, [], openaiLong(5, 0.5, 30)),
+  openai('gpt-5.2', 1.75, 0.175, 14, { aliases: ['gpt-5.2-chat-latest', 'gpt-5.2-codex'] }),
+  openai('gpt-5.4', 2.5, 0.25, 15, { long: true }),
+  openai('gpt-5.4-mini', 0.75, 0.075, 4.5, { long: true }),
+  openai('gpt-5.5', 5, 0.5, 30, { long: true }),
   // Sol's page states a promotional price "at least until November 21, 2026"; its list price is 5 / 0.5 / 30.
-  openai('gpt-5.6-sol', 4, 0.4, 20, ['gpt-5.6'], openaiLong(4, 0.4, 20)),
-  openai('gpt-5.6-terra', 2, 0.2, 12, [], openaiLong(2, 0.2, 12)),
-  openai('gpt-5.6-luna', 0.2, 0.02, 1.2, [], openaiLong(0.2, 0.02, 1.2)),
+  openai('gpt-5.6-sol', 4, 0.4, 20, { aliases: ['gpt-5.6'], long: true }),
+  openai('gpt-5.6-terra', 2, 0.2, 12, { long: true }),
+  openai('gpt-5.6-luna', 0.2, 0.02, 1.2, { long: true }),
 
   // Anthropic: platform.claude.com/docs/en/about-claude/pricing and each model's overview page.
   claude('claude-opus-4', '20250514', OPUS_4, ['claude-opus-4-0', 'claude-4-opus']),

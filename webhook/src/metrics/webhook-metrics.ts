@@ -58,7 +58,7 @@ export class WebhookMetrics {
     this.#admissions.inc({ outcome: 'error', reason: '' }, 0);
     const expiry: Gauge<'certificate'> = new Gauge({
       name: 'tollgate_webhook_certificate_expiry_timestamp_seconds',
-      help: 'When the webhook\'s certificates stop being valid (Unix seconds): its serving certificate and, self-managed, its CA.',
+      help: "When the webhook's certificates stop being valid (Unix seconds): its serving certificate and, self-managed, its CA.",
       labelNames: ['certificate'],
       registers,
       collect: () => {
