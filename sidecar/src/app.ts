@@ -25,6 +25,9 @@ import { openSqliteSpanStore } from './spans/sqlite-span-store.ts';
 import type { SpanStore } from './spans/span-store.ts';
 import { SpanWriter } from './spans/span-writer.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
+import { ProxyMetrics } from './metrics/proxy-metrics.ts';
+import { metricsRoutes } from './http/metrics.ts';
+import { OtlpFollower } from './spans/otlp-follower.ts';
 
 export interface Engine {
   app: FastifyInstance;
@@ -43,6 +46,10 @@ export interface Engine {
   runtimeHealth: RuntimeHealth;
   /** The Tetragon audit fan-out, following the live config's audit section. */
   audit: AuditController;
+  /** Prometheus metrics (GET /metrics here and on the health-only listener). */
+  metrics: ProxyMetrics;
+  /** OTLP span export, following the live config's tracing section and the OTEL_* variables. */
+  otlp: OtlpFollower;
   /** Stops accepting, drains in-flight calls (streams included, up to server.drainTimeoutMs), flushes spans, closes everything. */
   shutdown(drainTimeoutMs?: number): Promise<void>;
 }
@@ -72,6 +79,17 @@ export function buildEngine(opts: EngineOptions): Engine {
   const unsubscribeCredentials = opts.credentials ? () => undefined : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
   const lifecycle = new Lifecycle();
   const meter = new CallMeter(writer, logger, lifecycle);
+  const metrics = new ProxyMetrics();
+  meter.observe(metrics);
+  const otlp = new OtlpFollower({ store, env: opts.env ?? process.env, logger });
+  meter.observe(otlp);
+  // The config's revision and when it last changed, and the per-user metrics switch, follow the store.
+  let appliedAtMs = Date.now();
+  metrics.setPerUser(config.metrics.perUser);
+  const unsubscribeMetrics = store.subscribe((snapshot) => {
+    appliedAtMs = Date.now();
+    metrics.setPerUser(snapshot.config.metrics.perUser);
+  });
   const inbound = inboundPolicy(config.server, opts.env ?? process.env);
   const refusals = { meter, store, inbound, logger };
   // Headers come in one go from any real client; a body gets server.requestTimeoutMs once the route reads it
@@ -111,6 +129,20 @@ export function buildEngine(opts: EngineOptions): Engine {
     runtimeHealth.register('auth', () => ({ strategies: authenticator.strategies, refused: identity.failures.total, tokeninfoLookups: authenticator.accessTokens?.lookups ?? 0 }));
   }
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
+  app.register(metricsRoutes, { exposition: metrics.exposition });
+  metrics.watch({
+    spans: () => writer.stats(),
+    inFlight: () => lifecycle.inFlight,
+    breakers: () => client.breakerStates(),
+    config: () => ({ revision: store.current().revision, appliedAtMs }),
+    metering: () => meter.stats(),
+    audit: () => {
+      const view = audit.health();
+      return 'sinks' in view ? view.sinks : [];
+    },
+    otlp: () => otlp.stats(),
+    authFailures: () => identity.failures.total,
+  });
   app.register(proxyRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
   app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
 
@@ -141,7 +173,9 @@ export function buildEngine(opts: EngineOptions): Engine {
       await closed;
       unsubscribeBreaker();
       unsubscribeCredentials();
+      unsubscribeMetrics();
       await writer.close();
+      await otlp.close();
       await spans.close();
       await client.close();
       await auditDrained;
@@ -150,5 +184,5 @@ export function buildEngine(opts: EngineOptions): Engine {
     return shuttingDown;
   };
 
-  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, shutdown };
+  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, metrics, otlp, shutdown };
 }

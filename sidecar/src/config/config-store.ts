@@ -35,6 +35,7 @@ export function defaultRuntimeConfig(): RuntimeConfig {
     breaker: { consecutiveFailures: 5, failureRatio: 0.5, minimumRequests: 20, windowMs: 30_000, openMs: 10_000 },
     storage: { kind: 'sqlite', path: 'tollgate.db', bufferSize: 10_000, batchSize: 200, flushIntervalMs: 200, maxSpans: 0 },
     gateway: { anthropicRoute: defaultV1Route('anthropic')!, googleRoute: defaultV1Route('google')! },
+    metrics: { perUser: { enabled: false, maxUsers: 100 } },
   };
 }
 
@@ -63,6 +64,8 @@ export function applyPatch(base: RuntimeConfig, patch: RuntimeConfigPatch): Runt
   if (patch.storage) Object.assign(next.storage, patch.storage);
   if (patch.gateway) Object.assign(next.gateway, patch.gateway);
   if (patch.audit) next.audit = structuredClone(patch.audit);
+  if (patch.metrics?.perUser) Object.assign(next.metrics.perUser, patch.metrics.perUser);
+  if (patch.tracing) next.tracing = structuredClone(patch.tracing);
   return next;
 }
 

@@ -156,6 +156,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
       if (!res.writableFinished) abort.abort(callerLeft());
     });
     const upstream = await opts.client.send(config, { route: plan.route, method: 'POST', path: plan.path, headers, body: plan.body, signal: abort.signal });
+    call.attachUpstream(upstream.timing);
     await relay({ res, upstream, call, prices: snapshot.prices, plan, trace, logger: request.log as unknown as Logger });
   } catch (error) {
     if (error instanceof GatewayError) {

@@ -7,7 +7,9 @@
 
 import { collectDefaultMetrics, Gauge, Registry, type RegistryContentType } from 'prom-client';
 import { MetricsExposition } from '../../../contracts/metrics-exposition.ts';
-import type { MeteringStats } from '../metering/call-meter.ts';
+import type { CallObserver, CallTimings, MeteringStats } from '../metering/call-meter.ts';
+
+export type { CallTimings } from '../metering/call-meter.ts';
 import { ROUTES, type CredentialKind } from '../../../contracts/routes.ts';
 import type { Span, SpanStatus } from '../spans/span.ts';
 import type { SpanWriterStats } from '../spans/span-writer.ts';
@@ -29,18 +31,6 @@ export const OTHER_MODEL = 'other';
 /** User ids longer than this are cut in the label (the span keeps them whole). */
 const MAX_USER_LABEL = 128;
 
-/** When the call's phases happened, from performance.now(); NaN when a phase never happened. */
-export interface CallTimings {
-  /** The request left for the upstream. */
-  upstreamStart: number;
-  /** The upstream's response headers arrived. */
-  upstreamHeaders: number;
-  /** The upstream's response ended (or failed). */
-  upstreamEnd: number;
-  /** The call started (request received). */
-  start: number;
-}
-
 export interface PerUserMetrics {
   enabled: boolean;
   /** Distinct users with their own series; later users are counted under `other`. */
@@ -57,6 +47,8 @@ export interface ProxyMetricSources {
   audit?: () => AuditSinkCounters[];
   /** Spans handed to the OTLP exporter and what became of them. */
   otlp?: () => { exported: number; dropped: number; failed: number };
+  /** Requests refused by inbound authentication (central server). */
+  authFailures?: () => number;
 }
 
 /** The per-sink counters of the audit fan-out (SinkStatus has these and more). */
@@ -118,7 +110,7 @@ function codeOf(status: SpanStatus, statusCode: number | null): Code {
 
 const CREDENTIAL_FAILURE = 'credential_unavailable:';
 
-export class ProxyMetrics {
+export class ProxyMetrics implements CallObserver {
   readonly registry: Registry<RegistryContentType> = new Registry();
   readonly exposition = new MetricsExposition(this.registry);
   readonly families;
@@ -201,6 +193,9 @@ export class ProxyMetrics {
     const writeFailed = dropped.series('write_failed');
     mirror('tollgate_metering_errors_total', 'Calls whose cost arithmetic failed (recorded with cost 0).', () => this.#sources.metering?.().meteringErrors);
     mirror('tollgate_usage_implausible_total', 'Calls whose reported usage was implausible (recorded without usage).', () => this.#sources.metering?.().implausibleUsage);
+    mirror('tollgate_inbound_auth_failures_total', 'Requests refused by inbound authentication (each is an `all auth strategies failed`, logged or counted).', () =>
+      this.#sources.authFailures?.(),
+    );
     mirror('tollgate_otlp_spans_exported_total', 'Spans the OTLP exporter delivered to the collector.', () => this.#sources.otlp?.().exported);
     const otlpDropped = new CounterFamily(
       r,
@@ -283,6 +278,10 @@ export class ProxyMetrics {
   /** Process start to listening, set once by `tollgate proxy`. */
   setStartup(seconds: number): void {
     this.#startupSeconds = seconds;
+  }
+
+  callFinished(span: Span, model: string | null, timings: CallTimings): void {
+    this.recordCall(span, model, timings);
   }
 
   /**

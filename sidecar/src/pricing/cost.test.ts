@@ -17,7 +17,7 @@ describe('cost formulas', () => {
   it('Gemini: uncached prompt, cached prompt and output (thoughts included) at their prices', () => {
     // gemini-2.5-flash: 476 × 0.30 + 1024 × 0.03 + 500 × 2.50 = 142.8 + 30.72 + 1250 = 1423.52 µ$
     const cost = table.cost('google', 'gemini-2.5-flash', usage({ inputTokens: 1500, cacheReadTokens: 1024, outputTokens: 500, reasoningTokens: 300 }));
-    expect(cost).toEqual({ costUsd: 0.00142352, priced: true });
+    expect(cost).toEqual({ costUsd: 0.00142352, priced: true, model: 'gemini-2.5-flash' });
   });
 
   it('Gemini 2.5 Pro bills the whole request at the long-context tier past 200k prompt tokens', () => {

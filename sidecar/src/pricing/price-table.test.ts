@@ -101,7 +101,7 @@ describe('mergePriceEntries', () => {
       // Prices are replaced as a whole: the default cached price is not mixed into the override.
       expect(entry?.cached_input_per_million).toBeUndefined();
     }
-    expect(table.cost('anthropic', 'us.anthropic.claude-sonnet-4-20250514-v1:0', oneMillionIn)).toEqual({ costUsd: 4, priced: true });
+    expect(table.cost('anthropic', 'us.anthropic.claude-sonnet-4-20250514-v1:0', oneMillionIn)).toEqual({ costUsd: 4, priced: true, model: 'claude-sonnet-4' });
     // The defaults are not modified.
     expect(DEFAULT_PRICES.find((e) => e.model === 'claude-sonnet-4')?.input_per_million).toBe(3);
   });
@@ -127,7 +127,7 @@ describe('mergePriceEntries', () => {
     expect(table.models()).toHaveLength(DEFAULT_PRICES.length - 1);
     // Enabling it again with new prices brings it back.
     const again = mergePriceEntries(DEFAULT_PRICES, [disabled, { provider: 'google', model: 'gemini-2.5-pro', input_per_million: 1, output_per_million: 8 }]);
-    expect(new PriceTable(again, { ...DEFAULT_CACHE_SETTINGS }).cost('google', 'gemini-2.5-pro', oneMillionIn)).toEqual({ costUsd: 1, priced: true });
+    expect(new PriceTable(again, { ...DEFAULT_CACHE_SETTINGS }).cost('google', 'gemini-2.5-pro', oneMillionIn)).toEqual({ costUsd: 1, priced: true, model: 'gemini-2.5-pro' });
   });
 });
 

@@ -14,6 +14,7 @@ import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opent
 import type { Logger } from 'pino';
 import type { RouteName } from '../../../contracts/routes.ts';
 import type { Span } from './span.ts';
+import type { OtlpConfig } from '../../../contracts/runtime-config.ts';
 
 export type OtlpProtocol = 'http/protobuf' | 'grpc';
 
@@ -31,17 +32,6 @@ export interface OtlpSettings {
   maxQueueSize: number;
   maxExportBatchSize: number;
   scheduledDelayMs: number;
-}
-
-/** The `tracing.otlp` section of the runtime config (all optional; OTEL_* variables fill the gaps). */
-export interface OtlpConfig {
-  endpoint?: string;
-  protocol?: OtlpProtocol;
-  timeoutMs?: number;
-  compression?: 'gzip' | 'none';
-  maxQueueSize?: number;
-  maxExportBatchSize?: number;
-  scheduledDelayMs?: number;
 }
 
 export const OTLP_DEFAULTS = { maxQueueSize: 2048, maxExportBatchSize: 512, scheduledDelayMs: 1000 } as const;
