@@ -8,6 +8,10 @@ import { freePort } from '../control-plane/free-port.ts';
 import { ensureCollectorBinary, startCollector, type Collector } from '../otel-collector/collector.ts';
 import { sampleSpan } from '../../sidecar/src/spans/sample-span.ts';
 import { OtlpSpanExport, resolveOtlpSettings } from '../../sidecar/src/spans/otlp-export.ts';
+import { sampleSum, sampleValue } from '../support/prometheus-text.ts';
+import { waitFor } from '../support/wait-for.ts';
+import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
+import { startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
 
 const silent = pino({ level: 'silent' });
 let collector: Collector;
@@ -139,6 +143,81 @@ describe('OTLP export: bounds and failures', () => {
 });
 
 async function waitForSpan(spanId: string) {
-  const { waitFor } = await import('../support/wait-for.ts');
   return waitFor(`span ${spanId} at the collector`, () => collector.spans.find((s) => s.spanId === spanId), 20_000);
 }
+
+describe('a `tollgate proxy` process exporting its spans', () => {
+  let bed: UpstreamBed;
+  beforeAll(async () => {
+    bed = await startUpstreamBed();
+  });
+  afterAll(async () => {
+    await bed?.close();
+  });
+
+  const call = async (proxy: ProxyProcess, traceparent: string) => {
+    bed.openai.behave({ usage: { input: 1000, cacheRead: 500, output: 200 } });
+    const res = await fetch(`${proxy.url}/proxy/beta/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent, 'x-tollgate-user': 'alice' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    return res.headers.get('x-proxy-span-id')!;
+  };
+
+  it("nests each call under the caller's trace at the collector (config file, HTTP/protobuf)", async () => {
+    const proxy = await startProxyProcess({
+      configYaml: bed.configYaml(`tracing: { otlp: { endpoint: "${collector.httpEndpoint}", scheduledDelayMs: 50 } }\n`),
+      env: { ...bed.env, TOLLGATE_POD_NAME: 'checkout-7d9f', TOLLGATE_POD_NAMESPACE: 'shop' },
+    });
+    try {
+      const traceId = '5b8aa5a2d2c872e8321cf37308d69df2';
+      const callerSpan = '051581bf3cb55c13';
+      const spanId = await call(proxy, `00-${traceId}-${callerSpan}-01`);
+      const got = await waitForSpan(spanId);
+      expect(got).toMatchObject({ traceId, parentSpanId: callerSpan, name: 'chat gpt-4o-mini', kind: 3 });
+      expect(got.attributes).toMatchObject({
+        'gen_ai.provider.name': 'openai',
+        'gen_ai.request.model': 'gpt-4o-mini',
+        'gen_ai.response.model': 'gpt-4o-mini-2024-07-18',
+        'gen_ai.usage.input_tokens': 1500,
+        'gen_ai.usage.cache_read.input_tokens': 500,
+        'gen_ai.usage.output_tokens': 200,
+        'tollgate.cost_usd': 0.0003075,
+        'enduser.id': 'alice',
+      });
+      expect(got.resource).toMatchObject({ 'service.name': 'tollgate-proxy', 'k8s.pod.name': 'checkout-7d9f', 'k8s.namespace.name': 'shop' });
+      // The caller said "not sampled": the span stays in the store only.
+      const unsampled = await call(proxy, `00-${traceId}-${callerSpan}-00`);
+      const metrics = await waitFor('the export counted', async () => {
+        const body = await (await fetch(`${proxy.url}/metrics`)).text();
+        return sampleValue(body, 'tollgate_otlp_spans_exported_total') === 1 ? body : undefined;
+      });
+      expect(sampleSum(metrics, 'tollgate_otlp_spans_dropped_total')).toBe(0);
+      expect(collector.spans.some((s) => s.spanId === unsampled)).toBe(false);
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  it('takes the collector from OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_PROTOCOL=grpc', async () => {
+    const proxy = await startProxyProcess({
+      configYaml: bed.configYaml(),
+      env: { ...bed.env, OTEL_EXPORTER_OTLP_ENDPOINT: collector.grpcEndpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_SERVICE_NAME: 'llm-gateway' },
+    });
+    try {
+      const traceId = '0af7651916cd43dd8448eb211c80319c';
+      const spanId = await call(proxy, `00-${traceId}-b7ad6b7169203331-01`);
+      // A span is sent at the next scheduled batch (1 s by default) or when the proxy stops and flushes.
+      const stopped = proxy.stop();
+      const got = await waitForSpan(spanId);
+      await stopped;
+      expect(got).toMatchObject({ traceId, parentSpanId: 'b7ad6b7169203331' });
+      expect(got.resource['service.name']).toBe('llm-gateway');
+    } finally {
+      await proxy.stop().catch(() => undefined);
+    }
+  });
+});
