@@ -269,7 +269,7 @@ function parseMetrics(input: unknown, field: string): NonNullable<RuntimeConfigP
     perUser: assignDefined<Partial<MetricsConfig['perUser']>>(
       {},
       {
-        enabled: perUser.enabled as boolean | undefined,
+        enabled: perUser.enabled,
         maxUsers: optionalNumber(perUser, 'maxUsers', `${field}.perUser`, { min: 1, max: 10_000, integer: true }),
       },
     ),

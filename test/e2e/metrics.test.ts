@@ -130,10 +130,10 @@ describe('GET /metrics during known calls', () => {
   });
 
   it('shows the open breaker, spans written, per-user series with their cap, config and start-up', async () => {
-    const body = (await waitFor('every span written', async () => {
+    const body = await waitFor<string>('every span written', async () => {
       const { body: b } = await scrape(proxy.port);
       return sampleValue(b, 'tollgate_spans_written_total') === 7 ? b : undefined;
-    })) as string;
+    });
     expect(sampleValue(body, 'tollgate_circuit_breaker_state', { route: 'gamma-cloudb', state: 'open' })).toBe(1);
     expect(sampleValue(body, 'tollgate_circuit_breaker_state', { route: 'gamma-cloudb', state: 'closed' })).toBe(0);
     expect(sampleValue(body, 'tollgate_circuit_breaker_state', { route: 'beta', state: 'closed' })).toBe(1);
