@@ -20,8 +20,7 @@ import { managementRoutes } from './http/management.ts';
 import { proxyRoutes } from './http/proxy.ts';
 import { RuntimeHealth, runtimeHealthRoutes } from './http/runtime-health.ts';
 import { installIdentityHook, type IdentityGate } from './inbound/identity/identity-hook.ts';
-import { openMemorySpanStore } from './spans/memory-span-store.ts';
-import { openSqliteSpanStore } from './spans/sqlite-span-store.ts';
+import { openLocalSpanStore, type OpenedSpanStore } from './spans/open-span-store.ts';
 import type { SpanStore } from './spans/span-store.ts';
 import { SpanWriter } from './spans/span-writer.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
@@ -60,6 +59,8 @@ export interface EngineOptions {
   env?: NodeJS.ProcessEnv;
   /** Replace the credential providers (tests of the engine that are not about credentials). */
   credentials?: Record<CredentialKind, CredentialProvider>;
+  /** The span store, opened by the caller (openSpanStore); else storage.kind sqlite or memory is opened here. */
+  spans?: OpenedSpanStore;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -69,9 +70,9 @@ const CUT_CALLS_GRACE_MS = 5_000;
 export function buildEngine(opts: EngineOptions): Engine {
   const { store, logger } = opts;
   const config = store.get();
-  const spans =
-    config.storage.kind === 'sqlite' ? openSqliteSpanStore(config.storage.path, { logger, maxSpans: config.storage.maxSpans }) : openMemorySpanStore(config.storage.bufferSize);
-  const writer = new SpanWriter(spans, config.storage, logger);
+  const opened = opts.spans ?? openLocalSpanStore(config.storage, logger);
+  const spans = opened.store;
+  const writer = new SpanWriter(spans, { ...config.storage, ...(opened.retry ? { retry: opened.retry } : {}) }, logger);
   const credentials =
     opts.credentials ?? createCredentialProviders({ credentials: config.credentials, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
   const client = new UpstreamClient({ credentials, breaker: config.breaker, logger });
@@ -118,12 +119,14 @@ export function buildEngine(opts: EngineOptions): Engine {
 
   installRequestGuard(app, inbound);
   const identity = installIdentityHook(app, config, logger);
-  const health = healthCheck({ lifecycle, writer });
+  // A warehouse that is down is not this pod's fault: it shows in /_local/api/health, not in the probes (ADR 0402).
+  const health = healthCheck({ lifecycle, writer, writeFailuresAreUnhealthy: !opened.remote });
   app.register(healthRoutes, { lifecycle, writer, check: health });
   app.register(managementRoutes, { store, spans, writer });
   const runtimeHealth = new RuntimeHealth();
   const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
   runtimeHealth.register('audit', () => audit.health());
+  runtimeHealth.register('spans', () => ({ kind: opened.kind, location: opened.location, ...writer.stats(), lastWriteError: writer.lastWriteError() }));
   const authenticator = identity.authenticator;
   if (authenticator) {
     runtimeHealth.register('auth', () => ({ strategies: authenticator.strategies, refused: identity.failures.total, tokeninfoLookups: authenticator.accessTokens?.lookups ?? 0 }));

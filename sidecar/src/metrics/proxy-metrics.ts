@@ -184,10 +184,11 @@ export class ProxyMetrics implements CallObserver {
     };
     mirror('tollgate_spans_written_total', 'Spans written to the span store.', () => spans()?.written);
     mirror('tollgate_span_store_write_errors_total', 'Failed span store writes (a retried batch counts twice).', () => spans()?.writeErrors);
-    const dropped = new CounterFamily(r, 'tollgate_spans_dropped_total', 'Spans lost: the writer buffer was full, or a batch failed twice.', ['reason'], () => {
+    const dropped = new CounterFamily(r, 'tollgate_spans_dropped_total', 'Spans lost: the writer buffer was full, or a batch failed all its attempts.', ['reason'], () => {
       const stats = spans();
       bufferFull.value = stats?.droppedBufferFull ?? 0;
-      writeFailed.value = stats ? stats.dropped - stats.droppedBufferFull : 0;
+      // Never backwards: the writer takes back a batch close() gave up on if it lands after all.
+      writeFailed.value = Math.max(writeFailed.value, stats ? stats.dropped - stats.droppedBufferFull : 0);
     });
     const bufferFull = dropped.series('buffer_full');
     const writeFailed = dropped.series('write_failed');

@@ -1,10 +1,11 @@
+import { describeSpanStoreConformance } from '../../../test/support/span-store-conformance.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sampleSpan } from './sample-span.ts';
-import type { SpanStore } from './span-store.ts';
+import type { LocalSpanStore as SpanStore } from './span-store.ts';
 import { SPAN_SCHEMA_VERSION } from './sqlite-span-schema.ts';
 import { openSqliteSpanStore } from './sqlite-span-store.ts';
 
@@ -225,5 +226,18 @@ describe.each(['worker', 'inline'] as const)('span retention, writes %s', (write
     } finally {
       db.close();
     }
+  });
+});
+
+for (const writes of ['worker', 'inline'] as const) {
+  describeSpanStoreConformance(`SQLite, writes ${writes}`, () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'tollgate-spans-')), 'spans.db');
+    return openSqliteSpanStore(path, { writes });
+  });
+}
+
+describe('SQLite span store for a report', () => {
+  it('refuses to create a file that is not there', () => {
+    expect(() => openSqliteSpanStore(join(dir, 'absent.db'), { mustExist: true })).toThrow(/absent\.db: no such file/);
   });
 });
