@@ -1,4 +1,4 @@
-// What recording one finished call costs the metrics on the request path (ADR 1300): the time of
+// What recording one finished call costs the metrics on the request path (ADR 1500): the time of
 // ProxyMetrics.recordCall and the heap it allocates, once its label sets exist, against prom-client's own label
 // children doing the same counting. In-process, so the shared machine's load barely moves it.
 // Usage: node --expose-gc bench/metrics-record.ts [calls=1000000]

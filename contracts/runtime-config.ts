@@ -103,12 +103,12 @@ export interface ServerConfig {
 export interface MetricsConfig {
   /**
    * Per-user series (tollgate_user_*). Off by default: user ids come from request headers, so any caller could
-   * add series; on, the first maxUsers users get their own and later ones share `other` (ADR 1300).
+   * add series; on, the first maxUsers users get their own and later ones share `other` (ADR 1500).
    */
   perUser: { enabled: boolean; maxUsers: number };
 }
 
-/** Where each call's span is also sent over OTLP (ADR 1301); OTEL_EXPORTER_OTLP_* fill what is not set. */
+/** Where each call's span is also sent over OTLP (ADR 1501); OTEL_EXPORTER_OTLP_* fill what is not set. */
 export interface OtlpConfig {
   /** The collector's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT: HTTP appends /v1/traces. */
   endpoint?: string;

@@ -8,7 +8,7 @@
 # the OTLP receiver (gRPC and HTTP/protobuf), the OTLP/HTTP exporter (set to JSON encoding, it hands what the
 # collector decoded to the test's own HTTP listener) and the debug exporter. Core components only: the contrib
 # file exporter's test dependencies are not all on the Go module proxy. The build is cached outside the repository, keyed by the
-# manifest's hash, and serialised by a lock so two cold runs do not both compile. ADR 1302.
+# manifest's hash, and serialised by a lock so two cold runs do not both compile. ADR 1502.
 #
 # With OTELCOL_BIN naming an executable collector that has the same components, that one is used instead.
 set -euo pipefail

@@ -95,7 +95,7 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
           throw new ConfigError('credentials', 'cannot be set through this API, which has no authentication: set credential files in the config file or the ProxyConfig');
         }
         if (Object.hasOwn(body, 'tracing')) {
-          // ADR 1301: an OTLP endpoint set here would receive every call's span, user ids included.
+          // ADR 1501: an OTLP endpoint set here would receive every call's span, user ids included.
           throw new ConfigError(
             'tracing',
             "cannot be set through this API, which has no authentication: whoever set it would receive every call's span; set it in the config file or the ProxyConfig",

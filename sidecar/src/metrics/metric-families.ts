@@ -1,7 +1,7 @@
 // Counters and histograms for the request path, registered in a prom-client Registry, which formats them
 // (text and OpenMetrics). prom-client's own label children hash their label values into a new string on
 // every inc() and observe(); these keep one object per label set, created the first time the set is seen
-// and held by the caller, so recording a call only adds to numbers (ADR 1300).
+// and held by the caller, so recording a call only adds to numbers (ADR 1500).
 //
 // The objects follow the metric contract prom-client's Registry reads: `name`, `help`, `type`, and get()
 // returning `{ name, help, type, values: [{ labels, value, metricName? }], aggregator }`.

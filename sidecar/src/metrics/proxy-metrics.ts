@@ -1,5 +1,5 @@
 // The proxy's Prometheus metrics (docs/observability.md lists them). Every finished call adds to a few
-// numbers held in objects made the first time its label set was seen (ADR 1300); everything else (span
+// numbers held in objects made the first time its label set was seen (ADR 1500); everything else (span
 // store, breakers, config, in-flight calls, audit sinks) is read from its owner when Prometheus scrapes.
 //
 // Labels stay bounded: route and provider come from the route table, `model` is the price table's canonical

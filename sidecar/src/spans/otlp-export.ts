@@ -3,7 +3,7 @@
 //
 // The SDK does the work: its BatchSpanProcessor batches on a timer and its OTLP exporters encode and send.
 // Recording a span on the request path only wraps it in a small object; attributes are built when a batch is
-// exported. The queue is bounded here, before the processor, so every span lost is counted (ADR 1301).
+// exported. The queue is bounded here, before the processor, so every span lost is counted (ADR 1501).
 
 import { SpanKind, SpanStatusCode, TraceFlags, type Attributes, type HrTime, type SpanContext } from '@opentelemetry/api';
 import { ExportResultCode, type ExportResult, type InstrumentationScope } from '@opentelemetry/core';
