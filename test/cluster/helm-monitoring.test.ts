@@ -21,10 +21,10 @@ const GOLDEN = join(import.meta.dirname, 'golden', 'monitoring.yaml');
 const MONITORING_KINDS = new Set(['ServiceMonitor', 'PodMonitor', 'PrometheusRule']);
 
 /**
- * Series the rules read that other parts of Tollgate export as their issues land: the budgets'
- * utilisation (issue: per-user budgets) and the central server's inbound authentication failures.
+ * Series the rules read that another part of Tollgate exports once its issue lands: the budgets'
+ * utilisation (issue 9, per-user budgets; the name agreed with that branch).
  */
-const EXPORTED_ELSEWHERE = new Set(['tollgate_budget_utilization_ratio', 'tollgate_inbound_auth_failures_total']);
+const EXPORTED_ELSEWHERE = new Set(['tollgate_budget_utilization_ratio']);
 
 type Manifest = { kind: string; metadata: { name: string; namespace?: string }; data?: Record<string, string>; spec?: Record<string, unknown> };
 
