@@ -135,6 +135,7 @@ export function buildEngine(opts: EngineOptions): Engine {
   app.register(metricsRoutes, { exposition: metrics.exposition });
   metrics.watch({
     spans: () => writer.stats(),
+    spanStoreKind: () => opened.kind,
     inFlight: () => lifecycle.inFlight,
     breakers: () => client.breakerStates(),
     config: () => ({ revision: store.current().revision, appliedAtMs }),

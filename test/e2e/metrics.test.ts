@@ -139,6 +139,7 @@ describe('GET /metrics during known calls', () => {
     expect(sampleValue(body, 'tollgate_circuit_breaker_state', { route: 'beta', state: 'closed' })).toBe(1);
     expect(sampleValue(body, 'tollgate_spans_dropped_total', { reason: 'buffer_full' })).toBe(0);
     expect(sampleValue(body, 'tollgate_span_store_failing')).toBe(0);
+    expect(sampleValue(body, 'tollgate_span_store_info', { kind: 'sqlite' })).toBe(1);
     expect(sampleValue(body, 'tollgate_inflight_requests')).toBe(0);
     // maxUsers 2: alice and bob get their own series; carol and dave are counted as other.
     expect(sampleValue(body, 'tollgate_user_requests_total', { user: 'alice' })).toBe(1);

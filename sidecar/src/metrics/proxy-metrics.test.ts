@@ -122,6 +122,7 @@ describe('ProxyMetrics: state read at scrape time', () => {
     const stats: SpanWriterStats = { recorded: 10, written: 7, dropped: 3, buffered: 0, writeErrors: 4, droppedBufferFull: 1, failing: true };
     metrics.watch({
       spans: () => stats,
+      spanStoreKind: () => 'bigquery',
       inFlight: () => 5,
       breakers: () => ({ beta: 'open', alpha: 'closed' }),
       config: () => ({ revision: 12, appliedAtMs: 1_700_000_000_500 }),
@@ -132,6 +133,7 @@ describe('ProxyMetrics: state read at scrape time', () => {
     expect(sampleValue(body, 'tollgate_spans_dropped_total', { reason: 'write_failed' })).toBe(2);
     expect(sampleValue(body, 'tollgate_span_store_write_errors_total')).toBe(4);
     expect(sampleValue(body, 'tollgate_span_store_failing')).toBe(1);
+    expect(sampleValue(body, 'tollgate_span_store_info', { kind: 'bigquery' })).toBe(1);
     expect(sampleValue(body, 'tollgate_inflight_requests')).toBe(5);
     expect(sampleValue(body, 'tollgate_circuit_breaker_state', { route: 'beta', state: 'open' })).toBe(1);
     expect(sampleValue(body, 'tollgate_circuit_breaker_state', { route: 'beta', state: 'closed' })).toBe(0);

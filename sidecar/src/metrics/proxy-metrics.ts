@@ -40,6 +40,8 @@ export interface PerUserMetrics {
 /** Where the scrape-time metrics come from: each a cheap read of state its owner keeps anyway. */
 export interface ProxyMetricSources {
   spans?: () => SpanWriterStats;
+  /** The span store's kind (storage.kind), fixed for the process: alerts tell a warehouse from a local file by it. */
+  spanStoreKind?: () => string;
   inFlight?: () => number;
   breakers?: () => Readonly<Record<string, string>>;
   config?: () => { revision: number; appliedAtMs: number };
@@ -223,6 +225,17 @@ export class ProxyMetrics implements CallObserver {
         },
       });
     gauge('tollgate_span_store_failing', "1 while the span store's last write failed.", () => (spans()?.failing ? 1 : 0));
+    const storeInfo: Gauge<'kind'> = new Gauge({
+      name: 'tollgate_span_store_info',
+      help: 'The span store in use: 1, labelled with its kind (sqlite, duckdb, bigquery, firestore, memory).',
+      labelNames: ['kind'],
+      registers: [r],
+      collect: () => {
+        storeInfo.reset();
+        const kind = this.#sources.spanStoreKind?.();
+        if (kind !== undefined) storeInfo.set({ kind }, 1);
+      },
+    });
     gauge('tollgate_span_buffer_spans', 'Spans waiting in the writer buffer.', () => spans()?.buffered);
     gauge('tollgate_inflight_requests', 'Calls in flight (streams included).', () => this.#sources.inFlight?.());
     gauge('tollgate_config_revision', 'Revision of the runtime config in use; it increases with every applied change.', () => this.#sources.config?.().revision);
