@@ -52,6 +52,8 @@ describe('cost formulas', () => {
     // past it, the whole request at 2× input and cached, 1.5× output:
     // 172001 × 5 + 100000 × 0.5 + 1000 × 22.5 = 860005 + 50000 + 22500 = 932505 µ$
     expect(table.cost('openai', 'gpt-5.4', usage({ inputTokens: 272_001, cacheReadTokens: 100_000, outputTokens: 1000 })).costUsd).toBe(0.932505);
+    // gpt-6.2-sol: 6000 × 2 + 4000 × 0.1 + 1000 × 10 = 12000 + 400 + 10000 = 22400 µ$
+    expect(table.cost('openai', 'gpt-6.2-sol', usage({ inputTokens: 10_000, cacheReadTokens: 4000, outputTokens: 1000 })).costUsd).toBe(0.0224);
     // gemini-3-pro-preview past 200k: 200001 × 4 + 1000 × 18 = 800004 + 18000 = 818004 µ$
     expect(table.cost('google', 'gemini-3-pro-preview', usage({ inputTokens: 200_001, outputTokens: 1000 })).costUsd).toBe(0.818004);
     // gemini-3-flash: 1000 × 0.5 + 1000 × 0.05 + 100 × 3 = 500 + 50 + 300 = 850 µ$

@@ -116,6 +116,14 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
   openai('gpt-5.6-sol', 4, 0.4, 20, { aliases: ['gpt-5.6'], long: true }),
   openai('gpt-5.6-terra', 2, 0.2, 12, { long: true }),
   openai('gpt-5.6-luna', 0.2, 0.02, 1.2, { long: true }),
+  // GPT-6: gpt-6.2-sol from its model page, the others as several sources quote OpenAI's pages (docs/spans-and-pricing.md).
+  openai('gpt-6-astra', 10, 1, 50, { long: true }),
+  openai('gpt-6-sol', 2, 0.2, 10, { long: true }),
+  openai('gpt-6-luna', 0.1, 0.01, 0.5, { long: true }),
+  openai('gpt-6.1-sol', 2, 0.1, 10, { long: true }),
+  openai('gpt-6.1-terra', 1, 0.05, 5, { long: true }),
+  openai('gpt-6.2-astra', 8, 0.4, 40, { long: true }),
+  openai('gpt-6.2-sol', 2, 0.1, 10, { long: true }),
 
   // Anthropic: platform.claude.com/docs/en/about-claude/pricing and each model's overview page.
   claude('claude-opus-4', '20250514', OPUS_4, ['claude-opus-4-0', 'claude-4-opus']),

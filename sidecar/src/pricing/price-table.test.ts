@@ -69,6 +69,11 @@ describe('model id resolution', () => {
     expect(table.resolve('anthropic', 'claude-opus-5-5')?.model).toBe('claude-opus-5-5');
     expect(table.resolve('openai', 'gpt-5-mini')?.model).toBe('gpt-5-mini');
     expect(table.resolve('openai', 'gpt-5.1-codex-mini')?.model).toBe('gpt-5.1-codex-mini');
+    expect(table.resolve('openai', 'gpt-6-sol')?.model).toBe('gpt-6-sol');
+    expect(table.resolve('openai', 'gpt-6.1-sol')?.model).toBe('gpt-6.1-sol');
+    expect(table.resolve('openai', 'gpt-6.2-sol')?.model).toBe('gpt-6.2-sol');
+    expect(table.resolve('openai', 'gpt-6.2-astra')?.model).toBe('gpt-6.2-astra');
+    expect(table.resolve('openai', 'gpt-6')).toBeUndefined();
     expect(table.resolve('google', 'gemini-3.1-pro-preview')?.model).toBe('gemini-3.1-pro');
     expect(table.resolve('anthropic', 'claude-sonnet-3-7')).toBeUndefined();
     expect(table.resolve('anthropic', '')).toBeUndefined();
