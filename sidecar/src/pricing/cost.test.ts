@@ -61,8 +61,8 @@ describe('cost formulas', () => {
     // claude-opus-4-6 on Bedrock: 1000 × 5 + 2000 × 6.25 + 4000 × 0.5 + 500 × 25 = 5000 + 12500 + 2000 + 12500 = 32000 µ$
     const opus = usage({ inputTokens: 7000, cacheWriteTokens: 2000, cacheReadTokens: 4000, outputTokens: 500 });
     expect(table.cost('anthropic', 'us.anthropic.claude-opus-4-6-v1', opus).costUsd).toBe(0.032);
-    // claude-sonnet-5-5: 1000 × 2 + 2000 × 2.5 + 4000 × 0.2 + 500 × 10 = 2000 + 5000 + 800 + 5000 = 12800 µ$
-    expect(table.cost('anthropic', 'claude-sonnet-5-5', opus).costUsd).toBe(0.0128);
+    // claude-sonnet-5-5 (cache reads 0.1 since 2026-10-07): 1000 × 2 + 2000 × 2.5 + 4000 × 0.1 + 500 × 10 = 2000 + 5000 + 400 + 5000 = 12400 µ$
+    expect(table.cost('anthropic', 'claude-sonnet-5-5', opus).costUsd).toBe(0.0124);
   });
 
   it('falls back to input price × the provider cached multiplier when an entry has no cached price', () => {

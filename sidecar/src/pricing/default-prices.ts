@@ -140,7 +140,11 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
   claudeUndated('claude-opus-5', OPUS_4_5),
   claudeUndated('claude-sonnet-5', SONNET_5),
   claudeUndated('claude-opus-5-5', { input: 4, cached: 0.2, write5m: 5, write1h: 8, output: 20 }, ['claude-opus-5.5']),
-  claudeUndated('claude-sonnet-5-5', SONNET_5, ['claude-sonnet-5.5']),
+  // Sonnet 5.5's cache reads were cut to 0.05× input on 2026-10-07.
+  claudeUndated('claude-sonnet-5-5', { ...SONNET_5, cached: 0.1 }, ['claude-sonnet-5.5']),
   claudeUndated('claude-fable-5', FABLE_5),
   claudeUndated('claude-fable-5-1', { ...FABLE_5, cached: 0.25 }, ['claude-fable-5.1']),
+  // Mythos (limited availability) is priced as Fable of the same version.
+  claudeUndated('claude-mythos-5', FABLE_5),
+  claudeUndated('claude-mythos-5-1', { ...FABLE_5, cached: 0.25 }, ['claude-mythos-5.1']),
 ];

@@ -67,6 +67,8 @@ describe('model id resolution', () => {
     expect(table.resolve('anthropic', 'claude-opus-4-20250514')?.model).toBe('claude-opus-4');
     expect(table.resolve('anthropic', 'claude-opus-5')?.model).toBe('claude-opus-5');
     expect(table.resolve('anthropic', 'claude-opus-5-5')?.model).toBe('claude-opus-5-5');
+    expect(table.resolve('anthropic', 'claude-mythos-5-1')?.model).toBe('claude-mythos-5-1');
+    expect(table.resolve('anthropic', 'claude-sonnet-5-5')?.cached_input_per_million).toBe(0.1);
     expect(table.resolve('openai', 'gpt-5-mini')?.model).toBe('gpt-5-mini');
     expect(table.resolve('openai', 'gpt-5.1-codex-mini')?.model).toBe('gpt-5.1-codex-mini');
     expect(table.resolve('openai', 'gpt-6-sol')?.model).toBe('gpt-6-sol');
