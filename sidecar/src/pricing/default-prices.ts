@@ -94,6 +94,10 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
   gemini('gemini-3.1-pro', 2, 0.2, 12, geminiLong(2, 0.2, 12)),
   gemini('gemini-3-flash', 0.5, 0.05, 3),
   gemini('gemini-3.1-flash-lite', 0.25, 0.025, 1.5),
+  gemini('gemini-3.5-flash', 1.5, 0.15, 9),
+  gemini('gemini-3.5-flash-lite', 0.3, 0.03, 2.5),
+  // Introductory price through 2026-12-31; from 2027-01-01 the page gives 1.5 / 7.5.
+  gemini('gemini-3.8-flash', 0.75, 0.075, 3.75),
 
   // OpenAI: developers.openai.com/api/docs/pricing and each model's page.
   openai('gpt-4o', 2.5, 1.25, 10, { aliases: ['gpt-4o-2024-08-06', 'gpt-4o-2024-11-20'] }),

@@ -77,6 +77,8 @@ describe('model id resolution', () => {
     expect(table.resolve('openai', 'gpt-6.2-astra')?.model).toBe('gpt-6.2-astra');
     expect(table.resolve('openai', 'gpt-6')).toBeUndefined();
     expect(table.resolve('google', 'gemini-3.1-pro-preview')?.model).toBe('gemini-3.1-pro');
+    expect(table.resolve('google', 'gemini-3.5-flash-lite')?.model).toBe('gemini-3.5-flash-lite');
+    expect(table.resolve('google', 'gemini-3.5-flash')?.model).toBe('gemini-3.5-flash');
     expect(table.resolve('anthropic', 'claude-sonnet-3-7')).toBeUndefined();
     expect(table.resolve('anthropic', '')).toBeUndefined();
   });
