@@ -155,6 +155,27 @@ describe('GET /metrics during known calls', () => {
     expect(sampleValue(body, 'tollgate_otlp_spans_exported_total')).toBe(0);
   });
 
+  it('follows a config change: the revision and apply time move, and a newly priced model gets its own label', async () => {
+    const before = (await scrape(proxy.port)).body;
+    const appliedBefore = sampleValue(before, 'tollgate_config_last_apply_timestamp_seconds')!;
+    const change = await post('/_local/api/config', { pricing: { models: [{ provider: 'openai', model: 'my-fine-tune', input_per_million: 1, output_per_million: 2 }] } });
+    expect(change.status).toBe(200);
+    const after = (await scrape(proxy.port)).body;
+    expect(sampleValue(after, 'tollgate_config_revision')).toBe(sampleValue(before, 'tollgate_config_revision')! + 1);
+    expect(sampleValue(after, 'tollgate_config_last_apply_timestamp_seconds')).toBeGreaterThanOrEqual(appliedBefore);
+
+    const priced = await post('/proxy/beta/v1/chat/completions', chat('my-fine-tune'));
+    expect(priced.status).toBe(200);
+    await findSpan(proxy.url, { spanId: priced.spanId });
+    const body = (await scrape(proxy.port)).body;
+    const tuned = { route: 'beta', provider: 'openai', model: 'my-fine-tune' };
+    expect(sampleValue(body, 'tollgate_requests_total', { ...tuned, status: 'ok' })).toBe(1);
+    expect(sampleValue(body, 'tollgate_requests_total', { route: 'beta', model: 'other', status: 'ok' })).toBe(1);
+    // The fake's usage from above (prompt 1500 with 500 cached, completion 200) at the new entry's prices; with no
+    // cached price, OpenAI's default multiplier (0.5): 1000 × 1 + 500 × 0.5 + 200 × 2 = 1650 µ$.
+    expect(sampleValue(body, 'tollgate_cost_usd_total', tuned)).toBeCloseTo(0.00165, 12);
+  });
+
   it('serves the same on the health-only port, as OpenMetrics when asked, and refuses a foreign Host', async () => {
     const health = await scrape(healthPort, 'application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.3');
     expect(health.status).toBe(200);
