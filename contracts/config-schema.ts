@@ -3,6 +3,7 @@
 // value is refused with a message the user can act on and never half-applied.
 
 import { type AuditConfig, parseAuditConfig } from './audit-config.ts';
+import { type BudgetsPatch, parseBudgetsPatch } from './budget-config.ts';
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
 import { parsePriceEntry } from './parse-price-entry.ts';
 import { PriceEntryError } from './price-entry-error.ts';
@@ -30,6 +31,8 @@ export interface RuntimeConfigPatch {
   gateway?: Partial<GatewayConfig>;
   /** Replaces the whole audit section of earlier layers. */
   audit?: AuditConfig;
+  /** `ledger` and `policies` each replace those of earlier layers. */
+  budgets?: BudgetsPatch;
   metrics?: { perUser?: Partial<MetricsConfig['perUser']> };
   /** Replaces the whole tracing section of earlier layers. */
   tracing?: TracingConfig;
@@ -320,7 +323,7 @@ function parseTracing(input: unknown, field: string): TracingConfig {
   return { otlp };
 }
 
-const SECTIONS = ['mode', 'server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'audit', 'metrics', 'tracing'] as const;
+const SECTIONS = ['mode', 'server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'audit', 'budgets', 'metrics', 'tracing'] as const;
 
 /**
  * Checks a whole config patch. Throws ConfigError naming the first bad field; returns a clean copy
@@ -341,6 +344,7 @@ export function parseRuntimeConfigPatch(input: unknown, sections: readonly strin
   if (v.storage !== undefined) patch.storage = parseStorage(v.storage, 'storage');
   if (v.gateway !== undefined) patch.gateway = parseGateway(v.gateway, 'gateway');
   if (v.audit !== undefined) patch.audit = parseAuditConfig(v.audit, 'audit');
+  if (v.budgets !== undefined) patch.budgets = parseBudgetsPatch(v.budgets, 'budgets');
   if (v.metrics !== undefined) patch.metrics = parseMetrics(v.metrics, 'metrics');
   if (v.tracing !== undefined) patch.tracing = parseTracing(v.tracing, 'tracing');
   return patch;

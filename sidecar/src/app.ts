@@ -1,11 +1,15 @@
 // Builds the engine's HTTP app without listening, so tests drive it with inject() or a real port alike.
 
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { CredentialProvider } from './auth/credential-provider.ts';
 import { createCredentialProviders } from './auth/credential-provider.ts';
 import { AuditController } from './audit/audit-controller.ts';
+import type { BudgetEnforcer } from './budgets/budget-enforcer.ts';
+import { LedgerBudgets } from './budgets/ledger-budgets.ts';
+import { openLedgerBudgets } from './budgets/open-budgets.ts';
 import { placementFromEnv } from './audit/audit-runtime.ts';
 import { followCredentialSettings } from './auth/live-credentials.ts';
 import type { ConfigStore } from './config/config-store.ts';
@@ -49,6 +53,8 @@ export interface Engine {
   metrics: ProxyMetrics;
   /** OTLP span export, following the live config's tracing section and the OTEL_* variables. */
   otlp: OtlpFollower;
+  /** Budgets enforced by this engine: its own ledger, or the operator's (a sidecar). */
+  budgets: BudgetEnforcer;
   /** Stops accepting, drains in-flight calls (streams included, up to server.drainTimeoutMs), flushes spans, closes everything. */
   shutdown(drainTimeoutMs?: number): Promise<void>;
 }
@@ -59,6 +65,8 @@ export interface EngineOptions {
   env?: NodeJS.ProcessEnv;
   /** Replace the credential providers (tests of the engine that are not about credentials). */
   credentials?: Record<CredentialKind, CredentialProvider>;
+  /** Budgets kept elsewhere (a sidecar's come from the operator); default: the config's ledger. */
+  budgets?: BudgetEnforcer;
   /** The span store, opened by the caller (openSpanStore); else storage.kind sqlite or memory is opened here. */
   spans?: OpenedSpanStore;
 }
@@ -79,7 +87,17 @@ export function buildEngine(opts: EngineOptions): Engine {
   const unsubscribeBreaker = store.subscribe((snapshot) => client.updateBreakerConfig(snapshot.config.breaker));
   const unsubscribeCredentials = opts.credentials ? () => undefined : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
   const lifecycle = new Lifecycle();
-  const meter = new CallMeter(writer, logger, lifecycle);
+  const budgets = opts.budgets ?? openLedgerBudgets(config.budgets, config.storage, logger);
+  let appliedPolicies = config.budgets.policies;
+  const unsubscribeBudgets =
+    budgets instanceof LedgerBudgets
+      ? store.subscribe((snapshot) => {
+          if (isDeepStrictEqual(snapshot.config.budgets.policies, appliedPolicies)) return;
+          appliedPolicies = snapshot.config.budgets.policies;
+          budgets.setConfig(snapshot.config.budgets);
+        })
+      : () => undefined;
+  const meter = new CallMeter(writer, logger, lifecycle, budgets);
   const metrics = new ProxyMetrics();
   meter.observe(metrics);
   const otlp = new OtlpFollower({ store, env: opts.env ?? process.env, logger });
@@ -122,10 +140,11 @@ export function buildEngine(opts: EngineOptions): Engine {
   // A warehouse that is down is not this pod's fault: it shows in /_local/api/health, not in the probes (ADR 0402).
   const health = healthCheck({ lifecycle, writer, writeFailuresAreUnhealthy: !opened.remote });
   app.register(healthRoutes, { lifecycle, writer, check: health });
-  app.register(managementRoutes, { store, spans, writer });
+  app.register(managementRoutes, { store, spans, writer, budgets, budgetPolicies: opts.budgets ? 'operator' : 'config' });
   const runtimeHealth = new RuntimeHealth();
   const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
   runtimeHealth.register('audit', () => audit.health());
+  runtimeHealth.register('budgets', () => budgets.health());
   runtimeHealth.register('spans', () => ({ kind: opened.kind, location: opened.location, ...writer.stats(), lastWriteError: writer.lastWriteError() }));
   const authenticator = identity.authenticator;
   if (authenticator) {
@@ -146,9 +165,10 @@ export function buildEngine(opts: EngineOptions): Engine {
     },
     otlp: () => otlp.stats(),
     authFailures: () => identity.failures.total,
+    budgets: () => budgets.list(Date.now()),
   });
-  app.register(proxyRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
-  app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
+  app.register(proxyRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env });
+  app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env });
 
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ error: { code: 'not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` } });
@@ -178,8 +198,10 @@ export function buildEngine(opts: EngineOptions): Engine {
       unsubscribeBreaker();
       unsubscribeCredentials();
       unsubscribeMetrics();
+      unsubscribeBudgets();
       await writer.close();
       await otlp.close();
+      await budgets.close();
       await spans.close();
       await client.close();
       await auditDrained;
@@ -188,5 +210,5 @@ export function buildEngine(opts: EngineOptions): Engine {
     return shuttingDown;
   };
 
-  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, metrics, otlp, shutdown };
+  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, budgets, metrics, otlp, shutdown };
 }

@@ -22,6 +22,10 @@ beforeAll(async () => {
     configYaml: bed.configYaml(`
 breaker: { consecutiveFailures: 2, openMs: 600000 }
 metrics: { perUser: { enabled: true, maxUsers: 2 } }
+budgets:
+  policies:
+    - { name: small, users: [erin], limitUsd: "0.0003", period: month, timeZone: UTC, alertThresholds: [50, 100], enforcement: block }
+    - { name: large, users: [frank], limitUsd: "0.01", period: month, timeZone: UTC, alertThresholds: [50, 100], enforcement: block }
 `),
     env: { ...bed.env, TOLLGATE_HEALTH_PORT: String(healthPort) },
   });
@@ -197,5 +201,20 @@ describe('GET /metrics during known calls', () => {
       });
       expect(status).toBe(403);
     }
+  });
+  it('shows users near their budget: the ratio of an exhausted one is at least 1, one far from its limit has no series', async () => {
+    bed.openai.behave({ usage: { input: 1000, cacheRead: 500, output: 200 } });
+    // gpt-4o-mini as above: 307.5 µ$ a call, over erin's 300 µ$ limit; 3 % of frank's 10000 µ$.
+    for (const user of ['erin', 'frank']) {
+      const call = await post('/proxy/beta/v1/chat/completions', chat('gpt-4o-mini'), { 'x-tollgate-user': user });
+      expect(call.status).toBe(200);
+    }
+    const body = (await scrape(proxy.port)).body;
+    expect(sampleValue(body, 'tollgate_budget_utilization_ratio', { policy: 'small', user: 'erin' })).toBeCloseTo(1.025, 9);
+    expect(sampleValue(body, 'tollgate_budget_utilization_ratio', { user: 'frank' })).toBeUndefined();
+    // The next call of erin's is refused, and the series stays.
+    const refused = await post('/proxy/beta/v1/chat/completions', chat('gpt-4o-mini'), { 'x-tollgate-user': 'erin' });
+    expect(refused.status).toBe(429);
+    expect(sampleValue((await scrape(healthPort)).body, 'tollgate_budget_utilization_ratio', { policy: 'small', user: 'erin' })).toBeGreaterThanOrEqual(1);
   });
 });

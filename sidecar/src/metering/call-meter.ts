@@ -60,6 +60,13 @@ export interface CallObserver {
   callFinished(span: Span, model: string | null, timings: CallTimings, sampled: boolean): void;
 }
 
+/** Where finished calls' costs are charged (sidecar/src/budgets): never throws. */
+export interface SpendSink {
+  /** The user a call without one is charged to (a pod's service account), or null. */
+  readonly defaultUser: string | null;
+  charge(userId: string, costUsd: number, at: number): void;
+}
+
 /** Whether shutdown is cutting connections (Lifecycle implements it). */
 export interface ShutdownState {
   readonly cutting: boolean;
@@ -73,15 +80,19 @@ export class CallMeter {
   readonly #shutdown: ShutdownState;
   readonly #stats: MeteringStats = { meteringErrors: 0, implausibleUsage: 0 };
   readonly #observers: CallObserver[] = [];
+  readonly #spend: SpendSink | undefined;
 
-  constructor(writer: SpanWriter, logger: Logger, shutdown: ShutdownState = { cutting: false }) {
+  constructor(writer: SpanWriter, logger: Logger, shutdown: ShutdownState = { cutting: false }, spend?: SpendSink) {
     this.#writer = writer;
     this.#logger = logger;
     this.#shutdown = shutdown;
+    this.#spend = spend;
   }
 
   start(call: CallStart): MeteredCall {
-    return new MeteredCall(this.#writer, this.#logger, call, this.#stats, this.#shutdown, this.#observers);
+    // A call that names no user is charged (and shown) as the default user, e.g. the pod's service account.
+    if (call.userId === null && this.#spend?.defaultUser) call = { ...call, userId: this.#spend.defaultUser };
+    return new MeteredCall(this.#writer, this.#logger, call, { stats: this.#stats, shutdown: this.#shutdown, spend: this.#spend, observers: this.#observers });
   }
 
   /** Adds an observer of every call finished from now on. */
@@ -106,25 +117,24 @@ export class MeteredCall implements CallTimings {
   readonly call: CallStart;
   readonly #startedAt = performance.now();
   readonly #startTime = Date.now();
+  readonly #spend: SpendSink | undefined;
   #upstream: UpstreamTiming = NOT_SENT;
   #finishedAt = Number.NaN;
   #finished: Span | null = null;
 
-  // eslint-disable-next-line @typescript-eslint/max-params -- the meter's shared state, passed once per call
   constructor(
     writer: SpanWriter,
     logger: Logger,
     call: CallStart,
-    stats: MeteringStats = { meteringErrors: 0, implausibleUsage: 0 },
-    shutdown: ShutdownState = { cutting: false },
-    observers: readonly CallObserver[] = NO_OBSERVERS,
+    context: { stats?: MeteringStats; shutdown?: ShutdownState; spend?: SpendSink | undefined; observers?: readonly CallObserver[] } = {},
   ) {
     this.#writer = writer;
     this.#logger = logger;
     this.call = call;
-    this.#stats = stats;
-    this.#shutdown = shutdown;
-    this.#observers = observers;
+    this.#stats = context.stats ?? { meteringErrors: 0, implausibleUsage: 0 };
+    this.#shutdown = context.shutdown ?? { cutting: false };
+    this.#spend = context.spend;
+    this.#observers = context.observers ?? NO_OBSERVERS;
   }
 
   get finished(): boolean {
@@ -208,6 +218,8 @@ export class MeteredCall implements CallTimings {
     };
     this.#finished = span;
     this.#writer.record(span);
+    // Charged what the span says it cost, whatever its status: an aborted stream still cost what it used.
+    if (span.userId !== null && span.costUsd > 0) this.#spend?.charge(span.userId, span.costUsd, Date.now());
     const level = span.status === 'ok' ? 'info' : 'warn';
     this.#logger[level](
       {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { familyTypes, parseSamples, sampleValue } from '../../../test/support/prometheus-text.ts';
 import { sampleSpan } from '../spans/sample-span.ts';
 import type { SpanWriterStats } from '../spans/span-writer.ts';
+import type { BudgetJson } from '../budgets/budget-record.ts';
 import { ProxyMetrics, type CallTimings } from './proxy-metrics.ts';
 
 const TEXT = 'text/plain';
@@ -146,6 +147,52 @@ describe('ProxyMetrics: state read at scrape time', () => {
     const later = await scrape(metrics);
     expect(sampleValue(later, 'tollgate_spans_written_total')).toBe(9);
     expect(sampleValue(later, 'tollgate_span_store_failing')).toBe(0);
+  });
+
+  it('shows the budget of users past their first alert threshold, the most used first, at most 100', async () => {
+    const budget = (user: string, policy: string, [limit, granted, remaining]: [number, number, number], state: BudgetJson['state']): BudgetJson => ({
+      user_id: user,
+      policy,
+      period: 'month',
+      period_start: '2026-11-01T00:00:00.000Z',
+      period_end: '2026-12-01T00:00:00.000Z',
+      limit_usd: limit,
+      granted_usd: granted,
+      spent_usd: limit + granted - remaining,
+      remaining_usd: remaining,
+      spent_usd_exact: String(limit + granted - remaining),
+      state,
+      enforcement: 'block',
+      grants: [],
+    });
+    const many = Array.from({ length: 150 }, (_, i) => budget(`user-${i}`, 'team', [100, 0, 100 - (80 + i / 10)], 'warning'));
+    const four: BudgetJson[] = [
+      budget('ann', 'team', [10, 0, 9], 'ok'), // 10 % used, below the threshold: no series
+      budget('bob', 'team', [10, 10, 5], 'warning'), // a grant adds to the limit: 15 of 20 used
+      budget('cid', 'team', [10, 0, -2], 'exhausted'), // overshot
+      budget('dee', 'free', [0, 0, 0], 'exhausted'), // a zero limit is exhausted from the start
+    ];
+    let budgets = four;
+    const metrics = new ProxyMetrics({ defaultMetrics: false });
+    metrics.watch({ budgets: () => budgets });
+    let body = await scrape(metrics);
+    const ratio = (user: string) => sampleValue(body, 'tollgate_budget_utilization_ratio', { user });
+    expect(ratio('ann')).toBeUndefined();
+    expect(sampleValue(body, 'tollgate_budget_utilization_ratio', { policy: 'team', user: 'bob' })).toBe(0.75);
+    expect(ratio('cid')).toBe(1.2);
+    expect(ratio('dee')).toBe(1);
+
+    // The cap keeps the 100 users nearest their limit: of 150 more at 80-94.9 %, the lowest go, and bob's 75 % too.
+    budgets = [...four, ...many];
+    body = await scrape(metrics);
+    expect(parseSamples(body).filter((x) => x.name === 'tollgate_budget_utilization_ratio')).toHaveLength(100);
+    expect(ratio('cid')).toBe(1.2);
+    expect(ratio('user-149')).toBeCloseTo(0.949, 9);
+    expect(ratio('user-0')).toBeUndefined();
+    expect(ratio('bob')).toBeUndefined();
+    // A new period: no one is near a limit, and the series go.
+    budgets = [budget('cid', 'team', [10, 0, 10], 'ok')];
+    expect(await scrape(metrics)).not.toContain('tollgate_budget_utilization_ratio{');
   });
 
   it("shows each audit sink's counters, and forgets a sink that is gone", async () => {

@@ -3,7 +3,8 @@
 // store, breakers, config, in-flight calls, audit sinks) is read from its owner when Prometheus scrapes.
 //
 // Labels stay bounded: route and provider come from the route table, `model` is the price table's canonical
-// id or `other`, status and code are small enums. User ids appear only in the opt-in per-user series, capped.
+// id or `other`, status and code are small enums. User ids appear only in the opt-in per-user series and in the
+// budget series of users near their limit, both capped.
 
 import { collectDefaultMetrics, Gauge, Registry, type RegistryContentType } from 'prom-client';
 import { MetricsExposition } from '../../../contracts/metrics-exposition.ts';
@@ -13,6 +14,7 @@ export type { CallTimings } from '../metering/call-meter.ts';
 import { ROUTES, type CredentialKind } from '../../../contracts/routes.ts';
 import type { Span, SpanStatus } from '../spans/span.ts';
 import type { SpanWriterStats } from '../spans/span-writer.ts';
+import type { BudgetJson } from '../budgets/budget-record.ts';
 import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries } from './metric-families.ts';
 
 /** Seconds; LLM calls run from tens of milliseconds to minutes. */
@@ -30,6 +32,8 @@ const BREAKER_STATES = ['closed', 'half-open', 'open'] as const;
 export const OTHER_MODEL = 'other';
 /** User ids longer than this are cut in the label (the span keeps them whole). */
 const MAX_USER_LABEL = 128;
+/** Budget series: the users nearest their limit, at most this many per scrape. */
+const MAX_BUDGET_SERIES = 100;
 
 export interface PerUserMetrics {
   enabled: boolean;
@@ -51,6 +55,8 @@ export interface ProxyMetricSources {
   otlp?: () => { exported: number; dropped: number; failed: number };
   /** Requests refused by inbound authentication (central server). */
   authFailures?: () => number;
+  /** Each budget-limited user's budget in the current period (sidecar/src/budgets). */
+  budgets?: () => readonly BudgetJson[];
 }
 
 /** The per-sink counters of the audit fan-out (SinkStatus has these and more). */
@@ -278,6 +284,22 @@ export class ProxyMetrics implements CallObserver {
         for (const sink of audit()) queue.set({ sink: sink.name, kind: sink.kind }, sink.queueDepth);
       },
     });
+    // User ids as labels, but bounded: only users past their policy's first alert threshold (state warning or
+    // exhausted), the most used first, at most MAX_BUDGET_SERIES. Every pod reports the same ledger's view.
+    const budgetRatio: Gauge<'policy' | 'user'> = new Gauge({
+      name: 'tollgate_budget_utilization_ratio',
+      help: "Budget used ÷ budget (the policy's limit plus active grants) in the current period, for users past their policy's first alert threshold; 1 or more: exhausted.",
+      labelNames: ['policy', 'user'],
+      registers: [r],
+      collect: () => {
+        budgetRatio.reset();
+        const near = (this.#sources.budgets?.() ?? []).filter((b) => b.state !== 'ok').map((b) => ({ budget: b, ratio: utilization(b) }));
+        near.sort((a, b) => b.ratio - a.ratio);
+        for (const { budget, ratio } of near.slice(0, MAX_BUDGET_SERIES)) {
+          budgetRatio.set({ policy: budget.policy, user: budget.user_id.length > MAX_USER_LABEL ? budget.user_id.slice(0, MAX_USER_LABEL) : budget.user_id }, ratio);
+        }
+      },
+    });
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: r });
   }
 
@@ -369,4 +391,11 @@ export class ProxyMetrics implements CallObserver {
     this.#users.set(user, created);
     return created;
   }
+}
+
+/** Used ÷ (limit + active grants); an exhausted budget is at least 1 whatever float rounding says. */
+function utilization(budget: BudgetJson): number {
+  const total = budget.limit_usd + budget.granted_usd;
+  const ratio = total > 0 ? (total - budget.remaining_usd) / total : budget.state === 'exhausted' ? 1 : 0;
+  return budget.state === 'exhausted' ? Math.max(ratio, 1) : ratio;
 }
