@@ -158,7 +158,17 @@ export async function main(argv: string[]): Promise<number> {
   }
   const lmstudio = engine.lmstudio && engine.local ? await listenLmStudio(engine.lmstudio, engine.local, host, logger) : null;
   const healthPort = process.env.TOLLGATE_HEALTH_PORT;
-  const healthServer = healthPort ? await startHealthListener(engine.health, '0.0.0.0', parsePort(healthPort, 'TOLLGATE_HEALTH_PORT'), engine.inbound) : null;
+  const healthServer = healthPort
+    ? await startHealthListener({
+        check: engine.health,
+        host: '0.0.0.0',
+        port: parsePort(healthPort, 'TOLLGATE_HEALTH_PORT'),
+        inbound: engine.inbound,
+        metrics: engine.metrics.exposition,
+      })
+    : null;
+  // Process start to serving with the config applied (in a pod: after the operator's snapshot, or the cached one).
+  engine.metrics.setStartup(process.uptime());
   logger.info(
     {
       host,

@@ -38,6 +38,7 @@ export function defaultRuntimeConfig(): RuntimeConfig {
     gateway: { anthropicRoute: defaultV1Route('anthropic')!, googleRoute: defaultV1Route('google')! },
     local: { enabled: true, lmstudioPort: 1234, runtime: { baseUrl: 'http://127.0.0.1:11434', command: ['ollama', 'serve'], startTimeoutMs: 30_000 } },
     budgets: defaultBudgetsConfig(),
+    metrics: { perUser: { enabled: false, maxUsers: 100 } },
   };
 }
 
@@ -73,6 +74,8 @@ export function applyPatch(base: RuntimeConfig, patch: RuntimeConfigPatch): Runt
   if (patch.audit) next.audit = structuredClone(patch.audit);
   if (patch.budgets?.ledger) next.budgets.ledger = structuredClone(patch.budgets.ledger);
   if (patch.budgets?.policies) next.budgets.policies = structuredClone(patch.budgets.policies);
+  if (patch.metrics?.perUser) Object.assign(next.metrics.perUser, patch.metrics.perUser);
+  if (patch.tracing) next.tracing = structuredClone(patch.tracing);
   return next;
 }
 

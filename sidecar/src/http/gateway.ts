@@ -1,4 +1,4 @@
-// /v1: the OpenAI-compatible gateway. GET /v1/models lists the priced models; POST /v1/chat/completions routes
+// /v1: the OpenAI-compatible gateway. GET /v1/models lists the priced models (and the ids overrides name); POST /v1/chat/completions routes
 // by `model` to the provider of its price entry, on the route the gateway config picks for that provider, and
 // translates to and from Gemini and the Anthropic Messages API where the route does not speak OpenAI's format.
 // With a local runtime (local.enabled), its models are listed and served too (route `local`, cost 0), and
@@ -81,12 +81,26 @@ export const gatewayRoutes: FastifyPluginAsync<GatewayRoutesOptions> = async (ap
   );
 };
 
-/** The priced models (owned_by their provider), then the local runtime's that no price entry names (owned_by `local`). */
+/**
+ * Every priced model under its canonical id, and under each id a price override was written with
+ * (`claude-sonnet-4-20250514` next to `claude-sonnet-4`), as long as that id still resolves to an enabled
+ * entry: a team that configured an id sees it in the list, and that id works in chat completions. Then the
+ * local runtime's models that no listed id names (owned_by `local`).
+ */
 async function listModels(opts: GatewayRoutesOptions): Promise<ModelObject[]> {
-  const priced: ModelObject[] = opts.store
-    .current()
-    .prices.models()
-    .map((entry) => ({ id: entry.model, object: 'model', created: 0, owned_by: entry.provider }));
+  const { prices, config } = opts.store.current();
+  const listed = new Map<string, ModelObject>();
+  const add = (id: string, provider: string) => {
+    if (!listed.has(id)) listed.set(id, { id, object: 'model', created: 0, owned_by: provider });
+  };
+  for (const entry of prices.models()) add(entry.model, entry.provider);
+  for (const override of config.pricing.models) {
+    if (override.disabled === true) continue;
+    for (const id of [override.model, ...(override.aliases ?? [])]) {
+      if (prices.resolve(override.provider, id) !== undefined) add(id, override.provider);
+    }
+  }
+  const priced = [...listed.values()];
   if (!opts.localModels) return priced;
   const ids = new Set(priced.map((model) => model.id.toLowerCase()));
   const local = (await opts.localModels.listing()).models
@@ -209,6 +223,7 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
       if (!res.writableFinished) abort.abort(callerLeft());
     });
     const upstream = await opts.client.send(config, { route: plan.route, method: 'POST', path: plan.path, headers, body: plan.body, signal: abort.signal });
+    call.attachUpstream(upstream.timing);
     await relay({ res, upstream, call, prices: snapshot.prices, plan, trace, logger: request.log as unknown as Logger });
   } catch (error) {
     if (error instanceof GatewayError) {
