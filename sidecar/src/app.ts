@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { CredentialProvider } from './auth/credential-provider.ts';
 import { createCredentialProviders } from './auth/credential-provider.ts';
 import { AuditController } from './audit/audit-controller.ts';
-import { placementFromEnv } from './audit/audit-runtime.ts';
+import { placementFromEnv } from './audit/audit-placement.ts';
 import { followCredentialSettings } from './auth/live-credentials.ts';
 import type { ConfigStore } from './config/config-store.ts';
 import { Lifecycle } from './lifecycle.ts';
@@ -16,12 +16,12 @@ import { gatewayRoutes } from './http/gateway.ts';
 import { clientErrorHandler, frameworkErrorHandler } from './inbound/http-refusals.ts';
 import { inboundPolicy, installRequestGuard, type InboundPolicy } from './inbound/request-guard.ts';
 import { healthCheck, healthRoutes, type Health } from './http/health.ts';
+import { lazySchemaCompilers } from './http/lazy-schema-compilers.ts';
 import { managementRoutes } from './http/management.ts';
 import { proxyRoutes } from './http/proxy.ts';
 import { RuntimeHealth, runtimeHealthRoutes } from './http/runtime-health.ts';
 import { installIdentityHook, type IdentityGate } from './inbound/identity/identity-hook.ts';
-import { openMemorySpanStore } from './spans/memory-span-store.ts';
-import { openSqliteSpanStore } from './spans/sqlite-span-store.ts';
+import { openSpanStore } from './spans/open-span-store.ts';
 import type { SpanStore } from './spans/span-store.ts';
 import { SpanWriter } from './spans/span-writer.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
@@ -59,11 +59,14 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const HEADERS_TIMEOUT_MS = 10_000;
 const CUT_CALLS_GRACE_MS = 5_000;
 
-export function buildEngine(opts: EngineOptions): Engine {
+/**
+ * Async because what a configuration does not use is not loaded (ADR 0003): the span store's driver,
+ * the inbound identity stack without server.auth, the audit fan-out without an audit section.
+ */
+export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   const { store, logger } = opts;
   const config = store.get();
-  const spans =
-    config.storage.kind === 'sqlite' ? openSqliteSpanStore(config.storage.path, { logger, maxSpans: config.storage.maxSpans }) : openMemorySpanStore(config.storage.bufferSize);
+  const spans = await openSpanStore(config.storage, logger);
   const writer = new SpanWriter(spans, config.storage, logger);
   const credentials =
     opts.credentials ?? createCredentialProviders({ credentials: config.credentials, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
@@ -96,10 +99,11 @@ export function buildEngine(opts: EngineOptions): Engine {
     },
     forceCloseConnections: 'idle',
     return503OnClosing: true,
+    schemaController: { compilersFactory: lazySchemaCompilers },
   });
 
   installRequestGuard(app, inbound);
-  const identity = installIdentityHook(app, config, logger);
+  const identity = await installIdentityHook(app, config, logger);
   const health = healthCheck({ lifecycle, writer });
   app.register(healthRoutes, { lifecycle, writer, check: health });
   app.register(managementRoutes, { store, spans, writer });

@@ -7,13 +7,12 @@ import pino from 'pino';
 import { buildEngine } from './app.ts';
 import { AuditReporter } from './audit/audit-report.ts';
 import { ConfigError } from '../../contracts/config-error.ts';
-import { loadConfigFile } from './config/config-file.ts';
 import type { RuntimeConfigPatch } from '../../contracts/config-schema.ts';
 import { ConfigStore } from './config/config-store.ts';
 import { hostnameOf, isLoopbackHostname } from '../../contracts/allowed-hosts.ts';
 import { startHealthListener } from './http/health.ts';
 import { applyServerModeDefaults, checkServerAuth, parseEngineMode } from '../../contracts/server-auth-config.ts';
-import { SpanStoreOpenError } from './spans/sqlite-span-schema.ts';
+import { SpanStoreOpenError } from './spans/span-store.ts';
 
 const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS] [--mode proxy|server]
 
@@ -54,7 +53,8 @@ export async function main(argv: string[]): Promise<number> {
   const logger = pino({ level: process.env.TOLLGATE_LOG_LEVEL ?? 'info', base: { component: 'proxy' } });
   let filePatch: RuntimeConfigPatch = {};
   try {
-    if (args.values.config) filePatch = loadConfigFile(args.values.config);
+    // The YAML parser is loaded only for a config file (a sidecar has none: the operator pushes its config).
+    if (args.values.config) filePatch = (await import('./config/config-file.ts')).loadConfigFile(args.values.config);
     if (args.values.mode !== undefined) filePatch.mode = parseEngineMode(args.values.mode, '--mode');
     applyServerModeDefaults(filePatch);
     const port = args.values.port ?? process.env.TOLLGATE_PORT;
@@ -89,7 +89,7 @@ export async function main(argv: string[]): Promise<number> {
   const pushClient = await startOperatorLink(store, logger, () => auditReporter?.report());
   let engine;
   try {
-    engine = buildEngine({ store, logger });
+    engine = await buildEngine({ store, logger });
   } catch (error) {
     if (!(error instanceof SpanStoreOpenError)) throw error;
     // A span file that cannot be created is a bad setting (storage.path, or TOLLGATE_STATE_DIR in a pod).

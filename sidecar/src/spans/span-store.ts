@@ -16,3 +16,13 @@ export interface SpanStore {
   /** Call after the SpanWriter is closed; resolves once the file is closed. */
   close(): void | Promise<void>;
 }
+
+/** The span file (or its folder) cannot be created or opened: a setting to fix, so start-up reports it as one. */
+export class SpanStoreOpenError extends Error {
+  readonly path: string;
+  constructor(path: string, cause: unknown) {
+    super(`cannot open span store ${path}: ${(cause as Error).message}`, { cause });
+    this.name = 'SpanStoreOpenError';
+    this.path = path;
+  }
+}

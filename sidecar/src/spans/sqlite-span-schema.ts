@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import type { Provider, RouteName } from '../../../contracts/routes.ts';
 import type { Span, SpanStatus } from './span.ts';
+import { SpanStoreOpenError } from './span-store.ts';
 
 /** Stored in PRAGMA user_version. */
 export const SPAN_SCHEMA_VERSION = 2;
@@ -108,16 +109,6 @@ export function openSpanDatabase(path: string, migrate: boolean, logger?: Logger
   } catch (err) {
     db?.close();
     throw new SpanStoreOpenError(path, err);
-  }
-}
-
-/** The span file (or its folder) cannot be created or opened: a setting to fix, so start-up reports it as one. */
-export class SpanStoreOpenError extends Error {
-  readonly path: string;
-  constructor(path: string, cause: unknown) {
-    super(`cannot open span store ${path}: ${(cause as Error).message}`, { cause });
-    this.name = 'SpanStoreOpenError';
-    this.path = path;
   }
 }
 
