@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sampleSpan } from './sample-span.ts';
 import type { SpanStore } from './span-store.ts';
 import { SPAN_SCHEMA_VERSION } from './sqlite-span-schema.ts';
-import { openSqliteSpanStore } from './sqlite-span-store.ts';
+import { INLINE_MAX_BATCH, openSqliteSpanStore } from './sqlite-span-store.ts';
 
 let dir: string;
 const open: SpanStore[] = [];
@@ -225,5 +225,32 @@ describe.each(['worker', 'inline'] as const)('span retention, writes %s', (write
     } finally {
       db.close();
     }
+  });
+});
+
+describe('where SQLite writes run by default', () => {
+  // /dev/shm is tmpfs on Linux, as a pod's state volume (an emptyDir with medium: Memory) is.
+  it.runIf(existsSync('/dev/shm'))('on the event loop in small batches for a file in memory, where a commit waits on no disk', async () => {
+    const shm = mkdtempSync('/dev/shm/tollgate-spans-');
+    try {
+      const store = openSqliteSpanStore(join(shm, 'spans.db'));
+      expect(store.maxBatch).toBe(INLINE_MAX_BATCH);
+      const written = store.insertBatch([sampleSpan({ requestId: 'in-memory' })]);
+      // inline: done when insertBatch returns, no worker round trip
+      expect(written).toBeUndefined();
+      expect(store.recent(1).map((s) => s.requestId)).toEqual(['in-memory']);
+      await store.close();
+    } finally {
+      rmSync(shm, { recursive: true, force: true });
+    }
+  });
+
+  it.runIf(statfsSync(tmpdir()).type !== 0x01021994)('in a worker thread for a file on a disk, where a commit can wait on fsync', async () => {
+    const store = openStore(join(dir, 'spans.db'));
+    expect(store.maxBatch).toBeUndefined();
+    const written = store.insertBatch([sampleSpan({ requestId: 'on-disk' })]);
+    expect(written).toBeInstanceOf(Promise);
+    await written;
+    expect(store.recent(1).map((s) => s.requestId)).toEqual(['on-disk']);
   });
 });

@@ -1,7 +1,11 @@
-// Spans in a SQLite file (better-sqlite3, WAL). Reads run on the calling thread over their own connection;
-// writes run in a worker thread by default (ADR 0400), WAL letting both proceed at once.
+// Spans in a SQLite file (better-sqlite3, WAL). Reads run on the calling thread over their own connection.
+// Writes run in a worker thread when the file is on a disk, where a commit can wait on fsync (ADR 0400), and
+// on the event loop in small transactions when it is in memory (a pod's tmpfs state volume): there a write is
+// CPU only, and a second isolate would cost each pod more memory than all its spans (ADR 0003).
 
+import { statfsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
@@ -11,10 +15,34 @@ import { SPAN_WORKER_SOURCE, type SpanWorkerData, type WorkerReply, type WorkerR
 
 export interface SqliteSpanStoreOptions {
   logger?: Logger;
-  /** `worker` (default): transactions run in a worker thread. `inline`: on the calling thread. */
+  /**
+   * `worker`: transactions run in a worker thread. `inline`: on the calling thread, at most INLINE_MAX_BATCH
+   * rows each. Default: inline when the file is in memory (tmpfs, `:memory:`), else worker.
+   */
   writes?: 'worker' | 'inline';
   /** Keep at most this many spans, dropping the oldest as new ones arrive; 0 (default) keeps all. */
   maxSpans?: number;
+}
+
+/**
+ * Rows per transaction when writes run on the event loop. On tmpfs a row costs about 11 µs (bench/span-writer.ts),
+ * so a request that arrives during a write waits at most about 0.2 ms.
+ */
+export const INLINE_MAX_BATCH = 16;
+/** WAL pages before a checkpoint, when writes are inline: each checkpoint then copies at most ~256 KB. */
+const INLINE_WAL_AUTOCHECKPOINT_PAGES = 64;
+const TMPFS_MAGIC = 0x01021994;
+const RAMFS_MAGIC = 0x858458f6;
+
+/** True when the file lives in memory: nothing to fsync, so a commit costs CPU only. */
+function inMemoryFile(path: string): boolean {
+  if (path === ':memory:' || path.includes('mode=memory')) return true;
+  try {
+    const { type } = statfsSync(dirname(path));
+    return type === TMPFS_MAGIC || type === RAMFS_MAGIC;
+  } catch {
+    return false;
+  }
 }
 
 /** Opens (creating or upgrading the schema of) the span file at `path`. Errors name the file. */
@@ -24,12 +52,15 @@ export function openSqliteSpanStore(path: string, options: SqliteSpanStoreOption
   const selectRecent = db.prepare<[number], SpanRow>(`SELECT ${COLUMN_NAMES.join(', ')} FROM spans ORDER BY start_time DESC, rowid DESC LIMIT ?`);
   // count(*) scans a whole index; do it once and keep the number (this process is the file's only writer).
   let rows = (db.prepare<[], { n: number }>('SELECT count(*) AS n FROM spans').get() as { n: number }).n;
-  const inMemory = path === ':memory:' || path.includes('mode=memory');
+  const inMemoryDatabase = path === ':memory:' || path.includes('mode=memory');
   const maxSpans = options.maxSpans ?? 0;
-  const write = options.writes === 'inline' || inMemory ? inlineWriter(db, maxSpans) : workerWriter(path, maxSpans);
+  const inline = inMemoryDatabase || (options.writes ?? (inMemoryFile(path) ? 'inline' : 'worker')) === 'inline';
+  if (inline) db.pragma(`wal_autocheckpoint = ${INLINE_WAL_AUTOCHECKPOINT_PAGES}`);
+  const write = inline ? inlineWriter(db, maxSpans) : workerWriter(path, maxSpans);
   const counted = (n: number) => (maxSpans > 0 ? Math.min(maxSpans, n) : n);
 
   return {
+    ...(inline ? { maxBatch: INLINE_MAX_BATCH } : {}),
     insertBatch(spans) {
       if (spans.length === 0) return;
       const done = write.insert(spans.map(spanToValues));
