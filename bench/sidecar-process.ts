@@ -64,6 +64,18 @@ export function processMemory(pid: number | number[]): ProcessMemory {
   return sum;
 }
 
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+/** User plus system CPU seconds a process (or several) has used so far. */
+export function cpuSeconds(pid: number | number[]): number {
+  let ticks = 0;
+  for (const one of Array.isArray(pid) ? pid : [pid]) {
+    const fields = readFileSync(`/proc/${one}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
+  }
+  return ticks / TICKS_PER_SECOND;
+}
+
 /** Samples a process's memory every few milliseconds while `during` runs; returns the highest readings. */
 export async function peakMemory<T>(pid: number, during: () => Promise<T>): Promise<{ result: T; peak: ProcessMemory }> {
   const peak = processMemory(pid);
@@ -102,6 +114,10 @@ export interface SidecarOptions {
   credentials: Record<string, string>;
   /** TOLLGATE_LOG_LEVEL; the chart's default for sidecars is info. */
   logLevel?: string;
+  /** node flags added after the image's, e.g. --cpu-prof to profile the sidecar under the benchmark's load. */
+  extraNodeArgs?: string[];
+  /** Environment added to the image's (experiments with a variable before it goes in the Dockerfile). */
+  extraEnv?: Record<string, string>;
 }
 
 /** A folder laid out like the sidecar image's /app: compiled code from dist/, proto/, node_modules. */
@@ -156,7 +172,7 @@ export async function startSidecar(dir: string, opts: SidecarOptions): Promise<S
   });
   const port = await freePort();
   const healthPort = await freePort();
-  const child = spawn(process.execPath, [...image.nodeArgs, join(app, image.script), 'proxy', '--port', String(port)], {
+  const child = spawn(process.execPath, [...image.nodeArgs, ...(opts.extraNodeArgs ?? []), join(app, image.script), 'proxy', '--port', String(port)], {
     cwd: app,
     env: {
       PATH: process.env.PATH,
@@ -172,6 +188,7 @@ export async function startSidecar(dir: string, opts: SidecarOptions): Promise<S
       TOLLGATE_PORT: String(port),
       TOLLGATE_HEALTH_PORT: String(healthPort),
       TOLLGATE_LOG_LEVEL: opts.logLevel ?? 'info',
+      ...opts.extraEnv,
     },
     // stdout is read and dropped, as the container runtime reads a pod's log pipe
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -16,6 +16,7 @@ import { gatewayRoutes } from './http/gateway.ts';
 import { clientErrorHandler, frameworkErrorHandler } from './inbound/http-refusals.ts';
 import { inboundPolicy, installRequestGuard, type InboundPolicy } from './inbound/request-guard.ts';
 import { healthCheck, healthRoutes, type Health } from './http/health.ts';
+import { createHttp1AndH2cServer } from './http/h2c-server.ts';
 import { lazySchemaCompilers } from './http/lazy-schema-compilers.ts';
 import { managementRoutes } from './http/management.ts';
 import { proxyRoutes } from './http/proxy.ts';
@@ -58,6 +59,8 @@ export interface EngineOptions {
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const HEADERS_TIMEOUT_MS = 10_000;
 const CUT_CALLS_GRACE_MS = 5_000;
+/** fastify's default, kept: an idle keep-alive connection closes after this. */
+const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
 /**
  * Async because what a configuration does not use is not loaded (ADR 0003): the span store's driver,
@@ -82,15 +85,20 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   // leave the body to fastify, set past the routes' deadline so that theirs fires first (ADR 1002).
   const headersTimeout = Math.min(HEADERS_TIMEOUT_MS, config.server.requestTimeoutMs);
 
+  const httpOptions = { headersTimeout, connectionsCheckingInterval: 1000 };
+  const requestTimeout = headersTimeout + config.server.requestTimeoutMs + 2000;
+
   // typed as fastify's logger so the app's type (and every plugin's) names FastifyBaseLogger, not pino's
   const loggerInstance: FastifyBaseLogger = logger;
   const app = Fastify({
+    // HTTP/1.1 and h2c (HTTP/2 with prior knowledge) on the one port: the AWS SDK's default Bedrock client speaks the latter.
+    serverFactory: (handler) => createHttp1AndH2cServer(handler, { http1: httpOptions, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, requestTimeout, idleTimeoutMs: headersTimeout }),
     loggerInstance,
     // every call gets one richer line from the call meter instead of fastify's request/response lines
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.server.bodyLimitBytes,
-    http: { headersTimeout, connectionsCheckingInterval: 1000 },
-    requestTimeout: headersTimeout + config.server.requestTimeoutMs + 2000,
+    http: httpOptions,
+    requestTimeout,
     clientErrorHandler: clientErrorHandler(refusals, headersTimeout),
     frameworkErrors: frameworkErrorHandler(refusals),
     genReqId: (req) => {
@@ -103,6 +111,11 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   });
 
   installRequestGuard(app, inbound);
+  // fastify asks to close the connection after a body it could not parse; on HTTP/2 that header is forbidden
+  // (and would throw), and the stream's end already says it.
+  app.addHook('onSend', async (request, reply) => {
+    if (request.raw.httpVersionMajor === 2) reply.removeHeader('connection');
+  });
   const identity = await installIdentityHook(app, config, logger);
   const health = healthCheck({ lifecycle, writer });
   app.register(healthRoutes, { lifecycle, writer, check: health });

@@ -3,6 +3,7 @@
 // the upstream's end and errors, and the caller leaving are handled here once, for /proxy and /v1 alike; the
 // call's span ends exactly once.
 
+import { callerGone } from './http/caller-connection.ts';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { WireFormat } from '../../contracts/routes.ts';
@@ -85,7 +86,7 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
     });
     body.once('error', (error: Error) => {
       if (ended) return;
-      if (res.destroyed && !res.writableFinished) {
+      if (callerGone(res)) {
         finish('client_aborted', 'client went away');
         return;
       }
