@@ -40,6 +40,12 @@ export function sidecarImage(): SidecarImage {
   return { env, nodeArgs: entrypoint.slice(1, scriptAt), script: entrypoint[scriptAt]! };
 }
 
+/** How the benchmarks that start `tollgate proxy` themselves run it "as the image does": dist/ with the image's flags and environment. */
+export function compiledLikeTheImage(): { cli: string; nodeArgs: string[]; env: Record<string, string> } {
+  const image = sidecarImage();
+  return { cli: join(ROOT, 'dist', image.script), nodeArgs: image.nodeArgs, env: image.env };
+}
+
 export interface ProcessMemory {
   rssMb: number;
   /** RssAnon: private memory, what the pod's cgroup is charged for this process and what an OOM kill counts. */

@@ -55,6 +55,13 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
 
   return new Promise<void>((resolve) => {
     let ended = false;
+    // Writes of one turn leave in one syscall: the headers with the first bytes and, when the upstream's end
+    // arrives in the same turn (a small answer read in one go), the end too. Uncorked on the next tick at the latest.
+    let corked = false;
+    const uncork = () => {
+      corked = false;
+      if (!res.writableEnded) res.uncork();
+    };
     const finish = (status: SpanStatus, streamError?: string) => {
       if (ended) return;
       ended = true;
@@ -71,7 +78,13 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
         finish('error', transform.failure);
         return;
       }
-      if (out.length > 0 && !res.write(out)) {
+      if (out.length === 0) return;
+      if (!corked) {
+        corked = true;
+        res.cork();
+        process.nextTick(uncork);
+      }
+      if (!res.write(out)) {
         body.pause();
         res.once('drain', () => body.resume());
       }

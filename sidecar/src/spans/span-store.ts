@@ -6,11 +6,6 @@ import type { Span } from './span.ts';
  */
 export interface SpanStore {
   /**
-   * Most spans per insertBatch, for a store that writes on the event loop: the writer sends batches no larger,
-   * one per turn of the loop, so no request waits long behind a write. Absent: the writer's batchSize.
-   */
-  readonly maxBatch?: number;
-  /**
    * Stores all spans or none (one transaction). A store may write elsewhere (a worker thread) and return a
    * promise; failure is a throw or a rejection. Must not keep the array after it returns or settles.
    */

@@ -96,17 +96,6 @@ describe('SpanWriter', () => {
     );
   });
 
-  it('sends a store that writes on the event loop batches no larger than it asks for, one per turn', async () => {
-    const store = Object.assign(batchRecordingStore(), { maxBatch: 4 });
-    const w = writer(store, {});
-    for (const s of spans(10)) w.record(s);
-    await turns();
-    expect(store.batches).toEqual([4, 4]);
-    await w.flush();
-    expect(store.batches).toEqual([4, 4, 2]);
-    expect(w.stats()).toMatchObject({ recorded: 10, written: 10, dropped: 0 });
-  });
-
   it('writes a partial batch when the flush interval passes', async () => {
     const store = batchRecordingStore();
     const w = writer(store, { flushIntervalMs: 5 });

@@ -72,7 +72,7 @@ export class SpanWriter {
     this.#logger = logger;
     this.#now = now;
     this.#capacity = opts.bufferSize;
-    this.#batchSize = Math.min(opts.batchSize, opts.bufferSize, store.maxBatch ?? Infinity);
+    this.#batchSize = Math.min(opts.batchSize, opts.bufferSize);
     this.#ring = new Array<Span | undefined>(this.#capacity);
     this.#timer = setInterval(() => {
       this.#reportDrops(false);

@@ -5,10 +5,12 @@
 
 import { statfsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { setImmediate as yieldTurn } from 'node:timers/promises';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
+import type { Span } from './span.ts';
 import type { SpanStore } from './span-store.ts';
 import { COLUMN_NAMES, INSERT_SQL, openSpanDatabase, PRUNE_SQL, prepareBatchInsert, rowToSpan, spanToValues, type SpanRow } from './sqlite-span-schema.ts';
 import { SPAN_WORKER_SOURCE, type SpanWorkerData, type WorkerReply, type WorkerRequest } from './sqlite-span-worker.ts';
@@ -16,8 +18,8 @@ import { SPAN_WORKER_SOURCE, type SpanWorkerData, type WorkerReply, type WorkerR
 export interface SqliteSpanStoreOptions {
   logger?: Logger;
   /**
-   * `worker`: transactions run in a worker thread. `inline`: on the calling thread, at most INLINE_MAX_BATCH
-   * rows each. Default: inline when the file is in memory (tmpfs, `:memory:`), else worker.
+   * `worker`: transactions run in a worker thread. `inline`: on the calling thread, INLINE_ROWS_PER_TURN rows
+   * per turn of the event loop. Default: inline when the file is in memory (tmpfs, `:memory:`), else worker.
    */
   writes?: 'worker' | 'inline';
   /** Keep at most this many spans, dropping the oldest as new ones arrive; 0 (default) keeps all. */
@@ -25,10 +27,11 @@ export interface SqliteSpanStoreOptions {
 }
 
 /**
- * Rows per transaction when writes run on the event loop. On tmpfs a row costs about 11 µs (bench/span-writer.ts),
- * so a request that arrives during a write waits at most about 0.2 ms.
+ * Rows written per turn of the event loop when writes run on it: on tmpfs a row costs about 11 µs
+ * (bench/span-writer.ts), so a request that arrives during a write waits at most about 0.2 ms. A batch larger
+ * than this is still one transaction (all or none), written a slice per turn.
  */
-export const INLINE_MAX_BATCH = 16;
+export const INLINE_ROWS_PER_TURN = 16;
 /** WAL pages before a checkpoint, when writes are inline: each checkpoint then copies at most ~256 KB. */
 const INLINE_WAL_AUTOCHECKPOINT_PAGES = 64;
 const TMPFS_MAGIC = 0x01021994;
@@ -60,10 +63,9 @@ export function openSqliteSpanStore(path: string, options: SqliteSpanStoreOption
   const counted = (n: number) => (maxSpans > 0 ? Math.min(maxSpans, n) : n);
 
   return {
-    ...(inline ? { maxBatch: INLINE_MAX_BATCH } : {}),
     insertBatch(spans) {
       if (spans.length === 0) return;
-      const done = write.insert(spans.map(spanToValues));
+      const done = write.insert(spans);
       if (done === undefined) {
         rows = counted(rows + spans.length);
         return;
@@ -86,13 +88,51 @@ export function openSqliteSpanStore(path: string, options: SqliteSpanStoreOption
 }
 
 interface BatchWriter {
-  insert(rows: unknown[][]): void | Promise<void>;
+  insert(spans: readonly Span[]): void | Promise<void>;
   close(): Promise<void>;
 }
 
+/**
+ * Transactions on the calling thread. A batch of up to INLINE_ROWS_PER_TURN rows is written at once; a larger
+ * one opens its transaction, writes a slice per turn of the event loop and commits (or rolls back) at the end,
+ * so the loop is never held for more than a slice and a batch is still all or none. Reads on this connection
+ * meanwhile may see the rows of the open batch.
+ */
 function inlineWriter(db: Database.Database, maxSpans: number): BatchWriter {
-  const insertBatch = prepareBatchInsert(db, maxSpans);
-  return { insert: insertBatch, close: async () => {} };
+  const insertAtOnce = prepareBatchInsert(db, maxSpans);
+  const insert = db.prepare(INSERT_SQL);
+  const prune = maxSpans > 0 ? db.prepare(PRUNE_SQL) : null;
+  let inFlight: Promise<void> | null = null;
+  const sliced = async (spans: readonly Span[]): Promise<void> => {
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      for (let i = 0; i < spans.length; i++) {
+        if (i > 0 && i % INLINE_ROWS_PER_TURN === 0) await yieldTurn();
+        insert.run(spanToValues(spans[i]!));
+      }
+      prune?.run(maxSpans);
+      db.exec('COMMIT');
+    } catch (error) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      throw error;
+    }
+  };
+  return {
+    insert(spans) {
+      if (spans.length <= INLINE_ROWS_PER_TURN) {
+        insertAtOnce(spans.map(spanToValues));
+        return;
+      }
+      const done = sliced(spans).finally(() => {
+        inFlight = null;
+      });
+      inFlight = done;
+      return done;
+    },
+    async close() {
+      await inFlight?.catch(() => undefined);
+    },
+  };
 }
 
 function workerWriter(path: string, maxSpans: number): BatchWriter {
@@ -135,7 +175,8 @@ function workerWriter(path: string, maxSpans: number): BatchWriter {
   };
 
   return {
-    insert(rows) {
+    insert(spans) {
+      const rows = spans.map(spanToValues);
       // A worker that died is replaced on the next batch; the failed batch is the writer's to retry.
       const w = worker ?? (worker = start());
       const id = nextId++;
