@@ -7,6 +7,7 @@ const USAGE = `usage: tollgate <command> [options]
 
 commands:
   proxy      run the LLM proxy (local proxy, sidecar or central server)   tollgate proxy --help
+  spend      spend per user, model, project or provider from the span store  tollgate spend --help
   operator   run the operator (ProxyConfig reconciler and config push)    tollgate operator --help
   webhook    run the sidecar injection webhook                            tollgate webhook --help
   crds       print the CustomResourceDefinitions (tollgate crds | kubectl apply -f -)
@@ -28,6 +29,8 @@ async function run(argv: string[]): Promise<number> {
   switch (command) {
     case 'proxy':
       return (await load(command, () => import('../sidecar/src/main.ts'))).main(rest);
+    case 'spend':
+      return (await load(command, () => import('../sidecar/src/spend-cli.ts'))).main(rest);
     case 'operator':
       return (await load(command, () => import('../operator/src/main.ts'))).main(rest);
     case 'webhook':

@@ -13,6 +13,7 @@ import { ConfigError } from './config-error.ts';
 import { isRecord } from './json-record.ts';
 import type { BreakerConfig, CredentialsConfig, GatewayConfig, ServerConfig, StorageConfig, UpstreamConfig } from './runtime-config.ts';
 import { GATEWAY_ROUTE_SETTINGS } from './runtime-config.ts';
+import { parseBigQueryStorage, parseDuckDbStorage, parseFirestoreStorage, STORAGE_KINDS } from './storage-config.ts';
 import { parseEngineMode, parseServerAuth, type EngineMode, type ServerAuthConfig } from './server-auth-config.ts';
 
 /** A partial runtime config: what one source (file, API, operator) sets. */
@@ -229,11 +230,14 @@ function parseBreaker(input: unknown, field: string): Partial<BreakerConfig> {
 
 function parseStorage(input: unknown, field: string): Partial<StorageConfig> {
   const v = object(input, field);
-  onlyKeys(v, field, ['kind', 'path', 'bufferSize', 'batchSize', 'flushIntervalMs', 'maxSpans']);
+  onlyKeys(v, field, ['kind', 'path', 'bufferSize', 'batchSize', 'flushIntervalMs', 'maxSpans', 'duckdb', 'bigquery', 'firestore']);
   return assignDefined<Partial<StorageConfig>>(
     {},
     {
-      kind: optionalEnum(v, 'kind', field, ['sqlite', 'memory'] as const),
+      kind: optionalEnum(v, 'kind', field, STORAGE_KINDS),
+      duckdb: v.duckdb === undefined ? undefined : parseDuckDbStorage(v.duckdb, `${field}.duckdb`),
+      bigquery: v.bigquery === undefined ? undefined : parseBigQueryStorage(v.bigquery, `${field}.bigquery`),
+      firestore: v.firestore === undefined ? undefined : parseFirestoreStorage(v.firestore, `${field}.firestore`),
       path: optionalString(v, 'path', field),
       bufferSize: optionalNumber(v, 'bufferSize', field, { min: 1, max: 1_000_000, integer: true }),
       batchSize: optionalNumber(v, 'batchSize', field, { min: 1, max: 10_000, integer: true }),

@@ -5,6 +5,7 @@
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
 import type { AuditConfig } from './audit-config.ts';
 import type { Provider, RouteName, V1Route } from './routes.ts';
+import type { BigQueryStorageConfig, DuckDbStorageConfig, FirestoreStorageConfig, StorageKind } from './storage-config.ts';
 import type { EngineMode, ServerAuthConfig } from './server-auth-config.ts';
 
 export interface UpstreamConfig {
@@ -48,10 +49,16 @@ export interface BreakerConfig {
 }
 
 export interface StorageConfig {
-  /** `sqlite` (default) or `memory` (spans kept only in a bounded ring, for tests and ephemeral pods). */
-  kind: 'sqlite' | 'memory';
+  /**
+   * `sqlite` (default), `duckdb`, `bigquery`, `firestore`, or `memory` (spans kept only in a bounded ring, for
+   * tests and ephemeral pods). docs/span-stores.md.
+   */
+  kind: StorageKind;
   /** SQLite file path. */
   path: string;
+  duckdb?: DuckDbStorageConfig;
+  bigquery?: BigQueryStorageConfig;
+  firestore?: FirestoreStorageConfig;
   /** Spans waiting to be written; beyond this they are dropped, counted and logged. */
   bufferSize: number;
   batchSize: number;

@@ -246,22 +246,58 @@ const gateway: SchemaNode = {
   },
 };
 
+const BQ_ID = '^[A-Za-z0-9_]+$';
+const GCP_PROJECT_ID = '^[a-z][a-z0-9.:-]{1,127}$';
+
 const storage: SchemaNode = {
   type: 'object',
   tsType: 'StorageSpec',
-  description: 'Where sidecars keep trace spans.',
+  description: 'Where sidecars keep trace spans (docs/span-stores.md).',
   properties: {
     kind: {
       type: 'string',
       tsType: 'StorageKind',
-      description: 'sqlite, or memory (a bounded ring, for tests and ephemeral pods).',
-      enum: ['sqlite', 'memory'],
+      description:
+        "sqlite (a file in the sidecar's state volume), bigquery (a shared day-partitioned table), firestore (a shared " +
+        'collection), or memory (a bounded ring, for tests and ephemeral pods). DuckDB is for the local proxy: the ' +
+        'sidecar image does not carry it.',
+      enum: ['sqlite', 'memory', 'bigquery', 'firestore'],
       default: 'sqlite',
     },
     bufferSize: int('Spans waiting to be written; beyond this they are dropped, counted and logged.', 1, 1_000_000),
     batchSize: int('Spans written per batch.', 1, 10_000),
     flushIntervalMs: int('Longest wait before a partial batch is written, milliseconds.', 1, 60_000),
-    maxSpans: int('Keep at most this many spans in the sidecar, dropping the oldest; 0 keeps all.', 0, 1_000_000_000),
+    maxSpans: int('Keep at most this many spans in the sidecar (sqlite), dropping the oldest; 0 keeps all.', 0, 1_000_000_000),
+    bigquery: {
+      type: 'object',
+      tsType: 'BigQueryStorageSpec',
+      description: 'kind bigquery: the table, created with its dataset when missing (partitioned by day on start_time, clustered by project_id and trace_id).',
+      properties: {
+        projectId: { type: 'string', description: "Google Cloud project; else the one of the pod's credentials.", maxLength: 128, pattern: GCP_PROJECT_ID },
+        dataset: { type: 'string', description: 'Dataset (default tollgate).', maxLength: 1024, pattern: BQ_ID },
+        table: { type: 'string', description: 'Table (default spans).', maxLength: 1024, pattern: BQ_ID },
+        location: { type: 'string', description: 'Dataset location when it is created, e.g. US or europe-west1.', maxLength: 64, pattern: '^[A-Za-z0-9-]+$' },
+        partitionExpirationDays: int('Drop partitions older than this many days.', 1, 36_500),
+        apiEndpoint: {
+          type: 'string',
+          description: 'Another BigQuery endpoint (a private endpoint or an emulator).',
+          maxLength: 2048,
+          pattern: '^https?://[^\\s/?#@]+(/[^\\s?#]*)?$',
+        },
+        credentials: secretKeyRef("Secret key holding a service account key (JSON); else the pod's Application Default Credentials (Workload Identity)."),
+      },
+    },
+    firestore: {
+      type: 'object',
+      tsType: 'FirestoreStorageSpec',
+      description: 'kind firestore: one document per span in a collection.',
+      properties: {
+        projectId: { type: 'string', description: "Google Cloud project; else the one of the pod's credentials.", maxLength: 128, pattern: GCP_PROJECT_ID },
+        databaseId: { type: 'string', description: 'Database (default (default)).', maxLength: 63, pattern: '^(\\(default\\)|[a-z][a-z0-9-]{2,62})$' },
+        collection: { type: 'string', description: 'Collection (default spans).', maxLength: 128, pattern: '^[A-Za-z0-9_-]+$' },
+        credentials: secretKeyRef("Secret key holding a service account key (JSON); else the pod's Application Default Credentials (Workload Identity)."),
+      },
+    },
   },
   'x-kubernetes-validations': [
     {

@@ -40,7 +40,7 @@ export interface ProxyConfigSpec {
   credentials?: CredentialsSpec;
   /** Circuit breaker per upstream route. */
   breaker?: BreakerSpec;
-  /** Where sidecars keep trace spans. */
+  /** Where sidecars keep trace spans (docs/span-stores.md). */
   storage?: StorageSpec;
   /** Which route serves each provider on the OpenAI-compatible /v1/chat/completions endpoint. */
   gateway?: GatewaySpec;
@@ -204,9 +204,9 @@ export interface BreakerSpec {
   openMs?: number;
 }
 
-/** Where sidecars keep trace spans. */
+/** Where sidecars keep trace spans (docs/span-stores.md). */
 export interface StorageSpec {
-  /** sqlite, or memory (a bounded ring, for tests and ephemeral pods). Default: "sqlite". */
+  /** sqlite (a file in the sidecar's state volume), bigquery (a shared day-partitioned table), firestore (a shared collection), or memory (a bounded ring, for tests and ephemeral pods). DuckDB is for the local proxy: the sidecar image does not carry it. Default: "sqlite". */
   kind?: StorageKind;
   /** Spans waiting to be written; beyond this they are dropped, counted and logged. */
   bufferSize?: number;
@@ -214,12 +214,46 @@ export interface StorageSpec {
   batchSize?: number;
   /** Longest wait before a partial batch is written, milliseconds. */
   flushIntervalMs?: number;
-  /** Keep at most this many spans in the sidecar, dropping the oldest; 0 keeps all. */
+  /** Keep at most this many spans in the sidecar (sqlite), dropping the oldest; 0 keeps all. */
   maxSpans?: number;
+  /** kind bigquery: the table, created with its dataset when missing (partitioned by day on start_time, clustered by project_id and trace_id). */
+  bigquery?: BigQueryStorageSpec;
+  /** kind firestore: one document per span in a collection. */
+  firestore?: FirestoreStorageSpec;
 }
 
-/** sqlite, or memory (a bounded ring, for tests and ephemeral pods). */
-export type StorageKind = 'sqlite' | 'memory';
+/** sqlite (a file in the sidecar's state volume), bigquery (a shared day-partitioned table), firestore (a shared collection), or memory (a bounded ring, for tests and ephemeral pods). DuckDB is for the local proxy: the sidecar image does not carry it. */
+export type StorageKind = 'sqlite' | 'memory' | 'bigquery' | 'firestore';
+
+/** kind bigquery: the table, created with its dataset when missing (partitioned by day on start_time, clustered by project_id and trace_id). */
+export interface BigQueryStorageSpec {
+  /** Google Cloud project; else the one of the pod's credentials. */
+  projectId?: string;
+  /** Dataset (default tollgate). */
+  dataset?: string;
+  /** Table (default spans). */
+  table?: string;
+  /** Dataset location when it is created, e.g. US or europe-west1. */
+  location?: string;
+  /** Drop partitions older than this many days. */
+  partitionExpirationDays?: number;
+  /** Another BigQuery endpoint (a private endpoint or an emulator). */
+  apiEndpoint?: string;
+  /** Secret key holding a service account key (JSON); else the pod's Application Default Credentials (Workload Identity). */
+  credentials?: SecretKeyRef;
+}
+
+/** kind firestore: one document per span in a collection. */
+export interface FirestoreStorageSpec {
+  /** Google Cloud project; else the one of the pod's credentials. */
+  projectId?: string;
+  /** Database (default (default)). */
+  databaseId?: string;
+  /** Collection (default spans). */
+  collection?: string;
+  /** Secret key holding a service account key (JSON); else the pod's Application Default Credentials (Workload Identity). */
+  credentials?: SecretKeyRef;
+}
 
 /** Which route serves each provider on the OpenAI-compatible /v1/chat/completions endpoint. */
 export interface GatewaySpec {

@@ -32,6 +32,30 @@ describe('render', () => {
     expect(credentialRefs).toEqual([{ name: 'openaiApiKey', field: 'credentials.openaiApiKey', secretName: 'llm-keys', key: 'openai' }]);
   });
 
+  it('renders span store settings, their key files as credential references the sidecar turns into files', () => {
+    const spec = {
+      storage: {
+        kind: 'bigquery' as const,
+        bigquery: { projectId: 'acme-prod', dataset: 'llm', table: 'spans', partitionExpirationDays: 400, credentials: { secretName: 'warehouse', key: 'sa.json' } },
+        firestore: { collection: 'calls', credentials: { secretName: 'fs-key', key: 'key.json' } },
+      },
+    };
+    const { patch, credentialRefs } = render(spec);
+    expect(patch.storage).toEqual({
+      kind: 'bigquery',
+      bigquery: { projectId: 'acme-prod', dataset: 'llm', table: 'spans', partitionExpirationDays: 400 },
+      firestore: { collection: 'calls' },
+    });
+    expect(credentialRefs).toEqual([
+      { name: 'storage.bigquery.credentials', field: 'storage.bigquery.credentials', secretName: 'warehouse', key: 'sa.json' },
+      { name: 'storage.firestore.credentials', field: 'storage.firestore.credentials', secretName: 'fs-key', key: 'key.json' },
+    ]);
+    expect(referencedSecrets(spec)).toEqual(['warehouse', 'fs-key']);
+    expect(() => render({ storage: { kind: 'bigquery', bigquery: { dataset: 'has-dash' } } })).toThrow(
+      'storage.bigquery.dataset must be letters, digits and underscores (got "has-dash")',
+    );
+  });
+
   it('renders an empty or absent spec as an empty patch (the built-in defaults)', () => {
     expect(render(undefined)).toEqual({ patch: {}, credentialRefs: [] });
     expect(render({})).toEqual({ patch: {}, credentialRefs: [] });

@@ -11,9 +11,12 @@ import { type AuditCredentialName, auditSecrets, renderAudit } from './render-au
 /** Names of credential values in a snapshot (proto Snapshot.credentials keys). */
 export const CREDENTIAL_NAMES = ['openaiApiKey', 'anthropicApiKey', 'googleServiceAccount', 'awsAccessKeyId', 'awsSecretAccessKey', 'awsSessionToken'] as const;
 export type CredentialName = (typeof CREDENTIAL_NAMES)[number];
+/** Span store key files (spec.storage.bigquery.credentials, spec.storage.firestore.credentials). */
+export const STORAGE_CREDENTIAL_NAMES = ['storage.bigquery.credentials', 'storage.firestore.credentials'] as const;
+export type StorageCredentialName = (typeof STORAGE_CREDENTIAL_NAMES)[number];
 
 export interface CredentialRef extends SecretKeyRef {
-  name: CredentialName | AuditCredentialName;
+  name: CredentialName | AuditCredentialName | StorageCredentialName;
   /** Field path in the spec, for messages. */
   field: string;
 }
@@ -38,7 +41,18 @@ export function render(spec: ProxyConfigSpec | undefined): RenderedConfig {
   if (s.cache) draft.cache = structuredClone(s.cache);
   if (s.upstreams) draft.upstreams = structuredClone(s.upstreams);
   if (s.breaker) draft.breaker = defined({ ...s.breaker });
-  if (s.storage) draft.storage = defined({ ...s.storage });
+  const storageRefs: CredentialRef[] = [];
+  if (s.storage) {
+    // Key files travel as credentials, like the routes' keys; the sidecar points credentialsFile at them.
+    const { bigquery, firestore, ...rest } = s.storage;
+    const section = (name: 'bigquery' | 'firestore', spec: typeof bigquery | typeof firestore) => {
+      if (!spec) return undefined;
+      const { credentials, ...settings } = spec;
+      if (credentials) storageRefs.push({ name: `storage.${name}.credentials`, field: `storage.${name}.credentials`, ...credentials });
+      return defined({ ...settings });
+    };
+    draft.storage = defined({ ...rest, bigquery: section('bigquery', bigquery), firestore: section('firestore', firestore) });
+  }
   if (s.gateway) draft.gateway = defined({ ...s.gateway });
   const audit = s.audit ? renderAudit(s.audit) : undefined;
   if (audit) draft.audit = audit.draft;
@@ -62,6 +76,7 @@ export function render(spec: ProxyConfigSpec | undefined): RenderedConfig {
     }
   }
   if (audit) refs.push(...audit.refs);
+  refs.push(...storageRefs);
   return { patch, credentialRefs: refs };
 }
 
@@ -104,9 +119,15 @@ export function referencedSecrets(spec: ProxyConfigSpec | undefined): string[] {
   const c = spec?.credentials ?? {};
   return [
     ...new Set(
-      [c.openaiApiKey?.secretName, c.anthropicApiKey?.secretName, c.googleServiceAccount?.secretName, c.aws?.secretName, ...auditSecrets(spec?.audit)].filter(
-        (n): n is string => !!n,
-      ),
+      [
+        c.openaiApiKey?.secretName,
+        c.anthropicApiKey?.secretName,
+        c.googleServiceAccount?.secretName,
+        c.aws?.secretName,
+        ...auditSecrets(spec?.audit),
+        spec?.storage?.bigquery?.credentials?.secretName,
+        spec?.storage?.firestore?.credentials?.secretName,
+      ].filter((n): n is string => !!n),
     ),
   ];
 }

@@ -22,7 +22,7 @@ import { managementRoutes } from './http/management.ts';
 import { proxyRoutes } from './http/proxy.ts';
 import { RuntimeHealth, runtimeHealthRoutes } from './http/runtime-health.ts';
 import { installIdentityHook, type IdentityGate } from './inbound/identity/identity-hook.ts';
-import { openSpanStore } from './spans/open-span-store.ts';
+import { openSpanStore, type OpenedSpanStore } from './spans/open-span-store.ts';
 import type { SpanStore } from './spans/span-store.ts';
 import { SpanWriter } from './spans/span-writer.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
@@ -54,6 +54,8 @@ export interface EngineOptions {
   env?: NodeJS.ProcessEnv;
   /** Replace the credential providers (tests of the engine that are not about credentials). */
   credentials?: Record<CredentialKind, CredentialProvider>;
+  /** The span store, opened by the caller (openSpanStore); else the configured one is opened here. */
+  spans?: OpenedSpanStore;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -69,8 +71,9 @@ const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   const { store, logger } = opts;
   const config = store.get();
-  const spans = await openSpanStore(config.storage, logger);
-  const writer = new SpanWriter(spans, config.storage, logger);
+  const opened = opts.spans ?? (await openSpanStore(config.storage, { logger, env: opts.env ?? process.env, purpose: 'proxy' }));
+  const spans = opened.store;
+  const writer = new SpanWriter(spans, { ...config.storage, ...(opened.retry ? { retry: opened.retry } : {}) }, logger);
   const credentials =
     opts.credentials ?? createCredentialProviders({ credentials: config.credentials, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
   const client = new UpstreamClient({ credentials, breaker: config.breaker, logger });
@@ -117,12 +120,14 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
     if (request.raw.httpVersionMajor === 2) reply.removeHeader('connection');
   });
   const identity = await installIdentityHook(app, config, logger);
-  const health = healthCheck({ lifecycle, writer });
+  // A warehouse that is down is not this pod's fault: it shows in /_local/api/health, not in the probes (ADR 0402).
+  const health = healthCheck({ lifecycle, writer, writeFailuresAreUnhealthy: !opened.remote });
   app.register(healthRoutes, { lifecycle, writer, check: health });
   app.register(managementRoutes, { store, spans, writer });
   const runtimeHealth = new RuntimeHealth();
   const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
   runtimeHealth.register('audit', () => audit.health());
+  runtimeHealth.register('spans', () => ({ kind: opened.kind, location: opened.location, ...writer.stats(), lastWriteError: writer.lastWriteError() }));
   const authenticator = identity.authenticator;
   if (authenticator) {
     runtimeHealth.register('auth', () => ({ strategies: authenticator.strategies, refused: identity.failures.total, tokeninfoLookups: authenticator.accessTokens?.lookups ?? 0 }));

@@ -12,6 +12,7 @@ import { ConfigStore } from './config/config-store.ts';
 import { hostnameOf, isLoopbackHostname } from '../../contracts/allowed-hosts.ts';
 import { startHealthListener } from './http/health.ts';
 import { applyServerModeDefaults, checkServerAuth, parseEngineMode } from '../../contracts/server-auth-config.ts';
+import { openSpanStore } from './spans/open-span-store.ts';
 import { SpanStoreOpenError } from './spans/span-store.ts';
 
 const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS] [--mode proxy|server]
@@ -89,13 +90,19 @@ export async function main(argv: string[]): Promise<number> {
   const pushClient = await startOperatorLink(store, logger, () => auditReporter?.report());
   let engine;
   try {
-    engine = await buildEngine({ store, logger });
+    const spans = await openSpanStore(store.get().storage, { logger, env: process.env, purpose: 'proxy' });
+    engine = await buildEngine({ store, logger, spans });
   } catch (error) {
-    if (!(error instanceof SpanStoreOpenError)) throw error;
+    if (!(error instanceof SpanStoreOpenError) && !(error instanceof ConfigError)) throw error;
     // A span file that cannot be created is a bad setting (storage.path, or TOLLGATE_STATE_DIR in a pod).
     await pushClient?.stop();
+    if (error instanceof ConfigError) {
+      process.stderr.write(`tollgate proxy: ${error.message}\n`);
+      return 2;
+    }
     const reason = error.cause instanceof Error ? error.cause.message : String(error.cause);
-    process.stderr.write(`tollgate proxy: storage.path ${error.path} cannot be opened: ${reason}\n`);
+    const setting = store.get().storage.kind === 'duckdb' ? 'storage.duckdb.path' : 'storage.path';
+    process.stderr.write(`tollgate proxy: ${setting} ${error.path} cannot be opened: ${reason}\n`);
     return 2;
   }
   auditReporter = new AuditReporter(engine.audit);

@@ -83,6 +83,16 @@ describe('ProxyConfig CRD on a real API server', () => {
     expect(stored.spec!.pricing!.models![0]!.cached_input_per_million).toBe(0.3);
   });
 
+  it('accepts BigQuery and Firestore span stores with their key files as Secret references', async () => {
+    const storage = {
+      kind: 'bigquery' as const,
+      bigquery: { projectId: 'acme-prod', dataset: 'llm', table: 'spans', location: 'EU', partitionExpirationDays: 400, credentials: { secretName: 'warehouse', key: 'sa.json' } },
+      firestore: { databaseId: '(default)', collection: 'spans', credentials: { secretName: 'fs-key', key: 'key.json' } },
+    };
+    await objects.createNamespacedCustomObject({ ...coordinates, namespace: NAMESPACE, body: proxyConfig('warehouse', { storage }) });
+    expect((await get('warehouse')).spec).toEqual({ storage });
+  });
+
   it('accepts an empty spec and defaults the storage kind', async () => {
     await objects.createNamespacedCustomObject({
       ...coordinates,
@@ -240,6 +250,24 @@ describe('ProxyConfig CRD on a real API server', () => {
       spec: sampleWith((s) => (s.storage.kind = 'postgres')),
       field: 'spec.storage.kind',
       says: /Unsupported value: "postgres"/,
+    },
+    {
+      what: 'DuckDB, which the sidecar image does not carry',
+      spec: sampleWith((s) => (s.storage.kind = 'duckdb')),
+      field: 'spec.storage.kind',
+      says: /Unsupported value: "duckdb".*"sqlite", "memory", "bigquery", "firestore"/,
+    },
+    {
+      what: 'a BigQuery dataset name with a dash',
+      spec: sampleWith((s) => (s.storage = { kind: 'bigquery', bigquery: { dataset: 'llm-spend' } })),
+      field: 'spec.storage.bigquery.dataset',
+      says: /should match/,
+    },
+    {
+      what: 'a BigQuery key file given as a value instead of a Secret reference',
+      spec: sampleWith((s) => (s.storage = { kind: 'bigquery', bigquery: { credentials: '{"type":"service_account"}' } })),
+      field: 'spec.storage.bigquery.credentials',
+      says: /must be of type object/,
     },
     {
       what: 'a batch larger than the buffer',

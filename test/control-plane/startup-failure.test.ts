@@ -4,7 +4,7 @@
 import { chmodSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane } from './control-plane.ts';
 
 describe('startControlPlane failing', () => {
@@ -16,7 +16,19 @@ describe('startControlPlane failing', () => {
     chmodSync(join(binDir, name), 0o755);
   }
 
-  const runFolders = () => readdirSync(tmpdir()).filter((name) => name.startsWith('tollgate-control-plane-'));
+  // A temporary folder of this file's own: the cluster tests, running at the same time, start real control planes
+  // whose run folders would otherwise appear in the shared one while this test looks.
+  const ownTmp = mkdtempSync(join(tmpdir(), 'startup-failure-'));
+  const sharedTmp = process.env.TMPDIR;
+  beforeAll(() => {
+    process.env.TMPDIR = ownTmp;
+  });
+  afterAll(() => {
+    if (sharedTmp === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = sharedTmp;
+    rmSync(ownTmp, { recursive: true, force: true });
+  });
+  const runFolders = () => readdirSync(ownTmp).filter((name) => name.startsWith('tollgate-control-plane-'));
 
   it('names the process, its exit code and its last log lines, and removes its folders', async () => {
     script('etcd', 'echo "listen tcp 127.0.0.1: bind: address already in use" >&2; exit 3');

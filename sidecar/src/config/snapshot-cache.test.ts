@@ -48,6 +48,20 @@ describe('SnapshotCache', () => {
     expect(creds.awsSessionTokenFile).toBeUndefined();
   });
 
+  it('points the span store at the key file of its pushed Secret', async () => {
+    const cache = new SnapshotCache(dir, logger);
+    const prepared = await cache.prepare({
+      version: 'v1',
+      source: 'ns/default',
+      configJson: JSON.stringify({ storage: { kind: 'bigquery', bigquery: { dataset: 'llm' } } }),
+      credentials: { 'storage.bigquery.credentials': Buffer.from('{"type":"service_account","sa":"warehouse"}') },
+    });
+    const bigquery = prepared.patch.storage!.bigquery!;
+    expect(bigquery.dataset).toBe('llm');
+    expect(readFileSync(bigquery.credentialsFile!, 'utf8')).toBe('{"type":"service_account","sa":"warehouse"}');
+    expect(prepared.patch.storage!.firestore).toBeUndefined();
+  });
+
   it('treats credential names that are not its own (inherited object keys, paths) as unknown and applies the rest', async () => {
     const cache = new SnapshotCache(dir, logger);
     const prepared = await cache.prepare({

@@ -50,6 +50,8 @@ const MAX_CREDENTIAL_BYTES = 64 * 1024;
 /** Audit sink secrets (`audit.<sink>.<field>`, operator/src/render-audit.ts) → audit-<sink>-<field> files. */
 const AUDIT_CREDENTIAL = /^audit\.([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)\.(bearerToken|caCertificate|credentials)$/;
 const AUDIT_FILE_PREFIX = 'audit-';
+/** Span store key files (`storage.<kind>.credentials`, operator/src/render.ts) → storage-<kind>-credentials.json. */
+const STORAGE_CREDENTIAL = /^storage\.(bigquery|firestore)\.credentials$/;
 
 interface SnapshotFile {
   version: string;
@@ -76,6 +78,8 @@ export class SnapshotCache {
     // Own keys only: the names come off the wire, and `toString` or `constructor` must not resolve to anything.
     const audit = AUDIT_CREDENTIAL.exec(name);
     if (audit) return join(this.credentialsDir, `${AUDIT_FILE_PREFIX}${audit[1]}-${audit[3]}`);
+    const storage = STORAGE_CREDENTIAL.exec(name);
+    if (storage) return join(this.credentialsDir, `storage-${storage[1]}-credentials.json`);
     const file = Object.hasOwn(CREDENTIAL_FILES, name) ? CREDENTIAL_FILES[name] : undefined;
     return file ? join(this.credentialsDir, file) : undefined;
   }
@@ -184,8 +188,14 @@ export class SnapshotCache {
       credentials.awsSecretAccessKeyFile = this.credentialFile('awsSecretAccessKey')!;
       if (names.includes('awsSessionToken')) credentials.awsSessionTokenFile = this.credentialFile('awsSessionToken')!;
     }
-    const withAudit = patch.audit ? { ...patch, audit: this.#withAuditFiles(patch.audit, names) } : patch;
-    return Object.keys(credentials).length ? { ...withAudit, credentials } : withAudit;
+    let withFiles = patch.audit ? { ...patch, audit: this.#withAuditFiles(patch.audit, names) } : patch;
+    for (const kind of ['bigquery', 'firestore'] as const) {
+      const name = `storage.${kind}.credentials`;
+      if (names.includes(name)) {
+        withFiles = { ...withFiles, storage: { ...withFiles.storage, [kind]: { ...withFiles.storage?.[kind], credentialsFile: this.credentialFile(name)! } } };
+      }
+    }
+    return Object.keys(credentials).length ? { ...withFiles, credentials } : withFiles;
   }
 
   /** Points each audit sink at the files of the secrets the operator sent for it. */

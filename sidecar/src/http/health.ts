@@ -11,6 +11,8 @@ import type { SpanWriter } from '../spans/span-writer.ts';
 export interface HealthOptions {
   lifecycle: Lifecycle;
   writer: SpanWriter;
+  /** False for a remote span store: its outage must not fail the probes of every pod (default true). */
+  writeFailuresAreUnhealthy?: boolean;
 }
 
 export interface Health {
@@ -34,7 +36,8 @@ export function healthCheck(opts: HealthOptions): () => Health {
       lastWriteErrors = stats.writeErrors;
       lastCheck = now;
     }
-    if (failing) return { statusCode: 503, body: { status: 'error', detail: `span store writes are failing (${stats.writeErrors} errors so far)` } };
+    if (failing && opts.writeFailuresAreUnhealthy !== false)
+      return { statusCode: 503, body: { status: 'error', detail: `span store writes are failing (${stats.writeErrors} errors so far)` } };
     return { statusCode: 200, body: { status: 'ok' } };
   };
 }

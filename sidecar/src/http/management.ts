@@ -10,6 +10,7 @@ import { parseJsonWithUniqueKeys } from '../config/unique-key-json.ts';
 import { JSON_MEDIA_TYPE, notJsonMessage } from '../inbound/json-content-type.ts';
 import { spanToJson } from '../spans/span-json.ts';
 import type { SpanStore } from '../spans/span-store.ts';
+import { parseSpendQuery, SPEND_PARAMETERS, SpendQueryError } from '../spans/spend.ts';
 import type { SpanWriter } from '../spans/span-writer.ts';
 
 export interface ManagementOptions {
@@ -116,11 +117,37 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
     await settlesWithin(opts.writer.flush(), TRACES_FLUSH_WAIT_MS);
     let stored;
     try {
-      stored = opts.spans.recent(limit);
+      stored = await opts.spans.recent(limit);
     } catch (error) {
       return reply.code(503).send({ error: { code: 'span_store_unavailable', message: `cannot read spans: ${(error as Error).message}` } });
     }
     const spans = stored.map(spanToJson);
     return { spans, count: spans.length, pending: opts.writer.stats().buffered };
+  });
+
+  // Spend per user, model, project or provider over a window, computed by the store (docs/span-stores.md).
+  app.get<{ Querystring: Record<string, string | string[]> }>('/_local/api/spend', async (request, reply) => {
+    let query;
+    try {
+      const params: Record<string, string> = {};
+      for (const [name, value] of Object.entries(request.query)) {
+        if (!(SPEND_PARAMETERS as readonly string[]).includes(name)) {
+          throw new SpendQueryError(name, `is not a known parameter (expected one of: ${SPEND_PARAMETERS.join(', ')})`);
+        }
+        if (typeof value !== 'string') throw new SpendQueryError(name, 'must be given once');
+        params[name] = value;
+      }
+      query = parseSpendQuery(params);
+    } catch (error) {
+      if (error instanceof SpendQueryError) return reply.code(400).send({ error: { code: 'invalid_request', message: error.message } });
+      throw error;
+    }
+    await settlesWithin(opts.writer.flush(), TRACES_FLUSH_WAIT_MS);
+    try {
+      const report = await opts.spans.spend(query);
+      return { ...report, pending: opts.writer.stats().buffered };
+    } catch (error) {
+      return reply.code(503).send({ error: { code: 'span_store_unavailable', message: `cannot compute spend: ${(error as Error).message}` } });
+    }
   });
 };

@@ -1,3 +1,4 @@
+import { describeSpanStoreConformance } from '../../../test/support/span-store-conformance.ts';
 import { describe, expect, it } from 'vitest';
 import { openMemorySpanStore } from './memory-span-store.ts';
 import { sampleSpan } from './sample-span.ts';
@@ -17,3 +18,5 @@ describe('memory span store', () => {
     expect(() => openMemorySpanStore(0)).toThrow('memory span store capacity must be a positive integer, got 0');
   });
 });
+
+describeSpanStoreConformance('memory', () => openMemorySpanStore(1000));

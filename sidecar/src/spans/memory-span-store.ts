@@ -1,11 +1,13 @@
 // Spans kept only in memory, in a bounded ring: for tests and ephemeral pods (storage.kind `memory`).
 
 import type { Span } from './span.ts';
-import type { SpanStore } from './span-store.ts';
+import type { LocalSpanStore } from './span-store.ts';
+import { SPEND_GROUPS, SpendAccumulator } from './spend.ts';
+import { spanToRecord } from './span-columns.ts';
 
 export const DEFAULT_MEMORY_SPAN_CAPACITY = 10_000;
 
-export function openMemorySpanStore(capacity: number = DEFAULT_MEMORY_SPAN_CAPACITY): SpanStore {
+export function openMemorySpanStore(capacity: number = DEFAULT_MEMORY_SPAN_CAPACITY): LocalSpanStore {
   if (!Number.isInteger(capacity) || capacity < 1) {
     throw new RangeError(`memory span store capacity must be a positive integer, got ${capacity}`);
   }
@@ -32,6 +34,16 @@ export function openMemorySpanStore(capacity: number = DEFAULT_MEMORY_SPAN_CAPAC
     },
     count() {
       return size;
+    },
+    spend(query) {
+      const column = SPEND_GROUPS[query.groupBy];
+      const totals = new SpendAccumulator(query);
+      for (let i = 0; i < size; i++) {
+        const span = ring[i] as Span;
+        const start = new Date(span.startTime);
+        if (totals.inWindow(start)) totals.add(start, spanToRecord(span)[column], span.costUsd, span.totalTokens);
+      }
+      return totals.report();
     },
     close() {
       ring.fill(undefined);

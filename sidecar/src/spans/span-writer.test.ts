@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { openMemorySpanStore } from './memory-span-store.ts';
 import { sampleSpan } from './sample-span.ts';
 import type { Span } from './span.ts';
-import type { SpanStore } from './span-store.ts';
+import { type LocalSpanStore, type SpanStore, SpanStoreWriteError } from './span-store.ts';
 import { DROP_LOG_INTERVAL_MS, SpanWriter } from './span-writer.ts';
 import { openSqliteSpanStore } from './sqlite-span-store.ts';
 
@@ -30,7 +30,7 @@ function capturedLogger(): { logger: pino.Logger; lines: LogLine[] } {
 }
 
 /** A real memory store that also remembers the size of every batch it was given. */
-function batchRecordingStore(): SpanStore & { batches: number[] } {
+function batchRecordingStore(): LocalSpanStore & { batches: number[] } {
   const inner = openMemorySpanStore(1000);
   const batches: number[] = [];
   return {
@@ -41,13 +41,15 @@ function batchRecordingStore(): SpanStore & { batches: number[] } {
     },
     recent: (limit) => inner.recent(limit),
     count: () => inner.count(),
+    spend: (query) => inner.spend(query),
     close: () => inner.close(),
   };
 }
 
 /** A store that never finishes a write keeps the buffer full, as one stuck behind a lock would. */
 function stuckStore(): SpanStore {
-  return { insertBatch: () => new Promise<void>(() => {}), recent: () => [], count: () => 0, close: () => {} };
+  const idle = openMemorySpanStore(1);
+  return { ...idle, insertBatch: () => new Promise<void>(() => {}) };
 }
 
 const turns = async (n = 5): Promise<void> => {
@@ -211,6 +213,97 @@ describe('SpanWriter', () => {
     expect(lines.map((l) => l.msg)).toEqual(['failed to write spans; will retry once', 'failed to write spans; batch dropped']);
     expect(lines[1]).toMatchObject({ level: 50, spans: 3, dropped: 3, writeErrors: 2 });
     expect(JSON.stringify(lines[1]?.err)).toMatch(/not open/);
+  });
+
+  describe('with a remote store that goes away (retryable failures)', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    /** A real memory store behind a switch: while `down`, every write fails as a remote store's would. */
+    function flakyStore() {
+      const inner = openMemorySpanStore(1000);
+      const state = { down: true, attempts: 0 };
+      const store: LocalSpanStore = {
+        ...inner,
+        insertBatch(batch) {
+          state.attempts++;
+          if (state.down) return Promise.reject(new SpanStoreWriteError('warehouse unreachable: connect ECONNREFUSED', true));
+          return Promise.resolve(inner.insertBatch(batch));
+        },
+      };
+      return { store, inner, state };
+    }
+
+    it('backs off exponentially, keeps new spans in the ring (dropping past it, counted), and writes everything once the store is back', async () => {
+      vi.useFakeTimers();
+      const { logger, lines } = capturedLogger();
+      const { store, inner, state } = flakyStore();
+      const retry = { maxAttempts: 10, initialBackoffMs: 1000, maxBackoffMs: 4000 };
+      const w = writer(store, { bufferSize: 20, batchSize: 5, flushIntervalMs: 100, retry }, logger);
+      for (const s of spans(5)) w.record(s);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(state.attempts).toBe(1);
+      // the second attempt waits at least half the first backoff (jitter), and at most all of it
+      await vi.advanceTimersByTimeAsync(499);
+      expect(state.attempts).toBe(1);
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(state.attempts).toBe(2);
+      // meanwhile calls go on: the ring takes 20, the rest are dropped and counted
+      for (const s of spans(25)) w.record(s);
+      expect(w.stats()).toMatchObject({ recorded: 25, dropped: 5, writeErrors: 2 });
+      // backoff doubles up to its cap: at most 2 s, then 4 s, 4 s... never faster than half of that
+      const before = state.attempts;
+      await vi.advanceTimersByTimeAsync(10_000);
+      expect(state.attempts - before).toBeGreaterThanOrEqual(2);
+      expect(state.attempts - before).toBeLessThanOrEqual(5);
+      state.down = false;
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(w.stats()).toMatchObject({ recorded: 25, written: 25, dropped: 5, buffered: 0 });
+      expect(inner.count()).toBe(25);
+      const failures = lines.filter((l) => l.msg === 'failed to write spans; will retry');
+      expect(failures[0]).toMatchObject({ level: 50, spans: 5, attempt: 1, maxAttempts: 10 });
+      expect(lines.filter((l) => l.msg === 'span processor buffer full')[0]).toMatchObject({ dropped: 5 });
+      expect(lines.some((l) => l.msg === 'failed to write spans; batch dropped')).toBe(false);
+    });
+
+    it('gives a batch up after maxAttempts, counted and logged, and goes on with the next', async () => {
+      vi.useFakeTimers();
+      const { logger, lines } = capturedLogger();
+      const { store, inner, state } = flakyStore();
+      const w = writer(store, { bufferSize: 20, batchSize: 5, flushIntervalMs: 100, retry: { maxAttempts: 3, initialBackoffMs: 100, maxBackoffMs: 100 } }, logger);
+      for (const s of spans(5)) w.record(s);
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(state.attempts).toBe(3);
+      expect(w.stats()).toMatchObject({ written: 0, dropped: 5, writeErrors: 3 });
+      expect(lines.find((l) => l.msg === 'failed to write spans; batch dropped')).toMatchObject({ spans: 5, attempts: 3, dropped: 5 });
+      state.down = false;
+      for (const s of spans(5)) w.record(s);
+      await vi.advanceTimersByTimeAsync(200);
+      expect(inner.count()).toBe(5);
+      expect(w.stats()).toMatchObject({ recorded: 10, written: 5, dropped: 5, buffered: 0 });
+    });
+
+    it('does not let a store that is down hold up shutdown: close() gives up after closeTimeoutMs and counts what is left', async () => {
+      vi.useFakeTimers();
+      const { logger, lines } = capturedLogger();
+      const { store } = flakyStore();
+      const w = new SpanWriter(
+        store,
+        { bufferSize: 50, batchSize: 5, flushIntervalMs: 100, closeTimeoutMs: 3000, retry: { maxAttempts: 1000, initialBackoffMs: 10, maxBackoffMs: 10 } },
+        logger,
+      );
+      for (const s of spans(12)) w.record(s);
+      const closed = w.close();
+      let done = false;
+      void closed.then(() => (done = true));
+      await vi.advanceTimersByTimeAsync(2900);
+      expect(done).toBe(false);
+      await vi.advanceTimersByTimeAsync(200);
+      expect(done).toBe(true);
+      expect(w.stats()).toMatchObject({ recorded: 12, written: 0, dropped: 12, buffered: 0 });
+      expect(lines.find((l) => l.msg === 'spans not written before shutdown; dropped')).toMatchObject({ level: 50, spans: 12, dropped: 12 });
+    });
   });
 
   it('rejects unusable options, naming the option', () => {

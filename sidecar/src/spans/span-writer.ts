@@ -2,10 +2,13 @@
 // record() only stores a reference in a preallocated ring. Batches leave on a timer or, once batchSize are
 // waiting, on the next turn of the event loop; one batch is in flight at a time, so memory stays bounded
 // by bufferSize plus one batch. The SQLite store runs the transaction in a worker thread (ADR 0400).
+// A remote store (BigQuery, Firestore) that is down fails its writes as retryable: the batch is kept and tried
+// again with exponential backoff while new spans wait in the ring, so a dead warehouse costs bounded memory
+// and counted drops, never a request's time (ADR 0402).
 
 import type { Logger } from 'pino';
 import type { Span } from './span.ts';
-import type { SpanStore } from './span-store.ts';
+import { isRetryableWriteError, type SpanStore } from './span-store.ts';
 
 export interface SpanWriterOptions {
   /** Spans waiting to be written; beyond this they are dropped, counted and logged. */
@@ -14,7 +17,26 @@ export interface SpanWriterOptions {
   batchSize: number;
   /** Longest a span waits before it is written when fewer than batchSize are buffered. */
   flushIntervalMs: number;
+  /**
+   * Backoff for failures the store marks retryable (SpanStoreWriteError). Any other failure is retried once at
+   * the next interval, then its batch is dropped.
+   */
+  retry?: SpanRetryPolicy;
+  /** How long close() may take to write what is left; spans still unwritten then are dropped, counted and logged. */
+  closeTimeoutMs?: number;
 }
+
+export interface SpanRetryPolicy {
+  /** Attempts per batch, the first included. */
+  maxAttempts: number;
+  /** Wait before the second attempt; doubled for each further one (with jitter), up to maxBackoffMs. */
+  initialBackoffMs: number;
+  maxBackoffMs: number;
+}
+
+/** For stores that say nothing about retrying: one more try at the next interval. */
+const RETRY_ONCE: SpanRetryPolicy = { maxAttempts: 2, initialBackoffMs: 0, maxBackoffMs: 0 };
+export const DEFAULT_CLOSE_TIMEOUT_MS = 10_000;
 
 export interface SpanWriterStats {
   /** Spans accepted into the buffer. */
@@ -43,11 +65,19 @@ export class SpanWriter {
   readonly #ring: (Span | undefined)[];
   #head = 0; // oldest buffered span
   #size = 0;
-  /** A batch that failed once and is retried before anything newer. */
+  /** A batch that failed and is retried before anything newer, its attempts so far, and when to try next. */
   #retry: Span[] | null = null;
+  #retryAttempts = 0;
+  #retryAt = 0;
+  readonly #retryPolicy: SpanRetryPolicy;
+  readonly #closeTimeoutMs: number;
+  #lastError: { at: string; message: string } | null = null;
   /** The batch an asynchronous store is writing, and its size. */
   #inFlight: Promise<void> | null = null;
   #inFlightCount = 0;
+  /** The in-flight batch close() stopped waiting for. */
+  #abandoned: Span[] | null = null;
+  #inFlightBatch: Span[] | null = null;
 
   #recorded = 0;
   #written = 0;
@@ -74,6 +104,8 @@ export class SpanWriter {
     this.#capacity = opts.bufferSize;
     this.#batchSize = Math.min(opts.batchSize, opts.bufferSize);
     this.#ring = new Array<Span | undefined>(this.#capacity);
+    this.#retryPolicy = opts.retry ?? RETRY_ONCE;
+    this.#closeTimeoutMs = opts.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS;
     this.#timer = setInterval(() => {
       this.#reportDrops(false);
       this.#writeSome();
@@ -98,21 +130,40 @@ export class SpanWriter {
     }
   }
 
-  /** Writes everything buffered now (SIGTERM). Resolves even when the store fails; stats() tells. */
-  async flush(): Promise<void> {
-    // Bounded by what is buffered now (each batch is written, or retried once and dropped), so spans
+  /**
+   * Writes everything buffered now. Resolves when that is done or given up (stats() tells), and at the latest
+   * after `timeoutMs`, leaving what is unwritten buffered.
+   */
+  async flush(timeoutMs = Infinity): Promise<void> {
+    const deadline = this.#now() + timeoutMs;
+    // Bounded by what is buffered now (each batch is written, or given up after its attempts), so spans
     // recorded meanwhile cannot keep it going.
-    let passes = 2 * (Math.ceil(this.#size / this.#batchSize) + (this.#retry === null ? 0 : 1) + 1);
+    const attempts = Math.max(this.#retryPolicy.maxAttempts, RETRY_ONCE.maxAttempts);
+    let passes = attempts * (Math.ceil(this.#size / this.#batchSize) + (this.#retry === null ? 0 : 1) + 1);
     while (passes-- > 0) {
+      const left = deadline - this.#now();
+      if (left <= 0) return;
       if (this.#inFlight !== null) {
-        await this.#inFlight;
+        if (!(await settlesWithin(this.#inFlight, left))) return;
         continue;
       }
       if (this.#size === 0 && this.#retry === null) return;
+      // A batch that is backing off waits for its time even here: hammering a store that is down helps nobody.
+      const wait = this.#retry === null ? 0 : this.#retryAt - this.#now();
+      if (wait > 0) {
+        if (wait >= left) return;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        passes++;
+        continue;
+      }
       await this.#writeBatch();
     }
   }
 
+  /**
+   * Stops the timer and writes what is left, for at most closeTimeoutMs (a store that is down must not hold
+   * up shutdown). Spans still unwritten then are dropped, counted and logged.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -123,7 +174,23 @@ export class SpanWriter {
     if (this.#dropReport !== null) clearImmediate(this.#dropReport);
     this.#dropReport = null;
     this.#reportDrops(true);
-    await this.flush();
+    await this.flush(this.#closeTimeoutMs);
+    const unwritten = this.#size + (this.#retry?.length ?? 0) + this.#inFlightCount;
+    if (unwritten > 0) {
+      this.#dropped += unwritten;
+      this.#logger.error(
+        { spans: unwritten, dropped: this.#dropped, writeErrors: this.#writeErrors, closeTimeoutMs: this.#closeTimeoutMs },
+        'spans not written before shutdown; dropped',
+      );
+      this.#take(this.#size);
+      this.#retry = null;
+      this.#abandoned = this.#inFlightBatch;
+    }
+  }
+
+  /** The last failed write, for the runtime health view; null when none failed yet. */
+  lastWriteError(): { at: string; message: string } | null {
+    return this.#lastError;
   }
 
   stats(): SpanWriterStats {
@@ -144,6 +211,8 @@ export class SpanWriter {
   /** One batch per event-loop turn, so a backlog never holds the loop for more than one batch. */
   #writeSome(): void {
     if (this.#inFlight !== null || (this.#size === 0 && this.#retry === null)) return;
+    // A batch backing off waits for its time; everything newer waits behind it, in the ring.
+    if (this.#retry !== null && this.#now() < this.#retryAt) return;
     const done = this.#writeBatch();
     if (done === undefined) this.#scheduleMore();
     else void done.then(() => this.#scheduleMore());
@@ -158,14 +227,14 @@ export class SpanWriter {
 
   /** Hands one batch to the store; returns a promise when the store writes asynchronously. Never rejects. */
   #writeBatch(): Promise<void> | undefined {
-    const retrying = this.#retry !== null;
-    const batch = this.#retry ?? this.#take();
+    const attempt = this.#retry === null ? 1 : this.#retryAttempts + 1;
+    const batch = this.#retry ?? this.#take(this.#batchSize);
     this.#retry = null;
     let pending: void | Promise<void>;
     try {
       pending = this.#store.insertBatch(batch);
     } catch (err) {
-      this.#failed(batch, retrying, err);
+      this.#failed(batch, attempt, err);
       return undefined;
     }
     if (pending === undefined) {
@@ -173,34 +242,53 @@ export class SpanWriter {
       return undefined;
     }
     this.#inFlightCount = batch.length;
+    this.#inFlightBatch = batch;
     this.#inFlight = pending
       .then(
         () => {
           this.#written += batch.length;
+          // close() gave up on this batch and counted it as dropped; it made it after all.
+          if (this.#abandoned === batch) this.#dropped -= batch.length;
         },
-        (err: unknown) => this.#failed(batch, retrying, err),
+        (err: unknown) => this.#failed(batch, attempt, err),
       )
       .finally(() => {
         this.#inFlight = null;
         this.#inFlightCount = 0;
+        this.#inFlightBatch = null;
       });
     return this.#inFlight;
   }
 
-  #failed(batch: Span[], retrying: boolean, err: unknown): void {
+  #failed(batch: Span[], attempt: number, err: unknown): void {
     this.#writeErrors++;
-    if (!retrying) {
-      // Once: a transient fault (a lock held past busy_timeout, a disk being cleaned) gets a second chance.
+    this.#lastError = { at: new Date(this.#now()).toISOString(), message: err instanceof Error ? err.message : String(err) };
+    const retryable = isRetryableWriteError(err);
+    const policy = retryable ? this.#retryPolicy : RETRY_ONCE;
+    if (attempt < policy.maxAttempts) {
       this.#retry = batch;
-      this.#logger.error({ err, spans: batch.length, writeErrors: this.#writeErrors }, 'failed to write spans; will retry once');
+      this.#retryAttempts = attempt;
+      // Exponential with jitter, so sidecars that lost the same warehouse do not come back in step.
+      const cap = Math.min(policy.maxBackoffMs, policy.initialBackoffMs * 2 ** (attempt - 1));
+      const backoff = Math.round(cap * (0.5 + Math.random() / 2));
+      this.#retryAt = this.#now() + backoff;
+      if (retryable) {
+        this.#logger.error(
+          { err, spans: batch.length, attempt, maxAttempts: policy.maxAttempts, retryInMs: backoff, writeErrors: this.#writeErrors },
+          'failed to write spans; will retry',
+        );
+      } else {
+        // Once: a transient fault (a lock held past busy_timeout, a disk being cleaned) gets a second chance.
+        this.#logger.error({ err, spans: batch.length, writeErrors: this.#writeErrors }, 'failed to write spans; will retry once');
+      }
       return;
     }
     this.#dropped += batch.length;
-    this.#logger.error({ err, spans: batch.length, dropped: this.#dropped, writeErrors: this.#writeErrors }, 'failed to write spans; batch dropped');
+    this.#logger.error({ err, spans: batch.length, attempts: attempt, dropped: this.#dropped, writeErrors: this.#writeErrors }, 'failed to write spans; batch dropped');
   }
 
-  #take(): Span[] {
-    const n = Math.min(this.#size, this.#batchSize);
+  #take(max: number): Span[] {
+    const n = Math.min(this.#size, max);
     const batch = new Array<Span>(n);
     for (let i = 0; i < n; i++) {
       batch[i] = this.#ring[this.#head] as Span;
@@ -237,4 +325,16 @@ export class SpanWriter {
     this.#lastDropLog = now;
     this.#dropsAtLastLog = this.#bufferFullDrops;
   }
+}
+
+/** True when `promise` settled within `ms`; it keeps running either way. */
+function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
+  if (ms === Infinity) return promise.then(() => true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    void promise.finally(() => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
 }

@@ -1,5 +1,5 @@
-// The spans table in SQLite: columns, migrations, and the row <-> Span mapping. Column names follow the OpenTelemetry GenAI conventions with dots
-// turned into underscores, so the file can be queried with names people already know.
+// The spans table in SQLite: columns, migrations, and the row <-> Span mapping. The columns are the store-neutral
+// ones of span-columns.ts, so the file can be queried with the same names as every other span store.
 //
 // Schema evolution is additive only: every column a version adds carries a default, so a newer binary
 // opens a file written by an older one and adds the missing columns (old rows read back with the
@@ -9,53 +9,33 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
-import type { Provider, RouteName } from '../../../contracts/routes.ts';
-import type { Span, SpanStatus } from './span.ts';
+import type { Span } from './span.ts';
+import { type ColumnType, recordToSpan, SPAN_COLUMNS, SPAN_SCHEMA_VERSION, spanToRecord } from './span-columns.ts';
 import { SpanStoreOpenError } from './span-store.ts';
 
 /** Stored in PRAGMA user_version. */
-export const SPAN_SCHEMA_VERSION = 2;
+export { SPAN_SCHEMA_VERSION };
 
 interface Column {
   name: string;
   /** Type and constraint as written in CREATE TABLE / ALTER TABLE ADD COLUMN. */
   sql: string;
-  /** Schema version that introduced the column. */
-  since: number;
 }
 
-// Version 1 had the identity, timing, outcome, model and the basic token and cost columns; version 2
-// added project and request ids, the response model, cache and reasoning tokens and `priced`.
-// A column added after version 1 must have a default: ALTER TABLE ADD COLUMN fills old rows with it.
-const COLUMNS: readonly Column[] = [
-  { name: 'span_id', sql: 'TEXT NOT NULL', since: 1 },
-  { name: 'trace_id', sql: 'TEXT NOT NULL', since: 1 },
-  { name: 'parent_span_id', sql: 'TEXT', since: 1 },
-  { name: 'name', sql: "TEXT NOT NULL DEFAULT ''", since: 1 },
-  { name: 'start_time', sql: 'TEXT NOT NULL', since: 1 },
-  { name: 'duration_ms', sql: 'REAL NOT NULL DEFAULT 0', since: 1 },
-  { name: 'status', sql: "TEXT NOT NULL DEFAULT 'ok'", since: 1 },
-  { name: 'status_code', sql: 'INTEGER', since: 1 },
-  { name: 'error', sql: 'TEXT', since: 1 },
-  { name: 'user_id', sql: 'TEXT', since: 1 },
-  { name: 'route', sql: "TEXT NOT NULL DEFAULT ''", since: 1 },
-  { name: 'gen_ai_operation_name', sql: "TEXT NOT NULL DEFAULT ''", since: 1 },
-  { name: 'gen_ai_provider_name', sql: "TEXT NOT NULL DEFAULT ''", since: 1 },
-  { name: 'gen_ai_request_model', sql: "TEXT NOT NULL DEFAULT ''", since: 1 },
-  { name: 'gen_ai_usage_input_tokens', sql: 'INTEGER NOT NULL DEFAULT 0', since: 1 },
-  { name: 'gen_ai_usage_output_tokens', sql: 'INTEGER NOT NULL DEFAULT 0', since: 1 },
-  { name: 'gen_ai_total_tokens', sql: 'INTEGER NOT NULL DEFAULT 0', since: 1 },
-  { name: 'gen_ai_cost_usd', sql: 'REAL NOT NULL DEFAULT 0', since: 1 },
-  { name: 'project_id', sql: 'TEXT', since: 2 },
-  { name: 'request_id', sql: "TEXT NOT NULL DEFAULT ''", since: 2 },
-  { name: 'gen_ai_response_model', sql: 'TEXT', since: 2 },
-  { name: 'gen_ai_usage_cache_read_input_tokens', sql: 'INTEGER NOT NULL DEFAULT 0', since: 2 },
-  { name: 'gen_ai_usage_cache_creation_input_tokens', sql: 'INTEGER NOT NULL DEFAULT 0', since: 2 },
-  { name: 'gen_ai_usage_reasoning_tokens', sql: 'INTEGER NOT NULL DEFAULT 0', since: 2 },
-  // Rows from before this column were costed from the price table of their day; calling them all
-  // unpriced would be a false alarm.
-  { name: 'priced', sql: 'INTEGER NOT NULL DEFAULT 1', since: 2 },
-];
+const SQLITE_TYPES: Record<ColumnType, string> = { string: 'TEXT', int: 'INTEGER', float: 'REAL', bool: 'INTEGER', timestamp: 'TEXT' };
+
+function sqlLiteral(value: string | number | boolean): string {
+  if (typeof value === 'string') return `'${value.replaceAll("'", "''")}'`;
+  return typeof value === 'boolean' ? (value ? '1' : '0') : String(value);
+}
+
+// From the store-neutral column list (span-columns.ts). ALTER TABLE ADD COLUMN fills old rows with the default,
+// which is why every NOT NULL column added after version 1 has one. start_time is ISO 8601 UTC text, which
+// sorts and compares in time order.
+const COLUMNS: readonly Column[] = SPAN_COLUMNS.map((c) => ({
+  name: c.name,
+  sql: `${SQLITE_TYPES[c.type]}${c.nullable ? '' : ' NOT NULL'}${c.missing === undefined || c.missing === null ? '' : ` DEFAULT ${sqlLiteral(c.missing)}`}`,
+}));
 
 const INDEXES: readonly string[] = [
   'CREATE INDEX IF NOT EXISTS spans_start_time ON spans (start_time)',
@@ -164,61 +144,10 @@ function migrateSchema(db: Database.Database, path: string, logger: Logger | und
 }
 
 export function spanToRow(s: Span): SpanRow {
-  return {
-    span_id: s.spanId,
-    trace_id: s.traceId,
-    parent_span_id: s.parentSpanId,
-    name: s.name,
-    start_time: s.startTime,
-    duration_ms: s.durationMs,
-    status: s.status,
-    status_code: s.statusCode,
-    error: s.error,
-    user_id: s.userId,
-    project_id: s.projectId,
-    request_id: s.requestId,
-    route: s.route,
-    gen_ai_operation_name: s.operation,
-    gen_ai_provider_name: s.provider,
-    gen_ai_request_model: s.model,
-    gen_ai_response_model: s.responseModel,
-    gen_ai_usage_input_tokens: s.inputTokens,
-    gen_ai_usage_output_tokens: s.outputTokens,
-    gen_ai_total_tokens: s.totalTokens,
-    gen_ai_usage_cache_read_input_tokens: s.cachedTokens,
-    gen_ai_usage_cache_creation_input_tokens: s.cacheWriteTokens,
-    gen_ai_usage_reasoning_tokens: s.reasoningTokens,
-    gen_ai_cost_usd: s.costUsd,
-    priced: s.priced ? 1 : 0,
-  };
+  const record = spanToRecord(s);
+  return { ...record, priced: record.priced ? 1 : 0 };
 }
 
 export function rowToSpan(r: SpanRow): Span {
-  return {
-    spanId: r.span_id,
-    traceId: r.trace_id,
-    parentSpanId: r.parent_span_id,
-    name: r.name,
-    operation: r.gen_ai_operation_name,
-    model: r.gen_ai_request_model,
-    responseModel: r.gen_ai_response_model,
-    provider: r.gen_ai_provider_name as Provider,
-    route: r.route as RouteName | 'v1',
-    userId: r.user_id,
-    projectId: r.project_id,
-    requestId: r.request_id ?? '',
-    inputTokens: r.gen_ai_usage_input_tokens,
-    outputTokens: r.gen_ai_usage_output_tokens,
-    totalTokens: r.gen_ai_total_tokens,
-    cachedTokens: r.gen_ai_usage_cache_read_input_tokens,
-    cacheWriteTokens: r.gen_ai_usage_cache_creation_input_tokens,
-    reasoningTokens: r.gen_ai_usage_reasoning_tokens,
-    costUsd: r.gen_ai_cost_usd,
-    priced: r.priced !== 0,
-    durationMs: r.duration_ms,
-    status: r.status as SpanStatus,
-    statusCode: r.status_code,
-    error: r.error,
-    startTime: r.start_time,
-  };
+  return recordToSpan(r as unknown as Record<string, unknown>);
 }

@@ -1,10 +1,11 @@
+import { describeSpanStoreConformance } from '../../../test/support/span-store-conformance.ts';
 import { existsSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sampleSpan } from './sample-span.ts';
-import type { SpanStore } from './span-store.ts';
+import type { LocalSpanStore as SpanStore } from './span-store.ts';
 import { SPAN_SCHEMA_VERSION } from './sqlite-span-schema.ts';
 import { INLINE_ROWS_PER_TURN, openSqliteSpanStore } from './sqlite-span-store.ts';
 
@@ -262,5 +263,18 @@ describe('where SQLite writes run by default', () => {
     expect(written).toBeInstanceOf(Promise);
     await written;
     expect(store.recent(1).map((s) => s.requestId)).toEqual(['on-disk']);
+  });
+});
+
+for (const writes of ['worker', 'inline'] as const) {
+  describeSpanStoreConformance(`SQLite, writes ${writes}`, () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'tollgate-spans-')), 'spans.db');
+    return openSqliteSpanStore(path, { writes });
+  });
+}
+
+describe('SQLite span store for a report', () => {
+  it('refuses to create a file that is not there', () => {
+    expect(() => openSqliteSpanStore(join(dir, 'absent.db'), { mustExist: true })).toThrow(/absent\.db: no such file/);
   });
 });

@@ -3,7 +3,7 @@
 // on the event loop in small transactions when it is in memory (a pod's tmpfs state volume): there a write is
 // CPU only, and a second isolate would cost each pod more memory than all its spans (ADR 0003).
 
-import { statfsSync } from 'node:fs';
+import { existsSync, statfsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import { dirname } from 'node:path';
@@ -11,7 +11,9 @@ import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import type { Span } from './span.ts';
-import type { SpanStore } from './span-store.ts';
+import { type LocalSpanStore, SpanStoreOpenError } from './span-store.ts';
+import { type SpendGroupTotal, spendReport } from './spend.ts';
+import { type SpendSqlDialect, spendStatement } from './spend-sql.ts';
 import { COLUMN_NAMES, INSERT_SQL, openSpanDatabase, PRUNE_SQL, prepareBatchInsert, rowToSpan, spanToValues, type SpanRow } from './sqlite-span-schema.ts';
 import { SPAN_WORKER_SOURCE, type SpanWorkerData, type WorkerReply, type WorkerRequest } from './sqlite-span-worker.ts';
 
@@ -24,6 +26,24 @@ export interface SqliteSpanStoreOptions {
   writes?: 'worker' | 'inline';
   /** Keep at most this many spans, dropping the oldest as new ones arrive; 0 (default) keeps all. */
   maxSpans?: number;
+  /** Refuse to create the file (a report reads spans; it never starts an empty file). */
+  mustExist?: boolean;
+}
+
+/** start_time is ISO 8601 UTC text: its prefix is the hour or the day. */
+const SQLITE_SPEND: SpendSqlDialect = {
+  table: 'spans',
+  bucket: (bucket) => (bucket === 'hour' ? "substr(start_time, 1, 13) || ':00:00.000Z'" : "substr(start_time, 1, 10) || 'T00:00:00.000Z'"),
+  param: (name) => `@${name}`,
+  integer: 'INTEGER',
+};
+
+interface SpendResultRow {
+  bucket?: string;
+  key: string | null;
+  cost_units: number | null;
+  calls: number;
+  total_tokens: number | null;
 }
 
 /**
@@ -49,7 +69,10 @@ function inMemoryFile(path: string): boolean {
 }
 
 /** Opens (creating or upgrading the schema of) the span file at `path`. Errors name the file. */
-export function openSqliteSpanStore(path: string, options: SqliteSpanStoreOptions = {}): SpanStore {
+export function openSqliteSpanStore(path: string, options: SqliteSpanStoreOptions = {}): LocalSpanStore {
+  if (options.mustExist && !path.startsWith('file:') && path !== ':memory:' && !existsSync(path)) {
+    throw new SpanStoreOpenError(path, new Error('no such file (nothing has been recorded there yet)'));
+  }
   const db = openSpanDatabase(path, true, options.logger);
   // rowid breaks ties between spans that started in the same millisecond: the later insert is newer.
   const selectRecent = db.prepare<[number], SpanRow>(`SELECT ${COLUMN_NAMES.join(', ')} FROM spans ORDER BY start_time DESC, rowid DESC LIMIT ?`);
@@ -80,6 +103,23 @@ export function openSqliteSpanStore(path: string, options: SqliteSpanStoreOption
     count() {
       return rows;
     },
+    async spend(query) {
+      const statement = spendStatement(SQLITE_SPEND, query);
+      const params: Record<string, string> = { since: statement.params.since.toISOString() };
+      if (statement.params.until) params.until = statement.params.until.toISOString();
+      // A window of a busy file is a long scan: it runs where the writes run, never on the event loop.
+      const result = (await write.query(statement.sql, params)) as SpendResultRow[];
+      return spendReport(
+        query,
+        result.map((r): SpendGroupTotal => ({
+          ...(r.bucket === undefined ? {} : { bucket: r.bucket }),
+          key: r.key,
+          costUnits: r.cost_units ?? 0,
+          calls: r.calls,
+          totalTokens: r.total_tokens ?? 0,
+        })),
+      );
+    },
     async close() {
       await write.close();
       if (db.open) db.close();
@@ -89,6 +129,8 @@ export function openSqliteSpanStore(path: string, options: SqliteSpanStoreOption
 
 interface BatchWriter {
   insert(spans: readonly Span[]): void | Promise<void>;
+  /** A read that may take long (a report): in the worker when there is one. */
+  query(sql: string, params: Record<string, unknown>): unknown[] | Promise<unknown[]>;
   close(): Promise<void>;
 }
 
@@ -129,6 +171,7 @@ function inlineWriter(db: Database.Database, maxSpans: number): BatchWriter {
       inFlight = done;
       return done;
     },
+    query: (sql, params) => db.prepare(sql).all(params),
     async close() {
       await inFlight?.catch(() => undefined);
     },
@@ -138,7 +181,7 @@ function inlineWriter(db: Database.Database, maxSpans: number): BatchWriter {
 function workerWriter(path: string, maxSpans: number): BatchWriter {
   let worker: Worker | null = null;
   let nextId = 1;
-  const pending = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
+  const pending = new Map<number, { resolve: (rows: unknown[] | undefined) => void; reject: (err: Error) => void }>();
 
   const failAll = (err: Error): void => {
     for (const p of pending.values()) p.reject(err);
@@ -158,7 +201,7 @@ function workerWriter(path: string, maxSpans: number): BatchWriter {
       const p = pending.get(reply.id);
       if (p === undefined) return;
       pending.delete(reply.id);
-      if (reply.ok) p.resolve();
+      if (reply.ok) p.resolve(reply.rows);
       else p.reject(Object.assign(new Error(reply.message), { code: reply.code }));
       // An idle worker must not keep the process alive; a busy one must, or a flush at exit would be lost.
       if (pending.size === 0) w.unref();
@@ -174,17 +217,24 @@ function workerWriter(path: string, maxSpans: number): BatchWriter {
     return w;
   };
 
+  const send = (request: (id: number) => WorkerRequest): Promise<unknown[] | undefined> => {
+    // A worker that died is replaced on the next request; a failed batch is the writer's to retry.
+    const w = worker ?? (worker = start());
+    const id = nextId++;
+    w.ref();
+    return new Promise((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      w.postMessage(request(id));
+    });
+  };
+
   return {
     insert(spans) {
       const rows = spans.map(spanToValues);
-      // A worker that died is replaced on the next batch; the failed batch is the writer's to retry.
-      const w = worker ?? (worker = start());
-      const id = nextId++;
-      w.ref();
-      return new Promise<void>((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        w.postMessage({ id, rows } satisfies WorkerRequest);
-      });
+      return send((id) => ({ id, rows })).then(() => undefined);
+    },
+    async query(query, params) {
+      return (await send((id) => ({ id, query, params }))) ?? [];
     },
     async close() {
       const w = worker;

@@ -3,7 +3,8 @@
 //
 // Its source is plain JavaScript run with `eval`: a .ts worker would load Node's TypeScript stripper into
 // the worker's isolate too (~16 MB RSS measured). It knows no schema: the main thread sends the insert
-// statement once and then rows of values.
+// statement once and then rows of values. Long reads (the spend report, a scan of the window) run here too,
+// for the same reason: they name their own statement.
 
 export interface SpanWorkerData {
   /** Absolute path of better-sqlite3's entry point, resolved by the main thread. */
@@ -14,8 +15,8 @@ export interface SpanWorkerData {
   pruneSql: string | null;
   maxSpans: number;
 }
-export type WorkerRequest = { id: number; rows: unknown[][] } | { close: true };
-export type WorkerReply = { id: number; ok: true } | { id: number; ok: false; message: string; code: string | null };
+export type WorkerRequest = { id: number; rows: unknown[][] } | { id: number; query: string; params: Record<string, unknown> } | { close: true };
+export type WorkerReply = { id: number; ok: true; rows?: unknown[] } | { id: number; ok: false; message: string; code: string | null };
 
 export const SPAN_WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -30,6 +31,10 @@ const insertAll = db.transaction((rows) => { for (const row of rows) insert.run(
 parentPort.on('message', (msg) => {
   if (msg.close) { db.close(); parentPort.close(); return; }
   try {
+    if (msg.query) {
+      parentPort.postMessage({ id: msg.id, ok: true, rows: db.prepare(msg.query).all(msg.params) });
+      return;
+    }
     insertAll(msg.rows);
     parentPort.postMessage({ id: msg.id, ok: true });
   } catch (err) {

@@ -46,6 +46,9 @@ export async function sharedLibraries(binaries: string[]): Promise<Map<string, s
       const m = /^\s*(?:\S+ => )?(\/\S+) \(0x/.exec(line);
       if (m === null) continue; // linux-vdso, "statically linked"
       const loaderPath = m[1]!;
+      // A library an npm package ships beside its addon (found through the addon's $ORIGIN run path, like
+      // DuckDB's libduckdb.so) is in the app's own layer; what it needs in turn is in this same ldd list.
+      if (loaderPath.startsWith(`${dirname(binary)}/`)) continue;
       const name = loaderPath.split('/').at(-1)!;
       if (!ALLOWED_LIBRARY.test(name)) {
         throw new Error(`image base: ${binary} needs ${loaderPath}, which is neither glibc nor libstdc++; the minimal base does not carry it`);

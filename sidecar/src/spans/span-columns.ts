@@ -1,0 +1,171 @@
+// The span's columns, once for every store: SQLite and DuckDB tables, the BigQuery table and the fields of a
+// Firestore document all carry these names (the OpenTelemetry GenAI attribute names with dots turned into
+// underscores), so a query written against one store reads the same on another.
+//
+// Schema evolution is additive only (ADR 0401): a column a later version adds is nullable or has a default, and
+// every reader fills a missing or null value with the column's `missing` value, so rows written by an older
+// version read back whole.
+
+import type { Provider, RouteName } from '../../../contracts/routes.ts';
+import type { Span, SpanStatus } from './span.ts';
+
+export type ColumnType = 'string' | 'int' | 'float' | 'bool' | 'timestamp';
+
+export interface SpanColumn {
+  name: string;
+  type: ColumnType;
+  /** NULL (or an absent field) is a value of its own, not "unknown". */
+  nullable: boolean;
+  /** Schema version that introduced the column. */
+  since: number;
+  /**
+   * What a row written before the column existed reads back as. A SQL store also declares it as the column
+   * default; columns present since version 1 that are NOT NULL without a default have none.
+   */
+  missing?: string | number | boolean | null;
+}
+
+/** The schema version of SPAN_COLUMNS (SQLite keeps it in PRAGMA user_version). */
+export const SPAN_SCHEMA_VERSION = 2;
+
+// Version 1 had the identity, timing, outcome, model and the basic token and cost columns; version 2 added
+// project and request ids, the response model, cache and reasoning tokens and `priced`.
+export const SPAN_COLUMNS: readonly SpanColumn[] = [
+  { name: 'span_id', type: 'string', nullable: false, since: 1 },
+  { name: 'trace_id', type: 'string', nullable: false, since: 1 },
+  { name: 'parent_span_id', type: 'string', nullable: true, since: 1 },
+  { name: 'name', type: 'string', nullable: false, since: 1, missing: '' },
+  { name: 'start_time', type: 'timestamp', nullable: false, since: 1 },
+  { name: 'duration_ms', type: 'float', nullable: false, since: 1, missing: 0 },
+  { name: 'status', type: 'string', nullable: false, since: 1, missing: 'ok' },
+  { name: 'status_code', type: 'int', nullable: true, since: 1 },
+  { name: 'error', type: 'string', nullable: true, since: 1 },
+  { name: 'user_id', type: 'string', nullable: true, since: 1 },
+  { name: 'route', type: 'string', nullable: false, since: 1, missing: '' },
+  { name: 'gen_ai_operation_name', type: 'string', nullable: false, since: 1, missing: '' },
+  { name: 'gen_ai_provider_name', type: 'string', nullable: false, since: 1, missing: '' },
+  { name: 'gen_ai_request_model', type: 'string', nullable: false, since: 1, missing: '' },
+  { name: 'gen_ai_usage_input_tokens', type: 'int', nullable: false, since: 1, missing: 0 },
+  { name: 'gen_ai_usage_output_tokens', type: 'int', nullable: false, since: 1, missing: 0 },
+  { name: 'gen_ai_total_tokens', type: 'int', nullable: false, since: 1, missing: 0 },
+  { name: 'gen_ai_cost_usd', type: 'float', nullable: false, since: 1, missing: 0 },
+  { name: 'project_id', type: 'string', nullable: true, since: 2 },
+  { name: 'request_id', type: 'string', nullable: false, since: 2, missing: '' },
+  { name: 'gen_ai_response_model', type: 'string', nullable: true, since: 2 },
+  { name: 'gen_ai_usage_cache_read_input_tokens', type: 'int', nullable: false, since: 2, missing: 0 },
+  { name: 'gen_ai_usage_cache_creation_input_tokens', type: 'int', nullable: false, since: 2, missing: 0 },
+  { name: 'gen_ai_usage_reasoning_tokens', type: 'int', nullable: false, since: 2, missing: 0 },
+  // Rows from before this column were costed from the price table of their day; calling them all unpriced
+  // would be a false alarm.
+  { name: 'priced', type: 'bool', nullable: false, since: 2, missing: true },
+];
+
+export const SPAN_COLUMN_NAMES: readonly string[] = SPAN_COLUMNS.map((c) => c.name);
+
+/** A span under its column names, with JavaScript values (start_time an ISO 8601 UTC string). */
+export interface SpanRecord {
+  span_id: string;
+  trace_id: string;
+  parent_span_id: string | null;
+  name: string;
+  start_time: string;
+  duration_ms: number;
+  status: string;
+  status_code: number | null;
+  error: string | null;
+  user_id: string | null;
+  route: string;
+  gen_ai_operation_name: string;
+  gen_ai_provider_name: string;
+  gen_ai_request_model: string;
+  gen_ai_usage_input_tokens: number;
+  gen_ai_usage_output_tokens: number;
+  gen_ai_total_tokens: number;
+  gen_ai_cost_usd: number;
+  project_id: string | null;
+  request_id: string;
+  gen_ai_response_model: string | null;
+  gen_ai_usage_cache_read_input_tokens: number;
+  gen_ai_usage_cache_creation_input_tokens: number;
+  gen_ai_usage_reasoning_tokens: number;
+  priced: boolean;
+}
+
+export function spanToRecord(s: Span): SpanRecord {
+  return {
+    span_id: s.spanId,
+    trace_id: s.traceId,
+    parent_span_id: s.parentSpanId,
+    name: s.name,
+    start_time: s.startTime,
+    duration_ms: s.durationMs,
+    status: s.status,
+    status_code: s.statusCode,
+    error: s.error,
+    user_id: s.userId,
+    route: s.route,
+    gen_ai_operation_name: s.operation,
+    gen_ai_provider_name: s.provider,
+    gen_ai_request_model: s.model,
+    gen_ai_usage_input_tokens: s.inputTokens,
+    gen_ai_usage_output_tokens: s.outputTokens,
+    gen_ai_total_tokens: s.totalTokens,
+    gen_ai_cost_usd: s.costUsd,
+    project_id: s.projectId,
+    request_id: s.requestId,
+    gen_ai_response_model: s.responseModel,
+    gen_ai_usage_cache_read_input_tokens: s.cachedTokens,
+    gen_ai_usage_cache_creation_input_tokens: s.cacheWriteTokens,
+    gen_ai_usage_reasoning_tokens: s.reasoningTokens,
+    priced: s.priced,
+  };
+}
+
+const MISSING: Readonly<Record<string, unknown>> = Object.fromEntries(SPAN_COLUMNS.map((c) => [c.name, c.missing ?? null]));
+
+/**
+ * A stored row or document back to a span. Values a store returns in its own types (bigint counts, 0/1
+ * booleans) are normalised; absent or null values of columns that are not nullable read as the column's
+ * `missing` value (a row written before the column existed). `start_time` must already be an ISO string.
+ */
+export function recordToSpan(row: Readonly<Record<string, unknown>>): Span {
+  const value = (name: string): unknown => {
+    const v = row[name];
+    return v === undefined || v === null ? MISSING[name] : v;
+  };
+  const text = (name: string) => value(name) as string;
+  const nullableText = (name: string) => (value(name) ?? null) as string | null;
+  const num = (name: string) => Number(value(name));
+  const nullableNum = (name: string) => {
+    const v = value(name);
+    return v === null ? null : Number(v);
+  };
+  const priced = value('priced');
+  return {
+    spanId: text('span_id'),
+    traceId: text('trace_id'),
+    parentSpanId: nullableText('parent_span_id'),
+    name: text('name'),
+    operation: text('gen_ai_operation_name'),
+    model: text('gen_ai_request_model'),
+    responseModel: nullableText('gen_ai_response_model'),
+    provider: text('gen_ai_provider_name') as Provider,
+    route: text('route') as RouteName | 'v1',
+    userId: nullableText('user_id'),
+    projectId: nullableText('project_id'),
+    requestId: text('request_id'),
+    inputTokens: num('gen_ai_usage_input_tokens'),
+    outputTokens: num('gen_ai_usage_output_tokens'),
+    totalTokens: num('gen_ai_total_tokens'),
+    cachedTokens: num('gen_ai_usage_cache_read_input_tokens'),
+    cacheWriteTokens: num('gen_ai_usage_cache_creation_input_tokens'),
+    reasoningTokens: num('gen_ai_usage_reasoning_tokens'),
+    costUsd: num('gen_ai_cost_usd'),
+    priced: priced === true || (priced !== false && Number(priced) !== 0),
+    durationMs: num('duration_ms'),
+    status: text('status') as SpanStatus,
+    statusCode: nullableNum('status_code'),
+    error: nullableText('error'),
+    startTime: text('start_time'),
+  };
+}
