@@ -272,10 +272,10 @@ export function reportTable(r: SideBySideReport): string {
     `| 16 conns req/s | ${r.sixteenConnections.direct.requestsPerSecond.toFixed(0)} | ${r.sixteenConnections.relay.requestsPerSecond.toFixed(0)} | ${r.sixteenConnections.tollgate.requestsPerSecond.toFixed(0)} (${(r.sixteenConnections.throughputShareOfRelay * 100).toFixed(0)} % of the relay) |`,
     `| 16 conns p99 | ${r.sixteenConnections.direct.p99Ms.toFixed(2)} ms | ${r.sixteenConnections.relay.p99Ms.toFixed(2)} ms | ${r.sixteenConnections.tollgate.p99Ms.toFixed(2)} ms |`,
     `| streaming TTFB p50 / added | ${ms(r.streamingTtfbMs.direct.p50)} | ${ms(r.streamingTtfbMs.relay.p50)} / +${ms(r.streamingTtfbMs.addedP50.relay)} | ${ms(r.streamingTtfbMs.tollgate.p50)} / +${ms(r.streamingTtfbMs.addedP50.tollgate)} |`,
-    `| RSS / private MB, idle | | ${mem(r.relay.idle)} | ${mem(r.memory.idle)} |`,
-    `| RSS / private MB, after each loaded minute | | ${mem(r.relay.loaded)} | ${r.memory.loadedMinutes.map(mem).join(', ')} |`,
-    `| peak RSS / private MB, ${r.memory.burst.streams}-stream burst (${r.memory.burst.aborted} left early) | | | ${mem(r.memory.burst.peak)} (limit ${r.memory.chartLimitMb} MiB) |`,
-    `| peak RSS / private MB, one ${r.memory.bigStream.mb} MB stream (before) | | | ${mem(r.memory.bigStream.peak)} (${mem(r.memory.bigStream.before)}) |`,
+    `| RSS / private MiB, idle | | ${mem(r.relay.idle)} | ${mem(r.memory.idle)} |`,
+    `| RSS / private MiB, after each loaded minute | | ${mem(r.relay.loaded)} | ${r.memory.loadedMinutes.map(mem).join(', ')} |`,
+    `| peak RSS / private MiB, ${r.memory.burst.streams}-stream burst (${r.memory.burst.aborted} left early) | | | ${mem(r.memory.burst.peak)} (limit ${r.memory.chartLimitMb} MiB) |`,
+    `| peak RSS / private MiB, one ${r.memory.bigStream.mb} MB stream (before) | | | ${mem(r.memory.bigStream.peak)} (${mem(r.memory.bigStream.before)}) |`,
   ];
   return rows.join('\n');
 }

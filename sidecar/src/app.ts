@@ -116,8 +116,9 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   installRequestGuard(app, inbound);
   // fastify asks to close the connection after a body it could not parse; on HTTP/2 that header is forbidden
   // (and would throw), and the stream's end already says it.
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (request.raw.httpVersionMajor === 2) reply.removeHeader('connection');
+    done(null, payload);
   });
   const identity = await installIdentityHook(app, config, logger);
   // A warehouse that is down is not this pod's fault: it shows in /_local/api/health, not in the probes (ADR 0402).
