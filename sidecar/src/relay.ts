@@ -55,8 +55,9 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
 
   return new Promise<void>((resolve) => {
     let ended = false;
-    // Writes of one turn leave in one syscall: the headers with the first bytes and, when the upstream's end
-    // arrives in the same turn (a small answer read in one go), the end too. Uncorked on the next tick at the latest.
+    // Writes of one turn leave in one syscall: the headers with the first bytes of a small answer read in one
+    // go. Uncorked on the next tick at the latest, and always before the response ends: an end while corked
+    // lost the corked writes (the /v1 error event after a stream's first chunks did not reach the caller).
     let corked = false;
     const uncork = () => {
       corked = false;
@@ -73,6 +74,7 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
       const out = toCaller(extractor.write(chunk));
       if (transform?.failure !== undefined) {
         // The error event is the caller's last; what the upstream still sends after a failure is not an answer.
+        if (corked) uncork();
         res.end(out);
         body.destroy();
         finish('error', transform.failure);
@@ -93,6 +95,7 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
       if (ended) return;
       const held = toCaller(extractor.flush());
       const last = transform ? `${held as string}${transform.end()}` : held;
+      if (corked) uncork();
       if (last.length > 0) res.end(last);
       else res.end();
       finish(upstream.statusCode >= 400 ? 'upstream_error' : 'ok');
@@ -105,6 +108,7 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
       }
       // Headers are already sent: a pass-through can only cut the connection (the bytes are the provider's);
       // a transform ends its stream with an error event.
+      if (corked) uncork();
       if (transform) res.end(transform.end(`upstream connection failed: ${error.message}`));
       else res.destroy(error);
       finish('error', error.message);
