@@ -3,6 +3,7 @@
 // value is refused with a message the user can act on and never half-applied.
 
 import { type AuditConfig, parseAuditConfig } from './audit-config.ts';
+import { type BudgetsPatch, parseBudgetsPatch } from './budget-config.ts';
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
 import { parsePriceEntry } from './parse-price-entry.ts';
 import { PriceEntryError } from './price-entry-error.ts';
@@ -30,6 +31,8 @@ export interface RuntimeConfigPatch {
   gateway?: Partial<GatewayConfig>;
   /** Replaces the whole audit section of earlier layers. */
   audit?: AuditConfig;
+  /** `ledger` and `policies` each replace those of earlier layers. */
+  budgets?: BudgetsPatch;
 }
 
 type Obj = Record<string, unknown>;
@@ -259,7 +262,7 @@ function parseGateway(input: unknown, field: string): Partial<GatewayConfig> {
   );
 }
 
-const SECTIONS = ['mode', 'server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'audit'] as const;
+const SECTIONS = ['mode', 'server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'audit', 'budgets'] as const;
 
 /**
  * Checks a whole config patch. Throws ConfigError naming the first bad field; returns a clean copy
@@ -280,5 +283,6 @@ export function parseRuntimeConfigPatch(input: unknown, sections: readonly strin
   if (v.storage !== undefined) patch.storage = parseStorage(v.storage, 'storage');
   if (v.gateway !== undefined) patch.gateway = parseGateway(v.gateway, 'gateway');
   if (v.audit !== undefined) patch.audit = parseAuditConfig(v.audit, 'audit');
+  if (v.budgets !== undefined) patch.budgets = parseBudgetsPatch(v.budgets, 'budgets');
   return patch;
 }

@@ -34,12 +34,48 @@ export interface AuditReport {
   streamDisconnects: number | string;
 }
 
+/** int64/uint64 fields arrive as decimal strings (longs: String) and may be sent as number or string. */
+export type Int64 = number | string;
+
+export interface SpendEntryMessage {
+  policy: string;
+  userId: string;
+  periodStart: string;
+  amount: Int64;
+  calls: number;
+}
+
+export interface SpendReportMessage {
+  sequence: Int64;
+  entries: SpendEntryMessage[];
+}
+
+export interface BudgetUsageMessage {
+  policy: string;
+  userId: string;
+  periodStart: string;
+  spent: Int64;
+  limitUsed: Int64;
+  alerted: number;
+  grants: { id: string; used: Int64 }[];
+}
+
+export interface BudgetStateMessage {
+  replace: boolean;
+  policiesJson: string;
+  policiesChanged: boolean;
+  usage: BudgetUsageMessage[];
+  includesSequence: Int64;
+  defaultUser: string;
+}
+
 export interface SidecarMessage {
   hello?: Hello;
   ack?: { version: string };
   nack?: { version: string; reason: string };
   auditReport?: AuditReport;
-  message?: 'hello' | 'ack' | 'nack' | 'auditReport';
+  spendReport?: SpendReportMessage;
+  message?: 'hello' | 'ack' | 'nack' | 'auditReport' | 'spendReport';
 }
 
 export interface SnapshotMessage {
@@ -51,8 +87,15 @@ export interface SnapshotMessage {
 
 export interface OperatorMessage {
   snapshot?: SnapshotMessage;
-  message?: 'snapshot';
+  budgetState?: BudgetStateMessage;
+  spendAck?: { sequence: Int64 };
+  message?: 'snapshot' | 'budgetState' | 'spendAck';
 }
+
+/** Spend entries per report: a report stays far below the operator's 64 KiB receive limit. */
+export const MAX_SPEND_ENTRIES_PER_REPORT = 200;
+/** Usage entries per BudgetState message: a full state of a large policy is sent in several. */
+export const MAX_USAGE_PER_MESSAGE = 5_000;
 
 let cached: grpc.ServiceClientConstructor | undefined;
 

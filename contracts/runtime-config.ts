@@ -4,6 +4,7 @@
 
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
 import type { AuditConfig } from './audit-config.ts';
+import type { BudgetsConfig } from './budget-config.ts';
 import type { Provider, RouteName, V1Route } from './routes.ts';
 import type { BigQueryStorageConfig, DuckDbStorageConfig, FirestoreStorageConfig, StorageKind } from './storage-config.ts';
 import type { EngineMode, ServerAuthConfig } from './server-auth-config.ts';
@@ -113,4 +114,6 @@ export interface RuntimeConfig {
   gateway: GatewayConfig;
   /** Tetragon audit fan-out (sidecar/src/audit); absent: off. */
   audit?: AuditConfig;
+  /** Budget policies and where spend is kept (sidecar/src/budgets); in a sidecar the operator sends them instead. */
+  budgets: BudgetsConfig;
 }

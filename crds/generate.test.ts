@@ -12,7 +12,8 @@ import type { SchemaNode } from './crd-schema.ts';
 import { renderCrd } from './crd-manifest.ts';
 import { GENERATE_COMMAND, generatedFiles, staleness } from './generated-files.ts';
 import { PROXY_CONFIG_CRD } from './proxy-config.ts';
-import { CRD_GROUP, crdManifests, PROXY_CONFIG, type PriceModelSpec, type UpstreamsSpec } from './index.ts';
+import { BUDGET_POLICY_CRD } from './budget-policy.ts';
+import { BUDGET_POLICY, CRD_GROUP, crdManifests, PROXY_CONFIG, type PriceModelSpec, type UpstreamsSpec } from './index.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -62,11 +63,13 @@ describe('generated CRD files', () => {
 });
 
 describe('crdManifests()', () => {
-  it('is one YAML stream holding the ProxyConfig CRD, equal to the committed file', () => {
+  it('is one YAML stream holding the ProxyConfig and BudgetPolicy CRDs, equal to the committed files', () => {
     const docs = parseAllDocuments(crdManifests()).map((d) => d.toJS());
-    expect(docs).toEqual([renderCrd(PROXY_CONFIG_CRD)]);
-    expect(crdManifests()).toBe(committed('crds/generated/tollgate.dev_proxyconfigs.yaml'));
+    expect(docs).toEqual([renderCrd(PROXY_CONFIG_CRD), renderCrd(BUDGET_POLICY_CRD)]);
+    const budgetYaml = committed('crds/generated/tollgate.dev_budgetpolicies.yaml')!;
+    expect(crdManifests()).toBe(committed('crds/generated/tollgate.dev_proxyconfigs.yaml')! + budgetYaml.slice(budgetYaml.indexOf('---')));
     expect(docs[0].metadata.name).toBe(`${PROXY_CONFIG.plural}.${CRD_GROUP}`);
+    expect(docs[1].metadata.name).toBe(`${BUDGET_POLICY.plural}.${CRD_GROUP}`);
   });
 
   it('names the API coordinates clients use', () => {
@@ -118,6 +121,27 @@ describe('ProxyConfig schema', () => {
       expect(ref.type, name).toBe('object');
       expect(ref.required, name).toContain('secretName');
     }
+  });
+});
+
+describe('BudgetPolicy schema', () => {
+  const schema = BUDGET_POLICY_CRD.versions[0]!.schema;
+
+  it('bounds every list and every free-form string in spec and status', () => {
+    const unbounded: string[] = [];
+    for (const [path, node] of [...nodes(schema.properties!.spec!, 'spec'), ...nodes(schema.properties!.status!, 'status')]) {
+      if (node.type === 'array' && node.maxItems === undefined) unbounded.push(path);
+      if (node.type === 'string' && node.maxLength === undefined && !node.enum && node.format !== 'date-time') unbounded.push(path);
+    }
+    expect(unbounded).toEqual([]);
+  });
+
+  it('keeps money out of floats: amounts are decimal strings or integer micro-dollars', () => {
+    const spec = schema.properties!.spec!.properties!;
+    expect([spec.limitUsd!.type, spec.limitMicroUsd!.type]).toEqual(['string', 'integer']);
+    const grant = spec.grants!.items!.properties!;
+    expect([grant.amountUsd!.type, grant.amountMicroUsd!.type]).toEqual(['string', 'integer']);
+    for (const [path, node] of nodes(schema, 'budgetpolicy')) expect(node.type, path).not.toBe('number');
   });
 });
 

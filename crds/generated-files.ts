@@ -3,10 +3,11 @@
 
 import { renderCrdYaml } from './crd-manifest.ts';
 import type { CrdSource } from './crd-schema.ts';
+import { BUDGET_POLICY_CRD } from './budget-policy.ts';
 import { PROXY_CONFIG_CRD } from './proxy-config.ts';
 import { renderTypes } from './type-source.ts';
 
-export const CRD_SOURCES: readonly CrdSource[] = [PROXY_CONFIG_CRD];
+export const CRD_SOURCES: readonly CrdSource[] = [PROXY_CONFIG_CRD, BUDGET_POLICY_CRD];
 
 export const GENERATE_COMMAND = 'node crds/generate.ts';
 

@@ -351,7 +351,7 @@ const spec: SchemaNode = {
   },
 };
 
-const condition: SchemaNode = {
+export const condition: SchemaNode = {
   type: 'object',
   tsType: 'Condition',
   description: 'One aspect of the current state (metav1.Condition).',

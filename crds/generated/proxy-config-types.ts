@@ -414,3 +414,120 @@ export interface ProxyConfigList {
   metadata?: ListMeta;
   items: ProxyConfig[];
 }
+
+/** Per-user LLM spending limits per calendar period for the Tollgate sidecars of a namespace (docs/budgets.md). */
+export interface BudgetPolicy {
+  /** tollgate.dev/v1alpha1 */
+  apiVersion?: string;
+  /** BudgetPolicy */
+  kind?: string;
+  metadata?: ObjectMeta;
+  /** A per-user spending limit per calendar period, enforced by the sidecars of the selected pods. */
+  spec?: BudgetPolicySpec;
+  /** Written by the operator through the status subresource: the current period as the cluster ledger holds it. */
+  status?: BudgetPolicyStatus;
+}
+
+/** A per-user spending limit per calendar period, enforced by the sidecars of the selected pods. */
+export interface BudgetPolicySpec {
+  /** Which pods of the namespace enforce this policy, by their labels (metav1.LabelSelector); empty: every injected pod. */
+  selector?: LabelSelector;
+  /** User ids this policy limits, each separately, or ["*"] for every user no other policy of the namespace names. A call without a user id is charged to the pod's service account, system:serviceaccount:<namespace>:<name>. */
+  users: string[];
+  /** Limit per user per period. Decimal USD with at most 6 decimals, e.g. "25" or "0.01". */
+  limitUsd?: string;
+  /** Limit per user per period, instead of limitUsd. Whole micro-dollars (1 USD = 1000000). */
+  limitMicroUsd?: number;
+  /** Calendar period: day, week (ISO, from Monday) or month. Default: "month". */
+  period?: BudgetPeriodName;
+  /** IANA time zone the periods follow, e.g. Europe/Berlin. Default: "UTC". */
+  timeZone?: string;
+  /** Percentages of the limit; reaching each logs `budget alert` and records a BudgetThresholdReached Event, once per user per period. Default: [80,90,100]. */
+  alertThresholds?: number[];
+  /** block: refuse calls (HTTP 429 budget_exceeded) once the budget is spent; alert: only alert. Default: "block". */
+  enforcement?: BudgetEnforcementName;
+  /** Grants, at most 256. */
+  grants?: BudgetGrantSpec[];
+}
+
+/** Which pods of the namespace enforce this policy, by their labels (metav1.LabelSelector); empty: every injected pod. */
+export interface LabelSelector {
+  /** Labels a pod must have, all of them. */
+  matchLabels?: Record<string, string>;
+  /** Requirements on labels, all of them. */
+  matchExpressions?: LabelSelectorRequirement[];
+}
+
+export interface LabelSelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  values?: string[];
+}
+
+/** Calendar period: day, week (ISO, from Monday) or month. */
+export type BudgetPeriodName = 'day' | 'week' | 'month';
+
+/** block: refuse calls (HTTP 429 budget_exceeded) once the budget is spent; alert: only alert. */
+export type BudgetEnforcementName = 'block' | 'alert';
+
+/** Extra budget for one user, spent before the policy's limit (soonest-expiring grant first). Editing a grant makes it a new grant. */
+export interface BudgetGrantSpec {
+  /** The user id the grant is for (not *). */
+  user: string;
+  /** The grant. Decimal USD with at most 6 decimals, e.g. "25" or "0.01". */
+  amountUsd?: string;
+  /** The grant, instead of amountUsd. Whole micro-dollars (1 USD = 1000000). */
+  amountMicroUsd?: number;
+  /** Why, for the record. */
+  reason?: string;
+  /** When the rest of the grant lapses; absent: never. */
+  expiresAt?: string;
+}
+
+/** Written by the operator through the status subresource: the current period as the cluster ledger holds it. */
+export interface BudgetPolicyStatus {
+  /** The metadata.generation the operator last processed. */
+  observedGeneration?: number;
+  /** Ready: True once the policy is accepted and pushed to sidecars; False with a reason otherwise. */
+  conditions?: Condition[];
+  /** The limit, as decimal USD. */
+  limitUsd?: string;
+  /** Start of the current period. */
+  periodStart?: string;
+  /** End of the current period (Retry-After of a refusal counts down to it). */
+  periodEnd?: string;
+  /** Spend of all users this period, exact decimal USD. */
+  spentUsd?: string;
+  /** Users with spend this period. */
+  users?: number;
+  /** Users at or over the lowest alert threshold. */
+  usersOverThreshold?: number;
+  /** Users whose budget (limit plus grants) is spent. */
+  usersExhausted?: number;
+  /** Users at or over each alert threshold. */
+  thresholds?: BudgetThresholdStatus[];
+  /** The users who spent most this period, most first (at most 10). */
+  topSpenders?: BudgetSpenderStatus[];
+  /** Connected sidecars enforcing this policy. */
+  sidecars?: number;
+}
+
+export interface BudgetThresholdStatus {
+  percent: number;
+  users: number;
+}
+
+export interface BudgetSpenderStatus {
+  user: string;
+  spentUsd: string;
+  /** Percent of the limit used. */
+  percent?: number;
+}
+
+/** A list of BudgetPolicy objects. */
+export interface BudgetPolicyList {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ListMeta;
+  items: BudgetPolicy[];
+}

@@ -7,7 +7,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { PROXY_CONFIG } from '../../crds/index.ts';
+import { BUDGET_POLICY, PROXY_CONFIG } from '../../crds/index.ts';
+import type { CompiledPolicy } from '../../contracts/budget-policies.ts';
+import { formatUsd, unitsToUsd } from '../../contracts/money.ts';
+import { BudgetDistributor } from './budgets/budget-distributor.ts';
+import { budgetPolicyRef, type CachedBudgetPolicy, reconcileBudgetPolicy } from './budgets/budget-policy-controller.ts';
+import { ClusterLedger } from './budgets/cluster-ledger.ts';
+import { LedgerStore } from './budgets/ledger-store.ts';
 import { type CachedProxyConfig, proxyConfigRef, reconcileProxyConfig } from './controller/proxy-config-controller.ts';
 import { CREDENTIALS_LABEL_SELECTOR, type SecretObject, slimSecret } from './controller/secret-object.ts';
 import { Backoff } from '../../kube-client/backoff.ts';
@@ -57,6 +63,9 @@ export interface Operator {
 interface LeaderWork {
   queue: WorkQueue;
   workers: Workers;
+  budgetQueue: WorkQueue;
+  budgetWorkers: Workers;
+  ledger: ClusterLedger;
   registry: SidecarRegistry;
   server?: PushServer;
   endpoint?: { abort: AbortController; publishing: Promise<void> };
@@ -115,8 +124,16 @@ export function startOperator(opts: OperatorOptions): Operator {
     }
   };
   secrets.on({ add: secretChanged, update: secretChanged, delete: secretChanged });
+  const budgetPolicies = new Informer<CachedBudgetPolicy>({
+    api,
+    path: `/apis/${BUDGET_POLICY.group}/${BUDGET_POLICY.version}${nsPath}/${BUDGET_POLICY.plural}`,
+    logger: logger.child({ informer: 'budgetpolicies' }),
+  });
+  const enqueueBudget = (bp: CachedBudgetPolicy) => work?.budgetQueue.add(objectKey(bp));
+  budgetPolicies.on({ add: enqueueBudget, update: enqueueBudget, delete: enqueueBudget });
   proxyConfigs.start();
   secrets.start();
+  budgetPolicies.start();
 
   // Leadership transitions are serialised: a stop waits for a start still in progress.
   let transition: Promise<void> = Promise.resolve();
@@ -124,9 +141,44 @@ export function startOperator(opts: OperatorOptions): Operator {
 
   const startLeading = async (signal: AbortSignal) => {
     const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-    await Promise.race([Promise.all([proxyConfigs.waitForSync(), secrets.waitForSync()]), aborted]);
+    await Promise.race([Promise.all([proxyConfigs.waitForSync(), secrets.waitForSync(), budgetPolicies.waitForSync()]), aborted]);
     if (signal.aborted) return;
     const queue = new WorkQueue();
+    const budgetQueue = new WorkQueue();
+    // Budgets (ADR 1302): the ledger lives in ConfigMaps of the operator's namespace; this leader is its only writer.
+    const compiled = new Map<string, CompiledPolicy>();
+    let distributor: BudgetDistributor | undefined;
+    const ledger = new ClusterLedger({
+      store: new LedgerStore(api, opts.leaseNamespace),
+      logger: logger.child({ component: 'budgets' }),
+      policy: (key) => compiled.get(key),
+      acknowledge: (source, sequence) => distributor?.acknowledge(source.podUid, sequence),
+      applied: (changes, acknowledged) => {
+        distributor?.applied(changes, acknowledged);
+        for (const key of changes.keys()) budgetQueue.addAfter(key, 1_000);
+      },
+      alert: (alert) => {
+        const note = `User ${alert.userId} reached ${alert.threshold}% of the budget: ${formatUsd(alert.limitUsed)} of ${formatUsd(alert.limit)} USD in the period from ${new Date(alert.periodStart).toISOString()}`;
+        logger.warn(
+          {
+            budgetPolicy: alert.policy,
+            user_id: alert.userId,
+            policy: alert.policy,
+            threshold: alert.threshold,
+            spent_usd: unitsToUsd(alert.spent),
+            limit_usd: unitsToUsd(alert.limit),
+            period_start: new Date(alert.periodStart).toISOString(),
+          },
+          `budget alert: ${note}`,
+        );
+        const bp = budgetPolicies.get(alert.policy);
+        if (bp) void recorder.record({ regarding: budgetPolicyRef(bp), type: 'Warning', reason: 'BudgetThresholdReached', action: 'Charge', note });
+      },
+    });
+    await ledger.load();
+    if (signal.aborted) return;
+    distributor = new BudgetDistributor({ ledger, logger: logger.child({ component: 'budgets' }) });
+    const budgetDeps = { api, logger, recorder, budgetPolicies, ledger, distributor, compiled };
     const registry = new SidecarRegistry({
       exists: (key) => proxyConfigs.get(key) !== undefined,
       logger: logger.child({ component: 'push' }),
@@ -165,11 +217,31 @@ export function startOperator(opts: OperatorOptions): Operator {
       (key) => reconcileProxyConfig(key, deps),
       (key, error, retryInMs) => logger.warn({ proxyConfig: key, err: error instanceof Error ? error.message : String(error), retryInMs }, 'reconcile failed; retrying'),
     );
-    work = { queue, workers, registry };
+    const budgetWorkers = runWorkers(
+      budgetQueue,
+      1,
+      (key) => reconcileBudgetPolicy(key, budgetDeps),
+      (key, error, retryInMs) => logger.warn({ budgetPolicy: key, err: error instanceof Error ? error.message : String(error), retryInMs }, 'reconcile failed; retrying'),
+    );
+    work = { queue, workers, budgetQueue, budgetWorkers, ledger, registry };
     for (const pc of proxyConfigs.list()) queue.add(objectKey(pc));
+    // Every policy, and every ledger whose policy is gone (its reconcile deletes it).
+    for (const key of new Set([...budgetPolicies.list().map((bp) => objectKey(bp)), ...ledger.policies()])) budgetQueue.add(key);
     const tls = await loadServingCertificate(opts.tls, api, logger);
     if (signal.aborted) return;
-    work.server = await startPushServer({ api, registry, logger: logger.child({ component: 'push' }), host: opts.grpcHost, port: opts.grpcPort, tls });
+    const budgetStreams = {
+      connected: (sidecar: Parameters<BudgetDistributor['connect']>[0]) => {
+        distributor.connect(sidecar);
+        for (const key of distributor.policiesIn(sidecar.namespace)) budgetQueue.addAfter(key, 1_000);
+      },
+      disconnected: (id: string) => {
+        const namespace = distributor.disconnect(id);
+        if (namespace !== undefined) for (const key of distributor.policiesIn(namespace)) budgetQueue.addAfter(key, 1_000);
+      },
+      spendReport: (source: Parameters<ClusterLedger['submit']>[0], report: { sequence: string | number; entries: Parameters<ClusterLedger['submit']>[2] }) =>
+        ledger.submit(source, Number(report.sequence), report.entries ?? []),
+    };
+    work.server = await startPushServer({ api, registry, logger: logger.child({ component: 'push' }), host: opts.grpcHost, port: opts.grpcPort, tls, budgets: budgetStreams });
     if (leaderEndpoint) {
       // Only now: the Service must not send sidecars here before the push port listens.
       const abort = new AbortController();
@@ -189,6 +261,9 @@ export function startOperator(opts: OperatorOptions): Operator {
     }
     await current.server?.stop();
     await current.workers.stop();
+    await current.budgetWorkers.stop();
+    // What was queued and not written stays unacknowledged on the sidecars' disks; the next leader gets it.
+    await current.ledger.stop();
     current.registry.close();
   };
 
@@ -231,12 +306,12 @@ export function startOperator(opts: OperatorOptions): Operator {
 
   return {
     isLeader: () => elector.isLeader(),
-    informers: { proxyconfigs: proxyConfigs, secrets },
+    informers: { proxyconfigs: proxyConfigs, secrets, budgetpolicies: budgetPolicies },
     pushPort: () => work?.server?.port,
     async stop() {
       await elector.stop();
       await transition;
-      await Promise.all([proxyConfigs.stop(), secrets.stop()]);
+      await Promise.all([proxyConfigs.stop(), secrets.stop(), budgetPolicies.stop()]);
     },
   };
 }

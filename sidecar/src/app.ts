@@ -1,11 +1,15 @@
 // Builds the engine's HTTP app without listening, so tests drive it with inject() or a real port alike.
 
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { CredentialProvider } from './auth/credential-provider.ts';
 import { createCredentialProviders } from './auth/credential-provider.ts';
 import { AuditController } from './audit/audit-controller.ts';
+import type { BudgetEnforcer } from './budgets/budget-enforcer.ts';
+import { LedgerBudgets } from './budgets/ledger-budgets.ts';
+import { openLedgerBudgets } from './budgets/open-budgets.ts';
 import { placementFromEnv } from './audit/audit-placement.ts';
 import { followCredentialSettings } from './auth/live-credentials.ts';
 import type { ConfigStore } from './config/config-store.ts';
@@ -44,6 +48,8 @@ export interface Engine {
   runtimeHealth: RuntimeHealth;
   /** The Tetragon audit fan-out, following the live config's audit section. */
   audit: AuditController;
+  /** Budgets enforced by this engine: its own ledger, or the operator's (a sidecar). */
+  budgets: BudgetEnforcer;
   /** Stops accepting, drains in-flight calls (streams included, up to server.drainTimeoutMs), flushes spans, closes everything. */
   shutdown(drainTimeoutMs?: number): Promise<void>;
 }
@@ -54,6 +60,8 @@ export interface EngineOptions {
   env?: NodeJS.ProcessEnv;
   /** Replace the credential providers (tests of the engine that are not about credentials). */
   credentials?: Record<CredentialKind, CredentialProvider>;
+  /** Budgets kept elsewhere (a sidecar's come from the operator); default: the config's ledger. */
+  budgets?: BudgetEnforcer;
   /** The span store, opened by the caller (openSpanStore); else the configured one is opened here. */
   spans?: OpenedSpanStore;
 }
@@ -80,7 +88,17 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   const unsubscribeBreaker = store.subscribe((snapshot) => client.updateBreakerConfig(snapshot.config.breaker));
   const unsubscribeCredentials = opts.credentials ? () => undefined : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
   const lifecycle = new Lifecycle();
-  const meter = new CallMeter(writer, logger, lifecycle);
+  const budgets = opts.budgets ?? (await openLedgerBudgets(config.budgets, config.storage, logger));
+  let appliedPolicies = config.budgets.policies;
+  const unsubscribeBudgets =
+    budgets instanceof LedgerBudgets
+      ? store.subscribe((snapshot) => {
+          if (isDeepStrictEqual(snapshot.config.budgets.policies, appliedPolicies)) return;
+          appliedPolicies = snapshot.config.budgets.policies;
+          budgets.setConfig(snapshot.config.budgets);
+        })
+      : () => undefined;
+  const meter = new CallMeter(writer, logger, lifecycle, budgets);
   const inbound = inboundPolicy(config.server, opts.env ?? process.env);
   const refusals = { meter, store, inbound, logger };
   // Headers come in one go from any real client; a body gets server.requestTimeoutMs once the route reads it
@@ -124,18 +142,19 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   // A warehouse that is down is not this pod's fault: it shows in /_local/api/health, not in the probes (ADR 0402).
   const health = healthCheck({ lifecycle, writer, writeFailuresAreUnhealthy: !opened.remote });
   app.register(healthRoutes, { lifecycle, writer, check: health });
-  app.register(managementRoutes, { store, spans, writer });
+  app.register(managementRoutes, { store, spans, writer, budgets, budgetPolicies: opts.budgets ? 'operator' : 'config' });
   const runtimeHealth = new RuntimeHealth();
   const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
   runtimeHealth.register('audit', () => audit.health());
+  runtimeHealth.register('budgets', () => budgets.health());
   runtimeHealth.register('spans', () => ({ kind: opened.kind, location: opened.location, ...writer.stats(), lastWriteError: writer.lastWriteError() }));
   const authenticator = identity.authenticator;
   if (authenticator) {
     runtimeHealth.register('auth', () => ({ strategies: authenticator.strategies, refused: identity.failures.total, tokeninfoLookups: authenticator.accessTokens?.lookups ?? 0 }));
   }
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
-  app.register(proxyRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
-  app.register(gatewayRoutes, { store, client, meter, lifecycle, env: opts.env ?? process.env });
+  app.register(proxyRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env });
+  app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env });
 
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ error: { code: 'not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` } });
@@ -164,7 +183,9 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
       await closed;
       unsubscribeBreaker();
       unsubscribeCredentials();
+      unsubscribeBudgets();
       await writer.close();
+      await budgets.close();
       await spans.close();
       await client.close();
       await auditDrained;
@@ -173,5 +194,5 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
     return shuttingDown;
   };
 
-  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, shutdown };
+  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, budgets, shutdown };
 }

@@ -14,6 +14,8 @@ import { startHealthListener } from './http/health.ts';
 import { applyServerModeDefaults, checkServerAuth, parseEngineMode } from '../../contracts/server-auth-config.ts';
 import { openSpanStore } from './spans/open-span-store.ts';
 import { SpanStoreOpenError } from './spans/span-store.ts';
+import { BudgetLedgerOpenError } from './budgets/open-budgets.ts';
+import { type BudgetLink, ClusterBudgets } from './budgets/cluster-budgets.ts';
 
 const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS] [--mode proxy|server]
 
@@ -87,12 +89,19 @@ export async function main(argv: string[]): Promise<number> {
   // The last good snapshot from the operator (kept on disk) applies before the engine starts, so a pod that
   // restarts while the operator is unreachable serves with the config it last had.
   let auditReporter: AuditReporter | undefined;
-  const pushClient = await startOperatorLink(store, logger, () => auditReporter?.report());
+  // In a pod the operator keeps the budgets ledger; this sidecar enforces what it sends and reports spend.
+  const clusterBudgets = process.env.TOLLGATE_OPERATOR_ADDRESS ? new ClusterBudgets({ stateDir: process.env.TOLLGATE_STATE_DIR ?? '/var/run/tollgate', logger }) : undefined;
+  const pushClient = await startOperatorLink(store, logger, () => auditReporter?.report(), clusterBudgets);
   let engine;
   try {
     const spans = await openSpanStore(store.get().storage, { logger, env: process.env, purpose: 'proxy' });
-    engine = await buildEngine({ store, logger, spans });
+    engine = await buildEngine({ store, logger, spans, ...(clusterBudgets ? { budgets: clusterBudgets } : {}) });
   } catch (error) {
+    if (error instanceof BudgetLedgerOpenError) {
+      await pushClient?.stop();
+      process.stderr.write(`tollgate proxy: ${error.message}\n`);
+      return 2;
+    }
     if (!(error instanceof SpanStoreOpenError) && !(error instanceof ConfigError)) throw error;
     // A span file that cannot be created is a bad setting (storage.path, or TOLLGATE_STATE_DIR in a pod).
     await pushClient?.stop();
@@ -106,6 +115,15 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   auditReporter = new AuditReporter(engine.audit);
+  try {
+    // Stored spend is in memory before the first call is served.
+    await engine.budgets.ready;
+  } catch (error) {
+    await engine.shutdown(0);
+    await pushClient?.stop();
+    process.stderr.write(`tollgate proxy: ${new BudgetLedgerOpenError(store.get().budgets.ledger?.kind ?? 'sqlite', error).message}\n`);
+    return 2;
+  }
   const { host, port, auth } = store.get().server;
   await engine.app.listen({ host, port });
   if (!isLoopbackHostname(hostnameOf(host) ?? host) && !(auth.required && engine.identity.authenticator)) {
@@ -138,9 +156,12 @@ export async function main(argv: string[]): Promise<number> {
     const stop = (signal: string) => {
       logger.info({ signal }, 'shutting down: draining in-flight calls and flushing spans');
       void (async () => {
-        await pushClient?.stop();
+        // A sidecar keeps its operator link while it drains: the spend of the last calls is reported (and
+        // acknowledged, within a bound) before the pod's disk goes away with the pod.
+        if (!clusterBudgets) await pushClient?.stop();
         // the health listener stays up while draining, so probes see 503 rather than a refused connection
         await engine.shutdown();
+        await pushClient?.stop();
         healthServer?.close();
         const stats = engine.writer.stats();
         const metering = engine.meter.stats();
@@ -179,6 +200,7 @@ async function startOperatorLink(
   store: ConfigStore,
   logger: pino.Logger,
   auditReport: () => import('../../contracts/push-protocol.ts').AuditReport | undefined,
+  budgets: BudgetLink | undefined,
 ): Promise<{ stop(): Promise<void> } | null> {
   const address = process.env.TOLLGATE_OPERATOR_ADDRESS;
   if (!address) return null;
@@ -192,6 +214,7 @@ async function startOperatorLink(
     store,
     logger,
     auditReport,
+    ...(budgets ? { budgets } : {}),
     ...(env.TOLLGATE_POD_NAME ? { podName: env.TOLLGATE_POD_NAME } : {}),
     ...(env.TOLLGATE_POD_NAMESPACE ? { podNamespace: env.TOLLGATE_POD_NAMESPACE } : {}),
   });

@@ -177,6 +177,8 @@ describe('helm install into the real control plane', () => {
       'defaultProxyConfig.enabled=true',
       '--set',
       'defaultProxyConfig.namespaces={shop}',
+      '--set-json',
+      'budgetPolicies=[{"name":"team-monthly","namespace":"shop","spec":{"users":["*"],"limitUsd":"25","alertThresholds":[80,100]}}]',
     ]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
@@ -218,6 +220,16 @@ describe('helm install into the real control plane', () => {
     expect(await canOperator(['create', 'endpointslices.discovery.k8s.io', '-n', NS])).toBe('yes');
     expect(await canOperator(['update', 'endpointslices.discovery.k8s.io/other', '-n', NS])).toBe('no');
     expect(await canOperator(['update', 'endpointslices.discovery.k8s.io/tollgate-operator', '-n', 'shop'])).toBe('no');
+
+    // Budgets: the BudgetPolicy CRD, the policy from the values, and the operator's RBAC for both and its ledger.
+    const budgetCrd = await kc.makeApiClient(ApiextensionsV1Api).readCustomResourceDefinition({ name: 'budgetpolicies.tollgate.dev' });
+    expect(budgetCrd.status?.conditions?.find((c) => c.type === 'Established')?.status).toBe('True');
+    const policy = await cp.kubectl(['get', 'budgetpolicy', 'team-monthly', '-n', 'shop', '-o', 'jsonpath={.spec.limitUsd}/{.spec.period}']);
+    expect(policy.stdout).toBe('25/month');
+    expect(await canOperator(['watch', 'budgetpolicies.tollgate.dev', '-A'])).toBe('yes');
+    expect(await canOperator(['patch', 'budgetpolicies.tollgate.dev', '--subresource=status', '-n', 'shop'])).toBe('yes');
+    expect(await canOperator(['update', 'configmaps', '-n', NS])).toBe('yes');
+    expect(await canOperator(['update', 'configmaps', '-n', 'shop'])).toBe('no');
 
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
     const webhookRole = await rbac.readClusterRole({ name: 'tollgate-webhook' });

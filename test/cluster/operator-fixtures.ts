@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
-import { crdManifests, PROXY_CONFIG, type ProxyConfig, type ProxyConfigSpec } from '../../crds/index.ts';
+import { BUDGET_POLICY, crdManifests, PROXY_CONFIG, type ProxyConfig, type ProxyConfigSpec } from '../../crds/index.ts';
 import { KubeApi } from '../../kube-client/api-client.ts';
 import type { ControlPlane } from '../control-plane/control-plane.ts';
 import { startManagedProcess, type ManagedProcess } from '../control-plane/managed-process.ts';
@@ -32,6 +32,7 @@ export async function apply(cp: ControlPlane, objects: object[] | string): Promi
 export async function installOperatorPrerequisites(cp: ControlPlane, workDir: string, chartValues: Record<string, string> = {}): Promise<string> {
   await apply(cp, crdManifests());
   await crdEstablished(cp.kubeConfig, `${PROXY_CONFIG.plural}.${PROXY_CONFIG.group}`);
+  await crdEstablished(cp.kubeConfig, `${BUDGET_POLICY.plural}.${BUDGET_POLICY.group}`);
   await apply(cp, [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: OPERATOR_NAMESPACE } }]);
   const kc = await asChartServiceAccount(cp, 'operator', { namespace: OPERATOR_NAMESPACE, set: chartValues });
   const path = join(workDir, 'operator.kubeconfig');
@@ -186,7 +187,7 @@ export interface PodWithToken {
  */
 export async function podWithToken(
   api: KubeApi,
-  opts: { namespace: string; name: string; annotations?: Record<string, string>; dir: string; audience?: string },
+  opts: { namespace: string; name: string; annotations?: Record<string, string>; labels?: Record<string, string>; dir: string; audience?: string },
 ): Promise<PodWithToken> {
   try {
     await api.post(`/api/v1/namespaces/${opts.namespace}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'app' } });
@@ -196,7 +197,7 @@ export async function podWithToken(
   const pod = await api.post<{ metadata: { uid: string } }>(`/api/v1/namespaces/${opts.namespace}/pods`, {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: opts.name, ...(opts.annotations ? { annotations: opts.annotations } : {}) },
+    metadata: { name: opts.name, ...(opts.annotations ? { annotations: opts.annotations } : {}), ...(opts.labels ? { labels: opts.labels } : {}) },
     spec: { serviceAccountName: 'app', containers: [{ name: 'app', image: 'example.invalid/app:1' }] },
   });
   const request = await api.post<{ status: { token: string } }>(`/api/v1/namespaces/${opts.namespace}/serviceaccounts/app/token`, {

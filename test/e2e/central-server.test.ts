@@ -3,7 +3,8 @@
 // tokeninfo endpoint and a fake identity-aware proxy. It checks the issue's Done-when: no token → 401 and
 // `all auth strategies failed` in the log; a valid ID token → the call goes through and the span's user_id is
 // the token's e-mail, whatever x-tollgate-user says; the IAP header pair with X-Proxy-Auth winning; health and
-// the management API behind identities; and the official openai SDK with an ID token as its apiKey.
+// the management API behind identities; budgets keyed on the identity, granted by admins only; and the
+// official openai SDK with an ID token as its apiKey.
 
 import OpenAI, { AuthenticationError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -83,6 +84,10 @@ server:
       allowedServiceAccounts: ["${ROBOT}"]
       publicKeysUrl: ${iap.publicKeysUrl}
     admins: [${ADMIN}]
+budgets:
+  ledger: { kind: memory }
+  policies:
+    - { name: per-person, users: ["carol@example.com"], limitUsd: "0.000001" }
 `,
   });
 });
@@ -239,6 +244,39 @@ describe('the official openai SDK', () => {
     const error = await refused.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AuthenticationError);
     expect((error as AuthenticationError).code).toBe('invalid_token');
+  });
+});
+
+describe('budgets', () => {
+  it('are keyed on the authenticated identity, so what a caller writes as its user cannot dodge a spent budget; only admins grant', async () => {
+    const carol = await issuer.idToken('carol@example.com', AUD);
+    const asAdmin = { authorization: `Bearer ${adminToken}` };
+    const first = await post('/v1/chat/completions', { authorization: `Bearer ${carol}`, 'x-tollgate-user': 'mallory' });
+    expect(first.status).toBe(200);
+    await first.arrayBuffer();
+    await waitFor('carol’s call to be charged to carol', async () => {
+      const record = (await (await fetch(`${server.url}/_local/api/budgets/carol@example.com`, { headers: asAdmin })).json()) as { state: string };
+      return record.state === 'exhausted';
+    });
+
+    const before = openai.requests.length;
+    const refused = await post('/proxy/beta/v1/chat/completions', { authorization: `Bearer ${carol}`, 'x-tollgate-user': 'someone-else' }, { ...chat, user: 'someone-else' });
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ error: { code: 'budget_exceeded', message: expect.stringContaining('user "carol@example.com" has spent') } });
+    expect(openai.requests.length).toBe(before);
+
+    // Carol cannot grant herself more, nor read the ledger; an admin can grant.
+    const grant = (headers: Record<string, string>) =>
+      fetch(`${server.url}/_local/api/budgets/carol@example.com/grants`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ amount_usd: 1, reason: 'self-service' }),
+      });
+    expect((await grant({ authorization: `Bearer ${carol}` })).status).toBe(403);
+    expect((await fetch(`${server.url}/_local/api/budgets/carol@example.com`, { headers: { authorization: `Bearer ${carol}` } })).status).toBe(403);
+    expect((await post('/v1/chat/completions', { authorization: `Bearer ${carol}` })).status).toBe(429);
+    expect((await grant(asAdmin)).status).toBe(201);
+    expect((await post('/v1/chat/completions', { authorization: `Bearer ${carol}` })).status).toBe(200);
   });
 });
 

@@ -39,13 +39,15 @@ export async function startProxyProcess(
     args?: string[];
     cli?: string;
     nodeArgs?: string[];
+    /** Run in this folder (a restart over the files of an earlier run) and leave it in place on stop(). */
+    dir?: string;
     /** Headers for the readiness wait on /healthz (a server whose health needs a token). */
     readyHeaders?: Record<string, string>;
     /** Replaces the readiness check (default: GET /healthz answers 2xx). */
     ready?: (url: string) => Promise<boolean>;
   } = {},
 ): Promise<ProxyProcess> {
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-proxy-'));
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'tollgate-proxy-'));
   const port = await freePort();
   const args = [...(opts.nodeArgs ?? []), opts.cli ?? CLI, 'proxy', '--port', String(port)];
   if (opts.configYaml !== undefined) {
@@ -99,7 +101,7 @@ export async function startProxyProcess(
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null) child.kill(signal);
       const code = await exited;
-      rmSync(dir, { recursive: true, force: true });
+      if (opts.dir === undefined) rmSync(dir, { recursive: true, force: true });
       return code;
     },
   };

@@ -9,7 +9,8 @@ import { sseEvent, writeJson, writeJsonWithText, writeStream } from './llm-reply
 import { jsonObject, requestHeader } from './llm-request.ts';
 import type { FakeBehaviour, FakeExchange, FakeUsage } from './llm-upstream.ts';
 
-const knownVersions = new Set(['2023-06-01', '2023-01-01']);
+// 2026-10-21 is what the official @anthropic-ai/sdk 1.x sends.
+const knownVersions = new Set(['2023-06-01', '2023-01-01', '2026-10-21']);
 
 export async function handleAnthropic(x: FakeExchange): Promise<void> {
   const key = requestHeader(x.req, 'x-api-key');

@@ -70,6 +70,8 @@ export interface FakeBehaviour {
   errorBody?: unknown;
   /** Wait this long before sending headers. */
   delayMs?: number;
+  /** Hold each reply until this settles (the request is recorded first), to have calls in flight at once on cue. */
+  hold?: Promise<unknown>;
   /** End a stream cleanly half-way through the content, without the final event(s). */
   truncateStream?: boolean;
   /** Destroy the connection half-way through a stream (headers already sent). */
@@ -184,6 +186,7 @@ export async function startFakeUpstream(kind: FakeKind, opts: FakeUpstreamOption
       return;
     }
     if (b.delayMs) await sleep(b.delayMs);
+    if (b.hold) await b.hold.catch(() => undefined);
     const query = new URLSearchParams(rawQuery);
     await handlers[kind]({ req, res, path: rawPath, rawQuery, query, body, json, behaviour: b, opts });
   };

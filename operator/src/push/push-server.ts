@@ -6,7 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { AUTHORIZATION, configPushService, MAX_SNAPSHOT_BYTES, type OperatorMessage, type SidecarMessage } from '../../../contracts/push-protocol.ts';
+import { AUTHORIZATION, configPushService, MAX_SNAPSHOT_BYTES, type OperatorMessage, type SidecarMessage, type SpendReportMessage } from '../../../contracts/push-protocol.ts';
+import type { BudgetSidecar } from '../budgets/budget-distributor.ts';
+import type { SpendSource } from '../budgets/cluster-ledger.ts';
 import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
 import { PROXY_CONFIG_ANNOTATION } from './config-selection.ts';
 import type { SidecarRegistry } from './sidecar-registry.ts';
@@ -23,7 +25,18 @@ export interface PushServerOptions {
   tls: { certPem: string; keyPem: string };
   /** How long a new stream may take to say Hello. */
   helloTimeoutMs?: number;
+  /** Budget state to sidecars and their spend reports (operator/src/budgets). */
+  budgets?: BudgetStreams;
 }
+
+export interface BudgetStreams {
+  connected(sidecar: BudgetSidecar): void;
+  disconnected(id: string): void;
+  spendReport(source: SpendSource, report: SpendReportMessage): void;
+}
+
+/** Spend report entries per message; a sidecar seals at most 200 (push-protocol.ts). */
+const MAX_REPORT_ENTRIES = 1_000;
 
 export interface PushServer {
   port: number;
@@ -45,7 +58,8 @@ export async function startPushServer(opts: PushServerOptions): Promise<PushServ
   const calls = new Set<Call>();
   const server = new grpc.Server({
     'grpc.max_send_message_length': MAX_SNAPSHOT_BYTES,
-    'grpc.max_receive_message_length': 64 * 1024,
+    // Acks, audit and spend reports; a spend report of 200 entries with the longest ids fits.
+    'grpc.max_receive_message_length': 256 * 1024,
     // Finds sidecars whose pod vanished without closing the connection.
     'grpc.keepalive_time_ms': 30_000,
     'grpc.keepalive_timeout_ms': 10_000,
@@ -95,6 +109,7 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
   const { logger, registry } = opts;
   const id = randomUUID();
   let registered = false;
+  let source: SpendSource | undefined;
   let helloResolve: ((m: NonNullable<SidecarMessage['hello']>) => void) | undefined;
   const hello = new Promise<NonNullable<SidecarMessage['hello']>>((resolve) => (helloResolve = resolve));
 
@@ -118,6 +133,9 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
           .slice(0, 16)
           .map((s) => ({ ...s, name: String(s.name).slice(0, 63), kind: String(s.kind).slice(0, 16), lastError: String(s.lastError ?? '').slice(0, 512) })),
       });
+    } else if (message.spendReport && source) {
+      const report = message.spendReport;
+      if ((report.entries ?? []).length <= MAX_REPORT_ENTRIES) opts.budgets?.spendReport(source, report);
     }
   });
   const closed = new Promise<void>((resolve) => {
@@ -127,7 +145,10 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
     call.on('error', () => resolve());
   });
   void closed.then(() => {
-    if (registered) registry.disconnect(id);
+    if (registered) {
+      registry.disconnect(id);
+      opts.budgets?.disconnected(id);
+    }
     if (!call.writableEnded) call.end();
   });
 
@@ -146,7 +167,7 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
     throw new StreamError(grpc.status.UNAVAILABLE, 'cannot review the token now; retry');
   }
 
-  const annotation = await podAnnotation(opts.api, identity);
+  const { annotation, labels } = await podMetadata(opts.api, identity);
 
   const helloTimeout = opts.helloTimeoutMs ?? 10_000;
   let timer: NodeJS.Timeout | undefined;
@@ -164,7 +185,7 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
   if (call.cancelled || call.writableEnded) return;
 
   registered = true;
-  const source = registry.connect({
+  const bound = registry.connect({
     id,
     namespace: identity.namespace,
     podName: identity.podName,
@@ -178,7 +199,20 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
       if (!call.cancelled && !call.writableEnded) call.emit('error', { code: grpc.status.RESOURCE_EXHAUSTED, details: reason });
     },
   });
-  logger.debug({ pod: `${identity.namespace}/${identity.podName}`, runs: greeting.currentVersion, source }, 'push stream registered');
+  source = { podUid: identity.podUid, namespace: identity.namespace, pod: identity.podName };
+  opts.budgets?.connected({
+    id,
+    namespace: identity.namespace,
+    podName: identity.podName,
+    podUid: identity.podUid,
+    serviceAccount: identity.serviceAccount,
+    labels,
+    send: (message: OperatorMessage) => {
+      if (call.cancelled || call.writableEnded || call.destroyed) throw new Error('stream closed');
+      call.write(message);
+    },
+  });
+  logger.debug({ pod: `${identity.namespace}/${identity.podName}`, runs: greeting.currentVersion, source: bound }, 'push stream registered');
 }
 
 function bearerToken(values: grpc.MetadataValue[]): string | undefined {
@@ -188,13 +222,17 @@ function bearerToken(values: grpc.MetadataValue[]): string | undefined {
   return match?.[1];
 }
 
-async function podAnnotation(api: KubeApi, identity: SidecarIdentity): Promise<string | undefined> {
+/** The pod's tollgate.dev/proxy-config annotation and its labels (BudgetPolicy selectors match them). */
+async function podMetadata(api: KubeApi, identity: SidecarIdentity): Promise<{ annotation?: string; labels: Record<string, string> }> {
   try {
-    const pod = await api.get<{ metadata: { uid?: string; annotations?: Record<string, string> } }>(`/api/v1/namespaces/${identity.namespace}/pods/${identity.podName}`);
+    const pod = await api.get<{ metadata: { uid?: string; annotations?: Record<string, string>; labels?: Record<string, string> } }>(
+      `/api/v1/namespaces/${identity.namespace}/pods/${identity.podName}`,
+    );
     if (pod.metadata.uid !== identity.podUid) {
       throw new StreamError(grpc.status.UNAUTHENTICATED, `pod ${identity.namespace}/${identity.podName} was replaced; the token belongs to an earlier pod`);
     }
-    return pod.metadata.annotations?.[PROXY_CONFIG_ANNOTATION];
+    const annotation = pod.metadata.annotations?.[PROXY_CONFIG_ANNOTATION];
+    return { ...(annotation !== undefined ? { annotation } : {}), labels: pod.metadata.labels ?? {} };
   } catch (error) {
     if (error instanceof StreamError) throw error;
     if (isStatus(error, 404)) throw new StreamError(grpc.status.UNAUTHENTICATED, `pod ${identity.namespace}/${identity.podName} does not exist`);

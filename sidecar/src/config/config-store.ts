@@ -4,6 +4,7 @@
 // changes a request that is already in flight.
 
 import { isDeepStrictEqual } from 'node:util';
+import { defaultBudgetsConfig } from '../../../contracts/budget-config.ts';
 import { DEFAULT_CACHE_SETTINGS } from '../pricing/default-cache.ts';
 import { DEFAULT_PRICES } from '../pricing/default-prices.ts';
 import { mergePriceEntries, PriceTable } from '../pricing/price-table.ts';
@@ -35,6 +36,7 @@ export function defaultRuntimeConfig(): RuntimeConfig {
     breaker: { consecutiveFailures: 5, failureRatio: 0.5, minimumRequests: 20, windowMs: 30_000, openMs: 10_000 },
     storage: { kind: 'sqlite', path: 'tollgate.db', bufferSize: 10_000, batchSize: 200, flushIntervalMs: 200, maxSpans: 0 },
     gateway: { anthropicRoute: defaultV1Route('anthropic')!, googleRoute: defaultV1Route('google')! },
+    budgets: defaultBudgetsConfig(),
   };
 }
 
@@ -63,6 +65,8 @@ export function applyPatch(base: RuntimeConfig, patch: RuntimeConfigPatch): Runt
   if (patch.storage) Object.assign(next.storage, patch.storage);
   if (patch.gateway) Object.assign(next.gateway, patch.gateway);
   if (patch.audit) next.audit = structuredClone(patch.audit);
+  if (patch.budgets?.ledger) next.budgets.ledger = structuredClone(patch.budgets.ledger);
+  if (patch.budgets?.policies) next.budgets.policies = structuredClone(patch.budgets.policies);
   return next;
 }
 
@@ -151,6 +155,8 @@ function mergePatches(a: RuntimeConfigPatch, b: RuntimeConfigPatch): RuntimeConf
       out.pricing = { models: mergePriceEntries(out.pricing?.models ?? [], (value as { models: [] }).models) };
     } else if (key === 'audit') {
       out.audit = structuredClone(value as NonNullable<RuntimeConfigPatch['audit']>);
+    } else if (key === 'budgets') {
+      out.budgets = { ...out.budgets, ...structuredClone(value as NonNullable<RuntimeConfigPatch['budgets']>) };
     } else if (key === 'upstreams' || key === 'cache') {
       const merged: Record<string, object> = { ...(out[key] as Record<string, object> | undefined) };
       for (const [k, v] of Object.entries(value as Record<string, object>)) merged[k] = { ...merged[k], ...v };

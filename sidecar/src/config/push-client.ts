@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
+import type { BudgetLink } from '../budgets/cluster-budgets.ts';
 import type { ConfigStore } from './config-store.ts';
 import { type AuditReport, AUTHORIZATION, configPushService, MAX_SNAPSHOT_BYTES, type OperatorMessage, type SidecarMessage } from '../../../contracts/push-protocol.ts';
 import { type PreparedSnapshot, SnapshotCache, SnapshotRejectedError } from './snapshot-cache.ts';
@@ -32,6 +33,8 @@ export interface PushClientOptions {
   reportIntervalMs?: number;
   /** Reconnect delays; default 500 ms doubling to 30 s, with jitter. */
   reconnect?: { baseMs: number; maxMs: number };
+  /** Budget state from the operator and spend reports to it (sidecar/src/budgets/cluster-budgets.ts). */
+  budgets?: BudgetLink;
 }
 
 export interface PushClientStatus {
@@ -132,7 +135,22 @@ export function startPushClient(opts: PushClientOptions): PushClient {
       const reply = (message: SidecarMessage) => {
         if (!call.writableEnded && !call.destroyed) call.write(message);
       };
+      let budgetsAttached = false;
       call.on('data', (message: OperatorMessage) => {
+        // The operator's first message means it has authenticated and registered the stream: spend reports
+        // sent before that would be ignored.
+        if (!budgetsAttached) {
+          budgetsAttached = true;
+          opts.budgets?.attached(reply);
+        }
+        if (message.budgetState) {
+          opts.budgets?.budgetState(message.budgetState);
+          return;
+        }
+        if (message.spendAck) {
+          opts.budgets?.spendAck(Number(message.spendAck.sequence));
+          return;
+        }
         if (!message.snapshot) return;
         delivered = true;
         status.connected = true;
@@ -145,6 +163,7 @@ export function startPushClient(opts: PushClientOptions): PushClient {
       call.on('error', () => undefined);
       call.on('status', (outcome: grpc.StatusObject) => {
         clearInterval(reportTimer);
+        opts.budgets?.detached();
         status.connected = false;
         if (abort.signal.aborted) {
           // stopping: not an error

@@ -26,12 +26,16 @@ import { openAiRequestUser } from '../routes/request-user.ts';
 import { parseJsonObject } from '../formats/json-object.ts';
 import { upstreamRequestHeaders } from './proxy-headers.ts';
 import { callerLeft, hasBody, readBoundedBody } from './request-body.ts';
+import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
+import { BUDGET_EXCEEDED, budgetRefusalMessage, sendBudgetRefusal } from './budget-refusal.ts';
+import { OPENAI_ERRORS } from '../routes/error-shape.ts';
 
 export interface GatewayRoutesOptions {
   store: ConfigStore;
   client: UpstreamClient;
   meter: CallMeter;
   lifecycle: Lifecycle;
+  budgets?: Pick<BudgetEnforcer, 'refusal'>;
   /** Environment for defaults (GOOGLE_CLOUD_PROJECT, ANTHROPIC_VERTEX_PROJECT_ID); process.env when absent. */
   env?: NodeJS.ProcessEnv;
 }
@@ -144,6 +148,13 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
       throw error;
     }
     call = opts.meter.start({ ...start, route: plan.route, model: plan.model, projectId: projectHeader ?? config.upstreams[plan.route]?.project ?? null });
+    // A spent budget refuses the call here, from memory, before anything goes upstream (ADR 1300).
+    const refusal = call.call.userId === null ? null : (opts.budgets?.refusal(call.call.userId, Date.now()) ?? null);
+    if (refusal) {
+      call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
+      sendBudgetRefusal(res, OPENAI_ERRORS, refusal, trace);
+      return;
+    }
 
     // Pass-through keeps the caller's headers as the native route does; a translated call is a new request.
     const headers = plan.translation === 'passthrough' ? upstreamRequestHeaders(request.headers, false) : { 'accept-encoding': 'identity' };

@@ -12,11 +12,17 @@ import { spanToJson } from '../spans/span-json.ts';
 import type { SpanStore } from '../spans/span-store.ts';
 import { parseSpendQuery, SPEND_PARAMETERS, SpendQueryError } from '../spans/spend.ts';
 import type { SpanWriter } from '../spans/span-writer.ts';
+import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
+import { budgetRoutes } from './budgets.ts';
 
 export interface ManagementOptions {
   store: ConfigStore;
   spans: SpanStore;
   writer: SpanWriter;
+  /** /_local/api/budgets; absent: no budget endpoints. */
+  budgets?: BudgetEnforcer;
+  /** Where budget policies come from: this engine's config (local proxy, server) or the operator (a sidecar). */
+  budgetPolicies?: 'config' | 'operator';
 }
 
 /**
@@ -24,7 +30,7 @@ export interface ManagementOptions {
  * purpose: the API has no authentication, and a credential file path set here would make the proxy send any
  * local file it can read as a key (ADR 1003). Credential files come from the config file and the operator.
  */
-const API_SECTIONS = ['pricing', 'cache', 'upstreams', 'breaker', 'gateway'] as const;
+const API_SECTIONS = ['pricing', 'cache', 'upstreams', 'breaker', 'gateway', 'budgets'] as const;
 
 const TRACES_MAX = 200;
 /**
@@ -79,6 +85,8 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
     }
   });
 
+  if (opts.budgets) await app.register(budgetRoutes, { budgets: opts.budgets });
+
   app.get('/_local/api/config', async () => configView(opts.store.current()));
 
   // The body is checked here rather than by a `{ type: 'object' }` JSON schema: that one schema was all that
@@ -92,6 +100,12 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
         throw new ConfigError('credentials', 'cannot be set through this API, which has no authentication: set credential files in the config file or the ProxyConfig');
       }
       patch = parseRuntimeConfigPatch(body, API_SECTIONS);
+      if (patch.budgets?.ledger) {
+        throw new ConfigError('budgets.ledger', 'is read when the proxy starts: set it in the config file');
+      }
+      if (patch.budgets && opts.budgetPolicies === 'operator') {
+        throw new ConfigError('budgets', 'cannot be set in a sidecar: its budgets come from BudgetPolicy resources through the operator');
+      }
     } catch (error) {
       if (error instanceof ConfigError) {
         return reply.code(400).send({ error: { code: 'invalid_config', message: error.message } });

@@ -25,12 +25,15 @@ import { headerValue } from '../../../contracts/header-value.ts';
 import { sendFailure, spanHeaders } from './json-answer.ts';
 import { closeConnectionAfter } from './caller-connection.ts';
 import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
+import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
+import { BUDGET_EXCEEDED, budgetRefusalMessage, sendBudgetRefusal } from './budget-refusal.ts';
 
 export interface ProxyRoutesOptions {
   store: ConfigStore;
   client: UpstreamClient;
   meter: CallMeter;
   lifecycle: Lifecycle;
+  budgets?: Pick<BudgetEnforcer, 'refusal'>;
   /** Environment for defaults (GOOGLE_CLOUD_PROJECT, ANTHROPIC_VERTEX_PROJECT_ID); process.env when absent. */
   env?: NodeJS.ProcessEnv;
 }
@@ -144,6 +147,15 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
       requestId: request.id,
       trace,
     });
+    // A spent budget refuses the call here, from memory, before anything goes upstream (ADR 1300).
+    const refusal = call.call.userId === null ? null : (opts.budgets?.refusal(call.call.userId, Date.now()) ?? null);
+    if (refusal) {
+      call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
+      if (bodyStream) request.raw.unpipe();
+      request.raw.resume();
+      sendBudgetRefusal(res, module.errors, refusal, trace);
+      return;
+    }
     const headers = upstreamRequestHeaders(request.headers, plan.body === null && bodyStream !== null);
     headers.traceparent = formatTraceparent(trace);
     if (trace.tracestate) headers.tracestate = trace.tracestate;

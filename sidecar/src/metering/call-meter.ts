@@ -39,6 +39,13 @@ export interface MeteringStats {
   implausibleUsage: number;
 }
 
+/** Where finished calls' costs are charged (sidecar/src/budgets): never throws. */
+export interface SpendSink {
+  /** The user a call without one is charged to (a pod's service account), or null. */
+  readonly defaultUser: string | null;
+  charge(userId: string, costUsd: number, at: number): void;
+}
+
 /** Whether shutdown is cutting connections (Lifecycle implements it). */
 export interface ShutdownState {
   readonly cutting: boolean;
@@ -51,15 +58,19 @@ export class CallMeter {
   readonly #logger: Logger;
   readonly #shutdown: ShutdownState;
   readonly #stats: MeteringStats = { meteringErrors: 0, implausibleUsage: 0 };
+  readonly #spend: SpendSink | undefined;
 
-  constructor(writer: SpanWriter, logger: Logger, shutdown: ShutdownState = { cutting: false }) {
+  constructor(writer: SpanWriter, logger: Logger, shutdown: ShutdownState = { cutting: false }, spend?: SpendSink) {
     this.#writer = writer;
     this.#logger = logger;
     this.#shutdown = shutdown;
+    this.#spend = spend;
   }
 
   start(call: CallStart): MeteredCall {
-    return new MeteredCall(this.#writer, this.#logger, call, this.#stats, this.#shutdown);
+    // A call that names no user is charged (and shown) as the default user, e.g. the pod's service account.
+    if (call.userId === null && this.#spend?.defaultUser) call = { ...call, userId: this.#spend.defaultUser };
+    return new MeteredCall(this.#writer, this.#logger, call, { stats: this.#stats, shutdown: this.#shutdown, spend: this.#spend });
   }
 
   stats(): MeteringStats {
@@ -75,20 +86,16 @@ export class MeteredCall {
   readonly call: CallStart;
   readonly #startedAt = performance.now();
   readonly #startTime = Date.now();
+  readonly #spend: SpendSink | undefined;
   #finished: Span | null = null;
 
-  constructor(
-    writer: SpanWriter,
-    logger: Logger,
-    call: CallStart,
-    stats: MeteringStats = { meteringErrors: 0, implausibleUsage: 0 },
-    shutdown: ShutdownState = { cutting: false },
-  ) {
+  constructor(writer: SpanWriter, logger: Logger, call: CallStart, context: { stats?: MeteringStats; shutdown?: ShutdownState; spend?: SpendSink | undefined } = {}) {
     this.#writer = writer;
     this.#logger = logger;
     this.call = call;
-    this.#stats = stats;
-    this.#shutdown = shutdown;
+    this.#stats = context.stats ?? { meteringErrors: 0, implausibleUsage: 0 };
+    this.#shutdown = context.shutdown ?? { cutting: false };
+    this.#spend = context.spend;
   }
 
   get finished(): boolean {
@@ -149,6 +156,8 @@ export class MeteredCall {
     };
     this.#finished = span;
     this.#writer.record(span);
+    // Charged what the span says it cost, whatever its status: an aborted stream still cost what it used.
+    if (span.userId !== null && span.costUsd > 0) this.#spend?.charge(span.userId, span.costUsd, Date.now());
     const level = span.status === 'ok' ? 'info' : 'warn';
     this.#logger[level](
       {

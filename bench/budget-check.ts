@@ -1,0 +1,66 @@
+// What budgets cost per call (ADR 1300): the refusal check on the request path and the charge when a call
+// finishes, with 10,000 users under a `*` policy, in memory (BudgetBook), in the SQLite-backed engine (the
+// charge's ledger write happens after it, batched) and in a sidecar's cluster budgets (a synchronous outbox
+// insert per charge). Reports nanoseconds per operation and heap growth. Usage:
+//   node bench/budget-check.ts [iterations=200000]
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { parseBudgetPolicies } from '../contracts/budget-config.ts';
+import { BudgetBook } from '../sidecar/src/budgets/budget-book.ts';
+import { PolicySet } from '../contracts/budget-policies.ts';
+import { ClusterBudgets } from '../sidecar/src/budgets/cluster-budgets.ts';
+import { LedgerBudgets } from '../sidecar/src/budgets/ledger-budgets.ts';
+import { SqliteLedger } from '../sidecar/src/budgets/sqlite-ledger.ts';
+
+const iterations = Number(process.argv[2] ?? 200_000);
+const USERS = 10_000;
+const users = Array.from({ length: USERS }, (_, i) => `user-${i}`);
+const policies = parseBudgetPolicies([{ name: 'default', users: ['*'], limitUsd: '1000000', period: 'month' }], 'policies');
+const logger = pino({ level: 'silent' });
+
+function measure(name: string, op: (i: number) => void): void {
+  for (let i = 0; i < 10_000; i++) op(i); // warm-up
+  globalThis.gc?.();
+  const heapBefore = process.memoryUsage().heapUsed;
+  const started = process.hrtime.bigint();
+  for (let i = 0; i < iterations; i++) op(i);
+  const ns = Number(process.hrtime.bigint() - started) / iterations;
+  const heapAfter = process.memoryUsage().heapUsed;
+  console.log(`${name.padEnd(52)} ${ns.toFixed(0).padStart(7)} ns/op   heap ${((heapAfter - heapBefore) / 1024 / 1024).toFixed(1)} MiB`);
+}
+
+const now = Date.now();
+const noPolicies = new BudgetBook(new PolicySet([]));
+measure('refusal(), no policies', (i) => void noPolicies.refusal(users[i % USERS]!, now));
+const book = new BudgetBook(new PolicySet(policies));
+for (const u of users) book.charge(u, 1n, now);
+measure('refusal(), 10k users with records', (i) => void book.refusal(users[i % USERS]!, now));
+measure('charge() in memory (split, thresholds)', (i) => void book.charge(users[i % USERS]!, 12_345n, now));
+
+const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-budgets-'));
+try {
+  const local = new LedgerBudgets({ ledger: new SqliteLedger(join(dir, 'tollgate-budgets.db')), config: { policies }, logger });
+  await local.ready;
+  measure('LedgerBudgets.charge() (SQLite write batched after)', (i) => local.charge(users[i % USERS]!, 0.0012345, now));
+  const flushStart = process.hrtime.bigint();
+  await local.flushed();
+  console.log(`${'  then one flush of the queued deltas'.padEnd(52)} ${(Number(process.hrtime.bigint() - flushStart) / 1e6).toFixed(1).padStart(7)} ms`);
+  await local.close();
+
+  const cluster = new ClusterBudgets({ stateDir: join(dir, 'sidecar'), logger, reportIntervalMs: 3_600_000 });
+  cluster.budgetState({
+    replace: true,
+    policiesJson: JSON.stringify(policies),
+    policiesChanged: true,
+    usage: [],
+    includesSequence: '0',
+    defaultUser: 'system:serviceaccount:bench:app',
+  });
+  measure('ClusterBudgets.charge() (outbox insert on disk)', (i) => cluster.charge(users[i % USERS]!, 0.0012345, now));
+  await cluster.close(0);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { parseBudgetsPatch } from './budget-config.ts';
+import { formatUsd, parseUsd, unitsFromCostUsd, unitsToUsd } from './money.ts';
+
+describe('money', () => {
+  it('parses USD exactly, from numbers and decimal strings, to ledger units of 1e-10 USD', () => {
+    expect(parseUsd(0.01)).toBe(100_000_000n);
+    expect(parseUsd('0.01')).toBe(100_000_000n);
+    expect(parseUsd(25)).toBe(250_000_000_000n);
+    expect(parseUsd('0.000001')).toBe(10_000n);
+    expect(parseUsd(0.1 + 0.2)).toMatch(/at most 6 decimal places/); // 0.30000000000000004 is not an amount anyone wrote
+    expect(parseUsd(-1)).toMatch(/non-negative/);
+    expect(parseUsd('1e3')).toMatch(/at most 6 decimal places/);
+    expect(parseUsd(2_000_000_000)).toMatch(/at most 1000000000 USD/);
+  });
+
+  it('turns span costs back into the integers they were rounded from, so sums are exact', () => {
+    const costs = [0.00000855, 0.0000123, 0.1, 0.2, 0.0012345678];
+    const units = costs.map(unitsFromCostUsd);
+    expect(units).toEqual([85_500n, 123_000n, 1_000_000_000n, 2_000_000_000n, 12_345_678n]);
+    expect(formatUsd(units.reduce((a, b) => a + b, 0n))).toBe('0.3012554178');
+    expect(unitsToUsd(3_000_000_000n)).toBe(0.3);
+    expect(formatUsd(-5n)).toBe('-0.0000000005');
+  });
+});
+
+describe('budgets config', () => {
+  it('fills in the defaults of the issue: sqlite ledger, month, UTC, 80/90/100, block, every user', () => {
+    expect(parseBudgetsPatch({ policies: [{ name: 'default', limitUsd: 25 }] })).toEqual({
+      policies: [{ name: 'default', users: ['*'], limitUsd: '25', period: 'month', timeZone: 'UTC', alertThresholds: [80, 90, 100], enforcement: 'block' }],
+    });
+    expect(parseBudgetsPatch({ ledger: { kind: 'firestore', projectId: 'my-project' } })).toEqual({
+      ledger: { kind: 'firestore', projectId: 'my-project', collection: 'budgets' },
+    });
+  });
+
+  it.each([
+    [{ policies: [{ name: 'a' }] }, 'budgets.policies[0].limitUsd is required'],
+    [{ policies: [{ name: 'a', limitUsd: 0.1 + 0.2 }] }, 'budgets.policies[0].limitUsd must be a non-negative amount of USD with at most 6 decimal places'],
+    [{ policies: [{ name: 'a', limitUsd: 1, period: 'year' }] }, 'budgets.policies[0].period must be one of day, week, month (got "year")'],
+    [{ policies: [{ name: 'a', limitUsd: 1, timeZone: 'Europe/Paname' }] }, 'budgets.policies[0].timeZone must be an IANA time zone'],
+    [{ policies: [{ name: 'a', limitUsd: 1, alertThresholds: [90, 80] }] }, 'budgets.policies[0].alertThresholds[1] must be greater than the threshold before it (90)'],
+    [{ policies: [{ name: 'a', limitUsd: 1, enforcement: 'warn' }] }, 'budgets.policies[0].enforcement must be one of block, alert (got "warn")'],
+    [{ policies: [{ name: 'a', limitUsd: 1, users: [] }] }, 'budgets.policies[0].users must be a list of 1 to 1000 user ids'],
+    [{ policies: [{ name: 'a', limitUsd: 1, users: ['x', 'x'] }] }, 'budgets.policies[0].users[1] repeats "x"'],
+    [
+      {
+        policies: [
+          { name: 'a', limitUsd: 1 },
+          { name: 'a', limitUsd: 2 },
+        ],
+      },
+      'budgets.policies[1].name repeats "a" (already at budgets.policies[0])',
+    ],
+    [{ policies: [{ name: 'a', limitUsd: 1, grants: [] }] }, 'budgets.policies[0].grants cannot be set here'],
+    [{ policies: [{ name: 'a', limitUsd: 1, limit: 2 }] }, 'budgets.policies[0].limit is not a known field'],
+    [{ ledger: { kind: 'postgres' } }, 'budgets.ledger.kind must be one of sqlite, firestore, memory (got "postgres")'],
+    [{ ledger: { kind: 'memory', path: 'x' } }, 'budgets.ledger.path is not a known field'],
+  ])('refuses %j naming the field', (input, message) => {
+    expect(() => parseBudgetsPatch(input)).toThrow(message);
+  });
+});

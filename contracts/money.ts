@@ -1,0 +1,73 @@
+// Money in budgets: integers, never floats. A ledger amount is a count of 10⁻¹⁰ USD, the resolution every
+// span's cost_usd is rounded to (ADR 0203), so a user's spend is exactly the sum of their spans' costs however
+// many calls it adds up (ADR 1301). Limits and grants are written in USD with at most six decimals (whole
+// micro-dollars); they become ledger units by an exact decimal parse, never by multiplying a float.
+//
+// Amounts are bigint in memory: 2^63 units is about 922 million USD, which no user's period reaches, and
+// SQLite and Firestore both store 64-bit integers. JSON carries them as decimal USD strings (exact) or, in the
+// management API, as numbers rounded to 10⁻¹⁰ like span costs.
+
+/** Ledger units per USD. */
+export const UNITS_PER_USD = 10_000_000_000n;
+/** Ledger units per micro-dollar (the finest a limit or a grant can be written in). */
+export const UNITS_PER_MICRO_USD = 10_000n;
+/** Decimal places a limit or grant may have: whole micro-dollars. */
+export const USD_DECIMALS = 6;
+/** Largest limit or grant accepted: big enough for any budget, small enough that sums stay far below 2^63 units. */
+export const MAX_BUDGET_USD = 1_000_000_000;
+
+const USD_TEXT = /^(\d{1,10})(?:\.(\d{1,6}))?$/;
+
+/**
+ * Parses a USD amount written as a decimal string ("25", "0.01") or a JSON/YAML number (25, 0.01) into
+ * ledger units. A number goes through its shortest decimal form (`String(0.01)` is "0.01"), so no binary
+ * fraction leaks in. Returns an error text naming the rule, or the units.
+ */
+export function parseUsd(value: unknown): bigint | string {
+  let text: string;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) return `must be a finite amount of USD (got ${value})`;
+    text = String(value);
+  } else if (typeof value === 'string') {
+    text = value.trim();
+  } else {
+    return `must be an amount of USD, a number or a decimal string such as "25" or "0.01" (got ${JSON.stringify(value) ?? typeof value})`;
+  }
+  const match = USD_TEXT.exec(text);
+  if (!match) {
+    return `must be a non-negative amount of USD with at most ${USD_DECIMALS} decimal places, such as 25 or "0.01" (got ${JSON.stringify(value)})`;
+  }
+  const whole = BigInt(match[1]!);
+  const fraction = BigInt((match[2] ?? '').padEnd(USD_DECIMALS, '0'));
+  const units = whole * UNITS_PER_USD + fraction * UNITS_PER_MICRO_USD;
+  if (units > BigInt(MAX_BUDGET_USD) * UNITS_PER_USD) return `must be at most ${MAX_BUDGET_USD} USD (got ${JSON.stringify(value)})`;
+  return units;
+}
+
+/** Whole micro-dollars (the CRD's integer form of an amount) as ledger units. */
+export function microUsdToUnits(micro: number | bigint): bigint {
+  return BigInt(micro) * UNITS_PER_MICRO_USD;
+}
+
+/**
+ * A span's cost_usd as ledger units. Span costs are integers of 10⁻¹⁰ USD divided by 10¹⁰ (cost.ts), and
+ * multiplying back and rounding recovers that integer exactly for any cost below 900,000 USD.
+ */
+export function unitsFromCostUsd(costUsd: number): bigint {
+  if (!Number.isFinite(costUsd) || costUsd <= 0) return 0n;
+  return BigInt(Math.round(costUsd * 1e10));
+}
+
+/** Exact decimal USD, trailing zeros trimmed: 1000000n → "0.0001", 0n → "0", -5n → "-0.0000000005". */
+export function formatUsd(units: bigint): string {
+  const negative = units < 0n;
+  const abs = negative ? -units : units;
+  const whole = abs / UNITS_PER_USD;
+  const fraction = (abs % UNITS_PER_USD).toString().padStart(10, '0').replace(/0+$/, '');
+  return `${negative ? '-' : ''}${whole}${fraction ? `.${fraction}` : ''}`;
+}
+
+/** USD as a JSON number, rounded to 10⁻¹⁰ as span costs are (for display; totals stay exact in the ledger). */
+export function unitsToUsd(units: bigint): number {
+  return Number(formatUsd(units));
+}

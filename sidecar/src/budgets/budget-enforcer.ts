@@ -1,0 +1,51 @@
+// What the request path and the management API see of budgets, whichever way they are kept: in a ledger of
+// this engine's own (local proxy, central server: ledger-budgets.ts) or by the operator for a whole cluster
+// (a sidecar: cluster-budgets.ts).
+
+import type { BudgetRefusal } from './budget-book.ts';
+import type { BudgetJson, GrantJson } from './budget-record.ts';
+
+export interface GrantRequest {
+  amountUsd: string;
+  reason?: string;
+  /** epoch ms */
+  expiresAt?: number;
+}
+
+/** Why a grant could not be added: `status` is the HTTP answer of the management API. */
+export class GrantError extends Error {
+  readonly status: number;
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.name = 'GrantError';
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export interface BudgetHealth {
+  ledger: string;
+  policies: number;
+  /** Deductions written to the ledger (or reported to the operator) and not yet acknowledged. */
+  pendingDeductions: number;
+  failedWrites: number;
+  lastError: string | null;
+}
+
+export interface BudgetEnforcer {
+  /** Hot path: a refusal for this user's call, or null. In memory only. */
+  refusal(userId: string, at: number): BudgetRefusal | null;
+  /** A finished call's cost (the span's cost_usd), charged to the user. Never throws. */
+  charge(userId: string, costUsd: number, at: number): void;
+  list(at: number): BudgetJson[];
+  /** undefined: no policy limits this user. */
+  get(userId: string, at: number): BudgetJson | undefined;
+  addGrant(userId: string, request: GrantRequest, at: number): Promise<GrantJson>;
+  /** The user id calls without one are charged to (a pod's service account), or null. */
+  readonly defaultUser: string | null;
+  health(): BudgetHealth;
+  /** Resolves once stored state is loaded; calls before that are not limited. */
+  readonly ready: Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,96 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseBudgetsPatch } from '../../../contracts/budget-config.ts';
+import type { BudgetsConfig } from '../../../contracts/budget-config.ts';
+import { waitFor } from '../../../test/support/wait-for.ts';
+import { LedgerBudgets } from './ledger-budgets.ts';
+import { MemoryLedger } from './memory-ledger.ts';
+import { SqliteLedger } from './sqlite-ledger.ts';
+
+const T0 = Date.parse('2026-11-10T12:00:00Z');
+
+function capture() {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  return { logger, lines, messages: (text: string) => lines.filter((l) => String(l.msg).includes(text)) };
+}
+
+function config(policies: unknown[]): BudgetsConfig {
+  return { ledger: { kind: 'sqlite' }, policies: parseBudgetsPatch({ policies }).policies! };
+}
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'tollgate-ledger-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('budgets kept in SQLite', () => {
+  it('a restarted engine enforces the same spend, grants and alerts', async () => {
+    const path = join(dir, 'tollgate-budgets.db');
+    const log = capture();
+    const cfg = config([{ name: 'default', limitUsd: '0.01' }]);
+    let now = T0;
+    const first = new LedgerBudgets({ ledger: new SqliteLedger(path), config: cfg, logger: log.logger, now: () => now });
+    await first.ready;
+    for (let i = 0; i < 9; i++) first.charge('alice', 0.001, now);
+    const grant = await first.addGrant('bob', { amountUsd: '0.5', reason: 'demo' }, now);
+    first.charge('bob', 0.002, now);
+    await first.close();
+    expect(log.messages('budget alert').map((l) => l.threshold)).toEqual([80, 90]);
+
+    now += 60_000;
+    const second = new LedgerBudgets({ ledger: new SqliteLedger(path), config: cfg, logger: log.logger, now: () => now });
+    await second.ready;
+    expect(second.list(now).map((b) => [b.user_id, b.spent_usd, b.state])).toEqual([
+      ['alice', 0.009, 'warning'],
+      ['bob', 0.002, 'ok'],
+    ]);
+    expect(second.get('bob', now)!.grants).toEqual([{ ...grant, remaining_usd: 0.498 }]);
+    second.charge('alice', 0.001, now);
+    expect(second.refusal('alice', now)).toMatchObject({ userId: 'alice', policy: 'default' });
+    await second.close();
+    // 80 and 90 were not repeated after the restart; 100 came once.
+    expect(log.messages('budget alert').map((l) => l.threshold)).toEqual([80, 90, 100]);
+    const alert = log.messages('budget alert')[2]!;
+    expect(alert).toMatchObject({ level: 40, user_id: 'alice', policy: 'default', threshold: 100, spent_usd: 0.01, limit_usd: 0.01, period_start: '2026-11-01T00:00:00.000Z' });
+  });
+
+  it('a failed write logs `failed to deduct spend`, keeps the amount, and retries until it is stored', async () => {
+    const path = join(dir, 'tollgate-budgets.db');
+    const log = capture();
+    const budgets = new LedgerBudgets({ ledger: new SqliteLedger(path), config: config([{ name: 'p', limitUsd: 1 }]), logger: log.logger, now: () => T0 });
+    await budgets.ready;
+    // Another process holds the write lock.
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    budgets.charge('alice', 0.25, T0);
+    budgets.charge('alice', 0.5, T0);
+    await waitFor('a failed deduction', () => log.messages('failed to deduct spend').length > 0);
+    expect(log.messages('failed to deduct spend')[0]).toMatchObject({ level: 50, user_id: 'alice', amount_usd: '0.75', err: expect.stringContaining('locked') });
+    // Enforcement continues from memory meanwhile.
+    budgets.charge('alice', 0.25, T0);
+    expect(budgets.refusal('alice', T0)).not.toBeNull();
+    // The failed batch waits to be retried as it was; the later charge queues behind it.
+    expect(budgets.health()).toMatchObject({ pendingDeductions: 2, failedWrites: expect.any(Number) });
+    other.exec('COMMIT');
+    await waitFor('the retried write', () => budgets.health().pendingDeductions === 0, 10_000);
+    const row = other.prepare('SELECT spent FROM budget_usage WHERE user_id = ?').get('alice') as { spent: number };
+    expect(row.spent).toBe(10_000_000_000); // exactly 1 USD in ledger units
+    other.close();
+    await budgets.close();
+  });
+
+  it('grants: a clear error for a user no policy limits or a bad amount, nothing stored', async () => {
+    const ledger = new MemoryLedger();
+    const budgets = new LedgerBudgets({ ledger, config: config([{ name: 'p', users: ['alice'], limitUsd: 1 }]), logger: capture().logger, now: () => T0 });
+    await budgets.ready;
+    await expect(budgets.addGrant('carol', { amountUsd: '1' }, T0)).rejects.toMatchObject({ status: 404, code: 'budget_not_found' });
+    await expect(budgets.addGrant('alice', { amountUsd: '-1' }, T0)).rejects.toMatchObject({ status: 400 });
+    expect(await ledger.load(0)).toEqual([]);
+  });
+});

@@ -1,0 +1,371 @@
+// Budgets of the local proxy and the central server: policies from the config (file and config API), spend
+// and grants in this engine's ledger (SQLite, Firestore or memory).
+//
+// Enforcement is from memory (BudgetBook). A finished call is charged there at once and its delta queued for
+// the ledger; the queue is flushed right away, one write at a time. A write that fails logs `failed to deduct
+// spend` (user_id, amount, error) and is retried with backoff: the amount stays queued, merged with later
+// spend of the same user and period, so nothing is lost and memory stays bounded by users, not calls
+// (ADR 1300). A ledger shared with other servers (Firestore) is read back every few seconds for the users
+// this server has seen, so their spend elsewhere is enforced here too.
+
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { BudgetsConfig } from '../../../contracts/budget-config.ts';
+import { formatUsd, parseUsd, unitsFromCostUsd, unitsToUsd } from '../../../contracts/money.ts';
+import { BudgetBook, type BudgetRefusal } from './budget-book.ts';
+import type { BudgetEnforcer, BudgetHealth, GrantRequest } from './budget-enforcer.ts';
+import { GrantError } from './budget-enforcer.ts';
+import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
+import { PolicySet } from '../../../contracts/budget-policies.ts';
+import type { BudgetJson, BudgetRecord, Grant, GrantJson, PeriodUsage } from './budget-record.ts';
+import { type BudgetLedger, copyDelta, type DeductionBatch, type LedgerUser, mergeDelta, type SpendDelta } from './ledger.ts';
+
+/** How far back a load looks: the longest period (a month) plus slack. */
+const LOAD_WINDOW_MS = 40 * 86_400_000;
+const RETRY_MIN_MS = 500;
+const RETRY_MAX_MS = 30_000;
+export const DEFAULT_REFRESH_MS = 3_000;
+export const MAX_GRANTS_PER_USER = 1000;
+
+export interface LedgerBudgetsOptions {
+  ledger: BudgetLedger;
+  config: BudgetsConfig;
+  logger: Logger;
+  now?: () => number;
+  /** Read the shared ledger back this often (Firestore); 0: never (a ledger only this engine writes). */
+  refreshMs?: number;
+}
+
+export class LedgerBudgets implements BudgetEnforcer {
+  readonly defaultUser = null;
+  readonly ready: Promise<void>;
+  readonly #ledger: BudgetLedger;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  readonly #book: BudgetBook;
+  /** What the ledger holds (as far as this engine knows), plus this engine's own charges. */
+  readonly #stored = new Map<string, LedgerUser>();
+  /** Deltas not yet written, by `user\0periodStart`. */
+  #pending = new Map<string, SpendDelta>();
+  /** The batch being written, or the failed one waiting to be retried as it was (same id). */
+  #unsettled: DeductionBatch | null = null;
+  #writing: Promise<void> | null = null;
+  #retryTimer: NodeJS.Timeout | null = null;
+  #retryDelay = RETRY_MIN_MS;
+  #refreshTimer: NodeJS.Timeout | null = null;
+  /** A read-back in progress: close() waits for it before it closes the ledger's client. */
+  #refreshing: Promise<void> | null = null;
+  #failedWrites = 0;
+  /** Writes completed so far: a read that overlapped one cannot tell whether it includes it. */
+  #writesDone = 0;
+  #lastError: string | null = null;
+  #closed = false;
+
+  constructor(opts: LedgerBudgetsOptions) {
+    this.#ledger = opts.ledger;
+    this.#logger = opts.logger;
+    this.#now = opts.now ?? Date.now;
+    this.#book = new BudgetBook(new PolicySet(opts.config.policies), {
+      usage: (userId, _policy: CompiledPolicy, periodStart) => this.#storedUsage(userId, periodStart),
+      grants: (userId) => (this.#stored.get(userId)?.grants ?? []).map((g) => ({ ...g })),
+    });
+    this.ready = this.#load(opts.refreshMs ?? 0);
+  }
+
+  async #load(refreshMs: number): Promise<void> {
+    for (const user of await this.#ledger.load(this.#now() - LOAD_WINDOW_MS)) this.#stored.set(user.userId, user);
+    if (refreshMs > 0) {
+      const tick = () => {
+        this.#refreshTimer = setTimeout(() => {
+          this.#refreshing = this.#refresh()
+            .catch((error: unknown) => this.#logger.warn({ err: (error as Error).message }, 'could not read budgets back from the ledger; enforcing from memory'))
+            .finally(() => {
+              this.#refreshing = null;
+              if (!this.#closed) tick();
+            });
+        }, refreshMs);
+        this.#refreshTimer.unref();
+      };
+      tick();
+    }
+  }
+
+  /** Policies changed (config API or a new file layer): records are matched again at once. */
+  setConfig(config: BudgetsConfig): void {
+    this.#book.setPolicies(new PolicySet(config.policies), this.#now());
+  }
+
+  refusal(userId: string, at: number): BudgetRefusal | null {
+    return this.#book.refusal(userId, at);
+  }
+
+  charge(userId: string, costUsd: number, at: number): void {
+    if (this.#book.policies.empty) return; // no budgets: nothing to charge, nothing allocated
+    const amount = unitsFromCostUsd(costUsd);
+    if (amount === 0n) return;
+    try {
+      const result = this.#book.charge(userId, amount, at);
+      if (!result) return;
+      const { record, split, crossed } = result;
+      const delta: SpendDelta = { userId, policy: record.policy.name, periodStart: record.periodStart, split, alerted: record.alerted };
+      this.#mirror(delta);
+      const key = `${userId}\0${record.periodStart}`;
+      const pending = this.#pending.get(key);
+      if (pending) mergeDelta(pending, delta);
+      else this.#pending.set(key, copyDelta(delta));
+      for (const threshold of crossed) void this.#alert(record, threshold);
+      this.#flushSoon();
+    } catch (error) {
+      // Metering must never fail a call (ADR 1001); the amount is in the span and the log line.
+      this.#logger.error({ user_id: userId, amount_usd: costUsd, err: (error as Error).message }, 'failed to deduct spend');
+    }
+  }
+
+  list(at: number): BudgetJson[] {
+    // Users known to the ledger get a record too, so a restarted proxy lists them before their next call.
+    for (const userId of this.#stored.keys()) this.#book.record(userId, at);
+    return this.#book.records(at).map((r) => r.toJson(at));
+  }
+
+  get(userId: string, at: number): BudgetJson | undefined {
+    return this.#book.record(userId, at)?.toJson(at);
+  }
+
+  async addGrant(userId: string, request: GrantRequest, at: number): Promise<GrantJson> {
+    const record = this.#book.record(userId, at);
+    if (!record) throw new GrantError(404, 'budget_not_found', `no budget policy limits user ${JSON.stringify(userId)}; a grant adds to a policy's limit`);
+    if (record.grants.length >= MAX_GRANTS_PER_USER) {
+      throw new GrantError(409, 'too_many_grants', `user ${JSON.stringify(userId)} already has ${record.grants.length} grants`);
+    }
+    const amount = parseUsd(request.amountUsd);
+    if (typeof amount === 'string') throw new GrantError(400, 'invalid_request', `amount_usd ${amount}`);
+    const grant: Grant = {
+      id: randomUUID(),
+      amount,
+      used: 0n,
+      reason: request.reason ?? null,
+      createdAt: at,
+      expiresAt: request.expiresAt ?? null,
+    };
+    try {
+      await this.#ledger.addGrant(userId, grant);
+    } catch (error) {
+      throw new GrantError(503, 'ledger_unavailable', `the grant was not stored: ${(error as Error).message}`);
+    }
+    this.#storedUser(userId).grants.push({ ...grant });
+    // The record may have been rebuilt meanwhile; add to whichever is current now.
+    const current = this.#book.record(userId, this.#now());
+    if (current && !current.grants.some((g) => g.id === grant.id)) {
+      current.grants.push({ ...grant });
+      current.refresh(this.#now());
+    }
+    this.#logger.info(
+      {
+        user_id: userId,
+        grant_id: grant.id,
+        amount_usd: formatUsd(amount),
+        reason: grant.reason,
+        expires_at: request.expiresAt ? new Date(request.expiresAt).toISOString() : null,
+      },
+      'budget grant added',
+    );
+    return current?.toJson(this.#now()).grants.find((g) => g.id === grant.id) ?? grantJson(grant);
+  }
+
+  health(): BudgetHealth {
+    return {
+      ledger: this.#ledger.kind,
+      policies: this.#book.policies.policies.length,
+      pendingDeductions: this.#pending.size + (this.#unsettled?.deltas.length ?? 0),
+      failedWrites: this.#failedWrites,
+      lastError: this.#lastError,
+    };
+  }
+
+  /** Writes what is queued (waits for a write in flight, and tries the rest once more), then closes the ledger. */
+  async close(): Promise<void> {
+    await this.ready.catch(() => undefined);
+    if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    if (this.#refreshTimer) clearTimeout(this.#refreshTimer);
+    this.#closed = true;
+    await this.#refreshing;
+    await this.#writing;
+    if (this.#unsettled || this.#pending.size > 0) await this.#write();
+    if (this.#unsettled || this.#pending.size > 0) {
+      for (const delta of [...(this.#unsettled?.deltas ?? []), ...this.#pending.values()]) {
+        this.#logger.error(
+          { user_id: delta.userId, amount_usd: formatUsd(delta.split.amount), period_start: new Date(delta.periodStart).toISOString(), err: this.#lastError },
+          'failed to deduct spend; the amount is lost with this process',
+        );
+      }
+    }
+    await this.#ledger.close();
+  }
+
+  /** Resolves when nothing is queued or in flight (tests, shutdown). */
+  async flushed(): Promise<void> {
+    for (;;) {
+      if (this.#writing) await this.#writing;
+      else if ((this.#unsettled || this.#pending.size > 0) && !this.#retryTimer) await this.#write();
+      else return;
+    }
+  }
+
+  async #alert(record: BudgetRecord, threshold: number): Promise<void> {
+    const periodStart = record.periodStart;
+    let first = true;
+    try {
+      first = await this.#ledger.claimAlert(record.userId, periodStart, threshold);
+    } catch (error) {
+      // Better twice than never: log it, and say the claim failed.
+      this.#logger.warn(
+        { user_id: record.userId, threshold, err: (error as Error).message },
+        'could not record a budget alert in the ledger; it may be logged by another server too',
+      );
+    }
+    if (!first) return;
+    this.#logger.warn(
+      {
+        user_id: record.userId,
+        policy: record.policy.name,
+        threshold,
+        spent_usd: unitsToUsd(record.spent),
+        limit_usd: unitsToUsd(record.policy.limit),
+        limit_used_usd: unitsToUsd(record.limitUsed),
+        period_start: new Date(periodStart).toISOString(),
+        period_end: new Date(record.periodEnd).toISOString(),
+        enforcement: record.policy.config.enforcement,
+      },
+      `budget alert: user ${record.userId} reached ${threshold}% of policy ${record.policy.name}`,
+    );
+  }
+
+  #flushSoon(): void {
+    if (this.#writing || this.#retryTimer || this.#closed) return;
+    if (!this.#unsettled && this.#pending.size === 0) return;
+    this.#writing = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#write());
+  }
+
+  async #write(): Promise<void> {
+    if (!this.#unsettled) {
+      if (this.#pending.size === 0) {
+        this.#writing = null;
+        return;
+      }
+      this.#unsettled = { id: randomUUID(), deltas: [...this.#pending.values()] };
+      this.#pending = new Map();
+    }
+    const batch = this.#unsettled;
+    try {
+      await this.#ledger.deduct(batch);
+      this.#writesDone++;
+      this.#unsettled = null;
+      this.#retryDelay = RETRY_MIN_MS;
+      this.#writing = null;
+      if (this.#pending.size > 0) this.#flushSoon();
+    } catch (error) {
+      this.#failedWrites++;
+      const message = error instanceof Error ? error.message : String(error);
+      this.#lastError = message;
+      // Kept as it is and retried first: charges made meanwhile wait in the queue behind it.
+      for (const delta of batch.deltas) {
+        this.#logger.error(
+          {
+            user_id: delta.userId,
+            amount_usd: formatUsd(delta.split.amount),
+            period_start: new Date(delta.periodStart).toISOString(),
+            ledger: this.#ledger.kind,
+            err: message,
+            retry_in_ms: this.#retryDelay,
+          },
+          'failed to deduct spend',
+        );
+      }
+      this.#writing = null;
+      if (!this.#closed) {
+        this.#retryTimer = setTimeout(() => {
+          this.#retryTimer = null;
+          this.#flushSoon();
+        }, this.#retryDelay);
+        this.#retryTimer.unref();
+      }
+      this.#retryDelay = Math.min(RETRY_MAX_MS, this.#retryDelay * 2);
+    }
+  }
+
+  /** Reads the users this engine has records for back from a shared ledger; their spend elsewhere counts here. */
+  async #refresh(): Promise<void> {
+    const at = this.#now();
+    for (const record of this.#book.records(at)) {
+      if (this.#closed) return;
+      // A write in flight (or failed, maybe landed) may or may not be in what we read: skip the user until it settles.
+      if (this.#unsettled?.deltas.some((d) => d.userId === record.userId)) continue;
+      let loaded: LedgerUser | undefined;
+      const writesBefore = this.#writesDone;
+      try {
+        loaded = await this.#ledger.loadUser(record.userId, at - LOAD_WINDOW_MS);
+      } catch (error) {
+        this.#logger.warn({ user_id: record.userId, err: (error as Error).message }, 'could not read budgets back from the ledger; enforcing from memory');
+        return;
+      }
+      if (!loaded || writesBefore !== this.#writesDone || this.#unsettled?.deltas.some((d) => d.userId === record.userId)) continue;
+      // Stored state plus what this engine charged and has not written yet.
+      for (const delta of this.#pending.values()) {
+        if (delta.userId !== record.userId) continue;
+        applyToUser(loaded, delta);
+      }
+      const local = this.#stored.get(record.userId);
+      for (const grant of loaded.grants) {
+        const mine = local?.grants.find((g) => g.id === grant.id);
+        if (mine && mine.used > grant.used) grant.used = mine.used;
+      }
+      const alerted = record.alerted;
+      this.#stored.set(record.userId, loaded);
+      this.#book.forget(record.userId);
+      const rebuilt = this.#book.record(record.userId, this.#now());
+      if (rebuilt && rebuilt.periodStart === record.periodStart && alerted > rebuilt.alerted) rebuilt.alerted = alerted;
+    }
+  }
+
+  #storedUser(userId: string): LedgerUser {
+    let user = this.#stored.get(userId);
+    if (!user) {
+      user = { userId, periods: new Map(), grants: [] };
+      this.#stored.set(userId, user);
+    }
+    return user;
+  }
+
+  #storedUsage(userId: string, periodStart: number): PeriodUsage | undefined {
+    const usage = this.#stored.get(userId)?.periods.get(periodStart);
+    return usage ? { ...usage } : undefined;
+  }
+
+  /** Keeps the mirror of the ledger in step with this engine's own charges. */
+  #mirror(delta: SpendDelta): void {
+    applyToUser(this.#storedUser(delta.userId), delta);
+  }
+}
+
+function applyToUser(user: LedgerUser, delta: SpendDelta): void {
+  const usage = user.periods.get(delta.periodStart) ?? { spent: 0n, limitUsed: 0n, alerted: 0 };
+  usage.spent += delta.split.amount;
+  usage.limitUsed += delta.split.limitPart;
+  if (delta.alerted > usage.alerted) usage.alerted = delta.alerted;
+  user.periods.set(delta.periodStart, usage);
+  for (const part of delta.split.grantParts) {
+    const grant = user.grants.find((g) => g.id === part.grantId);
+    if (grant) grant.used += part.amount;
+  }
+}
+
+function grantJson(grant: Grant): GrantJson {
+  return {
+    id: grant.id,
+    amount_usd: unitsToUsd(grant.amount),
+    remaining_usd: unitsToUsd(grant.amount - grant.used),
+    reason: grant.reason,
+    created_at: new Date(grant.createdAt).toISOString(),
+    expires_at: grant.expiresAt === null ? null : new Date(grant.expiresAt).toISOString(),
+  };
+}

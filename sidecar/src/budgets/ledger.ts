@@ -1,0 +1,70 @@
+// Where the local proxy and the central server keep budgets durably: per user, the spend of each period and
+// the grants. Three implementations behind one interface: SQLite (embedded default), Firestore (a fleet of
+// servers sharing one ledger) and memory (tests, throwaway runs). In a cluster the operator keeps the ledger
+// instead (operator/src/budgets), and sidecars report to it.
+//
+// Writes are deltas, never absolute values: "add this much to the period's spend and to these grants' use".
+// Applied with increments, they commute, so several writers cannot lose each other's updates.
+
+import type { ChargeSplit, Grant, PeriodUsage } from './budget-record.ts';
+
+export interface LedgerUser {
+  userId: string;
+  /** Usage by period start (epoch ms). */
+  periods: Map<number, PeriodUsage>;
+  grants: Grant[];
+}
+
+/** Spend to add to one user's period. Deltas for the same user and period merge by adding. */
+export interface SpendDelta {
+  userId: string;
+  policy: string;
+  /** epoch ms */
+  periodStart: number;
+  split: ChargeSplit;
+  /** The highest alert threshold logged for this period (stored as a maximum, so a restart does not repeat it). */
+  alerted: number;
+}
+
+/**
+ * Deltas written together. A batch that failed is retried as it was, with the same id, so a ledger that
+ * cannot tell whether a failed write landed (a timeout after the commit) can recognise it and not add it twice.
+ */
+export interface DeductionBatch {
+  id: string;
+  deltas: SpendDelta[];
+}
+
+export interface BudgetLedger {
+  readonly kind: 'sqlite' | 'firestore' | 'memory';
+  /** Every user with usage in a period starting at or after `since` (epoch ms), or with a grant. */
+  load(since: number): Promise<LedgerUser[]>;
+  /** One user's stored state (after another process may have changed it). */
+  loadUser(userId: string, since: number): Promise<LedgerUser | undefined>;
+  /** Adds the batch's deltas, whole or not at all (a failure throws), at most once per batch id. */
+  deduct(batch: DeductionBatch): Promise<void>;
+  addGrant(userId: string, grant: Grant): Promise<void>;
+  /**
+   * Claims the right to log alert `threshold` for a user's period: true once across every process sharing
+   * the ledger. Ledgers with a single writer may answer true without storage (the caller remembers).
+   */
+  claimAlert(userId: string, periodStart: number, threshold: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** Adds `delta` into `into` (same user and period). */
+export function mergeDelta(into: SpendDelta, delta: SpendDelta): void {
+  into.split.amount += delta.split.amount;
+  into.split.limitPart += delta.split.limitPart;
+  for (const part of delta.split.grantParts) {
+    const existing = into.split.grantParts.find((p) => p.grantId === part.grantId);
+    if (existing) existing.amount += part.amount;
+    else into.split.grantParts.push({ ...part });
+  }
+  if (delta.alerted > into.alerted) into.alerted = delta.alerted;
+  into.policy = delta.policy;
+}
+
+export function copyDelta(delta: SpendDelta): SpendDelta {
+  return { ...delta, split: { amount: delta.split.amount, limitPart: delta.split.limitPart, grantParts: delta.split.grantParts.map((p) => ({ ...p })) } };
+}

@@ -1,0 +1,59 @@
+// Picks the ledger the config names and builds the ledger-backed budgets of a local proxy or central server.
+// Each ledger's module (and its driver: better-sqlite3, the Firestore SDK) is imported only when that kind is
+// configured; a sidecar, whose budgets come from the operator, loads none of them (ADR 0003).
+
+import { dirname, join } from 'node:path';
+import type { Logger } from 'pino';
+import type { BudgetsConfig } from '../../../contracts/budget-config.ts';
+import type { StorageConfig } from '../../../contracts/runtime-config.ts';
+import type { BudgetLedger } from './ledger.ts';
+import { DEFAULT_REFRESH_MS, LedgerBudgets } from './ledger-budgets.ts';
+
+export const SQLITE_LEDGER_FILE = 'tollgate-budgets.db';
+
+/** budgets.ledger.path, else tollgate-budgets.db in the span file's folder. */
+export function sqliteLedgerPath(budgets: BudgetsConfig, storage: StorageConfig): string {
+  return budgets.ledger?.kind === 'sqlite' && budgets.ledger.path ? budgets.ledger.path : join(dirname(storage.path), SQLITE_LEDGER_FILE);
+}
+
+/** The configured ledger; without one, SQLite next to the span file (memory when spans are kept in memory). */
+export async function openLedger(budgets: BudgetsConfig, storage: StorageConfig): Promise<BudgetLedger> {
+  const ledger = budgets.ledger ?? { kind: storage.kind === 'memory' ? 'memory' : 'sqlite' };
+  switch (ledger.kind) {
+    case 'memory': {
+      const { MemoryLedger } = await import('./memory-ledger.ts');
+      return new MemoryLedger();
+    }
+    case 'firestore': {
+      const { FirestoreLedger } = await import('./firestore-ledger.ts');
+      return new FirestoreLedger({
+        collection: ledger.collection,
+        ...(ledger.projectId ? { projectId: ledger.projectId } : {}),
+        ...(ledger.databaseId ? { databaseId: ledger.databaseId } : {}),
+      });
+    }
+    case 'sqlite': {
+      const { SqliteLedger } = await import('./sqlite-ledger.ts');
+      return new SqliteLedger(sqliteLedgerPath(budgets, storage));
+    }
+  }
+}
+
+/** The configured ledger cannot be opened or read: a bad setting, reported at start like a bad span path. */
+export class BudgetLedgerOpenError extends Error {
+  constructor(kind: string, cause: unknown) {
+    super(`budgets.ledger (${kind}) cannot be opened: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'BudgetLedgerOpenError';
+  }
+}
+
+export async function openLedgerBudgets(budgets: BudgetsConfig, storage: StorageConfig, logger: Logger): Promise<LedgerBudgets> {
+  let ledger: BudgetLedger;
+  try {
+    ledger = await openLedger(budgets, storage);
+  } catch (error) {
+    throw new BudgetLedgerOpenError(budgets.ledger?.kind ?? 'sqlite', error);
+  }
+  // Only a shared ledger has spend this engine did not make itself.
+  return new LedgerBudgets({ ledger, config: budgets, logger, refreshMs: ledger.kind === 'firestore' ? DEFAULT_REFRESH_MS : 0 });
+}

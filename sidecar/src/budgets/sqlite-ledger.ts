@@ -1,0 +1,178 @@
+// The embedded ledger: a SQLite file next to the span store (tollgate-budgets.db). Spend per user and period,
+// and grants with what each has absorbed; a restarted proxy loads it and enforces the same state. Amounts
+// are INTEGER ledger units, read back as bigint (safeIntegers), so nothing passes through a float.
+//
+// It runs on the main thread: a deduction is one small transaction per flush, and `busy_timeout` is 0 so a
+// file locked by another process fails the write at once (retried by the budget engine, which logs
+// `failed to deduct spend`) instead of stalling the event loop.
+
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Grant } from './budget-record.ts';
+import type { BudgetLedger, DeductionBatch, LedgerUser, SpendDelta } from './ledger.ts';
+
+export const LEDGER_SCHEMA_VERSION = 1;
+
+const SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS budget_usage (
+     user_id TEXT NOT NULL,
+     period_start INTEGER NOT NULL,
+     policy TEXT NOT NULL,
+     spent INTEGER NOT NULL DEFAULT 0,
+     limit_used INTEGER NOT NULL DEFAULT 0,
+     alerted INTEGER NOT NULL DEFAULT 0,
+     updated_at INTEGER NOT NULL,
+     PRIMARY KEY (user_id, period_start)
+   )`,
+  `CREATE TABLE IF NOT EXISTS budget_grants (
+     user_id TEXT NOT NULL,
+     grant_id TEXT NOT NULL,
+     amount INTEGER NOT NULL,
+     used INTEGER NOT NULL DEFAULT 0,
+     reason TEXT,
+     created_at INTEGER NOT NULL,
+     expires_at INTEGER,
+     PRIMARY KEY (user_id, grant_id)
+   )`,
+];
+
+interface UsageRow {
+  user_id: string;
+  period_start: bigint;
+  spent: bigint;
+  limit_used: bigint;
+  alerted: bigint;
+}
+
+interface GrantRow {
+  user_id: string;
+  grant_id: string;
+  amount: bigint;
+  used: bigint;
+  reason: string | null;
+  created_at: bigint;
+  expires_at: bigint | null;
+}
+
+export class SqliteLedger implements BudgetLedger {
+  readonly kind = 'sqlite' as const;
+  readonly path: string;
+  readonly #db: Database.Database;
+  readonly #addUsage: Database.Statement;
+  readonly #useGrant: Database.Statement;
+  readonly #insertGrant: Database.Statement;
+  readonly #deduct: (deltas: readonly SpendDelta[]) => void;
+
+  constructor(path: string) {
+    this.path = path;
+    mkdirSync(dirname(path), { recursive: true });
+    this.#db = new Database(path);
+    this.#db.pragma('journal_mode = WAL');
+    this.#db.pragma('synchronous = NORMAL');
+    this.#db.pragma('busy_timeout = 0');
+    const version = this.#db.pragma('user_version', { simple: true }) as number;
+    if (version > LEDGER_SCHEMA_VERSION) {
+      this.#db.close();
+      throw new Error(`budget ledger ${path} has schema version ${version}; this Tollgate reads up to ${LEDGER_SCHEMA_VERSION}`);
+    }
+    for (const statement of SCHEMA) this.#db.exec(statement);
+    this.#db.pragma(`user_version = ${LEDGER_SCHEMA_VERSION}`);
+    this.#db.defaultSafeIntegers(true);
+    this.#addUsage = this.#db.prepare(
+      `INSERT INTO budget_usage (user_id, period_start, policy, spent, limit_used, alerted, updated_at)
+       VALUES (@user, @start, @policy, @amount, @limitPart, @alerted, @now)
+       ON CONFLICT (user_id, period_start) DO UPDATE SET
+         spent = spent + excluded.spent,
+         limit_used = limit_used + excluded.limit_used,
+         alerted = max(alerted, excluded.alerted),
+         policy = excluded.policy,
+         updated_at = excluded.updated_at`,
+    );
+    this.#useGrant = this.#db.prepare('UPDATE budget_grants SET used = used + @amount WHERE user_id = @user AND grant_id = @grant');
+    this.#insertGrant = this.#db.prepare(
+      `INSERT INTO budget_grants (user_id, grant_id, amount, used, reason, created_at, expires_at)
+       VALUES (@user, @grant, @amount, @used, @reason, @createdAt, @expiresAt)`,
+    );
+    this.#deduct = this.#db.transaction((deltas: readonly SpendDelta[]) => {
+      const now = BigInt(Date.now());
+      for (const d of deltas) {
+        this.#addUsage.run({
+          user: d.userId,
+          start: BigInt(d.periodStart),
+          policy: d.policy,
+          amount: d.split.amount,
+          limitPart: d.split.limitPart,
+          alerted: BigInt(d.alerted),
+          now,
+        });
+        for (const part of d.split.grantParts) this.#useGrant.run({ user: d.userId, grant: part.grantId, amount: part.amount });
+      }
+    });
+  }
+
+  async load(since: number): Promise<LedgerUser[]> {
+    const usage = this.#db.prepare('SELECT user_id, period_start, spent, limit_used, alerted FROM budget_usage WHERE period_start >= ?').all(BigInt(since)) as UsageRow[];
+    const grants = this.#db.prepare('SELECT * FROM budget_grants').all() as GrantRow[];
+    return assemble(usage, grants);
+  }
+
+  async loadUser(userId: string, since: number): Promise<LedgerUser | undefined> {
+    const usage = this.#db
+      .prepare('SELECT user_id, period_start, spent, limit_used, alerted FROM budget_usage WHERE user_id = ? AND period_start >= ?')
+      .all(userId, BigInt(since)) as UsageRow[];
+    const grants = this.#db.prepare('SELECT * FROM budget_grants WHERE user_id = ?').all(userId) as GrantRow[];
+    return assemble(usage, grants)[0];
+  }
+
+  /** One transaction: it commits or rolls back, so a failed batch was not applied and may simply be retried. */
+  async deduct(batch: DeductionBatch): Promise<void> {
+    this.#deduct(batch.deltas);
+  }
+
+  async addGrant(userId: string, grant: Grant): Promise<void> {
+    this.#insertGrant.run({
+      user: userId,
+      grant: grant.id,
+      amount: grant.amount,
+      used: grant.used,
+      reason: grant.reason,
+      createdAt: BigInt(grant.createdAt),
+      expiresAt: grant.expiresAt === null ? null : BigInt(grant.expiresAt),
+    });
+  }
+
+  async claimAlert(): Promise<boolean> {
+    return true; // one process writes this file; the stored `alerted` maximum keeps restarts from repeating
+  }
+
+  async close(): Promise<void> {
+    this.#db.close();
+  }
+}
+
+function assemble(usage: UsageRow[], grants: GrantRow[]): LedgerUser[] {
+  const users = new Map<string, LedgerUser>();
+  const user = (id: string): LedgerUser => {
+    let u = users.get(id);
+    if (!u) {
+      u = { userId: id, periods: new Map(), grants: [] };
+      users.set(id, u);
+    }
+    return u;
+  };
+  for (const row of usage) {
+    user(row.user_id).periods.set(Number(row.period_start), { spent: row.spent, limitUsed: row.limit_used, alerted: Number(row.alerted) });
+  }
+  for (const row of grants) {
+    user(row.user_id).grants.push({
+      id: row.grant_id,
+      amount: row.amount,
+      used: row.used,
+      reason: row.reason,
+      createdAt: Number(row.created_at),
+      expiresAt: row.expires_at === null ? null : Number(row.expires_at),
+    });
+  }
+  return [...users.values()];
+}
