@@ -5,6 +5,7 @@ import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
 import { startHealthServer } from './health/health-server.ts';
+import { OperatorMetrics } from './metrics/operator-metrics.ts';
 import { startOperator } from './operator.ts';
 import { OPERATOR_USAGE, parseOperatorArgs, UsageError } from './options.ts';
 
@@ -30,7 +31,9 @@ export async function main(argv: string[]): Promise<number> {
   if (settings.kubeconfig) kubeConfig.loadFromFile(settings.kubeconfig);
   else kubeConfig.loadFromCluster();
 
+  const metrics = new OperatorMetrics();
   const operator = startOperator({
+    metrics,
     kubeConfig,
     logger,
     identity: settings.identity,
@@ -54,6 +57,7 @@ export async function main(argv: string[]): Promise<number> {
       stuckAfterMs: INFORMER_STUCK_AFTER_MS,
       logger: logger.child({ component: 'health' }),
       podIp: settings.leaderEndpoint?.podIP,
+      metrics: metrics.exposition,
     });
   } catch (error) {
     logger.error({ err: error instanceof Error ? error.message : String(error), healthPort: settings.healthPort }, 'cannot open the health port');

@@ -30,6 +30,9 @@ import { openSpanStore, type OpenedSpanStore } from './spans/open-span-store.ts'
 import type { SpanStore } from './spans/span-store.ts';
 import { SpanWriter } from './spans/span-writer.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
+import { ProxyMetrics } from './metrics/proxy-metrics.ts';
+import { metricsRoutes } from './http/metrics.ts';
+import { OtlpFollower } from './spans/otlp-follower.ts';
 
 export interface Engine {
   app: FastifyInstance;
@@ -48,6 +51,10 @@ export interface Engine {
   runtimeHealth: RuntimeHealth;
   /** The Tetragon audit fan-out, following the live config's audit section. */
   audit: AuditController;
+  /** Prometheus metrics (GET /metrics here and on the health-only listener). */
+  metrics: ProxyMetrics;
+  /** OTLP span export, following the live config's tracing section and the OTEL_* variables. */
+  otlp: OtlpFollower;
   /** Budgets enforced by this engine: its own ledger, or the operator's (a sidecar). */
   budgets: BudgetEnforcer;
   /** Stops accepting, drains in-flight calls (streams included, up to server.drainTimeoutMs), flushes spans, closes everything. */
@@ -99,6 +106,17 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
         })
       : () => undefined;
   const meter = new CallMeter(writer, logger, lifecycle, budgets);
+  const metrics = new ProxyMetrics();
+  meter.observe(metrics);
+  const otlp = new OtlpFollower({ store, env: opts.env ?? process.env, logger });
+  meter.observe(otlp);
+  // The config's revision and when it last changed, and the per-user metrics switch, follow the store.
+  let appliedAtMs = Date.now();
+  metrics.setPerUser(config.metrics.perUser);
+  const unsubscribeMetrics = store.subscribe((snapshot) => {
+    appliedAtMs = Date.now();
+    metrics.setPerUser(snapshot.config.metrics.perUser);
+  });
   const inbound = inboundPolicy(config.server, opts.env ?? process.env);
   const refusals = { meter, store, inbound, logger };
   // Headers come in one go from any real client; a body gets server.requestTimeoutMs once the route reads it
@@ -153,6 +171,22 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
     runtimeHealth.register('auth', () => ({ strategies: authenticator.strategies, refused: identity.failures.total, tokeninfoLookups: authenticator.accessTokens?.lookups ?? 0 }));
   }
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
+  app.register(metricsRoutes, { exposition: metrics.exposition });
+  metrics.watch({
+    spans: () => writer.stats(),
+    spanStoreKind: () => opened.kind,
+    inFlight: () => lifecycle.inFlight,
+    breakers: () => client.breakerStates(),
+    config: () => ({ revision: store.current().revision, appliedAtMs }),
+    metering: () => meter.stats(),
+    audit: () => {
+      const view = audit.health();
+      return 'sinks' in view ? view.sinks : [];
+    },
+    otlp: () => otlp.stats(),
+    authFailures: () => identity.failures.total,
+    budgets: () => budgets.list(Date.now()),
+  });
   app.register(proxyRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env });
   app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env });
 
@@ -183,8 +217,10 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
       await closed;
       unsubscribeBreaker();
       unsubscribeCredentials();
+      unsubscribeMetrics();
       unsubscribeBudgets();
       await writer.close();
+      await otlp.close();
       await budgets.close();
       await spans.close();
       await client.close();
@@ -194,5 +230,5 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
     return shuttingDown;
   };
 
-  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, budgets, shutdown };
+  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, budgets, metrics, otlp, shutdown };
 }

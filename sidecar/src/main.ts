@@ -139,7 +139,17 @@ export async function main(argv: string[]): Promise<number> {
     );
   }
   const healthPort = process.env.TOLLGATE_HEALTH_PORT;
-  const healthServer = healthPort ? await startHealthListener(engine.health, '0.0.0.0', parsePort(healthPort, 'TOLLGATE_HEALTH_PORT'), engine.inbound) : null;
+  const healthServer = healthPort
+    ? await startHealthListener({
+        check: engine.health,
+        host: '0.0.0.0',
+        port: parsePort(healthPort, 'TOLLGATE_HEALTH_PORT'),
+        inbound: engine.inbound,
+        metrics: engine.metrics.exposition,
+      })
+    : null;
+  // Process start to serving with the config applied (in a pod: after the operator's snapshot, or the cached one).
+  engine.metrics.setStartup(process.uptime());
   logger.info(
     {
       host,

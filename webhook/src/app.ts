@@ -1,4 +1,4 @@
-// The webhook's HTTP(S) app, built without listening so tests can use inject(). /mutate and /healthz only.
+// The webhook's HTTP(S) app, built without listening so tests can use inject(). /mutate, /healthz and /metrics.
 
 import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
@@ -8,12 +8,15 @@ import { mutateRoute } from './admission/mutate-route.ts';
 import type { PodAdmissionDeps } from './admission/pod-admission.ts';
 import type { KeyPairPem } from '../../contracts/pki.ts';
 import { headerValue } from '../../contracts/header-value.ts';
+import type { MetricsExposition } from '../../contracts/metrics-exposition.ts';
 
 export interface WebhookAppOptions {
   logger: Logger;
   admission: PodAdmissionDeps;
   /** Serve HTTPS with this certificate (the API server only calls webhooks over TLS). */
   tls?: KeyPairPem;
+  /** Serves GET /metrics (Prometheus, through the chart's ServiceMonitor). */
+  metrics?: MetricsExposition;
 }
 
 // The API server caps requests at 3 MiB; a pod spec near that size must still be admitted.
@@ -35,6 +38,13 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
     if (!verdict.allowed) return reply.code(403).send({ error: { code: 'origin_not_allowed', message: verdict.reason } });
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
+  const metrics = opts.metrics;
+  if (metrics) {
+    app.get('/metrics', async (request, reply) => {
+      const { contentType, body } = await metrics.render(request.headers.accept);
+      return reply.header('content-type', contentType).header('cache-control', 'no-store').send(body);
+    });
+  }
   void app.register(mutateRoute, { admission: opts.admission });
   return app;
 }

@@ -1,4 +1,4 @@
-// /v1: the OpenAI-compatible gateway. GET /v1/models lists the priced models; POST /v1/chat/completions routes
+// /v1: the OpenAI-compatible gateway. GET /v1/models lists the priced models (and the ids overrides name); POST /v1/chat/completions routes
 // by `model` to the provider of its price entry, on the route the gateway config picks for that provider, and
 // translates to and from Gemini and the Anthropic Messages API where the route does not speak OpenAI's format.
 // It runs on the proxy engine: the same upstream client (credentials, breaker, timeouts), the same usage
@@ -65,11 +65,25 @@ export const gatewayRoutes: FastifyPluginAsync<GatewayRoutesOptions> = async (ap
   );
 };
 
+/**
+ * Every priced model under its canonical id, and under each id a price override was written with
+ * (`claude-sonnet-4-20250514` next to `claude-sonnet-4`), as long as that id still resolves to an enabled
+ * entry: a team that configured an id sees it in the list, and that id works in chat completions.
+ */
 function listModels(store: ConfigStore): ModelObject[] {
-  return store
-    .current()
-    .prices.models()
-    .map((entry) => ({ id: entry.model, object: 'model', created: 0, owned_by: entry.provider }));
+  const { prices, config } = store.current();
+  const listed = new Map<string, ModelObject>();
+  const add = (id: string, provider: string) => {
+    if (!listed.has(id)) listed.set(id, { id, object: 'model', created: 0, owned_by: provider });
+  };
+  for (const entry of prices.models()) add(entry.model, entry.provider);
+  for (const override of config.pricing.models) {
+    if (override.disabled === true) continue;
+    for (const id of [override.model, ...(override.aliases ?? [])]) {
+      if (prices.resolve(override.provider, id) !== undefined) add(id, override.provider);
+    }
+  }
+  return [...listed.values()];
 }
 
 function modelNotFound(model: string): GatewayError {
@@ -168,6 +182,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
       if (!res.writableFinished) abort.abort(callerLeft());
     });
     const upstream = await opts.client.send(config, { route: plan.route, method: 'POST', path: plan.path, headers, body: plan.body, signal: abort.signal });
+    call.attachUpstream(upstream.timing);
     await relay({ res, upstream, call, prices: snapshot.prices, plan, trace, logger: request.log as unknown as Logger });
   } catch (error) {
     if (error instanceof GatewayError) {

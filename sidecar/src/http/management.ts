@@ -99,6 +99,13 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
       if (Object.hasOwn(body, 'credentials')) {
         throw new ConfigError('credentials', 'cannot be set through this API, which has no authentication: set credential files in the config file or the ProxyConfig');
       }
+      if (Object.hasOwn(body, 'tracing')) {
+        // ADR 1501: an OTLP endpoint set here would receive every call's span, user ids included.
+        throw new ConfigError(
+          'tracing',
+          "cannot be set through this API, which has no authentication: whoever set it would receive every call's span; set it in the config file or the ProxyConfig",
+        );
+      }
       patch = parseRuntimeConfigPatch(body, API_SECTIONS);
       if (patch.budgets?.ledger) {
         throw new ConfigError('budgets.ledger', 'is read when the proxy starts: set it in the config file');

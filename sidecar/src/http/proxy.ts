@@ -169,6 +169,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
       body: plan.body ?? bodyStream,
       signal: abort.signal,
     });
+    call.attachUpstream(upstream.timing);
     const headersOut = downstreamResponseHeaders(upstream.headers, plan.stripInjectedUsage);
     Object.assign(headersOut, spanHeaders(trace));
     const extractor = responseExtractor(module.spec.format, upstream, plan.stripInjectedUsage, request.log as unknown as Logger);
