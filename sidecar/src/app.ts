@@ -10,7 +10,7 @@ import { AuditController } from './audit/audit-controller.ts';
 import type { BudgetEnforcer } from './budgets/budget-enforcer.ts';
 import { LedgerBudgets } from './budgets/ledger-budgets.ts';
 import { openLedgerBudgets } from './budgets/open-budgets.ts';
-import { placementFromEnv } from './audit/audit-runtime.ts';
+import { placementFromEnv } from './audit/audit-placement.ts';
 import { followCredentialSettings } from './auth/live-credentials.ts';
 import type { ConfigStore } from './config/config-store.ts';
 import { Lifecycle } from './lifecycle.ts';
@@ -20,11 +20,13 @@ import { gatewayRoutes } from './http/gateway.ts';
 import { clientErrorHandler, frameworkErrorHandler } from './inbound/http-refusals.ts';
 import { inboundPolicy, installRequestGuard, type InboundPolicy } from './inbound/request-guard.ts';
 import { healthCheck, healthRoutes, type Health } from './http/health.ts';
+import { createHttp1AndH2cServer } from './http/h2c-server.ts';
+import { lazySchemaCompilers } from './http/lazy-schema-compilers.ts';
 import { managementRoutes } from './http/management.ts';
 import { proxyRoutes } from './http/proxy.ts';
 import { RuntimeHealth, runtimeHealthRoutes } from './http/runtime-health.ts';
 import { installIdentityHook, type IdentityGate } from './inbound/identity/identity-hook.ts';
-import { openLocalSpanStore, type OpenedSpanStore } from './spans/open-span-store.ts';
+import { openSpanStore, type OpenedSpanStore } from './spans/open-span-store.ts';
 import type { SpanStore } from './spans/span-store.ts';
 import { SpanWriter } from './spans/span-writer.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
@@ -67,18 +69,24 @@ export interface EngineOptions {
   credentials?: Record<CredentialKind, CredentialProvider>;
   /** Budgets kept elsewhere (a sidecar's come from the operator); default: the config's ledger. */
   budgets?: BudgetEnforcer;
-  /** The span store, opened by the caller (openSpanStore); else storage.kind sqlite or memory is opened here. */
+  /** The span store, opened by the caller (openSpanStore); else the configured one is opened here. */
   spans?: OpenedSpanStore;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const HEADERS_TIMEOUT_MS = 10_000;
 const CUT_CALLS_GRACE_MS = 5_000;
+/** fastify's default, kept: an idle keep-alive connection closes after this. */
+const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
-export function buildEngine(opts: EngineOptions): Engine {
+/**
+ * Async because what a configuration does not use is not loaded (ADR 0003): the span store's driver,
+ * the inbound identity stack without server.auth, the audit fan-out without an audit section.
+ */
+export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   const { store, logger } = opts;
   const config = store.get();
-  const opened = opts.spans ?? openLocalSpanStore(config.storage, logger);
+  const opened = opts.spans ?? (await openSpanStore(config.storage, { logger, env: opts.env ?? process.env, purpose: 'proxy' }));
   const spans = opened.store;
   const writer = new SpanWriter(spans, { ...config.storage, ...(opened.retry ? { retry: opened.retry } : {}) }, logger);
   const credentials =
@@ -87,7 +95,7 @@ export function buildEngine(opts: EngineOptions): Engine {
   const unsubscribeBreaker = store.subscribe((snapshot) => client.updateBreakerConfig(snapshot.config.breaker));
   const unsubscribeCredentials = opts.credentials ? () => undefined : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
   const lifecycle = new Lifecycle();
-  const budgets = opts.budgets ?? openLedgerBudgets(config.budgets, config.storage, logger);
+  const budgets = opts.budgets ?? (await openLedgerBudgets(config.budgets, config.storage, logger));
   let appliedPolicies = config.budgets.policies;
   const unsubscribeBudgets =
     budgets instanceof LedgerBudgets
@@ -116,15 +124,20 @@ export function buildEngine(opts: EngineOptions): Engine {
   // leave the body to fastify, set past the routes' deadline so that theirs fires first (ADR 1002).
   const headersTimeout = Math.min(HEADERS_TIMEOUT_MS, config.server.requestTimeoutMs);
 
+  const httpOptions = { headersTimeout, connectionsCheckingInterval: 1000 };
+  const requestTimeout = headersTimeout + config.server.requestTimeoutMs + 2000;
+
   // typed as fastify's logger so the app's type (and every plugin's) names FastifyBaseLogger, not pino's
   const loggerInstance: FastifyBaseLogger = logger;
   const app = Fastify({
+    // HTTP/1.1 and h2c (HTTP/2 with prior knowledge) on the one port: the AWS SDK's default Bedrock client speaks the latter.
+    serverFactory: (handler) => createHttp1AndH2cServer(handler, { http1: httpOptions, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, requestTimeout, idleTimeoutMs: headersTimeout }),
     loggerInstance,
     // every call gets one richer line from the call meter instead of fastify's request/response lines
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.server.bodyLimitBytes,
-    http: { headersTimeout, connectionsCheckingInterval: 1000 },
-    requestTimeout: headersTimeout + config.server.requestTimeoutMs + 2000,
+    http: httpOptions,
+    requestTimeout,
     clientErrorHandler: clientErrorHandler(refusals, headersTimeout),
     frameworkErrors: frameworkErrorHandler(refusals),
     genReqId: (req) => {
@@ -133,10 +146,17 @@ export function buildEngine(opts: EngineOptions): Engine {
     },
     forceCloseConnections: 'idle',
     return503OnClosing: true,
+    schemaController: { compilersFactory: lazySchemaCompilers },
   });
 
   installRequestGuard(app, inbound);
-  const identity = installIdentityHook(app, config, logger);
+  // fastify asks to close the connection after a body it could not parse; on HTTP/2 that header is forbidden
+  // (and would throw), and the stream's end already says it.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (request.raw.httpVersionMajor === 2) reply.removeHeader('connection');
+    done(null, payload);
+  });
+  const identity = await installIdentityHook(app, config, logger);
   // A warehouse that is down is not this pod's fault: it shows in /_local/api/health, not in the probes (ADR 0402).
   const health = healthCheck({ lifecycle, writer, writeFailuresAreUnhealthy: !opened.remote });
   app.register(healthRoutes, { lifecycle, writer, check: health });
