@@ -8,6 +8,9 @@ import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
 import { startProxyProcess } from '../test/e2e/proxy-process.ts';
 import { startFakeUpstream } from '../test/fakes/llm-upstream.ts';
+import { compiledLikeTheImage } from './sidecar-process.ts';
+
+const image = compiledLikeTheImage();
 
 const calls = Number(process.argv.slice(2).find((a) => !a.startsWith('--')) ?? 5000);
 const compiled = process.argv.includes('--compiled');
@@ -22,8 +25,8 @@ function cpuSeconds(pid: number): number {
 const upstream = await startFakeUpstream('openai', { expectApiKey: 'k' });
 const proxy = await startProxyProcess({
   configYaml: `upstreams:\n  beta: { baseUrl: "${upstream.url}" }\nstorage: { kind: sqlite, path: spans.db }\n${otlp ? `tracing: { otlp: { endpoint: "${otlp}" } }\n` : ''}`,
-  env: { OPENAI_API_KEY: 'k', TOLLGATE_LOG_LEVEL: 'warn' },
-  ...(compiled ? { cli: new URL('../dist/cmd/tollgate.js', import.meta.url).pathname, nodeArgs: ['--max-semi-space-size=1', '--v8-pool-size=1'] } : {}),
+  env: { ...(compiled ? image.env : {}), OPENAI_API_KEY: 'k', TOLLGATE_LOG_LEVEL: 'warn' },
+  ...(compiled ? { cli: image.cli, nodeArgs: image.nodeArgs } : {}),
 });
 const pool = new Pool(proxy.url, { connections: 16 });
 const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });

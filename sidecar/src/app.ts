@@ -9,7 +9,7 @@ import { AuditController } from './audit/audit-controller.ts';
 import type { BudgetEnforcer } from './budgets/budget-enforcer.ts';
 import { LedgerBudgets } from './budgets/ledger-budgets.ts';
 import { openLedgerBudgets } from './budgets/open-budgets.ts';
-import { placementFromEnv } from './audit/audit-runtime.ts';
+import { placementFromEnv } from './audit/audit-placement.ts';
 import { followCredentialSettings } from './auth/live-credentials.ts';
 import type { ConfigStore } from './config/config-store.ts';
 import { Lifecycle } from './lifecycle.ts';
@@ -28,7 +28,7 @@ import { managementUiRoutes } from './http/management-ui.ts';
 import { installIdentityHook, type IdentityGate } from './inbound/identity/identity-hook.ts';
 import { LocalRuntime } from './local/local-runtime.ts';
 import { buildLmStudioApp } from './local/lmstudio-app.ts';
-import { openLocalSpanStore, type OpenedSpanStore } from './spans/open-span-store.ts';
+import { openSpanStore, type OpenedSpanStore } from './spans/open-span-store.ts';
 import type { SpanStore } from './spans/span-store.ts';
 import { SpanWriter } from './spans/span-writer.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
@@ -75,16 +75,20 @@ export interface EngineOptions {
   credentials?: Record<CredentialKind, CredentialProvider>;
   /** Budgets kept elsewhere (a sidecar's come from the operator); default: the config's ledger. */
   budgets?: BudgetEnforcer;
-  /** The span store, opened by the caller (openSpanStore); else storage.kind sqlite or memory is opened here. */
+  /** The span store, opened by the caller (openSpanStore); else the configured one is opened here. */
   spans?: OpenedSpanStore;
 }
 
 const CUT_CALLS_GRACE_MS = 5_000;
 
-export function buildEngine(opts: EngineOptions): Engine {
+/**
+ * Async because what a configuration does not use is not loaded (ADR 0003): the span store's driver,
+ * the inbound identity stack without server.auth, the audit fan-out without an audit section.
+ */
+export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   const { store, logger } = opts;
   const config = store.get();
-  const opened = opts.spans ?? openLocalSpanStore(config.storage, logger);
+  const opened = opts.spans ?? (await openSpanStore(config.storage, { logger, env: opts.env ?? process.env, purpose: 'proxy' }));
   const spans = opened.store;
   const writer = new SpanWriter(spans, { ...config.storage, ...(opened.retry ? { retry: opened.retry } : {}) }, logger);
   const credentials =
@@ -93,7 +97,7 @@ export function buildEngine(opts: EngineOptions): Engine {
   const unsubscribeBreaker = store.subscribe((snapshot) => client.updateBreakerConfig(snapshot.config.breaker));
   const unsubscribeCredentials = opts.credentials ? () => undefined : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
   const lifecycle = new Lifecycle();
-  const budgets = opts.budgets ?? openLedgerBudgets(config.budgets, config.storage, logger);
+  const budgets = opts.budgets ?? (await openLedgerBudgets(config.budgets, config.storage, logger));
   let appliedPolicies = config.budgets.policies;
   const unsubscribeBudgets =
     budgets instanceof LedgerBudgets
@@ -120,7 +124,13 @@ export function buildEngine(opts: EngineOptions): Engine {
   const app = Fastify(listenerOptions(config.server, refusals));
 
   installRequestGuard(app, inbound);
-  const identity = installIdentityHook(app, config, logger);
+  // fastify asks to close the connection after a body it could not parse; on HTTP/2 that header is forbidden
+  // (and would throw), and the stream's end already says it.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (request.raw.httpVersionMajor === 2) reply.removeHeader('connection');
+    done(null, payload);
+  });
+  const identity = await installIdentityHook(app, config, logger);
   // A warehouse that is down is not this pod's fault: it shows in /_local/api/health, not in the probes (ADR 0402).
   const health = healthCheck({ lifecycle, writer, writeFailuresAreUnhealthy: !opened.remote });
   app.register(healthRoutes, { lifecycle, writer, check: health });
@@ -159,7 +169,7 @@ export function buildEngine(opts: EngineOptions): Engine {
   app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env, localModels: local?.models });
   const lmstudio =
     local !== null && config.local.lmstudioPort !== 0
-      ? buildLmStudioApp({ store, client, lifecycle, refusals, identity, budgets, localModels: local.models, env: opts.env ?? process.env })
+      ? await buildLmStudioApp({ store, client, lifecycle, refusals, identity, budgets, localModels: local.models, env: opts.env ?? process.env })
       : null;
 
   app.setNotFoundHandler((request, reply) => {

@@ -7,14 +7,13 @@ import pino from 'pino';
 import { buildEngine } from './app.ts';
 import { AuditReporter } from './audit/audit-report.ts';
 import { ConfigError } from '../../contracts/config-error.ts';
-import { loadConfigFile } from './config/config-file.ts';
 import type { RuntimeConfigPatch } from '../../contracts/config-schema.ts';
 import { ConfigStore } from './config/config-store.ts';
 import { hostnameOf, isLoopbackHostname } from '../../contracts/allowed-hosts.ts';
 import { startHealthListener } from './http/health.ts';
 import { applyServerModeDefaults, checkServerAuth, parseEngineMode } from '../../contracts/server-auth-config.ts';
 import { openSpanStore } from './spans/open-span-store.ts';
-import { SpanStoreOpenError } from './spans/sqlite-span-schema.ts';
+import { SpanStoreOpenError } from './spans/span-store.ts';
 import type { LocalRuntime } from './local/local-runtime.ts';
 import type { FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
@@ -70,7 +69,8 @@ export async function main(argv: string[]): Promise<number> {
   const logger = pino({ level: process.env.TOLLGATE_LOG_LEVEL ?? 'info', base: { component: 'proxy' } });
   let filePatch: RuntimeConfigPatch = {};
   try {
-    if (args.values.config) filePatch = loadConfigFile(args.values.config);
+    // The YAML parser is loaded only for a config file (a sidecar has none: the operator pushes its config).
+    if (args.values.config) filePatch = (await import('./config/config-file.ts')).loadConfigFile(args.values.config);
     if (args.values.mode !== undefined) filePatch.mode = parseEngineMode(args.values.mode, '--mode');
     applyServerModeDefaults(filePatch);
     const port = args.values.port ?? process.env.TOLLGATE_PORT;
@@ -113,7 +113,7 @@ export async function main(argv: string[]): Promise<number> {
   let engine;
   try {
     const spans = await openSpanStore(store.get().storage, { logger, env: process.env, purpose: 'proxy' });
-    engine = buildEngine({ store, logger, spans, ...(clusterBudgets ? { budgets: clusterBudgets } : {}) });
+    engine = await buildEngine({ store, logger, spans, ...(clusterBudgets ? { budgets: clusterBudgets } : {}) });
   } catch (error) {
     if (error instanceof BudgetLedgerOpenError) {
       await pushClient?.stop();

@@ -21,6 +21,7 @@ import { GatewayError, proxyErrorBody } from '../translate/openai-error.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
 import { relay } from './gateway-relay.ts';
+import { answerClosed, closeConnectionAfter } from './caller-connection.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
 import { sendFailure, sendJson } from './json-answer.ts';
 import { findModel, planGatewayCall, routeFor, type GatewayOperation, type GatewayPlan } from '../routes/v1-plan.ts';
@@ -149,7 +150,7 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
   res.setHeader('x-proxy-request-id', request.id); // as on /proxy: the id in the proxy's log line and span
   const trace = startSpanContext(headerValue(request.headers, 'traceparent'), headerValue(request.headers, 'tracestate'));
   if (opts.lifecycle.draining) {
-    res.setHeader('connection', 'close');
+    closeConnectionAfter(res);
     sendJson(res, 503, proxyErrorBody(new ProxyError('shutting_down', 'the proxy is shutting down; retry on another instance')), trace);
     request.raw.resume();
     return;
@@ -232,7 +233,7 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
       call ??= refusedCall();
       if (!call.finished)
         call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${error.code ?? 'invalid_request'}: ${error.message}` });
-      if (!res.destroyed) sendJson(res, error.statusCode, error.toJSON(), trace);
+      if (!answerClosed(res)) sendJson(res, error.statusCode, error.toJSON(), trace);
       request.raw.resume();
       return;
     }

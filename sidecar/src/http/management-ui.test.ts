@@ -9,8 +9,8 @@ import type { RuntimeConfigPatch } from '../../../contracts/config-schema.ts';
 
 const engines: Engine[] = [];
 
-function engine(patch: RuntimeConfigPatch = {}): Engine {
-  const built = buildEngine({ store: new ConfigStore({ storage: { kind: 'memory' }, ...patch }), logger: pino({ level: 'silent' }), env: {} });
+async function engine(patch: RuntimeConfigPatch = {}): Promise<Engine> {
+  const built = await buildEngine({ store: new ConfigStore({ storage: { kind: 'memory' }, ...patch }), logger: pino({ level: 'silent' }), env: {} });
   engines.push(built);
   return built;
 }
@@ -23,7 +23,7 @@ const price = { pricing: { models: [{ provider: 'openai', model: 'gpt-4o-mini', 
 
 describe('GET /_local/', () => {
   it('serves the page with headers that keep other sites from framing it or running scripts in it', async () => {
-    const app = engine().app;
+    const app = (await engine()).app;
     const redirect = await app.inject({ url: '/_local' });
     expect(redirect.statusCode).toBe(308);
     expect(redirect.headers.location).toBe('/_local/');
@@ -39,7 +39,7 @@ describe('GET /_local/', () => {
   });
 
   it('serves its script, its styles and the chart library from node_modules, and nothing else', async () => {
-    const app = engine().app;
+    const app = (await engine()).app;
     for (const [path, type] of [
       ['app.js', 'text/javascript; charset=utf-8'],
       ['app.css', 'text/css; charset=utf-8'],
@@ -55,7 +55,7 @@ describe('GET /_local/', () => {
   });
 
   it('refuses a cross-site frame or link to it, like every other page request (ADR 1000)', async () => {
-    const res = await engine().app.inject({ url: '/_local/', headers: { host: '127.0.0.1:8181', 'sec-fetch-site': 'cross-site', 'sec-fetch-dest': 'iframe' } });
+    const res = await (await engine()).app.inject({ url: '/_local/', headers: { host: '127.0.0.1:8181', 'sec-fetch-site': 'cross-site', 'sec-fetch-dest': 'iframe' } });
     expect(res.statusCode).toBe(403);
   });
 });
@@ -69,7 +69,7 @@ describe("the page's calls to its own API (same origin)", () => {
   });
 
   it('are served: the UI changes a price, and the next snapshot has it', async () => {
-    const e = engine();
+    const e = await engine();
     const res = await e.app.inject({ method: 'POST', url: '/_local/api/config', headers: fromPage('http://127.0.0.1:8181', '127.0.0.1:8181'), payload: price });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.headers['access-control-allow-origin']).toBeUndefined();
@@ -77,7 +77,7 @@ describe("the page's calls to its own API (same origin)", () => {
   });
 
   it("are another site's when the origin differs in host, port or name: refused, nothing changes (CSRF)", async () => {
-    const e = engine();
+    const e = await engine();
     const before = e.store.current().revision;
     for (const [origin, host, site] of [
       ['http://evil.example', '127.0.0.1:8181', 'cross-site'],
@@ -102,13 +102,15 @@ describe("the page's calls to its own API (same origin)", () => {
   });
 
   it('do not let a DNS-rebinding page pass as the same origin, even with server.allowedHosts ["*"]', async () => {
-    const e = engine({ server: { allowedHosts: ['*'] } });
+    const e = await engine({ server: { allowedHosts: ['*'] } });
     const res = await e.app.inject({ method: 'POST', url: '/_local/api/config', headers: fromPage('http://rebind.evil.example:8181', 'rebind.evil.example:8181'), payload: price });
     expect(res.statusCode).toBe(403);
     expect(JSON.parse(res.body).error.code).toBe('origin_not_allowed');
     expect(e.store.current().prices.resolve('openai', 'gpt-4o-mini')?.input_per_million).toBe(0.15);
     // Without the wildcard, the rebinding page is refused by its Host already.
-    const strict = await engine().app.inject({
+    const strict = await (
+      await engine()
+    ).app.inject({
       method: 'POST',
       url: '/_local/api/config',
       headers: fromPage('http://rebind.evil.example:8181', 'rebind.evil.example:8181'),
@@ -118,7 +120,7 @@ describe("the page's calls to its own API (same origin)", () => {
   });
 
   it('are served under a listed name too (server.allowedHosts), as the page is then served under it', async () => {
-    const e = engine({ server: { allowedHosts: ['tollgate.internal'] } });
+    const e = await engine({ server: { allowedHosts: ['tollgate.internal'] } });
     const res = await e.app.inject({ method: 'POST', url: '/_local/api/config', headers: fromPage('http://tollgate.internal:8181', 'tollgate.internal:8181'), payload: price });
     expect(res.statusCode).toBe(200);
   });

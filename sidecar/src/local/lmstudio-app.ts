@@ -29,11 +29,11 @@ export interface LmStudioAppOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-export function buildLmStudioApp(opts: LmStudioAppOptions): FastifyInstance {
+export async function buildLmStudioApp(opts: LmStudioAppOptions): Promise<FastifyInstance> {
   const config = opts.store.get();
   const app = Fastify(listenerOptions(config.server, opts.refusals));
   installRequestGuard(app, opts.refusals.inbound);
-  installIdentityHook(app, config, opts.refusals.logger, opts.identity);
+  await installIdentityHook(app, config, opts.refusals.logger, opts.identity);
   app.register(gatewayRoutes, {
     store: opts.store,
     client: opts.client,

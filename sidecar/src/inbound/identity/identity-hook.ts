@@ -10,10 +10,10 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { RuntimeConfig } from '../../../../contracts/runtime-config.ts';
-import type { ServerAuthConfig } from '../../../../contracts/server-auth-config.ts';
+import { hasAuthStrategy, type ServerAuthConfig } from '../../../../contracts/server-auth-config.ts';
 import { errorType } from '../../translate/openai-error.ts';
 import { AuthFailureLog } from './auth-failure-log.ts';
-import { createAuthenticator, type Authenticator, type AuthFailure } from './authenticator.ts';
+import type { Authenticator, AuthFailure } from './authenticator.ts';
 import type { Identity } from './identity.ts';
 
 export interface IdentityGate {
@@ -71,20 +71,23 @@ function refuse(reply: FastifyReply, path: string, failure: AuthFailure, health:
   return sendError(reply, path, { statusCode: 401, code: 'invalid_token', message: failure.message, extra: { reason: failure.reason } });
 }
 
-/** The authenticator server.auth asks for, and the one failure log its refusals share (on every listener). */
-export function identityGate(config: Pick<RuntimeConfig, 'server'>, logger: Logger): IdentityGate {
-  return { authenticator: createAuthenticator(config.server.auth), failures: new AuthFailureLog(logger) };
+/**
+ * The authenticator server.auth asks for, and the one failure log its refusals share (on every listener). Without
+ * a strategy the verifiers and their libraries (jose, google-auth-library) are never loaded: a sidecar does not
+ * pay for server mode (ADR 0003).
+ */
+export async function identityGate(config: Pick<RuntimeConfig, 'server'>, logger: Logger): Promise<IdentityGate> {
+  const failures = new AuthFailureLog(logger);
+  if (!hasAuthStrategy(config.server.auth)) return { authenticator: null, failures };
+  const { createAuthenticator } = await import('./authenticator.ts');
+  return { authenticator: createAuthenticator(config.server.auth), failures };
 }
 
 /** Checks inbound identity on `app` (a second listener passes the engine's gate, so its refusals are counted once). */
-export function installIdentityHook(
-  app: FastifyInstance,
-  config: Pick<RuntimeConfig, 'mode' | 'server'>,
-  logger: Logger,
-  gate: IdentityGate = identityGate(config, logger),
-): IdentityGate {
+export async function installIdentityHook(app: FastifyInstance, config: Pick<RuntimeConfig, 'mode' | 'server'>, logger: Logger, given?: IdentityGate): Promise<IdentityGate> {
   app.decorateRequest('identity', null);
   const auth: ServerAuthConfig = config.server.auth;
+  const gate = given ?? (await identityGate(config, logger));
   const { authenticator, failures } = gate;
   if (authenticator === null) return gate;
   const adminsOnly = config.mode === 'server' || auth.required;
