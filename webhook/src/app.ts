@@ -1,4 +1,6 @@
-// The webhook's HTTP(S) app, built without listening so tests can use inject(). /mutate and /healthz only.
+// The webhook's HTTP(S) app, built without listening so tests can use inject(): /mutate, /healthz (the process
+// serves) and /readyz (an admission now would inject: the API server trusts our certificate and the operator's
+// CA, which every sidecar needs, is loaded).
 
 import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
@@ -14,6 +16,8 @@ export interface WebhookAppOptions {
   admission: PodAdmissionDeps;
   /** Serve HTTPS with this certificate (the API server only calls webhooks over TLS). */
   tls?: KeyPairPem;
+  /** What still keeps this replica from injecting; empty when ready. Absent: ready whenever it serves. */
+  notReady?: () => string[];
 }
 
 // The API server caps requests at 3 MiB; a pod spec near that size must still be admitted.
@@ -35,6 +39,11 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
     if (!verdict.allowed) return reply.code(403).send({ error: { code: 'origin_not_allowed', message: verdict.reason } });
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    const waiting = opts.notReady?.() ?? [];
+    if (waiting.length > 0) return reply.code(503).send({ status: 'not ready', waiting });
+    return { status: 'ok' };
+  });
   void app.register(mutateRoute, { admission: opts.admission });
   return app;
 }
