@@ -41,17 +41,16 @@ export async function deploymentOwner(api: KubeApi, namespace: string, name: str
 }
 
 /** True when `metadata` already names `owner` (by uid), or when there is no owner to name. */
-export function hasOwnerReference(metadata: WithOwners | undefined, owner: OwnerReference | undefined): boolean {
-  return !owner || (metadata?.ownerReferences ?? []).some((ref) => ref.uid === owner.uid);
+export function hasOwnerReference(metadata: object | undefined, owner: OwnerReference | undefined): boolean {
+  return !owner || ((metadata as WithOwners | undefined)?.ownerReferences ?? []).some((ref) => ref.uid === owner.uid);
 }
 
 /**
  * `metadata` with `owner` among its ownerReferences, keeping any others. A PUT replaces metadata whole, so
  * every write of an object that may carry the reference goes through here or copies what it read.
  */
-export function withOwnerReference<M extends object>(metadata: M, owner: OwnerReference | undefined): M {
-  if (!owner) return metadata;
-  const existing = (metadata as WithOwners).ownerReferences ?? [];
-  if (existing.some((ref) => ref.uid === owner.uid)) return metadata;
+export function withOwnerReference<M extends object>(metadata: M, owner: OwnerReference | undefined): M & { ownerReferences?: OwnerReference[] } {
+  if (!owner || hasOwnerReference(metadata, owner)) return metadata;
+  const existing = (metadata as { ownerReferences?: OwnerReference[] }).ownerReferences ?? [];
   return { ...metadata, ownerReferences: [...existing, { ...owner }] };
 }
