@@ -248,12 +248,20 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
     const ledgerWritten = async () => (await inNamespace()).filter((o) => o.metadata.labels?.['tollgate.dev/budget-ledger'] === 'true');
     await eventually('the operator to have written the budget ledger', async () => ((await ledgerWritten()).length > 0 ? true : undefined), 60_000);
     const before = await inNamespace();
-    const runtime = before.filter((o) => !o.metadata.labels?.['app.kubernetes.io/managed-by']?.startsWith('Helm') && !o.metadata.labels?.['endpointslice.kubernetes.io/managed-by']?.startsWith('endpointslice-controller'));
+    const runtime = before.filter(
+      (o) =>
+        !o.metadata.labels?.['app.kubernetes.io/managed-by']?.startsWith('Helm') &&
+        !o.metadata.labels?.['endpointslice.kubernetes.io/managed-by']?.startsWith('endpointslice-controller'),
+    );
     const named = (o: OwnedObject) => `${o.kind}/${o.metadata.name.replace(/^tollgate-budget-[0-9a-f]+$/, 'tollgate-budget-…')}`;
     expect(runtime.map(named).sort()).toEqual(
       ['ConfigMap/tollgate-budget-…', 'EndpointSlice/tollgate-operator', 'Lease/tollgate-operator', 'Secret/tollgate-operator-tls', 'Secret/tollgate-webhook-tls'].sort(),
     );
-    for (const o of runtime) expect(o.metadata.ownerReferences?.map((r) => `${r.kind}/${r.name}`), named(o)).toEqual([o.kind === 'Secret' && o.metadata.name === 'tollgate-webhook-tls' ? 'Deployment/tollgate-webhook' : 'Deployment/tollgate-operator']);
+    for (const o of runtime)
+      expect(
+        o.metadata.ownerReferences?.map((r) => `${r.kind}/${r.name}`),
+        named(o),
+      ).toEqual([o.kind === 'Secret' && o.metadata.name === 'tollgate-webhook-tls' ? 'Deployment/tollgate-webhook' : 'Deployment/tollgate-operator']);
 
     const uninstalled = await node.helm(['uninstall', RELEASE, '-n', NAMESPACE, '--wait', '--timeout', '3m']);
     expect(uninstalled.code, uninstalled.stderr).toBe(0);
@@ -269,14 +277,18 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
       120_000,
     ).catch(async () => (await inNamespace()).map(named));
     expect(left).toEqual([]);
-    expect((await kubectl(['get', 'deployments,services,serviceaccounts,roles,rolebindings', '-n', NAMESPACE, '-o', 'name', '-l', 'app.kubernetes.io/part-of=tollgate'])).trim()).toBe('');
+    expect(
+      (await kubectl(['get', 'deployments,services,serviceaccounts,roles,rolebindings', '-n', NAMESPACE, '-o', 'name', '-l', 'app.kubernetes.io/part-of=tollgate'])).trim(),
+    ).toBe('');
     expect((await kubectl(['get', 'clusterroles,clusterrolebindings', '-o', 'name', '-l', 'app.kubernetes.io/part-of=tollgate'])).trim()).toBe('');
     // Kept on purpose: Helm never deletes CRDs (deleting one deletes every resource of its kind), and the
     // resources are the user's.
-    expect((await kubectl(['get', 'crd', '-o', 'name'])).split('\n').filter((l) => l.endsWith('.tollgate.dev')).sort()).toEqual([
-      'customresourcedefinition.apiextensions.k8s.io/budgetpolicies.tollgate.dev',
-      'customresourcedefinition.apiextensions.k8s.io/proxyconfigs.tollgate.dev',
-    ]);
+    expect(
+      (await kubectl(['get', 'crd', '-o', 'name']))
+        .split('\n')
+        .filter((l) => l.endsWith('.tollgate.dev'))
+        .sort(),
+    ).toEqual(['customresourcedefinition.apiextensions.k8s.io/budgetpolicies.tollgate.dev', 'customresourcedefinition.apiextensions.k8s.io/proxyconfigs.tollgate.dev']);
     expect((await kubectl(['get', 'proxyconfigs,budgetpolicies', '-n', APP_NAMESPACE, '-o', 'name'])).trim().split('\n').sort()).toEqual([
       'budgetpolicy.tollgate.dev/roomy',
       'proxyconfig.tollgate.dev/default',

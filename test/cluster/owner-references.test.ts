@@ -100,7 +100,7 @@ describe('the operator names its Deployment as the owner of what it creates', ()
 
   it('keeps the reference through renewals and writes (a PUT that dropped it would orphan the object)', async () => {
     const lease = await api.get<Owned>(PATHS.lease);
-    await eventually('the Lease to be renewed', async () => ((await api.get<Owned>(PATHS.lease)).metadata.resourceVersion !== lease.metadata.resourceVersion) || undefined);
+    await eventually('the Lease to be renewed', async () => (await api.get<Owned>(PATHS.lease)).metadata.resourceVersion !== lease.metadata.resourceVersion || undefined);
     expect(ownedByDeployment(await ownersOf(PATHS.lease))).toBe(true);
     expect(ownedByDeployment(await ownersOf(PATHS.endpointSlice))).toBe(true);
   });

@@ -457,7 +457,10 @@ describe('readiness and ownership', () => {
     });
     const secondPort = await freePort();
     const second = await startLocalWebhook(
-      { ...testWebhookOptions({ port: secondPort, namespace: OWN_NAMESPACE, webhookConfigName: CONFIG_NAME, operatorCaFile: operatorCa.path }), ownerDeployment: CHART_NAMES.webhook },
+      {
+        ...testWebhookOptions({ port: secondPort, namespace: OWN_NAMESPACE, webhookConfigName: CONFIG_NAME, operatorCaFile: operatorCa.path }),
+        ownerDeployment: CHART_NAMES.webhook,
+      },
       webhookKc,
       log.logger,
       { certificateIntervalMs: 250 },

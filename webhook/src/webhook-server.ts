@@ -102,7 +102,9 @@ export async function startWebhook(options: WebhookOptions, runtime: WebhookRunt
   const selfManaged = certificates;
   const notReady = (): string[] => [
     ...(operatorCa.loaded() ? [] : [`the operator's CA (${options.operatorCaFile}): sidecars cannot be injected without it`]),
-    ...(selfManaged && selfManaged.caBundle === '' ? [`our caBundle in MutatingWebhookConfiguration ${options.webhookConfigName}: the API server would not trust this server`] : []),
+    ...(selfManaged && selfManaged.caBundle === ''
+      ? [`our caBundle in MutatingWebhookConfiguration ${options.webhookConfigName}: the API server would not trust this server`]
+      : []),
   ];
   app = buildWebhookApp({ logger, admission, tls: initial, notReady });
   await app.listen({ host: options.host, port: options.port });
