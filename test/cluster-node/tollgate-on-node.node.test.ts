@@ -90,6 +90,7 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
   }, 120_000);
 
   it('installs the chart with the local images; the operator and the webhook become Ready', async () => {
+    const installStarted = Date.now();
     const installed = await helmInstall(node);
     expect(installed.stderr).toBe('');
     expect(installed.stdout).toContain('STATUS: deployed');
@@ -98,6 +99,8 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
       expect(rollout.code, `${rollout.stderr}\n${node.logTails(10)}`).toBe(0);
     }
     webhookReadyAt = Date.now();
+    // The webhook is Ready only once the operator's CA has reached its Secret volume (ADR 0808).
+    console.info(`[node] operator and webhook Ready ${Math.round((webhookReadyAt - installStarted) / 1000)} s after helm install started`);
     const pods = await getJson<{ items: Array<{ spec: { containers: Array<{ image: string; imagePullPolicy: string }> } }> }>(['get', 'pods', '-n', NAMESPACE]);
     expect(pods.items).toHaveLength(4);
     for (const pod of pods.items) expect(pod.spec.containers[0]).toMatchObject({ image: images.tollgate.ref, imagePullPolicy: 'Never' });
@@ -250,6 +253,8 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
     const before = await inNamespace();
     const runtime = before.filter(
       (o) =>
+        // Helm's own release record, and what the chart rendered, are Helm's to delete.
+        o.metadata.labels?.owner !== 'helm' &&
         !o.metadata.labels?.['app.kubernetes.io/managed-by']?.startsWith('Helm') &&
         !o.metadata.labels?.['endpointslice.kubernetes.io/managed-by']?.startsWith('endpointslice-controller'),
     );
