@@ -40,12 +40,17 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm uninstall --no-save --omit=dev --ignore-scripts @duckdb/node-api \
  && npm cache clean --force
 
-# The injected sidecar: the compiled proxy, the config-push proto, its runtime dependencies. The V8 flags trade
-# a little GC throughput for a smaller idle footprint. State and spans live in the volumes the webhook mounts;
-# UID/GID 65532 matches the injected securityContext (runAsNonRoot, readOnlyRootFilesystem).
+# The injected sidecar: the compiled proxy, the config-push proto, its runtime dependencies. Memory flags
+# (ADR 0003, measured with bench/side-by-side.ts, which reads them from here): a 2 MB young generation and one
+# V8 helper thread for a small idle footprint; the old generation capped at 64 MB so that V8 collects instead
+# of growing towards a limit sized for the whole machine; glibc returning blocks of 32 KB and more (JIT
+# compiler zones) to the system when they are freed rather than keeping them. State and spans live in the
+# volumes the webhook mounts; UID/GID 65532 matches the injected securityContext (runAsNonRoot,
+# readOnlyRootFilesystem).
 FROM ${NODE_IMAGE} AS sidecar
 ENV NODE_ENV=production \
-    NODE_OPTIONS="--max-semi-space-size=1 --v8-pool-size=1"
+    NODE_OPTIONS="--max-semi-space-size=2 --max-old-space-size=64 --v8-pool-size=1" \
+    MALLOC_MMAP_THRESHOLD_=32768
 WORKDIR /app
 COPY --from=sidecar-deps /app/node_modules ./node_modules
 COPY package.json ./

@@ -9,6 +9,7 @@ import { startProxyProcess, type ProxyProcess } from '../test/e2e/proxy-process.
 import { startFakeUpstream } from '../test/fakes/llm-upstream.ts';
 import { startFakeTokeninfo } from '../test/fakes/google-tokeninfo.ts';
 import { startOidcIssuer } from '../test/fakes/oidc-issuer.ts';
+import { compiledLikeTheImage } from './sidecar-process.ts';
 
 const calls = Number(process.argv.slice(2).find((a) => !a.startsWith('--')) ?? 5000);
 const compiled = process.argv.includes('--compiled');
@@ -56,8 +57,9 @@ async function measure(proxy: ProxyProcess, headers: Record<string, string>): Pr
   return Math.round(((after - before) / calls) * 1e6);
 }
 
-const run = compiled ? { cli: new URL('../dist/sidecar/src/cli.js', import.meta.url).pathname, nodeArgs: ['--max-semi-space-size=1', '--v8-pool-size=1'] } : {};
-const env = { OPENAI_API_KEY: 'k', TOLLGATE_LOG_LEVEL: 'warn' };
+const image = compiledLikeTheImage();
+const run = compiled ? { cli: image.cli, nodeArgs: image.nodeArgs } : {};
+const env = { ...(compiled ? image.env : {}), OPENAI_API_KEY: 'k', TOLLGATE_LOG_LEVEL: 'warn' };
 
 const plain = await startProxyProcess({ configYaml: base, env, ...run });
 const results: Record<string, number> = { no_auth: await measure(plain, {}) };

@@ -1,15 +1,20 @@
 // CPU the proxy spends per call: sends N non-streaming calls through `tollgate proxy` and divides the
 // proxy process's user+system CPU time (from /proc) by N. Unlike latency percentiles on a shared 2-core
 // machine, this barely moves with what the neighbours do, so it is the number to compare code changes by.
-// Usage: node bench/proxy-cpu.ts [calls=5000] [--compiled]
+// Usage: node bench/proxy-cpu.ts [calls=5000] [--compiled] [--otlp=http://collector:4318]
+//   --otlp exports every span to that collector too (the export runs off the request path, in this process).
 
 import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
 import { startProxyProcess } from '../test/e2e/proxy-process.ts';
 import { startFakeUpstream } from '../test/fakes/llm-upstream.ts';
+import { compiledLikeTheImage } from './sidecar-process.ts';
+
+const image = compiledLikeTheImage();
 
 const calls = Number(process.argv.slice(2).find((a) => !a.startsWith('--')) ?? 5000);
 const compiled = process.argv.includes('--compiled');
+const otlp = process.argv.find((a) => a.startsWith('--otlp='))?.slice('--otlp='.length);
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
 function cpuSeconds(pid: number): number {
@@ -19,9 +24,9 @@ function cpuSeconds(pid: number): number {
 
 const upstream = await startFakeUpstream('openai', { expectApiKey: 'k' });
 const proxy = await startProxyProcess({
-  configYaml: `upstreams:\n  beta: { baseUrl: "${upstream.url}" }\nstorage: { kind: sqlite, path: spans.db }\n`,
-  env: { OPENAI_API_KEY: 'k', TOLLGATE_LOG_LEVEL: 'warn' },
-  ...(compiled ? { cli: new URL('../dist/cmd/tollgate.js', import.meta.url).pathname, nodeArgs: ['--max-semi-space-size=1', '--v8-pool-size=1'] } : {}),
+  configYaml: `upstreams:\n  beta: { baseUrl: "${upstream.url}" }\nstorage: { kind: sqlite, path: spans.db }\n${otlp ? `tracing: { otlp: { endpoint: "${otlp}" } }\n` : ''}`,
+  env: { ...(compiled ? image.env : {}), OPENAI_API_KEY: 'k', TOLLGATE_LOG_LEVEL: 'warn' },
+  ...(compiled ? { cli: image.cli, nodeArgs: image.nodeArgs } : {}),
 });
 const pool = new Pool(proxy.url, { connections: 16 });
 const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });

@@ -3,7 +3,7 @@
 // and reports the added latency at p50/p99, streaming time-to-first-byte overhead, closed-loop throughput,
 // the proxy's RSS idle and under load, and its peak RSS while a 50 MB streamed body passes through.
 // Usage: node bench/proxy-overhead.ts [seconds-per-phase=10] [rate=500] [--compiled]
-//   --compiled runs the proxy from dist/ (npm run build) with the sidecar image's V8 flags, as the image does.
+//   --compiled runs the proxy from dist/ (npm run build) with the sidecar image's flags and environment (read from the Dockerfile).
 // Results go in BENCHMARKS.md.
 
 import { readFileSync } from 'node:fs';
@@ -11,12 +11,13 @@ import { cpus, totalmem } from 'node:os';
 import { Pool } from 'undici';
 import { startFakeUpstream } from '../test/fakes/llm-upstream.ts';
 import { startProxyProcess } from '../test/e2e/proxy-process.ts';
+import { compiledLikeTheImage } from './sidecar-process.ts';
 
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const compiled = process.argv.includes('--compiled');
 const seconds = Number(positional[0] ?? 10);
 const rate = Number(positional[1] ?? 500);
-const SIDECAR_NODE_FLAGS = ['--max-semi-space-size=1', '--v8-pool-size=1'];
+const image = compiledLikeTheImage();
 const KEY = 'sk-bench';
 const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
 const streamBody = JSON.stringify({ model: 'gpt-4o-mini', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Say hello.' }] });
@@ -87,8 +88,8 @@ async function closedLoop(pool: Pool, path: string, headers: Record<string, stri
 const upstream = await startFakeUpstream('openai', { expectApiKey: KEY });
 const proxy = await startProxyProcess({
   configYaml: `upstreams:\n  beta: { baseUrl: "${upstream.url}" }\nstorage: { kind: sqlite, path: spans.db }\n`,
-  env: { OPENAI_API_KEY: KEY, TOLLGATE_LOG_LEVEL: 'warn' },
-  ...(compiled ? { cli: new URL('../dist/cmd/tollgate.js', import.meta.url).pathname, nodeArgs: SIDECAR_NODE_FLAGS } : {}),
+  env: { ...(compiled ? image.env : {}), OPENAI_API_KEY: KEY, TOLLGATE_LOG_LEVEL: 'warn' },
+  ...(compiled ? { cli: image.cli, nodeArgs: image.nodeArgs } : {}),
 });
 const startRss = rssMb(proxy.child.pid!);
 const pid = proxy.child.pid!;
@@ -144,7 +145,7 @@ const report = {
     overhead_p99: f(pct(ps.ttfbs, 99) - pct(ds.ttfbs, 99)),
   },
   throughput_rps_32_concurrent: { direct: Math.round(directRps), proxy: Math.round(proxyRps) },
-  proxy_run: compiled ? `dist/ (compiled) with ${SIDECAR_NODE_FLAGS.join(' ')}` : 'cmd/tollgate.ts (type stripping)',
+  proxy_run: compiled ? `dist/ (compiled) with the sidecar image's ${JSON.stringify(image.env)} ${image.nodeArgs.join(' ')}` : 'cmd/tollgate.ts (type stripping)',
   proxy_rss_mb: { idle_at_start: startRss.toFixed(1), idle_after_warmup: idleRss.toFixed(1), after_load: loadRss.toFixed(1) },
   big_streams: bigStreams,
   spans_recorded: spans.count > 0,

@@ -31,3 +31,38 @@ describe('pricing.models', () => {
     expect(parseRuntimeConfigPatch({ pricing: { models: [entry('m'), { ...entry('M'), provider: 'local' }] } }).pricing?.models).toHaveLength(2);
   });
 });
+
+describe('metrics and tracing', () => {
+  it('accepts the sections the docs show', () => {
+    expect(
+      parseRuntimeConfigPatch({
+        metrics: { perUser: { enabled: true, maxUsers: 200 } },
+        tracing: { otlp: { endpoint: 'http://otel-collector.observability:4318', protocol: 'grpc', compression: 'gzip', maxQueueSize: 4096, maxExportBatchSize: 512 } },
+      }),
+    ).toEqual({
+      metrics: { perUser: { enabled: true, maxUsers: 200 } },
+      tracing: { otlp: { endpoint: 'http://otel-collector.observability:4318', protocol: 'grpc', compression: 'gzip', maxQueueSize: 4096, maxExportBatchSize: 512 } },
+    });
+  });
+
+  it('names the field that is wrong', () => {
+    const cases: [unknown, string][] = [
+      [{ metrics: { perUser: { enabled: 'yes' } } }, 'metrics.perUser.enabled must be true or false'],
+      [{ metrics: { perUser: { maxUsers: 0 } } }, 'metrics.perUser.maxUsers'],
+      [{ metrics: { users: true } }, 'metrics.users is not a known field'],
+      [{ tracing: { otlp: { endpoint: 'otel-collector:4318' } } }, 'tracing.otlp.endpoint must be an http:// or https:// URL'],
+      [{ tracing: { otlp: { endpoint: 'https://user:secret@collector.example' } } }, 'tracing.otlp.endpoint must not carry credentials; set OTEL_EXPORTER_OTLP_HEADERS instead'],
+      [{ tracing: { otlp: { endpoint: 'http://collector:4318/?token=x' } } }, 'tracing.otlp.endpoint must be a base URL without query or fragment'],
+      [{ tracing: { otlp: { protocol: 'http/json' } } }, 'tracing.otlp.protocol'],
+      [{ tracing: { otlp: { maxQueueSize: 10, maxExportBatchSize: 100 } } }, 'tracing.otlp.maxExportBatchSize must not exceed maxQueueSize (10)'],
+      [{ tracing: { jaeger: {} } }, 'tracing.jaeger is not a known field'],
+    ];
+    for (const [input, message] of cases) expect(() => parseRuntimeConfigPatch(input), JSON.stringify(input)).toThrow(message);
+  });
+
+  it('cannot be changed through the unauthenticated config API: whoever could would get every span', () => {
+    const api = ['pricing', 'cache', 'upstreams', 'breaker', 'gateway'];
+    expect(() => parseRuntimeConfigPatch({ tracing: { otlp: { endpoint: 'http://attacker.example:4318' } } }, api)).toThrow('tracing is not a known field');
+    expect(() => parseRuntimeConfigPatch({ metrics: { perUser: { enabled: true } } }, api)).toThrow('metrics is not a known field');
+  });
+});

@@ -12,7 +12,7 @@ import { normaliseAllowedHost } from './allowed-hosts.ts';
 import { normaliseOrigin } from './origin-policy.ts';
 import { ConfigError } from './config-error.ts';
 import { isRecord } from './json-record.ts';
-import type { BreakerConfig, CredentialsConfig, GatewayConfig, ServerConfig, StorageConfig, UpstreamConfig } from './runtime-config.ts';
+import type { BreakerConfig, CredentialsConfig, GatewayConfig, MetricsConfig, OtlpConfig, ServerConfig, StorageConfig, TracingConfig, UpstreamConfig } from './runtime-config.ts';
 import { GATEWAY_ROUTE_SETTINGS } from './runtime-config.ts';
 import { parseBigQueryStorage, parseDuckDbStorage, parseFirestoreStorage, STORAGE_KINDS } from './storage-config.ts';
 import { parseEngineMode, parseServerAuth, type EngineMode, type ServerAuthConfig } from './server-auth-config.ts';
@@ -33,6 +33,9 @@ export interface RuntimeConfigPatch {
   audit?: AuditConfig;
   /** `ledger` and `policies` each replace those of earlier layers. */
   budgets?: BudgetsPatch;
+  metrics?: { perUser?: Partial<MetricsConfig['perUser']> };
+  /** Replaces the whole tracing section of earlier layers. */
+  tracing?: TracingConfig;
 }
 
 type Obj = Record<string, unknown>;
@@ -262,7 +265,65 @@ function parseGateway(input: unknown, field: string): Partial<GatewayConfig> {
   );
 }
 
-const SECTIONS = ['mode', 'server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'audit', 'budgets'] as const;
+function parseMetrics(input: unknown, field: string): NonNullable<RuntimeConfigPatch['metrics']> {
+  const v = object(input, field);
+  onlyKeys(v, field, ['perUser']);
+  if (v.perUser === undefined) return {};
+  const perUser = object(v.perUser, `${field}.perUser`);
+  onlyKeys(perUser, `${field}.perUser`, ['enabled', 'maxUsers']);
+  if (perUser.enabled !== undefined && typeof perUser.enabled !== 'boolean') throw new ConfigError(`${field}.perUser.enabled`, 'must be true or false');
+  return {
+    perUser: assignDefined<Partial<MetricsConfig['perUser']>>(
+      {},
+      {
+        enabled: perUser.enabled,
+        maxUsers: optionalNumber(perUser, 'maxUsers', `${field}.perUser`, { min: 1, max: 10_000, integer: true }),
+      },
+    ),
+  };
+}
+
+function parseOtlpEndpoint(value: string, field: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(field, `must be an http:// or https:// URL (got ${JSON.stringify(value)})`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(field, `must be an http:// or https:// URL (got ${JSON.stringify(value)})`);
+  // Whoever can read the config must not learn a collector password: credentials go in OTEL_EXPORTER_OTLP_HEADERS.
+  if (url.username !== '' || url.password !== '') throw new ConfigError(field, 'must not carry credentials; set OTEL_EXPORTER_OTLP_HEADERS instead');
+  if (url.search !== '' || url.hash !== '') throw new ConfigError(field, 'must be a base URL without query or fragment');
+  return value;
+}
+
+function parseTracing(input: unknown, field: string): TracingConfig {
+  const v = object(input, field);
+  onlyKeys(v, field, ['otlp']);
+  if (v.otlp === undefined) return {};
+  const o = object(v.otlp, `${field}.otlp`);
+  const at = `${field}.otlp`;
+  onlyKeys(o, at, ['endpoint', 'protocol', 'timeoutMs', 'compression', 'maxQueueSize', 'maxExportBatchSize', 'scheduledDelayMs']);
+  const endpoint = optionalString(o, 'endpoint', at);
+  const otlp = assignDefined<OtlpConfig>(
+    {},
+    {
+      endpoint: endpoint === undefined ? undefined : parseOtlpEndpoint(endpoint, `${at}.endpoint`),
+      protocol: optionalEnum(o, 'protocol', at, ['http/protobuf', 'grpc'] as const),
+      timeoutMs: optionalNumber(o, 'timeoutMs', at, { min: 100, max: 300_000, integer: true }),
+      compression: optionalEnum(o, 'compression', at, ['gzip', 'none'] as const),
+      maxQueueSize: optionalNumber(o, 'maxQueueSize', at, { min: 1, max: 1_000_000, integer: true }),
+      maxExportBatchSize: optionalNumber(o, 'maxExportBatchSize', at, { min: 1, max: 100_000, integer: true }),
+      scheduledDelayMs: optionalNumber(o, 'scheduledDelayMs', at, { min: 1, max: 600_000, integer: true }),
+    },
+  );
+  if (otlp.maxExportBatchSize !== undefined && otlp.maxQueueSize !== undefined && otlp.maxExportBatchSize > otlp.maxQueueSize) {
+    throw new ConfigError(`${at}.maxExportBatchSize`, `must not exceed maxQueueSize (${otlp.maxQueueSize})`);
+  }
+  return { otlp };
+}
+
+const SECTIONS = ['mode', 'server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'audit', 'budgets', 'metrics', 'tracing'] as const;
 
 /**
  * Checks a whole config patch. Throws ConfigError naming the first bad field; returns a clean copy
@@ -284,5 +345,7 @@ export function parseRuntimeConfigPatch(input: unknown, sections: readonly strin
   if (v.gateway !== undefined) patch.gateway = parseGateway(v.gateway, 'gateway');
   if (v.audit !== undefined) patch.audit = parseAuditConfig(v.audit, 'audit');
   if (v.budgets !== undefined) patch.budgets = parseBudgetsPatch(v.budgets, 'budgets');
+  if (v.metrics !== undefined) patch.metrics = parseMetrics(v.metrics, 'metrics');
+  if (v.tracing !== undefined) patch.tracing = parseTracing(v.tracing, 'tracing');
   return patch;
 }

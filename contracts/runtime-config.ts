@@ -101,6 +101,31 @@ export interface ServerConfig {
   auth: ServerAuthConfig;
 }
 
+export interface MetricsConfig {
+  /**
+   * Per-user series (tollgate_user_*). Off by default: user ids come from request headers, so any caller could
+   * add series; on, the first maxUsers users get their own and later ones share `other` (ADR 1500).
+   */
+  perUser: { enabled: boolean; maxUsers: number };
+}
+
+/** Where each call's span is also sent over OTLP (ADR 1501); OTEL_EXPORTER_OTLP_* fill what is not set. */
+export interface OtlpConfig {
+  /** The collector's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT: HTTP appends /v1/traces. */
+  endpoint?: string;
+  protocol?: 'http/protobuf' | 'grpc';
+  timeoutMs?: number;
+  compression?: 'gzip' | 'none';
+  /** Spans waiting or being sent at most; more are dropped and counted. */
+  maxQueueSize?: number;
+  maxExportBatchSize?: number;
+  scheduledDelayMs?: number;
+}
+
+export interface TracingConfig {
+  otlp?: OtlpConfig;
+}
+
 export interface RuntimeConfig {
   /** `server` turns inbound authentication on by default and stops trusting x-tollgate-user. */
   mode: EngineMode;
@@ -116,4 +141,7 @@ export interface RuntimeConfig {
   audit?: AuditConfig;
   /** Budget policies and where spend is kept (sidecar/src/budgets); in a sidecar the operator sends them instead. */
   budgets: BudgetsConfig;
+  metrics: MetricsConfig;
+  /** OTLP span export; absent: only the OTEL_* variables can switch it on. */
+  tracing?: TracingConfig;
 }

@@ -309,6 +309,58 @@ const storage: SchemaNode = {
   ],
 };
 
+const metrics: SchemaNode = {
+  type: 'object',
+  tsType: 'MetricsSpec',
+  description: 'Prometheus metrics of the sidecars (docs/observability.md).',
+  properties: {
+    perUser: {
+      type: 'object',
+      tsType: 'PerUserMetricsSpec',
+      description: 'Per-user series (tollgate_user_*): off by default, since user ids come from request headers.',
+      properties: {
+        enabled: { type: 'boolean', description: 'Give each user its own series.' },
+        maxUsers: int('Users with series of their own; later users are counted as other.', 1, 10_000),
+      },
+    },
+  },
+};
+
+const tracing: SchemaNode = {
+  type: 'object',
+  tsType: 'TracingSpec',
+  description: 'Export of each call span to an OpenTelemetry collector; OTEL_EXPORTER_OTLP_* variables fill what is not set here.',
+  properties: {
+    otlp: {
+      type: 'object',
+      tsType: 'OtlpSpec',
+      description: 'OTLP exporter settings (docs/observability.md#otlp-traces).',
+      properties: {
+        endpoint: {
+          type: 'string',
+          description: 'Collector base URL, e.g. http://otel-collector.observability:4318 (HTTP appends /v1/traces). No credentials: those go in OTEL_EXPORTER_OTLP_HEADERS.',
+          maxLength: 2048,
+          pattern: '^https?://[^@/?#]+(/[^?#]*)?$',
+        },
+        protocol: { type: 'string', description: 'http/protobuf (default) or grpc.', enum: ['http/protobuf', 'grpc'] },
+        timeoutMs: int('Export timeout per batch, milliseconds.', 100, 300_000),
+        compression: { type: 'string', description: 'gzip or none.', enum: ['gzip', 'none'] },
+        maxQueueSize: int('Spans waiting or being sent at most; more are dropped and counted.', 1, 1_000_000),
+        maxExportBatchSize: int('Spans per export request.', 1, 100_000),
+        scheduledDelayMs: int('Longest wait before a partial batch is sent, milliseconds.', 1, 600_000),
+      },
+      'x-kubernetes-validations': [
+        {
+          rule: '!has(self.maxExportBatchSize) || !has(self.maxQueueSize) || self.maxExportBatchSize <= self.maxQueueSize',
+          message: 'maxExportBatchSize must not exceed maxQueueSize',
+          fieldPath: '.maxExportBatchSize',
+          reason: 'FieldValueInvalid',
+        },
+      ],
+    },
+  },
+};
+
 const spec: SchemaNode = {
   type: 'object',
   tsType: 'ProxyConfigSpec',
@@ -348,6 +400,8 @@ const spec: SchemaNode = {
     storage,
     gateway,
     audit: auditSpec(secretKeyRef),
+    metrics,
+    tracing,
   },
 };
 

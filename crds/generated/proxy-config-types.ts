@@ -46,6 +46,10 @@ export interface ProxyConfigSpec {
   gateway?: GatewaySpec;
   /** Forward the Tetragon runtime-security events of each sidecar's own pod to several sinks. The sidecar reads the node's Tetragon agent (the hostPath socket when the chart allows it, else the node IP on port 54321). */
   audit?: AuditSpec;
+  /** Prometheus metrics of the sidecars (docs/observability.md). */
+  metrics?: MetricsSpec;
+  /** Export of each call span to an OpenTelemetry collector; OTEL_EXPORTER_OTLP_* variables fill what is not set here. */
+  tracing?: TracingSpec;
 }
 
 /** Price overrides. */
@@ -362,6 +366,44 @@ export interface AuditRetrySpec {
 export interface AuditDeadLetterSpec {
   /** Size bound of the dead-letter file; past it events are dropped and counted. */
   maxBytes?: number;
+}
+
+/** Prometheus metrics of the sidecars (docs/observability.md). */
+export interface MetricsSpec {
+  /** Per-user series (tollgate_user_*): off by default, since user ids come from request headers. */
+  perUser?: PerUserMetricsSpec;
+}
+
+/** Per-user series (tollgate_user_*): off by default, since user ids come from request headers. */
+export interface PerUserMetricsSpec {
+  /** Give each user its own series. */
+  enabled?: boolean;
+  /** Users with series of their own; later users are counted as other. */
+  maxUsers?: number;
+}
+
+/** Export of each call span to an OpenTelemetry collector; OTEL_EXPORTER_OTLP_* variables fill what is not set here. */
+export interface TracingSpec {
+  /** OTLP exporter settings (docs/observability.md#otlp-traces). */
+  otlp?: OtlpSpec;
+}
+
+/** OTLP exporter settings (docs/observability.md#otlp-traces). */
+export interface OtlpSpec {
+  /** Collector base URL, e.g. http://otel-collector.observability:4318 (HTTP appends /v1/traces). No credentials: those go in OTEL_EXPORTER_OTLP_HEADERS. */
+  endpoint?: string;
+  /** http/protobuf (default) or grpc. */
+  protocol?: 'http/protobuf' | 'grpc';
+  /** Export timeout per batch, milliseconds. */
+  timeoutMs?: number;
+  /** gzip or none. */
+  compression?: 'gzip' | 'none';
+  /** Spans waiting or being sent at most; more are dropped and counted. */
+  maxQueueSize?: number;
+  /** Spans per export request. */
+  maxExportBatchSize?: number;
+  /** Longest wait before a partial batch is sent, milliseconds. */
+  scheduledDelayMs?: number;
 }
 
 /** Written by the operator through the status subresource. */

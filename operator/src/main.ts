@@ -7,6 +7,7 @@ import pino from 'pino';
 import { KubeApi } from '../../kube-client/api-client.ts';
 import { deploymentOwner, type OwnerReference } from '../../kube-client/owner-reference.ts';
 import { startHealthServer } from './health/health-server.ts';
+import { OperatorMetrics } from './metrics/operator-metrics.ts';
 import { startOperator } from './operator.ts';
 import { OPERATOR_USAGE, parseOperatorArgs, UsageError } from './options.ts';
 
@@ -41,7 +42,9 @@ export async function main(argv: string[]): Promise<number> {
       return 1;
     }
   }
+  const metrics = new OperatorMetrics();
   const operator = startOperator({
+    metrics,
     kubeConfig,
     logger,
     identity: settings.identity,
@@ -66,6 +69,7 @@ export async function main(argv: string[]): Promise<number> {
       stuckAfterMs: INFORMER_STUCK_AFTER_MS,
       logger: logger.child({ component: 'health' }),
       podIp: settings.leaderEndpoint?.podIP,
+      metrics: metrics.exposition,
     });
   } catch (error) {
     logger.error({ err: error instanceof Error ? error.message : String(error), healthPort: settings.healthPort }, 'cannot open the health port');

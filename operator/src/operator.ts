@@ -29,6 +29,7 @@ import type { ProbedInformer } from './health/health-server.ts';
 import { SidecarRegistry } from './push/sidecar-registry.ts';
 import { referencedSecrets } from './render.ts';
 import { loadServingCertificate, type TlsSource } from './tls/serving-certificate.ts';
+import type { OperatorMetrics } from './metrics/operator-metrics.ts';
 
 export interface OperatorOptions {
   kubeConfig: KubeConfig;
@@ -55,6 +56,8 @@ export interface OperatorOptions {
    * leaseNamespace). Absent: no EndpointSlice is written (running outside a cluster).
    */
   leaderEndpoint?: { service: string; podIP: string; portName?: string; resyncMs?: number };
+  /** Counts reconciles, queue waits and snapshots, and reads leadership, queue depth and streams at scrape time. */
+  metrics?: OperatorMetrics;
 }
 
 export interface Operator {
@@ -150,7 +153,7 @@ export function startOperator(opts: OperatorOptions): Operator {
     const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
     await Promise.race([Promise.all([proxyConfigs.waitForSync(), secrets.waitForSync(), budgetPolicies.waitForSync()]), aborted]);
     if (signal.aborted) return;
-    const queue = new WorkQueue();
+    const queue = new WorkQueue(undefined, opts.metrics);
     const budgetQueue = new WorkQueue();
     // Budgets (ADR 1302): the ledger lives in ConfigMaps of the operator's namespace; this leader is its only writer.
     const compiled = new Map<string, CompiledPolicy>();
@@ -187,6 +190,7 @@ export function startOperator(opts: OperatorOptions): Operator {
     distributor = new BudgetDistributor({ ledger, logger: logger.child({ component: 'budgets' }) });
     const budgetDeps = { api, logger, recorder, budgetPolicies, ledger, distributor, compiled };
     const registry = new SidecarRegistry({
+      counter: opts.metrics,
       exists: (key) => proxyConfigs.get(key) !== undefined,
       logger: logger.child({ component: 'push' }),
       listener: {
@@ -311,6 +315,11 @@ export function startOperator(opts: OperatorOptions): Operator {
     onNewLeader: (holder) => logger.info({ leader: holder }, 'observed leader'),
   });
   elector.start();
+  opts.metrics?.watch({
+    leader: () => elector.isLeader(),
+    queueDepth: () => work?.queue.length ?? 0,
+    connectedSidecars: () => work?.registry.size ?? 0,
+  });
 
   return {
     isLeader: () => elector.isLeader(),

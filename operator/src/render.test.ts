@@ -61,6 +61,12 @@ describe('render', () => {
     expect(render({})).toEqual({ patch: {}, credentialRefs: [] });
   });
 
+  it('renders the metrics and tracing sections as the sidecar reads them', () => {
+    const spec = { metrics: { perUser: { enabled: true, maxUsers: 50 } }, tracing: { otlp: { endpoint: 'http://otel-collector.observability:4317', protocol: 'grpc' as const } } };
+    expect(render(spec).patch).toEqual(spec);
+    expect(() => render({ tracing: { otlp: { endpoint: 'https://u:p@collector:4318' } } })).toThrow(/tracing\.otlp\.endpoint must not carry credentials/);
+  });
+
   it('refuses what the sidecar would refuse, naming the field', () => {
     const twice = { provider: 'openai' as const, model: 'gpt-4o', input_per_million: 1, output_per_million: 2 };
     expect(() => render({ pricing: { models: [twice, twice] } })).toThrow(ConfigError);

@@ -54,6 +54,8 @@ export function render(spec: ProxyConfigSpec | undefined): RenderedConfig {
     draft.storage = defined({ ...rest, bigquery: section('bigquery', bigquery), firestore: section('firestore', firestore) });
   }
   if (s.gateway) draft.gateway = defined({ ...s.gateway });
+  if (s.metrics) draft.metrics = structuredClone(s.metrics);
+  if (s.tracing) draft.tracing = structuredClone(s.tracing);
   const audit = s.audit ? renderAudit(s.audit) : undefined;
   if (audit) draft.audit = audit.draft;
   // Credentials are not part of the patch: the sidecar writes the values to its own files and points

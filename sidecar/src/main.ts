@@ -7,14 +7,13 @@ import pino from 'pino';
 import { buildEngine } from './app.ts';
 import { AuditReporter } from './audit/audit-report.ts';
 import { ConfigError } from '../../contracts/config-error.ts';
-import { loadConfigFile } from './config/config-file.ts';
 import type { RuntimeConfigPatch } from '../../contracts/config-schema.ts';
 import { ConfigStore } from './config/config-store.ts';
 import { hostnameOf, isLoopbackHostname } from '../../contracts/allowed-hosts.ts';
 import { startHealthListener } from './http/health.ts';
 import { applyServerModeDefaults, checkServerAuth, parseEngineMode } from '../../contracts/server-auth-config.ts';
 import { openSpanStore } from './spans/open-span-store.ts';
-import { SpanStoreOpenError } from './spans/sqlite-span-schema.ts';
+import { SpanStoreOpenError } from './spans/span-store.ts';
 import { BudgetLedgerOpenError } from './budgets/open-budgets.ts';
 import { type BudgetLink, ClusterBudgets } from './budgets/cluster-budgets.ts';
 
@@ -57,7 +56,8 @@ export async function main(argv: string[]): Promise<number> {
   const logger = pino({ level: process.env.TOLLGATE_LOG_LEVEL ?? 'info', base: { component: 'proxy' } });
   let filePatch: RuntimeConfigPatch = {};
   try {
-    if (args.values.config) filePatch = loadConfigFile(args.values.config);
+    // The YAML parser is loaded only for a config file (a sidecar has none: the operator pushes its config).
+    if (args.values.config) filePatch = (await import('./config/config-file.ts')).loadConfigFile(args.values.config);
     if (args.values.mode !== undefined) filePatch.mode = parseEngineMode(args.values.mode, '--mode');
     applyServerModeDefaults(filePatch);
     const port = args.values.port ?? process.env.TOLLGATE_PORT;
@@ -95,7 +95,7 @@ export async function main(argv: string[]): Promise<number> {
   let engine;
   try {
     const spans = await openSpanStore(store.get().storage, { logger, env: process.env, purpose: 'proxy' });
-    engine = buildEngine({ store, logger, spans, ...(clusterBudgets ? { budgets: clusterBudgets } : {}) });
+    engine = await buildEngine({ store, logger, spans, ...(clusterBudgets ? { budgets: clusterBudgets } : {}) });
   } catch (error) {
     if (error instanceof BudgetLedgerOpenError) {
       await pushClient?.stop();
@@ -139,7 +139,17 @@ export async function main(argv: string[]): Promise<number> {
     );
   }
   const healthPort = process.env.TOLLGATE_HEALTH_PORT;
-  const healthServer = healthPort ? await startHealthListener(engine.health, '0.0.0.0', parsePort(healthPort, 'TOLLGATE_HEALTH_PORT'), engine.inbound) : null;
+  const healthServer = healthPort
+    ? await startHealthListener({
+        check: engine.health,
+        host: '0.0.0.0',
+        port: parsePort(healthPort, 'TOLLGATE_HEALTH_PORT'),
+        inbound: engine.inbound,
+        metrics: engine.metrics.exposition,
+      })
+    : null;
+  // Process start to serving with the config applied (in a pod: after the operator's snapshot, or the cached one).
+  engine.metrics.setStartup(process.uptime());
   logger.info(
     {
       host,

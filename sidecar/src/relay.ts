@@ -3,6 +3,7 @@
 // the upstream's end and errors, and the caller leaving are handled here once, for /proxy and /v1 alike; the
 // call's span ends exactly once.
 
+import { callerGone } from './http/caller-connection.ts';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { WireFormat } from '../../contracts/routes.ts';
@@ -54,6 +55,14 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
 
   return new Promise<void>((resolve) => {
     let ended = false;
+    // Writes of one turn leave in one syscall: the headers with the first bytes of a small answer read in one
+    // go. Uncorked on the next tick at the latest, and always before the response ends: an end while corked
+    // lost the corked writes (the /v1 error event after a stream's first chunks did not reach the caller).
+    let corked = false;
+    const uncork = () => {
+      corked = false;
+      if (!res.writableEnded) res.uncork();
+    };
     const finish = (status: SpanStatus, streamError?: string) => {
       if (ended) return;
       ended = true;
@@ -65,12 +74,19 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
       const out = toCaller(extractor.write(chunk));
       if (transform?.failure !== undefined) {
         // The error event is the caller's last; what the upstream still sends after a failure is not an answer.
+        if (corked) uncork();
         res.end(out);
         body.destroy();
         finish('error', transform.failure);
         return;
       }
-      if (out.length > 0 && !res.write(out)) {
+      if (out.length === 0) return;
+      if (!corked) {
+        corked = true;
+        res.cork();
+        process.nextTick(uncork);
+      }
+      if (!res.write(out)) {
         body.pause();
         res.once('drain', () => body.resume());
       }
@@ -79,18 +95,20 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
       if (ended) return;
       const held = toCaller(extractor.flush());
       const last = transform ? `${held as string}${transform.end()}` : held;
+      if (corked) uncork();
       if (last.length > 0) res.end(last);
       else res.end();
       finish(upstream.statusCode >= 400 ? 'upstream_error' : 'ok');
     });
     body.once('error', (error: Error) => {
       if (ended) return;
-      if (res.destroyed && !res.writableFinished) {
+      if (callerGone(res)) {
         finish('client_aborted', 'client went away');
         return;
       }
       // Headers are already sent: a pass-through can only cut the connection (the bytes are the provider's);
       // a transform ends its stream with an error event.
+      if (corked) uncork();
       if (transform) res.end(transform.end(`upstream connection failed: ${error.message}`));
       else res.destroy(error);
       finish('error', error.message);

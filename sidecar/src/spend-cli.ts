@@ -12,7 +12,7 @@ import { SnapshotCache } from './config/snapshot-cache.ts';
 import { applyPodDefaults } from './main.ts';
 import { isDuckDbLockConflict } from './spans/duckdb-span-store.ts';
 import { openSpanStore } from './spans/open-span-store.ts';
-import { SpanStoreOpenError } from './spans/sqlite-span-schema.ts';
+import { SpanStoreOpenError } from './spans/span-store.ts';
 import { parseSpendQuery, SPEND_PARAMETERS, type SpendGroup, type SpendReport, SpendQueryError } from './spans/spend.ts';
 
 const HELP = `usage: tollgate spend [--config FILE] [--since 7d] [--until TIME] [--group-by user] [--bucket hour|day]

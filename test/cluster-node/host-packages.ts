@@ -13,26 +13,35 @@ const installedRecord = () => tollgateCache('node', 'packages-installed-by-tollg
 const POLICY_RC = '/usr/sbin/policy-rc.d';
 const APT_ENV = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
 
-export function missingPackages(): string[] {
-  return NODE_PACKAGES.filter((p) => {
+export function missingPackages(packages: readonly string[] = NODE_PACKAGES): string[] {
+  return packages.filter((p) => {
     const r = runSync('dpkg-query', ['-W', '-f=${Status}', p], { okCodes: [0, 1] });
     return !r.stdout.includes('install ok installed');
   });
 }
 
-export async function ensureNodePackages(log: (line: string) => void): Promise<string[]> {
-  const missing = missingPackages();
+/**
+ * Installs the packages that are missing with apt-get, without letting them start services (the node runs its
+ * own containerd; the benchmark runs its own nginx). Returns the ones it installed.
+ */
+export async function ensureDebianPackages(packages: readonly string[], log: (line: string) => void): Promise<string[]> {
+  const missing = missingPackages(packages);
   if (missing.length === 0) return [];
   log(`installing Debian packages: ${missing.join(' ')}`);
-  // The node runs its own containerd; keep the package from starting (and leaving running) the system one.
   const ownPolicy = !existsSync(POLICY_RC);
-  if (ownPolicy) writeFileSync(POLICY_RC, '#!/bin/sh\n# written by tollgate test/cluster-node for the duration of an apt-get install\nexit 101\n', { mode: 0o755 });
+  if (ownPolicy) writeFileSync(POLICY_RC, '#!/bin/sh\n# written by tollgate for the duration of an apt-get install\nexit 101\n', { mode: 0o755 });
   try {
     await run('apt-get', ['update', '-qq'], { env: APT_ENV });
     await run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], { env: APT_ENV });
   } finally {
     if (ownPolicy) rmSync(POLICY_RC, { force: true });
   }
+  return missing;
+}
+
+export async function ensureNodePackages(log: (line: string) => void): Promise<string[]> {
+  const missing = await ensureDebianPackages(NODE_PACKAGES, log);
+  if (missing.length === 0) return [];
   mkdirSync(dirname(installedRecord()), { recursive: true });
   appendFileSync(installedRecord(), missing.map((p) => `${p}\n`).join(''));
   return missing;

@@ -194,6 +194,8 @@ export async function appClient<T>(node: NodeCluster, args: string[]): Promise<T
 export interface ContainerMemory {
   pid: number;
   rssBytes: number;
+  /** RssAnon: the process's private pages (RSS less the shared binary and libraries). */
+  privateBytes: number;
   /** The process's peak resident set (VmHWM). */
   peakRssBytes: number;
   /** The container cgroup's usage and peak: the process plus page cache and tmpfs pages it touched. */
@@ -243,6 +245,7 @@ export function containerMemory(cgroup: { dir: string; v2: boolean }): Container
   return {
     pid,
     rssBytes: statusKiB(status, 'VmRSS') * 1024,
+    privateBytes: statusKiB(status, 'RssAnon') * 1024,
     peakRssBytes: statusKiB(status, 'VmHWM') * 1024,
     cgroupBytes: readNumber(f('memory.usage_in_bytes', 'memory.current')),
     cgroupPeakBytes: readNumber(f('memory.max_usage_in_bytes', 'memory.peak')),

@@ -192,6 +192,24 @@ describe('ProxyConfig CRD on a real API server', () => {
       says: /user:password@/,
     },
     {
+      what: 'an OTLP endpoint carrying credentials',
+      spec: sampleWith((s) => (s.tracing = { otlp: { endpoint: 'https://user:secret@collector.example:4318' } })),
+      field: 'spec.tracing.otlp.endpoint',
+      says: /should match/,
+    },
+    {
+      what: 'an OTLP batch larger than its queue',
+      spec: sampleWith((s) => (s.tracing = { otlp: { endpoint: 'http://collector:4318', maxQueueSize: 10, maxExportBatchSize: 100 } })),
+      field: 'spec.tracing.otlp.maxExportBatchSize',
+      says: /maxExportBatchSize must not exceed maxQueueSize/,
+    },
+    {
+      what: 'per-user metrics for more users than the cap allows',
+      spec: sampleWith((s) => (s.metrics = { perUser: { enabled: true, maxUsers: 1_000_000 } })),
+      field: 'spec.metrics.perUser.maxUsers',
+      says: /less than or equal to 10000/,
+    },
+    {
       what: 'a gateway route that cannot serve the provider',
       spec: sampleWith((s) => (s.gateway = { anthropicRoute: 'beta' })),
       field: 'spec.gateway.anthropicRoute',

@@ -9,6 +9,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Operator, startOperator } from '../../operator/src/operator.ts';
+import { OperatorMetrics } from '../../operator/src/metrics/operator-metrics.ts';
+import { sampleValue, sampleSum } from '../support/prometheus-text.ts';
 import { ConfigStore } from '../../sidecar/src/config/config-store.ts';
 import { type PushClient, startPushClient } from '../../sidecar/src/config/push-client.ts';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
@@ -60,8 +62,11 @@ describe('config push to sidecars', () => {
   const sidecars: Sidecar[] = [];
   const processes: ManagedProcess[] = [];
 
+  const metrics = new OperatorMetrics({ defaultMetrics: false });
+  const scrape = async () => (await metrics.exposition.render('text/plain')).body;
   const runOperator = () =>
     startOperator({
+      metrics,
       kubeConfig: operatorKubeConfig,
       logger: pino({ level: 'debug' }, pino.destination({ dest: join(dir.path, 'operator.log'), sync: true, append: true })),
       identity: 'push-test-operator',
@@ -258,6 +263,7 @@ describe('config push to sidecars', () => {
     // The sidecar can no longer write credential files: the folder is now a plain file.
     rmSync(join(a5.stateDir, 'credentials'), { recursive: true });
     writeFileSync(join(a5.stateDir, 'credentials'), '');
+    const before = await scrape();
     await putProxyConfig(api, 'team-a', 'default', { ...gpt4o(4.44), ...withKey });
     await eventually('a1 on 4.44', () => operatorPrice(sidecars[0]!.store) === 4.44, 10_000);
     const rejected = await eventually('a5 rejects', () => a5.client.status().lastRejected);
@@ -273,6 +279,18 @@ describe('config push to sidecars', () => {
       return p.status?.sidecars?.connected === 3 && p.status.sidecars.current === 2 ? p : undefined;
     });
     expect(pc.status?.sidecars).toEqual({ connected: 3, current: 2 });
+
+    // The operator's metrics saw the same: three sidecars sent 4.44, two applied it, one refused it.
+    const after = await scrape();
+    const delta = (name: string) => sampleValue(after, name)! - sampleValue(before, name)!;
+    expect(delta('tollgate_operator_snapshots_pushed_total')).toBeGreaterThanOrEqual(3);
+    expect(delta('tollgate_operator_snapshots_acked_total')).toBeGreaterThanOrEqual(2);
+    expect(delta('tollgate_operator_snapshots_nacked_total')).toBe(1);
+    expect(sampleValue(after, 'tollgate_operator_leader')).toBe(1);
+    expect(sampleValue(after, 'tollgate_operator_connected_sidecars')).toBeGreaterThanOrEqual(3);
+    const reconciled = (body: string) => sampleSum(body, 'tollgate_operator_reconciles_total', { result: 'success' });
+    expect(reconciled(after) - reconciled(before)).toBeGreaterThan(0);
+    expect(sampleValue(after, 'tollgate_operator_workqueue_queue_duration_seconds_count')).toBeGreaterThan(0);
   });
 
   it('a sidecar started while the operator is down runs its last good snapshot, then reconnects', async () => {

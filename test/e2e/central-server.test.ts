@@ -12,6 +12,7 @@ import { startFakeUpstream, type FakeUpstream } from '../fakes/llm-upstream.ts';
 import { startFakeTokeninfo, type FakeTokeninfo } from '../fakes/google-tokeninfo.ts';
 import { startFakeIap, type FakeIap } from '../fakes/iap-signer.ts';
 import { startOidcIssuer, type LocalOidcIssuer } from '../fakes/oidc-issuer.ts';
+import { sampleValue } from '../support/prometheus-text.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { freePort, startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 import type { SpanJson } from '../../sidecar/src/spans/span-json.ts';
@@ -203,6 +204,25 @@ describe('health', () => {
     expect(await withToken.json()).toEqual({ status: 'ok' });
     const probe = await fetch(`http://127.0.0.1:${healthPort}/healthz`);
     expect(probe.status).toBe(200);
+  });
+});
+
+describe('metrics', () => {
+  const authFailures = async () => {
+    const scrape = await fetch(`http://127.0.0.1:${healthPort}/metrics`);
+    expect(scrape.status).toBe(200);
+    return sampleValue(await scrape.text(), 'tollgate_inbound_auth_failures_total');
+  };
+
+  it('the probe port serves /metrics without a token, and every refused request adds one to tollgate_inbound_auth_failures_total', async () => {
+    const before = await authFailures();
+    // The refusals of the tests above are counted already.
+    expect(before).toBeGreaterThanOrEqual(refusals().length);
+    expect(refusals().length).toBeGreaterThan(0);
+    const logged = refusals().length;
+    expect((await post('/v1/chat/completions', {})).status).toBe(401);
+    await waitFor('the refusal log line', async () => refusals().length > logged);
+    expect(await authFailures()).toBe(before! + 1);
   });
 });
 

@@ -530,4 +530,23 @@ describe('GET /v1/models', () => {
     );
     expect(gone).toBeInstanceOf(OpenAI.NotFoundError);
   });
+
+  it('lists a model under the id its override was written with, canonical id too, and that id works', async () => {
+    await api('/_local/api/config', {
+      pricing: { models: [{ provider: 'anthropic', model: 'claude-sonnet-4-20250514', aliases: ['team-sonnet'], input_per_million: 4, output_per_million: 20 }] },
+    });
+    const ids: string[] = [];
+    for await (const model of client.models.list()) ids.push(model.id);
+    expect(ids).toEqual(expect.arrayContaining(['claude-sonnet-4', 'claude-sonnet-4-20250514', 'team-sonnet']));
+    expect(ids.filter((id) => id === 'claude-sonnet-4')).toHaveLength(1);
+    expect(await client.models.retrieve('claude-sonnet-4-20250514')).toMatchObject({ id: 'claude-sonnet-4-20250514', owned_by: 'anthropic' });
+
+    // Chat completions take the configured id and cost it at the override's price.
+    bed.anthropic.behave({ usage: { input: 1000, output: 500 } });
+    const { response } = await client.chat.completions.create({ model: 'claude-sonnet-4-20250514', messages: [{ role: 'user', content: 'Hi' }] }).withResponse();
+    const span = await spanById(response.headers.get('x-proxy-span-id'));
+    // 1000 × 4 + 500 × 20 = 14000 µ$
+    expect(span).toMatchObject({ model: 'claude-sonnet-4-20250514', route: 'gamma-direct', cost_usd: 0.014, priced: true });
+    expect(bed.anthropic.requests.at(-1)!.json).toMatchObject({ model: 'claude-sonnet-4-20250514' });
+  });
 });

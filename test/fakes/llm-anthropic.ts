@@ -9,7 +9,7 @@ import { sseEvent, writeJson, writeJsonWithText, writeStream } from './llm-reply
 import { jsonObject, requestHeader } from './llm-request.ts';
 import type { FakeBehaviour, FakeExchange, FakeUsage } from './llm-upstream.ts';
 
-// 2026-10-21 is what the official @anthropic-ai/sdk 1.x sends.
+// 2026-10-21 is the version the current Anthropic SDKs send.
 const knownVersions = new Set(['2023-06-01', '2023-01-01', '2026-10-21']);
 
 export async function handleAnthropic(x: FakeExchange): Promise<void> {
@@ -30,7 +30,7 @@ export async function handleAnthropic(x: FakeExchange): Promise<void> {
   if (problem) return sendAnthropicError(x.res, 400, problem);
   if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, 'anthropic');
   if (x.path === '/v1/messages/count_tokens') return countTokens(x);
-  return replyMessages(x, String(body.model), body.stream === true);
+  return replyMessages(x, String(body.model), body.stream === true, wantsThinking(body));
 }
 
 /** Claude on Vertex AI: the model is in the URL, `anthropic_version` in the body. */
@@ -54,13 +54,43 @@ export async function handleClaudeOnVertex(x: FakeExchange, model: string, metho
   if (problem) return sendAnthropicError(x.res, 400, problem);
   if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, 'anthropic');
   // Vertex ids look like claude-sonnet-4@20250514; the response names the model the way the direct API does.
-  return replyMessages(x, model.replace('@', '-'), method === 'streamRawPredict');
+  return replyMessages(x, model.replace('@', '-'), method === 'streamRawPredict', wantsThinking(body));
 }
 
 /** The checks Anthropic applies to a Messages body (model and version checks are the caller's). */
 export function messagesProblem(body: Record<string, unknown>): string | undefined {
   if (typeof body.max_tokens !== 'number') return 'max_tokens: Field required';
-  return messagesListProblem(body);
+  return messagesListProblem(body) ?? toolsProblem(body) ?? thinkingProblem(body);
+}
+
+function toolsProblem(body: Record<string, unknown>): string | undefined {
+  if (body.tools === undefined) return undefined;
+  if (!Array.isArray(body.tools)) return 'tools: Input should be a valid list';
+  const bad = body.tools.findIndex((t) => {
+    const tool = jsonObject(t);
+    // Server tools (web search, bash, text editor) carry a `type`; custom tools a name and an input schema.
+    return tool === null || typeof tool.name !== 'string' || (tool.type === undefined && jsonObject(tool.input_schema) === null);
+  });
+  return bad >= 0 ? `tools.${bad}.input_schema: Field required` : undefined;
+}
+
+/** Extended thinking: a budget of at least 1024 tokens below max_tokens, or adaptive; never with a forced tool. */
+function thinkingProblem(body: Record<string, unknown>): string | undefined {
+  const thinking = jsonObject(body.thinking);
+  if (body.thinking === undefined || thinking?.type === 'disabled' || thinking?.type === 'adaptive') return undefined;
+  if (thinking === null || thinking.type !== 'enabled') return "thinking.type: Input should be 'enabled', 'adaptive' or 'disabled'";
+  const budget = thinking.budget_tokens;
+  if (typeof budget !== 'number' || budget < 1024) return 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024';
+  if (budget >= (body.max_tokens as number)) return '`max_tokens` must be greater than `thinking.budget_tokens`';
+  const choice = jsonObject(body.tool_choice)?.type;
+  if (choice === 'any' || choice === 'tool') return 'Thinking may not be enabled when tool_choice forces tool use.';
+  return undefined;
+}
+
+/** Whether a Messages body asks for thinking (the reply then starts with a thinking block). */
+export function wantsThinking(body: Record<string, unknown> | null): boolean {
+  const type = jsonObject(body?.thinking)?.type;
+  return type === 'enabled' || type === 'adaptive';
 }
 
 function messagesListProblem(body: Record<string, unknown>): string | undefined {
@@ -86,9 +116,9 @@ function countTokens(x: FakeExchange): void {
   writeJson(x.res, 200, { input_tokens: u.input + u.cacheRead + u.cacheWrite + u.cacheWrite1h }, { 'request-id': anthropicRequestId() });
 }
 
-async function replyMessages(x: FakeExchange, model: string, stream: boolean): Promise<void> {
+async function replyMessages(x: FakeExchange, model: string, stream: boolean, thinking: boolean): Promise<void> {
   const headers: OutgoingHttpHeaders = { 'request-id': anthropicRequestId() };
-  const reply = anthropicReply(x.behaviour, model);
+  const reply = anthropicReply(x.behaviour, model, thinking);
   if (!stream) return writeJsonWithText(x.res, headers, reply.content, reply.message);
   const sse = (event: AnthropicEvent) => sseEvent(event, { event: event.type });
   const events = anthropicStreamEvents(reply, { ping: true });
@@ -113,28 +143,33 @@ export interface AnthropicReply {
   content: ReplyContent;
   usage: Required<FakeUsage>;
   toolUseId: string;
+  /** A thinking block before the answer (the request asked for extended or adaptive thinking). */
+  thinking?: { text: string; signature: string };
   /** The non-streaming Messages response around a text. */
   message: (text: string) => Record<string, unknown>;
 }
 
-export function anthropicReply(b: FakeBehaviour, model: string): AnthropicReply {
+export function anthropicReply(b: FakeBehaviour, model: string, thinking = false): AnthropicReply {
   const content = replyContent(b, 'Hello from the fake Claude upstream.');
   const usage = usageOf(b);
   const id = randomId('msg_01', 22);
   const toolUseId = randomId('toolu_01', 22);
   const call = content.toolCall;
+  const thought = thinking ? { text: 'The user wants a short answer; nothing needs looking up.', signature: Buffer.from(randomId('sig', 48)).toString('base64') } : undefined;
+  const thinkingBlocks = thought ? [{ type: 'thinking', thinking: thought.text, signature: thought.signature }] : [];
   return {
     id,
     model,
     content,
     usage,
     toolUseId,
+    ...(thought ? { thinking: thought } : {}),
     message: (text) => ({
       id,
       type: 'message',
       role: 'assistant',
       model,
-      content: call ? [{ type: 'tool_use', id: toolUseId, name: call.name, input: call.arguments }] : [{ type: 'text', text }],
+      content: [...thinkingBlocks, ...(call ? [{ type: 'tool_use', id: toolUseId, name: call.name, input: call.arguments }] : [{ type: 'text', text }])],
       stop_reason: call ? 'tool_use' : 'end_turn',
       stop_sequence: null,
       usage: { ...inputUsage(usage), output_tokens: usage.output + usage.reasoning, service_tier: 'standard' },
@@ -183,22 +218,32 @@ export function anthropicStreamEvents(reply: AnthropicReply, opts: { ping: boole
       usage: { ...inputUsage(usage), output_tokens: 1, service_tier: 'standard' },
     },
   };
+  // With thinking, block 0 is the thinking (its text, then its signature) and the answer is block 1.
+  const thinkingEvents: AnthropicEvent[] = reply.thinking
+    ? [
+        { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } },
+        ...splitText(reply.thinking.text, 2).map((thinking) => ({ type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking } })),
+        { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: reply.thinking.signature } },
+        { type: 'content_block_stop', index: 0 },
+      ]
+    : [];
+  const index = reply.thinking ? 1 : 0;
   const blockStart: AnthropicEvent = {
     type: 'content_block_start',
-    index: 0,
+    index,
     content_block: call ? { type: 'tool_use', id: reply.toolUseId, name: call.name, input: {} } : { type: 'text', text: '' },
   };
   const argumentPieces = call ? splitText(JSON.stringify(call.arguments), 3) : [];
   const body = call
-    ? argumentPieces.map((partial_json) => ({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json } }))
-    : mapLazy(content.pieces(), (text) => ({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }));
+    ? argumentPieces.map((partial_json) => ({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json } }))
+    : mapLazy(content.pieces(), (text) => ({ type: 'content_block_delta', index, delta: { type: 'text_delta', text } }));
   const { cache_creation: _nested, ...flatInput } = inputUsage(usage);
   return {
-    head: opts.ping ? [start, blockStart, { type: 'ping' }] : [start, blockStart],
+    head: opts.ping ? [start, ...thinkingEvents, blockStart, { type: 'ping' }] : [start, ...thinkingEvents, blockStart],
     body,
     bodyCount: call ? argumentPieces.length : content.count,
     tail: [
-      { type: 'content_block_stop', index: 0 },
+      { type: 'content_block_stop', index },
       {
         type: 'message_delta',
         delta: { stop_reason: call ? 'tool_use' : 'end_turn', stop_sequence: null },

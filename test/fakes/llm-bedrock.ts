@@ -4,7 +4,7 @@
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import type { MessageHeaders } from '@smithy/eventstream-codec';
 import type { OutgoingHttpHeaders } from 'node:http';
-import { anthropicReply, anthropicStreamEvents, messagesProblem } from './llm-anthropic.ts';
+import { anthropicReply, anthropicStreamEvents, messagesProblem, wantsThinking } from './llm-anthropic.ts';
 import type { AnthropicEvent } from './llm-anthropic.ts';
 import { sendBedrockError, sendBehaviourError } from './llm-errors.ts';
 import { mapLazy } from './llm-reply-content.ts';
@@ -14,7 +14,8 @@ import { verifySigV4 } from './llm-sigv4.ts';
 import type { FakeExchange } from './llm-upstream.ts';
 
 const invokePath = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream)$/;
-const bedrockVersion = 'bedrock-2023-05-31';
+// Bedrock's original version, and the dated version the current Anthropic SDKs copy into the body.
+const bedrockVersions = new Set(['bedrock-2023-05-31', '2026-10-21']);
 const fakeLatencyMs = 412;
 const fakeFirstByteMs = 187;
 
@@ -39,7 +40,7 @@ export async function handleBedrock(x: FakeExchange): Promise<void> {
   }
   if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, 'bedrock');
 
-  const reply = anthropicReply(x.behaviour, responseModel(modelId));
+  const reply = anthropicReply(x.behaviour, responseModel(modelId), wantsThinking(jsonObject(x.json)));
   const u = reply.usage;
   const headers: OutgoingHttpHeaders = { 'x-amzn-requestid': crypto.randomUUID() };
   if (match[2] === 'invoke') {
@@ -95,7 +96,7 @@ function bodyProblem(body: Record<string, unknown> | null): string | undefined {
   const malformed = (detail: string) => `Malformed input request: ${detail}, please reformat your input and try again.`;
   if (body === null) return malformed('the body is not a JSON object');
   if (body.anthropic_version === undefined) return malformed('#: required key [anthropic_version] not found');
-  if (body.anthropic_version !== bedrockVersion)
+  if (typeof body.anthropic_version !== 'string' || !bedrockVersions.has(body.anthropic_version))
     return `Invalid API version: ${typeof body.anthropic_version === 'string' ? body.anthropic_version : JSON.stringify(body.anthropic_version)}`;
   const extraneous = ['model', 'stream'].find((k) => body[k] !== undefined);
   if (extraneous !== undefined) return malformed(`#: extraneous key [${extraneous}] is not permitted`);

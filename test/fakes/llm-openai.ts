@@ -1,4 +1,5 @@
-// Fake OpenAI chat completions (also the reply side of Vertex AI's OpenAI-compatible surface).
+// Fake OpenAI chat completions (also the reply side of Vertex AI's OpenAI-compatible surface), and the
+// Responses API (llm-openai-responses.ts).
 
 import { randomBytes } from 'node:crypto';
 import type { OutgoingHttpHeaders } from 'node:http';
@@ -8,6 +9,7 @@ import { sseEvent, writeJson, writeJsonWithText, writeStream } from './llm-reply
 import type { StreamPlan } from './llm-reply-writer.ts';
 import { sendBehaviourError, sendGoogleError, sendOpenAiError } from './llm-errors.ts';
 import { bearerToken, jsonObject } from './llm-request.ts';
+import { responses } from './llm-openai-responses.ts';
 import type { FakeExchange, FakeUsage } from './llm-upstream.ts';
 
 export type ChatFlavour = 'openai' | 'vertex';
@@ -34,6 +36,7 @@ export async function handleOpenAi(x: FakeExchange): Promise<void> {
   }
   if (x.req.method === 'GET' && x.path === '/v1/models') return listModels(x);
   if (x.req.method === 'POST' && x.path === '/v1/chat/completions') return chatCompletions(x, 'openai');
+  if (x.req.method === 'POST' && x.path === '/v1/responses') return responses(x);
   return sendOpenAiError(x.res, 404, `Invalid URL (${x.req.method} ${x.path})`, { code: null });
 }
 

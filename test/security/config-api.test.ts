@@ -59,6 +59,22 @@ describe('credentials cannot be set through the API', () => {
   });
 });
 
+describe('the OTLP export cannot be redirected through the API', () => {
+  it('a tracing section is refused naming it, and nothing changes', async () => {
+    const before = await config();
+    const res = await postJson(bed, '/_local/api/config', { breaker: { openMs: 50 }, tracing: { otlp: { endpoint: 'http://collector.attacker.example:4318' } } });
+    expect(res.status).toBe(400);
+    expect(await refusal(res)).toMatchObject({ code: 'invalid_config', message: expect.stringMatching(/^tracing cannot be set through this API/) });
+    expect(await config()).toEqual(before);
+  });
+
+  it('so is the per-user metrics switch, which would let callers add series', async () => {
+    const res = await postJson(bed, '/_local/api/config', { metrics: { perUser: { enabled: true } } });
+    expect(res.status).toBe(400);
+    expect((await refusal(res)).message).toContain('metrics is not a known field');
+  });
+});
+
 describe('errors never quote a credentials file', () => {
   it('a Google credentials file that is not JSON fails the call naming the file, not its contents', async () => {
     const res = await fetch(`${bed.proxy.url}/proxy/alpha/v1/projects/security-test/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent`, {

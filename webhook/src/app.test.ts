@@ -6,6 +6,10 @@ import { describe, expect, it } from 'vitest';
 import { AdmissionUnavailableError } from './admission/pod-admission.ts';
 import { buildWebhookApp } from './app.ts';
 import { TEST_DEFAULTS } from '../testdata/sidecar-defaults.ts';
+import { X509Certificate } from 'node:crypto';
+import { sampleValue } from '../../test/support/prometheus-text.ts';
+import { WebhookMetrics } from './metrics/webhook-metrics.ts';
+import { createCertificateAuthority } from '../../contracts/pki.ts';
 
 function app(opts: { labels?: Record<string, string>; failLookup?: boolean; notReady?: () => string[] } = {}) {
   return buildWebhookApp({
@@ -105,5 +109,55 @@ describe('GET /readyz', () => {
     expect(after.statusCode).toBe(200);
     // Liveness is not readiness: /healthz answered all along.
     expect((await webhook.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+  });
+});
+
+describe('GET /metrics', () => {
+  it('counts each admission by outcome and skip reason, and shows when the certificates expire', async () => {
+    const metrics = new WebhookMetrics({ defaultMetrics: false });
+    const { certPem } = await createCertificateAuthority({ commonName: 'serving', validityHours: 48 });
+    metrics.watchCertificates({ serving: () => certPem });
+    const server = buildWebhookApp({
+      logger: pino({ level: 'silent' }),
+      metrics: metrics.exposition,
+      admission: {
+        logger: pino({ level: 'silent' }),
+        ownNamespace: 'tollgate-system',
+        defaults: () => TEST_DEFAULTS,
+        operatorCaPem: () => '-----BEGIN CERTIFICATE-----\nX\n-----END CERTIFICATE-----\n',
+        nativeSidecarSupported: () => true,
+        namespaceLabels: async (ns) => {
+          if (ns === 'broken') throw new Error('connection refused');
+          return {};
+        },
+        metrics,
+      },
+    });
+    const pod = (annotations: Record<string, string>) => ({ metadata: { annotations }, spec: { containers: [{ name: 'a' }] } });
+    await server.inject({ method: 'POST', url: '/mutate', payload: review(pod({ 'tollgate.dev/inject': 'true' })) });
+    await server.inject({ method: 'POST', url: '/mutate', payload: review(pod({ 'tollgate.dev/inject': 'true' })) });
+    await server.inject({ method: 'POST', url: '/mutate', payload: review(pod({})) });
+    await server.inject({ method: 'POST', url: '/mutate', payload: review(pod({ 'tollgate.dev/inject': 'true', 'tollgate.dev/sidecar-port': 'http' })) });
+    await server.inject({ method: 'POST', url: '/mutate', payload: review(pod({}), { namespace: 'broken' }) });
+    const res = await server.inject({ method: 'GET', url: '/metrics' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+    const body = res.body;
+    expect(sampleValue(body, 'tollgate_webhook_admissions_total', { outcome: 'injected' })).toBe(2);
+    expect(sampleValue(body, 'tollgate_webhook_admissions_total', { outcome: 'skipped', reason: 'NotOptedIn' })).toBe(1);
+    expect(sampleValue(body, 'tollgate_webhook_admissions_total', { outcome: 'skipped', reason: 'HostNetwork' })).toBe(0);
+    expect(sampleValue(body, 'tollgate_webhook_admissions_total', { outcome: 'refused' })).toBe(1);
+    expect(sampleValue(body, 'tollgate_webhook_admissions_total', { outcome: 'error' })).toBe(1);
+    expect(sampleValue(body, 'tollgate_webhook_certificate_expiry_timestamp_seconds', { certificate: 'serving' })).toBe(Date.parse(new X509Certificate(certPem).validTo) / 1000);
+    expect(sampleValue(body, 'tollgate_webhook_certificate_expiry_timestamp_seconds', { certificate: 'ca' })).toBeUndefined();
+
+    // While a CA rotates, the bundle holds the old one and the new one: the new one's expiry is reported.
+    const oldCa = await createCertificateAuthority({ commonName: 'old', validityHours: 24 });
+    const newCa = await createCertificateAuthority({ commonName: 'new', validityHours: 72 });
+    metrics.watchCertificates({ serving: () => certPem, ca: () => oldCa.certPem + newCa.certPem });
+    const rotated = (await server.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(sampleValue(rotated, 'tollgate_webhook_certificate_expiry_timestamp_seconds', { certificate: 'ca' })).toBe(
+      Date.parse(new X509Certificate(newCa.certPem).validTo) / 1000,
+    );
   });
 });

@@ -1,6 +1,6 @@
-// The webhook's HTTP(S) app, built without listening so tests can use inject(): /mutate, /healthz (the process
-// serves) and /readyz (an admission now would inject: the API server trusts our certificate and the operator's
-// CA, which every sidecar needs, is loaded).
+// The webhook's HTTP(S) app, built without listening so tests can use inject(): /mutate, /metrics, /healthz (the
+// process serves) and /readyz (an admission now would inject: the API server trusts our certificate and the
+// operator's CA, which every sidecar needs, is loaded).
 
 import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
@@ -10,6 +10,7 @@ import { mutateRoute } from './admission/mutate-route.ts';
 import type { PodAdmissionDeps } from './admission/pod-admission.ts';
 import type { KeyPairPem } from '../../contracts/pki.ts';
 import { headerValue } from '../../contracts/header-value.ts';
+import type { MetricsExposition } from '../../contracts/metrics-exposition.ts';
 
 export interface WebhookAppOptions {
   logger: Logger;
@@ -18,6 +19,8 @@ export interface WebhookAppOptions {
   tls?: KeyPairPem;
   /** What still keeps this replica from injecting; empty when ready. Absent: ready whenever it serves. */
   notReady?: () => string[];
+  /** Serves GET /metrics (Prometheus, through the chart's ServiceMonitor). */
+  metrics?: MetricsExposition;
 }
 
 // The API server caps requests at 3 MiB; a pod spec near that size must still be admitted.
@@ -44,6 +47,13 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
     if (waiting.length > 0) return reply.code(503).send({ status: 'not ready', waiting });
     return { status: 'ok' };
   });
+  const metrics = opts.metrics;
+  if (metrics) {
+    app.get('/metrics', async (request, reply) => {
+      const { contentType, body } = await metrics.render(request.headers.accept);
+      return reply.header('content-type', contentType).header('cache-control', 'no-store').send(body);
+    });
+  }
   void app.register(mutateRoute, { admission: opts.admission });
   return app;
 }

@@ -18,6 +18,7 @@ import type { KeyPairPem } from '../../contracts/pki.ts';
 import { certificateFiles, type CertificateFiles } from './tls/certificate-files.ts';
 import { selfManagedCertificates, type SelfManagedCertificates } from './tls/self-managed-certificates.ts';
 import type { WebhookOptions } from './webhook-options.ts';
+import { WebhookMetrics } from './metrics/webhook-metrics.ts';
 
 export interface WebhookRuntime {
   kubeConfig: KubeConfig;
@@ -30,10 +31,13 @@ export interface WebhookRuntime {
   watchMissingSidecars?: boolean;
   /** Overrides cluster version discovery for native sidecars (tests). */
   nativeSidecarSupported?: boolean;
+  /** The metrics to count into (default: a new registry served on /metrics). */
+  metrics?: WebhookMetrics;
 }
 
 export interface WebhookServer {
   app: FastifyInstance;
+  metrics: WebhookMetrics;
   port: number;
   events: EventRecorder;
   certificates?: SelfManagedCertificates;
@@ -53,7 +57,9 @@ export async function startWebhook(options: WebhookOptions, runtime: WebhookRunt
   const namespaceLabels = cachedNamespaceLabels(api);
   const events = createEventRecorder({ api, logger });
   const operatorCa = operatorCaFromFile(options.operatorCaFile, logger);
+  const metrics = runtime.metrics ?? new WebhookMetrics();
   const admission: PodAdmissionDeps = {
+    metrics,
     logger,
     ownNamespace: options.namespace,
     defaults: () => options.sidecar,
@@ -68,7 +74,9 @@ export async function startWebhook(options: WebhookOptions, runtime: WebhookRunt
   // The first certificate must exist before the server can start; later ones are swapped into it.
   let app: FastifyInstance | undefined;
   let initial: KeyPairPem | undefined;
+  let servingPem: string | undefined;
   const onServingCertificate = (pair: KeyPairPem) => {
+    servingPem = pair.certPem;
     if (app) reloadServingCertificate(app, pair);
     else initial = pair;
   };
@@ -106,7 +114,8 @@ export async function startWebhook(options: WebhookOptions, runtime: WebhookRunt
       ? [`our caBundle in MutatingWebhookConfiguration ${options.webhookConfigName}: the API server would not trust this server`]
       : []),
   ];
-  app = buildWebhookApp({ logger, admission, tls: initial, notReady });
+  metrics.watchCertificates({ serving: () => servingPem, ...(certificates ? { ca: () => certificates.caBundle } : {}) });
+  app = buildWebhookApp({ logger, admission, tls: initial, metrics: metrics.exposition, notReady });
   await app.listen({ host: options.host, port: options.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
@@ -123,6 +132,7 @@ export async function startWebhook(options: WebhookOptions, runtime: WebhookRunt
   const server = app;
   return {
     app: server,
+    metrics,
     port,
     events,
     ...(certificates ? { certificates } : {}),

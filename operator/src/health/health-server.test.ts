@@ -1,6 +1,8 @@
 import { request as httpRequest } from 'node:http';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { sampleValue } from '../../../test/support/prometheus-text.ts';
+import { OperatorMetrics } from '../metrics/operator-metrics.ts';
 import { type HealthServer, type ProbedInformer, startHealthServer } from './health-server.ts';
 
 class InformerState implements ProbedInformer {
@@ -83,5 +85,39 @@ describe('operator health listener', () => {
   it('refuses to start on a port that is taken', async () => {
     const { server } = await start({}, () => 0);
     await expect(startHealthServer({ host: '127.0.0.1', port: server.port, informers: {}, stuckAfterMs: 1, logger: pino({ level: 'silent' }) })).rejects.toThrow(/EADDRINUSE/);
+  });
+});
+
+describe('operator /metrics', () => {
+  it('serves the operator metrics on the health port, as text or OpenMetrics, behind the same Host check', async () => {
+    const metrics = new OperatorMetrics({ defaultMetrics: false });
+    metrics.watch({ leader: () => true, queueDepth: () => 3, connectedSidecars: () => 7 });
+    metrics.reconciled('success', 0.02);
+    metrics.reconciled('error', 0.5);
+    metrics.retried();
+    const server = await startHealthServer({ host: '127.0.0.1', port: 0, informers: {}, stuckAfterMs: 300_000, logger: pino({ level: 'silent' }), metrics: metrics.exposition });
+    servers.push(server);
+    const res = await fetch(`http://127.0.0.1:${server.port}/metrics`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
+    const body = await res.text();
+    expect(sampleValue(body, 'tollgate_operator_leader')).toBe(1);
+    expect(sampleValue(body, 'tollgate_operator_workqueue_depth')).toBe(3);
+    expect(sampleValue(body, 'tollgate_operator_connected_sidecars')).toBe(7);
+    expect(sampleValue(body, 'tollgate_operator_reconciles_total', { result: 'success' })).toBe(1);
+    expect(sampleValue(body, 'tollgate_operator_reconciles_total', { result: 'error' })).toBe(1);
+    expect(sampleValue(body, 'tollgate_operator_reconciles_total', { result: 'requeue_after' })).toBe(0);
+    expect(sampleValue(body, 'tollgate_operator_workqueue_retries_total')).toBe(1);
+    const open = await fetch(`http://127.0.0.1:${server.port}/metrics`, { headers: { accept: 'application/openmetrics-text; version=1.0.0' } });
+    expect((await open.text()).endsWith('# EOF\n')).toBe(true);
+    const refused = await new Promise<number | undefined>((resolve, reject) => {
+      httpRequest({ host: '127.0.0.1', port: server.port, path: '/metrics', headers: { host: 'attacker.example:80' } }, (r) => {
+        r.resume();
+        resolve(r.statusCode);
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(refused).toBe(403);
   });
 });

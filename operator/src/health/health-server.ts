@@ -7,6 +7,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import type { MetricsExposition } from '../../../contracts/metrics-exposition.ts';
 import { HostAllowList } from '../../../contracts/allowed-hosts.ts';
 import { OriginPolicy } from '../../../contracts/origin-policy.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
@@ -54,6 +55,8 @@ export interface HealthServerOptions {
   now?: () => number;
   /** This replica's pod IP (--pod-ip / POD_IP): kubelet probes name it in Host. */
   podIp?: string | undefined;
+  /** Serves GET /metrics (Prometheus scrapes every replica here). */
+  metrics?: MetricsExposition;
 }
 
 /**
@@ -87,6 +90,10 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
       return;
     }
     const path = (req.url ?? '').split('?')[0];
+    if (path === '/metrics' && opts.metrics && (req.method === 'GET' || req.method === 'HEAD')) {
+      void opts.metrics.serve(req, res);
+      return;
+    }
     let result: ProbeResult;
     if (path === '/readyz') result = readiness(opts.informers);
     else if (path === '/healthz') {
@@ -97,7 +104,7 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
         else opts.logger.error({ problems: result.problems }, 'liveness failing: informer loop stuck');
       }
     } else {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: only /healthz and /readyz are served here\n');
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: only /healthz, /readyz and /metrics are served here\n');
       return;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {

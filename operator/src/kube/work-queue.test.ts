@@ -131,3 +131,44 @@ describe('runWorkers', () => {
     expect(q.failures('flaky')).toBe(0);
   });
 });
+
+describe('work queue observer', () => {
+  it('reports how long keys waited and how each reconcile ended', async () => {
+    const waits: number[] = [];
+    const outcomes: string[] = [];
+    let retries = 0;
+    let threeDone!: () => void;
+    const finished = new Promise<void>((resolve) => (threeDone = resolve));
+    const observer = {
+      waited: (s: number) => waits.push(s),
+      reconciled: (o: string) => {
+        outcomes.push(o);
+        if (outcomes.length === 3) threeDone();
+      },
+      retried: () => retries++,
+    };
+    const queue = new WorkQueue({ baseMs: 1, maxMs: 1 }, observer);
+    let failFirst = true;
+    const workers = runWorkers(
+      queue,
+      1,
+      async (key) => {
+        if (key === 'ns/flaky' && failFirst) {
+          failFirst = false;
+          throw new Error('conflict');
+        }
+        return key === 'ns/periodic' ? { requeueAfterMs: 60_000 } : undefined;
+      },
+      () => undefined,
+    );
+    queue.add('ns/flaky');
+    queue.add('ns/periodic');
+    await finished;
+    await workers.stop();
+    expect(outcomes).toEqual(['error', 'requeue_after', 'success']);
+    expect(retries).toBe(1);
+    // ns/flaky twice (added, then re-added after its failure) and ns/periodic once.
+    expect(waits).toHaveLength(3);
+    for (const w of waits) expect(w).toBeGreaterThanOrEqual(0);
+  });
+});

@@ -14,6 +14,16 @@ export interface ReconcileResult {
 
 export type Reconciler = (key: string) => Promise<ReconcileResult | void>;
 
+/** What the queue and its workers report, for metrics (operator/src/metrics/operator-metrics.ts). */
+export interface WorkQueueObserver {
+  /** A key waited this long between being queued and a worker taking it. */
+  waited(seconds: number): void;
+  /** A worker finished one key. */
+  reconciled(outcome: 'success' | 'error' | 'requeue_after', seconds: number): void;
+  /** A failed key was queued again with backoff. */
+  retried(): void;
+}
+
 export class WorkQueue {
   #queue: string[] = [];
   #dirty = new Set<string>();
@@ -23,14 +33,18 @@ export class WorkQueue {
   #waiters: ((key: string | undefined) => void)[] = [];
   #shuttingDown = false;
   #policy: BackoffPolicy;
+  #queuedAt = new Map<string, number>();
+  readonly observer: WorkQueueObserver | undefined;
 
-  constructor(policy: BackoffPolicy = DEFAULT_ITEM_BACKOFF) {
+  constructor(policy: BackoffPolicy = DEFAULT_ITEM_BACKOFF, observer?: WorkQueueObserver) {
     this.#policy = policy;
+    this.observer = observer;
   }
 
   add(key: string): void {
     if (this.#shuttingDown || this.#dirty.has(key)) return;
     this.#dirty.add(key);
+    if (this.observer) this.#queuedAt.set(key, performance.now());
     if (this.#processing.has(key)) return;
     const waiter = this.#waiters.shift();
     if (waiter) {
@@ -117,6 +131,11 @@ export class WorkQueue {
   #take(key: string): void {
     this.#dirty.delete(key);
     this.#processing.add(key);
+    const queuedAt = this.#queuedAt.get(key);
+    if (queuedAt !== undefined) {
+      this.#queuedAt.delete(key);
+      this.observer?.waited((performance.now() - queuedAt) / 1000);
+    }
   }
 }
 
@@ -137,11 +156,16 @@ export function runWorkers(queue: WorkQueue, count: number, reconcile: Reconcile
         for (;;) {
           const key = await queue.get();
           if (key === undefined) return;
+          const started = performance.now();
+          const took = () => (performance.now() - started) / 1000;
           try {
             const result = await reconcile(key);
             queue.forget(key);
             if (result?.requeueAfterMs !== undefined) queue.addAfter(key, result.requeueAfterMs);
+            queue.observer?.reconciled(result?.requeueAfterMs !== undefined ? 'requeue_after' : 'success', took());
           } catch (error) {
+            queue.observer?.reconciled('error', took());
+            if (!queue.shuttingDown) queue.observer?.retried();
             onError(key, error, queue.shuttingDown ? 0 : queue.addRateLimited(key));
           } finally {
             queue.done(key);

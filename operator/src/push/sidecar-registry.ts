@@ -43,6 +43,13 @@ export interface RegistryListener {
   rejected(source: string, pod: { namespace: string; name: string; uid?: string | undefined }, version: string, reason: string): void;
 }
 
+/** Counts for the operator's metrics: every snapshot sent, applied (ack) or refused (nack) by a sidecar. */
+export interface SnapshotCounter {
+  snapshotPushed(): void;
+  snapshotAcked(): void;
+  snapshotNacked(): void;
+}
+
 interface ConnectionState {
   conn: SidecarConnection;
   source: string;
@@ -61,16 +68,25 @@ export interface RegistryOptions {
   logger: Logger;
   debounceMs?: number;
   maxDelayMs?: number;
+  counter?: SnapshotCounter | undefined;
 }
 
 export class SidecarRegistry {
-  #opts: Required<RegistryOptions>;
+  #opts: Required<Omit<RegistryOptions, 'counter'>>;
   #connections = new Map<string, ConnectionState>();
   #snapshots = new Map<string, Snapshot>();
   #pending = new Map<string, { timer: NodeJS.Timeout; firstAt: number }>();
 
-  constructor(opts: RegistryOptions) {
+  readonly #counter: SnapshotCounter | undefined;
+
+  constructor({ counter, ...opts }: RegistryOptions) {
     this.#opts = { debounceMs: 100, maxDelayMs: 1000, ...opts };
+    this.#counter = counter;
+  }
+
+  /** Push streams open now. */
+  get size(): number {
+    return this.#connections.size;
   }
 
   /** Binds a new sidecar and sends it its snapshot at once (when one is known). */
@@ -96,6 +112,7 @@ export class SidecarRegistry {
     const state = this.#connections.get(id);
     if (!state) return;
     state.ackedVersion = version;
+    this.#counter?.snapshotAcked();
     if (state.rejectedVersion === version) state.rejectedVersion = undefined;
     this.#countsChanged(state.source);
   }
@@ -105,6 +122,7 @@ export class SidecarRegistry {
     if (!state) return;
     const first = state.rejectedVersion !== version;
     state.rejectedVersion = version;
+    this.#counter?.snapshotNacked();
     const { conn } = state;
     this.#opts.logger.warn({ pod: `${conn.namespace}/${conn.podName}`, version, reason }, 'sidecar rejected config snapshot');
     if (first && state.source !== BUILTIN_SOURCE) {
@@ -239,6 +257,7 @@ export class SidecarRegistry {
     try {
       state.conn.send(snapshot);
       state.sentVersion = snapshot.version;
+      this.#counter?.snapshotPushed();
       return snapshot;
     } catch (error) {
       this.#opts.logger.warn({ pod: `${state.conn.namespace}/${state.conn.podName}`, err: (error as Error).message }, 'could not send snapshot; dropping the connection');

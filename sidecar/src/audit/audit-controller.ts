@@ -5,7 +5,8 @@
 import type { Logger } from 'pino';
 import type { ConfigStore } from '../config/config-store.ts';
 import type { AuditConfig } from '../../../contracts/audit-config.ts';
-import { type AuditHealth, type AuditPlacement, AuditRuntime } from './audit-runtime.ts';
+import type { AuditPlacement } from './audit-placement.ts';
+import type { AuditHealth, AuditRuntime } from './audit-runtime.ts';
 import type { SinkStatus } from './sink-worker.ts';
 
 export class AuditController {
@@ -51,7 +52,9 @@ export class AuditController {
       }
       if (wanted) {
         try {
-          this.#runtime = new AuditRuntime(wanted, this.#placement, this.#logger);
+          // Loaded on the first audit section only: the fan-out brings gRPC and protobufjs (ADR 0003).
+          const { AuditRuntime } = await import('./audit-runtime.ts');
+          this.#runtime = await AuditRuntime.create(wanted, this.#placement, this.#logger);
           this.#runtime.start();
         } catch (error) {
           this.#logger.error({ err: (error as Error).message }, 'audit fan-out could not start');

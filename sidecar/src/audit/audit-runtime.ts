@@ -6,34 +6,14 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { AuditConfig } from '../../../contracts/audit-config.ts';
+import { TETRAGON_PORT, type AuditPlacement } from './audit-placement.ts';
 import { AuditRouter } from './audit-router.ts';
+import type { DeadLetterSettings } from './dead-letter.ts';
+import type { AuditSink } from './sinks/audit-sink.ts';
 import type { SinkStatus } from './sink-worker.ts';
 import { createSink } from './sinks/create-sink.ts';
 import type { GetEventsRequest, TetragonFilter } from './tetragon-protocol.ts';
 import { type SourceStatus, TetragonSource } from './tetragon-source.ts';
-
-/** Where the engine runs, from the environment the webhook sets up (TOLLGATE_POD_*, TOLLGATE_HOST_IP, ...). */
-export interface AuditPlacement {
-  podName?: string;
-  podNamespace?: string;
-  /** The node's IP (downward API status.hostIP). */
-  hostIp?: string;
-  /** The agent's socket when the chart mounts it, e.g. unix:///var/run/tetragon/tetragon.sock. */
-  hostSocket?: string;
-  stateDir?: string;
-}
-
-export const TETRAGON_PORT = 54321;
-
-export function placementFromEnv(env: NodeJS.ProcessEnv): AuditPlacement {
-  const p: AuditPlacement = {};
-  if (env.TOLLGATE_POD_NAME) p.podName = env.TOLLGATE_POD_NAME;
-  if (env.TOLLGATE_POD_NAMESPACE) p.podNamespace = env.TOLLGATE_POD_NAMESPACE;
-  if (env.TOLLGATE_HOST_IP) p.hostIp = env.TOLLGATE_HOST_IP;
-  if (env.TOLLGATE_AUDIT_SOCKET) p.hostSocket = env.TOLLGATE_AUDIT_SOCKET;
-  if (env.TOLLGATE_STATE_DIR) p.stateDir = env.TOLLGATE_STATE_DIR;
-  return p;
-}
 
 function escapeRegex(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -93,11 +73,30 @@ export class AuditRuntime {
   #logger: Logger;
   #stopped: Promise<SinkStatus[]> | undefined;
 
-  constructor(config: AuditConfig, placement: AuditPlacement, logger: Logger) {
+  /** Builds the runtime; each sink kind's module (a gRPC client, the BigQuery SDK) is loaded only if configured. */
+  static async create(config: AuditConfig, placement: AuditPlacement, logger: Logger): Promise<AuditRuntime> {
+    const child = logger.child({ component: 'audit' });
+    const resolved = resolveSource(config, placement);
+    const sinks = await Promise.all(config.sinks.map((s) => createSink(s, { sender: resolved.sender, logger: child })));
+    return new AuditRuntime({ config, resolved, sinks, deadLetter: deadLetterFile(config, placement), logger: child });
+  }
+
+  private constructor({
+    config,
+    resolved,
+    sinks,
+    deadLetter,
+    logger,
+  }: {
+    config: AuditConfig;
+    resolved: ResolvedSource;
+    sinks: AuditSink[];
+    deadLetter: DeadLetterSettings;
+    logger: Logger;
+  }) {
     this.config = config;
-    this.#logger = logger.child({ component: 'audit' });
-    this.resolved = resolveSource(config, placement);
-    const sinks = config.sinks.map((s) => createSink(s, { sender: this.resolved.sender, logger: this.#logger }));
+    this.#logger = logger;
+    this.resolved = resolved;
     this.#router = new AuditRouter({
       sinks,
       worker: {
@@ -105,7 +104,7 @@ export class AuditRuntime {
         whenFull: config.queue.whenFull,
         retry: { maxAttempts: config.retry.maxAttempts, initialMs: config.retry.initialBackoffMs, maxMs: config.retry.maxBackoffMs },
       },
-      deadLetter: deadLetterFile(config, placement),
+      deadLetter,
       logger: this.#logger,
     });
     this.#source = new TetragonSource({

@@ -1,14 +1,13 @@
 // Picks the ledger the config names and builds the ledger-backed budgets of a local proxy or central server.
+// Each ledger's module (and its driver: better-sqlite3, the Firestore SDK) is imported only when that kind is
+// configured; a sidecar, whose budgets come from the operator, loads none of them (ADR 0003).
 
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { BudgetsConfig } from '../../../contracts/budget-config.ts';
 import type { StorageConfig } from '../../../contracts/runtime-config.ts';
-import { FirestoreLedger } from './firestore-ledger.ts';
 import type { BudgetLedger } from './ledger.ts';
 import { DEFAULT_REFRESH_MS, LedgerBudgets } from './ledger-budgets.ts';
-import { MemoryLedger } from './memory-ledger.ts';
-import { SqliteLedger } from './sqlite-ledger.ts';
 
 export const SQLITE_LEDGER_FILE = 'tollgate-budgets.db';
 
@@ -18,19 +17,25 @@ export function sqliteLedgerPath(budgets: BudgetsConfig, storage: StorageConfig)
 }
 
 /** The configured ledger; without one, SQLite next to the span file (memory when spans are kept in memory). */
-export function openLedger(budgets: BudgetsConfig, storage: StorageConfig): BudgetLedger {
+export async function openLedger(budgets: BudgetsConfig, storage: StorageConfig): Promise<BudgetLedger> {
   const ledger = budgets.ledger ?? { kind: storage.kind === 'memory' ? 'memory' : 'sqlite' };
   switch (ledger.kind) {
-    case 'memory':
+    case 'memory': {
+      const { MemoryLedger } = await import('./memory-ledger.ts');
       return new MemoryLedger();
-    case 'firestore':
+    }
+    case 'firestore': {
+      const { FirestoreLedger } = await import('./firestore-ledger.ts');
       return new FirestoreLedger({
         collection: ledger.collection,
         ...(ledger.projectId ? { projectId: ledger.projectId } : {}),
         ...(ledger.databaseId ? { databaseId: ledger.databaseId } : {}),
       });
-    case 'sqlite':
+    }
+    case 'sqlite': {
+      const { SqliteLedger } = await import('./sqlite-ledger.ts');
       return new SqliteLedger(sqliteLedgerPath(budgets, storage));
+    }
   }
 }
 
@@ -42,10 +47,10 @@ export class BudgetLedgerOpenError extends Error {
   }
 }
 
-export function openLedgerBudgets(budgets: BudgetsConfig, storage: StorageConfig, logger: Logger): LedgerBudgets {
+export async function openLedgerBudgets(budgets: BudgetsConfig, storage: StorageConfig, logger: Logger): Promise<LedgerBudgets> {
   let ledger: BudgetLedger;
   try {
-    ledger = openLedger(budgets, storage);
+    ledger = await openLedger(budgets, storage);
   } catch (error) {
     throw new BudgetLedgerOpenError(budgets.ledger?.kind ?? 'sqlite', error);
   }

@@ -37,6 +37,7 @@ export function defaultRuntimeConfig(): RuntimeConfig {
     storage: { kind: 'sqlite', path: 'tollgate.db', bufferSize: 10_000, batchSize: 200, flushIntervalMs: 200, maxSpans: 0 },
     gateway: { anthropicRoute: defaultV1Route('anthropic')!, googleRoute: defaultV1Route('google')! },
     budgets: defaultBudgetsConfig(),
+    metrics: { perUser: { enabled: false, maxUsers: 100 } },
   };
 }
 
@@ -67,6 +68,8 @@ export function applyPatch(base: RuntimeConfig, patch: RuntimeConfigPatch): Runt
   if (patch.audit) next.audit = structuredClone(patch.audit);
   if (patch.budgets?.ledger) next.budgets.ledger = structuredClone(patch.budgets.ledger);
   if (patch.budgets?.policies) next.budgets.policies = structuredClone(patch.budgets.policies);
+  if (patch.metrics?.perUser) Object.assign(next.metrics.perUser, patch.metrics.perUser);
+  if (patch.tracing) next.tracing = structuredClone(patch.tracing);
   return next;
 }
 

@@ -6,7 +6,8 @@
 // decoded from views of that read without copying. Errors (bad length, checksum mismatch) never throw: they
 // stop decoding and are reported through `error`, since after a corrupt frame the stream cannot be resynced.
 
-import { EventStreamCodec, type Message } from '@smithy/eventstream-codec';
+import { createRequire } from 'node:module';
+import type { EventStreamCodec, Message } from '@smithy/eventstream-codec';
 
 /** UTF-8 conversions the codec needs for header names and string values (Node's Buffer does both). */
 function toUtf8(bytes: Uint8Array): string {
@@ -16,8 +17,19 @@ function fromUtf8(text: string): Uint8Array {
   return Buffer.from(text, 'utf8');
 }
 
-/** One codec for the process: it holds no per-stream state when only decode() is used. */
-export const eventStreamCodec = new EventStreamCodec(toUtf8, fromUtf8);
+let codec: EventStreamCodec | undefined;
+
+/**
+ * One codec for the process: it holds no per-stream state when only decode() is used. Loaded with the first
+ * Bedrock stream (a CommonJS package, so synchronously): an engine that never sees one does not pay for it (ADR 0003).
+ */
+function eventStreamCodec(): EventStreamCodec {
+  if (codec === undefined) {
+    const { EventStreamCodec: Codec } = createRequire(import.meta.url)('@smithy/eventstream-codec') as typeof import('@smithy/eventstream-codec');
+    codec = new Codec(toUtf8, fromUtf8);
+  }
+  return codec;
+}
 
 /** Prelude (12 bytes) plus message CRC (4 bytes): the smallest possible frame. */
 const MIN_FRAME_BYTES = 16;
@@ -126,7 +138,7 @@ export class AwsEventStreamDecoder {
   #decode(frame: Uint8Array): boolean {
     let message: Message;
     try {
-      message = eventStreamCodec.decode(frame);
+      message = eventStreamCodec().decode(frame);
     } catch (error) {
       this.error = `event stream frame ${this.frames + 1} rejected: ${(error as Error).message}`;
       return false;

@@ -20,7 +20,7 @@ beforeEach(async () => {
       },
     }),
   );
-  engine = buildEngine({ store, logger: pino({ level: 'silent' }) });
+  engine = await buildEngine({ store, logger: pino({ level: 'silent' }) });
   await engine.budgets.ready;
 });
 
@@ -72,7 +72,7 @@ describe('/_local/api/budgets', () => {
 
   it('a grant for a user no policy limits is a 404', async () => {
     const store = new ConfigStore(parseRuntimeConfigPatch({ storage: { kind: 'memory' }, budgets: { policies: [{ name: 'p', users: ['alice'], limitUsd: 1 }] } }));
-    const other = buildEngine({ store, logger: pino({ level: 'silent' }) });
+    const other = await buildEngine({ store, logger: pino({ level: 'silent' }) });
     const res = await other.app.inject({ method: 'POST', url: '/_local/api/budgets/carol/grants', headers: { 'content-type': 'application/json' }, payload: '{"amount_usd":1}' });
     expect(res.statusCode).toBe(404);
     expect(res.json().error.code).toBe('budget_not_found');

@@ -4,6 +4,7 @@
 
 import type { FastifyPluginAsync } from 'fastify';
 import { GrantError, type BudgetEnforcer } from '../budgets/budget-enforcer.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 import { parseUsd } from '../../../contracts/money.ts';
 
 export interface BudgetRoutesOptions {
@@ -13,17 +14,28 @@ export interface BudgetRoutesOptions {
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
 
-const grantBody = {
-  type: 'object',
-  required: ['amount_usd'],
-  // Unknown fields are refused in the handler: fastify's validator would strip them silently.
-  properties: {
-    // A number or a decimal string: checked by parseUsd, whose message names the rule (no type coercion here).
-    amount_usd: {},
-    reason: { type: 'string', minLength: 1, maxLength: 1024 },
-    expires_at: { type: 'string', maxLength: 64 },
-  },
-} as const;
+const GRANT_FIELDS = ['amount_usd', 'reason', 'expires_at'] as const;
+const REASON_MAX = 1024;
+
+/**
+ * The grant body's shape, checked here rather than by a JSON schema: a schema would make fastify load ajv in
+ * every sidecar (ADR 0003). Unknown fields are refused, not stripped. Returns the refusal, or null.
+ */
+function grantBodyRefusal(body: unknown): string | null {
+  if (!isRecord(body)) return 'body must be a JSON object';
+  const unknown = Object.keys(body).find((key) => !(GRANT_FIELDS as readonly string[]).includes(key));
+  if (unknown !== undefined) return `${unknown} is not a known field (expected one of: ${GRANT_FIELDS.join(', ')})`;
+  // amount_usd is a number or a decimal string: checked by parseUsd, whose message names the rule.
+  if (!Object.hasOwn(body, 'amount_usd')) return "body must have required property 'amount_usd'";
+  const { reason, expires_at: expiresAt } = body;
+  if (reason !== undefined && (typeof reason !== 'string' || reason.length < 1 || reason.length > REASON_MAX)) {
+    return `reason must be a string of 1 to ${REASON_MAX} characters`;
+  }
+  if (expiresAt !== undefined && (typeof expiresAt !== 'string' || expiresAt.length > 64)) {
+    return `expires_at must be an RFC 3339 timestamp such as 2026-12-31T23:59:59Z (got ${JSON.stringify(expiresAt)})`;
+  }
+  return null;
+}
 
 function invalid(message: string) {
   return { error: { code: 'invalid_request', message } };
@@ -47,10 +59,9 @@ export const budgetRoutes: FastifyPluginAsync<BudgetRoutesOptions> = async (app,
 
   app.post<{ Params: { user: string }; Body: { amount_usd: number | string; reason?: string; expires_at?: string } }>(
     '/_local/api/budgets/:user/grants',
-    { schema: { body: grantBody } },
     async (request, reply) => {
-      const unknown = Object.keys(request.body).find((key) => !Object.hasOwn(grantBody.properties, key));
-      if (unknown !== undefined) return reply.code(400).send(invalid(`${unknown} is not a known field (expected one of: ${Object.keys(grantBody.properties).join(', ')})`));
+      const refusal = grantBodyRefusal(request.body);
+      if (refusal !== null) return reply.code(400).send(invalid(refusal));
       const { amount_usd: amount, reason, expires_at: expiresAt } = request.body;
       const at = now();
       const units = parseUsd(amount);

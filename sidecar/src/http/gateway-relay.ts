@@ -4,6 +4,7 @@
 // routes, so the span's tokens and cost are the ones a native call would record, and every path ends the
 // call's span exactly once.
 
+import { answerClosed } from './caller-connection.ts';
 import type { Logger } from 'pino';
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
@@ -101,7 +102,7 @@ async function relayUpstreamError(ctx: RelayContext): Promise<void> {
   upstream.settle(upstream.statusCode >= 500 ? 'failure' : 'success');
   const error: OpenAiErrorBody = upstreamErrorBody(plan.route, upstream.statusCode, upstream.headers, body);
   call.finish({ prices: ctx.prices, usage: null, status: 'upstream_error', statusCode: upstream.statusCode, error: error.error.message });
-  if (!ctx.res.destroyed) sendJson(ctx.res, upstream.statusCode, error, ctx.trace);
+  if (!answerClosed(ctx.res)) sendJson(ctx.res, upstream.statusCode, error, ctx.trace);
 }
 
 async function relayTranslatedJson(ctx: RelayContext): Promise<void> {
@@ -111,7 +112,7 @@ async function relayTranslatedJson(ctx: RelayContext): Promise<void> {
   try {
     raw = await readBody(upstream.body, MAX_TRANSLATED_BODY_BYTES, (chunk) => extractor.write(chunk));
   } catch (error) {
-    upstream.settle(ctx.res.destroyed ? 'abandoned' : 'failure');
+    upstream.settle(answerClosed(ctx.res) ? 'abandoned' : 'failure');
     throw error;
   }
   const result = extractor.end();
@@ -136,5 +137,5 @@ async function relayTranslatedJson(ctx: RelayContext): Promise<void> {
   upstream.settle('success');
   const completion = plan.response.fromJson(document, shaping(ctx));
   call.finish({ prices: ctx.prices, usage: result.usage, responseModel: result.responseModel, status: 'ok', statusCode: upstream.statusCode });
-  if (!ctx.res.destroyed) sendJson(ctx.res, 200, completion, ctx.trace);
+  if (!answerClosed(ctx.res)) sendJson(ctx.res, 200, completion, ctx.trace);
 }

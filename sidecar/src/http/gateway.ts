@@ -1,4 +1,4 @@
-// /v1: the OpenAI-compatible gateway. GET /v1/models lists the priced models; POST /v1/chat/completions routes
+// /v1: the OpenAI-compatible gateway. GET /v1/models lists the priced models (and the ids overrides name); POST /v1/chat/completions routes
 // by `model` to the provider of its price entry, on the route the gateway config picks for that provider, and
 // translates to and from Gemini and the Anthropic Messages API where the route does not speak OpenAI's format.
 // It runs on the proxy engine: the same upstream client (credentials, breaker, timeouts), the same usage
@@ -18,6 +18,7 @@ import { GatewayError, proxyErrorBody } from '../translate/openai-error.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
 import { relay } from './gateway-relay.ts';
+import { answerClosed, closeConnectionAfter } from './caller-connection.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
 import { sendFailure, sendJson } from './json-answer.ts';
 import { findModel, planGatewayCall, routeFor, type GatewayPlan } from '../routes/v1-plan.ts';
@@ -64,11 +65,25 @@ export const gatewayRoutes: FastifyPluginAsync<GatewayRoutesOptions> = async (ap
   );
 };
 
+/**
+ * Every priced model under its canonical id, and under each id a price override was written with
+ * (`claude-sonnet-4-20250514` next to `claude-sonnet-4`), as long as that id still resolves to an enabled
+ * entry: a team that configured an id sees it in the list, and that id works in chat completions.
+ */
 function listModels(store: ConfigStore): ModelObject[] {
-  return store
-    .current()
-    .prices.models()
-    .map((entry) => ({ id: entry.model, object: 'model', created: 0, owned_by: entry.provider }));
+  const { prices, config } = store.current();
+  const listed = new Map<string, ModelObject>();
+  const add = (id: string, provider: string) => {
+    if (!listed.has(id)) listed.set(id, { id, object: 'model', created: 0, owned_by: provider });
+  };
+  for (const entry of prices.models()) add(entry.model, entry.provider);
+  for (const override of config.pricing.models) {
+    if (override.disabled === true) continue;
+    for (const id of [override.model, ...(override.aliases ?? [])]) {
+      if (prices.resolve(override.provider, id) !== undefined) add(id, override.provider);
+    }
+  }
+  return [...listed.values()];
 }
 
 function modelNotFound(model: string): GatewayError {
@@ -92,7 +107,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
   res.setHeader('x-proxy-request-id', request.id); // as on /proxy: the id in the proxy's log line and span
   const trace = startSpanContext(headerValue(request.headers, 'traceparent'), headerValue(request.headers, 'tracestate'));
   if (opts.lifecycle.draining) {
-    res.setHeader('connection', 'close');
+    closeConnectionAfter(res);
     sendJson(res, 503, proxyErrorBody(new ProxyError('shutting_down', 'the proxy is shutting down; retry on another instance')), trace);
     request.raw.resume();
     return;
@@ -167,6 +182,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
       if (!res.writableFinished) abort.abort(callerLeft());
     });
     const upstream = await opts.client.send(config, { route: plan.route, method: 'POST', path: plan.path, headers, body: plan.body, signal: abort.signal });
+    call.attachUpstream(upstream.timing);
     await relay({ res, upstream, call, prices: snapshot.prices, plan, trace, logger: request.log as unknown as Logger });
   } catch (error) {
     if (error instanceof GatewayError) {
@@ -175,7 +191,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
       call ??= refusedCall();
       if (!call.finished)
         call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${error.code ?? 'invalid_request'}: ${error.message}` });
-      if (!res.destroyed) sendJson(res, error.statusCode, error.toJSON(), trace);
+      if (!answerClosed(res)) sendJson(res, error.statusCode, error.toJSON(), trace);
       request.raw.resume();
       return;
     }

@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { FastifyPluginAsync } from 'fastify';
 import { judgeInbound, sendRefusal, type InboundPolicy } from '../inbound/request-guard.ts';
 import type { Lifecycle } from '../lifecycle.ts';
+import type { MetricsExposition } from '../../../contracts/metrics-exposition.ts';
 import type { SpanWriter } from '../spans/span-writer.ts';
 
 export interface HealthOptions {
@@ -50,11 +51,13 @@ export const healthRoutes: FastifyPluginAsync<HealthOptions & { check: () => Hea
 };
 
 /**
- * A listener that serves only GET /healthz, for probes from outside the pod. It listens on every interface,
- * so it checks Host and Origin like the proxy's own port: kubelet sends the pod IP, which is one of the
- * pod's own names.
+ * A listener that serves only GET /healthz and GET /metrics, for probes and Prometheus from outside the pod.
+ * It listens on every interface, so it checks Host and Origin like the proxy's own port: kubelet and
+ * Prometheus send the pod IP, which is one of the pod's own names. It asks for no identity: metrics hold
+ * counts and costs, never a credential (restrict the port with a NetworkPolicy where that matters).
  */
-export function startHealthListener(check: () => Health, host: string, port: number, inbound: InboundPolicy): Promise<Server> {
+export function startHealthListener(opts: { check: () => Health; host: string; port: number; inbound: InboundPolicy; metrics?: MetricsExposition }): Promise<Server> {
+  const { check, host, port, inbound } = opts;
   const server = createServer((req, res) => {
     const path = req.url?.split('?')[0] ?? '/';
     const verdict = judgeInbound(inbound, req.headers);
@@ -62,8 +65,12 @@ export function startHealthListener(check: () => Health, host: string, port: num
       sendRefusal(res, path, verdict.refusal);
       return;
     }
+    if (req.method === 'GET' && path === '/metrics' && opts.metrics) {
+      void opts.metrics.serve(req, res);
+      return;
+    }
     if (req.method !== 'GET' || path !== '/healthz') {
-      res.writeHead(404, { 'content-type': 'application/json' }).end('{"status":"error","detail":"only GET /healthz is served here"}');
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"status":"error","detail":"only GET /healthz and GET /metrics are served here"}');
       return;
     }
     const health = check();

@@ -1,6 +1,7 @@
 // The one way the engine answers with its own JSON (an error, a translated completion): a fixed length, and
 // the call's span and trace ids so every answer can be looked up.
 
+import { answerClosed, closeConnectionAfter } from './caller-connection.ts';
 import type { ServerResponse } from 'node:http';
 import type { ProxyError } from '../errors.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
@@ -24,12 +25,12 @@ export function sendJson(res: ServerResponse, statusCode: number, body: unknown,
  * honest signal left is to cut the connection.
  */
 export function sendFailure(res: ServerResponse, error: ProxyError, body: unknown, trace: TraceContext): void {
-  if (res.destroyed) return;
+  if (answerClosed(res)) return;
   if (res.headersSent) {
     res.destroy(error);
     return;
   }
   // The rest of a body that came too slowly is not waited for: this answer ends the connection.
-  if (error.code === 'client_timeout') res.setHeader('connection', 'close');
+  if (error.code === 'client_timeout') closeConnectionAfter(res);
   sendJson(res, error.statusCode, body, trace);
 }

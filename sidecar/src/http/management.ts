@@ -4,6 +4,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ConfigError } from '../../../contracts/config-error.ts';
 import { parseRuntimeConfigPatch } from '../../../contracts/config-schema.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
 import type { ConfigStore, ConfigSnapshot } from '../config/config-store.ts';
 import { parseJsonWithUniqueKeys } from '../config/unique-key-json.ts';
 import { JSON_MEDIA_TYPE, notJsonMessage } from '../inbound/json-content-type.ts';
@@ -88,36 +89,38 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
 
   app.get('/_local/api/config', async () => configView(opts.store.current()));
 
-  app.post(
-    '/_local/api/config',
-    {
-      schema: {
-        body: { type: 'object' },
-      },
-    },
-    async (request, reply) => {
-      let patch;
-      try {
-        const body = request.body as Record<string, unknown>;
-        if (Object.hasOwn(body, 'credentials')) {
-          throw new ConfigError('credentials', 'cannot be set through this API, which has no authentication: set credential files in the config file or the ProxyConfig');
-        }
-        patch = parseRuntimeConfigPatch(body, API_SECTIONS);
-        if (patch.budgets?.ledger) {
-          throw new ConfigError('budgets.ledger', 'is read when the proxy starts: set it in the config file');
-        }
-        if (patch.budgets && opts.budgetPolicies === 'operator') {
-          throw new ConfigError('budgets', 'cannot be set in a sidecar: its budgets come from BudgetPolicy resources through the operator');
-        }
-      } catch (error) {
-        if (error instanceof ConfigError) {
-          return reply.code(400).send({ error: { code: 'invalid_config', message: error.message } });
-        }
-        throw error;
+  // The body is checked here rather than by a `{ type: 'object' }` JSON schema: that one schema was all that
+  // made fastify load ajv, about 2 MB of heap in every sidecar (ADR 0003). The config parser checks the rest.
+  app.post('/_local/api/config', async (request, reply) => {
+    const body = request.body;
+    if (!isRecord(body)) return reply.code(400).send({ error: { code: 'invalid_request', message: 'body must be a JSON object' } });
+    let patch;
+    try {
+      if (Object.hasOwn(body, 'credentials')) {
+        throw new ConfigError('credentials', 'cannot be set through this API, which has no authentication: set credential files in the config file or the ProxyConfig');
       }
-      return configView(opts.store.mergeIntoLayer('api', patch));
-    },
-  );
+      if (Object.hasOwn(body, 'tracing')) {
+        // ADR 1501: an OTLP endpoint set here would receive every call's span, user ids included.
+        throw new ConfigError(
+          'tracing',
+          "cannot be set through this API, which has no authentication: whoever set it would receive every call's span; set it in the config file or the ProxyConfig",
+        );
+      }
+      patch = parseRuntimeConfigPatch(body, API_SECTIONS);
+      if (patch.budgets?.ledger) {
+        throw new ConfigError('budgets.ledger', 'is read when the proxy starts: set it in the config file');
+      }
+      if (patch.budgets && opts.budgetPolicies === 'operator') {
+        throw new ConfigError('budgets', 'cannot be set in a sidecar: its budgets come from BudgetPolicy resources through the operator');
+      }
+    } catch (error) {
+      if (error instanceof ConfigError) {
+        return reply.code(400).send({ error: { code: 'invalid_config', message: error.message } });
+      }
+      throw error;
+    }
+    return configView(opts.store.mergeIntoLayer('api', patch));
+  });
 
   app.get<{ Querystring: { limit?: string } }>('/_local/api/traces', async (request, reply) => {
     const raw = request.query.limit;

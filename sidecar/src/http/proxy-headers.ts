@@ -62,7 +62,8 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, keepConten
   for (const name in incoming) {
     const value = incoming[name];
     if (value === undefined) continue;
-    if (NOT_FORWARDED_UPSTREAM.has(name) || name.startsWith('x-tollgate-') || name.startsWith('sec-fetch-') || hop?.has(name)) {
+    // HTTP/2's pseudo-headers (:method, :path, :authority, :scheme) describe this hop's request, not a header
+    if (NOT_FORWARDED_UPSTREAM.has(name) || name.startsWith(':') || name.startsWith('x-tollgate-') || name.startsWith('sec-fetch-') || hop?.has(name)) {
       if (!(keepContentLength && name === 'content-length')) continue;
     }
     out[name] = Array.isArray(value) ? value.join(', ') : value;

@@ -23,6 +23,7 @@ import { toProxyError } from '../upstream/upstream-client.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './proxy-headers.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
 import { sendFailure, spanHeaders } from './json-answer.ts';
+import { closeConnectionAfter } from './caller-connection.ts';
 import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
 import { BUDGET_EXCEEDED, budgetRefusalMessage, sendBudgetRefusal } from './budget-refusal.ts';
@@ -82,7 +83,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     return;
   }
   if (opts.lifecycle.draining) {
-    res.setHeader('connection', 'close');
+    closeConnectionAfter(res);
     sendProxyError(res, new ProxyError('shutting_down', 'the proxy is shutting down; retry on another instance'), trace);
     request.raw.resume();
     return;
@@ -168,6 +169,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
       body: plan.body ?? bodyStream,
       signal: abort.signal,
     });
+    call.attachUpstream(upstream.timing);
     const headersOut = downstreamResponseHeaders(upstream.headers, plan.stripInjectedUsage);
     Object.assign(headersOut, spanHeaders(trace));
     const extractor = responseExtractor(module.spec.format, upstream, plan.stripInjectedUsage, request.log as unknown as Logger);

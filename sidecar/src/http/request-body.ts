@@ -29,6 +29,9 @@ export function checkDeclaredLength(req: IncomingMessage, limit: number): void {
 export function hasBody(req: IncomingMessage): boolean {
   const declared = req.headers['content-length'];
   if (declared !== undefined) return declared !== '0';
+  // HTTP/2 frames bodies itself: a request without one ends its stream with its headers.
+  const http2Stream = (req as unknown as { stream?: { endAfterHeaders: boolean } }).stream;
+  if (http2Stream !== undefined) return !http2Stream.endAfterHeaders;
   return req.headers['transfer-encoding'] !== undefined;
 }
 

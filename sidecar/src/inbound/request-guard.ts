@@ -30,8 +30,23 @@ export function inboundPolicy(server: Pick<ServerConfig, 'host' | 'allowedHosts'
 
 const SERVE: InboundVerdict = { refusal: null, corsOrigin: null };
 
-export function judgeInbound(policy: InboundPolicy, headers: IncomingHttpHeaders): InboundVerdict {
+/**
+ * The name the caller used: Host on HTTP/1.1, `:authority` on HTTP/2 (RFC 9113 §8.3.1). An HTTP/2 request
+ * that carries both with different names is malformed; it is judged by the worse of the two (null).
+ */
+export function requestAuthority(headers: IncomingHttpHeaders): string | undefined | null {
+  const authority = headerValue(headers, ':authority');
   const host = headers.host;
+  if (authority === undefined) return host;
+  if (host !== undefined && host.toLowerCase() !== authority.toLowerCase()) return null;
+  return authority;
+}
+
+export function judgeInbound(policy: InboundPolicy, headers: IncomingHttpHeaders): InboundVerdict {
+  const host = requestAuthority(headers);
+  if (host === null) {
+    return { refusal: new ProxyError('host_not_allowed', `Host ${JSON.stringify(headers.host)} differs from :authority ${JSON.stringify(headers[':authority'])}`) };
+  }
   if (!policy.hosts.allows(host)) {
     return {
       refusal: new ProxyError(
@@ -65,7 +80,7 @@ export function installRequestGuard(app: FastifyInstance, policy: InboundPolicy)
     if (verdict.refusal !== null) {
       const path = (request.raw.url ?? '/').split('?')[0]!;
       request.log.warn(
-        { code: verdict.refusal.code, host: request.headers.host, origin: request.headers.origin, method: request.method, path },
+        { code: verdict.refusal.code, host: request.headers.host ?? request.headers[':authority'], origin: request.headers.origin, method: request.method, path },
         `request refused: ${verdict.refusal.code === 'host_not_allowed' ? 'Host' : 'Origin'} not allowed`,
       );
       return reply.code(403).header('content-type', 'application/json; charset=utf-8').send(refusalBody(path, verdict.refusal));

@@ -10,6 +10,7 @@ import type { SpanWriter } from '../spans/span-writer.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
 import { implausibleUsage } from '../usage/usage-bounds.ts';
 import type { TokenUsage } from '../usage/usage.ts';
+import type { UpstreamTiming } from '../upstream/upstream-client.ts';
 
 export interface CallStart {
   route: RouteName | 'v1';
@@ -39,6 +40,26 @@ export interface MeteringStats {
   implausibleUsage: number;
 }
 
+/** When a call's phases happened (performance.now()); NaN for a phase that never happened. */
+export interface CallTimings {
+  /** The call started (request received). */
+  readonly start: number;
+  /** The request left for the upstream. */
+  readonly upstreamStart: number;
+  /** The upstream's response headers arrived. */
+  readonly upstreamHeaders: number;
+  /** The upstream's response ended (or failed). */
+  readonly upstreamEnd: number;
+}
+
+/**
+ * Told about every finished call, after its span is recorded (the metrics, the OTLP export). `model` is the
+ * price table's canonical id when an entry priced the call, else null. Must not throw and must not wait.
+ */
+export interface CallObserver {
+  callFinished(span: Span, model: string | null, timings: CallTimings, sampled: boolean): void;
+}
+
 /** Where finished calls' costs are charged (sidecar/src/budgets): never throws. */
 export interface SpendSink {
   /** The user a call without one is charged to (a pod's service account), or null. */
@@ -58,6 +79,7 @@ export class CallMeter {
   readonly #logger: Logger;
   readonly #shutdown: ShutdownState;
   readonly #stats: MeteringStats = { meteringErrors: 0, implausibleUsage: 0 };
+  readonly #observers: CallObserver[] = [];
   readonly #spend: SpendSink | undefined;
 
   constructor(writer: SpanWriter, logger: Logger, shutdown: ShutdownState = { cutting: false }, spend?: SpendSink) {
@@ -70,7 +92,12 @@ export class CallMeter {
   start(call: CallStart): MeteredCall {
     // A call that names no user is charged (and shown) as the default user, e.g. the pod's service account.
     if (call.userId === null && this.#spend?.defaultUser) call = { ...call, userId: this.#spend.defaultUser };
-    return new MeteredCall(this.#writer, this.#logger, call, { stats: this.#stats, shutdown: this.#shutdown, spend: this.#spend });
+    return new MeteredCall(this.#writer, this.#logger, call, { stats: this.#stats, shutdown: this.#shutdown, spend: this.#spend, observers: this.#observers });
+  }
+
+  /** Adds an observer of every call finished from now on. */
+  observe(observer: CallObserver): void {
+    this.#observers.push(observer);
   }
 
   stats(): MeteringStats {
@@ -78,28 +105,63 @@ export class CallMeter {
   }
 }
 
-export class MeteredCall {
+const NO_OBSERVERS: readonly CallObserver[] = [];
+const NOT_SENT: UpstreamTiming = { startedAt: Number.NaN, headersAt: Number.NaN, endedAt: Number.NaN };
+
+export class MeteredCall implements CallTimings {
   readonly #writer: SpanWriter;
   readonly #logger: Logger;
   readonly #stats: MeteringStats;
   readonly #shutdown: ShutdownState;
+  readonly #observers: readonly CallObserver[];
   readonly call: CallStart;
   readonly #startedAt = performance.now();
   readonly #startTime = Date.now();
   readonly #spend: SpendSink | undefined;
+  #upstream: UpstreamTiming = NOT_SENT;
+  #finishedAt = Number.NaN;
   #finished: Span | null = null;
 
-  constructor(writer: SpanWriter, logger: Logger, call: CallStart, context: { stats?: MeteringStats; shutdown?: ShutdownState; spend?: SpendSink | undefined } = {}) {
+  constructor(
+    writer: SpanWriter,
+    logger: Logger,
+    call: CallStart,
+    context: { stats?: MeteringStats; shutdown?: ShutdownState; spend?: SpendSink | undefined; observers?: readonly CallObserver[] } = {},
+  ) {
     this.#writer = writer;
     this.#logger = logger;
     this.call = call;
     this.#stats = context.stats ?? { meteringErrors: 0, implausibleUsage: 0 };
     this.#shutdown = context.shutdown ?? { cutting: false };
     this.#spend = context.spend;
+    this.#observers = context.observers ?? NO_OBSERVERS;
   }
 
   get finished(): boolean {
     return this.#finished !== null;
+  }
+
+  /** The upstream exchange this call made, for its latency split (upstream time vs the proxy's own). */
+  attachUpstream(timing: UpstreamTiming): void {
+    this.#upstream = timing;
+  }
+
+  get start(): number {
+    return this.#startedAt;
+  }
+
+  get upstreamStart(): number {
+    return this.#upstream.startedAt;
+  }
+
+  get upstreamHeaders(): number {
+    return this.#upstream.headersAt;
+  }
+
+  /** An exchange not yet settled when the call finished (a 5xx settled early) ended with the call. */
+  get upstreamEnd(): number {
+    const { startedAt, endedAt } = this.#upstream;
+    return Number.isNaN(endedAt) && !Number.isNaN(startedAt) ? this.#finishedAt : endedAt;
   }
 
   /**
@@ -118,7 +180,7 @@ export class MeteredCall {
       problems.push(`usage_implausible: ${implausible}; usage not recorded`);
       usage = null;
     }
-    const { costUsd, priced, failure } = this.#cost(end, usage);
+    const { costUsd, priced, failure, model } = this.#cost(end, usage);
     if (failure !== undefined) problems.push(`metering_failed: ${failure}`);
     // The connection went because shutdown cut it at the drain deadline, not because the caller left.
     const cutByShutdown = end.status === 'client_aborted' && this.#shutdown.cutting;
@@ -148,7 +210,7 @@ export class MeteredCall {
       reasoningTokens: usage?.reasoningTokens ?? 0,
       costUsd,
       priced,
-      durationMs: Math.round((performance.now() - this.#startedAt) * 1000) / 1000,
+      durationMs: Math.round(((this.#finishedAt = performance.now()) - this.#startedAt) * 1000) / 1000,
       status,
       statusCode: end.statusCode,
       error,
@@ -182,15 +244,28 @@ export class MeteredCall {
       },
       'llm call',
     );
+    const sampled = call.trace.flags === '01';
+    for (const observer of this.#observers) {
+      try {
+        observer.callFinished(span, model ?? null, this, sampled);
+      } catch (error) {
+        // An observer is reporting, not metering: its fault is logged, never thrown into a response listener.
+        this.#logger.error({ err: (error as Error).message, request_id: span.requestId }, 'call observer failed');
+      }
+    }
     return span;
   }
 
-  #cost(end: CallEnd, usage: TokenUsage | null): { costUsd: number; priced: boolean; failure?: string } {
+  #cost(end: CallEnd, usage: TokenUsage | null): { costUsd: number; priced: boolean; failure?: string; model?: string | undefined } {
     const { call } = this;
     const provider = call.provider;
     if (provider === 'unknown') return { costUsd: 0, priced: false };
     try {
-      if (!usage) return { costUsd: 0, priced: provider === 'local' || end.prices.resolve(provider, call.model) !== undefined };
+      if (!usage) {
+        if (provider === 'local') return { costUsd: 0, priced: true };
+        const entry = end.prices.resolve(provider, call.model);
+        return { costUsd: 0, priced: entry !== undefined, model: entry?.model };
+      }
       let cost = end.prices.cost(provider, call.model, usage);
       // Some callers send an alias the table lacks while the upstream reports the canonical id.
       if (!cost.priced && end.responseModel && end.responseModel !== call.model) {

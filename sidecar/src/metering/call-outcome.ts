@@ -1,6 +1,7 @@
 // How a metered call ends, shared by the native /proxy routes and the /v1 gateway so both record the same
 // span for the same outcome and settle the upstream's breaker the same way.
 
+import { callerGone } from '../http/caller-connection.ts';
 import type { ServerResponse } from 'node:http';
 import type { ProxyError } from '../errors.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
@@ -47,7 +48,7 @@ export function finishRelayedCall(opts: {
 /** A call that failed before a response was relayed: the span says whether the caller left, was refused, or the proxy failed. */
 export function finishFailedCall(call: MeteredCall, prices: PriceTable, error: ProxyError, res: ServerResponse): void {
   if (call.finished) return;
-  const aborted = res.destroyed && !res.writableFinished;
+  const aborted = callerGone(res);
   call.finish({
     prices,
     usage: null,

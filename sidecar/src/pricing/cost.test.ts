@@ -17,7 +17,7 @@ describe('cost formulas', () => {
   it('Gemini: uncached prompt, cached prompt and output (thoughts included) at their prices', () => {
     // gemini-2.5-flash: 476 × 0.30 + 1024 × 0.03 + 500 × 2.50 = 142.8 + 30.72 + 1250 = 1423.52 µ$
     const cost = table.cost('google', 'gemini-2.5-flash', usage({ inputTokens: 1500, cacheReadTokens: 1024, outputTokens: 500, reasoningTokens: 300 }));
-    expect(cost).toEqual({ costUsd: 0.00142352, priced: true });
+    expect(cost).toEqual({ costUsd: 0.00142352, priced: true, model: 'gemini-2.5-flash' });
   });
 
   it('Gemini 2.5 Pro bills the whole request at the long-context tier past 200k prompt tokens', () => {
@@ -42,6 +42,27 @@ describe('cost formulas', () => {
     expect(table.cost('anthropic', 'anthropic.claude-opus-4-1-20250805-v1:0', u).costUsd).toBe(0.09993);
     // claude-haiku-4-5: 1000 × 1 + 100 × 5 = 1500 µ$
     expect(table.cost('anthropic', 'claude-haiku-4-5-20251001', usage({ inputTokens: 1000, outputTokens: 100 })).costUsd).toBe(0.0015);
+  });
+
+  it('prices the current models: GPT-5 family tiers, Gemini 3, Claude without dated snapshots', () => {
+    // gpt-5: 9000 × 1.25 + 1000 × 0.125 + 2000 × 10 = 11250 + 125 + 20000 = 31375 µ$
+    expect(table.cost('openai', 'gpt-5-2025-08-07', usage({ inputTokens: 10_000, cacheReadTokens: 1000, outputTokens: 2000 })).costUsd).toBe(0.031375);
+    // gpt-5.4 at 272000 prompt tokens: 272000 × 2.5 + 1000 × 15 = 695000 µ$
+    expect(table.cost('openai', 'gpt-5.4', usage({ inputTokens: 272_000, outputTokens: 1000 })).costUsd).toBe(0.695);
+    // past it, the whole request at 2× input and cached, 1.5× output:
+    // 172001 × 5 + 100000 × 0.5 + 1000 × 22.5 = 860005 + 50000 + 22500 = 932505 µ$
+    expect(table.cost('openai', 'gpt-5.4', usage({ inputTokens: 272_001, cacheReadTokens: 100_000, outputTokens: 1000 })).costUsd).toBe(0.932505);
+    // gpt-6.2-sol: 6000 × 2 + 4000 × 0.1 + 1000 × 10 = 12000 + 400 + 10000 = 22400 µ$
+    expect(table.cost('openai', 'gpt-6.2-sol', usage({ inputTokens: 10_000, cacheReadTokens: 4000, outputTokens: 1000 })).costUsd).toBe(0.0224);
+    // gemini-3-pro-preview past 200k: 200001 × 4 + 1000 × 18 = 800004 + 18000 = 818004 µ$
+    expect(table.cost('google', 'gemini-3-pro-preview', usage({ inputTokens: 200_001, outputTokens: 1000 })).costUsd).toBe(0.818004);
+    // gemini-3-flash: 1000 × 0.5 + 1000 × 0.05 + 100 × 3 = 500 + 50 + 300 = 850 µ$
+    expect(table.cost('google', 'gemini-3-flash', usage({ inputTokens: 2000, cacheReadTokens: 1000, outputTokens: 100 })).costUsd).toBe(0.00085);
+    // claude-opus-4-6 on Bedrock: 1000 × 5 + 2000 × 6.25 + 4000 × 0.5 + 500 × 25 = 5000 + 12500 + 2000 + 12500 = 32000 µ$
+    const opus = usage({ inputTokens: 7000, cacheWriteTokens: 2000, cacheReadTokens: 4000, outputTokens: 500 });
+    expect(table.cost('anthropic', 'us.anthropic.claude-opus-4-6-v1', opus).costUsd).toBe(0.032);
+    // claude-sonnet-5-5 (cache reads 0.1 since 2026-10-07): 1000 × 2 + 2000 × 2.5 + 4000 × 0.1 + 500 × 10 = 2000 + 5000 + 400 + 5000 = 12400 µ$
+    expect(table.cost('anthropic', 'claude-sonnet-5-5', opus).costUsd).toBe(0.0124);
   });
 
   it('falls back to input price × the provider cached multiplier when an entry has no cached price', () => {

@@ -1,18 +1,34 @@
-// Built-in list prices, USD per million tokens, from the providers' pricing pages (dated 2025–2026; the table
-// is in docs/spans-and-pricing.md). One entry per model; `aliases` lists its ids on other routes that
-// normaliseModelId does not reduce to the canonical id by itself, plus the dated ids for readability.
+// Built-in list prices, USD per million tokens, standard tier (not batch, flex or priority), as the providers'
+// own pages state them; checked on 2026-11-23 (the table and its sources: docs/spans-and-pricing.md). One entry
+// per model; `aliases` lists its ids on other routes that normaliseModelId does not reduce to the canonical id
+// by itself, plus the dated ids for readability.
 //
-// Anthropic 1-hour cache writes cost 2× the input price; the prices we took them from list them for Opus 4/4.1
-// and Sonnet 4/4.5 only, and the same rule gives Haiku 4.5 (2), Claude 3.5 Haiku (1.6) and Opus 4.5 (10).
+// Anthropic 5-minute cache writes cost 1.25× the input price and 1-hour writes 2×; the pricing page lists both.
+// OpenAI bills a GPT-5.4-or-newer request whose prompt exceeds 272K tokens at 2× input and 1.5× output, and
+// Google a Gemini Pro request over 200K at its long-context rates: both are `long_context` tiers here.
 
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
 
-function claude(
-  model: string,
-  snapshot: string,
-  prices: { input: number; cached: number; write5m: number; write1h: number; output: number },
-  extraAliases: string[] = [],
-): PriceEntry {
+interface ClaudePrices {
+  input: number;
+  cached: number;
+  write5m: number;
+  write1h: number;
+  output: number;
+}
+
+function claudeRates(prices: ClaudePrices): Omit<PriceEntry, 'provider' | 'model'> {
+  return {
+    input_per_million: prices.input,
+    cached_input_per_million: prices.cached,
+    cache_write_per_million: prices.write5m,
+    cache_write_1h_per_million: prices.write1h,
+    output_per_million: prices.output,
+  };
+}
+
+/** Claude models up to 4.5 carry a dated snapshot in every id. */
+function claude(model: string, snapshot: string, prices: ClaudePrices, extraAliases: string[] = []): PriceEntry {
   return {
     provider: 'anthropic',
     model,
@@ -23,12 +39,16 @@ function claude(
       `us.anthropic.${model}-${snapshot}-v1:0`, // Bedrock cross-region inference profile
       ...extraAliases,
     ],
-    input_per_million: prices.input,
-    cached_input_per_million: prices.cached,
-    cache_write_per_million: prices.write5m,
-    cache_write_1h_per_million: prices.write1h,
-    output_per_million: prices.output,
+    ...claudeRates(prices),
   };
+}
+
+/**
+ * Claude models from 4.6 on have no dated snapshot: one id on the Anthropic API and Vertex AI, and
+ * `anthropic.<id>-v1` on Bedrock (its geography prefixes and a `:0` revision normalise to it).
+ */
+function claudeUndated(model: string, prices: ClaudePrices, extraAliases: string[] = []): PriceEntry {
+  return { provider: 'anthropic', model, aliases: [`anthropic.${model}-v1`, ...extraAliases], ...claudeRates(prices) };
 }
 
 function gemini(model: string, input: number, cached: number, output: number, extra: Partial<PriceEntry> = {}): PriceEntry {
@@ -43,30 +63,92 @@ function gemini(model: string, input: number, cached: number, output: number, ex
   };
 }
 
-function openai(model: string, input: number, cached: number, output: number, aliases: string[] = []): PriceEntry {
-  return { provider: 'openai', model, aliases, input_per_million: input, cached_input_per_million: cached, output_per_million: output };
+/** Gemini Pro past 200K prompt tokens: 2× input and cached, 1.5× output. */
+function geminiLong(input: number, cached: number, output: number): Partial<PriceEntry> {
+  return { long_context: { threshold_tokens: 200_000, input_per_million: input * 2, cached_input_per_million: cached * 2, output_per_million: output * 1.5 } };
 }
 
+/** An OpenAI model: its prices, then its other ids and, for GPT-5.4 and newer, the long-context tier. */
+function openai(model: string, input: number, cached: number, output: number, more: { aliases?: string[]; long?: boolean } = {}): PriceEntry {
+  const entry: PriceEntry = { provider: 'openai', model, aliases: more.aliases ?? [], input_per_million: input, cached_input_per_million: cached, output_per_million: output };
+  return more.long === true ? { ...entry, ...openaiLong(input, cached, output) } : entry;
+}
+
+/** GPT-5.4 and newer past 272K prompt tokens: 2× input and cached, 1.5× output, for the whole request. */
+function openaiLong(input: number, cached: number, output: number): Partial<PriceEntry> {
+  return { long_context: { threshold_tokens: 272_000, input_per_million: input * 2, cached_input_per_million: cached * 2, output_per_million: output * 1.5 } };
+}
+
+const OPUS_4 = { input: 15, cached: 1.5, write5m: 18.75, write1h: 30, output: 75 };
+const OPUS_4_5 = { input: 5, cached: 0.5, write5m: 6.25, write1h: 10, output: 25 };
+const SONNET_4 = { input: 3, cached: 0.3, write5m: 3.75, write1h: 6, output: 15 };
+const SONNET_5 = { input: 2, cached: 0.2, write5m: 2.5, write1h: 4, output: 10 };
+const FABLE_5 = { input: 10, cached: 1, write5m: 12.5, write1h: 20, output: 50 };
+
 export const DEFAULT_PRICES: readonly PriceEntry[] = [
-  gemini('gemini-2.5-pro', 1.25, 0.125, 10, {
-    long_context: { threshold_tokens: 200_000, input_per_million: 2.5, output_per_million: 15, cached_input_per_million: 0.25 },
-  }),
+  // Google: ai.google.dev/gemini-api/docs/pricing, cloud.google.com/vertex-ai/generative-ai/pricing.
+  gemini('gemini-2.5-pro', 1.25, 0.125, 10, { long_context: { threshold_tokens: 200_000, input_per_million: 2.5, output_per_million: 15, cached_input_per_million: 0.25 } }),
   gemini('gemini-2.5-flash', 0.3, 0.03, 2.5),
   gemini('gemini-2.5-flash-lite', 0.1, 0.01, 0.4),
+  gemini('gemini-3-pro', 2, 0.2, 12, geminiLong(2, 0.2, 12)),
+  gemini('gemini-3.1-pro', 2, 0.2, 12, geminiLong(2, 0.2, 12)),
+  gemini('gemini-3-flash', 0.5, 0.05, 3),
+  gemini('gemini-3.1-flash-lite', 0.25, 0.025, 1.5),
+  gemini('gemini-3.5-flash', 1.5, 0.15, 9),
+  gemini('gemini-3.5-flash-lite', 0.3, 0.03, 2.5),
+  // Introductory price through 2026-12-31; from 2027-01-01 the page gives 1.5 / 7.5.
+  gemini('gemini-3.8-flash', 0.75, 0.075, 3.75),
 
-  openai('gpt-4o', 2.5, 1.25, 10, ['gpt-4o-2024-08-06', 'gpt-4o-2024-11-20']),
-  openai('gpt-4o-mini', 0.15, 0.075, 0.6, ['gpt-4o-mini-2024-07-18']),
-  openai('gpt-4.1', 2, 0.5, 8, ['gpt-4.1-2025-04-14']),
-  openai('gpt-4.1-mini', 0.4, 0.1, 1.6, ['gpt-4.1-mini-2025-04-14']),
-  openai('gpt-4.1-nano', 0.1, 0.025, 0.4, ['gpt-4.1-nano-2025-04-14']),
-  openai('o3', 2, 0.5, 8, ['o3-2025-04-16']),
-  openai('o4-mini', 1.1, 0.275, 4.4, ['o4-mini-2025-04-16']),
+  // OpenAI: developers.openai.com/api/docs/pricing and each model's page.
+  openai('gpt-4o', 2.5, 1.25, 10, { aliases: ['gpt-4o-2024-08-06', 'gpt-4o-2024-11-20'] }),
+  openai('gpt-4o-mini', 0.15, 0.075, 0.6, { aliases: ['gpt-4o-mini-2024-07-18'] }),
+  openai('gpt-4.1', 2, 0.5, 8, { aliases: ['gpt-4.1-2025-04-14'] }),
+  openai('gpt-4.1-mini', 0.4, 0.1, 1.6, { aliases: ['gpt-4.1-mini-2025-04-14'] }),
+  openai('gpt-4.1-nano', 0.1, 0.025, 0.4, { aliases: ['gpt-4.1-nano-2025-04-14'] }),
+  openai('o3', 2, 0.5, 8, { aliases: ['o3-2025-04-16'] }),
+  openai('o4-mini', 1.1, 0.275, 4.4, { aliases: ['o4-mini-2025-04-16'] }),
+  openai('gpt-5', 1.25, 0.125, 10, { aliases: ['gpt-5-2025-08-07', 'gpt-5-chat-latest', 'gpt-5-codex'] }),
+  openai('gpt-5-mini', 0.25, 0.025, 2, { aliases: ['gpt-5-mini-2025-08-07'] }),
+  openai('gpt-5-nano', 0.05, 0.005, 0.4, { aliases: ['gpt-5-nano-2025-08-07'] }),
+  openai('gpt-5.1', 1.25, 0.125, 10, { aliases: ['gpt-5.1-chat-latest', 'gpt-5.1-codex', 'gpt-5.1-codex-max'] }),
+  openai('gpt-5.1-codex-mini', 0.25, 0.025, 2),
+  openai('gpt-5.2', 1.75, 0.175, 14, { aliases: ['gpt-5.2-chat-latest', 'gpt-5.2-codex'] }),
+  openai('gpt-5.4', 2.5, 0.25, 15, { long: true }),
+  openai('gpt-5.4-mini', 0.75, 0.075, 4.5, { long: true }),
+  openai('gpt-5.5', 5, 0.5, 30, { long: true }),
+  // Sol's page states a promotional price "at least until November 21, 2026"; its list price is 5 / 0.5 / 30.
+  openai('gpt-5.6-sol', 4, 0.4, 20, { aliases: ['gpt-5.6'], long: true }),
+  openai('gpt-5.6-terra', 2, 0.2, 12, { long: true }),
+  openai('gpt-5.6-luna', 0.2, 0.02, 1.2, { long: true }),
+  // GPT-6: gpt-6.2-sol from its model page, the others as several sources quote OpenAI's pages (docs/spans-and-pricing.md).
+  openai('gpt-6-astra', 10, 1, 50, { long: true }),
+  openai('gpt-6-sol', 2, 0.2, 10, { long: true }),
+  openai('gpt-6-luna', 0.1, 0.01, 0.5, { long: true }),
+  openai('gpt-6.1-sol', 2, 0.1, 10, { long: true }),
+  openai('gpt-6.1-terra', 1, 0.05, 5, { long: true }),
+  openai('gpt-6.2-astra', 8, 0.4, 40, { long: true }),
+  openai('gpt-6.2-sol', 2, 0.1, 10, { long: true }),
 
-  claude('claude-opus-4', '20250514', { input: 15, cached: 1.5, write5m: 18.75, write1h: 30, output: 75 }, ['claude-opus-4-0', 'claude-4-opus']),
-  claude('claude-opus-4-1', '20250805', { input: 15, cached: 1.5, write5m: 18.75, write1h: 30, output: 75 }, ['claude-opus-4.1']),
-  claude('claude-sonnet-4', '20250514', { input: 3, cached: 0.3, write5m: 3.75, write1h: 6, output: 15 }, ['claude-sonnet-4-0', 'claude-4-sonnet']),
-  claude('claude-sonnet-4-5', '20250929', { input: 3, cached: 0.3, write5m: 3.75, write1h: 6, output: 15 }, ['claude-sonnet-4.5']),
+  // Anthropic: platform.claude.com/docs/en/about-claude/pricing and each model's overview page.
+  claude('claude-opus-4', '20250514', OPUS_4, ['claude-opus-4-0', 'claude-4-opus']),
+  claude('claude-opus-4-1', '20250805', OPUS_4, ['claude-opus-4.1']),
+  claude('claude-sonnet-4', '20250514', SONNET_4, ['claude-sonnet-4-0', 'claude-4-sonnet']),
+  claude('claude-sonnet-4-5', '20250929', SONNET_4, ['claude-sonnet-4.5']),
   claude('claude-haiku-4-5', '20251001', { input: 1, cached: 0.1, write5m: 1.25, write1h: 2, output: 5 }, ['claude-haiku-4.5']),
   claude('claude-3-5-haiku', '20241022', { input: 0.8, cached: 0.08, write5m: 1, write1h: 1.6, output: 4 }, ['claude-3.5-haiku']),
-  claude('claude-opus-4-5', '20251101', { input: 5, cached: 0.5, write5m: 6.25, write1h: 10, output: 25 }, ['claude-opus-4.5']),
+  claude('claude-opus-4-5', '20251101', OPUS_4_5, ['claude-opus-4.5']),
+  claudeUndated('claude-opus-4-6', OPUS_4_5, ['claude-opus-4.6']),
+  claudeUndated('claude-sonnet-4-6', SONNET_4, ['claude-sonnet-4.6']),
+  claudeUndated('claude-opus-4-7', OPUS_4_5, ['claude-opus-4.7']),
+  claudeUndated('claude-opus-4-8', OPUS_4_5, ['claude-opus-4.8']),
+  claudeUndated('claude-opus-5', OPUS_4_5),
+  claudeUndated('claude-sonnet-5', SONNET_5),
+  claudeUndated('claude-opus-5-5', { input: 4, cached: 0.2, write5m: 5, write1h: 8, output: 20 }, ['claude-opus-5.5']),
+  // Sonnet 5.5's cache reads were cut to 0.05× input on 2026-10-07.
+  claudeUndated('claude-sonnet-5-5', { ...SONNET_5, cached: 0.1 }, ['claude-sonnet-5.5']),
+  claudeUndated('claude-fable-5', FABLE_5),
+  claudeUndated('claude-fable-5-1', { ...FABLE_5, cached: 0.25 }, ['claude-fable-5.1']),
+  // Mythos (limited availability) is priced as Fable of the same version.
+  claudeUndated('claude-mythos-5', FABLE_5),
+  claudeUndated('claude-mythos-5-1', { ...FABLE_5, cached: 0.25 }, ['claude-mythos-5.1']),
 ];

@@ -17,6 +17,8 @@ const SUFFIXES: readonly RegExp[] = [
 // A Bedrock cross-region inference profile puts a geography before the provider: us., eu., apac., us-gov., global.
 const BEDROCK_PREFIX = /^(?:[a-z]{2,6}(?:-[a-z]+)?\.)?(?:anthropic|amazon|meta|mistral|cohere|ai21|openai|deepseek|qwen)\./;
 
+const BEDROCK_BARE_VERSION = /-v\d+$/;
+
 export function normaliseModelId(model: string): string {
   let id = model.trim().toLowerCase();
   if (id.includes('%')) {
@@ -29,7 +31,11 @@ export function normaliseModelId(model: string): string {
   // Resource paths and ARNs: publishers/google/models/x, google/x, arn:…:inference-profile/x
   const slash = id.lastIndexOf('/');
   if (slash !== -1) id = id.slice(slash + 1);
+  const bedrock = BEDROCK_PREFIX.test(id);
   id = id.replace(BEDROCK_PREFIX, '');
+  // Bedrock ids of models without a dated snapshot end in a bare version (`anthropic.claude-opus-4-6-v1`);
+  // only there, since a bare `-vN` can be part of another provider's model name.
+  if (bedrock) id = id.replace(BEDROCK_BARE_VERSION, '');
   for (let changed = true; changed;) {
     changed = false;
     for (const suffix of SUFFIXES) {

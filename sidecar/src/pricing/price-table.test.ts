@@ -42,6 +42,18 @@ describe('model id resolution', () => {
       ['openai', 'gpt-4o-2024-08-06', 'gpt-4o'],
       ['openai', 'gpt-4o-mini-2024-07-18', 'gpt-4o-mini'],
       ['openai', 'o4-mini-2025-04-16', 'o4-mini'],
+      // models without dated snapshots: one id on the Anthropic API and Vertex AI, -v1 on Bedrock
+      ['anthropic', 'claude-opus-4-6', 'claude-opus-4-6'],
+      ['anthropic', 'anthropic.claude-opus-4-6-v1', 'claude-opus-4-6'],
+      ['anthropic', 'global.anthropic.claude-sonnet-4-6-v1:0', 'claude-sonnet-4-6'],
+      ['anthropic', 'us.anthropic.claude-opus-4-7-v1', 'claude-opus-4-7'],
+      ['anthropic', 'claude-sonnet-5-5', 'claude-sonnet-5-5'],
+      ['google', 'gemini-3-pro-preview', 'gemini-3-pro'],
+      ['google', 'google/gemini-3-flash-preview', 'gemini-3-flash'],
+      ['google', 'gemini-3.1-flash-lite-preview', 'gemini-3.1-flash-lite'],
+      ['openai', 'gpt-5-2025-08-07', 'gpt-5'],
+      ['openai', 'gpt-5.1-codex', 'gpt-5.1'],
+      ['openai', 'gpt-5.6', 'gpt-5.6-sol'],
     ];
     for (const [provider, id, model] of cases) expect(table.resolve(provider, id)?.model, id).toBe(model);
   });
@@ -53,6 +65,20 @@ describe('model id resolution', () => {
     expect(table.resolve('openai', 'gpt-4.1-nano')?.model).toBe('gpt-4.1-nano');
     expect(table.resolve('anthropic', 'claude-opus-4-5-20251101')?.model).toBe('claude-opus-4-5');
     expect(table.resolve('anthropic', 'claude-opus-4-20250514')?.model).toBe('claude-opus-4');
+    expect(table.resolve('anthropic', 'claude-opus-5')?.model).toBe('claude-opus-5');
+    expect(table.resolve('anthropic', 'claude-opus-5-5')?.model).toBe('claude-opus-5-5');
+    expect(table.resolve('anthropic', 'claude-mythos-5-1')?.model).toBe('claude-mythos-5-1');
+    expect(table.resolve('anthropic', 'claude-sonnet-5-5')?.cached_input_per_million).toBe(0.1);
+    expect(table.resolve('openai', 'gpt-5-mini')?.model).toBe('gpt-5-mini');
+    expect(table.resolve('openai', 'gpt-5.1-codex-mini')?.model).toBe('gpt-5.1-codex-mini');
+    expect(table.resolve('openai', 'gpt-6-sol')?.model).toBe('gpt-6-sol');
+    expect(table.resolve('openai', 'gpt-6.1-sol')?.model).toBe('gpt-6.1-sol');
+    expect(table.resolve('openai', 'gpt-6.2-sol')?.model).toBe('gpt-6.2-sol');
+    expect(table.resolve('openai', 'gpt-6.2-astra')?.model).toBe('gpt-6.2-astra');
+    expect(table.resolve('openai', 'gpt-6')).toBeUndefined();
+    expect(table.resolve('google', 'gemini-3.1-pro-preview')?.model).toBe('gemini-3.1-pro');
+    expect(table.resolve('google', 'gemini-3.5-flash-lite')?.model).toBe('gemini-3.5-flash-lite');
+    expect(table.resolve('google', 'gemini-3.5-flash')?.model).toBe('gemini-3.5-flash');
     expect(table.resolve('anthropic', 'claude-sonnet-3-7')).toBeUndefined();
     expect(table.resolve('anthropic', '')).toBeUndefined();
   });
@@ -84,7 +110,7 @@ describe('mergePriceEntries', () => {
       // Prices are replaced as a whole: the default cached price is not mixed into the override.
       expect(entry?.cached_input_per_million).toBeUndefined();
     }
-    expect(table.cost('anthropic', 'us.anthropic.claude-sonnet-4-20250514-v1:0', oneMillionIn)).toEqual({ costUsd: 4, priced: true });
+    expect(table.cost('anthropic', 'us.anthropic.claude-sonnet-4-20250514-v1:0', oneMillionIn)).toEqual({ costUsd: 4, priced: true, model: 'claude-sonnet-4' });
     // The defaults are not modified.
     expect(DEFAULT_PRICES.find((e) => e.model === 'claude-sonnet-4')?.input_per_million).toBe(3);
   });
@@ -110,7 +136,7 @@ describe('mergePriceEntries', () => {
     expect(table.models()).toHaveLength(DEFAULT_PRICES.length - 1);
     // Enabling it again with new prices brings it back.
     const again = mergePriceEntries(DEFAULT_PRICES, [disabled, { provider: 'google', model: 'gemini-2.5-pro', input_per_million: 1, output_per_million: 8 }]);
-    expect(new PriceTable(again, { ...DEFAULT_CACHE_SETTINGS }).cost('google', 'gemini-2.5-pro', oneMillionIn)).toEqual({ costUsd: 1, priced: true });
+    expect(new PriceTable(again, { ...DEFAULT_CACHE_SETTINGS }).cost('google', 'gemini-2.5-pro', oneMillionIn)).toEqual({ costUsd: 1, priced: true, model: 'gemini-2.5-pro' });
   });
 });
 

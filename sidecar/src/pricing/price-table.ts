@@ -112,12 +112,13 @@ export class PriceTable {
   }
 
   /** Cost of one call. Provider `local` is free and counts as priced; an unknown model costs 0, unpriced. */
-  cost(provider: Provider, model: string, usage: TokenUsage): { costUsd: number; priced: boolean } {
+  /** `model` is the entry's canonical id when one priced the call (the metrics' bounded model label). */
+  cost(provider: Provider, model: string, usage: TokenUsage): { costUsd: number; priced: boolean; model?: string } {
     if (provider === 'local') return { costUsd: 0, priced: true };
     const entry = this.resolve(provider, model);
     if (entry === undefined) return { costUsd: 0, priced: false };
     const cache = this.#cache[provider] ?? DEFAULT_CACHE_SETTINGS[provider];
-    return { costUsd: costUsd(provider, entry, usage, cache), priced: true };
+    return { costUsd: costUsd(provider, entry, usage, cache), priced: true, model: entry.model };
   }
 
   /** Enabled entries, for GET /v1/models. */

@@ -1,5 +1,5 @@
 // What the routes that speak OpenAI's format share (beta, alpha-compat): a native call's body names the model
-// and the user, and a streamed call gets stream_options.include_usage added so its usage can be metered; on
+// and the user, and a streamed chat completion gets stream_options.include_usage added so its usage can be metered; on
 // /v1 the chat request passes through with only its model replaced.
 
 import { injectStreamUsage, requestNeedsInjectedUsage } from '../usage/extractor.ts';
@@ -11,9 +11,12 @@ export function planOpenAiNative(route: string, call: NativeCall): UpstreamReque
   const { body, method, rest, query } = call;
   if (!body || body.length === 0) return forwardedAsIs(rest + query, body, 'unknown', 'chat');
   const json = parseRouteJson(body, route);
-  const model = bodyModel(json, route, method === 'POST' && rest.endsWith('/chat/completions'));
+  const chatCompletions = method === 'POST' && rest.endsWith('/chat/completions');
+  const model = bodyModel(json, route, chatCompletions);
   const user = openAiRequestUser(json);
-  if (requestNeedsInjectedUsage(json)) {
+  // Only chat completions need asking for stream usage; the Responses API always ends its stream with it and
+  // refuses stream_options.include_usage (Codex streams through /v1/responses).
+  if (chatCompletions && requestNeedsInjectedUsage(json)) {
     const rewritten = Buffer.from(JSON.stringify(injectStreamUsage(json)));
     return { path: rest + query, body: rewritten, model, operation: 'chat', stripInjectedUsage: true, bodyUserId: user };
   }

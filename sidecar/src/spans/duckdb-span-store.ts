@@ -14,7 +14,7 @@ import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type { Logger } from 'pino';
 import { type ColumnType, recordToSpan, SPAN_COLUMNS, spanToRecord } from './span-columns.ts';
 import type { SpanStore } from './span-store.ts';
-import { SpanStoreOpenError } from './sqlite-span-schema.ts';
+import { SpanStoreOpenError } from './span-store.ts';
 import { type SpendGroupTotal, spendReport } from './spend.ts';
 import { type SpendSqlDialect, spendStatement } from './spend-sql.ts';
 

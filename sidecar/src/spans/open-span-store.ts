@@ -1,17 +1,15 @@
 // storage.kind → the span store, for the proxy (which writes, and creates the file or table) and for the spend
-// report (which only reads what is there). The embedded stores open synchronously; DuckDB and the remote
-// stores are opened here asynchronously, before the engine is built (main.ts, spend-cli.ts). Their client
-// libraries are loaded only when configured: a proxy on SQLite never pays their memory.
+// report (which only reads what is there): the one place a new store kind is added. Each kind's module and its
+// driver (better-sqlite3, DuckDB, a cloud SDK) is imported only when that kind is configured, so a process pays
+// memory only for the store it uses (ADR 0003). Stores are opened before the engine is built (main.ts,
+// spend-cli.ts).
 
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { ConfigError } from '../../../contracts/config-error.ts';
 import type { StorageConfig } from '../../../contracts/runtime-config.ts';
 import { REMOTE_STORAGE_KINDS, STORAGE_DEFAULTS } from '../../../contracts/storage-config.ts';
-import { openMemorySpanStore } from './memory-span-store.ts';
 import type { SpanStore } from './span-store.ts';
 import type { SpanRetryPolicy } from './span-writer.ts';
-import { openSqliteSpanStore } from './sqlite-span-store.ts';
 
 export interface OpenedSpanStore {
   kind: StorageConfig['kind'];
@@ -43,24 +41,20 @@ export function duckDbPath(storage: StorageConfig, env: NodeJS.ProcessEnv): stri
   return env.TOLLGATE_STATE_DIR ? join(env.TOLLGATE_STATE_DIR, STORAGE_DEFAULTS.duckdbPodFile) : STORAGE_DEFAULTS.duckdbFile;
 }
 
-/** SQLite or memory: what can be opened without waiting (tests build engines this way). */
-export function openLocalSpanStore(storage: StorageConfig, logger: Logger, purpose: OpenSpanStoreOptions['purpose'] = 'proxy'): OpenedSpanStore {
-  if (storage.kind === 'memory') return { kind: 'memory', store: openMemorySpanStore(storage.bufferSize), location: 'memory', remote: false };
-  if (storage.kind === 'sqlite') {
-    const store = openSqliteSpanStore(storage.path, { logger, maxSpans: storage.maxSpans, mustExist: purpose === 'report' });
-    return { kind: 'sqlite', store, location: storage.path, remote: false };
-  }
-  throw new ConfigError('storage.kind', `${storage.kind} is opened asynchronously (openSpanStore)`);
-}
-
 /** Opens the configured store. Throws ConfigError for missing settings and SpanStoreOpenError for a file that cannot be opened. */
 export async function openSpanStore(storage: StorageConfig, options: OpenSpanStoreOptions): Promise<OpenedSpanStore> {
   const { logger, env, purpose } = options;
   const remote = { remote: true, retry: REMOTE_STORE_RETRY } as const;
   switch (storage.kind) {
-    case 'sqlite':
-    case 'memory':
-      return openLocalSpanStore(storage, logger, purpose);
+    case 'memory': {
+      const { openMemorySpanStore } = await import('./memory-span-store.ts');
+      return { kind: 'memory', store: openMemorySpanStore(storage.bufferSize), location: 'memory', remote: false };
+    }
+    case 'sqlite': {
+      const { openSqliteSpanStore } = await import('./sqlite-span-store.ts');
+      const store = openSqliteSpanStore(storage.path, { logger, maxSpans: storage.maxSpans, mustExist: purpose === 'report' });
+      return { kind: 'sqlite', store, location: storage.path, remote: false };
+    }
     case 'duckdb': {
       const path = duckDbPath(storage, env);
       const { openDuckDbSpanStore } = await import('./duckdb-span-store.ts');

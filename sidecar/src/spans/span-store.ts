@@ -22,6 +22,16 @@ export interface SpanStore {
   close(): void | Promise<void>;
 }
 
+/** The span file (or its folder) cannot be created or opened: a setting to fix, so start-up reports it as one. */
+export class SpanStoreOpenError extends Error {
+  readonly path: string;
+  constructor(path: string, cause: unknown) {
+    super(`cannot open span store ${path}: ${(cause as Error).message}`, { cause });
+    this.name = 'SpanStoreOpenError';
+    this.path = path;
+  }
+}
+
 /**
  * A failed write that says whether trying again can help: a remote store that is unreachable, overloaded or
  * timing out is retryable (the writer backs off and tries again), a row the store refuses is not.

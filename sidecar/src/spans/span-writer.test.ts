@@ -83,7 +83,7 @@ describe('SpanWriter', () => {
     expect(store.batches).toEqual([]);
     await turns();
     expect(store.batches).toEqual([10, 10]);
-    expect(w.stats()).toEqual({ recorded: 25, written: 20, dropped: 0, buffered: 5, writeErrors: 0 });
+    expect(w.stats()).toEqual({ recorded: 25, written: 20, dropped: 0, buffered: 5, writeErrors: 0, droppedBufferFull: 0, failing: false });
     await w.flush();
     expect(store.batches).toEqual([10, 10, 5]);
     expect(
@@ -114,7 +114,7 @@ describe('SpanWriter', () => {
     await w.close();
     expect(store.count()).toBe(7);
     w.record(sampleSpan());
-    expect(w.stats()).toEqual({ recorded: 7, written: 7, dropped: 1, buffered: 0, writeErrors: 0 });
+    expect(w.stats()).toEqual({ recorded: 7, written: 7, dropped: 1, buffered: 0, writeErrors: 0, droppedBufferFull: 1, failing: false });
     expect(lines.map((l) => l.msg)).toEqual(['span recorded after the span writer closed; dropped']);
   });
 
@@ -141,7 +141,7 @@ describe('SpanWriter', () => {
     await turns();
     expect(full()).toHaveLength(2);
     expect(full()[1]).toMatchObject({ dropped: 5, droppedSinceLastLog: 2 });
-    expect(w.stats()).toEqual({ recorded: 10, written: 0, dropped: 5, buffered: 10, writeErrors: 0 });
+    expect(w.stats()).toEqual({ recorded: 10, written: 0, dropped: 5, buffered: 10, writeErrors: 0, droppedBufferFull: 5, failing: false });
     void w.close();
   });
 
@@ -172,7 +172,7 @@ describe('SpanWriter', () => {
     const w = writer(store, { bufferSize: 1000, batchSize: 50 });
     for (const s of spans(260)) w.record(s);
     await w.close();
-    expect(w.stats()).toEqual({ recorded: 260, written: 260, dropped: 0, buffered: 0, writeErrors: 0 });
+    expect(w.stats()).toEqual({ recorded: 260, written: 260, dropped: 0, buffered: 0, writeErrors: 0, droppedBufferFull: 0, failing: false });
     expect(store.count()).toBe(260);
     await store.close();
   });
@@ -195,7 +195,7 @@ describe('SpanWriter', () => {
     other.exec('COMMIT');
     other.close();
     await w.flush();
-    expect(w.stats()).toEqual({ recorded: 4, written: 4, dropped: 0, buffered: 0, writeErrors: 1 });
+    expect(w.stats()).toEqual({ recorded: 4, written: 4, dropped: 0, buffered: 0, writeErrors: 1, droppedBufferFull: 0, failing: false });
     expect(store.count()).toBe(4);
     await w.close();
     await store.close();
@@ -209,7 +209,7 @@ describe('SpanWriter', () => {
     const w = writer(store, { batchSize: 3 }, logger);
     for (const s of spans(3)) w.record(s);
     await w.flush();
-    expect(w.stats()).toEqual({ recorded: 3, written: 0, dropped: 3, buffered: 0, writeErrors: 2 });
+    expect(w.stats()).toEqual({ recorded: 3, written: 0, dropped: 3, buffered: 0, writeErrors: 2, droppedBufferFull: 0, failing: true });
     expect(lines.map((l) => l.msg)).toEqual(['failed to write spans; will retry once', 'failed to write spans; batch dropped']);
     expect(lines[1]).toMatchObject({ level: 50, spans: 3, dropped: 3, writeErrors: 2 });
     expect(JSON.stringify(lines[1]?.err)).toMatch(/not open/);

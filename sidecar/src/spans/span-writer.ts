@@ -42,11 +42,15 @@ export interface SpanWriterStats {
   /** Spans accepted into the buffer. */
   recorded: number;
   written: number;
-  /** Spans lost: buffer full, or a batch that failed twice. */
+  /** Spans lost: buffer full, or a batch that failed all its attempts. */
   dropped: number;
   buffered: number;
   /** Failed store writes (each retry counts). */
   writeErrors: number;
+  /** Of `dropped`, the spans lost because the buffer was full (the rest were in batches that failed all their attempts). */
+  droppedBufferFull: number;
+  /** The store's last write attempt failed (cleared by the next one that succeeds). */
+  failing: boolean;
 }
 
 /**
@@ -84,6 +88,7 @@ export class SpanWriter {
   #dropped = 0;
   #writeErrors = 0;
   #bufferFullDrops = 0;
+  #failing = false;
   #lastDropLog = -Infinity;
   #dropsAtLastLog = 0;
 
@@ -200,6 +205,8 @@ export class SpanWriter {
       dropped: this.#dropped,
       buffered: this.#size + (this.#retry?.length ?? 0) + this.#inFlightCount,
       writeErrors: this.#writeErrors,
+      droppedBufferFull: this.#bufferFullDrops,
+      failing: this.#failing,
     };
   }
 
@@ -239,6 +246,7 @@ export class SpanWriter {
     }
     if (pending === undefined) {
       this.#written += batch.length;
+      this.#failing = false;
       return undefined;
     }
     this.#inFlightCount = batch.length;
@@ -247,6 +255,7 @@ export class SpanWriter {
       .then(
         () => {
           this.#written += batch.length;
+          this.#failing = false;
           // close() gave up on this batch and counted it as dropped; it made it after all.
           if (this.#abandoned === batch) this.#dropped -= batch.length;
         },
@@ -262,6 +271,7 @@ export class SpanWriter {
 
   #failed(batch: Span[], attempt: number, err: unknown): void {
     this.#writeErrors++;
+    this.#failing = true;
     this.#lastError = { at: new Date(this.#now()).toISOString(), message: err instanceof Error ? err.message : String(err) };
     const retryable = isRetryableWriteError(err);
     const policy = retryable ? this.#retryPolicy : RETRY_ONCE;

@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import type { Span } from './span.ts';
 import { type ColumnType, recordToSpan, SPAN_COLUMNS, SPAN_SCHEMA_VERSION, spanToRecord } from './span-columns.ts';
+import { SpanStoreOpenError } from './span-store.ts';
 
 /** Stored in PRAGMA user_version. */
 export { SPAN_SCHEMA_VERSION };
@@ -88,16 +89,6 @@ export function openSpanDatabase(path: string, migrate: boolean, logger?: Logger
   } catch (err) {
     db?.close();
     throw new SpanStoreOpenError(path, err);
-  }
-}
-
-/** The span file (or its folder) cannot be created or opened: a setting to fix, so start-up reports it as one. */
-export class SpanStoreOpenError extends Error {
-  readonly path: string;
-  constructor(path: string, cause: unknown) {
-    super(`cannot open span store ${path}: ${(cause as Error).message}`, { cause });
-    this.name = 'SpanStoreOpenError';
-    this.path = path;
   }
 }
 

@@ -1,5 +1,5 @@
 import { describeSpanStoreConformance } from '../../../test/support/span-store-conformance.ts';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sampleSpan } from './sample-span.ts';
 import type { LocalSpanStore as SpanStore } from './span-store.ts';
 import { SPAN_SCHEMA_VERSION } from './sqlite-span-schema.ts';
-import { openSqliteSpanStore } from './sqlite-span-store.ts';
+import { INLINE_ROWS_PER_TURN, openSqliteSpanStore } from './sqlite-span-store.ts';
 
 let dir: string;
 const open: SpanStore[] = [];
@@ -226,6 +226,43 @@ describe.each(['worker', 'inline'] as const)('span retention, writes %s', (write
     } finally {
       db.close();
     }
+  });
+});
+
+describe('where SQLite writes run by default', () => {
+  // /dev/shm is tmpfs on Linux, as a pod's state volume (an emptyDir with medium: Memory) is.
+  it.runIf(existsSync('/dev/shm'))('on the event loop for a file in memory, where a commit waits on no disk: a large batch a slice per turn, all or none', async () => {
+    const shm = mkdtempSync('/dev/shm/tollgate-spans-');
+    try {
+      const store = openSqliteSpanStore(join(shm, 'spans.db'));
+      // a small batch is written before insertBatch returns: no worker round trip
+      expect(store.insertBatch([sampleSpan({ requestId: 'in-memory' })])).toBeUndefined();
+      expect(store.recent(1).map((s) => s.requestId)).toEqual(['in-memory']);
+
+      const large = Array.from({ length: INLINE_ROWS_PER_TURN * 3 + 1 }, (_, i) => sampleSpan({ requestId: `slice-${i}` }));
+      const written = store.insertBatch(large);
+      expect(written).toBeInstanceOf(Promise);
+      // the first slice is in before the event loop gets a turn; the rest follows, one slice per turn
+      expect(store.recent(200)).toHaveLength(1 + INLINE_ROWS_PER_TURN);
+      await written;
+      expect(store.count()).toBe(large.length + 1);
+
+      // a batch that fails half-way leaves nothing of itself behind
+      const broken = [...large.slice(0, INLINE_ROWS_PER_TURN + 2).map((s) => ({ ...s, requestId: `${s.requestId}-again` })), { ...large[0]!, spanId: null as unknown as string }];
+      await expect(store.insertBatch(broken)).rejects.toThrow(/NOT NULL/);
+      expect(store.recent(500).filter((s) => s.requestId.endsWith('-again'))).toEqual([]);
+      await store.close();
+    } finally {
+      rmSync(shm, { recursive: true, force: true });
+    }
+  });
+
+  it.runIf(statfsSync(tmpdir()).type !== 0x01021994)('in a worker thread for a file on a disk, where a commit can wait on fsync', async () => {
+    const store = openStore(join(dir, 'spans.db'));
+    const written = store.insertBatch([sampleSpan({ requestId: 'on-disk' })]);
+    expect(written).toBeInstanceOf(Promise);
+    await written;
+    expect(store.recent(1).map((s) => s.requestId)).toEqual(['on-disk']);
   });
 });
 

@@ -1,20 +1,28 @@
-// Spans in a SQLite file (better-sqlite3, WAL). Reads run on the calling thread over their own connection;
-// writes run in a worker thread by default (ADR 0400), WAL letting both proceed at once.
+// Spans in a SQLite file (better-sqlite3, WAL). Reads run on the calling thread over their own connection.
+// Writes run in a worker thread when the file is on a disk, where a commit can wait on fsync (ADR 0400), and
+// on the event loop in small transactions when it is in memory (a pod's tmpfs state volume): there a write is
+// CPU only, and a second isolate would cost each pod more memory than all its spans (ADR 0003).
 
-import { existsSync } from 'node:fs';
+import { existsSync, statfsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { setImmediate as yieldTurn } from 'node:timers/promises';
+import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
-import type { LocalSpanStore } from './span-store.ts';
+import type { Span } from './span.ts';
+import { type LocalSpanStore, SpanStoreOpenError } from './span-store.ts';
 import { type SpendGroupTotal, spendReport } from './spend.ts';
 import { type SpendSqlDialect, spendStatement } from './spend-sql.ts';
-import { SpanStoreOpenError, COLUMN_NAMES, INSERT_SQL, openSpanDatabase, PRUNE_SQL, prepareBatchInsert, rowToSpan, spanToValues, type SpanRow } from './sqlite-span-schema.ts';
+import { COLUMN_NAMES, INSERT_SQL, openSpanDatabase, PRUNE_SQL, prepareBatchInsert, rowToSpan, spanToValues, type SpanRow } from './sqlite-span-schema.ts';
 import { SPAN_WORKER_SOURCE, type SpanWorkerData, type WorkerReply, type WorkerRequest } from './sqlite-span-worker.ts';
 
 export interface SqliteSpanStoreOptions {
   logger?: Logger;
-  /** `worker` (default): transactions run in a worker thread. `inline`: on the calling thread. */
+  /**
+   * `worker`: transactions run in a worker thread. `inline`: on the calling thread, INLINE_ROWS_PER_TURN rows
+   * per turn of the event loop. Default: inline when the file is in memory (tmpfs, `:memory:`), else worker.
+   */
   writes?: 'worker' | 'inline';
   /** Keep at most this many spans, dropping the oldest as new ones arrive; 0 (default) keeps all. */
   maxSpans?: number;
@@ -38,6 +46,28 @@ interface SpendResultRow {
   total_tokens: number | null;
 }
 
+/**
+ * Rows written per turn of the event loop when writes run on it: on tmpfs a row costs about 11 µs
+ * (bench/span-writer.ts), so a request that arrives during a write waits at most about 0.2 ms. A batch larger
+ * than this is still one transaction (all or none), written a slice per turn.
+ */
+export const INLINE_ROWS_PER_TURN = 16;
+/** WAL pages before a checkpoint, when writes are inline: each checkpoint then copies at most ~256 KB. */
+const INLINE_WAL_AUTOCHECKPOINT_PAGES = 64;
+const TMPFS_MAGIC = 0x01021994;
+const RAMFS_MAGIC = 0x858458f6;
+
+/** True when the file lives in memory: nothing to fsync, so a commit costs CPU only. */
+function inMemoryFile(path: string): boolean {
+  if (path === ':memory:' || path.includes('mode=memory')) return true;
+  try {
+    const { type } = statfsSync(dirname(path));
+    return type === TMPFS_MAGIC || type === RAMFS_MAGIC;
+  } catch {
+    return false;
+  }
+}
+
 /** Opens (creating or upgrading the schema of) the span file at `path`. Errors name the file. */
 export function openSqliteSpanStore(path: string, options: SqliteSpanStoreOptions = {}): LocalSpanStore {
   if (options.mustExist && !path.startsWith('file:') && path !== ':memory:' && !existsSync(path)) {
@@ -48,15 +78,17 @@ export function openSqliteSpanStore(path: string, options: SqliteSpanStoreOption
   const selectRecent = db.prepare<[number], SpanRow>(`SELECT ${COLUMN_NAMES.join(', ')} FROM spans ORDER BY start_time DESC, rowid DESC LIMIT ?`);
   // count(*) scans a whole index; do it once and keep the number (this process is the file's only writer).
   let rows = (db.prepare<[], { n: number }>('SELECT count(*) AS n FROM spans').get() as { n: number }).n;
-  const inMemory = path === ':memory:' || path.includes('mode=memory');
+  const inMemoryDatabase = path === ':memory:' || path.includes('mode=memory');
   const maxSpans = options.maxSpans ?? 0;
-  const write = options.writes === 'inline' || inMemory ? inlineWriter(db, maxSpans) : workerWriter(path, maxSpans);
+  const inline = inMemoryDatabase || (options.writes ?? (inMemoryFile(path) ? 'inline' : 'worker')) === 'inline';
+  if (inline) db.pragma(`wal_autocheckpoint = ${INLINE_WAL_AUTOCHECKPOINT_PAGES}`);
+  const write = inline ? inlineWriter(db, maxSpans) : workerWriter(path, maxSpans);
   const counted = (n: number) => (maxSpans > 0 ? Math.min(maxSpans, n) : n);
 
   return {
     insertBatch(spans) {
       if (spans.length === 0) return;
-      const done = write.insert(spans.map(spanToValues));
+      const done = write.insert(spans);
       if (done === undefined) {
         rows = counted(rows + spans.length);
         return;
@@ -96,15 +128,54 @@ export function openSqliteSpanStore(path: string, options: SqliteSpanStoreOption
 }
 
 interface BatchWriter {
-  insert(rows: unknown[][]): void | Promise<void>;
+  insert(spans: readonly Span[]): void | Promise<void>;
   /** A read that may take long (a report): in the worker when there is one. */
   query(sql: string, params: Record<string, unknown>): unknown[] | Promise<unknown[]>;
   close(): Promise<void>;
 }
 
+/**
+ * Transactions on the calling thread. A batch of up to INLINE_ROWS_PER_TURN rows is written at once; a larger
+ * one opens its transaction, writes a slice per turn of the event loop and commits (or rolls back) at the end,
+ * so the loop is never held for more than a slice and a batch is still all or none. Reads on this connection
+ * meanwhile may see the rows of the open batch.
+ */
 function inlineWriter(db: Database.Database, maxSpans: number): BatchWriter {
-  const insertBatch = prepareBatchInsert(db, maxSpans);
-  return { insert: insertBatch, query: (sql, params) => db.prepare(sql).all(params), close: async () => {} };
+  const insertAtOnce = prepareBatchInsert(db, maxSpans);
+  const insert = db.prepare(INSERT_SQL);
+  const prune = maxSpans > 0 ? db.prepare(PRUNE_SQL) : null;
+  let inFlight: Promise<void> | null = null;
+  const sliced = async (spans: readonly Span[]): Promise<void> => {
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      for (let i = 0; i < spans.length; i++) {
+        if (i > 0 && i % INLINE_ROWS_PER_TURN === 0) await yieldTurn();
+        insert.run(spanToValues(spans[i]!));
+      }
+      prune?.run(maxSpans);
+      db.exec('COMMIT');
+    } catch (error) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      throw error;
+    }
+  };
+  return {
+    insert(spans) {
+      if (spans.length <= INLINE_ROWS_PER_TURN) {
+        insertAtOnce(spans.map(spanToValues));
+        return;
+      }
+      const done = sliced(spans).finally(() => {
+        inFlight = null;
+      });
+      inFlight = done;
+      return done;
+    },
+    query: (sql, params) => db.prepare(sql).all(params),
+    async close() {
+      await inFlight?.catch(() => undefined);
+    },
+  };
 }
 
 function workerWriter(path: string, maxSpans: number): BatchWriter {
@@ -158,7 +229,8 @@ function workerWriter(path: string, maxSpans: number): BatchWriter {
   };
 
   return {
-    insert(rows) {
+    insert(spans) {
+      const rows = spans.map(spanToValues);
       return send((id) => ({ id, rows })).then(() => undefined);
     },
     async query(query, params) {

@@ -30,6 +30,16 @@ export interface UpstreamResponse {
   body: Readable;
   /** Report how the response ended, so the breaker counts it (a stream that dies mid-way is a failure). */
   settle(outcome: 'success' | 'failure' | 'abandoned'): void;
+  timing: UpstreamTiming;
+}
+
+/** When the exchange with the upstream happened (performance.now()); `endedAt` is set when it is settled. */
+export interface UpstreamTiming {
+  /** The request went out (credentials already attached). */
+  startedAt: number;
+  /** The response headers arrived. */
+  headersAt: number;
+  endedAt: number;
 }
 
 const DEFAULT_TIMEOUT_MS = 300_000;
@@ -98,9 +108,11 @@ export class UpstreamClient {
       throw new ProxyError('circuit_open', `circuit breaker for upstream ${req.route} is open after repeated failures; retry later`);
     }
     let settled = false;
+    const timing: UpstreamTiming = { startedAt: Number.NaN, headersAt: Number.NaN, endedAt: Number.NaN };
     const settle = (outcome: 'success' | 'failure' | 'abandoned') => {
       if (settled) return;
       settled = true;
+      timing.endedAt = performance.now();
       if (outcome === 'success') breaker.onSuccess();
       else if (outcome === 'failure') breaker.onFailure();
       else breaker.release();
@@ -126,6 +138,7 @@ export class UpstreamClient {
         throw error;
       }
       const timeout = config.upstreams[req.route]?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+      timing.startedAt = performance.now();
       const response = await this.#agent.request({
         origin: base.origin,
         path: outgoing.url.pathname + outgoing.url.search,
@@ -136,8 +149,13 @@ export class UpstreamClient {
         headersTimeout: timeout,
         bodyTimeout: timeout,
       });
-      if (response.statusCode >= 500) settle('failure');
-      return { statusCode: response.statusCode, headers: response.headers, body: response.body, settle };
+      timing.headersAt = performance.now();
+      // A 5xx is counted against the breaker at once; the exchange still ends when its body does.
+      if (response.statusCode >= 500) {
+        settle('failure');
+        timing.endedAt = Number.NaN;
+      }
+      return { statusCode: response.statusCode, headers: response.headers, body: response.body, settle, timing };
     } catch (error) {
       // Aborted by the caller's side (it went away, or its body passed the limit): no verdict on the
       // upstream. Checked first, because undici rejects with the abort reason, which may be a ProxyError.

@@ -26,6 +26,9 @@ import { writeLayer, writeOciArchive, type ImageConfig, type Layer } from './oci
 const ASSEMBLER_VERSION = '1';
 // How many most recently used entries each cache folder keeps (an archive is ~200 MB, a snapshot ~300 MB).
 const KEEP_CACHE_ENTRIES = { stages: 16, snapshots: 4, oci: 8, bases: 4 };
+// Entries used this recently are kept beyond that count: another worktree's test run may have built them and
+// not yet imported them into its node (several engineers' runs share the cache; each builds three archives).
+const IN_USE_MS = 60 * 60 * 1000;
 
 export interface BuildRequest {
   dockerfile: string;
@@ -348,14 +351,15 @@ async function copyTree(from: string, to: string): Promise<void> {
   }
 }
 
-/** Keeps the most recently used entries of a cache folder. */
+/** Keeps the most recently used entries of a cache folder, and any used in the last IN_USE_MS. */
 function prune(folder: string, keep: number): void {
   if (!existsSync(folder)) return;
   const entries = readdirSync(folder)
     .filter((n) => !n.includes('.tmp-'))
     .map((n) => ({ path: join(folder, n), mtime: statSync(join(folder, n)).mtimeMs }))
     .sort((a, b) => b.mtime - a.mtime);
-  for (const old of entries.slice(keep)) rmSync(old.path, { recursive: true, force: true });
+  const inUseSince = Date.now() - IN_USE_MS;
+  for (const old of entries.slice(keep)) if (old.mtime < inUseSince) rmSync(old.path, { recursive: true, force: true });
 }
 
 async function baseLayer(base: Base, appDir: string, work: string): Promise<{ layer?: Layer; nodeVersion?: string }> {

@@ -10,6 +10,7 @@ import { allow, responseFor, type AdmissionRequest, type AdmissionResponse } fro
 import type { NamespaceLabelLookup } from './namespace-labels.ts';
 import type { AuditLookup } from './proxy-config-audit.ts';
 import { ANNOTATIONS } from '../annotations.ts';
+import type { WebhookMetrics } from '../metrics/webhook-metrics.ts';
 
 export interface PodAdmissionDeps {
   logger: Logger;
@@ -24,6 +25,8 @@ export interface PodAdmissionDeps {
   auditEnabled?: AuditLookup;
   /** The chart's audit.hostSocket: the Tetragon socket directory to mount, or undefined when not allowed. */
   auditHostSocketDir?: string;
+  /** Counts each admission by outcome (and skip reason). */
+  metrics?: Pick<WebhookMetrics, 'admitted'>;
 }
 
 /** Thrown for failures that are ours, not the pod's: the server answers 500 and failurePolicy decides. */
@@ -47,6 +50,7 @@ export async function admitPod(request: AdmissionRequest, deps: PodAdmissionDeps
   try {
     namespaceLabels = await deps.namespaceLabels(namespace);
   } catch (error) {
+    deps.metrics?.admitted('error');
     throw new AdmissionUnavailableError(`cannot read namespace ${namespace}: ${(error as Error).message}`, { cause: error });
   }
   let audit: { hostSocketDir?: string } | undefined;
@@ -77,6 +81,7 @@ function report(decision: InjectionDecision, pod: V1Pod, namespace: string, requ
   const log = deps.logger.child({ uid: request.uid, namespace, pod: podName, dryRun: request.dryRun === true });
   // A dry run must have no side effects (sideEffects: None): log, but write no Event.
   const target = request.dryRun ? undefined : eventTarget(pod, namespace);
+  deps.metrics?.admitted(decision.kind === 'inject' ? 'injected' : decision.kind === 'skip' ? 'skipped' : 'refused', decision.kind === 'skip' ? decision.skip.reason : '');
   switch (decision.kind) {
     case 'inject':
       log.info({ native: decision.status.native, image: decision.status.image, injectEnv: decision.status.injectEnv }, 'sidecar injected');

@@ -1,21 +1,22 @@
-// The one place that turns a sink's config into a sink, by kind.
+// The one place that turns a sink's config into a sink, by kind. Each kind's module is imported when a sink of
+// that kind is configured: the BigQuery SDK and the gRPC client cost memory a jsonl-only fan-out need not pay.
 
 import type { Logger } from 'pino';
 import { AUDIT_DEFAULTS, type AuditSinkConfig } from '../../../../contracts/audit-config.ts';
 import type { AuditSink } from './audit-sink.ts';
-import { BigQuerySink } from './bigquery-sink.ts';
-import { GrpcSink } from './grpc-sink.ts';
-import { JsonlSink } from './jsonl-sink.ts';
 
-export function createSink(config: AuditSinkConfig, context: { sender: string; logger: Logger }): AuditSink {
+export async function createSink(config: AuditSinkConfig, context: { sender: string; logger: Logger }): Promise<AuditSink> {
   switch (config.kind) {
-    case 'jsonl':
+    case 'jsonl': {
+      const { JsonlSink } = await import('./jsonl-sink.ts');
       return new JsonlSink({
         name: config.name,
         path: config.path,
         rotate: { ...AUDIT_DEFAULTS.rotate, ...config.rotate },
       });
-    case 'grpc':
+    }
+    case 'grpc': {
+      const { GrpcSink } = await import('./grpc-sink.ts');
       return new GrpcSink({
         name: config.name,
         address: config.address,
@@ -25,7 +26,9 @@ export function createSink(config: AuditSinkConfig, context: { sender: string; l
         maxBatch: config.batchSize ?? AUDIT_DEFAULTS.grpcBatch,
         sender: context.sender,
       });
-    case 'bigquery':
+    }
+    case 'bigquery': {
+      const { BigQuerySink } = await import('./bigquery-sink.ts');
       return new BigQuerySink({
         name: config.name,
         dataset: config.dataset,
@@ -39,5 +42,6 @@ export function createSink(config: AuditSinkConfig, context: { sender: string; l
         sender: context.sender,
         logger: context.logger,
       });
+    }
   }
 }

@@ -9,10 +9,10 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { RuntimeConfig } from '../../../../contracts/runtime-config.ts';
-import type { ServerAuthConfig } from '../../../../contracts/server-auth-config.ts';
+import { hasAuthStrategy, type ServerAuthConfig } from '../../../../contracts/server-auth-config.ts';
 import { errorType } from '../../translate/openai-error.ts';
 import { AuthFailureLog } from './auth-failure-log.ts';
-import { createAuthenticator, type Authenticator, type AuthFailure } from './authenticator.ts';
+import type { Authenticator, AuthFailure } from './authenticator.ts';
 import type { Identity } from './identity.ts';
 
 export interface IdentityGate {
@@ -70,11 +70,15 @@ function refuse(reply: FastifyReply, path: string, failure: AuthFailure, health:
   return sendError(reply, path, { statusCode: 401, code: 'invalid_token', message: failure.message, extra: { reason: failure.reason } });
 }
 
-export function installIdentityHook(app: FastifyInstance, config: Pick<RuntimeConfig, 'mode' | 'server'>, logger: Logger): IdentityGate {
+export async function installIdentityHook(app: FastifyInstance, config: Pick<RuntimeConfig, 'mode' | 'server'>, logger: Logger): Promise<IdentityGate> {
   app.decorateRequest('identity', null);
   const auth: ServerAuthConfig = config.server.auth;
-  const authenticator = createAuthenticator(auth);
   const failures = new AuthFailureLog(logger);
+  // Without a strategy the verifiers and their libraries (jose, google-auth-library) are never loaded:
+  // a sidecar does not pay for server mode (ADR 0003).
+  if (!hasAuthStrategy(auth)) return { authenticator: null, failures };
+  const { createAuthenticator } = await import('./authenticator.ts');
+  const authenticator = createAuthenticator(auth);
   const gate: IdentityGate = { authenticator, failures };
   if (authenticator === null) return gate;
   const adminsOnly = config.mode === 'server' || auth.required;

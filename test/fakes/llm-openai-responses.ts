@@ -1,0 +1,177 @@
+// Fake OpenAI Responses API (POST /v1/responses), the API the OpenAI Codex CLI and the Agents SDK call. It
+// checks the body the way the real API does (`input`, not `messages`; the Responses API's own stream_options,
+// which has no include_usage) and answers as it does: one `response` object, or a stream of typed events
+// (`event: response.output_text.delta` …) whose last, `response.completed`, carries the whole response with
+// its usage: input_tokens (cache reads included), input_tokens_details.cached_tokens, output_tokens
+// (reasoning included), output_tokens_details.reasoning_tokens.
+
+import { randomBytes } from 'node:crypto';
+import { mapLazy, randomId, replyContent, splitText, usageOf } from './llm-reply-content.ts';
+import type { ReplyContent } from './llm-reply-content.ts';
+import { sseEvent, writeJsonWithText, writeStream } from './llm-reply-writer.ts';
+import { sendBehaviourError, sendOpenAiError } from './llm-errors.ts';
+import { jsonObject } from './llm-request.ts';
+import type { FakeExchange, FakeUsage } from './llm-upstream.ts';
+
+const snapshots: Record<string, string> = {
+  'gpt-5': 'gpt-5-2025-08-07',
+  'gpt-5-mini': 'gpt-5-mini-2025-08-07',
+  'gpt-5-codex': 'gpt-5-codex',
+};
+
+// Request fields the Responses API accepts; anything else is refused as the real API does.
+const KNOWN_FIELDS = new Set([
+  'model',
+  'input',
+  'instructions',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'stream',
+  'stream_options',
+  'store',
+  'reasoning',
+  'include',
+  'max_output_tokens',
+  'temperature',
+  'top_p',
+  'text',
+  'metadata',
+  'previous_response_id',
+  'prompt_cache_key',
+  'service_tier',
+  'user',
+  'safety_identifier',
+  'truncation',
+  'background',
+]);
+
+export function responsesUsage(u: Required<FakeUsage>): Record<string, unknown> {
+  const input = u.input + u.cacheRead;
+  const output = u.output + u.reasoning;
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: u.cacheRead },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: u.reasoning },
+    total_tokens: input + output,
+  };
+}
+
+export async function responses(x: FakeExchange): Promise<void> {
+  const body = jsonObject(x.json);
+  const reject = (message: string, param: string | null, code: string) => sendOpenAiError(x.res, 400, message, { param, code });
+  if (body === null) return reject('We could not parse the JSON body of your request.', null, 'invalid_json');
+  for (const field of Object.keys(body)) {
+    if (!KNOWN_FIELDS.has(field)) return reject(`Unsupported parameter: '${field}'.`, field, 'unknown_parameter');
+  }
+  const streamOptions = jsonObject(body.stream_options);
+  for (const field of Object.keys(streamOptions ?? {})) {
+    if (field !== 'include_obfuscation') return reject(`Unknown parameter: 'stream_options.${field}'.`, `stream_options.${field}`, 'unknown_parameter');
+  }
+  if (typeof body.model !== 'string' || body.model === '') return reject("Missing required parameter: 'model'.", 'model', 'missing_required_parameter');
+  if (typeof body.input !== 'string' && !Array.isArray(body.input)) return reject("Missing required parameter: 'input'.", 'input', 'missing_required_parameter');
+  if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, 'openai');
+
+  const model = snapshots[body.model] ?? body.model;
+  const id = `resp_${randomBytes(24).toString('hex')}`;
+  const createdAt = Math.floor(Date.now() / 1000);
+  const content = replyContent(x.behaviour, 'Hello from the fake OpenAI Responses API.');
+  const u = usageOf(x.behaviour);
+  const usage = responsesUsage(u);
+  const reasoningItem = u.reasoning > 0 ? [{ id: randomId('rs_', 48), type: 'reasoning', summary: [] }] : [];
+  const messageId = randomId('msg_', 48);
+  const envelope = (status: string, output: unknown[], withUsage: boolean) => ({
+    id,
+    object: 'response',
+    created_at: createdAt,
+    status,
+    error: null,
+    incomplete_details: null,
+    instructions: body.instructions ?? null,
+    max_output_tokens: body.max_output_tokens ?? null,
+    model,
+    output,
+    parallel_tool_calls: true,
+    previous_response_id: null,
+    reasoning: { effort: 'medium', summary: null },
+    store: body.store ?? true,
+    temperature: 1,
+    text: { format: { type: 'text' } },
+    tool_choice: 'auto',
+    tools: body.tools ?? [],
+    top_p: 1,
+    truncation: 'disabled',
+    usage: withUsage ? usage : null,
+    user: null,
+    metadata: {},
+  });
+  const call = content.toolCall
+    ? { id: randomId('fc_', 48), call_id: randomId('call_', 24), name: content.toolCall.name, arguments: JSON.stringify(content.toolCall.arguments) }
+    : undefined;
+  const finalItem = (text: string) =>
+    call
+      ? { id: call.id, type: 'function_call', status: 'completed', arguments: call.arguments, call_id: call.call_id, name: call.name }
+      : { id: messageId, type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', annotations: [], logprobs: [], text }] };
+  const headers = { 'x-request-id': `req_${randomBytes(16).toString('hex')}`, 'openai-version': '2020-10-01', 'openai-processing-ms': '318' };
+
+  if (body.stream !== true) {
+    return writeJsonWithText(x.res, headers, content, (text) => envelope('completed', [...reasoningItem, finalItem(text)], true));
+  }
+  return writeStream(x.res, streamPlan({ content, envelope, finalItem, reasoningItem, messageId, call }), x.behaviour).then(() => undefined);
+}
+
+interface ResponseParts {
+  content: ReplyContent;
+  envelope: (status: string, output: unknown[], withUsage: boolean) => Record<string, unknown>;
+  finalItem: (text: string) => Record<string, unknown>;
+  reasoningItem: unknown[];
+  messageId: string;
+  call: { id: string; call_id: string; name: string; arguments: string } | undefined;
+}
+
+function streamPlan({ content, envelope, finalItem, reasoningItem, messageId, call }: ResponseParts) {
+  let sequence = 0;
+  const event = (type: string, fields: Record<string, unknown>) => sseEvent({ type, sequence_number: sequence++, ...fields }, { event: type });
+  const index = reasoningItem.length;
+  const head = [
+    event('response.created', { response: envelope('in_progress', [], false) }),
+    event('response.in_progress', { response: envelope('in_progress', [], false) }),
+    ...reasoningItem.map((item, i) => event('response.output_item.done', { output_index: i, item })),
+    call
+      ? event('response.output_item.added', {
+          output_index: index,
+          item: { id: call.id, type: 'function_call', status: 'in_progress', arguments: '', call_id: call.call_id, name: call.name },
+        })
+      : event('response.output_item.added', { output_index: index, item: { id: messageId, type: 'message', status: 'in_progress', role: 'assistant', content: [] } }),
+    ...(call
+      ? []
+      : [event('response.content_part.added', { item_id: messageId, output_index: index, content_index: 0, part: { type: 'output_text', annotations: [], text: '' } })]),
+  ];
+  const argumentPieces = call ? splitText(call.arguments, 3) : [];
+  const body = call
+    ? argumentPieces.map((delta) => event('response.function_call_arguments.delta', { item_id: call.id, output_index: index, delta }))
+    : mapLazy(content.pieces(), (delta) => event('response.output_text.delta', { item_id: messageId, output_index: index, content_index: 0, delta, logprobs: [] }));
+  // The done events repeat the whole text; the fake only knows it when it is small (a big body ends without it).
+  const text = content.text ?? '';
+  const item = finalItem(text);
+  const tail = [
+    ...(call
+      ? [event('response.function_call_arguments.done', { item_id: call.id, output_index: index, arguments: call.arguments })]
+      : [
+          event('response.output_text.done', { item_id: messageId, output_index: index, content_index: 0, text, logprobs: [] }),
+          event('response.content_part.done', { item_id: messageId, output_index: index, content_index: 0, part: { type: 'output_text', annotations: [], text } }),
+        ]),
+    event('response.output_item.done', { output_index: index, item }),
+    event('response.completed', { response: envelope('completed', [...reasoningItem, item], true) }),
+  ];
+  return {
+    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' },
+    head,
+    body,
+    bodyCount: call ? argumentPieces.length : content.count,
+    tail,
+    garbage: Buffer.from('event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":\n\n'),
+    errorEvent: event('error', { code: 'server_error', message: 'The server had an error while processing your request.', param: null }),
+  };
+}
