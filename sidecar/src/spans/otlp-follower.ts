@@ -140,16 +140,22 @@ export class OtlpFollower implements CallObserver {
       const pending: PendingExport = { settings, held: [], dropped: 0, ready: Promise.resolve() };
       this.#pending = pending;
       this.#unsettled.add(pending);
-      pending.ready = this.#load().then(
-        (module) => this.#settle(pending, this.#open(module, settings, resource)),
-        (error: unknown) => this.#loadFailed(pending, error),
-      );
+      // Never rejects: a module that cannot load or an exporter that cannot start is logged, its spans counted.
+      pending.ready = this.#load()
+        .then((module) => this.#settle(pending, this.#open(module, settings, resource)))
+        .catch((error: unknown) => this.#loadFailed(pending, error));
     }
     this.#opts.logger.info({ target: settings.url ?? 'from OTEL_EXPORTER_OTLP_*', protocol: settings.protocol, maxQueueSize: settings.maxQueueSize }, 'otlp span export on');
   }
 
   #load(): Promise<ExportModule> {
-    this.#loading ??= import('./otlp-export.ts').then((module) => (this.#module = module));
+    this.#loading ??= import('./otlp-export.ts').then(
+      (module) => (this.#module = module),
+      (error: unknown) => {
+        this.#loading = null; // the next config that turns export on tries again
+        throw error;
+      },
+    );
     return this.#loading;
   }
 
