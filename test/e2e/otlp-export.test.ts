@@ -132,6 +132,21 @@ describe('OTLP export: bounds and failures', () => {
     expect(lines.filter((l) => l.msg === 'span processor buffer full').at(-1)).toMatchObject({ dropped: 2 });
   });
 
+  it('sends the spans held for a collector the config replaced while the exporter loaded to that collector', async () => {
+    const store = new ConfigStore({ tracing: { otlp: { endpoint: collector.httpEndpoint, scheduledDelayMs: 50 } } });
+    const follower = new OtlpFollower({ store, env: {}, logger: silent });
+    const timings = { start: 0, upstreamStart: 0, upstreamHeaders: 0, upstreamEnd: 0 };
+    const overHttp = [sampleSpan(), sampleSpan()];
+    for (const span of overHttp) follower.callFinished(span, null, timings, true);
+    store.setLayer('operator', { tracing: { otlp: { endpoint: collector.grpcEndpoint, protocol: 'grpc', scheduledDelayMs: 50 } } });
+    const overGrpc = sampleSpan();
+    follower.callFinished(overGrpc, null, timings, true);
+    expect(follower.stats()).toEqual({ exported: 0, dropped: 0, failed: 0, queued: 3 }); // both held, neither lost from the totals
+    await follower.close();
+    expect(follower.stats()).toEqual({ exported: 3, dropped: 0, failed: 0, queued: 0 });
+    for (const span of [...overHttp, overGrpc]) await waitForSpan(span.spanId);
+  });
+
   it('takes the endpoint, protocol and service name from the OTEL_* variables when the config names none', async () => {
     expect(resolveOtlpSettings(undefined, {})).toBeNull();
     expect(resolveOtlpSettings({}, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'none' })).toBeNull();
