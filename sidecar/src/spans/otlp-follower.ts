@@ -2,7 +2,7 @@
 // OTEL_EXPORTER_OTLP_* variables name a collector, replaced when its settings change (the old exporter flushes
 // what it holds while the new one takes new spans), and told about every finished call by the call meter.
 //
-// The exporter's module (the OpenTelemetry SDK, its OTLP exporters, protobufjs and gRPC) is imported the first
+// The exporter's module (the OpenTelemetry SDK, its OTLP exporters and their protobuf encoders) is imported the first
 // time export is turned on, never in a process without a collector (ADR 0003). Spans that finish while it loads
 // wait in a buffer bounded by the queue's size; beyond it they are dropped, counted and logged.
 
@@ -59,7 +59,7 @@ export class OtlpFollower implements CallObserver {
   #retired = { exported: 0, dropped: 0, failed: 0 };
   /** Exporters flushing their last spans: still counted live, so no total ever goes down. */
   #retiring = new Map<OtlpSpanExport, Promise<void>>();
-  /** Spans held while loading that were dropped when they could not be handed on, and held spans lost to a failed load. */
+  /** Of settled pending exports: spans dropped because the buffer was full, and held spans lost to a failed load. */
   #heldLost = { dropped: 0, failed: 0 };
   #dropsAtLastLog = 0;
   #lastDropLog = -Infinity;
