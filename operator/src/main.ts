@@ -4,6 +4,8 @@
 import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
+import { KubeApi } from '../../kube-client/api-client.ts';
+import { deploymentOwner, type OwnerReference } from '../../kube-client/owner-reference.ts';
 import { startHealthServer } from './health/health-server.ts';
 import { OperatorMetrics } from './metrics/operator-metrics.ts';
 import { startOperator } from './operator.ts';
@@ -31,6 +33,15 @@ export async function main(argv: string[]): Promise<number> {
   if (settings.kubeconfig) kubeConfig.loadFromFile(settings.kubeconfig);
   else kubeConfig.loadFromCluster();
 
+  let owner: OwnerReference | undefined;
+  if (settings.ownerDeployment) {
+    try {
+      owner = await deploymentOwner(new KubeApi(kubeConfig), settings.namespace, settings.ownerDeployment);
+    } catch (error) {
+      logger.error({ err: error instanceof Error ? error.message : String(error) }, 'cannot read the owner Deployment');
+      return 1;
+    }
+  }
   const metrics = new OperatorMetrics();
   const operator = startOperator({
     metrics,
@@ -42,6 +53,7 @@ export async function main(argv: string[]): Promise<number> {
     grpcHost: settings.grpcHost,
     grpcPort: settings.grpcPort,
     tls: settings.tls,
+    ...(owner ? { owner } : {}),
     ...(settings.watchNamespace ? { watchNamespace: settings.watchNamespace } : {}),
     ...(settings.leaderEndpoint ? { leaderEndpoint: settings.leaderEndpoint } : {}),
     leaseDurationMs: settings.leaseDurationMs,

@@ -20,6 +20,7 @@ import { Backoff } from '../../kube-client/backoff.ts';
 import { KubeApi, objectKey } from '../../kube-client/api-client.ts';
 import { EventRecorder } from '../../kube-client/event-recorder.ts';
 import { Informer } from '../../kube-client/informer.ts';
+import type { OwnerReference } from '../../kube-client/owner-reference.ts';
 import { LeaderElector } from './kube/leader-election.ts';
 import { LeaderEndpoint } from './kube/leader-endpoint.ts';
 import { runWorkers, WorkQueue, type Workers } from './kube/work-queue.ts';
@@ -39,6 +40,11 @@ export interface OperatorOptions {
   grpcHost: string;
   grpcPort: number;
   tls: TlsSource;
+  /**
+   * Named in the ownerReferences of everything the operator creates (Lease, EndpointSlice, TLS Secret, ledger
+   * ConfigMaps), so the garbage collector deletes them with it (ADR 0807). Absent: no owner (outside a cluster).
+   */
+  owner?: OwnerReference;
   /** Watch only this namespace (ProxyConfigs and Secrets); all namespaces when absent. */
   watchNamespace?: string;
   workers?: number;
@@ -100,6 +106,7 @@ export function startOperator(opts: OperatorOptions): Operator {
         service: opts.leaderEndpoint.service,
         identity: opts.identity,
         podIP: opts.leaderEndpoint.podIP,
+        ...(opts.owner ? { owner: opts.owner } : {}),
         logger: logger.child({ component: 'leader-endpoint' }),
         ...(opts.leaderEndpoint.portName ? { portName: opts.leaderEndpoint.portName } : {}),
         ...(opts.leaderEndpoint.resyncMs ? { resyncMs: opts.leaderEndpoint.resyncMs } : {}),
@@ -152,7 +159,7 @@ export function startOperator(opts: OperatorOptions): Operator {
     const compiled = new Map<string, CompiledPolicy>();
     let distributor: BudgetDistributor | undefined;
     const ledger = new ClusterLedger({
-      store: new LedgerStore(api, opts.leaseNamespace),
+      store: new LedgerStore(api, opts.leaseNamespace, opts.owner),
       logger: logger.child({ component: 'budgets' }),
       policy: (key) => compiled.get(key),
       acknowledge: (source, sequence) => distributor?.acknowledge(source.podUid, sequence),
@@ -231,7 +238,7 @@ export function startOperator(opts: OperatorOptions): Operator {
     for (const pc of proxyConfigs.list()) queue.add(objectKey(pc));
     // Every policy, and every ledger whose policy is gone (its reconcile deletes it).
     for (const key of new Set([...budgetPolicies.list().map((bp) => objectKey(bp)), ...ledger.policies()])) budgetQueue.add(key);
-    const tls = await loadServingCertificate(opts.tls, api, logger);
+    const tls = await loadServingCertificate(opts.tls, api, logger, opts.owner);
     if (signal.aborted) return;
     const budgetStreams = {
       connected: (sidecar: Parameters<BudgetDistributor['connect']>[0]) => {
@@ -277,6 +284,7 @@ export function startOperator(opts: OperatorOptions): Operator {
     name: opts.leaseName,
     identity: opts.identity,
     logger,
+    ...(opts.owner ? { owner: opts.owner } : {}),
     ...(opts.leaseDurationMs ? { leaseDurationMs: opts.leaseDurationMs } : {}),
     ...(opts.renewDeadlineMs ? { renewDeadlineMs: opts.renewDeadlineMs } : {}),
     ...(opts.retryPeriodMs ? { retryPeriodMs: opts.retryPeriodMs } : {}),

@@ -46,6 +46,12 @@ describe('parseOperatorArgs', () => {
     });
   });
 
+  it('names its Deployment as the owner of what it creates only when told to', () => {
+    expect(parse([]).ownerDeployment).toBeUndefined();
+    expect(parse(['--owner-deployment=rel-tollgate-operator']).ownerDeployment).toBe('rel-tollgate-operator');
+    expect(() => parse(['--owner-deployment=Operator_1'])).toThrow(/--owner-deployment must be a Deployment name \(got "Operator_1"\)/);
+  });
+
   it('names the flag that is wrong', () => {
     expect(() => parse(['--grpc-port', '70000'])).toThrow(/--grpc-port must be a port number/);
     expect(() => parse(['--health-port', 'http'])).toThrow(/--health-port must be a port number 0-65535 \(got "http"\)/);

@@ -31,6 +31,9 @@ options:
                            only endpoint of --push-service (an EndpointSlice in --namespace); without it
                            no EndpointSlice is written
   --push-service NAME      the selector-less push Service (default: tollgate-operator)
+  --owner-deployment NAME  the Deployment this operator runs in (in --namespace): the Lease, the
+                           EndpointSlice, the generated TLS Secret and the budget ledger ConfigMaps name it
+                           as their owner, so deleting it (helm uninstall) deletes them (default: no owner)
   --watch-namespace NS     watch ProxyConfigs and credential Secrets (labelled tollgate.dev/credentials=true)
                            in this namespace only (default: all)
   --lease-duration SEC     leader election lease duration (default: 15)
@@ -59,6 +62,8 @@ export interface OperatorSettings {
   healthPort: number;
   tls: TlsSource;
   watchNamespace?: string;
+  /** The operator's own Deployment, owner of what it creates (ADR 0807). */
+  ownerDeployment?: string;
   /** Present when the leader publishes itself as the push Service's endpoint (docs/decisions/0721). */
   leaderEndpoint?: { service: string; podIP: string };
   leaseDurationMs: number;
@@ -121,6 +126,10 @@ export function parseOperatorArgs(argv: string[], env: Record<string, string | u
   if (podIP !== undefined && /^(127\.|0\.0\.0\.0$|::1?$|::ffff:127\.)/i.test(podIP)) {
     throw new UsageError(`--pod-ip must be the pod's routable address, not loopback or unspecified (got ${JSON.stringify(podIP)})`);
   }
+  const ownerDeployment = values['owner-deployment'];
+  if (ownerDeployment !== undefined && !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(ownerDeployment)) {
+    throw new UsageError(`--owner-deployment must be a Deployment name (got ${JSON.stringify(ownerDeployment)})`);
+  }
   const pushService = values['push-service'] ?? 'tollgate-operator';
   if (!DNS_LABEL.test(pushService) || pushService.length > 63) throw new UsageError(`--push-service must be a Service name (got ${JSON.stringify(pushService)})`);
   return {
@@ -135,6 +144,7 @@ export function parseOperatorArgs(argv: string[], env: Record<string, string | u
     healthPort: port(values['health-port'] ?? '8081', '--health-port'),
     tls,
     ...(values['watch-namespace'] ? { watchNamespace: namespaceName(values['watch-namespace'], '--watch-namespace') } : {}),
+    ...(ownerDeployment ? { ownerDeployment } : {}),
     ...(podIP ? { leaderEndpoint: { service: pushService, podIP } } : {}),
     leaseDurationMs,
     renewDeadlineMs,
@@ -165,6 +175,7 @@ function parse(argv: string[]) {
       'watch-namespace': { type: 'string' },
       'pod-ip': { type: 'string' },
       'push-service': { type: 'string' },
+      'owner-deployment': { type: 'string' },
       'lease-duration': { type: 'string' },
       'renew-deadline': { type: 'string' },
       'retry-period': { type: 'string' },

@@ -91,6 +91,14 @@ export function appNamespaceManifests(): string {
       metadata: { name: 'llm-keys', namespace: APP_NAMESPACE, labels: { 'tollgate.dev/credentials': 'true' } },
       stringData: { openai: OPENAI_KEY },
     },
+    // Far above what the test spends, and alert-only: it is here so the operator writes a budget ledger, which
+    // `helm uninstall` must not leave behind.
+    {
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'BudgetPolicy',
+      metadata: { name: 'roomy', namespace: APP_NAMESPACE },
+      spec: { users: ['*'], limitUsd: '1000000', period: 'month', enforcement: 'alert' },
+    },
   ]
     .map((o) => stringify(o))
     .join('---\n');

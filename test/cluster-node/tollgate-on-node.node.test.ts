@@ -74,6 +74,7 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
     return { call, span: traces.body.spans.find((s) => s.span_id === call.headers['x-proxy-span-id']) };
   }
   const costOfNextCall = async () => (await callAndSpan()).span?.cost_usd;
+  let webhookReadyAt = 0;
 
   beforeAll(async () => {
     node = await startNodeCluster({
@@ -90,6 +91,7 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
   }, 120_000);
 
   it('installs the chart with the local images; the operator and the webhook become Ready', async () => {
+    const installStarted = Date.now();
     const installed = await helmInstall(node);
     expect(installed.stderr).toBe('');
     expect(installed.stdout).toContain('STATUS: deployed');
@@ -97,6 +99,9 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
       const rollout = await node.kubectl(['rollout', 'status', '-n', NAMESPACE, `deployment/${deployment}`, '--timeout=240s']);
       expect(rollout.code, `${rollout.stderr}\n${node.logTails(10)}`).toBe(0);
     }
+    webhookReadyAt = Date.now();
+    // The webhook is Ready only once the operator's CA has reached its Secret volume (ADR 0808).
+    console.info(`[node] operator and webhook Ready ${Math.round((webhookReadyAt - installStarted) / 1000)} s after helm install started`);
     const pods = await getJson<{ items: Array<{ spec: { containers: Array<{ image: string; imagePullPolicy: string }> } }> }>(['get', 'pods', '-n', NAMESPACE]);
     expect(pods.items).toHaveLength(4);
     for (const pod of pods.items) expect(pod.spec.containers[0]).toMatchObject({ image: images.tollgate.ref, imagePullPolicy: 'Never' });
@@ -120,10 +125,10 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
     await apply(fakeUpstreamManifests(images.testTools.ref));
     await apply(appNamespaceManifests());
     await apply(proxyConfigManifest(2));
-    // The webhook injects once it has the operator's CA (the operator writes it after winning its Lease, the
-    // kubelet then refreshes the webhook's Secret volume). Until then the chart's failurePolicy Ignore lets pods
-    // through without a sidecar, so wait for a server-side dry run to show the injection.
-    const installedAt = Date.now();
+    // A Ready webhook replica has the operator's CA and its caBundle is in the configuration (its /readyz), so
+    // what is left is the pod's address reaching the webhook Service's EndpointSlice and kube-proxy's rules,
+    // which the API server's calls to the Service go through: no pod controls that. Until then the chart's
+    // failurePolicy Ignore lets pods through without a sidecar, so wait for a server-side dry run to show it.
     await eventually(
       'a dry-run pod in the labelled namespace to be injected',
       async () => {
@@ -132,9 +137,9 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
         };
         return dryRun.spec.initContainers?.some((c) => c.name === 'tollgate-proxy') || undefined;
       },
-      180_000,
+      60_000,
     );
-    console.info(`[node] injection ready ${Math.round((Date.now() - installedAt) / 1000)} s after the chart's pods were Ready`);
+    console.info(`[node] injection ready ${Math.round((Date.now() - webhookReadyAt) / 1000)} s after the webhook's rollout was Ready`);
 
     await apply(appDeployment(images.testTools.ref));
     const rollout = await node.kubectl(['rollout', 'status', '-n', APP_NAMESPACE, 'deployment/chat', '--timeout=180s']);
@@ -236,11 +241,64 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
     await eventually('a call costed at the price applied during the outage', async () => ((await costOfNextCall()) === 11 ? true : undefined), 120_000);
   });
 
-  it('helm uninstall leaves no webhook configuration behind', async () => {
+  it("helm uninstall leaves nothing of Tollgate behind but the CRDs and the user's own resources", async () => {
+    // What the operator and the webhook created at run time, which the chart does not list (ADR 0807). Each
+    // names its component's Deployment as owner, so the garbage collector deletes it after the Deployment.
+    const runtimeKinds = 'secrets,leases.coordination.k8s.io,endpointslices.discovery.k8s.io,configmaps';
+    const inNamespace = async () =>
+      (await getJson<{ items: Array<OwnedObject> }>(['get', runtimeKinds, '-n', NAMESPACE])).items
+        // Every namespace gets this one from kube-controller-manager; it is not Tollgate's.
+        .filter((o) => !(o.kind === 'ConfigMap' && o.metadata.name === 'kube-root-ca.crt'));
+    const ledgerWritten = async () => (await inNamespace()).filter((o) => o.metadata.labels?.['tollgate.dev/budget-ledger'] === 'true');
+    await eventually('the operator to have written the budget ledger', async () => ((await ledgerWritten()).length > 0 ? true : undefined), 60_000);
+    const before = await inNamespace();
+    const runtime = before.filter(
+      (o) =>
+        // Helm's own release record, and what the chart rendered, are Helm's to delete.
+        o.metadata.labels?.owner !== 'helm' &&
+        !o.metadata.labels?.['app.kubernetes.io/managed-by']?.startsWith('Helm') &&
+        !o.metadata.labels?.['endpointslice.kubernetes.io/managed-by']?.startsWith('endpointslice-controller'),
+    );
+    const named = (o: OwnedObject) => `${o.kind}/${o.metadata.name.replace(/^tollgate-budget-[0-9a-f]+$/, 'tollgate-budget-…')}`;
+    expect(runtime.map(named).sort()).toEqual(
+      ['ConfigMap/tollgate-budget-…', 'EndpointSlice/tollgate-operator', 'Lease/tollgate-operator', 'Secret/tollgate-operator-tls', 'Secret/tollgate-webhook-tls'].sort(),
+    );
+    for (const o of runtime)
+      expect(
+        o.metadata.ownerReferences?.map((r) => `${r.kind}/${r.name}`),
+        named(o),
+      ).toEqual([o.kind === 'Secret' && o.metadata.name === 'tollgate-webhook-tls' ? 'Deployment/tollgate-webhook' : 'Deployment/tollgate-operator']);
+
     const uninstalled = await node.helm(['uninstall', RELEASE, '-n', NAMESPACE, '--wait', '--timeout', '3m']);
     expect(uninstalled.code, uninstalled.stderr).toBe(0);
     const webhooks = await kubectl(['get', 'mutatingwebhookconfigurations,validatingwebhookconfigurations', '-o', 'name']);
     expect(webhooks.trim()).toBe('');
+    // The garbage collector works after helm returns: poll the API until the namespace holds nothing of ours.
+    const left = await eventually(
+      'the garbage collector to delete what the operator and the webhook created',
+      async () => {
+        const now = await inNamespace();
+        return now.length === 0 ? now : undefined;
+      },
+      120_000,
+    ).catch(async () => (await inNamespace()).map(named));
+    expect(left).toEqual([]);
+    expect(
+      (await kubectl(['get', 'deployments,services,serviceaccounts,roles,rolebindings', '-n', NAMESPACE, '-o', 'name', '-l', 'app.kubernetes.io/part-of=tollgate'])).trim(),
+    ).toBe('');
+    expect((await kubectl(['get', 'clusterroles,clusterrolebindings', '-o', 'name', '-l', 'app.kubernetes.io/part-of=tollgate'])).trim()).toBe('');
+    // Kept on purpose: Helm never deletes CRDs (deleting one deletes every resource of its kind), and the
+    // resources are the user's.
+    expect(
+      (await kubectl(['get', 'crd', '-o', 'name']))
+        .split('\n')
+        .filter((l) => l.endsWith('.tollgate.dev'))
+        .sort(),
+    ).toEqual(['customresourcedefinition.apiextensions.k8s.io/budgetpolicies.tollgate.dev', 'customresourcedefinition.apiextensions.k8s.io/proxyconfigs.tollgate.dev']);
+    expect((await kubectl(['get', 'proxyconfigs,budgetpolicies', '-n', APP_NAMESPACE, '-o', 'name'])).trim().split('\n').sort()).toEqual([
+      'budgetpolicy.tollgate.dev/roomy',
+      'proxyconfig.tollgate.dev/default',
+    ]);
     // A pod of the labelled namespace is now created as it is, without a sidecar and without delay.
     const dryRun = JSON.parse(await kubectl(['create', '--dry-run=server', '-o', 'json', '-f', '-'], probePod(images.testTools.ref))) as {
       spec: { initContainers?: unknown[] };
@@ -254,6 +312,11 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
     expect(currentHostSnapshot()).toEqual(before);
   });
 });
+
+interface OwnedObject {
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string>; ownerReferences?: Array<{ kind: string; name: string; uid: string }> };
+}
 
 interface PodJson {
   spec: {

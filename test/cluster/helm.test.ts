@@ -125,6 +125,8 @@ describe('helm lint and template', () => {
     expect(containerArgs(find(manifests, 'Deployment', 'tollgate-webhook'))).toEqual(expect.arrayContaining(['--cert-mode=files', '--failure-policy=Fail']));
     expect(containerArgs(find(manifests, 'Deployment', 'tollgate-operator'))).toContain('--tls-cert=/etc/tollgate/operator-tls/tls.crt');
     expect(manifests.some((m) => m.kind === 'Role' && m.metadata.name === 'tollgate-webhook')).toBe(false);
+    // The webhook creates nothing here (cert-manager owns its Secret), so it needs no owner and no Deployment access.
+    expect(containerArgs(find(manifests, 'Deployment', 'tollgate-webhook'))).not.toContain('--owner-deployment=tollgate-webhook');
   });
 
   it('renders custom values into the sidecar flags, the selector and default ProxyConfigs', async () => {
@@ -237,6 +239,19 @@ describe('helm install into the real control plane', () => {
     // Nothing cluster-wide on Secrets for the webhook.
     expect(webhookRole.rules!.some((r) => r.resources?.includes('secrets'))).toBe(false);
     await rbac.readNamespacedRole({ namespace: NS, name: 'tollgate-webhook' });
+
+    // Uninstall leaves nothing behind (ADR 0807): each component names its own Deployment as the owner of what
+    // it creates, and may read that one Deployment only. The webhook is Ready once an admission would inject.
+    expect(operator?.args).toContain('--owner-deployment=tollgate-operator');
+    expect(await canOperator(['get', 'deployments.apps/tollgate-operator', '-n', NS])).toBe('yes');
+    expect(await canOperator(['get', 'deployments.apps/tollgate-webhook', '-n', NS])).toBe('no');
+    const webhookContainer = (await apps.readNamespacedDeployment({ namespace: NS, name: 'tollgate-webhook' })).spec?.template.spec?.containers[0];
+    expect(webhookContainer?.args).toContain('--owner-deployment=tollgate-webhook');
+    expect(webhookContainer?.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'https', scheme: 'HTTPS' });
+    expect(webhookContainer?.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'https', scheme: 'HTTPS' });
+    const canWebhook = async (args: string[]) => (await cp.kubectl(['auth', 'can-i', ...args, `--as=system:serviceaccount:${NS}:tollgate-webhook`])).stdout.trim();
+    expect(await canWebhook(['get', 'deployments.apps/tollgate-webhook', '-n', NS])).toBe('yes');
+    expect(await canWebhook(['list', 'deployments.apps', '-n', NS])).toBe('no');
     await rbac.readClusterRoleBinding({ name: 'tollgate-operator-tokenreview' });
 
     const config = await kc.makeApiClient(AdmissionregistrationV1Api).readMutatingWebhookConfiguration({ name: RELEASE });

@@ -4,9 +4,12 @@
 // certificates publish it, as in a cluster. The webhook acts as the chart's ServiceAccount with the chart's RBAC.
 
 import { connect } from 'node:tls';
-import { createServer, type Server } from 'node:https';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpsRequest, type Server } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
-import { AdmissionregistrationV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
 import { freePort } from '../control-plane/free-port.ts';
@@ -372,5 +375,108 @@ describe('certificate rotation', () => {
       const bundle = Buffer.from(config.webhooks![0]!.clientConfig.caBundle ?? '', 'base64').toString();
       return bundle === webhook!.certificates!.caBundle || undefined;
     });
+  });
+});
+
+describe('readiness and ownership', () => {
+  /** GET over the webhook's TLS port, as the kubelet's probe does (it does not verify the certificate). */
+  function probe(probePort: number, path: string): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const req = httpsRequest({ host: '127.0.0.1', port: probePort, path, rejectUnauthorized: false }, (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  it('is ready while its caBundle is in the configuration and the operator CA is loaded', async () => {
+    expect(await probe(port, '/readyz')).toEqual({ status: 200, body: JSON.stringify({ status: 'ok' }) });
+  });
+
+  it('a replica that has no operator CA yet is live but not ready, names what it waits for, and becomes ready when the CA appears', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-webhook-ready-'));
+    const caPath = join(dir, 'ca.crt');
+    const secondPort = await freePort();
+    const second = await startLocalWebhook(
+      testWebhookOptions({ port: secondPort, namespace: OWN_NAMESPACE, webhookConfigName: CONFIG_NAME, operatorCaFile: caPath }),
+      webhookKc,
+      log.logger,
+      { certificateIntervalMs: 250 },
+    );
+    try {
+      expect((await probe(secondPort, '/healthz')).status).toBe(200);
+      const notReady = await probe(secondPort, '/readyz');
+      expect(notReady.status).toBe(503);
+      expect(JSON.parse(notReady.body)).toEqual({ status: 'not ready', waiting: [`the operator's CA (${caPath}): sidecars cannot be injected without it`] });
+      // Written as the kubelet writes a Secret volume's file: the next probe sees it, no poll interval to wait out.
+      writeFileSync(caPath, operatorCa.pem);
+      expect((await probe(secondPort, '/readyz')).status).toBe(200);
+    } finally {
+      await second.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('is not ready while its caBundle cannot be in the configuration, and ready again once it is', async () => {
+    // The background pass is paused so each state is seen; reconcile() runs the same pass on demand.
+    webhook!.certificates!.stop();
+    try {
+      await admissionApi().deleteMutatingWebhookConfiguration({ name: CONFIG_NAME });
+      await webhook!.certificates!.reconcile();
+      const notReady = await probe(port, '/readyz');
+      expect(notReady.status).toBe(503);
+      expect(JSON.parse(notReady.body).waiting).toEqual([`our caBundle in MutatingWebhookConfiguration ${CONFIG_NAME}: the API server would not trust this server`]);
+      // Re-created without a caBundle (as `helm upgrade` may leave it): the next pass patches it in, then ready.
+      await admissionApi().createMutatingWebhookConfiguration({
+        body: webhookConfiguration({ name: CONFIG_NAME, url: `https://127.0.0.1:${port}/mutate`, ownNamespace: OWN_NAMESPACE }),
+      });
+      await webhook!.certificates!.reconcile();
+      expect((await probe(port, '/readyz')).status).toBe(200);
+      const config = await admissionApi().readMutatingWebhookConfiguration({ name: CONFIG_NAME });
+      expect(Buffer.from(config.webhooks![0]!.clientConfig.caBundle ?? '', 'base64').toString()).toBe(webhook!.certificates!.caBundle);
+    } finally {
+      await webhook!.certificates!.start();
+    }
+  });
+
+  it('names its Deployment as owner of the TLS Secret, adding it to the Secret an older webhook wrote', async () => {
+    const secretBefore = await core().readNamespacedSecret({ namespace: OWN_NAMESPACE, name: 'tollgate-webhook-tls' });
+    expect(secretBefore.metadata!.ownerReferences).toBeUndefined();
+    const deployment = await kc.makeApiClient(AppsV1Api).createNamespacedDeployment({
+      namespace: OWN_NAMESPACE,
+      body: {
+        metadata: { name: CHART_NAMES.webhook },
+        spec: {
+          selector: { matchLabels: { app: 'tollgate-webhook' } },
+          template: { metadata: { labels: { app: 'tollgate-webhook' } }, spec: { containers: [{ name: 'webhook', image: 'ghcr.io/tollgate/tollgate:0.1.0' }] } },
+        },
+      },
+    });
+    const secondPort = await freePort();
+    const second = await startLocalWebhook(
+      {
+        ...testWebhookOptions({ port: secondPort, namespace: OWN_NAMESPACE, webhookConfigName: CONFIG_NAME, operatorCaFile: operatorCa.path }),
+        ownerDeployment: CHART_NAMES.webhook,
+      },
+      webhookKc,
+      log.logger,
+      { certificateIntervalMs: 250 },
+    );
+    try {
+      const secret = await core().readNamespacedSecret({ namespace: OWN_NAMESPACE, name: 'tollgate-webhook-tls' });
+      expect(secret.metadata!.ownerReferences).toEqual([{ apiVersion: 'apps/v1', kind: 'Deployment', name: CHART_NAMES.webhook, uid: deployment.metadata!.uid }]);
+      // Adopted, not rotated: the certificates are the ones the API server already trusts.
+      expect(secret.data).toEqual(secretBefore.data);
+      // The replica without the flag rewrites the Secret on renewal; it keeps the owner it finds.
+      await webhook!.certificates!.reconcile('serving');
+      const renewed = await core().readNamespacedSecret({ namespace: OWN_NAMESPACE, name: 'tollgate-webhook-tls' });
+      expect(renewed.data!['tls.crt']).not.toBe(secret.data!['tls.crt']);
+      expect(renewed.metadata!.ownerReferences).toEqual(secret.metadata!.ownerReferences);
+    } finally {
+      await second.stop();
+    }
   });
 });

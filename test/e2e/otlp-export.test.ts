@@ -7,7 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../control-plane/free-port.ts';
 import { ensureCollectorBinary, startCollector, type Collector } from '../otel-collector/collector.ts';
 import { sampleSpan } from '../../sidecar/src/spans/sample-span.ts';
-import { OtlpSpanExport, resolveOtlpSettings } from '../../sidecar/src/spans/otlp-export.ts';
+import { ConfigStore } from '../../sidecar/src/config/config-store.ts';
+import { OtlpSpanExport } from '../../sidecar/src/spans/otlp-export.ts';
+import { OtlpFollower } from '../../sidecar/src/spans/otlp-follower.ts';
+import { resolveOtlpSettings } from '../../sidecar/src/spans/otlp-settings.ts';
 import { sampleSum, sampleValue } from '../support/prometheus-text.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
@@ -106,6 +109,42 @@ describe('OTLP export: bounds and failures', () => {
     expect(exporter.stats()).toEqual({ exported: 0, dropped: 3, failed: 0, queued: 2 });
     await exporter.shutdown();
     expect(exporter.stats()).toEqual({ exported: 0, dropped: 3, failed: 2, queued: 0 });
+  });
+
+  it('holds the spans that finish while the exporter loads, up to the queue size, and logs what it drops', async () => {
+    const lines: { msg: string; dropped?: number }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as { msg: string }) });
+    const store = new ConfigStore({ tracing: { otlp: { endpoint: collector.httpEndpoint, maxQueueSize: 3, scheduledDelayMs: 50 } } });
+    // The exporter's module is imported when export turns on; these calls finish before that import settles.
+    const follower = new OtlpFollower({ store, env: {}, logger });
+    const timings = { start: 0, upstreamStart: 0, upstreamHeaders: 0, upstreamEnd: 0 };
+    const spans = Array.from({ length: 5 }, () => sampleSpan());
+    for (const span of spans) follower.callFinished(span, null, timings, true);
+    follower.callFinished(sampleSpan(), null, timings, false); // not sampled: never held
+    expect(follower.stats()).toEqual({ exported: 0, dropped: 2, failed: 0, queued: 3 });
+    expect(lines.filter((l) => l.msg === 'span processor buffer full')).toMatchObject([{ sink: 'otlp', dropped: 1 }]);
+
+    await follower.close();
+    expect(follower.stats()).toEqual({ exported: 3, dropped: 2, failed: 0, queued: 0 });
+    for (const span of spans.slice(0, 3)) await waitForSpan(span.spanId);
+    expect(collector.spans.some((s) => s.spanId === spans[3]!.spanId || s.spanId === spans[4]!.spanId)).toBe(false);
+    // Every drop is in a `span processor buffer full` line, the last one at close at the latest.
+    expect(lines.filter((l) => l.msg === 'span processor buffer full').at(-1)).toMatchObject({ dropped: 2 });
+  });
+
+  it('sends the spans held for a collector the config replaced while the exporter loaded to that collector', async () => {
+    const store = new ConfigStore({ tracing: { otlp: { endpoint: collector.httpEndpoint, scheduledDelayMs: 50 } } });
+    const follower = new OtlpFollower({ store, env: {}, logger: silent });
+    const timings = { start: 0, upstreamStart: 0, upstreamHeaders: 0, upstreamEnd: 0 };
+    const overHttp = [sampleSpan(), sampleSpan()];
+    for (const span of overHttp) follower.callFinished(span, null, timings, true);
+    store.setLayer('operator', { tracing: { otlp: { endpoint: collector.grpcEndpoint, protocol: 'grpc', scheduledDelayMs: 50 } } });
+    const overGrpc = sampleSpan();
+    follower.callFinished(overGrpc, null, timings, true);
+    expect(follower.stats()).toEqual({ exported: 0, dropped: 0, failed: 0, queued: 3 }); // both held, neither lost from the totals
+    await follower.close();
+    expect(follower.stats()).toEqual({ exported: 3, dropped: 0, failed: 0, queued: 0 });
+    for (const span of [...overHttp, overGrpc]) await waitForSpan(span.spanId);
   });
 
   it('takes the endpoint, protocol and service name from the OTEL_* variables when the config names none', async () => {

@@ -11,9 +11,10 @@ import { sampleValue } from '../../test/support/prometheus-text.ts';
 import { WebhookMetrics } from './metrics/webhook-metrics.ts';
 import { createCertificateAuthority } from '../../contracts/pki.ts';
 
-function app(opts: { labels?: Record<string, string>; failLookup?: boolean } = {}) {
+function app(opts: { labels?: Record<string, string>; failLookup?: boolean; notReady?: () => string[] } = {}) {
   return buildWebhookApp({
     logger: pino({ level: 'silent' }),
+    ...(opts.notReady ? { notReady: opts.notReady } : {}),
     admission: {
       logger: pino({ level: 'silent' }),
       ownNamespace: 'tollgate-system',
@@ -93,6 +94,21 @@ describe('POST /mutate', () => {
 
   it('exports an error type the server maps to 500', () => {
     expect(new AdmissionUnavailableError('x').name).toBe('AdmissionUnavailableError');
+  });
+});
+
+describe('GET /readyz', () => {
+  it('answers 503 naming what is missing, then 200 once nothing is', async () => {
+    let waiting = ["the operator's CA (/etc/tollgate/operator-ca/ca.crt): sidecars cannot be injected without it"];
+    const webhook = app({ notReady: () => waiting });
+    const before = await webhook.inject({ method: 'GET', url: '/readyz' });
+    expect(before.statusCode).toBe(503);
+    expect(before.json()).toEqual({ status: 'not ready', waiting });
+    waiting = [];
+    const after = await webhook.inject({ method: 'GET', url: '/readyz' });
+    expect(after.statusCode).toBe(200);
+    // Liveness is not readiness: /healthz answered all along.
+    expect((await webhook.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
   });
 });
 

@@ -1,4 +1,6 @@
-// The webhook's HTTP(S) app, built without listening so tests can use inject(). /mutate, /healthz and /metrics.
+// The webhook's HTTP(S) app, built without listening so tests can use inject(): /mutate, /metrics, /healthz (the
+// process serves) and /readyz (an admission now would inject: the API server trusts our certificate and the
+// operator's CA, which every sidecar needs, is loaded).
 
 import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
@@ -15,6 +17,8 @@ export interface WebhookAppOptions {
   admission: PodAdmissionDeps;
   /** Serve HTTPS with this certificate (the API server only calls webhooks over TLS). */
   tls?: KeyPairPem;
+  /** What still keeps this replica from injecting; empty when ready. Absent: ready whenever it serves. */
+  notReady?: () => string[];
   /** Serves GET /metrics (Prometheus, through the chart's ServiceMonitor). */
   metrics?: MetricsExposition;
 }
@@ -38,6 +42,11 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
     if (!verdict.allowed) return reply.code(403).send({ error: { code: 'origin_not_allowed', message: verdict.reason } });
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    const waiting = opts.notReady?.() ?? [];
+    if (waiting.length > 0) return reply.code(503).send({ status: 'not ready', waiting });
+    return { status: 'ok' };
+  });
   const metrics = opts.metrics;
   if (metrics) {
     app.get('/metrics', async (request, reply) => {

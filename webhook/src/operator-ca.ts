@@ -9,6 +9,8 @@ import { AdmissionUnavailableError } from './admission/pod-admission.ts';
 export interface OperatorCa {
   /** The PEM; throws AdmissionUnavailableError when there is none. */
   current(): string;
+  /** Whether current() would return a certificate. */
+  loaded(): boolean;
   stop(): void;
 }
 
@@ -16,17 +18,20 @@ const PEM = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/;
 
 export function operatorCaFromFile(path: string, logger: Logger, pollMs = 10_000): OperatorCa {
   let pem: string | undefined;
+  let reported = false;
   const load = () => {
     try {
       const text = readFileSync(path, 'utf8');
       if (!PEM.test(text)) {
-        logger.warn({ path }, 'operator CA file holds no PEM certificate');
+        if (!reported) logger.warn({ path }, 'operator CA file holds no PEM certificate');
+        reported = true;
         return;
       }
       if (text !== pem) logger.info({ path }, pem === undefined ? 'operator CA loaded' : 'operator CA reloaded');
       pem = text;
     } catch (error) {
-      if (pem === undefined) logger.warn({ path, err: error }, 'operator CA not readable yet');
+      if (pem === undefined && !reported) logger.warn({ path, err: error }, 'operator CA not readable yet');
+      reported = true;
     }
   };
   load();
@@ -35,6 +40,11 @@ export function operatorCaFromFile(path: string, logger: Logger, pollMs = 10_000
     current() {
       if (pem === undefined) throw new AdmissionUnavailableError(`operator CA ${path} is not available yet`);
       return pem;
+    },
+    loaded() {
+      // Asked by the readiness probe: look again now rather than wait for the next poll.
+      if (pem === undefined) load();
+      return pem !== undefined;
     },
     stop() {
       unwatchFile(path, load);

@@ -21,6 +21,8 @@ export interface WebhookOptions {
   caValidityHours: number;
   certValidityHours: number;
   operatorCaFile: string;
+  /** The webhook's own Deployment (in `namespace`): owner of the TLS Secret it creates (ADR 0807). */
+  ownerDeployment?: string;
   sidecar: SidecarDefaults;
   /** audit.hostSocket of the chart: mount the Tetragon socket directory into sidecars whose ProxyConfig enables audit. */
   audit?: { hostSocket: boolean; socketDir: string };
@@ -41,6 +43,8 @@ export const WEBHOOK_USAGE = `usage: tollgate webhook [options]      (every opti
   --webhook-config-name NAME    MutatingWebhookConfiguration to patch the caBundle into (default tollgate)
   --ca-validity-hours H         self-managed CA lifetime (default 8760)
   --cert-validity-hours H       self-managed serving certificate lifetime (default 168)
+  --owner-deployment NAME       the Deployment this webhook runs in (namespace --namespace); the TLS Secret
+                                names it as its owner, so uninstalling deletes the Secret (default: no owner)
   --operator-address HOST:PORT  the operator's gRPC config-push address, given to every sidecar (required)
   --operator-ca-file FILE       the operator's CA certificate, given to every sidecar (required)
   --sidecar-image REF           sidecar image (required)
@@ -69,6 +73,7 @@ const STRING_OPTIONS = [
   'webhook-config-name',
   'ca-validity-hours',
   'cert-validity-hours',
+  'owner-deployment',
   'operator-address',
   'operator-ca-file',
   'sidecar-image',
@@ -139,6 +144,10 @@ export function parseWebhookOptions(argv: string[], env: NodeJS.ProcessEnv): Web
   if (pullPolicy !== undefined && !['Always', 'IfNotPresent', 'Never'].includes(pullPolicy)) {
     throw new WebhookOptionsError(`--sidecar-image-pull-policy: ${JSON.stringify(pullPolicy)} is not one of Always, IfNotPresent, Never`);
   }
+  const ownerDeployment = get('owner-deployment');
+  if (ownerDeployment !== undefined && !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(ownerDeployment)) {
+    throw new WebhookOptionsError(`--owner-deployment: ${JSON.stringify(ownerDeployment)} is not a Deployment name`);
+  }
   const levels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
 
   return {
@@ -155,6 +164,7 @@ export function parseWebhookOptions(argv: string[], env: NodeJS.ProcessEnv): Web
     caValidityHours: integer('ca-validity-hours', 24 * 365, 1, 24 * 365 * 10),
     certValidityHours: integer('cert-validity-hours', 24 * 7, 1, 24 * 365),
     operatorCaFile: required('operator-ca-file'),
+    ...(ownerDeployment ? { ownerDeployment } : {}),
     sidecar: {
       image,
       version: get('sidecar-version', tag ?? 'unknown')!,

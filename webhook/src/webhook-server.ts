@@ -5,6 +5,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { KubeApi } from '../../kube-client/api-client.ts';
+import { deploymentOwner } from '../../kube-client/owner-reference.ts';
 import { cachedNamespaceLabels } from './admission/namespace-labels.ts';
 import { cachedAuditLookup } from './admission/proxy-config-audit.ts';
 import type { PodAdmissionDeps } from './admission/pod-admission.ts';
@@ -90,6 +91,7 @@ export async function startWebhook(options: WebhookOptions, runtime: WebhookRunt
       namespace: ns,
       secretName: options.tlsSecret,
       webhookConfigurationName: options.webhookConfigName,
+      ...(options.ownerDeployment ? { owner: await deploymentOwner(api, ns, options.ownerDeployment) } : {}),
       dnsNames: [`${service}.${ns}.svc`, `${service}.${ns}.svc.cluster.local`, service],
       ipAddresses: runtime.ipAddresses ?? [],
       caValidityHours: options.caValidityHours,
@@ -105,8 +107,15 @@ export async function startWebhook(options: WebhookOptions, runtime: WebhookRunt
   }
   if (!initial) throw new Error('no serving certificate available');
 
+  const selfManaged = certificates;
+  const notReady = (): string[] => [
+    ...(operatorCa.loaded() ? [] : [`the operator's CA (${options.operatorCaFile}): sidecars cannot be injected without it`]),
+    ...(selfManaged && selfManaged.caBundle === ''
+      ? [`our caBundle in MutatingWebhookConfiguration ${options.webhookConfigName}: the API server would not trust this server`]
+      : []),
+  ];
   metrics.watchCertificates({ serving: () => servingPem, ...(certificates ? { ca: () => certificates.caBundle } : {}) });
-  app = buildWebhookApp({ logger, admission, tls: initial, metrics: metrics.exposition });
+  app = buildWebhookApp({ logger, admission, tls: initial, metrics: metrics.exposition, notReady });
   await app.listen({ host: options.host, port: options.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;

@@ -9,6 +9,7 @@
 
 import { createHash } from 'node:crypto';
 import { type KubeApi, isStatus } from '../../../kube-client/api-client.ts';
+import { hasOwnerReference, type OwnerReference, withOwnerReference } from '../../../kube-client/owner-reference.ts';
 
 export interface UserUsageDoc {
   spent: string;
@@ -36,7 +37,14 @@ export interface StoredLedger {
 interface ConfigMap {
   apiVersion?: string;
   kind?: string;
-  metadata: { name: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  metadata: {
+    name: string;
+    namespace?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: OwnerReference[];
+  };
   data?: Record<string, string>;
 }
 
@@ -60,10 +68,13 @@ export function ledgerConfigMapName(policy: string): string {
 export class LedgerStore {
   readonly #api: KubeApi;
   readonly #namespace: string;
+  readonly #owner: OwnerReference | undefined;
 
-  constructor(api: KubeApi, namespace: string) {
+  /** `owner`, when given, is named in every ledger's ownerReferences, so uninstalling deletes them (ADR 0807). */
+  constructor(api: KubeApi, namespace: string, owner?: OwnerReference) {
     this.#api = api;
     this.#namespace = namespace;
+    this.#owner = owner;
   }
 
   #path(name?: string): string {
@@ -79,12 +90,27 @@ export class LedgerStore {
         query: { labelSelector: `${LEDGER_LABEL}=true`, limit: 200, continue: cont },
       });
       for (const cm of page.items) {
-        const stored = parse(cm);
+        const stored = parse(await this.#adopt(cm));
         if (stored) out.set(stored.doc.policy, stored);
       }
       cont = page.metadata?.continue || undefined;
     } while (cont);
     return out;
+  }
+
+  /**
+   * A ledger written before the chart named an owner gets the reference now, when the new leader loads it, so
+   * an idle policy's ledger is not left behind by an uninstall. Returned as written (its new resourceVersion).
+   */
+  async #adopt(cm: ConfigMap): Promise<ConfigMap> {
+    if (hasOwnerReference(cm.metadata, this.#owner)) return cm;
+    try {
+      return await this.#api.put<ConfigMap>(this.#path(cm.metadata.name), { ...cm, apiVersion: 'v1', kind: 'ConfigMap', metadata: withOwnerReference(cm.metadata, this.#owner) });
+    } catch (error) {
+      // Someone wrote it meanwhile: keep what was listed; its next write (from this store) adds the owner.
+      if (isStatus(error, 409)) return cm;
+      throw error;
+    }
   }
 
   async get(policy: string): Promise<StoredLedger | undefined> {
@@ -108,13 +134,16 @@ export class LedgerStore {
     const body: ConfigMap = {
       apiVersion: 'v1',
       kind: 'ConfigMap',
-      metadata: {
-        name,
-        namespace: this.#namespace,
-        labels: { [LEDGER_LABEL]: 'true', 'app.kubernetes.io/part-of': 'tollgate', 'app.kubernetes.io/component': 'budget-ledger' },
-        annotations: { [POLICY_ANNOTATION]: doc.policy },
-        ...(resourceVersion ? { resourceVersion } : {}),
-      },
+      metadata: withOwnerReference(
+        {
+          name,
+          namespace: this.#namespace,
+          labels: { [LEDGER_LABEL]: 'true', 'app.kubernetes.io/part-of': 'tollgate', 'app.kubernetes.io/component': 'budget-ledger' },
+          annotations: { [POLICY_ANNOTATION]: doc.policy },
+          ...(resourceVersion ? { resourceVersion } : {}),
+        },
+        this.#owner,
+      ),
       data: { [DATA_KEY]: text },
     };
     try {

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
 import { microTime } from '../../../kube-client/micro-time.ts';
+import { type OwnerReference, withOwnerReference } from '../../../kube-client/owner-reference.ts';
 
 export interface LeaseSpec {
   holderIdentity?: string;
@@ -20,7 +21,7 @@ export interface LeaseSpec {
 interface Lease {
   apiVersion: 'coordination.k8s.io/v1';
   kind: 'Lease';
-  metadata: { name: string; namespace: string; resourceVersion?: string };
+  metadata: { name: string; namespace: string; resourceVersion?: string | undefined; ownerReferences?: OwnerReference[] };
   spec?: LeaseSpec;
 }
 
@@ -30,6 +31,8 @@ export interface LeaderElectionOptions {
   name: string;
   identity: string;
   logger: Logger;
+  /** Named in the Lease's ownerReferences (added at the next write to a Lease that lacks it), ADR 0807. */
+  owner?: OwnerReference;
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
@@ -44,12 +47,13 @@ export interface LeaderElectionOptions {
 type Attempt = 'acquired' | 'held-by-other' | 'error';
 
 export class LeaderElector {
-  #opts: Required<Omit<LeaderElectionOptions, 'onNewLeader'>> & Pick<LeaderElectionOptions, 'onNewLeader'>;
+  #opts: Required<Omit<LeaderElectionOptions, 'onNewLeader' | 'owner'>> & Pick<LeaderElectionOptions, 'onNewLeader' | 'owner'>;
   #abort = new AbortController();
   #running: Promise<void> | undefined;
   #leading = false;
   #observed: { record: string; at: number; spec: LeaseSpec } | undefined;
   #resourceVersion: string | undefined;
+  #ownerReferences: OwnerReference[] | undefined;
   #path: string;
 
   constructor(opts: LeaderElectionOptions) {
@@ -119,7 +123,7 @@ export class LeaderElector {
           {
             apiVersion: 'coordination.k8s.io/v1',
             kind: 'Lease',
-            metadata: { name: this.#opts.name, namespace: this.#opts.namespace },
+            metadata: withOwnerReference({ name: this.#opts.name, namespace: this.#opts.namespace }, this.#opts.owner),
             spec: {
               holderIdentity: identity,
               leaseDurationSeconds: Math.round(leaseDurationMs / 1000),
@@ -130,11 +134,11 @@ export class LeaderElector {
           },
           { signal: this.#attemptSignal() },
         );
-        this.#observe(created.spec ?? {}, created.metadata.resourceVersion);
+        this.#observe(created.spec ?? {}, created.metadata);
         return 'acquired';
       }
       const spec = lease.spec ?? {};
-      this.#observe(spec, lease.metadata.resourceVersion);
+      this.#observe(spec, lease.metadata);
       const holder = spec.holderIdentity ?? '';
       const observedAt = this.#observed?.at ?? Date.now();
       const duration = (spec.leaseDurationSeconds ?? Math.round(leaseDurationMs / 1000)) * 1000;
@@ -149,8 +153,10 @@ export class LeaderElector {
               renewTime: microTime(now),
               leaseTransitions: (spec.leaseTransitions ?? 0) + 1,
             };
-      const updated = await api.put<Lease>(this.#path, { ...lease, spec: next }, { signal: this.#attemptSignal() });
-      this.#observe(updated.spec ?? {}, updated.metadata.resourceVersion);
+      // Renewing is a write anyway: a Lease from before the chart named an owner gets it here.
+      const metadata = withOwnerReference(lease.metadata, this.#opts.owner);
+      const updated = await api.put<Lease>(this.#path, { ...lease, metadata, spec: next }, { signal: this.#attemptSignal() });
+      this.#observe(updated.spec ?? {}, updated.metadata);
       return 'acquired';
     } catch (error) {
       // 409: someone else wrote the Lease between our read and write; they won this round.
@@ -160,9 +166,10 @@ export class LeaderElector {
     }
   }
 
-  #observe(spec: LeaseSpec, resourceVersion: string | undefined): void {
+  #observe(spec: LeaseSpec, metadata: Lease['metadata']): void {
     const record = JSON.stringify([spec.holderIdentity ?? '', spec.renewTime ?? '', spec.leaseDurationSeconds ?? 0]);
-    this.#resourceVersion = resourceVersion;
+    this.#resourceVersion = metadata.resourceVersion;
+    this.#ownerReferences = metadata.ownerReferences;
     if (this.#observed?.record === record) return;
     const previousHolder = this.#observed?.spec.holderIdentity;
     this.#observed = { record, at: Date.now(), spec };
@@ -176,7 +183,13 @@ export class LeaderElector {
       await this.#opts.api.put<Lease>(this.#path, {
         apiVersion: 'coordination.k8s.io/v1',
         kind: 'Lease',
-        metadata: { name: this.#opts.name, namespace: this.#opts.namespace, resourceVersion: this.#resourceVersion },
+        // A PUT replaces metadata: carry the owners over, or releasing would orphan the Lease.
+        metadata: {
+          name: this.#opts.name,
+          namespace: this.#opts.namespace,
+          resourceVersion: this.#resourceVersion,
+          ...(this.#ownerReferences ? { ownerReferences: this.#ownerReferences } : {}),
+        },
         spec: {
           ...this.#observed.spec,
           holderIdentity: '',

@@ -33,6 +33,16 @@ describe('leader EndpointSlice', () => {
     expect(listsOnly(emptiedEndpointSlice(slice), leader)).toBe(false);
   });
 
+  it('names the owner, and a slice without it is rewritten (written before the chart named one)', () => {
+    const owner = { apiVersion: 'apps/v1', kind: 'Deployment', name: 'tollgate-operator', uid: 'u-1' };
+    const owned = leaderEndpointSlice({ ...leader, owner }, '3');
+    expect(owned.metadata.ownerReferences).toEqual([owner]);
+    expect(listsOnly(owned, { ...leader, owner })).toBe(true);
+    expect(listsOnly(leaderEndpointSlice(leader, '3'), { ...leader, owner })).toBe(false);
+    // Emptying on step-down keeps the owner: a PUT without it would orphan the slice.
+    expect(emptiedEndpointSlice(owned).metadata.ownerReferences).toEqual([owner]);
+  });
+
   it('empties to no endpoints and no leader, keeping the version it was read at', () => {
     const emptied = emptiedEndpointSlice(leaderEndpointSlice(leader, '7'));
     expect(emptied.endpoints).toEqual([]);

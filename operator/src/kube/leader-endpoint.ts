@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
 import { Backoff } from '../../../kube-client/backoff.ts';
+import { hasOwnerReference, type OwnerReference, withOwnerReference } from '../../../kube-client/owner-reference.ts';
 
 // A label value: no slash allowed.
 export const MANAGED_BY = 'operator.tollgate.dev';
@@ -17,7 +18,14 @@ export const LEADER_ANNOTATION = 'tollgate.dev/leader';
 export interface EndpointSlice {
   apiVersion: 'discovery.k8s.io/v1';
   kind: 'EndpointSlice';
-  metadata: { name: string; namespace: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  metadata: {
+    name: string;
+    namespace: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: OwnerReference[];
+  };
   addressType: 'IPv4' | 'IPv6' | 'FQDN';
   endpoints: Array<{ addresses: string[]; conditions?: { ready?: boolean; serving?: boolean; terminating?: boolean } }> | null;
   ports?: Array<{ name?: string; port?: number; protocol?: string }> | null;
@@ -33,6 +41,8 @@ export interface LeaderAddress {
   port: number;
   /** The Service port's name; kube-proxy pairs Service and slice ports by name. */
   portName: string;
+  /** Named in the slice's ownerReferences, so uninstalling deletes it (ADR 0807). */
+  owner?: OwnerReference;
 }
 
 /** The slice that sends the push Service's traffic to this replica only. */
@@ -40,14 +50,17 @@ export function leaderEndpointSlice(leader: LeaderAddress, resourceVersion?: str
   return {
     apiVersion: 'discovery.k8s.io/v1',
     kind: 'EndpointSlice',
-    metadata: {
-      name: leader.service,
-      namespace: leader.namespace,
-      ...(resourceVersion ? { resourceVersion } : {}),
-      // managed-by tells the endpointslice controllers the slice is not theirs to garbage-collect.
-      labels: { 'kubernetes.io/service-name': leader.service, 'endpointslice.kubernetes.io/managed-by': MANAGED_BY },
-      annotations: { [LEADER_ANNOTATION]: leader.identity },
-    },
+    metadata: withOwnerReference(
+      {
+        name: leader.service,
+        namespace: leader.namespace,
+        ...(resourceVersion ? { resourceVersion } : {}),
+        // managed-by tells the endpointslice controllers the slice is not theirs to garbage-collect.
+        labels: { 'kubernetes.io/service-name': leader.service, 'endpointslice.kubernetes.io/managed-by': MANAGED_BY },
+        annotations: { [LEADER_ANNOTATION]: leader.identity },
+      },
+      leader.owner,
+    ),
     addressType: isIPv6(leader.podIP) ? 'IPv6' : 'IPv4',
     endpoints: [{ addresses: [leader.podIP], conditions: { ready: true, serving: true, terminating: false } }],
     ports: [{ name: leader.portName, port: leader.port, protocol: 'TCP' }],
@@ -80,7 +93,8 @@ export function listsOnly(slice: EndpointSlice, leader: LeaderAddress): boolean 
     (ports[0]!.protocol ?? 'TCP') === 'TCP' &&
     slice.metadata.labels?.['kubernetes.io/service-name'] === leader.service &&
     slice.metadata.labels?.['endpointslice.kubernetes.io/managed-by'] === MANAGED_BY &&
-    slice.metadata.annotations?.[LEADER_ANNOTATION] === leader.identity
+    slice.metadata.annotations?.[LEADER_ANNOTATION] === leader.identity &&
+    hasOwnerReference(slice.metadata, leader.owner)
   );
 }
 
@@ -96,6 +110,7 @@ export interface LeaderEndpointOptions {
   identity: string;
   podIP: string;
   portName?: string;
+  owner?: OwnerReference;
   logger: Logger;
   /** How often a leader re-reads the slice to heal it (default 30 s). */
   resyncMs?: number;
@@ -114,7 +129,7 @@ export class LeaderEndpoint {
 
   #leader(port: number): LeaderAddress {
     const { namespace, service, identity, podIP } = this.#opts;
-    return { namespace, service, identity, podIP, port, portName: this.#opts.portName ?? 'grpc' };
+    return { namespace, service, identity, podIP, port, portName: this.#opts.portName ?? 'grpc', ...(this.#opts.owner ? { owner: this.#opts.owner } : {}) };
   }
 
   /**

@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { certificateNotAfter, createCertificateAuthority, issueCertificate } from '../../../contracts/pki.ts';
 import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
+import { hasOwnerReference, type OwnerReference, withOwnerReference } from '../../../kube-client/owner-reference.ts';
 
 export type TlsSource = { kind: 'files'; certFile: string; keyFile: string } | { kind: 'secret'; namespace: string; name: string; dnsNames: string[]; ipAddresses: string[] };
 
@@ -18,13 +19,14 @@ export interface ServingCertificate {
 
 const VALIDITY_HOURS = 24 * 365;
 
-export async function loadServingCertificate(source: TlsSource, api: KubeApi, logger: Logger): Promise<ServingCertificate> {
+/** `owner`, when given, is named in the generated Secret's ownerReferences (ADR 0807); an older Secret gets it here. */
+export async function loadServingCertificate(source: TlsSource, api: KubeApi, logger: Logger, owner?: OwnerReference): Promise<ServingCertificate> {
   if (source.kind === 'files') {
     const [certPem, keyPem] = await Promise.all([readFile(source.certFile, 'utf8'), readFile(source.keyFile, 'utf8')]);
     return { certPem, keyPem };
   }
   const path = `/api/v1/namespaces/${source.namespace}/secrets/${source.name}`;
-  let existing: { metadata: { resourceVersion?: string }; data?: Record<string, string> } | undefined;
+  let existing: { metadata: { resourceVersion?: string; ownerReferences?: OwnerReference[] }; data?: Record<string, string> } | undefined;
   try {
     existing = await api.get(path);
   } catch (error) {
@@ -34,7 +36,14 @@ export async function loadServingCertificate(source: TlsSource, api: KubeApi, lo
   const certPem = decode('tls.crt');
   const keyPem = decode('tls.key');
   const caPem = decode('ca.crt');
-  if (certPem && keyPem && caPem && !expiresSoon(certPem)) return { certPem, keyPem, caPem };
+  if (certPem && keyPem && caPem && !expiresSoon(certPem)) {
+    if (existing && !hasOwnerReference(existing.metadata, owner)) {
+      // Written before the chart named an owner: adopt it, keeping the certificate sidecars already trust.
+      await api.put(path, { apiVersion: 'v1', kind: 'Secret', ...existing, metadata: withOwnerReference(existing.metadata, owner) });
+      logger.info({ secret: `${source.namespace}/${source.name}`, owner: owner?.name }, 'owner reference added');
+    }
+    return { certPem, keyPem, caPem };
+  }
 
   const ca = await createCertificateAuthority({ commonName: 'tollgate-operator-ca', validityHours: VALIDITY_HOURS });
   const leaf = await issueCertificate(ca, {
@@ -53,6 +62,7 @@ export async function loadServingCertificate(source: TlsSource, api: KubeApi, lo
       namespace: source.namespace,
       labels: { 'app.kubernetes.io/managed-by': 'tollgate-operator' },
       ...(existing ? { resourceVersion: existing.metadata.resourceVersion } : {}),
+      ...(existing?.metadata.ownerReferences ? { ownerReferences: existing.metadata.ownerReferences } : {}),
     },
     data: {
       'tls.crt': Buffer.from(leaf.certPem).toString('base64'),
@@ -60,6 +70,7 @@ export async function loadServingCertificate(source: TlsSource, api: KubeApi, lo
       'ca.crt': Buffer.from(ca.certPem).toString('base64'),
     },
   };
+  secret.metadata = withOwnerReference(secret.metadata, owner);
   if (existing) await api.put(path, secret);
   else await api.post(`/api/v1/namespaces/${source.namespace}/secrets`, secret);
   logger.info({ secret: `${source.namespace}/${source.name}`, dnsNames: source.dnsNames }, 'generated push server certificate');

@@ -7,6 +7,7 @@
 import type { V1MutatingWebhookConfiguration, V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
+import { hasOwnerReference, type OwnerReference, withOwnerReference } from '../../../kube-client/owner-reference.ts';
 import type { KeyPairPem } from '../../../contracts/pki.ts';
 import { caBundlePem, renewCertificates, type CertificateState, type RenewalPolicy } from './certificate-renewal.ts';
 import { secretFromState, stateFromSecret } from './certificate-secret.ts';
@@ -17,6 +18,8 @@ export interface SelfManagedCertificateOptions {
   namespace: string;
   secretName: string;
   webhookConfigurationName: string;
+  /** Named in the Secret's ownerReferences, so uninstalling the chart deletes the Secret (ADR 0807). */
+  owner?: OwnerReference;
   dnsNames: string[];
   ipAddresses?: string[];
   caValidityHours?: number;
@@ -34,7 +37,7 @@ export interface SelfManagedCertificates {
   reconcile(force?: 'ca' | 'serving'): Promise<void>;
   start(): Promise<void>;
   stop(): void;
-  /** The CA bundle currently published (PEM), for tests and status. */
+  /** The CA bundle the last pass found in (or patched into) the configuration (PEM); '' when it is not in place. */
   readonly caBundle: string;
 }
 
@@ -66,6 +69,9 @@ export function selfManagedCertificates(opts: SelfManagedCertificateOptions): Se
       labels: { 'app.kubernetes.io/part-of': 'tollgate', 'app.kubernetes.io/component': 'webhook' },
       ...(existing?.metadata?.resourceVersion ? { resourceVersion: existing.metadata.resourceVersion } : {}),
     });
+    // A PUT replaces metadata: keep whatever owners the Secret already has, and add ours.
+    const owners = existing?.metadata?.ownerReferences;
+    body.metadata = withOwnerReference({ ...body.metadata, ...(owners ? { ownerReferences: owners } : {}) }, opts.owner);
     try {
       if (existing) await api.put(secretPath, body);
       else await api.post(secrets, body);
@@ -120,9 +126,15 @@ export function selfManagedCertificates(opts: SelfManagedCertificateOptions): Se
         if (await writeSecret(state, secret)) log.info({ changes }, 'webhook certificates renewed');
         continue; // re-read: what is stored (ours or another replica's) is what gets published and served
       }
+      if (secret && !hasOwnerReference(secret.metadata, opts.owner)) {
+        // Written before the chart named an owner: adopt it so `helm uninstall` takes it along.
+        if (await writeSecret(state, secret)) log.info({ secret: `${opts.namespace}/${opts.secretName}`, owner: opts.owner?.name }, 'owner reference added');
+        continue;
+      }
       const bundle = caBundlePem(state);
       const inPlace = await publishBundle(bundle);
-      if (inPlace) published = bundle;
+      // Readiness follows this: a configuration that lost our bundle (or is gone) means admissions would fail TLS.
+      published = inPlace ? bundle : '';
       if (inPlace && state.bundlePublishedAt === undefined) {
         state = { ...state, bundlePublishedAt: Date.now() };
         if (!(await writeSecret(state, secret))) continue;
