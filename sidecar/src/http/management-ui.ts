@@ -1,6 +1,7 @@
 // GET /_local/: the management UI, a static page (sidecar/ui/) that reads and changes the engine through its
-// own /_local/api. Nothing is built at run time and nothing comes from a CDN: the files are read once at
-// start, the chart library (uPlot) from node_modules. The page's calls to the API are same-origin, which the
+// own /_local/api. Nothing is built at run time and nothing comes from a CDN: the files are read once, at the
+// first request for them (a sidecar nobody opens the page of never holds them), the chart library (uPlot) from
+// node_modules. The page's calls to the API are same-origin, which the
 // request guard lets through without opening the API to any other page (ADR 1400); the headers below keep
 // the page from being framed by another site or running anything but its own scripts.
 
@@ -35,8 +36,13 @@ const PAGE_HEADERS = {
   'content-security-policy': CONTENT_SECURITY_POLICY,
 };
 
-function uiFile(name: string, type: string): Asset {
-  return { body: readFileSync(join(UI_DIR, name)), type };
+/** A file of the page; absent (a build that left sidecar/ui out) answers 404 naming it, and the engine keeps serving. */
+function uiFile(name: string, type: string): Asset | null {
+  try {
+    return { body: readFileSync(join(UI_DIR, name)), type };
+  } catch {
+    return null;
+  }
 }
 
 /** A file of an npm package the page loads; absent (an image without it) answers 404 and the page does without. */
@@ -48,21 +54,32 @@ function packageFile(specifier: string, type: string): Asset | null {
   }
 }
 
+const ASSET_SOURCES: ReadonlyMap<string, () => Asset | null> = new Map([
+  ['index.html', () => uiFile('index.html', 'text/html; charset=utf-8')],
+  ['app.js', () => uiFile('app.js', 'text/javascript; charset=utf-8')],
+  ['app.css', () => uiFile('app.css', 'text/css; charset=utf-8')],
+  ['vendor/uPlot.iife.min.js', () => packageFile('uplot/dist/uPlot.iife.min.js', 'text/javascript; charset=utf-8')],
+  ['vendor/uPlot.min.css', () => packageFile('uplot/dist/uPlot.min.css', 'text/css; charset=utf-8')],
+]);
+
 export const managementUiRoutes: FastifyPluginAsync = async (app) => {
-  const page = uiFile('index.html', 'text/html; charset=utf-8');
-  const assets = new Map<string, Asset | null>([
-    ['app.js', uiFile('app.js', 'text/javascript; charset=utf-8')],
-    ['app.css', uiFile('app.css', 'text/css; charset=utf-8')],
-    ['vendor/uPlot.iife.min.js', packageFile('uplot/dist/uPlot.iife.min.js', 'text/javascript; charset=utf-8')],
-    ['vendor/uPlot.min.css', packageFile('uplot/dist/uPlot.min.css', 'text/css; charset=utf-8')],
-  ]);
-  const send = (reply: FastifyReply, asset: Asset) => reply.headers({ ...PAGE_HEADERS, 'content-type': asset.type }).send(asset.body);
+  const loaded = new Map<string, Asset | null>();
+  const asset = (name: string): Asset | null => {
+    if (!loaded.has(name)) loaded.set(name, ASSET_SOURCES.get(name)?.() ?? null);
+    return loaded.get(name) ?? null;
+  };
+  const notFound = (reply: FastifyReply, name: string) => reply.code(404).send({ error: { code: 'not_found', message: `no UI file ${JSON.stringify(name)}` } });
+  const send = (reply: FastifyReply, name: string) => {
+    const found = asset(name);
+    if (!found) return notFound(reply, name);
+    return reply.headers({ ...PAGE_HEADERS, 'content-type': found.type }).send(found.body);
+  };
 
   app.get('/_local', async (_request, reply) => reply.redirect('/_local/', 308));
-  app.get('/_local/', async (_request, reply) => send(reply, page));
+  app.get('/_local/', async (_request, reply) => send(reply, 'index.html'));
   app.get<{ Params: { '*': string } }>('/_local/ui/*', async (request, reply) => {
-    const asset = assets.get(request.params['*']);
-    if (!asset) return reply.code(404).send({ error: { code: 'not_found', message: `no UI file ${JSON.stringify(request.params['*'])}` } });
-    return send(reply, asset);
+    const name = request.params['*'];
+    // the page itself is served at /_local/ only
+    return name === 'index.html' ? notFound(reply, name) : send(reply, name);
   });
 };
