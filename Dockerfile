@@ -40,8 +40,8 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm uninstall --no-save --omit=dev --ignore-scripts @duckdb/node-api \
  && npm cache clean --force
 
-# The injected sidecar: the compiled proxy, the config-push proto, its runtime dependencies. Memory flags
-# (ADR 0003, measured with bench/side-by-side.ts, which reads them from here): a 2 MB young generation and one
+# The injected sidecar: the compiled proxy, the config-push proto, the management UI, its runtime dependencies.
+# Memory flags (ADR 0003, measured with bench/side-by-side.ts, which reads them from here): a 2 MB young generation and one
 # V8 helper thread for a small idle footprint; the old generation capped at 64 MB so that V8 collects instead
 # of growing towards a limit sized for the whole machine; glibc returning blocks of 32 KB and more (JIT
 # compiler zones) to the system when they are freed rather than keeping them. State and spans live in the
@@ -57,6 +57,8 @@ COPY package.json ./
 COPY --from=build /src/dist/cmd ./cmd
 COPY --from=build /src/dist/contracts ./contracts
 COPY --from=build /src/dist/sidecar/src ./sidecar/src
+# the management UI's static files (GET /_local/); its chart library comes with node_modules
+COPY sidecar/ui ./sidecar/ui
 COPY proto ./proto
 USER 65532:65532
 ENTRYPOINT ["node", "cmd/tollgate.js"]

@@ -52,6 +52,12 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-call': 'off',
     },
   },
+  {
+    // The management UI's browser script (no build step, no types): the syntax and the non-type rules only.
+    files: ['sidecar/ui/**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: { sourceType: 'module', parserOptions: { projectService: false } },
+  },
   ...boundary('contracts', 'cmd', 'sidecar', 'operator', 'webhook', 'kube-client'),
   ...boundary('crds', 'cmd', 'sidecar', 'operator', 'webhook', 'kube-client'),
   ...boundary('kube-client', 'cmd', 'sidecar', 'operator', 'webhook', 'crds'),

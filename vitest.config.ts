@@ -1,11 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
-// Four projects, by what a test needs to run; `npm test` runs all four.
+// Five projects, by what a test needs to run; `npm test` runs all five.
 // - unit: the code's own tests beside it, plus the fakes, the control-plane harness and the docs: in-process
 //   (loopback servers, real SQLite, worker threads), no `tollgate` processes.
 // - e2e: real `tollgate proxy` processes against the fake upstreams (test/e2e).
 // - cluster: a real etcd + kube-apiserver, built once from the Go module proxy by test/control-plane, one file
 //   at a time.
+// - browser: the management UI in Debian's Chromium through playwright-core, against real proxy processes
+//   (test/browser); the setup installs chromium with apt-get when it is missing.
 // - node: a real single-node cluster with kubelet and containerd (test/cluster-node); skipped with a reason where
 //   the machine cannot run it, required under CI=true.
 export default defineConfig({
@@ -15,7 +17,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['{contracts,cmd,sidecar,operator,webhook,kube-client,crds,test}/**/*.test.ts'],
-          exclude: ['test/e2e/**', 'test/cluster/**', '**/*.node.test.ts', '**/node_modules/**'],
+          exclude: ['test/e2e/**', 'test/cluster/**', 'test/browser/**', '**/*.node.test.ts', '**/node_modules/**'],
           testTimeout: 20_000,
         },
       },
@@ -24,6 +26,15 @@ export default defineConfig({
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          name: 'browser',
+          include: ['test/browser/**/*.test.ts'],
+          globalSetup: ['test/browser/global-setup.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
         },
       },
       {

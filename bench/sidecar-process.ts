@@ -126,13 +126,14 @@ export interface SidecarOptions {
   extraEnv?: Record<string, string>;
 }
 
-/** A folder laid out like the sidecar image's /app: compiled code from dist/, proto/, node_modules. */
+/** A folder laid out like the sidecar image's /app (the Dockerfile's COPY lines): compiled code from dist/, proto/, the UI, node_modules. */
 function imageLayout(dir: string): string {
   const dist = join(ROOT, 'dist');
   if (!existsSync(join(dist, 'cmd', 'tollgate.js'))) throw new Error('dist/ is missing: run ./tollgatew npm run build first');
   const app = join(dir, 'app');
   for (const part of ['cmd', 'contracts', join('sidecar', 'src')]) cpSync(join(dist, part), join(app, part), { recursive: true });
   cpSync(join(ROOT, 'proto'), join(app, 'proto'), { recursive: true });
+  cpSync(join(ROOT, 'sidecar', 'ui'), join(app, 'sidecar', 'ui'), { recursive: true });
   cpSync(join(ROOT, 'package.json'), join(app, 'package.json'));
   symlinkSync(join(ROOT, 'node_modules'), join(app, 'node_modules'));
   return app;
@@ -229,7 +230,8 @@ export async function startSidecar(dir: string, opts: SidecarOptions): Promise<S
     );
   } catch (error) {
     await stop();
-    throw error;
+    // What the sidecar said is the useful part of a start that never became ready.
+    throw new Error(`${(error as Error).message}; the sidecar's stderr: ${stderr.trim() || '(empty)'}`, { cause: error });
   }
   return { url, pid: child.pid!, child, image, stateDir, stderr: () => stderr, stop };
 }

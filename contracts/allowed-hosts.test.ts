@@ -33,6 +33,15 @@ describe('HostAllowList', () => {
     expect(new HostAllowList({ listenHost: '0.0.0.0', allowedHosts: ['*'], ...machine }).allows('anything.example')).toBe(true);
   });
 
+  it('says whether a Host names the engine itself, which `*` does not make any name do', () => {
+    const any = new HostAllowList({ listenHost: '127.0.0.1', allowedHosts: ['*', 'tollgate.internal'], ...machine });
+    expect(any.allows('rebind.evil.example')).toBe(true);
+    expect(any.namesEngine('rebind.evil.example')).toBe(false);
+    expect(any.namesEngine('127.0.0.1:8181')).toBe(true);
+    expect(any.namesEngine('tollgate.internal')).toBe(true);
+    expect(any.namesEngine(undefined)).toBe(false);
+  });
+
   it('lets a request without Host through: HTTP/1.0 clients, never a browser', () => {
     expect(new HostAllowList({ listenHost: '127.0.0.1', allowedHosts: [], ...machine }).allows(undefined)).toBe(true);
   });

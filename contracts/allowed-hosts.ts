@@ -77,7 +77,17 @@ export class HostAllowList {
 
   /** True when a request with this Host header may be served. A request without one (HTTP/1.0) is not a browser's. */
   allows(hostHeader: string | undefined): boolean {
-    if (this.#any || hostHeader === undefined || this.#seen.has(hostHeader)) return true;
+    if (this.#any || hostHeader === undefined) return true;
+    return this.namesEngine(hostHeader);
+  }
+
+  /**
+   * True when the Host names this engine: loopback, its own names and addresses, or a listed name; the `*` that
+   * turns the check off does not count. A page served under such a name is the engine's own (its UI).
+   */
+  namesEngine(hostHeader: string | undefined): boolean {
+    if (hostHeader === undefined) return false;
+    if (this.#seen.has(hostHeader)) return true;
     const name = hostnameOf(hostHeader);
     if (name === null) return false;
     const allowed = isLoopbackHostname(name) || this.#exact.has(name) || this.#suffixes.some((suffix) => name.endsWith(suffix) && name.length > suffix.length);

@@ -32,6 +32,36 @@ describe('pricing.models', () => {
   });
 });
 
+describe('local', () => {
+  it('takes the runtime command as a string split on spaces or as a list of words, never through a shell', () => {
+    expect(parseRuntimeConfigPatch({ local: { runtime: { command: 'ollama  serve' } } }).local).toEqual({ runtime: { command: ['ollama', 'serve'] } });
+    expect(parseRuntimeConfigPatch({ local: { runtime: { command: ['/opt/ollama/bin/ollama', 'serve'] } } }).local?.runtime?.command).toEqual(['/opt/ollama/bin/ollama', 'serve']);
+    for (const bad of ['', [], ['ollama', ''], ['ollama', 'a b'], 42]) {
+      expect(() => parseRuntimeConfigPatch({ local: { runtime: { command: bad } } }), JSON.stringify(bad)).toThrow(
+        /^local\.runtime\.command must be a command such as "ollama serve"/,
+      );
+    }
+  });
+
+  it('names the bad field: the base URL, the port, enabled, an unknown key', () => {
+    expect(parseRuntimeConfigPatch({ local: { enabled: false, lmstudioPort: 0, runtime: { baseUrl: 'http://127.0.0.1:11434/', startTimeoutMs: 5000 } } }).local).toEqual({
+      enabled: false,
+      lmstudioPort: 0,
+      runtime: { baseUrl: 'http://127.0.0.1:11434', startTimeoutMs: 5000 },
+    });
+    expect(() => parseRuntimeConfigPatch({ local: { runtime: { baseUrl: 'ollama:11434' } } })).toThrow(/^local\.runtime\.baseUrl must be an http\(s\) URL/);
+    expect(() => parseRuntimeConfigPatch({ local: { lmstudioPort: 70000 } })).toThrow('local.lmstudioPort must be an integer at least 0 and at most 65535 (got 70000)');
+    expect(() => parseRuntimeConfigPatch({ local: { enabled: 'yes' } })).toThrow('local.enabled must be true or false (got "yes")');
+    expect(() => parseRuntimeConfigPatch({ local: { runtime: { args: [] } } })).toThrow(/^local\.runtime\.args is not a known field/);
+  });
+
+  it('is not one of the sections the config API may change: the command is a program the proxy runs', () => {
+    expect(() => parseRuntimeConfigPatch({ local: { runtime: { command: 'sh -c id' } } }, ['pricing', 'cache', 'upstreams', 'breaker', 'gateway'])).toThrow(
+      'local is not a known field (expected one of: pricing, cache, upstreams, breaker, gateway)',
+    );
+  });
+});
+
 describe('metrics and tracing', () => {
   it('accepts the sections the docs show', () => {
     expect(

@@ -12,7 +12,19 @@ import { normaliseAllowedHost } from './allowed-hosts.ts';
 import { normaliseOrigin } from './origin-policy.ts';
 import { ConfigError } from './config-error.ts';
 import { isRecord } from './json-record.ts';
-import type { BreakerConfig, CredentialsConfig, GatewayConfig, MetricsConfig, OtlpConfig, ServerConfig, StorageConfig, TracingConfig, UpstreamConfig } from './runtime-config.ts';
+import type {
+  BreakerConfig,
+  CredentialsConfig,
+  GatewayConfig,
+  LocalConfig,
+  LocalRuntimeConfig,
+  MetricsConfig,
+  OtlpConfig,
+  ServerConfig,
+  StorageConfig,
+  TracingConfig,
+  UpstreamConfig,
+} from './runtime-config.ts';
 import { GATEWAY_ROUTE_SETTINGS } from './runtime-config.ts';
 import { parseBigQueryStorage, parseDuckDbStorage, parseFirestoreStorage, STORAGE_KINDS } from './storage-config.ts';
 import { parseEngineMode, parseServerAuth, type EngineMode, type ServerAuthConfig } from './server-auth-config.ts';
@@ -29,6 +41,7 @@ export interface RuntimeConfigPatch {
   breaker?: Partial<BreakerConfig>;
   storage?: Partial<StorageConfig>;
   gateway?: Partial<GatewayConfig>;
+  local?: Partial<Omit<LocalConfig, 'runtime'>> & { runtime?: Partial<LocalRuntimeConfig> };
   /** Replaces the whole audit section of earlier layers. */
   audit?: AuditConfig;
   /** `ledger` and `policies` each replace those of earlier layers. */
@@ -265,6 +278,45 @@ function parseGateway(input: unknown, field: string): Partial<GatewayConfig> {
   );
 }
 
+// The runtime's command is a program the proxy runs: a string split on spaces (no shell, no quoting) or a list.
+const COMMAND_WORD = /^[^\s\0]+$/;
+
+function parseCommand(value: unknown, field: string): string[] {
+  const words = typeof value === 'string' ? value.trim().split(/\s+/) : value;
+  if (!Array.isArray(words) || words.length === 0 || words.length > 64 || words.some((word) => typeof word !== 'string' || !COMMAND_WORD.test(word))) {
+    throw new ConfigError(field, `must be a command such as "ollama serve", or a list of its words, at most 64, none empty (got ${JSON.stringify(value)})`);
+  }
+  return words as string[];
+}
+
+function parseLocal(input: unknown, field: string): NonNullable<RuntimeConfigPatch['local']> {
+  const v = object(input, field);
+  onlyKeys(v, field, ['enabled', 'lmstudioPort', 'runtime']);
+  if (v.enabled !== undefined && typeof v.enabled !== 'boolean') throw new ConfigError(`${field}.enabled`, `must be true or false (got ${JSON.stringify(v.enabled)})`);
+  let runtime: Partial<LocalRuntimeConfig> | undefined;
+  if (v.runtime !== undefined) {
+    const f = `${field}.runtime`;
+    const r = object(v.runtime, f);
+    onlyKeys(r, f, ['baseUrl', 'command', 'startTimeoutMs']);
+    runtime = assignDefined<Partial<LocalRuntimeConfig>>(
+      {},
+      {
+        baseUrl: optionalString(r, 'baseUrl', f, HTTP_URL, 'must be an http(s) URL without user:password@, query or fragment')?.replace(/\/+$/, ''),
+        command: r.command === undefined ? undefined : parseCommand(r.command, `${f}.command`),
+        startTimeoutMs: optionalNumber(r, 'startTimeoutMs', f, { min: 100, max: 600_000, integer: true }),
+      },
+    );
+  }
+  return assignDefined<NonNullable<RuntimeConfigPatch['local']>>(
+    {},
+    {
+      enabled: v.enabled,
+      lmstudioPort: optionalNumber(v, 'lmstudioPort', field, { min: 0, max: 65535, integer: true }),
+      runtime,
+    },
+  );
+}
+
 function parseMetrics(input: unknown, field: string): NonNullable<RuntimeConfigPatch['metrics']> {
   const v = object(input, field);
   onlyKeys(v, field, ['perUser']);
@@ -323,7 +375,7 @@ function parseTracing(input: unknown, field: string): TracingConfig {
   return { otlp };
 }
 
-const SECTIONS = ['mode', 'server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'audit', 'budgets', 'metrics', 'tracing'] as const;
+const SECTIONS = ['mode', 'server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'local', 'audit', 'budgets', 'metrics', 'tracing'] as const;
 
 /**
  * Checks a whole config patch. Throws ConfigError naming the first bad field; returns a clean copy
@@ -343,6 +395,7 @@ export function parseRuntimeConfigPatch(input: unknown, sections: readonly strin
   if (v.breaker !== undefined) patch.breaker = parseBreaker(v.breaker, 'breaker');
   if (v.storage !== undefined) patch.storage = parseStorage(v.storage, 'storage');
   if (v.gateway !== undefined) patch.gateway = parseGateway(v.gateway, 'gateway');
+  if (v.local !== undefined) patch.local = parseLocal(v.local, 'local');
   if (v.audit !== undefined) patch.audit = parseAuditConfig(v.audit, 'audit');
   if (v.budgets !== undefined) patch.budgets = parseBudgetsPatch(v.budgets, 'budgets');
   if (v.metrics !== undefined) patch.metrics = parseMetrics(v.metrics, 'metrics');

@@ -24,6 +24,24 @@ export function normaliseOrigin(value: string): string | null {
   return text.toLowerCase();
 }
 
+/**
+ * True when a browser request comes from a page of the very origin it is sent to: `origin` (http or https)
+ * names the host and port of the request's Host, and Sec-Fetch-Site, when the browser sends it, agrees. Such
+ * a page was served by this listener (the management UI): no other site can send this Origin, and a
+ * rebinding page's Host is refused before this is asked (ADR 1400).
+ */
+export function isSameOrigin(origin: string, hostHeader: string | undefined, secFetchSite: string | undefined): boolean {
+  if (hostHeader === undefined || (secFetchSite !== undefined && secFetchSite !== 'same-origin')) return false;
+  const normalised = normaliseOrigin(origin);
+  if (normalised === null || !/^https?:\/\//.test(normalised)) return false;
+  try {
+    const page = new URL(normalised);
+    return page.host === new URL(`${page.protocol}//${hostHeader.trim()}`).host;
+  } catch {
+    return false;
+  }
+}
+
 export class OriginPolicy {
   readonly #allowed: ReadonlySet<string>;
 

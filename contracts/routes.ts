@@ -4,14 +4,15 @@
 // The behaviour of each route (request planning, model ids, translation, error shape) lives in its own
 // module, sidecar/src/routes/<route>/; nothing outside the two branches on a route name.
 
-export const ROUTE_NAMES = ['alpha', 'alpha-compat', 'beta', 'gamma', 'gamma-cloud', 'gamma-direct', 'gamma-cloudb'] as const;
+export const ROUTE_NAMES = ['alpha', 'alpha-compat', 'beta', 'gamma', 'gamma-cloud', 'gamma-direct', 'gamma-cloudb', 'local'] as const;
 export type RouteName = (typeof ROUTE_NAMES)[number];
 
 /** Provider names as they appear in spans, logs and pricing entries. */
 export const PROVIDERS = ['google', 'openai', 'anthropic', 'local'] as const;
 export type Provider = (typeof PROVIDERS)[number];
 
-export type CredentialKind = 'google-adc' | 'openai-api-key' | 'anthropic-api-key' | 'aws-sigv4';
+/** `none`: the upstream takes no credential (a local model runtime on loopback). */
+export type CredentialKind = 'google-adc' | 'openai-api-key' | 'anthropic-api-key' | 'aws-sigv4' | 'none';
 
 /** Response wire format: decides which usage extractor reads the response. */
 export type WireFormat = 'gemini' | 'openai' | 'anthropic' | 'bedrock';
@@ -106,6 +107,15 @@ const TABLE = {
     description: 'Claude on AWS Bedrock (InvokeModel), SigV4-signed',
     sdkBaseUrl: { variable: 'ANTHROPIC_BEDROCK_BASE_URL', suffix: '', sdk: 'Anthropic on Bedrock', rank: 4 },
     v1: { default: false, label: 'Bedrock' },
+  },
+  local: {
+    provider: 'local',
+    credential: 'none',
+    format: 'openai',
+    // local.runtime.baseUrl, when set, is the route's upstream (routes/local)
+    defaultBaseUrl: 'http://127.0.0.1:11434',
+    description: "A local model runtime (Ollama's HTTP API and its OpenAI-compatible /v1)",
+    v1: { default: true, label: 'the local runtime' },
   },
 } as const satisfies Record<RouteName, RouteSpec>;
 

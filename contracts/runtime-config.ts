@@ -81,6 +81,27 @@ export interface GatewayConfig {
  */
 export const GATEWAY_ROUTE_SETTINGS = { anthropic: 'anthropicRoute', google: 'googleRoute' } as const satisfies Partial<Record<Provider, keyof GatewayConfig>>;
 
+/** The developer's local model runtime (Ollama's HTTP API) and the LM Studio-compatible listener (docs/local-proxy.md). */
+export interface LocalRuntimeConfig {
+  /** The runtime's HTTP API; also the upstream of route `local` unless upstreams.local.baseUrl names another. */
+  baseUrl: string;
+  /** What POST /_local/api/start runs, as argv (no shell): `ollama serve` by default. */
+  command: string[];
+  /** How long a started runtime may take to answer before the start is reported failed. */
+  startTimeoutMs: number;
+}
+
+export interface LocalConfig {
+  /**
+   * The local runtime's features: its models on /v1 (merged with the priced ones), the LM Studio-compatible
+   * listener, /_local/api/pull|start|stop. On by default for the local proxy; off in a pod and in server mode.
+   */
+  enabled: boolean;
+  /** Port of the LM Studio-compatible listener on the proxy's host; 0: no listener. */
+  lmstudioPort: number;
+  runtime: LocalRuntimeConfig;
+}
+
 export interface ServerConfig {
   host: string;
   port: number;
@@ -137,6 +158,8 @@ export interface RuntimeConfig {
   breaker: BreakerConfig;
   storage: StorageConfig;
   gateway: GatewayConfig;
+  /** Read at start only: the runtime's command and the listener's port are never changed by the config API (ADR 1401). */
+  local: LocalConfig;
   /** Tetragon audit fan-out (sidecar/src/audit); absent: off. */
   audit?: AuditConfig;
   /** Budget policies and where spend is kept (sidecar/src/budgets); in a sidecar the operator sends them instead. */

@@ -133,6 +133,8 @@ export interface UpstreamsSpec {
   'gamma-direct'?: DirectUpstreamSpec;
   /** A route to AWS Bedrock. /proxy/gamma-cloudb: Claude on AWS Bedrock (InvokeModel), SigV4-signed. */
   'gamma-cloudb'?: BedrockUpstreamSpec;
+  /** A route to a provider's own API. /proxy/local: A local model runtime (Ollama's HTTP API and its OpenAI-compatible /v1). */
+  local?: DirectUpstreamSpec;
 }
 
 export interface VertexUpstreamSpec {

@@ -1,8 +1,7 @@
 // Builds the engine's HTTP app without listening, so tests drive it with inject() or a real port alike.
 
-import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { CredentialProvider } from './auth/credential-provider.ts';
 import { createCredentialProviders } from './auth/credential-provider.ts';
@@ -17,15 +16,18 @@ import { Lifecycle } from './lifecycle.ts';
 import { CallMeter } from './metering/call-meter.ts';
 import type { CredentialKind } from '../../contracts/routes.ts';
 import { gatewayRoutes } from './http/gateway.ts';
-import { clientErrorHandler, frameworkErrorHandler } from './inbound/http-refusals.ts';
+import { listenerOptions } from './http/listener-options.ts';
 import { inboundPolicy, installRequestGuard, type InboundPolicy } from './inbound/request-guard.ts';
 import { healthCheck, healthRoutes, type Health } from './http/health.ts';
-import { createHttp1AndH2cServer } from './http/h2c-server.ts';
-import { lazySchemaCompilers } from './http/lazy-schema-compilers.ts';
 import { managementRoutes } from './http/management.ts';
 import { proxyRoutes } from './http/proxy.ts';
 import { RuntimeHealth, runtimeHealthRoutes } from './http/runtime-health.ts';
+import { registerEngineHealth } from './http/engine-health.ts';
+import { localRuntimeRoutes } from './http/local-runtime-routes.ts';
+import { managementUiRoutes } from './http/management-ui.ts';
 import { installIdentityHook, type IdentityGate } from './inbound/identity/identity-hook.ts';
+import { LocalRuntime } from './local/local-runtime.ts';
+import { buildLmStudioApp } from './local/lmstudio-app.ts';
 import { openSpanStore, type OpenedSpanStore } from './spans/open-span-store.ts';
 import type { SpanStore } from './spans/span-store.ts';
 import { SpanWriter } from './spans/span-writer.ts';
@@ -51,6 +53,10 @@ export interface Engine {
   runtimeHealth: RuntimeHealth;
   /** The Tetragon audit fan-out, following the live config's audit section. */
   audit: AuditController;
+  /** The local model runtime (local.enabled); null in a pod and in server mode unless the config file turns it on. */
+  local: LocalRuntime | null;
+  /** The LM Studio-compatible listener's app (listen on local.lmstudioPort); null when local is off or the port is 0. */
+  lmstudio: FastifyInstance | null;
   /** Prometheus metrics (GET /metrics here and on the health-only listener). */
   metrics: ProxyMetrics;
   /** OTLP span export, following the live config's tracing section and the OTEL_* variables. */
@@ -73,11 +79,7 @@ export interface EngineOptions {
   spans?: OpenedSpanStore;
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const HEADERS_TIMEOUT_MS = 10_000;
 const CUT_CALLS_GRACE_MS = 5_000;
-/** fastify's default, kept: an idle keep-alive connection closes after this. */
-const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
 /**
  * Async because what a configuration does not use is not loaded (ADR 0003): the span store's driver,
@@ -119,35 +121,7 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   });
   const inbound = inboundPolicy(config.server, opts.env ?? process.env);
   const refusals = { meter, store, inbound, logger };
-  // Headers come in one go from any real client; a body gets server.requestTimeoutMs once the route reads it
-  // (request-body.ts answers 408 with a span). Node's own request timeout is the backstop for routes that
-  // leave the body to fastify, set past the routes' deadline so that theirs fires first (ADR 1002).
-  const headersTimeout = Math.min(HEADERS_TIMEOUT_MS, config.server.requestTimeoutMs);
-
-  const httpOptions = { headersTimeout, connectionsCheckingInterval: 1000 };
-  const requestTimeout = headersTimeout + config.server.requestTimeoutMs + 2000;
-
-  // typed as fastify's logger so the app's type (and every plugin's) names FastifyBaseLogger, not pino's
-  const loggerInstance: FastifyBaseLogger = logger;
-  const app = Fastify({
-    // HTTP/1.1 and h2c (HTTP/2 with prior knowledge) on the one port: the AWS SDK's default Bedrock client speaks the latter.
-    serverFactory: (handler) => createHttp1AndH2cServer(handler, { http1: httpOptions, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, requestTimeout, idleTimeoutMs: headersTimeout }),
-    loggerInstance,
-    // every call gets one richer line from the call meter instead of fastify's request/response lines
-    logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: config.server.bodyLimitBytes,
-    http: httpOptions,
-    requestTimeout,
-    clientErrorHandler: clientErrorHandler(refusals, headersTimeout),
-    frameworkErrors: frameworkErrorHandler(refusals),
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    },
-    forceCloseConnections: 'idle',
-    return503OnClosing: true,
-    schemaController: { compilersFactory: lazySchemaCompilers },
-  });
+  const app = Fastify(listenerOptions(config.server, refusals));
 
   installRequestGuard(app, inbound);
   // fastify asks to close the connection after a body it could not parse; on HTTP/2 that header is forbidden
@@ -161,7 +135,11 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   const health = healthCheck({ lifecycle, writer, writeFailuresAreUnhealthy: !opened.remote });
   app.register(healthRoutes, { lifecycle, writer, check: health });
   app.register(managementRoutes, { store, spans, writer, budgets, budgetPolicies: opts.budgets ? 'operator' : 'config' });
+  app.register(managementUiRoutes);
+  const local = config.local.enabled ? new LocalRuntime({ store, logger, ...(opts.env ? { env: opts.env } : {}) }) : null;
+  app.register(localRuntimeRoutes, { runtime: local, lifecycle });
   const runtimeHealth = new RuntimeHealth();
+  registerEngineHealth(runtimeHealth, { lifecycle, client, local, mode: config.mode });
   const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
   runtimeHealth.register('audit', () => audit.health());
   runtimeHealth.register('budgets', () => budgets.health());
@@ -188,7 +166,11 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
     budgets: () => budgets.list(Date.now()),
   });
   app.register(proxyRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env });
-  app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env });
+  app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env, localModels: local?.models });
+  const lmstudio =
+    local !== null && config.local.lmstudioPort !== 0
+      ? await buildLmStudioApp({ store, client, lifecycle, refusals, identity, budgets, localModels: local.models, env: opts.env ?? process.env })
+      : null;
 
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ error: { code: 'not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` } });
@@ -200,17 +182,19 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
       lifecycle.startDraining();
       // The audit fan-out stops reading and drains its sinks while the HTTP calls finish.
       const auditDrained = audit.shutdown();
-      const closed = app.close(); // stops accepting; waits for open requests
+      const closed = Promise.all([app.close(), lmstudio?.close()]); // stops accepting; waits for open requests
       const drained = await lifecycle.waitIdle(drainTimeoutMs);
       if (!drained) logger.warn({ in_flight: lifecycle.inFlight }, 'drain timeout: closing with calls still in flight');
       // Keep-alive connections that carried the drained calls are idle now; close() only closed those idle
       // when it was called, so close the rest instead of waiting out the keep-alive timeout.
       app.server.closeIdleConnections();
+      lmstudio?.server.closeIdleConnections();
       if (!drained) {
         // Calls cut here are recorded as stopped by the shutdown, and the span writer stays open until each
         // has recorded its span (cutting ends them within a turn or two; the bound is for a call that hangs).
         lifecycle.startCutting(drainTimeoutMs);
         app.server.closeAllConnections();
+        lmstudio?.server.closeAllConnections();
         if (!(await lifecycle.waitIdle(CUT_CALLS_GRACE_MS)))
           logger.warn({ in_flight: lifecycle.inFlight }, 'calls still running after their connections were closed; their spans may be lost');
       }
@@ -225,10 +209,11 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
       await spans.close();
       await client.close();
       await auditDrained;
+      await local?.close();
       identity.failures.close();
     })();
     return shuttingDown;
   };
 
-  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, budgets, metrics, otlp, shutdown };
+  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, budgets, metrics, otlp, local, lmstudio, shutdown };
 }

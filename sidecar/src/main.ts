@@ -14,10 +14,13 @@ import { startHealthListener } from './http/health.ts';
 import { applyServerModeDefaults, checkServerAuth, parseEngineMode } from '../../contracts/server-auth-config.ts';
 import { openSpanStore } from './spans/open-span-store.ts';
 import { SpanStoreOpenError } from './spans/span-store.ts';
+import type { LocalRuntime } from './local/local-runtime.ts';
+import type { FastifyInstance } from 'fastify';
+import type { AddressInfo } from 'node:net';
 import { BudgetLedgerOpenError } from './budgets/open-budgets.ts';
 import { type BudgetLink, ClusterBudgets } from './budgets/cluster-budgets.ts';
 
-const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS] [--mode proxy|server]
+const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS] [--mode proxy|server] [--lmstudio-port N]
 
   --config FILE   YAML config file (see docs/configuration.md); default: built-in defaults
   --port N        listen port (default 8181, or server.port from the config, or TOLLGATE_PORT)
@@ -25,6 +28,9 @@ const HELP = `usage: tollgate proxy [--config FILE] [--port N] [--host ADDRESS] 
   --mode MODE     server: the central server, every call needs an identity (server.auth, see
                   docs/central-server.md); proxy (default): the local proxy and the sidecar. Wins over mode
                   in the config file.
+  --lmstudio-port N
+                  port of the LM Studio-compatible listener (default 1234, or local.lmstudioPort, or
+                  TOLLGATE_LMSTUDIO_PORT); 0: none. The local proxy only (docs/local-proxy.md).
 
 environment: OPENAI_API_KEY, ANTHROPIC_API_KEY, GOOGLE_APPLICATION_CREDENTIALS, AWS_* (credentials);
 TOLLGATE_LOG_LEVEL; TOLLGATE_HEALTH_PORT (a health-only listener on all interfaces, for kubelet probes);
@@ -42,7 +48,14 @@ export async function main(argv: string[]): Promise<number> {
   try {
     args = parseArgs({
       args: argv,
-      options: { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' }, mode: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        config: { type: 'string' },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        mode: { type: 'string' },
+        'lmstudio-port': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
       strict: true,
     });
   } catch (error) {
@@ -69,6 +82,10 @@ export async function main(argv: string[]): Promise<number> {
         ...(host !== undefined ? { host } : {}),
       };
     }
+    const lmstudioPort = args.values['lmstudio-port'] ?? process.env.TOLLGATE_LMSTUDIO_PORT;
+    if (lmstudioPort !== undefined) {
+      filePatch.local = { ...filePatch.local, lmstudioPort: parsePort(lmstudioPort, args.values['lmstudio-port'] !== undefined ? '--lmstudio-port' : 'TOLLGATE_LMSTUDIO_PORT') };
+    }
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`tollgate proxy: ${error.message}\n`);
@@ -78,6 +95,7 @@ export async function main(argv: string[]): Promise<number> {
   }
 
   applyPodDefaults(filePatch, process.env);
+  applyLocalDefaults(filePatch, process.env);
   const store = new ConfigStore(filePatch);
   try {
     checkServerAuth(store.get().server.auth, store.get().mode);
@@ -138,6 +156,7 @@ export async function main(argv: string[]): Promise<number> {
       'listening beyond loopback without inbound authentication',
     );
   }
+  const lmstudio = engine.lmstudio && engine.local ? await listenLmStudio(engine.lmstudio, engine.local, host, logger) : null;
   const healthPort = process.env.TOLLGATE_HEALTH_PORT;
   const healthServer = healthPort
     ? await startHealthListener({
@@ -158,6 +177,7 @@ export async function main(argv: string[]): Promise<number> {
       auth: engine.identity.authenticator ? { required: auth.required, strategies: engine.identity.authenticator.strategies, health: auth.health } : 'none',
       healthPort: healthServer ? Number(healthPort) : undefined,
       storage: store.get().storage.kind,
+      local: engine.local ? { runtime: engine.local.baseUrl(), lmstudioPort: lmstudio ?? undefined } : 'off',
     },
     'tollgate proxy listening',
   );
@@ -185,6 +205,35 @@ export async function main(argv: string[]): Promise<number> {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+}
+
+/**
+ * Listens on local.lmstudioPort, on the proxy's own address. A port already taken (LM Studio itself uses 1234)
+ * costs only this listener: the proxy serves on, and the health view and the log line say why it is missing.
+ * Returns the port it listens on, or null.
+ */
+async function listenLmStudio(app: FastifyInstance, local: LocalRuntime, host: string, logger: pino.Logger): Promise<number | null> {
+  const port = local.lmstudio.port;
+  try {
+    await app.listen({ host, port });
+    const bound = (app.server.address() as AddressInfo).port;
+    local.lmstudio = { port: bound, listening: true, problem: null };
+    return bound;
+  } catch (error) {
+    const problem = (error as NodeJS.ErrnoException).code === 'EADDRINUSE' ? `port ${port} is in use (LM Studio itself listens there)` : (error as Error).message;
+    local.lmstudio = { port, listening: false, problem };
+    logger.warn({ port, problem, fix: 'stop what listens there, or set local.lmstudioPort (--lmstudio-port; 0 turns it off)' }, 'LM Studio-compatible listener not started');
+    return null;
+  }
+}
+
+/**
+ * The local runtime's features (its models on /v1, the LM Studio-compatible port, /_local/api/start) are the
+ * developer's: off in a pod and in server mode unless the config file turns them on.
+ */
+export function applyLocalDefaults(patch: RuntimeConfigPatch, env: NodeJS.ProcessEnv): void {
+  if (patch.local?.enabled !== undefined) return;
+  if (env.TOLLGATE_STATE_DIR || env.TOLLGATE_OPERATOR_ADDRESS || patch.mode === 'server') patch.local = { ...patch.local, enabled: false };
 }
 
 /** Spans kept by a sidecar when nothing says otherwise: enough to answer "what did this pod just spend". */

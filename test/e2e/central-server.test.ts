@@ -250,6 +250,17 @@ describe('the management API', () => {
     const auth = ((await health.json()) as { auth: { strategies: string[]; refused: number; tokeninfoLookups: number } }).auth;
     expect(auth.strategies).toEqual(['iap', 'oidc', 'accessTokens']);
     expect(auth.refused).toBeGreaterThan(0);
+    // The local runtime is the developer's: off in server mode.
+    expect(((await (await fetch(`${server.url}/_local/api/health`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as { local: unknown }).local).toEqual({
+      enabled: false,
+    });
+  });
+
+  it('serves the management UI to admins only, like the API it calls', async () => {
+    expect((await fetch(`${server.url}/_local/`, { headers: { authorization: `Bearer ${adminToken}` } })).status).toBe(200);
+    const asUser = await fetch(`${server.url}/_local/`, { headers: { authorization: `Bearer ${await issuer.idToken('bob@example.com', AUD)}` } });
+    expect(asUser.status).toBe(403);
+    expect((await fetch(`${server.url}/_local/ui/app.js`)).status).toBe(401);
   });
 });
 

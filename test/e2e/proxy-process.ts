@@ -58,7 +58,8 @@ export async function startProxyProcess(
   args.push(...(opts.args ?? []));
   const child = spawn(process.execPath, args, {
     cwd: dir,
-    env: { PATH: process.env.PATH, HOME: dir, TOLLGATE_LOG_LEVEL: 'debug', ...opts.env },
+    // No LM Studio-compatible listener unless a test asks for one: port 1234 is one per machine, and tests run side by side.
+    env: { PATH: process.env.PATH, HOME: dir, TOLLGATE_LOG_LEVEL: 'debug', TOLLGATE_LMSTUDIO_PORT: '0', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Record<string, unknown>[] = [];

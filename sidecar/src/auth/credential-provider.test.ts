@@ -32,7 +32,12 @@ describe('createCredentialProviders', () => {
       'openai-api-key': 'openai-api-key',
       'anthropic-api-key': 'anthropic-api-key',
       'aws-sigv4': 'aws-sigv4',
+      none: 'none',
     });
+    // The local runtime's route takes no credential: nothing is added, and the caller's are stripped elsewhere.
+    const local = request();
+    await providers.none.apply(local);
+    expect(local.headers).toEqual(request().headers);
     await expect(providers['openai-api-key'].apply(request())).rejects.toThrow(
       new CredentialError('openai-api-key', 'no OpenAI API key: set OPENAI_API_KEY or credentials.openaiApiKeyFile'),
     );

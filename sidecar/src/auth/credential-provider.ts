@@ -9,6 +9,7 @@ import { ROUTE_NAMES, ROUTES, type CredentialKind, type RouteName } from '../../
 import { createApiKeyProvider } from './api-key.ts';
 import { createAwsSigV4Provider, staticAwsCredentialsFromFiles } from './aws-sigv4.ts';
 import { createGoogleAdcProvider } from './google-adc.ts';
+import { createNoCredentialProvider } from './no-credential.ts';
 
 export { CredentialError } from './credential-error.ts';
 
@@ -85,5 +86,6 @@ export function createCredentialProviders(opts: CredentialProvidersOptions): Rec
         ? { credentials: staticAwsCredentialsFromFiles(opts.credentials.awsAccessKeyIdFile, opts.credentials.awsSecretAccessKeyFile, opts.credentials.awsSessionTokenFile) }
         : {}),
     }),
+    none: createNoCredentialProvider(),
   };
 }

@@ -14,6 +14,7 @@ const SETTINGS_OF: Record<CredentialKind, (keyof CredentialsConfig)[]> = {
   'anthropic-api-key': ['anthropicApiKeyFile'],
   'google-adc': ['googleCredentialsFile'],
   'aws-sigv4': ['awsAccessKeyIdFile', 'awsSecretAccessKeyFile', 'awsSessionTokenFile'],
+  none: [],
 };
 
 /** Replaces the client's credential providers whose settings change in the store; returns the unsubscribe. */

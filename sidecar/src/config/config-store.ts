@@ -36,6 +36,7 @@ export function defaultRuntimeConfig(): RuntimeConfig {
     breaker: { consecutiveFailures: 5, failureRatio: 0.5, minimumRequests: 20, windowMs: 30_000, openMs: 10_000 },
     storage: { kind: 'sqlite', path: 'tollgate.db', bufferSize: 10_000, batchSize: 200, flushIntervalMs: 200, maxSpans: 0 },
     gateway: { anthropicRoute: defaultV1Route('anthropic')!, googleRoute: defaultV1Route('google')! },
+    local: { enabled: true, lmstudioPort: 1234, runtime: { baseUrl: 'http://127.0.0.1:11434', command: ['ollama', 'serve'], startTimeoutMs: 30_000 } },
     budgets: defaultBudgetsConfig(),
     metrics: { perUser: { enabled: false, maxUsers: 100 } },
   };
@@ -65,6 +66,11 @@ export function applyPatch(base: RuntimeConfig, patch: RuntimeConfigPatch): Runt
   if (patch.breaker) Object.assign(next.breaker, patch.breaker);
   if (patch.storage) Object.assign(next.storage, patch.storage);
   if (patch.gateway) Object.assign(next.gateway, patch.gateway);
+  if (patch.local) {
+    const { runtime, ...local } = patch.local;
+    Object.assign(next.local, local);
+    if (runtime) Object.assign(next.local.runtime, structuredClone(runtime));
+  }
   if (patch.audit) next.audit = structuredClone(patch.audit);
   if (patch.budgets?.ledger) next.budgets.ledger = structuredClone(patch.budgets.ledger);
   if (patch.budgets?.policies) next.budgets.policies = structuredClone(patch.budgets.policies);

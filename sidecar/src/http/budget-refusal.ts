@@ -7,6 +7,7 @@
 
 import type { ServerResponse } from 'node:http';
 import type { BudgetRefusal } from '../budgets/budget-book.ts';
+import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
 import type { ErrorShape } from '../routes/error-shape.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
 import { sendJson } from './json-answer.ts';
@@ -14,6 +15,15 @@ import { sendJson } from './json-answer.ts';
 export const BUDGET_EXCEEDED = 'budget_exceeded';
 
 const PERIOD_WORD: Record<string, string> = { day: 'daily', week: 'weekly', month: 'monthly' };
+
+/**
+ * Whether a call about to go upstream is refused. A call without a user is not budgeted; a call to a local
+ * model (provider `local`) costs 0 by definition, so a spent budget leaves the local models usable (ADR 1403).
+ */
+export function budgetRefusalFor(budgets: Pick<BudgetEnforcer, 'refusal'> | undefined, call: { userId: string | null; provider: string }, now: number): BudgetRefusal | null {
+  if (budgets === undefined || call.userId === null || call.provider === 'local') return null;
+  return budgets.refusal(call.userId, now);
+}
 
 /** Names the user, the limit and when it renews; the same text is the span's error. */
 export function budgetRefusalMessage(refusal: BudgetRefusal): string {

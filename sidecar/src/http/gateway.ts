@@ -1,6 +1,9 @@
 // /v1: the OpenAI-compatible gateway. GET /v1/models lists the priced models (and the ids overrides name); POST /v1/chat/completions routes
 // by `model` to the provider of its price entry, on the route the gateway config picks for that provider, and
 // translates to and from Gemini and the Anthropic Messages API where the route does not speak OpenAI's format.
+// With a local runtime (local.enabled), its models are listed and served too (route `local`, cost 0), and
+// /v1/embeddings and /v1/completions pass through to it; the LM Studio-compatible listener serves this same
+// plugin (local/lmstudio-app.ts, ADR 1402).
 // It runs on the proxy engine: the same upstream client (credentials, breaker, timeouts), the same usage
 // extraction and the same call meter, so a call here is one span costed exactly as on the native route.
 
@@ -21,13 +24,16 @@ import { relay } from './gateway-relay.ts';
 import { answerClosed, closeConnectionAfter } from './caller-connection.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
 import { sendFailure, sendJson } from './json-answer.ts';
-import { findModel, planGatewayCall, routeFor, type GatewayPlan } from '../routes/v1-plan.ts';
+import { findModel, planGatewayCall, routeFor, type GatewayOperation, type GatewayPlan } from '../routes/v1-plan.ts';
+import type { LocalModelCatalog } from '../local/local-models.ts';
+import type { PriceEntry } from '../../../contracts/price-entry.ts';
+import type { Provider } from '../../../contracts/routes.ts';
 import { openAiRequestUser } from '../routes/request-user.ts';
 import { parseJsonObject } from '../formats/json-object.ts';
 import { upstreamRequestHeaders } from './proxy-headers.ts';
 import { callerLeft, hasBody, readBoundedBody } from './request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
-import { BUDGET_EXCEEDED, budgetRefusalMessage, sendBudgetRefusal } from './budget-refusal.ts';
+import { BUDGET_EXCEEDED, budgetRefusalFor, budgetRefusalMessage, sendBudgetRefusal } from './budget-refusal.ts';
 import { OPENAI_ERRORS } from '../routes/error-shape.ts';
 
 export interface GatewayRoutesOptions {
@@ -38,7 +44,12 @@ export interface GatewayRoutesOptions {
   budgets?: Pick<BudgetEnforcer, 'refusal'>;
   /** Environment for defaults (GOOGLE_CLOUD_PROJECT, ANTHROPIC_VERTEX_PROJECT_ID); process.env when absent. */
   env?: NodeJS.ProcessEnv;
+  /** The local runtime's models (local.enabled): listed, and served when no price entry names the model. */
+  localModels?: LocalModelCatalog | undefined;
 }
+
+/** The span's operation name per OpenTelemetry's GenAI conventions. */
+const OPERATION_NAMES: Record<GatewayOperation, string> = { chat: 'chat', embeddings: 'embeddings', completions: 'text_completion' };
 
 interface ModelObject {
   id: string;
@@ -52,26 +63,33 @@ export const gatewayRoutes: FastifyPluginAsync<GatewayRoutesOptions> = async (ap
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
-  app.get('/v1/models', async () => ({ object: 'list', data: listModels(opts.store) }));
+  app.get('/v1/models', async () => ({ object: 'list', data: await listModels(opts) }));
   app.get<{ Params: { '*': string } }>('/v1/models/*', async (request, reply) => {
     const id = request.params['*'];
-    const model = listModels(opts.store).find((m) => m.id === id);
+    const model = (await listModels(opts)).find((m) => m.id === id);
     if (model) return model;
-    return reply.code(404).send(modelNotFound(id).toJSON());
+    return reply.code(404).send(modelNotFound(id, opts.localModels !== undefined, null).toJSON());
   });
-  app.post('/v1/chat/completions', (request, reply) => handleChatCompletion(request, reply, opts));
+  app.post('/v1/chat/completions', (request, reply) => handleGatewayCall(request, reply, opts, 'chat'));
+  const served = ['/v1/models', '/v1/chat/completions'];
+  if (opts.localModels) {
+    app.post('/v1/embeddings', (request, reply) => handleGatewayCall(request, reply, opts, 'embeddings'));
+    app.post('/v1/completions', (request, reply) => handleGatewayCall(request, reply, opts, 'completions'));
+    served.push('/v1/embeddings', '/v1/completions');
+  }
   app.all('/v1/*', async (request, reply) =>
-    reply.code(404).send(new GatewayError(404, `Invalid URL (${request.method} ${request.url.split('?')[0]}): the gateway serves /v1/models and /v1/chat/completions`).toJSON()),
+    reply.code(404).send(new GatewayError(404, `Invalid URL (${request.method} ${request.url.split('?')[0]}): the gateway serves ${served.join(', ')}`).toJSON()),
   );
 };
 
 /**
  * Every priced model under its canonical id, and under each id a price override was written with
  * (`claude-sonnet-4-20250514` next to `claude-sonnet-4`), as long as that id still resolves to an enabled
- * entry: a team that configured an id sees it in the list, and that id works in chat completions.
+ * entry: a team that configured an id sees it in the list, and that id works in chat completions. Then the
+ * local runtime's models that no listed id names (owned_by `local`).
  */
-function listModels(store: ConfigStore): ModelObject[] {
-  const { prices, config } = store.current();
+async function listModels(opts: GatewayRoutesOptions): Promise<ModelObject[]> {
+  const { prices, config } = opts.store.current();
   const listed = new Map<string, ModelObject>();
   const add = (id: string, provider: string) => {
     if (!listed.has(id)) listed.set(id, { id, object: 'model', created: 0, owned_by: provider });
@@ -83,14 +101,39 @@ function listModels(store: ConfigStore): ModelObject[] {
       if (prices.resolve(override.provider, id) !== undefined) add(id, override.provider);
     }
   }
-  return [...listed.values()];
+  const priced = [...listed.values()];
+  if (!opts.localModels) return priced;
+  const ids = new Set(priced.map((model) => model.id.toLowerCase()));
+  const local = (await opts.localModels.listing()).models
+    .filter((model) => !ids.has(model.name.toLowerCase()))
+    .map((model): ModelObject => {
+      const modified = model.modifiedAt === null ? NaN : Date.parse(model.modifiedAt);
+      return { id: model.name, object: 'model', created: Number.isNaN(modified) ? 0 : Math.floor(modified / 1000), owned_by: 'local' };
+    });
+  return [...priced, ...local];
 }
 
-function modelNotFound(model: string): GatewayError {
-  return new GatewayError(404, `The model \`${model}\` does not exist: GET /v1/models lists the models with a price entry`, {
+function modelNotFound(model: string, withLocal: boolean, localProblem: string | null): GatewayError {
+  const listed = withLocal ? "the models with a price entry and the local runtime's" : 'the models with a price entry';
+  return new GatewayError(404, `The model \`${model}\` does not exist: GET /v1/models lists ${listed}${localProblem ? ` (${localProblem})` : ''}`, {
     param: 'model',
     code: 'model_not_found',
   });
+}
+
+/** A local runtime's model without a price entry: provider `local`, free; a price entry of the same name wins (ADR 1402). */
+function localEntry(model: string): PriceEntry {
+  return { provider: 'local', model, input_per_million: 0, output_per_million: 0 };
+}
+
+/** The price entry a requested model resolves to, else the local runtime's model of that name. */
+async function resolveModel(opts: GatewayRoutesOptions, prices: Parameters<typeof findModel>[0], requested: string): Promise<{ entry: PriceEntry; provider: Provider }> {
+  const priced = findModel(prices, requested);
+  if (priced) return priced;
+  if (!opts.localModels) throw modelNotFound(requested, false, null);
+  const local = await opts.localModels.find(requested);
+  if (local.model === undefined) throw modelNotFound(requested, true, local.problem);
+  return { entry: localEntry(requested), provider: 'local' };
 }
 
 function parseRequest(body: Buffer): Record<string, unknown> {
@@ -101,7 +144,7 @@ function parseRequest(body: Buffer): Record<string, unknown> {
   );
 }
 
-async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply, opts: GatewayRoutesOptions): Promise<void> {
+async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, opts: GatewayRoutesOptions, operation: GatewayOperation): Promise<void> {
   reply.hijack();
   const res = reply.raw;
   res.setHeader('x-proxy-request-id', request.id); // as on /proxy: the id in the proxy's log line and span
@@ -126,7 +169,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
       route: 'v1',
       provider: 'unknown',
       model: requestedModel ?? 'unknown',
-      operation: 'chat',
+      operation: OPERATION_NAMES[operation],
       userId: callerUser,
       projectId: projectHeader,
       requestId: request.id,
@@ -143,17 +186,16 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
     if (typeof requested !== 'string' || requested === '') {
       throw new GatewayError(400, 'you must provide a model parameter', { param: 'model', code: 'missing_required_parameter' });
     }
-    const found = findModel(snapshot.prices, requested);
-    if (!found) throw modelNotFound(requested);
+    const found = await resolveModel(opts, snapshot.prices, requested);
     const start = {
       provider: found.provider,
-      operation: 'chat',
+      operation: OPERATION_NAMES[operation],
       userId: spanUserId(request, config.mode, openAiRequestUser(chat)),
       requestId: request.id,
       trace,
     };
     try {
-      plan = planGatewayCall(chat, { ...found, requested }, config, opts.env ?? process.env);
+      plan = planGatewayCall(chat, { ...found, requested }, config, opts.env ?? process.env, operation);
     } catch (error) {
       const route = routeFor(found.provider, config.gateway) ?? 'v1';
       const message = error instanceof GatewayError ? `invalid_request: ${error.message}` : error instanceof ProxyError ? `${error.code}: ${error.message}` : String(error);
@@ -163,7 +205,7 @@ async function handleChatCompletion(request: FastifyRequest, reply: FastifyReply
     }
     call = opts.meter.start({ ...start, route: plan.route, model: plan.model, projectId: projectHeader ?? config.upstreams[plan.route]?.project ?? null });
     // A spent budget refuses the call here, from memory, before anything goes upstream (ADR 1300).
-    const refusal = call.call.userId === null ? null : (opts.budgets?.refusal(call.call.userId, Date.now()) ?? null);
+    const refusal = budgetRefusalFor(opts.budgets, call.call, Date.now());
     if (refusal) {
       call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
       sendBudgetRefusal(res, OPENAI_ERRORS, refusal, trace);

@@ -26,7 +26,7 @@ import { sendFailure, spanHeaders } from './json-answer.ts';
 import { closeConnectionAfter } from './caller-connection.ts';
 import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
-import { BUDGET_EXCEEDED, budgetRefusalMessage, sendBudgetRefusal } from './budget-refusal.ts';
+import { BUDGET_EXCEEDED, budgetRefusalFor, budgetRefusalMessage, sendBudgetRefusal } from './budget-refusal.ts';
 
 export interface ProxyRoutesOptions {
   store: ConfigStore;
@@ -148,7 +148,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
       trace,
     });
     // A spent budget refuses the call here, from memory, before anything goes upstream (ADR 1300).
-    const refusal = call.call.userId === null ? null : (opts.budgets?.refusal(call.call.userId, Date.now()) ?? null);
+    const refusal = budgetRefusalFor(opts.budgets, call.call, Date.now());
     if (refusal) {
       call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
       if (bodyStream) request.raw.unpipe();

@@ -10,7 +10,7 @@ import type { ServerConfig } from '../../../contracts/runtime-config.ts';
 import { ProxyError } from '../errors.ts';
 import { proxyErrorBody } from '../translate/openai-error.ts';
 import { HostAllowList } from '../../../contracts/allowed-hosts.ts';
-import { OriginPolicy } from '../../../contracts/origin-policy.ts';
+import { isSameOrigin, OriginPolicy } from '../../../contracts/origin-policy.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
 
 export interface InboundPolicy {
@@ -55,7 +55,12 @@ export function judgeInbound(policy: InboundPolicy, headers: IncomingHttpHeaders
       ),
     };
   }
-  const verdict = policy.origins.check(headerValue(headers, 'origin'), headerValue(headers, 'sec-fetch-site'));
+  const origin = headerValue(headers, 'origin');
+  const site = headerValue(headers, 'sec-fetch-site');
+  // The engine's own page (the management UI at /_local/) calling its API: same origin, under one of the
+  // engine's own names. Needs no CORS; every other page is judged by server.allowedOrigins.
+  if (origin !== undefined && isSameOrigin(origin, host, site) && policy.hosts.namesEngine(host)) return SERVE;
+  const verdict = policy.origins.check(origin, site);
   if (!verdict.allowed) return { refusal: new ProxyError('origin_not_allowed', verdict.reason) };
   return verdict.corsOrigin === null ? SERVE : { refusal: null, corsOrigin: verdict.corsOrigin };
 }

@@ -6,7 +6,7 @@
 
 import { ROUTES, type Provider, type RouteName, type RouteSpec } from '../../../contracts/routes.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
-import type { UpstreamConfig } from '../../../contracts/runtime-config.ts';
+import type { RuntimeConfig, UpstreamConfig } from '../../../contracts/runtime-config.ts';
 import type { ChatResponseTranslation } from '../translate/chat-responses.ts';
 import type { ErrorShape } from './error-shape.ts';
 
@@ -72,11 +72,16 @@ export interface V1RoutePlan {
   stripInjectedUsage: boolean;
 }
 
+/** The /v1 operations besides chat, which the gateway passes through to a route that serves them in OpenAI's format. */
+export type V1PassThroughOperation = 'embeddings' | 'completions';
+
 /** The /v1 side of a route: translation to and from the chat format, and the route's model-id form. */
 export interface V1Surface {
   /** The model's id on this route: the caller's when it has the route's form, else the entry's alias of that form. */
   modelId(requested: string, entry: PriceEntry): string;
   plan(call: V1Call): V1RoutePlan;
+  /** Upstream paths of the other /v1 operations this route's upstream serves in OpenAI's format; absent: chat only. */
+  passThrough?: Partial<Record<V1PassThroughOperation, string>>;
 }
 
 export interface RouteModule {
@@ -89,6 +94,8 @@ export interface RouteModule {
   planNative(call: NativeCall): UpstreamRequestPlan;
   /** Absent when the /v1 gateway does not route here (the route table's `v1`). */
   readonly v1?: V1Surface;
+  /** The upstream's base URL from another setting of the config, when upstreams.<route>.baseUrl is unset. */
+  baseUrlFromConfig?(config: RuntimeConfig): string;
 }
 
 /** A route module, its table facts (spec, provider) filled in from the route table. */

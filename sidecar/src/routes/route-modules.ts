@@ -9,6 +9,7 @@ import { gamma } from './gamma/index.ts';
 import { gammaCloud } from './gamma-cloud/index.ts';
 import { gammaCloudb } from './gamma-cloudb/index.ts';
 import { gammaDirect } from './gamma-direct/index.ts';
+import { local } from './local/index.ts';
 import type { RouteModule } from './route-module.ts';
 
 export const ROUTE_MODULES: Readonly<Record<RouteName, RouteModule>> = {
@@ -19,4 +20,5 @@ export const ROUTE_MODULES: Readonly<Record<RouteName, RouteModule>> = {
   'gamma-cloud': gammaCloud,
   'gamma-direct': gammaDirect,
   'gamma-cloudb': gammaCloudb,
+  local,
 };

@@ -7,7 +7,8 @@ import { defaultV1Route, type Provider, type RouteName } from '../../../contract
 import { GATEWAY_ROUTE_SETTINGS, type GatewayConfig, type RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { GatewayError } from '../translate/openai-error.ts';
-import type { V1RoutePlan } from './route-module.ts';
+import { planOpenAiPassThrough } from './openai-chat-route.ts';
+import type { V1PassThroughOperation, V1RoutePlan } from './route-module.ts';
 import { ROUTE_MODULES } from './route-modules.ts';
 
 export interface GatewayPlan extends V1RoutePlan {
@@ -36,12 +37,16 @@ export function routeFor(provider: Provider, gateway: GatewayConfig): RouteName 
   return setting ? gateway[setting] : defaultV1Route(provider);
 }
 
+/** What a /v1 call asks for: a chat completion, or an operation passed through to routes that serve it. */
+export type GatewayOperation = 'chat' | V1PassThroughOperation;
+
 /** Plans one call. Throws GatewayError (the request) or ProxyError (the configuration). */
 export function planGatewayCall(
   request: Record<string, unknown>,
   target: { entry: PriceEntry; provider: Provider; requested: string },
   config: RuntimeConfig,
   env: NodeJS.ProcessEnv,
+  operation: GatewayOperation = 'chat',
 ): GatewayPlan {
   const route = routeFor(target.provider, config.gateway);
   const surface = route === undefined ? undefined : ROUTE_MODULES[route].v1;
@@ -51,6 +56,23 @@ export function planGatewayCall(
       code: 'model_not_available',
     });
   }
-  const plan = surface.plan({ request, requested: target.requested, entry: target.entry, upstream: config.upstreams[route], env });
+  const call = { request, requested: target.requested, entry: target.entry, upstream: config.upstreams[route], env };
+  let plan: V1RoutePlan;
+  if (operation === 'chat') {
+    plan = surface.plan(call);
+  } else {
+    const path = surface.passThrough?.[operation];
+    if (path === undefined) {
+      throw new GatewayError(
+        400,
+        `model ${target.requested} (provider ${target.provider}) is not served on /v1/${operation}: the gateway passes it through for the local runtime's models only`,
+        {
+          param: 'model',
+          code: 'model_not_available',
+        },
+      );
+    }
+    plan = planOpenAiPassThrough(call, surface.modelId(target.requested, target.entry), path);
+  }
   return { ...plan, route, provider: target.provider, stream: request.stream === true, translation: plan.response?.name ?? 'passthrough' };
 }

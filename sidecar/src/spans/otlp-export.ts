@@ -25,6 +25,7 @@ const PROVIDER_NAME: Record<RouteName | 'v1', string> = {
   'gamma-cloud': 'gcp.vertex_ai',
   'gamma-direct': 'anthropic',
   'gamma-cloudb': 'aws.bedrock',
+  local: 'ollama', // not a listed value: the local runtime's API is Ollama's (ADR 1401)
   v1: 'tollgate',
 };
 

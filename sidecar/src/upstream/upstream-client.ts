@@ -9,7 +9,7 @@ import type { CredentialProvider } from '../auth/credential-provider.ts';
 import { CredentialError } from '../auth/credential-provider.ts';
 import type { BreakerConfig, RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import { ProxyError } from '../errors.ts';
-import { upstreamBaseUrl } from '../routes/upstream-base-url.ts';
+import { routeBaseUrl } from '../routes/upstream-base-url.ts';
 import { ROUTE_NAMES, ROUTES, type CredentialKind, type RouteName } from '../../../contracts/routes.ts';
 import { CircuitBreaker } from './breaker.ts';
 
@@ -188,7 +188,7 @@ export class UpstreamClient {
     }
     let base = perConfig.get(route);
     if (!base) {
-      const url = new URL(upstreamBaseUrl(route, config.upstreams[route]));
+      const url = new URL(routeBaseUrl(route, config));
       base = { origin: url.origin, prefix: url.pathname === '/' ? '' : url.pathname.replace(/\/+$/, '') };
       perConfig.set(route, base);
     }

@@ -4,7 +4,8 @@
 //   - With server.auth.required, every request needs an identity, except GET /healthz with health: open.
 //   - Without it, a request with no credential passes anonymously, but a credential that fails is refused.
 //   - GET /healthz with health: required needs an identity (401 without detail otherwise).
-//   - /_local/api/* in server mode (or with required) needs an identity listed in server.auth.admins (403).
+//   - /_local/* in server mode (or with required) needs an identity listed in server.auth.admins (403): the
+//     management API and the management UI that calls it.
 
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
@@ -21,10 +22,10 @@ export interface IdentityGate {
   failures: AuthFailureLog;
 }
 
-const MANAGEMENT_API = '/_local/api';
+const MANAGEMENT = '/_local';
 
-function isManagementApi(path: string): boolean {
-  return path === MANAGEMENT_API || path.startsWith(`${MANAGEMENT_API}/`);
+function isManagement(path: string): boolean {
+  return path === MANAGEMENT || path.startsWith(`${MANAGEMENT}/`);
 }
 
 function isGateway(path: string): boolean {
@@ -70,16 +71,24 @@ function refuse(reply: FastifyReply, path: string, failure: AuthFailure, health:
   return sendError(reply, path, { statusCode: 401, code: 'invalid_token', message: failure.message, extra: { reason: failure.reason } });
 }
 
-export async function installIdentityHook(app: FastifyInstance, config: Pick<RuntimeConfig, 'mode' | 'server'>, logger: Logger): Promise<IdentityGate> {
+/**
+ * The authenticator server.auth asks for, and the one failure log its refusals share (on every listener). Without
+ * a strategy the verifiers and their libraries (jose, google-auth-library) are never loaded: a sidecar does not
+ * pay for server mode (ADR 0003).
+ */
+export async function identityGate(config: Pick<RuntimeConfig, 'server'>, logger: Logger): Promise<IdentityGate> {
+  const failures = new AuthFailureLog(logger);
+  if (!hasAuthStrategy(config.server.auth)) return { authenticator: null, failures };
+  const { createAuthenticator } = await import('./authenticator.ts');
+  return { authenticator: createAuthenticator(config.server.auth), failures };
+}
+
+/** Checks inbound identity on `app` (a second listener passes the engine's gate, so its refusals are counted once). */
+export async function installIdentityHook(app: FastifyInstance, config: Pick<RuntimeConfig, 'mode' | 'server'>, logger: Logger, given?: IdentityGate): Promise<IdentityGate> {
   app.decorateRequest('identity', null);
   const auth: ServerAuthConfig = config.server.auth;
-  const failures = new AuthFailureLog(logger);
-  // Without a strategy the verifiers and their libraries (jose, google-auth-library) are never loaded:
-  // a sidecar does not pay for server mode (ADR 0003).
-  if (!hasAuthStrategy(auth)) return { authenticator: null, failures };
-  const { createAuthenticator } = await import('./authenticator.ts');
-  const authenticator = createAuthenticator(auth);
-  const gate: IdentityGate = { authenticator, failures };
+  const gate = given ?? (await identityGate(config, logger));
+  const { authenticator, failures } = gate;
   if (authenticator === null) return gate;
   const adminsOnly = config.mode === 'server' || auth.required;
 
@@ -87,7 +96,7 @@ export async function installIdentityHook(app: FastifyInstance, config: Pick<Run
     const path = (request.raw.url ?? '/').split('?')[0]!;
     const health = path === '/healthz';
     if (health && auth.health === 'open') return;
-    const management = adminsOnly && isManagementApi(path);
+    const management = adminsOnly && isManagement(path);
     const outcome = await authenticator.authenticate(request.headers);
     if (outcome.failure) {
       const mustIdentify = auth.required || health || management;

@@ -1,0 +1,68 @@
+// Which models the local runtime has, for /v1/models and for routing a /v1 call whose model has no price
+// entry. The runtime is asked at most once per `ttlMs` (concurrent callers share one request), so a busy
+// /v1/models or a stream of calls does not become a stream of /api/tags requests; a pull invalidates it.
+
+import type { OllamaApi, RuntimeModel } from './ollama-api.ts';
+
+export interface ModelListing {
+  /** Empty when the runtime did not answer. */
+  models: RuntimeModel[];
+  /** Why the runtime gave no list (unreachable, a bad answer); null when it answered. */
+  problem: string | null;
+}
+
+export interface LocalModelCatalogOptions {
+  api: OllamaApi;
+  /** The runtime's base URL under the live config. */
+  baseUrl: () => string;
+  ttlMs?: number;
+  now?: () => number;
+}
+
+/** `llama3.2` and `llama3.2:latest` name the same model (Ollama's tag defaults to latest); names ignore case. */
+export function sameModelName(requested: string, runtimeName: string): boolean {
+  const a = requested.toLowerCase();
+  const b = runtimeName.toLowerCase();
+  return a === b || `${a}:latest` === b || a === `${b}:latest`;
+}
+
+export class LocalModelCatalog {
+  readonly #opts: Required<Omit<LocalModelCatalogOptions, 'ttlMs' | 'now'>> & { ttlMs: number; now: () => number };
+  #cached: { listing: ModelListing; at: number; baseUrl: string } | null = null;
+  #pending: Promise<ModelListing> | null = null;
+
+  constructor(opts: LocalModelCatalogOptions) {
+    this.#opts = { ttlMs: 2_000, now: Date.now, ...opts };
+  }
+
+  /** The runtime's models, at most `ttlMs` old. Never throws: a runtime that does not answer lists none. */
+  async listing(): Promise<ModelListing> {
+    const baseUrl = this.#opts.baseUrl();
+    const cached = this.#cached;
+    if (cached && cached.baseUrl === baseUrl && this.#opts.now() - cached.at < this.#opts.ttlMs) return cached.listing;
+    this.#pending ??= this.#fetch(baseUrl).finally(() => (this.#pending = null));
+    return this.#pending;
+  }
+
+  /** The runtime's model a requested id names, or undefined (with why, when the runtime did not answer). */
+  async find(requested: string): Promise<{ model: RuntimeModel | undefined; problem: string | null }> {
+    const listing = await this.listing();
+    return { model: listing.models.find((model) => sameModelName(requested, model.name)), problem: listing.problem };
+  }
+
+  /** Forget the cached list (a model was just pulled). */
+  invalidate(): void {
+    this.#cached = null;
+  }
+
+  async #fetch(baseUrl: string): Promise<ModelListing> {
+    let listing: ModelListing;
+    try {
+      listing = { models: await this.#opts.api.models(baseUrl), problem: null };
+    } catch (error) {
+      listing = { models: [], problem: `the local runtime at ${baseUrl} did not list its models: ${(error as Error).message}` };
+    }
+    this.#cached = { listing, at: this.#opts.now(), baseUrl };
+    return listing;
+  }
+}
