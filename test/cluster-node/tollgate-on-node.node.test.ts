@@ -238,7 +238,15 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
     await kubectl(['scale', '-n', NAMESPACE, 'deployment/tollgate-operator', '--replicas=2']);
     const rollout = await node.kubectl(['rollout', 'status', '-n', NAMESPACE, 'deployment/tollgate-operator', '--timeout=180s']);
     expect(rollout.code, rollout.stderr).toBe(0);
-    await eventually('a call costed at the price applied during the outage', async () => ((await costOfNextCall()) === 11 ? true : undefined), 120_000);
+    try {
+      await eventually('a call costed at the price applied during the outage', async () => ((await costOfNextCall()) === 11 ? true : undefined), 120_000);
+    } catch (error) {
+      // What the sidecar and the operators said is what tells a reconnect problem from a push problem.
+      const logs = async (args: string[]) => (await node.kubectl(['logs', '--tail=40', ...args])).stdout;
+      console.error(`[node] sidecar log:\n${await logs(['-n', APP_NAMESPACE, '-l', 'app=chat', '-c', 'tollgate-proxy'])}`);
+      console.error(`[node] operator log:\n${await logs(['-n', NAMESPACE, '-l', 'app.kubernetes.io/component=operator', '--prefix'])}`);
+      throw error;
+    }
   });
 
   it("helm uninstall leaves nothing of Tollgate behind but the CRDs and the user's own resources", async () => {
