@@ -3,7 +3,7 @@
 // the upstream's end and errors, and the caller leaving are handled here once, for /proxy and /v1 alike; the
 // call's span ends exactly once.
 
-import { callerGone } from './http/caller-connection.ts';
+import { answerFinished, callerGone } from './http/caller-connection.ts';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { WireFormat } from '../../contracts/routes.ts';
@@ -114,7 +114,7 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
       finish('error', error.message);
     });
     res.once('close', () => {
-      if (!res.writableFinished && !ended) {
+      if (!answerFinished(res) && !ended) {
         body.destroy();
         finish('client_aborted', 'client went away');
       }

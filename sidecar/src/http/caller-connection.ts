@@ -10,11 +10,21 @@ function http2Response(res: ServerResponse): Http2ServerResponse | null {
   return maybe.stream !== undefined ? (maybe as Http2ServerResponse) : null;
 }
 
+/**
+ * The whole answer was handed to the connection: ended by us and flushed. On HTTP/2 the compatibility
+ * response's writableFinished is its stream's, and a stream the caller resets is ended by Node itself (and so
+ * "finished" when nothing was buffered): only an end we called counts there.
+ */
+export function answerFinished(res: ServerResponse): boolean {
+  const h2 = http2Response(res);
+  return h2 ? h2.writableEnded && h2.stream.writableFinished : res.writableFinished;
+}
+
 /** The caller went away before the answer was complete. */
 export function callerGone(res: ServerResponse): boolean {
   const h2 = http2Response(res);
   const destroyed = h2 ? h2.stream.destroyed : res.destroyed;
-  return destroyed && !res.writableFinished;
+  return destroyed && !answerFinished(res);
 }
 
 /** The answer can no longer be written (sent or abandoned). */

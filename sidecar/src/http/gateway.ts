@@ -21,7 +21,7 @@ import { GatewayError, proxyErrorBody } from '../translate/openai-error.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
 import { relay } from './gateway-relay.ts';
-import { answerClosed, closeConnectionAfter } from './caller-connection.ts';
+import { answerClosed, answerFinished, closeConnectionAfter } from './caller-connection.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
 import { sendFailure, sendJson } from './json-answer.ts';
 import { findModel, planGatewayCall, routeFor, type GatewayOperation, type GatewayPlan } from '../routes/v1-plan.ts';
@@ -221,7 +221,7 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
 
     const abort = new AbortController();
     res.once('close', () => {
-      if (!res.writableFinished) abort.abort(callerLeft());
+      if (!answerFinished(res)) abort.abort(callerLeft());
     });
     const upstream = await opts.client.send(config, { route: plan.route, method: 'POST', path: plan.path, headers, body: plan.body, signal: abort.signal });
     call.attachUpstream(upstream.timing);

@@ -5,6 +5,7 @@
 import { pipeline } from 'node:stream/promises';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { JSON_MEDIA_TYPE, notJsonMessage } from '../inbound/json-content-type.ts';
+import { answerFinished } from './caller-connection.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import type { LocalRuntime } from '../local/local-runtime.ts';
 import { RuntimeAnswerError } from '../local/ollama-api.ts';
@@ -91,7 +92,7 @@ export const localRuntimeRoutes: FastifyPluginAsync<LocalRuntimeRoutesOptions> =
     const baseUrl = runtime.baseUrl();
     const abort = new AbortController();
     reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished) abort.abort();
+      if (!answerFinished(reply.raw)) abort.abort();
     });
     const done = opts.lifecycle.track();
     try {

@@ -23,7 +23,7 @@ import { toProxyError } from '../upstream/upstream-client.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './proxy-headers.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
 import { sendFailure, spanHeaders } from './json-answer.ts';
-import { closeConnectionAfter } from './caller-connection.ts';
+import { answerFinished, closeConnectionAfter } from './caller-connection.ts';
 import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
 import { BUDGET_EXCEEDED, budgetRefusalFor, budgetRefusalMessage, sendBudgetRefusal } from './budget-refusal.ts';
@@ -102,7 +102,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
   // span's error, since the upstream request then fails only because the proxy aborted it.
   let callerError: ProxyError | null = null;
   res.once('close', () => {
-    if (res.writableFinished) return;
+    if (answerFinished(res)) return;
     callerError ??= callerLeft();
     abort.abort(callerError);
   });
