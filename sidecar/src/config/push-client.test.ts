@@ -62,7 +62,7 @@ describe('startPushClient', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const start = (store: ConfigStore) => {
+  const start = (store: ConfigStore, firstAnswerTimeoutMs?: number) => {
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, 'token-1\n');
     return {
@@ -77,6 +77,7 @@ describe('startPushClient', () => {
         podName: 'p',
         podNamespace: 'ns',
         reconnect: { baseMs: 20, maxMs: 100 },
+        ...(firstAnswerTimeoutMs === undefined ? {} : { firstAnswerTimeoutMs }),
       }),
     };
   };
@@ -117,6 +118,29 @@ describe('startPushClient', () => {
     const hello = await until(() => second.received[0]?.hello);
     expect(hello.currentVersion).toBe('v1');
     expect(client.status().connects).toBe(2);
+    await client.stop();
+  });
+
+  it('gives up a stream the operator never answers and dials again, so a connect that hangs cannot stall config for minutes', async () => {
+    const store = new ConfigStore();
+    const { client } = start(store, 300);
+    const silent = await until(() => calls[0]);
+    await until(() => silent.received[0]?.hello);
+    // The first operator says nothing; the sidecar tries again on its own and takes what the next one sends.
+    await until(() => calls[1]);
+    expect(client.status().lastError).toBe('no answer from the operator within 300 ms');
+    // Every later stream is answered (a slow machine may give up one more before the answer is in).
+    const answered = new Set<(typeof calls)[number]>([silent]);
+    await until(() => {
+      for (const c of calls) {
+        if (answered.has(c)) continue;
+        answered.add(c);
+        c.call.write({ snapshot: { version: 'v1', configJson: priceJson(4), credentials: {}, source: 'ns/default' } });
+      }
+      return calls.find((c) => c.received.some((m) => m.ack));
+    });
+    expect(store.get().pricing.models[0]?.input_per_million).toBe(4);
+    expect(client.status()).toMatchObject({ connected: true, version: 'v1' });
     await client.stop();
   });
 });

@@ -33,6 +33,8 @@ export interface PushClientOptions {
   reportIntervalMs?: number;
   /** Reconnect delays; default 500 ms doubling to 30 s, with jitter. */
   reconnect?: { baseMs: number; maxMs: number };
+  /** How long a new stream may stay silent before it is given up and tried again (default 20 s). */
+  firstAnswerTimeoutMs?: number;
   /** Budget state from the operator and spend reports to it (sidecar/src/budgets/cluster-budgets.ts). */
   budgets?: BudgetLink;
 }
@@ -131,12 +133,22 @@ export function startPushClient(opts: PushClientOptions): PushClient {
       const call = (client as unknown as { stream(md: grpc.Metadata): Stream }).stream(metadata);
       stream = call;
       status.connects += 1;
+      // A connect to an address that no longer answers (the Service still routing to a deleted operator pod, a
+      // SYN nobody refuses) can hang for minutes in TCP, with no error to retry on: a stream the operator has
+      // not answered within this long is given up and dialled again.
+      let silentTooLong = false;
+      const firstAnswerTimeoutMs = opts.firstAnswerTimeoutMs ?? 20_000;
+      const silence = setTimeout(() => {
+        silentTooLong = true;
+        call.cancel();
+      }, firstAnswerTimeoutMs);
       let chain = Promise.resolve();
       const reply = (message: SidecarMessage) => {
         if (!call.writableEnded && !call.destroyed) call.write(message);
       };
       let budgetsAttached = false;
       call.on('data', (message: OperatorMessage) => {
+        clearTimeout(silence);
         // The operator's first message means it has authenticated and registered the stream: spend reports
         // sent before that would be ignored.
         if (!budgetsAttached) {
@@ -162,11 +174,15 @@ export function startPushClient(opts: PushClientOptions): PushClient {
       // 'status' comes exactly once per call, whatever ended it; 'error' only needs a listener.
       call.on('error', () => undefined);
       call.on('status', (outcome: grpc.StatusObject) => {
+        clearTimeout(silence);
         clearInterval(reportTimer);
         opts.budgets?.detached();
         status.connected = false;
         if (abort.signal.aborted) {
           // stopping: not an error
+        } else if (silentTooLong) {
+          status.lastError = `no answer from the operator within ${firstAnswerTimeoutMs} ms`;
+          logger.warn({ address: opts.address, err: status.lastError }, 'config push stream failed');
         } else if (outcome.code !== grpc.status.OK) {
           status.lastError = `${grpc.status[outcome.code] ?? outcome.code}: ${outcome.details}`;
           logger.warn({ address: opts.address, err: status.lastError }, 'config push stream failed');
