@@ -44,10 +44,11 @@ export const TRACES_FLUSH_WAIT_MS = 500;
 function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve(false), ms);
-    void promise.finally(() => {
+    const settled = () => {
       clearTimeout(timer);
       resolve(true);
-    });
+    };
+    promise.then(settled, settled);
   });
 }
 

@@ -342,9 +342,10 @@ function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
   if (ms === Infinity) return promise.then(() => true);
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve(false), ms);
-    void promise.finally(() => {
+    const settled = () => {
       clearTimeout(timer);
       resolve(true);
-    });
+    };
+    promise.then(settled, settled);
   });
 }

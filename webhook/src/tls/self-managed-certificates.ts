@@ -156,9 +156,16 @@ export function selfManagedCertificates(opts: SelfManagedCertificateOptions): Se
 
   function reconcile(force?: 'ca' | 'serving'): Promise<void> {
     // One pass at a time per replica; a forced request waits for the running pass and then runs its own.
-    const next = (running ?? Promise.resolve()).catch(() => undefined).then(() => reconcileOnce(force));
-    running = next.finally(() => {
-      if (running === next) running = undefined;
+    const next = (running ?? Promise.resolve()).then(() => reconcileOnce(force));
+    // The queue's own link never rejects: a failed pass is the caller's to handle (through `next`), and a
+    // rejected link nobody awaits would be an unhandled rejection, which ends the process.
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    running = settled;
+    void settled.then(() => {
+      if (running === settled) running = undefined;
     });
     return next;
   }
