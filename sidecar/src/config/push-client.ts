@@ -33,8 +33,8 @@ export interface PushClientOptions {
   reportIntervalMs?: number;
   /** Reconnect delays; default 500 ms doubling to 30 s, with jitter. */
   reconnect?: { baseMs: number; maxMs: number };
-  /** How long a new stream may stay silent before it is given up and tried again (default 20 s). */
-  firstAnswerTimeoutMs?: number;
+  /** How long a connect to the operator may take before it is given up and tried again (default 20 s). */
+  connectTimeoutMs?: number;
   /** Budget state from the operator and spend reports to it (sidecar/src/budgets/cluster-budgets.ts). */
   budgets?: BudgetLink;
 }
@@ -128,90 +128,109 @@ export function startPushClient(opts: PushClientOptions): PushClient {
         'grpc.keepalive_time_ms': 30_000,
         'grpc.keepalive_timeout_ms': 10_000,
       });
-      const metadata = new grpc.Metadata();
-      metadata.set(AUTHORIZATION, `Bearer ${token}`);
-      const call = (client as unknown as { stream(md: grpc.Metadata): Stream }).stream(metadata);
-      stream = call;
-      status.connects += 1;
       // A connect to an address that no longer answers (the Service still routing to a deleted operator pod, a
-      // SYN nobody refuses) can hang for minutes in TCP, with no error to retry on: a stream the operator has
-      // not answered within this long is given up and dialled again.
-      let silentTooLong = false;
-      const firstAnswerTimeoutMs = opts.firstAnswerTimeoutMs ?? 20_000;
-      const silence = setTimeout(() => {
-        silentTooLong = true;
-        call.cancel();
-      }, firstAnswerTimeoutMs);
-      let chain = Promise.resolve();
-      const reply = (message: SidecarMessage) => {
-        if (!call.writableEnded && !call.destroyed) call.write(message);
-      };
-      let budgetsAttached = false;
-      call.on('data', (message: OperatorMessage) => {
-        clearTimeout(silence);
-        // The operator's first message means it has authenticated and registered the stream: spend reports
-        // sent before that would be ignored.
-        if (!budgetsAttached) {
-          budgetsAttached = true;
-          opts.budgets?.attached(reply);
-        }
-        if (message.budgetState) {
-          opts.budgets?.budgetState(message.budgetState);
-          return;
-        }
-        if (message.spendAck) {
-          opts.budgets?.spendAck(Number(message.spendAck.sequence));
-          return;
-        }
-        if (!message.snapshot) return;
-        delivered = true;
-        status.connected = true;
-        status.lastError = undefined;
-        const snapshot = message.snapshot;
-        // One snapshot at a time, in order: a newer one never races an older one onto disk.
-        chain = chain.then(() => apply(snapshot, reply));
-      });
-      // 'status' comes exactly once per call, whatever ended it; 'error' only needs a listener.
-      call.on('error', () => undefined);
-      call.on('status', (outcome: grpc.StatusObject) => {
-        clearTimeout(silence);
-        clearInterval(reportTimer);
-        opts.budgets?.detached();
-        status.connected = false;
+      // SYN nobody refuses) can hang in TCP for minutes with no error to retry on: a channel still connecting
+      // after the connect timeout is given up and dialled again. A channel that failed opens the stream anyway,
+      // which then ends with the failure's cause; once connected, an operator may stay silent as long as it
+      // likes (a sidecar bound to a ProxyConfig that is not Ready gets nothing until it is).
+      const connectTimeoutMs = opts.connectTimeoutMs ?? 20_000;
+      const deadline = Date.now() + connectTimeoutMs;
+      const channel = client.getChannel();
+      const whenConnected = (): void => {
         if (abort.signal.aborted) {
-          // stopping: not an error
-        } else if (silentTooLong) {
-          status.lastError = `no answer from the operator within ${firstAnswerTimeoutMs} ms`;
-          logger.warn({ address: opts.address, err: status.lastError }, 'config push stream failed');
-        } else if (outcome.code !== grpc.status.OK) {
-          status.lastError = `${grpc.status[outcome.code] ?? outcome.code}: ${outcome.details}`;
-          logger.warn({ address: opts.address, err: status.lastError }, 'config push stream failed');
-        } else if (!delivered) {
-          status.lastError = 'stream closed before any snapshot';
+          resolve(false);
+          return;
         }
-        stream = undefined;
-        client?.close();
-        void chain.then(() => resolve(delivered));
-      });
-      let lastReport = '';
-      const reportTimer = opts.auditReport
-        ? setInterval(() => {
-            const report = opts.auditReport!();
-            const text = JSON.stringify(report ?? null);
-            if (!report || text === lastReport || !status.connected) return;
-            lastReport = text;
-            reply({ auditReport: report });
-          }, opts.reportIntervalMs ?? 10_000)
-        : undefined;
-      call.on('close', () => clearInterval(reportTimer));
-      call.write({
-        hello: {
-          podName: opts.podName ?? '',
-          podNamespace: opts.podNamespace ?? '',
-          currentVersion: running?.version ?? '',
-          sidecarVersion: opts.sidecarVersion ?? '',
-        },
-      });
+        const state = channel.getConnectivityState(true);
+        if (state !== grpc.connectivityState.IDLE && state !== grpc.connectivityState.CONNECTING) {
+          openStream();
+          return;
+        }
+        channel.watchConnectivityState(state, deadline, (error?: Error) => {
+          if (!error) {
+            whenConnected();
+            return;
+          }
+          status.lastError = `cannot connect to the operator within ${connectTimeoutMs} ms`;
+          logger.warn({ address: opts.address, err: status.lastError }, 'config push stream failed');
+          client?.close();
+          resolve(false);
+        });
+      };
+      whenConnected();
+
+      function openStream(): void {
+        const metadata = new grpc.Metadata();
+        metadata.set(AUTHORIZATION, `Bearer ${token}`);
+        const call = (client as unknown as { stream(md: grpc.Metadata): Stream }).stream(metadata);
+        stream = call;
+        status.connects += 1;
+        let chain = Promise.resolve();
+        const reply = (message: SidecarMessage) => {
+          if (!call.writableEnded && !call.destroyed) call.write(message);
+        };
+        let budgetsAttached = false;
+        call.on('data', (message: OperatorMessage) => {
+          // The operator's first message means it has authenticated and registered the stream: spend reports
+          // sent before that would be ignored.
+          if (!budgetsAttached) {
+            budgetsAttached = true;
+            opts.budgets?.attached(reply);
+          }
+          if (message.budgetState) {
+            opts.budgets?.budgetState(message.budgetState);
+            return;
+          }
+          if (message.spendAck) {
+            opts.budgets?.spendAck(Number(message.spendAck.sequence));
+            return;
+          }
+          if (!message.snapshot) return;
+          delivered = true;
+          status.connected = true;
+          status.lastError = undefined;
+          const snapshot = message.snapshot;
+          // One snapshot at a time, in order: a newer one never races an older one onto disk.
+          chain = chain.then(() => apply(snapshot, reply));
+        });
+        // 'status' comes exactly once per call, whatever ended it; 'error' only needs a listener.
+        call.on('error', () => undefined);
+        call.on('status', (outcome: grpc.StatusObject) => {
+          clearInterval(reportTimer);
+          opts.budgets?.detached();
+          status.connected = false;
+          if (abort.signal.aborted) {
+            // stopping: not an error
+          } else if (outcome.code !== grpc.status.OK) {
+            status.lastError = `${grpc.status[outcome.code] ?? outcome.code}: ${outcome.details}`;
+            logger.warn({ address: opts.address, err: status.lastError }, 'config push stream failed');
+          } else if (!delivered) {
+            status.lastError = 'stream closed before any snapshot';
+          }
+          stream = undefined;
+          client?.close();
+          void chain.then(() => resolve(delivered));
+        });
+        let lastReport = '';
+        const reportTimer = opts.auditReport
+          ? setInterval(() => {
+              const report = opts.auditReport!();
+              const text = JSON.stringify(report ?? null);
+              if (!report || text === lastReport || !status.connected) return;
+              lastReport = text;
+              reply({ auditReport: report });
+            }, opts.reportIntervalMs ?? 10_000)
+          : undefined;
+        call.on('close', () => clearInterval(reportTimer));
+        call.write({
+          hello: {
+            podName: opts.podName ?? '',
+            podNamespace: opts.podNamespace ?? '',
+            currentVersion: running?.version ?? '',
+            sidecarVersion: opts.sidecarVersion ?? '',
+          },
+        });
+      }
     });
 
   const loop = (async () => {
