@@ -65,7 +65,10 @@ const ASSET_SOURCES: ReadonlyMap<string, () => Asset | null> = new Map([
 export const managementUiRoutes: FastifyPluginAsync = async (app) => {
   const loaded = new Map<string, Asset | null>();
   const asset = (name: string): Asset | null => {
-    if (!loaded.has(name)) loaded.set(name, ASSET_SOURCES.get(name)?.() ?? null);
+    const source = ASSET_SOURCES.get(name);
+    // Only the page's own files are remembered: a name a caller made up must not grow this map.
+    if (!source) return null;
+    if (!loaded.has(name)) loaded.set(name, source());
     return loaded.get(name) ?? null;
   };
   const notFound = (reply: FastifyReply, name: string) => reply.code(404).send({ error: { code: 'not_found', message: `no UI file ${JSON.stringify(name)}` } });
