@@ -11,7 +11,7 @@ import { JSON_MEDIA_TYPE, notJsonMessage } from '../inbound/json-content-type.ts
 import { spanToJson } from '../spans/span-json.ts';
 import type { SpanStore } from '../spans/span-store.ts';
 import { parseSpendQuery, SPEND_PARAMETERS, SpendQueryError } from '../spans/spend.ts';
-import type { SpanWriter } from '../spans/span-writer.ts';
+import { settlesWithin, type SpanWriter } from '../spans/span-writer.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
 import { budgetRoutes } from './budgets.ts';
 
@@ -39,18 +39,6 @@ const TRACES_MAX = 200;
  * timeout (and a retry), which the caller should not wait for (ADR 1002).
  */
 export const TRACES_FLUSH_WAIT_MS = 500;
-
-/** True when `promise` settled within `ms`; it keeps running either way. */
-function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), ms);
-    const settled = () => {
-      clearTimeout(timer);
-      resolve(true);
-    };
-    promise.then(settled, settled);
-  });
-}
 
 function configView(snapshot: ConfigSnapshot) {
   const { config } = snapshot;

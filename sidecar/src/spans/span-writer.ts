@@ -338,7 +338,7 @@ export class SpanWriter {
 }
 
 /** True when `promise` settled within `ms`; it keeps running either way. */
-function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
+export function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
   if (ms === Infinity) return promise.then(() => true);
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve(false), ms);
