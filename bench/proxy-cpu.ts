@@ -1,8 +1,9 @@
 // CPU the proxy spends per call: sends N non-streaming calls through `tollgate proxy` and divides the
 // proxy process's user+system CPU time (from /proc) by N. Unlike latency percentiles on a shared 2-core
 // machine, this barely moves with what the neighbours do, so it is the number to compare code changes by.
-// Usage: node bench/proxy-cpu.ts [calls=5000] [--compiled] [--otlp=http://collector:4318]
+// Usage: node bench/proxy-cpu.ts [calls=5000] [--compiled] [--otlp=http://collector:4318] [--node-args="FLAGS"]
 //   --otlp exports every span to that collector too (the export runs off the request path, in this process).
+//   --node-args adds node flags after the image's (with --compiled), to price a flag before it goes in the Dockerfile.
 
 import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
@@ -15,6 +16,7 @@ const image = compiledLikeTheImage();
 const calls = Number(process.argv.slice(2).find((a) => !a.startsWith('--')) ?? 5000);
 const compiled = process.argv.includes('--compiled');
 const otlp = process.argv.find((a) => a.startsWith('--otlp='))?.slice('--otlp='.length);
+const extraNodeArgs = (process.argv.find((a) => a.startsWith('--node-args='))?.slice('--node-args='.length) ?? '').split(/\s+/).filter(Boolean);
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
 function cpuSeconds(pid: number): number {
@@ -26,7 +28,7 @@ const upstream = await startFakeUpstream('openai', { expectApiKey: 'k' });
 const proxy = await startProxyProcess({
   configYaml: `upstreams:\n  beta: { baseUrl: "${upstream.url}" }\nstorage: { kind: sqlite, path: spans.db }\n${otlp ? `tracing: { otlp: { endpoint: "${otlp}" } }\n` : ''}`,
   env: { ...(compiled ? image.env : {}), OPENAI_API_KEY: 'k', TOLLGATE_LOG_LEVEL: 'warn' },
-  ...(compiled ? { cli: image.cli, nodeArgs: image.nodeArgs } : {}),
+  ...(compiled ? { cli: image.cli, nodeArgs: [...image.nodeArgs, ...extraNodeArgs] } : {}),
 });
 const pool = new Pool(proxy.url, { connections: 16 });
 const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });

@@ -8,7 +8,9 @@
 //   ./tollgatew node bench/side-by-side.ts                  # the full run behind BENCHMARKS.md (about 5 minutes)
 //   ./tollgatew node bench/side-by-side.ts --quick          # seconds: what the test suite's smoke runs
 //   options: --seconds N (per latency/throughput phase), --minutes N (loaded-memory minutes), --json FILE,
-//            --record (write the measured throughput ratio to bench/recorded.json for the smoke)
+//            --record (write the measured throughput ratio to bench/recorded.json for the smoke),
+//            --node-args="FLAGS" (node flags after the image's NODE_OPTIONS, to try one before it goes in the Dockerfile),
+//            --env="NAME=VALUE ..." (environment over the image's, e.g. a malloc variable)
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -31,6 +33,10 @@ export interface SideBySideOptions {
   quick: boolean;
   seconds: number;
   minutes: number;
+  /** node flags after the image's (trying a flag before it goes in the Dockerfile); reported with the run. */
+  extraNodeArgs?: string[];
+  /** Environment added to the image's (e.g. a malloc variable), reported with the run. */
+  extraEnv?: Record<string, string>;
   log: (line: string) => void;
 }
 
@@ -151,6 +157,8 @@ export async function runSideBySide(opts: SideBySideOptions): Promise<SideBySide
   const sidecar = await startSidecar(dir, {
     config: { upstreams: { beta: { baseUrl: relay.upstreamUrl }, 'gamma-direct': { baseUrl: anthropic.url } } },
     credentials: KEYS,
+    ...(opts.extraNodeArgs ? { extraNodeArgs: opts.extraNodeArgs } : {}),
+    ...(opts.extraEnv ? { extraEnv: opts.extraEnv } : {}),
   });
   try {
     const paths = {
@@ -225,7 +233,7 @@ export async function runSideBySide(opts: SideBySideOptions): Promise<SideBySide
       machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`,
       loadAverage: { start: startLoad.map((n) => round(n)), end: loadavg().map((n) => round(n)) },
       command: `node bench/side-by-side.ts ${process.argv.slice(2).join(' ')}`.trim(),
-      tollgate: { nodeArgs: sidecar.image.nodeArgs, env: sidecar.image.env },
+      tollgate: { nodeArgs: [...sidecar.image.nodeArgs, ...(opts.extraNodeArgs ?? [])], env: { ...sidecar.image.env, ...opts.extraEnv } },
       oneConnection: {
         ...one,
         addedP50Ms: { relay: round(one.relay.p50Ms - one.direct.p50Ms), tollgate: round(one.tollgate.p50Ms - one.direct.p50Ms) },
@@ -288,6 +296,8 @@ if (import.meta.main) {
       minutes: { type: 'string' },
       json: { type: 'string' },
       record: { type: 'boolean', default: false },
+      'node-args': { type: 'string' },
+      env: { type: 'string' },
     },
   });
   const quick = values.quick ?? false;
@@ -295,6 +305,17 @@ if (import.meta.main) {
     quick,
     seconds: Number(values.seconds ?? (quick ? 2 : 10)),
     minutes: Number(values.minutes ?? 3),
+    ...(values['node-args'] ? { extraNodeArgs: values['node-args'].split(/\s+/).filter(Boolean) } : {}),
+    ...(values.env
+      ? {
+          extraEnv: Object.fromEntries(
+            values.env
+              .split(/\s+/)
+              .filter(Boolean)
+              .map((kv) => [kv.split('=')[0]!, kv.slice(kv.indexOf('=') + 1)]),
+          ),
+        }
+      : {}),
     log: (line) => process.stderr.write(`[side-by-side] ${line}\n`),
   });
   console.log(JSON.stringify(report, null, 2));

@@ -84,6 +84,9 @@ describe('modules a proxy loads', () => {
     expect(urls.filter((url) => url.endsWith('/sidecar/src/spans/otlp-export.ts'))).toEqual([]);
     // prom-client's default process metrics require the OpenTelemetry API (CommonJS) for exemplars; nothing more of it.
     expect([...packages].filter((p) => p.startsWith('@opentelemetry/'))).toEqual(['@opentelemetry/api']);
+    // undici's Agent and request call only (ADR 0005): its index would bring fetch, WebSocket, the cache and the mocks.
+    expect(packages).toContain('undici');
+    expect(urls.filter((url) => /\/node_modules\/undici\/(index\.js|lib\/web\/|lib\/mock\/)/.test(url))).toEqual([]);
   });
 
   it('loads the OTLP exporter when tracing.otlp names a collector', async () => {

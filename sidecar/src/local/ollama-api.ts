@@ -4,8 +4,9 @@
 // health view or a /v1/models listing for long.
 
 import type { Readable } from 'node:stream';
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { isRecord } from '../../../contracts/json-record.ts';
+import { Agent, request } from '../upstream/undici-agent.ts';
 
 /** A model on the runtime's disk, as GET /api/tags describes it. */
 export interface RuntimeModel {
@@ -111,7 +112,7 @@ export class OllamaApi {
    */
   async pull(baseUrl: string, model: string, signal: AbortSignal): Promise<Readable> {
     const url = new URL(`${baseUrl}/api/pull`);
-    const response = await this.#agent.request({
+    const response = await request(this.#agent, {
       origin: url.origin,
       path: url.pathname,
       method: 'POST',
@@ -141,7 +142,7 @@ export class OllamaApi {
 
   async #getJson(baseUrl: string, path: string): Promise<unknown> {
     const url = new URL(baseUrl + path);
-    const response: Dispatcher.ResponseData = await this.#agent.request({
+    const response: Dispatcher.ResponseData = await request(this.#agent, {
       origin: url.origin,
       path: url.pathname,
       method: 'GET',

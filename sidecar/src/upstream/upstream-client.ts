@@ -4,7 +4,6 @@
 
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { Agent, errors as undiciErrors } from 'undici';
 import type { CredentialProvider } from '../auth/credential-provider.ts';
 import { CredentialError } from '../auth/credential-provider.ts';
 import type { BreakerConfig, RuntimeConfig } from '../../../contracts/runtime-config.ts';
@@ -12,6 +11,7 @@ import { ProxyError } from '../errors.ts';
 import { routeBaseUrl } from '../routes/upstream-base-url.ts';
 import { ROUTE_NAMES, ROUTES, type CredentialKind, type RouteName } from '../../../contracts/routes.ts';
 import { CircuitBreaker } from './breaker.ts';
+import { Agent, request, undiciErrors } from './undici-agent.ts';
 
 export interface UpstreamSend {
   route: RouteName;
@@ -139,7 +139,7 @@ export class UpstreamClient {
       }
       const timeout = config.upstreams[req.route]?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
       timing.startedAt = performance.now();
-      const response = await this.#agent.request({
+      const response = await request(this.#agent, {
         origin: base.origin,
         path: outgoing.url.pathname + outgoing.url.search,
         method: req.method,
