@@ -13,7 +13,7 @@ describe('the project Dockerfile, as the node images read it', () => {
 
   it('gives the sidecar target the entry point, user, environment and working directory users get', () => {
     expect(stageConfig(df, findStage(df, 'sidecar'))).toMatchObject({
-      entrypoint: ['node', 'cmd/tollgate.js'],
+      entrypoint: ['node', '--no-maglev', 'cmd/tollgate.js'],
       cmd: ['proxy'],
       user: '65532:65532',
       workingDir: '/app',
