@@ -17,6 +17,7 @@ const calls = Number(process.argv.slice(2).find((a) => !a.startsWith('--')) ?? 5
 const compiled = process.argv.includes('--compiled');
 const otlp = process.argv.find((a) => a.startsWith('--otlp='))?.slice('--otlp='.length);
 const extraNodeArgs = (process.argv.find((a) => a.startsWith('--node-args='))?.slice('--node-args='.length) ?? '').split(/\s+/).filter(Boolean);
+if (extraNodeArgs.length > 0 && !compiled) throw new Error("--node-args goes with --compiled: it adds flags to the image's");
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
 function cpuSeconds(pid: number): number {

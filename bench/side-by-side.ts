@@ -9,7 +9,7 @@
 //   ./tollgatew node bench/side-by-side.ts --quick          # seconds: what the test suite's smoke runs
 //   options: --seconds N (per latency/throughput phase), --minutes N (loaded-memory minutes), --json FILE,
 //            --record (write the measured throughput ratio to bench/recorded.json for the smoke),
-//            --node-args="FLAGS" (node flags after the image's NODE_OPTIONS, to try one before it goes in the Dockerfile),
+//            --node-args="FLAGS" (node flags after the ENTRYPOINT's, to try one before it goes in the Dockerfile),
 //            --env="NAME=VALUE ..." (environment over the image's, e.g. a malloc variable)
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -288,6 +288,17 @@ export function reportTable(r: SideBySideReport): string {
   return rows.join('\n');
 }
 
+/** `--env="A=1 B=2"` as a record; an entry without `=` is refused rather than guessed at. */
+function environmentAssignments(text: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const entry of text.split(/\s+/).filter(Boolean)) {
+    const at = entry.indexOf('=');
+    if (at <= 0) throw new Error(`--env: ${JSON.stringify(entry)} is not NAME=VALUE`);
+    env[entry.slice(0, at)] = entry.slice(at + 1);
+  }
+  return env;
+}
+
 if (import.meta.main) {
   const { values } = parseArgs({
     options: {
@@ -301,21 +312,15 @@ if (import.meta.main) {
     },
   });
   const quick = values.quick ?? false;
+  if (values.record && (values['node-args'] || values.env)) {
+    throw new Error('--record keeps the ratio of the image as built; run it without --node-args or --env');
+  }
   const report = await runSideBySide({
     quick,
     seconds: Number(values.seconds ?? (quick ? 2 : 10)),
     minutes: Number(values.minutes ?? 3),
     ...(values['node-args'] ? { extraNodeArgs: values['node-args'].split(/\s+/).filter(Boolean) } : {}),
-    ...(values.env
-      ? {
-          extraEnv: Object.fromEntries(
-            values.env
-              .split(/\s+/)
-              .filter(Boolean)
-              .map((kv) => [kv.split('=')[0]!, kv.slice(kv.indexOf('=') + 1)]),
-          ),
-        }
-      : {}),
+    ...(values.env ? { extraEnv: environmentAssignments(values.env) } : {}),
     log: (line) => process.stderr.write(`[side-by-side] ${line}\n`),
   });
   console.log(JSON.stringify(report, null, 2));

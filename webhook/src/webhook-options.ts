@@ -51,7 +51,7 @@ export const WEBHOOK_USAGE = `usage: tollgate webhook [options]      (every opti
   --sidecar-version V           version recorded in tollgate.dev/status (default: the image tag)
   --sidecar-port N              sidecar port (default 8181)
   --sidecar-cpu-request Q       (default 50m)      --sidecar-cpu-limit Q     (default 1)
-  --sidecar-memory-request Q    (default 80Mi)     --sidecar-memory-limit Q  (default 256Mi)
+  --sidecar-memory-request Q    (default 96Mi)     --sidecar-memory-limit Q  (default 256Mi)
   --sidecar-log-level LEVEL     (default info)
   --sidecar-image-pull-policy P Always|IfNotPresent|Never (default: unset, Kubernetes decides)
   --native-sidecar MODE         auto|true|false (default auto: native when Kubernetes >= 1.29)
@@ -170,7 +170,7 @@ export function parseWebhookOptions(argv: string[], env: NodeJS.ProcessEnv): Web
       version: get('sidecar-version', tag ?? 'unknown')!,
       port: integer('sidecar-port', 8181, 1024, 65535),
       resources: {
-        requests: { cpu: quantity('sidecar-cpu-request', '50m'), memory: quantity('sidecar-memory-request', '80Mi') },
+        requests: { cpu: quantity('sidecar-cpu-request', '50m'), memory: quantity('sidecar-memory-request', '96Mi') },
         limits: { cpu: quantity('sidecar-cpu-limit', '1'), memory: quantity('sidecar-memory-limit', '256Mi') },
       },
       nativeSidecar: oneOf<NativeSidecarMode>('native-sidecar', ['auto', 'true', 'false'], 'auto'),

@@ -28,6 +28,8 @@ export interface SqliteSpanStoreOptions {
   maxSpans?: number;
   /** Refuse to create the file (a report reads spans; it never starts an empty file). */
   mustExist?: boolean;
+  /** SQLite's page cache in KiB. Default: MEMORY_FILE_PAGE_CACHE_KIB for a file in memory, else SQLite's own. */
+  pageCacheKib?: number;
 }
 
 /** start_time is ISO 8601 UTC text: its prefix is the hour or the day. */
@@ -55,11 +57,12 @@ export const INLINE_ROWS_PER_TURN = 16;
 /** WAL pages before a checkpoint, when writes are inline: each checkpoint then copies at most ~256 KB. */
 const INLINE_WAL_AUTOCHECKPOINT_PAGES = 64;
 /**
- * SQLite's page cache for a span file on tmpfs, in KiB (the default is 2,000). The file's pages are already in
- * memory, charged to the pod as the volume's; a second copy in the cache bought nothing and cost ~4 MB of the
- * sidecar's private memory under load (ADR 0003). Inserts and the ring's deletes touch a few pages at each end.
+ * SQLite's page cache for a span file on tmpfs or ramfs, in KiB. better-sqlite3 builds SQLite with a 16,000 KiB
+ * default, a second copy of pages that are in memory already (the pod's volume): it grew to several MiB of the
+ * sidecar's private memory under load. 1 MiB keeps the pages the three indexes' inserts and the ring's deletes
+ * return to; 128 KiB cost a third more CPU per span written (bench/span-cache.ts, ADR 0005).
  */
-const TMPFS_PAGE_CACHE_KIB = 128;
+export const MEMORY_FILE_PAGE_CACHE_KIB = 1024;
 const TMPFS_MAGIC = 0x01021994;
 const RAMFS_MAGIC = 0x858458f6;
 
@@ -86,9 +89,12 @@ export function openSqliteSpanStore(path: string, options: SqliteSpanStoreOption
   let rows = (db.prepare<[], { n: number }>('SELECT count(*) AS n FROM spans').get() as { n: number }).n;
   const inMemoryDatabase = path === ':memory:' || path.includes('mode=memory');
   const maxSpans = options.maxSpans ?? 0;
-  const inline = inMemoryDatabase || (options.writes ?? (inMemoryFile(path) ? 'inline' : 'worker')) === 'inline';
+  const memoryFile = !inMemoryDatabase && inMemoryFile(path);
+  const inline = inMemoryDatabase || (options.writes ?? (memoryFile ? 'inline' : 'worker')) === 'inline';
   if (inline) db.pragma(`wal_autocheckpoint = ${INLINE_WAL_AUTOCHECKPOINT_PAGES}`);
-  if (inline && !inMemoryDatabase) db.pragma(`cache_size = -${TMPFS_PAGE_CACHE_KIB}`);
+  // An in-memory database's pages live in the cache itself: no limit applies there.
+  const pageCacheKib = inMemoryDatabase ? undefined : (options.pageCacheKib ?? (memoryFile ? MEMORY_FILE_PAGE_CACHE_KIB : undefined));
+  if (pageCacheKib !== undefined) db.pragma(`cache_size = -${Math.max(1, Math.floor(pageCacheKib))}`);
   const write = inline ? inlineWriter(db, maxSpans) : workerWriter(path, maxSpans);
   const counted = (n: number) => (maxSpans > 0 ? Math.min(maxSpans, n) : n);
 

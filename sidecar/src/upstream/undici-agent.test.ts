@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import * as undici from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,6 +26,9 @@ describe("undici's parts loaded without its index", () => {
     expect(Agent).toBe(undici.Agent);
     expect(undiciErrors).toBe(undici.errors);
     expect(undiciErrors.HeadersTimeoutError).toBe(undici.errors.HeadersTimeoutError);
+    // the function the index copies onto every dispatcher as `request`, which `request()` calls
+    const requestFile: unknown = createRequire(import.meta.url)('undici/lib/api/api-request.js');
+    expect(requestFile).toBe((undici.Dispatcher.prototype as unknown as { request: unknown }).request);
   });
 
   it('send a request through an Agent and stream its answer back', async () => {
