@@ -36,6 +36,14 @@ function logged(text: string): Record<string, unknown>[] {
   return proxy.logs.filter((l) => String(l.msg).includes(text));
 }
 
+/** The proxy's log lines come through a pipe, so a line can arrive after the response it belongs to. */
+function untilLogged(text: string): Promise<Record<string, unknown>[]> {
+  return waitFor(`the proxy to log \`${text}\``, () => {
+    const lines = logged(text);
+    return lines.length > 0 ? lines : undefined;
+  });
+}
+
 beforeAll(async () => {
   bed = await startUpstreamBed();
   deadPort = await freePort(); // nothing listens here
@@ -108,7 +116,7 @@ describe('upstream failures become 502s that name the cause', () => {
     const res = await post(gemini, { contents: [] });
     expect(res.status).toBe(502);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('credential_unavailable');
-    expect(logged('failed to get ADC token').length).toBeGreaterThan(0);
+    await untilLogged('failed to get ADC token');
     expect(bed.vertex.requests).toHaveLength(0);
     bed.metadata.setFailing(false);
     const ok = await post(gemini, { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] });
@@ -170,8 +178,7 @@ describe('circuit breaker', () => {
     const open = await post('/proxy/beta/v1/chat/completions', chat);
     expect(open.status).toBe(502);
     expect(((await open.json()) as { error: { code: string } }).error.code).toBe('circuit_open');
-    const trip = logged('circuit breaker tripped');
-    expect(trip.length).toBeGreaterThan(0);
+    const trip = await untilLogged('circuit breaker tripped');
     expect(trip.at(-1)).toMatchObject({ upstream: 'beta' });
     expect(bed.openai.requests.length).toBe(before); // the open breaker sent nothing upstream
     bed.openai.behave({});
@@ -190,7 +197,7 @@ describe('circuit breaker', () => {
     expect(refusals.filter((code) => code !== 'circuit_open')).toEqual([]);
     expect(probe.status).toBe(200);
     expect(bed.openai.requests.length).toBe(before + 1); // refused calls never reached the upstream, the probe did
-    expect(logged('circuit breaker half-open; letting one probe through')).toHaveLength(1);
+    expect(await untilLogged('circuit breaker half-open; letting one probe through')).toHaveLength(1);
     expect((await post('/proxy/beta/v1/chat/completions', chat)).status).toBe(200);
   });
 });

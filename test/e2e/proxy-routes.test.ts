@@ -7,6 +7,7 @@ import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 import { ANTHROPIC_KEY, OPENAI_KEY, PROJECT, startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
 import type { SpanJson } from '../../sidecar/src/spans/span-json.ts';
 import { findSpan } from '../support/spans.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 // List prices, USD per million tokens (shared/docs/providers.md), for the expected costs below.
 const FLASH = { input: 0.3, cached: 0.03, output: 2.5 };
@@ -306,7 +307,8 @@ describe('prices through the config API', () => {
     const res = await post('/proxy/beta/v1/chat/completions', { model: 'gpt-unreleased-9', ...chatBody });
     const span = await spanFor(res);
     expect(span).toMatchObject({ cost_usd: 0, priced: false });
-    expect(proxy.logs.some((l) => l.span_id === span.span_id && String(l.pricing).includes('no price'))).toBe(true);
+    // The log line comes through a pipe and may land after the span is readable.
+    await waitFor('the log line saying the model has no price', () => proxy.logs.some((l) => l.span_id === span.span_id && String(l.pricing).includes('no price')));
   });
 });
 
@@ -334,7 +336,7 @@ describe('/_local/api/traces', () => {
     const generatedId = generated.headers.get('x-proxy-request-id');
     expect(generatedId).toMatch(/^[0-9a-f-]{36}$/);
     expect(await spanFor(generated)).toMatchObject({ request_id: generatedId });
-    const line = proxy.logs.find((l) => l.span_id === spanId);
+    const line = await waitFor("the call's log line", () => proxy.logs.find((l) => l.span_id === spanId));
     expect(line).toMatchObject({ msg: 'llm call', provider: 'openai', model: 'gpt-4o-mini', user_id: 'bob', request_id: 'req-42' });
     expect(typeof line!.cost_usd).toBe('number');
     expect(typeof line!.latency_ms).toBe('number');

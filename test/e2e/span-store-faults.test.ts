@@ -76,8 +76,8 @@ async function outage(proxy: ProxyProcess, emulator: { stop(): Promise<void>; re
   const during = await loadUntil(proxy, 'during', failing);
   const down = await spansHealth(proxy);
   expect(down.lastWriteError?.message).toBeTruthy();
-  expect(proxy.logs.some((l) => l.msg === 'failed to write spans; will retry' && l.level === 50)).toBe(true);
-  expect(proxy.logs.some((l) => l.msg === 'span processor buffer full' && typeof l.dropped === 'number')).toBe(true);
+  await waitFor('the write failure to be logged', () => proxy.logs.some((l) => l.msg === 'failed to write spans; will retry' && l.level === 50));
+  await waitFor('the overflow to be logged', () => proxy.logs.some((l) => l.msg === 'span processor buffer full' && typeof l.dropped === 'number'));
 
   await emulator.restart();
   // The emulator came back empty (as if the table had been dropped): the store sets itself up again.
