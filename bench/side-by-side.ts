@@ -5,7 +5,7 @@
 // compare; memory is reported as RSS and as private memory (RssAnon).
 //
 //   ./tollgatew npm run build
-//   ./tollgatew node bench/side-by-side.ts                  # the full run behind BENCHMARKS.md (about 5 minutes)
+//   ./tollgatew node bench/side-by-side.ts                  # the full run (about 6 minutes; BENCHMARKS.md used --minutes 10)
 //   ./tollgatew node bench/side-by-side.ts --quick          # seconds: what the test suite's smoke runs
 //   options: --seconds N (per latency/throughput phase), --minutes N (loaded-memory minutes), --json FILE,
 //            --record (write the measured throughput ratio to bench/recorded.json for the smoke),
