@@ -2,6 +2,12 @@
 // extractor on the way and optionally transformed (a provider's stream translated to OpenAI's). Backpressure,
 // the upstream's end and errors, and the caller leaving are handled here once, for /proxy and /v1 alike; the
 // call's span ends exactly once.
+//
+// A call is finished (priced, charged to its user's budget, its span recorded) before the caller can hold its
+// whole answer: before the last bytes of a body whose length the upstream declared, or before the end of one it
+// did not. A sidecar killed the moment a caller has its answer has the charge on disk (the spend outbox) and
+// reports it after a restart; finishing after the last write left a window where a paid call was never charged
+// (ADR 1304).
 
 import { answerFinished, callerGone } from './http/caller-connection.ts';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
@@ -48,10 +54,18 @@ export function responseExtractor(format: WireFormat, upstream: UpstreamResponse
   });
 }
 
+/** The body length the upstream declared, or -1 (chunked, absent or not a plain number). */
+function declaredLength(headers: UpstreamResponse['headers']): number {
+  const value = headerValue(headers, 'content-length');
+  return value !== undefined && /^\d{1,15}$/.test(value) ? Number(value) : -1;
+}
+
 export function relayStream({ res, upstream, call, prices, extractor, headers, transform }: RelayOptions): Promise<void> {
   res.writeHead(upstream.statusCode, headers);
   const body = upstream.body;
   const toCaller = (bytes: Buffer): Buffer | string => (transform ? transform.write(bytes) : bytes);
+  const expectedBytes = declaredLength(upstream.headers);
+  let receivedBytes = 0;
 
   return new Promise<void>((resolve) => {
     let ended = false;
@@ -69,15 +83,31 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
       finishRelayedCall({ call, upstream, extractor, prices, status, streamError, laterFailure: transform?.failure });
       resolve();
     };
+    /** The upstream's body is all here (`out` is what its last bytes became for the caller): finish, then answer. */
+    const complete = (out: Buffer | string) => {
+      const held = toCaller(extractor.flush());
+      const last = transform ? `${held as string}${transform.end()}` : held;
+      finish(upstream.statusCode >= 400 ? 'upstream_error' : 'ok');
+      if (corked) uncork();
+      if (out.length > 0) res.write(out);
+      if (last.length > 0) res.end(last);
+      else res.end();
+    };
     body.on('data', (chunk: Buffer) => {
       if (ended) return;
       const out = toCaller(extractor.write(chunk));
       if (transform?.failure !== undefined) {
         // The error event is the caller's last; what the upstream still sends after a failure is not an answer.
+        finish('error', transform.failure);
         if (corked) uncork();
         res.end(out);
         body.destroy();
-        finish('error', transform.failure);
+        return;
+      }
+      receivedBytes += chunk.length;
+      if (receivedBytes === expectedBytes) {
+        // The body's end event is still to come; its last bytes must not reach the caller before the charge.
+        complete(out);
         return;
       }
       if (out.length === 0) return;
@@ -92,13 +122,7 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
       }
     });
     body.once('end', () => {
-      if (ended) return;
-      const held = toCaller(extractor.flush());
-      const last = transform ? `${held as string}${transform.end()}` : held;
-      if (corked) uncork();
-      if (last.length > 0) res.end(last);
-      else res.end();
-      finish(upstream.statusCode >= 400 ? 'upstream_error' : 'ok');
+      if (!ended) complete('');
     });
     body.once('error', (error: Error) => {
       if (ended) return;
@@ -107,11 +131,12 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
         return;
       }
       // Headers are already sent: a pass-through can only cut the connection (the bytes are the provider's);
-      // a transform ends its stream with an error event.
-      if (corked) uncork();
-      if (transform) res.end(transform.end(`upstream connection failed: ${error.message}`));
-      else res.destroy(error);
+      // a transform ends its stream with an error event (its text read before the call is finished).
+      const lastWords = transform ? transform.end(`upstream connection failed: ${error.message}`) : undefined;
       finish('error', error.message);
+      if (corked) uncork();
+      if (lastWords !== undefined) res.end(lastWords);
+      else res.destroy(error);
     });
     res.once('close', () => {
       if (!answerFinished(res) && !ended) {
