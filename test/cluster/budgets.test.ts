@@ -257,8 +257,15 @@ describe('a BudgetPolicy caps a user across two sidecars', () => {
       expect.stringContaining('User alice reached 100% of the budget'),
       expect.stringContaining('User alice reached 50% of the budget'),
     ]);
-    const logs = operators.map((o) => readFileSync(o.logPath, 'utf8')).join('\n');
-    const alertLines = logs.split('\n').filter((l) => l.includes('budget alert'));
+    // The operators' log lines reach their files in their own time, possibly after the Events are visible.
+    const alertLines = await eventually('two `budget alert` lines', () => {
+      const lines = operators
+        .map((o) => readFileSync(o.logPath, 'utf8'))
+        .join('\n')
+        .split('\n')
+        .filter((l) => l.includes('budget alert'));
+      return lines.length >= 2 ? lines : undefined;
+    });
     expect(alertLines).toHaveLength(2);
     expect(JSON.parse(alertLines.find((l) => l.includes('"threshold":100'))!)).toMatchObject({
       level: 40,

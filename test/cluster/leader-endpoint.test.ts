@@ -119,7 +119,8 @@ describe('the push Service routes to the leader only', () => {
     // The dead leader cannot withdraw: the slice keeps it until the Lease expires and the standby overwrites it.
     await routesOnlyTo('192.0.2.3');
     expect(await leaseHolder(api)).toBe('operator-b');
-    expect(readFileSync(procs[1]!.logPath, 'utf8')).toContain('published leader endpoint');
+    // Its log line reaches the file in its own time, possibly after the slice it wrote is visible.
+    await eventually('operator-b to log the endpoint it published', () => readFileSync(procs[1]!.logPath, 'utf8').includes('published leader endpoint'));
   });
 
   it('a leader stopped with SIGTERM empties the slice before the next leader lists itself', async () => {
