@@ -24,7 +24,7 @@ interface CpuProfile {
 const TOLLGATE_PARTS = ['/sidecar/src/', '/contracts/', '/cmd/'];
 
 /** The owner a sample's function is counted under. */
-export function ownerOf(frame: { functionName: string; url: string }): string | null {
+function ownerOf(frame: { functionName: string; url: string }): string | null {
   const { functionName, url } = frame;
   if (functionName === '(idle)') return null;
   if (functionName === '(garbage collector)') return 'garbage collection';
