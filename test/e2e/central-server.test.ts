@@ -12,6 +12,7 @@ import { startFakeUpstream, type FakeUpstream } from '../fakes/llm-upstream.ts';
 import { startFakeTokeninfo, type FakeTokeninfo } from '../fakes/google-tokeninfo.ts';
 import { startFakeIap, type FakeIap } from '../fakes/iap-signer.ts';
 import { startOidcIssuer, type LocalOidcIssuer } from '../fakes/oidc-issuer.ts';
+import { rawRequest } from '../security/raw-http.ts';
 import { sampleValue } from '../support/prometheus-text.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { freePort, startProxyProcess, type ProxyProcess } from './proxy-process.ts';
@@ -254,6 +255,41 @@ describe('the management API', () => {
     expect(((await (await fetch(`${server.url}/_local/api/health`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as { local: unknown }).local).toEqual({
       enabled: false,
     });
+  });
+
+  it('refuses a non-admin on every spelling of a management path the router accepts', async () => {
+    const bob = await issuer.idToken('bob@example.com', AUD);
+    const port = Number(new URL(server.url).port);
+    const spellings = [
+      '/%5Flocal/api/config',
+      '/%5flocal/api/config',
+      '/_local/api/%63onfig',
+      '/%5F%6Cocal/api/traces?limit=5',
+      '//_local/api/config',
+      '/_local//api/config',
+      '/_local/api/config/',
+      '/%5Flocal/api/budgets',
+      '/%5Flocal/',
+      '/%5Flocal/ui/app.js',
+      '/_LOCAL/api/config',
+    ];
+    for (const target of spellings) {
+      const answer = await rawRequest(port, `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${bob}\r\nConnection: close\r\n\r\n`);
+      // Either the router does not know the spelling (404) or it reaches a management route and is refused.
+      expect([403, 404], `GET ${target} answered ${answer.status}: ${answer.body.slice(0, 200)}`).toContain(answer.status);
+      if (answer.status === 403) expect(JSON.parse(answer.body)).toMatchObject({ error: { code: 'admin_required' } });
+    }
+    // The change the probe made: pointing a route at the caller's own server.
+    const body = JSON.stringify({ upstreams: { beta: { baseUrl: 'http://127.0.0.1:9' } } });
+    const change = await rawRequest(
+      port,
+      `POST /%5Flocal/api/config HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${bob}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    expect(change.status).toBe(403);
+    const config = (await (await fetch(`${server.url}/_local/api/config`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as {
+      config: { upstreams: { beta: { baseUrl: string } } };
+    };
+    expect(config.config.upstreams.beta.baseUrl).toBe(openai.url);
   });
 
   it('serves the management UI to admins only, like the API it calls', async () => {

@@ -6,6 +6,9 @@
 //   - GET /healthz with health: required needs an identity (401 without detail otherwise).
 //   - /_local/* in server mode (or with required) needs an identity listed in server.auth.admins (403): the
 //     management API and the management UI that calls it.
+// Every one of these is decided on the route the router matched, never on the path as the caller spelled it:
+// the router decodes percent-escapes (`/%5Flocal/api/config` reaches /_local/api/config) and ignores
+// nothing else, so a check on the raw path could be walked around by a spelling the router still accepts.
 
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
@@ -94,20 +97,22 @@ export async function installIdentityHook(app: FastifyInstance, config: Pick<Run
 
   app.addHook('onRequest', async (request, reply) => {
     const path = (request.raw.url ?? '/').split('?')[0]!;
-    const health = path === '/healthz';
+    // The route's own pattern (undefined when no route matched: the 404 handler serves nothing to protect).
+    const routed = request.routeOptions.url ?? path;
+    const health = routed === '/healthz';
     if (health && auth.health === 'open') return;
-    const management = adminsOnly && isManagement(path);
+    const management = adminsOnly && isManagement(routed);
     const outcome = await authenticator.authenticate(request.headers);
     if (outcome.failure) {
       const mustIdentify = auth.required || health || management;
       if (outcome.failure.reason === 'missing_token' && !mustIdentify) return;
       failures.record({ method: request.method, path, ip: request.ip, failure: outcome.failure });
-      return refuse(reply, path, outcome.failure, health);
+      return refuse(reply, routed, outcome.failure, health);
     }
     request.identity = outcome.identity;
     if (management && !isAdmin(outcome.identity, auth.admins)) {
       request.log.warn({ user_id: outcome.identity.userId, method: request.method, path }, 'management API refused: not an admin');
-      return sendError(reply, path, {
+      return sendError(reply, routed, {
         statusCode: 403,
         code: 'admin_required',
         message: `${outcome.identity.userId} is not in server.auth.admins: the management API is for admins in server mode`,
