@@ -36,6 +36,14 @@ export interface AccessTokenConfig {
 
 export interface IapConfig {
   enabled: boolean;
+  /**
+   * true (the default): IAP is the front door. A request without IAP's signed header did not come through it
+   * and is refused, whatever else it carries; the other strategies only check the tokens IAP passed along.
+   * false: IAP is one way in among others (callers inside the network may come with a plain ID token). Either
+   * way, a request that carries IAP's headers is judged by iap alone: a refusal there is never rescued by
+   * another strategy.
+   */
+  required: boolean;
   /** `aud` of IAP's signed header (`/projects/N/global/backendServices/M` or `/projects/N/apps/ID`); at least one when enabled. */
   audiences: string[];
   /** Service accounts that may come in with Proxy-Authorization and call on behalf of a user (X-Proxy-Auth). */
@@ -200,9 +208,10 @@ function email(entry: string, field: string): string {
 }
 
 function parseIap(input: unknown, field: string): IapConfig {
-  const v = new Fields(input, field, ['enabled', 'audiences', 'allowedServiceAccounts', 'publicKeysUrl']);
+  const v = new Fields(input, field, ['enabled', 'required', 'audiences', 'allowedServiceAccounts', 'publicKeysUrl']);
   const iap: IapConfig = {
     enabled: v.boolean('enabled') ?? true,
+    required: v.boolean('required') ?? true,
     audiences:
       v.list('audiences', (entry, f) => {
         if (!/^\/projects\/\d+\/(global\/backendServices\/\d+|apps\/[a-z][a-z0-9-]*)$/.test(entry)) {

@@ -82,6 +82,7 @@ server:
       cacheSeconds: 300
     iap:
       enabled: true
+      required: false
       audiences: ["${BACKEND}"]
       allowedServiceAccounts: ["${ROBOT}"]
       publicKeysUrl: ${iap.publicKeysUrl}
@@ -344,6 +345,62 @@ describe('budgets', () => {
     expect((await post('/v1/chat/completions', { authorization: `Bearer ${carol}` })).status).toBe(429);
     expect((await grant(asAdmin)).status).toBe(201);
     expect((await post('/v1/chat/completions', { authorization: `Bearer ${carol}` })).status).toBe(200);
+  });
+});
+
+describe('behind IAP as the docs set it up (iap.required by default)', () => {
+  let frontDoor: ProxyProcess;
+  const googleToken = (email: string) =>
+    google.mint({ iss: 'https://accounts.google.com', aud: IAP_CLIENT, sub: email, email, email_verified: true, iat: now(), exp: now() + 3600 });
+
+  beforeAll(async () => {
+    const admin = 'platform@example.com';
+    frontDoor = await startProxyProcess({
+      args: ['--mode', 'server', '--host', '127.0.0.1'],
+      env: { OPENAI_API_KEY: OPENAI_KEY },
+      readyHeaders: { 'x-goog-iap-jwt-assertion': await iap.assertion(admin, BACKEND) },
+      configYaml: `
+upstreams:
+  beta: { baseUrl: "${openai.url}" }
+server:
+  auth:
+    oidc:
+      - issuer: https://accounts.google.com
+        audiences: ["${IAP_CLIENT}"]
+        certsUrl: ${google.googleCertsUrl}
+    iap:
+      audiences: ["${BACKEND}"]
+      allowedServiceAccounts: ["${ROBOT}"]
+      publicKeysUrl: ${iap.publicKeysUrl}
+    admins: [${admin}]
+`,
+    });
+  });
+  afterAll(async () => frontDoor?.stop());
+
+  it("refuses an admin's valid ID token that did not come through IAP, on the config API and on /v1", async () => {
+    const adminToken = { authorization: `Bearer ${await googleToken('platform@example.com')}` };
+    const config = await fetch(`${frontDoor.url}/_local/api/config`, { headers: adminToken });
+    expect(config.status).toBe(401);
+    expect(await config.json()).toMatchObject({ error: { code: 'invalid_token', reason: 'iap_assertion_missing' } });
+    const before = openai.requests.length;
+    const call = await fetch(`${frontDoor.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { ...adminToken, 'content-type': 'application/json' },
+      body: JSON.stringify(chat),
+    });
+    expect(call.status).toBe(401);
+    expect(openai.requests.length).toBe(before);
+  });
+
+  it("refuses a user who came through IAP carrying an admin's token, and lets the admin in through IAP", async () => {
+    const asJudyWithAdminToken = await fetch(`${frontDoor.url}/_local/api/config`, {
+      headers: { 'x-goog-iap-jwt-assertion': await iap.assertion('judy@example.com', BACKEND), authorization: `Bearer ${await googleToken('platform@example.com')}` },
+    });
+    expect(asJudyWithAdminToken.status).toBe(401);
+    expect(await asJudyWithAdminToken.json()).toMatchObject({ error: { reason: 'service_account_not_allowed' } });
+    const asAdmin = await fetch(`${frontDoor.url}/_local/api/config`, { headers: { 'x-goog-iap-jwt-assertion': await iap.assertion('platform@example.com', BACKEND) } });
+    expect(asAdmin.status).toBe(200);
   });
 });
 

@@ -45,6 +45,7 @@ server:
       accessTokens: { tokeninfoUrl: 'https://oauth2.googleapis.com/tokeninfo', cacheSeconds: 300, audiences: [] },
       iap: {
         enabled: true,
+        required: true,
         audiences: ['/projects/123/global/backendServices/456'],
         allowedServiceAccounts: ['tollgate-client@proj.iam.gserviceaccount.com'],
         publicKeysUrl: 'https://www.gstatic.com/iap/verify/public_key',

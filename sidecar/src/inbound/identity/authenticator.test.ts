@@ -43,7 +43,8 @@ beforeAll(async () => {
         { issuer: 'https://accounts.google.com', audiences: [AUD, IAP_CLIENT], certsUrl: google.googleCertsUrl },
       ],
       accessTokens: { tokeninfoUrl: tokeninfo.url, cacheSeconds: 300 },
-      iap: { enabled: true, audiences: [BACKEND], allowedServiceAccounts: [ROBOT], publicKeysUrl: iap.publicKeysUrl },
+      // Not the front door here, so that one authenticator serves every strategy's tests; the front door has its own.
+      iap: { enabled: true, required: false, audiences: [BACKEND], allowedServiceAccounts: [ROBOT], publicKeysUrl: iap.publicKeysUrl },
     }),
   )!;
 });
@@ -259,6 +260,59 @@ describe('behind an identity-aware proxy', () => {
     expect(reason(await auth.authenticate({ 'x-goog-iap-jwt-assertion': await iap.assertion(ROBOT, BACKEND, {}, { key: await iap.foreignKey() }) }))).toBe('bad_signature');
     const noAssertion = await auth.authenticate({ 'proxy-authorization': `Bearer ${await robotToken()}` });
     expect(noAssertion.failure?.reason).toBe('iap_assertion_missing');
+  });
+});
+
+describe('IAP as the front door (iap.required, the default)', () => {
+  let frontDoor: Authenticator;
+  beforeAll(() => {
+    // The set-up docs/central-server.md describes: IAP, and Google's issuer with the IAP client among its audiences.
+    frontDoor = createAuthenticator(
+      config({
+        oidc: [{ issuer: 'https://accounts.google.com', audiences: [AUD, IAP_CLIENT], certsUrl: google.googleCertsUrl }],
+        accessTokens: { tokeninfoUrl: tokeninfo.url, cacheSeconds: 300 },
+        iap: { audiences: [BACKEND], allowedServiceAccounts: [ROBOT], publicKeysUrl: iap.publicKeysUrl },
+      }),
+    )!;
+  });
+  const googleIdToken = (email: string) =>
+    google.mint({ iss: 'https://accounts.google.com', aud: IAP_CLIENT, sub: email, email, email_verified: true, iat: now(), exp: now() + 3600 });
+
+  it('refuses a valid ID token or access token that did not come through the proxy', async () => {
+    const idToken = await frontDoor.authenticate(bearer(await googleIdToken('admin@example.com')));
+    expect(idToken.failure).toMatchObject({ reason: 'iap_assertion_missing', statusCode: 401 });
+    expect(Object.keys(idToken.failure!.attempts)).toEqual(['iap']);
+    expect(reason(await frontDoor.authenticate(bearer(tokeninfo.issue('helen@example.com'))))).toBe('iap_assertion_missing');
+    expect(reason(await frontDoor.authenticate({}))).toBe('iap_assertion_missing');
+  });
+
+  it("refuses a user who came through the proxy with another user's token, and does not ask oidc", async () => {
+    const outcome = await frontDoor.authenticate({
+      'x-goog-iap-jwt-assertion': await iap.assertion('judy@example.com', BACKEND),
+      ...bearer(await googleIdToken('admin@example.com')),
+    });
+    expect(outcome.failure?.reason).toBe('service_account_not_allowed');
+    expect(Object.keys(outcome.failure!.attempts)).toEqual(['iap']);
+  });
+
+  it('lets in what came through the proxy', async () => {
+    const outcome = await frontDoor.authenticate({ 'x-goog-iap-jwt-assertion': await iap.assertion('judy@example.com', BACKEND) });
+    expect(outcome.identity).toMatchObject({ userId: 'judy@example.com', strategy: 'iap' });
+  });
+});
+
+describe('IAP beside other strategies (iap.required: false)', () => {
+  it("a request carrying IAP's headers is judged by iap alone: another user's token in Authorization is not rescued by oidc", async () => {
+    const outcome = await auth.authenticate({
+      'x-goog-iap-jwt-assertion': await iap.assertion('judy@example.com', BACKEND),
+      ...bearer(await issuer.idToken('admin@example.com', AUD)),
+    });
+    expect(outcome.failure?.reason).toBe('service_account_not_allowed');
+    expect(Object.keys(outcome.failure!.attempts)).toEqual(['iap']);
+  });
+
+  it('a request without them may use another strategy', async () => {
+    expect((await auth.authenticate(bearer(await issuer.idToken('kim@example.com', AUD)))).identity).toMatchObject({ userId: 'kim@example.com', strategy: 'oidc' });
   });
 });
 

@@ -1,7 +1,8 @@
 // The strategies of server.auth in their documented order, and the one factory that builds them from the
 // config. Order: iap (a request that came through an identity-aware proxy), then oidc (an ID token in
 // Authorization), then accessTokens (an opaque access token in Authorization). The first that proves an
-// identity wins; when none does, the first one that found a credential and refused it names the reason.
+// identity wins; when none does, the first one that found a credential and refused it names the reason. A
+// decisive strategy's refusal ends the search (iap: what did not pass the identity-aware proxy stays out).
 
 import type { ServerAuthConfig } from '../../../../contracts/server-auth-config.ts';
 import { hasAuthStrategy } from '../../../../contracts/server-auth-config.ts';
@@ -55,6 +56,7 @@ export class Authenticator {
         if (!(error instanceof TokenRejected)) throw error;
         attempts[strategy.name] = `${error.reason}: ${error.message}`;
         first ??= error;
+        if (strategy.decisive === true) break;
       }
     }
     const failure = first ?? new TokenRejected('missing_token', 'no credential: send Authorization: Bearer <ID token or access token>');

@@ -6,7 +6,8 @@
 //     the oidc issuers; its account must be in iap.allowedServiceAccounts and be the one the proxy let in.
 // Who the call is for: X-Proxy-Auth (the developer's own access token) when present, else Authorization
 // when present, else the principal the proxy let in. Only an allowed service account may call for someone
-// else.
+// else. With iap.required (the default) every request must have come through the proxy; the strategy is
+// decisive either way, so a request it refuses is not let in by oidc or accessTokens.
 
 import type { IapConfig } from '../../../../contracts/server-auth-config.ts';
 import { IAP_ASSERTION_HEADER, IAP_ISSUER, type IapAssertions } from './iap-assertion.ts';
@@ -30,10 +31,11 @@ export function iapStrategy(config: IapConfig, assertions: IapAssertions): Strat
   const allowed = (email: string | null) => email !== null && config.allowedServiceAccounts.includes(email);
   return {
     name: 'iap',
+    decisive: true,
     async attempt(checks) {
       const assertion = checks.headers[IAP_ASSERTION_HEADER];
       const proxyToken = checks.bearer('proxy-authorization', 'Proxy-Authorization');
-      if (assertion === undefined && proxyToken === null) return notApplicable(`no ${IAP_ASSERTION_HEADER} or Proxy-Authorization header`);
+      if (assertion === undefined && proxyToken === null && !config.required) return notApplicable(`no ${IAP_ASSERTION_HEADER} or Proxy-Authorization header`);
       if (Array.isArray(assertion)) throw new TokenRejected('malformed_token', `${IAP_ASSERTION_HEADER} is given more than once`);
 
       if (assertion === undefined) {

@@ -10,6 +10,12 @@ export interface NotApplicable {
 
 export interface Strategy {
   readonly name: StrategyName;
+  /**
+   * Once this strategy applies to a request, its refusal is the answer: no later strategy is tried. IAP is
+   * so: a request that came through the identity-aware proxy (or claims to) and fails its checks must not get
+   * in by presenting the same or another token to a strategy that knows nothing of the proxy.
+   */
+  readonly decisive?: boolean;
   attempt(checks: CredentialChecks): Promise<Identity | NotApplicable>;
 }
 
