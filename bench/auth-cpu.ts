@@ -31,7 +31,7 @@ server:
     oidc:
       - { issuer: "${issuer.url}", audiences: [tollgate] }
       - { issuer: https://accounts.google.com, audiences: [tollgate], certsUrl: "${google.googleCertsUrl}" }
-    accessTokens: { tokeninfoUrl: "${tokeninfo.url}", cacheSeconds: 300 }
+    accessTokens: { tokeninfoUrl: "${tokeninfo.url}", cacheSeconds: 300, audiences: [test-cli.apps.googleusercontent.com] }
 `;
 const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
 

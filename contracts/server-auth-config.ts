@@ -30,7 +30,10 @@ export interface AccessTokenConfig {
   tokeninfoUrl: string;
   /** How long a good answer is reused; never past the token's own expiry. */
   cacheSeconds: number;
-  /** OAuth client ids (`aud`/`azp` of the answer) whose tokens are accepted; empty: any. */
+  /**
+   * OAuth client ids (`aud` or `azp` of the answer) whose tokens are accepted; at least one. Any OAuth app can
+   * have a user sign in and hold an access token for them, so a token issued to another app must not pass.
+   */
   audiences: string[];
 }
 
@@ -195,10 +198,17 @@ function parseIssuer(input: unknown, field: string): OidcIssuerConfig {
 
 function parseAccessTokens(input: unknown, field: string): AccessTokenConfig {
   const v = new Fields(input, field, ['tokeninfoUrl', 'cacheSeconds', 'audiences']);
+  const audiences = v.list('audiences') ?? [];
+  if (audiences.length === 0) {
+    throw new ConfigError(
+      v.name('audiences'),
+      "must list the OAuth client ids whose access tokens are accepted (tokeninfo's aud or azp): without it a token any other app obtained for a user would be accepted",
+    );
+  }
   return {
     tokeninfoUrl: v.url('tokeninfoUrl') ?? GOOGLE_TOKENINFO_URL,
     cacheSeconds: v.integer('cacheSeconds', 0, 3600) ?? 300,
-    audiences: v.list('audiences') ?? [],
+    audiences,
   };
 }
 

@@ -80,6 +80,7 @@ server:
     accessTokens:
       tokeninfoUrl: ${tokeninfo.url}
       cacheSeconds: 300
+      audiences: [test-cli.apps.googleusercontent.com]
     iap:
       enabled: true
       required: false

@@ -21,6 +21,8 @@ export interface FakeTokeninfo {
   /** An opaque access token (ya29-style) for `email`, valid for `expiresInSeconds`. */
   issue(email: string, opts?: { expiresInSeconds?: number; clientId?: string }): string;
   revoke(token: string): void;
+  /** While on, answer every lookup with 429, as Google does when a project's quota is used up. */
+  setThrottled(throttled: boolean): void;
   /** Lookups that reached the endpoint. */
   lookups(): RecordedCall[];
   close(): Promise<void>;
@@ -37,8 +39,13 @@ function tokenOf(call: RecordedCall): string | undefined {
 
 export async function startFakeTokeninfo(): Promise<FakeTokeninfo> {
   const issued = new Map<string, IssuedAccessToken>();
+  let throttled = false;
   const server = await startRecordingServer(
     (call, res, failing) => {
+      if (throttled) {
+        res.writeHead(429, { 'content-type': 'application/json; charset=UTF-8' }).end(JSON.stringify({ error: 'rate_limit_exceeded', error_description: 'Quota exceeded' }));
+        return;
+      }
       if (failing) {
         res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":"backend_error"}');
         return;
@@ -84,6 +91,9 @@ export async function startFakeTokeninfo(): Promise<FakeTokeninfo> {
     },
     revoke(token) {
       issued.delete(token);
+    },
+    setThrottled(value) {
+      throttled = value;
     },
     lookups: () => server.calls,
     close: () => server.close(),

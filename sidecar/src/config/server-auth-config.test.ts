@@ -20,6 +20,7 @@ server:
     accessTokens:
       tokeninfoUrl: https://oauth2.googleapis.com/tokeninfo
       cacheSeconds: 300
+      audiences: ["32555940559.apps.googleusercontent.com"]
     iap:
       enabled: true
       audiences: ["/projects/123/global/backendServices/456"]
@@ -42,7 +43,7 @@ server:
           certsUrl: 'https://www.googleapis.com/oauth2/v1/certs',
         },
       ],
-      accessTokens: { tokeninfoUrl: 'https://oauth2.googleapis.com/tokeninfo', cacheSeconds: 300, audiences: [] },
+      accessTokens: { tokeninfoUrl: 'https://oauth2.googleapis.com/tokeninfo', cacheSeconds: 300, audiences: ['32555940559.apps.googleusercontent.com'] },
       iap: {
         enabled: true,
         required: true,
@@ -71,7 +72,11 @@ server:
       'server.yaml: server.auth.iap.allowedServiceAccounts[0] must be an e-mail address',
     ],
     ['server: { auth: { health: sometimes } }', 'server.yaml: server.auth.health must be required or open (got "sometimes")'],
-    ['server: { auth: { accessTokens: { cacheSeconds: 86400 } } }', 'server.yaml: server.auth.accessTokens.cacheSeconds must be an integer at least 0 and at most 3600'],
+    [
+      'server: { auth: { accessTokens: { cacheSeconds: 86400, audiences: [a] } } }',
+      'server.yaml: server.auth.accessTokens.cacheSeconds must be an integer at least 0 and at most 3600',
+    ],
+    ['server: { auth: { accessTokens: { cacheSeconds: 60 } } }', 'server.yaml: server.auth.accessTokens.audiences must list the OAuth client ids whose access tokens are accepted'],
     ['server: { auth: { user: { claim: email } } }', 'server.yaml: server.auth.user is not a known field'],
     ['mode: central', 'server.yaml: mode must be one of proxy, server (got "central")'],
   ])('refuses %s', (yaml, message) => {

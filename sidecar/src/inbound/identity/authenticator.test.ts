@@ -12,6 +12,8 @@ const AUD = 'tollgate';
 const IAP_CLIENT = '123-iap.apps.googleusercontent.com';
 const BACKEND = '/projects/123/global/backendServices/456';
 const ROBOT = 'tollgate-client@proj.iam.gserviceaccount.com';
+/** The OAuth client the fake tokeninfo issues tokens to unless told otherwise. */
+const CLI_CLIENT = 'test-cli.apps.googleusercontent.com';
 
 let issuer: LocalOidcIssuer;
 let google: LocalOidcIssuer; // plays accounts.google.com: its RS256 certificates, tokens with Google's iss
@@ -42,7 +44,7 @@ beforeAll(async () => {
         { issuer: issuer.url, audiences: [AUD] },
         { issuer: 'https://accounts.google.com', audiences: [AUD, IAP_CLIENT], certsUrl: google.googleCertsUrl },
       ],
-      accessTokens: { tokeninfoUrl: tokeninfo.url, cacheSeconds: 300 },
+      accessTokens: { tokeninfoUrl: tokeninfo.url, cacheSeconds: 300, audiences: [CLI_CLIENT] },
       // Not the front door here, so that one authenticator serves every strategy's tests; the front door has its own.
       iap: { enabled: true, required: false, audiences: [BACKEND], allowedServiceAccounts: [ROBOT], publicKeysUrl: iap.publicKeysUrl },
     }),
@@ -182,7 +184,7 @@ describe('opaque access tokens (tokeninfo through google-auth-library)', () => {
   it('keeps an answer no longer than the token lives', async () => {
     const { AccessTokens } = await import('./access-tokens.ts');
     let offset = 0;
-    const tokens = new AccessTokens({ tokeninfoUrl: tokeninfo.url, cacheSeconds: 300, audiences: [] }, () => Date.now() + offset);
+    const tokens = new AccessTokens({ tokeninfoUrl: tokeninfo.url, cacheSeconds: 300, audiences: [CLI_CLIENT] }, () => Date.now() + offset);
     const token = tokeninfo.issue('erin@example.com', { expiresInSeconds: 120 });
     await tokens.verify(token);
     offset = 60_000;
@@ -196,12 +198,42 @@ describe('opaque access tokens (tokeninfo through google-auth-library)', () => {
 
   it('refuses a revoked token once its cached answer is gone', async () => {
     const token = tokeninfo.issue('frank@example.com');
-    const shortCache = createAuthenticator(config({ accessTokens: { tokeninfoUrl: tokeninfo.url, cacheSeconds: 0 } }))!;
+    const shortCache = createAuthenticator(config({ accessTokens: { tokeninfoUrl: tokeninfo.url, cacheSeconds: 0, audiences: [CLI_CLIENT] } }))!;
     expect((await shortCache.authenticate(bearer(token))).identity?.userId).toBe('frank@example.com');
     tokeninfo.revoke(token);
     expect(reason(await shortCache.authenticate(bearer(token)))).toBe('inactive_token');
+    // A refusal is remembered: asking again within the minute costs no lookup.
+    const lookups = tokeninfo.lookups().length;
+    expect(reason(await shortCache.authenticate(bearer(token)))).toBe('inactive_token');
+    expect(tokeninfo.lookups().length).toBe(lookups);
     // tokeninfo refuses an expired token the way it refuses a made-up one.
     expect(reason(await shortCache.authenticate(bearer(tokeninfo.issue('frank@example.com', { expiresInSeconds: -1 }))))).toBe('inactive_token');
+  });
+
+  it('refuses a token issued to another OAuth app, by aud and azp, and remembers the refusal', async () => {
+    const foreign = tokeninfo.issue('mallory@example.com', { clientId: 'another-app.apps.googleusercontent.com' });
+    const outcome = await auth.authenticate(bearer(foreign));
+    expect(outcome.failure).toMatchObject({ reason: 'wrong_audience', statusCode: 401 });
+    const lookups = tokeninfo.lookups().length;
+    for (let i = 0; i < 20; i++) expect(reason(await auth.authenticate(bearer(foreign)))).toBe('wrong_audience');
+    expect(tokeninfo.lookups().length).toBe(lookups);
+  });
+
+  it('a made-up token repeated costs one lookup, not one per request', async () => {
+    const before = tokeninfo.lookups().length;
+    for (let i = 0; i < 50; i++) expect(reason(await auth.authenticate(bearer('ya29.made-up-and-repeated')))).toBe('inactive_token');
+    expect(tokeninfo.lookups().length).toBe(before + 1);
+  });
+
+  it('says 503, not 401, when tokeninfo throttles (429), and does not remember it', async () => {
+    const token = tokeninfo.issue('gail@example.com');
+    tokeninfo.setThrottled(true);
+    try {
+      expect((await auth.authenticate(bearer(token))).failure).toMatchObject({ reason: 'identity_provider_unavailable', statusCode: 503 });
+    } finally {
+      tokeninfo.setThrottled(false);
+    }
+    expect((await auth.authenticate(bearer(token))).identity?.userId).toBe('gail@example.com');
   });
 
   it('says 503 when tokeninfo fails', async () => {
@@ -270,7 +302,7 @@ describe('IAP as the front door (iap.required, the default)', () => {
     frontDoor = createAuthenticator(
       config({
         oidc: [{ issuer: 'https://accounts.google.com', audiences: [AUD, IAP_CLIENT], certsUrl: google.googleCertsUrl }],
-        accessTokens: { tokeninfoUrl: tokeninfo.url, cacheSeconds: 300 },
+        accessTokens: { tokeninfoUrl: tokeninfo.url, cacheSeconds: 300, audiences: [CLI_CLIENT] },
         iap: { audiences: [BACKEND], allowedServiceAccounts: [ROBOT], publicKeysUrl: iap.publicKeysUrl },
       }),
     )!;
