@@ -3,14 +3,15 @@
 
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import pino from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CallMeter, type SpendSink } from './metering/call-meter.ts';
 import { DEFAULT_CACHE_SETTINGS } from './pricing/default-cache.ts';
 import { DEFAULT_PRICES } from './pricing/default-prices.ts';
 import { PriceTable } from './pricing/price-table.ts';
-import { relayStream, responseExtractor } from './relay.ts';
+import { READ_AFTER_LEAVING_BYTES, READ_AFTER_LEAVING_MS, relayStream, responseExtractor } from './relay.ts';
+import type { Span } from './spans/span.ts';
 import { openMemorySpanStore } from './spans/memory-span-store.ts';
 import { SpanWriter } from './spans/span-writer.ts';
 import { startSpanContext } from './spans/trace-context.ts';
@@ -82,7 +83,7 @@ async function relayServer(chunks: Buffer[], headers: Record<string, string>): P
       requestId: 'r1',
       trace: startSpanContext(undefined, undefined),
     });
-    void relayStream({ res, upstream, call, prices, extractor: responseExtractor('openai', upstream, false, undefined), headers: { ...headers } });
+    void relayStream({ res, upstream, call, prices, extractor: responseExtractor('openai', upstream, false, undefined), headers: { ...headers }, estimateInput: () => 0 });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   closers.push(async () => {
@@ -120,5 +121,106 @@ describe('the relay charges a call before its caller can hold the whole answer',
     expect(await fetchBody(server)).toEqual(completion);
     expect(charges).toHaveLength(1);
     expect(charges[0]).toMatchObject({ userId: 'carol', answerEnded: false });
+  });
+});
+
+describe('a caller who leaves before the usage arrives', () => {
+  /** A relay of an upstream stream the test writes; resolves with the span once the call is finished. */
+  async function leavingCaller(): Promise<{ upstream: PassThrough; span: Promise<Span>; leave: () => Promise<void> }> {
+    const writer = new SpanWriter(openMemorySpanStore(10), { bufferSize: 10, batchSize: 10, flushIntervalMs: 1000 }, logger);
+    const meter = new CallMeter(writer, logger);
+    const finished = Promise.withResolvers<Span>();
+    meter.observe({ callFinished: (span) => finished.resolve(span) });
+    const body = new PassThrough();
+    const left = Promise.withResolvers<void>();
+    const server = createServer((_req, res) => {
+      res.once('close', () => setImmediate(left.resolve));
+      const upstream: UpstreamResponse = {
+        statusCode: 200,
+        headers: { 'content-type': 'text/event-stream' },
+        body,
+        settle() {},
+        timing: { startedAt: performance.now(), headersAt: performance.now(), endedAt: Number.NaN },
+      };
+      const call = meter.start({
+        route: 'beta',
+        provider: 'openai',
+        model: 'gpt-4o-mini',
+        operation: 'chat',
+        userId: 'dan',
+        projectId: null,
+        requestId: 'r2',
+        trace: startSpanContext(undefined, undefined),
+      });
+      void relayStream({ res, upstream, call, prices, extractor: responseExtractor('openai', upstream, false, undefined), headers: {}, estimateInput: () => 250 });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    closers.push(async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await writer.close();
+    });
+    const { port } = server.address() as AddressInfo;
+    const req = request({ host: '127.0.0.1', port, path: '/', agent: false });
+    const firstBytes = new Promise<void>((resolve) => req.once('response', (res) => res.once('data', () => resolve())));
+    req.on('error', () => undefined).end();
+    for (const text of ['', 'Once', ' upon', ' a time']) body.write(`data: ${JSON.stringify(chunk(text === '' ? { role: 'assistant' } : { content: text }))}\n\n`);
+    await firstBytes;
+    return {
+      upstream: body,
+      span: finished.promise,
+      leave: async () => {
+        req.destroy();
+        await left.promise;
+      },
+    };
+  }
+
+  const chunk = (delta: Record<string, unknown>) => ({ id: 'c1', object: 'chat.completion.chunk', model: 'gpt-4o-mini', choices: [{ index: 0, delta, finish_reason: null }] });
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('is charged an estimate, marked as such, when the usage has not come within the time the relay reads on', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { upstream, span, leave } = await leavingCaller();
+    await leave();
+    vi.advanceTimersByTime(READ_AFTER_LEAVING_MS);
+    const recorded = await span;
+    // Input: the request's estimate (250); output: one token per event the stream carried (4).
+    // gpt-4o-mini: 250 × 0.15 + 4 × 0.60 USD per million tokens.
+    expect(recorded).toMatchObject({ status: 'client_aborted', usageEstimated: true, inputTokens: 250, outputTokens: 4 });
+    expect(recorded.costUsd).toBeCloseTo(0.0000399, 12);
+    expect(recorded.error).toContain('usage_estimated');
+    expect(upstream.destroyed).toBe(true);
+  });
+
+  it('stops reading, and estimates, once the upstream has sent READ_AFTER_LEAVING_BYTES more without its usage', async () => {
+    const { upstream, span, leave } = await leavingCaller();
+    await leave();
+    const event = `data: ${JSON.stringify(chunk({ content: 'x'.repeat(1000) }))}\n\n`;
+    let sent = 0;
+    while (!upstream.destroyed && sent <= READ_AFTER_LEAVING_BYTES + event.length) {
+      upstream.write(event);
+      sent += event.length;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const recorded = await span;
+    expect(recorded).toMatchObject({ status: 'client_aborted', usageEstimated: true, inputTokens: 250 });
+    expect(upstream.destroyed).toBe(true);
+  });
+
+  it('is charged the provider usage that comes after it left, not an estimate', async () => {
+    const { upstream, span, leave } = await leavingCaller();
+    await leave();
+    upstream.write(`data: ${JSON.stringify({ ...chunk({}), choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
+    upstream.end(
+      `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', model: 'gpt-4o-mini', choices: [], usage: { prompt_tokens: 900, completion_tokens: 30, total_tokens: 930 } })}\n\ndata: [DONE]\n\n`,
+    );
+    const recorded = await span;
+    // gpt-4o-mini: 900 × 0.15 + 30 × 0.60 USD per million tokens
+    expect(recorded).toMatchObject({ status: 'client_aborted', usageEstimated: false, inputTokens: 900, outputTokens: 30 });
+    expect(recorded.costUsd).toBeCloseTo(0.000153, 12);
   });
 });

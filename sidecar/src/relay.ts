@@ -8,6 +8,11 @@
 // did not. A sidecar killed the moment a caller has its answer has the charge on disk (the spend outbox) and
 // reports it after a restart; finishing after the last write left a window where a paid call was never charged
 // (ADR 1304).
+//
+// A caller who leaves before its answer is whole does not end the upstream exchange at once: the provider bills
+// the call, and its usage often comes last (OpenAI's usage chunk after finish_reason, Anthropic's output count
+// in message_delta). The relay reads on, without writing, for at most READ_AFTER_LEAVING_MS and
+// READ_AFTER_LEAVING_BYTES; if the usage has not come by then, the call is charged an estimate (ADR 1305).
 
 import { answerFinished, callerGone } from './http/caller-connection.ts';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
@@ -15,7 +20,7 @@ import type { Logger } from 'pino';
 import type { WireFormat } from '../../contracts/routes.ts';
 import { headerValue } from '../../contracts/header-value.ts';
 import type { MeteredCall } from './metering/call-meter.ts';
-import { finishRelayedCall } from './metering/call-outcome.ts';
+import { finishRelayedCall, type ReadAfterLeaving } from './metering/call-outcome.ts';
 import type { PriceTable } from './pricing/price-table.ts';
 import type { SpanStatus } from './spans/span.ts';
 import type { UpstreamResponse } from './upstream/upstream-client.ts';
@@ -40,7 +45,13 @@ export interface RelayOptions {
   /** Response headers for the caller (status is the upstream's). */
   headers: OutgoingHttpHeaders;
   transform?: StreamTransform | undefined;
+  /** Input tokens the request stands for (usage-estimate.ts), asked only when a cut stream's usage must be estimated. */
+  estimateInput: () => number;
 }
+
+/** How long and how far the upstream is read after the caller left, for the usage it owes (ADR 1305). */
+export const READ_AFTER_LEAVING_MS = 10_000;
+export const READ_AFTER_LEAVING_BYTES = 2 * 1024 * 1024;
 
 /** The usage extractor for an upstream response in a route's wire format. */
 export function responseExtractor(format: WireFormat, upstream: UpstreamResponse, stripInjectedUsage: boolean, logger: Logger | undefined): UsageExtractor {
@@ -60,7 +71,7 @@ function declaredLength(headers: UpstreamResponse['headers']): number {
   return value !== undefined && /^\d{1,15}$/.test(value) ? Number(value) : -1;
 }
 
-export function relayStream({ res, upstream, call, prices, extractor, headers, transform }: RelayOptions): Promise<void> {
+export function relayStream({ res, upstream, call, prices, extractor, headers, transform, estimateInput }: RelayOptions): Promise<void> {
   res.writeHead(upstream.statusCode, headers);
   const body = upstream.body;
   const toCaller = (bytes: Buffer): Buffer | string => (transform ? transform.write(bytes) : bytes);
@@ -69,6 +80,9 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
 
   return new Promise<void>((resolve) => {
     let ended = false;
+    /** Upstream bytes received when the caller left; -1 while it is there. */
+    let leftAtBytes = -1;
+    let giveUpTimer: NodeJS.Timeout | undefined;
     // Writes of one turn leave in one syscall: the headers with the first bytes of a small answer read in one
     // go. Uncorked on the next tick at the latest, and always before the response ends: an end while corked
     // lost the corked writes (the /v1 error event after a stream's first chunks did not reach the caller).
@@ -77,14 +91,30 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
       corked = false;
       if (!res.writableEnded) res.uncork();
     };
+    /** Set once the upstream's response was read to its end, or to its last event. */
+    let readToEnd = false;
+    const afterLeaving = (): ReadAfterLeaving | undefined => (leftAtBytes === -1 ? undefined : { bytes: receivedBytes - leftAtBytes, complete: readToEnd });
     const finish = (status: SpanStatus, streamError?: string) => {
       if (ended) return;
       ended = true;
-      finishRelayedCall({ call, upstream, extractor, prices, status, streamError, laterFailure: transform?.failure });
+      clearTimeout(giveUpTimer);
+      finishRelayedCall({ call, upstream, extractor, prices, status, streamError, laterFailure: transform?.failure, afterLeaving: afterLeaving(), estimateInput });
       resolve();
+    };
+    /** Stops reading for a caller who left: what the upstream still owes is estimated. */
+    const giveUp = (why: string) => {
+      if (ended) return;
+      body.destroy();
+      finish('client_aborted', why);
     };
     /** The upstream's body is all here (`out` is what its last bytes became for the caller): finish, then answer. */
     const complete = (out: Buffer | string) => {
+      if (leftAtBytes !== -1) {
+        extractor.flush();
+        readToEnd = true;
+        finish('client_aborted');
+        return;
+      }
       const held = toCaller(extractor.flush());
       const last = transform ? `${held as string}${transform.end()}` : held;
       finish(upstream.statusCode >= 400 ? 'upstream_error' : 'ok');
@@ -95,6 +125,14 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
     };
     body.on('data', (chunk: Buffer) => {
       if (ended) return;
+      if (leftAtBytes !== -1) {
+        // Nobody to answer: only the usage is read.
+        extractor.write(chunk);
+        receivedBytes += chunk.length;
+        if (receivedBytes === expectedBytes) complete('');
+        else if (receivedBytes - leftAtBytes > READ_AFTER_LEAVING_BYTES) giveUp(`client went away; the upstream sent ${READ_AFTER_LEAVING_BYTES} more bytes without its usage`);
+        return;
+      }
       const out = toCaller(extractor.write(chunk));
       if (transform?.failure !== undefined) {
         // The error event is the caller's last; what the upstream still sends after a failure is not an answer.
@@ -126,7 +164,7 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
     });
     body.once('error', (error: Error) => {
       if (ended) return;
-      if (callerGone(res)) {
+      if (leftAtBytes !== -1 || callerGone(res)) {
         finish('client_aborted', 'client went away');
         return;
       }
@@ -139,10 +177,20 @@ export function relayStream({ res, upstream, call, prices, extractor, headers, t
       else res.destroy(error);
     });
     res.once('close', () => {
-      if (!answerFinished(res) && !ended) {
-        body.destroy();
-        finish('client_aborted', 'client went away');
+      if (answerFinished(res) || ended) return;
+      leftAtBytes = receivedBytes;
+      // The answer's last event was read already (the caller stopped at [DONE]), or shutdown cut the
+      // connection and waits for this call: nothing to read on for.
+      if (extractor.sawEnd || call.cutByShutdown) {
+        readToEnd = extractor.sawEnd;
+        giveUp('client went away');
+        return;
       }
+      call.noteCallerLeft();
+      giveUpTimer = setTimeout(() => giveUp(`client went away; the upstream's usage did not arrive within ${READ_AFTER_LEAVING_MS} ms`), READ_AFTER_LEAVING_MS);
+      giveUpTimer.unref();
+      // Paused for a caller that will never drain.
+      body.resume();
     });
   });
 }

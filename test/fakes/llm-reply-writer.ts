@@ -47,6 +47,11 @@ export async function writeStream(res: ServerResponse, plan: StreamPlan, b: Fake
     res.end();
     return;
   }
+  if (b.holdTail) {
+    await sink.flush();
+    await b.holdTail.catch(() => undefined);
+    if (res.destroyed) return;
+  }
   for (const event of plan.tail) await sink.push(event);
   await sink.flush();
   res.end();

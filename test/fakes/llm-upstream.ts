@@ -72,6 +72,11 @@ export interface FakeBehaviour {
   delayMs?: number;
   /** Hold each reply until this settles (the request is recorded first), to have calls in flight at once on cue. */
   hold?: Promise<unknown>;
+  /**
+   * Write a stream's content, then hold its final events (finish reason, usage, stop) until this settles: a
+   * provider whose usage comes after a caller may already have hung up.
+   */
+  holdTail?: Promise<unknown>;
   /** End a stream cleanly half-way through the content, without the final event(s). */
   truncateStream?: boolean;
   /** Destroy the connection half-way through a stream (headers already sent). */

@@ -37,6 +37,8 @@ export interface RelayContext {
   trace: TraceContext;
   /** Told when the usage extractor skips over-size stream events. */
   logger?: Logger;
+  /** Input tokens the request stands for, for a stream the caller left before its usage (ADR 1305). */
+  estimateInput: () => number;
 }
 
 const newToolCallId = (): string => `call_${randomId(24)}`;
@@ -64,6 +66,7 @@ export function relay(ctx: RelayContext): Promise<void> {
     extractor: extractorFor(ctx),
     headers,
     transform: translation?.stream(plan.route, identity, shaping(ctx)),
+    estimateInput: ctx.estimateInput,
   });
 }
 
@@ -136,6 +139,8 @@ async function relayTranslatedJson(ctx: RelayContext): Promise<void> {
   }
   upstream.settle('success');
   const completion = plan.response.fromJson(document, shaping(ctx));
-  call.finish({ prices: ctx.prices, usage: result.usage, responseModel: result.responseModel, status: 'ok', statusCode: upstream.statusCode });
+  // Read whole even when the caller left meanwhile: the provider billed it (ADR 1305).
+  const status = answerClosed(ctx.res) ? 'client_aborted' : 'ok';
+  call.finish({ prices: ctx.prices, usage: result.usage, responseModel: result.responseModel, status, statusCode: upstream.statusCode });
   if (!answerClosed(ctx.res)) sendJson(ctx.res, 200, completion, ctx.trace);
 }

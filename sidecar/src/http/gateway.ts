@@ -7,6 +7,7 @@
 // It runs on the proxy engine: the same upstream client (credentials, breaker, timeouts), the same usage
 // extraction and the same call meter, so a call here is one span costed exactly as on the native route.
 
+import { estimateInputTokens } from '../usage/usage-estimate.ts';
 import type { Logger } from 'pino';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ConfigStore } from '../config/config-store.ts';
@@ -220,12 +221,26 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
     if (trace.tracestate) headers.tracestate = trace.tracestate;
 
     const abort = new AbortController();
+    // Once the answer is being relayed, a caller who leaves no longer ends the exchange: the relay reads on
+    // for the usage the provider bills (ADR 1305).
+    let relaying = false;
     res.once('close', () => {
-      if (!answerFinished(res)) abort.abort(callerLeft());
+      if (!answerFinished(res) && !relaying) abort.abort(callerLeft());
     });
     const upstream = await opts.client.send(config, { route: plan.route, method: 'POST', path: plan.path, headers, body: plan.body, signal: abort.signal });
     call.attachUpstream(upstream.timing);
-    await relay({ res, upstream, call, prices: snapshot.prices, plan, trace, logger: request.log as unknown as Logger });
+    relaying = true;
+    const sent = plan.body;
+    await relay({
+      res,
+      upstream,
+      call,
+      prices: snapshot.prices,
+      plan,
+      trace,
+      logger: request.log as unknown as Logger,
+      estimateInput: () => estimateInputTokens(sent, sent.length),
+    });
   } catch (error) {
     if (error instanceof GatewayError) {
       // Refused before the model named a provider (no body, bad JSON, unknown model): still one span, so the

@@ -2,6 +2,7 @@
 // credential; the response streams back chunk by chunk while the usage extractor reads it, and the call
 // ends as one span. Bodies are read only where the route needs them (its module's `body`).
 
+import { estimateInputTokens } from '../usage/usage-estimate.ts';
 import type { Logger } from 'pino';
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
@@ -101,8 +102,11 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
   // What the caller did to end the call early (a body over the limit or too slow, leaving): it names the
   // span's error, since the upstream request then fails only because the proxy aborted it.
   let callerError: ProxyError | null = null;
+  // Once the answer is being relayed, a caller who leaves no longer ends the exchange: the relay reads on for
+  // the usage the provider bills (ADR 1305).
+  let relaying = false;
   res.once('close', () => {
-    if (answerFinished(res)) return;
+    if (answerFinished(res) || relaying) return;
     callerError ??= callerLeft();
     abort.abort(callerError);
   });
@@ -173,7 +177,10 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     const headersOut = downstreamResponseHeaders(upstream.headers, plan.stripInjectedUsage);
     Object.assign(headersOut, spanHeaders(trace));
     const extractor = responseExtractor(module.spec.format, upstream, plan.stripInjectedUsage, request.log as unknown as Logger);
-    await relayStream({ res, upstream, call, prices: snapshot.prices, extractor, headers: headersOut });
+    relaying = true;
+    const sentBody = plan.body ?? body;
+    const estimateInput = () => estimateInputTokens(sentBody, sentBody === null ? (limiter?.bytes ?? 0) : sentBody.length);
+    await relayStream({ res, upstream, call, prices: snapshot.prices, extractor, headers: headersOut, estimateInput });
   } catch (error) {
     const proxyError = callerError ?? (error instanceof ProxyError ? error : toProxyError(route, error));
     // Refused before the call was planned (body over the limit, bad JSON, a path that leaves the base):

@@ -83,6 +83,8 @@ export function readBoundedBody(req: IncomingMessage, limit: number, timeoutMs: 
 export class BodyLimit extends Transform {
   #remaining: number;
   readonly #limit: number;
+  /** Bytes passed through so far. */
+  bytes = 0;
   readonly #timer: NodeJS.Timeout;
 
   constructor(limit: number, timeoutMs: number) {
@@ -94,6 +96,7 @@ export class BodyLimit extends Transform {
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     this.#remaining -= chunk.length;
+    this.bytes += chunk.length;
     if (this.#remaining < 0) callback(tooLarge(this.#limit));
     else callback(null, chunk);
   }

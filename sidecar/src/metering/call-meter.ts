@@ -26,6 +26,8 @@ export interface CallStart {
 export interface CallEnd {
   prices: PriceTable;
   usage: TokenUsage | null;
+  /** `usage` is the proxy's estimate, not the provider's report (ADR 1305). */
+  usageEstimated?: boolean | undefined;
   responseModel?: string | undefined;
   status: SpanStatus;
   statusCode: number | null;
@@ -141,6 +143,16 @@ export class MeteredCall implements CallTimings {
     return this.#finished !== null;
   }
 
+  /** The caller left before its answer was whole; the relay reads the upstream on for the usage (ADR 1305). */
+  noteCallerLeft(): void {
+    this.#logger.debug({ request_id: this.call.requestId, span_id: this.call.trace.spanId }, 'caller left mid-answer; reading the upstream on for its usage');
+  }
+
+  /** Shutdown is cutting connections: a call whose caller "left" was cut, and must finish now. */
+  get cutByShutdown(): boolean {
+    return this.#shutdown.cutting;
+  }
+
   /** The upstream exchange this call made, for its latency split (upstream time vs the proxy's own). */
   attachUpstream(timing: UpstreamTiming): void {
     this.#upstream = timing;
@@ -210,6 +222,7 @@ export class MeteredCall implements CallTimings {
       reasoningTokens: usage?.reasoningTokens ?? 0,
       costUsd,
       priced,
+      usageEstimated: usage !== null && end.usageEstimated === true,
       durationMs: Math.round(((this.#finishedAt = performance.now()) - this.#startedAt) * 1000) / 1000,
       status,
       statusCode: end.statusCode,
@@ -238,6 +251,7 @@ export class MeteredCall implements CallTimings {
         total_tokens: span.totalTokens,
         cost_usd: span.costUsd,
         priced: span.priced,
+        ...(span.usageEstimated ? { usage_estimated: true } : {}),
         latency_ms: span.durationMs,
         ...(span.error ? { error: span.error } : {}),
         ...(usage && !priced && failure === undefined ? { pricing: `no price for ${span.provider} model ${span.model}: cost recorded as 0` } : {}),

@@ -8,11 +8,22 @@ import type { PriceTable } from '../pricing/price-table.ts';
 import type { SpanStatus } from '../spans/span.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 import type { UsageExtractor } from '../usage/extractor.ts';
+import { estimateUsage } from '../usage/usage-estimate.ts';
 import type { MeteredCall } from './call-meter.ts';
+
+/** How the relay read the upstream on after the caller left (ADR 1305). */
+export interface ReadAfterLeaving {
+  /** Upstream bytes read after the caller left. */
+  bytes: number;
+  /** The response was read to its end (its body's end, or its last event): nothing was cut. */
+  complete: boolean;
+}
 
 /**
  * A response body that ended (or was cut): reads the usage, settles the breaker (a stream that broke is an
- * upstream failure; a caller who left says nothing about the upstream) and records the span.
+ * upstream failure; a caller who left says nothing about the upstream) and records the span. A caller who
+ * left is charged what the provider reported when the relay read on to it, else an estimate, marked on the
+ * span (ADR 1305).
  */
 export function finishRelayedCall(opts: {
   call: MeteredCall;
@@ -24,16 +35,16 @@ export function finishRelayedCall(opts: {
   streamError?: string | undefined;
   /** A failure found by a later stage (a translator that met an in-stream error event). */
   laterFailure?: string | undefined;
+  /** Set when the caller left before its answer was whole. */
+  afterLeaving?: ReadAfterLeaving | undefined;
+  /** Input tokens the request stands for, asked only for an estimate. */
+  estimateInput?: (() => number) | undefined;
 }): void {
-  const callerLeft = opts.status === 'client_aborted';
-  // A caller that stops reading at the stream's last event (SDKs do, at `data: [DONE]`) has had the whole
-  // answer: when the extractor saw the stream's end marker, the call is complete, not aborted.
-  const result = opts.extractor.end(callerLeft ? undefined : opts.streamError);
-  const completeBeforeLeaving = callerLeft && result.streamError === undefined && result.usage !== null;
-  const streamError = completeBeforeLeaving ? undefined : (opts.streamError ?? result.streamError);
-  const error = streamError ?? opts.laterFailure;
-  const reported: SpanStatus = completeBeforeLeaving ? 'ok' : opts.status;
-  const status: SpanStatus = reported === 'ok' && error ? 'error' : reported;
+  const leaving = opts.status === 'client_aborted' ? opts.afterLeaving : undefined;
+  if (leaving !== undefined) return finishAfterCallerLeft(opts, leaving);
+  const result = opts.extractor.end(opts.streamError);
+  const error = opts.streamError ?? result.streamError ?? opts.laterFailure;
+  const status: SpanStatus = opts.status === 'ok' && error ? 'error' : opts.status;
   opts.upstream.settle(status === 'client_aborted' ? 'abandoned' : status === 'error' ? 'failure' : 'success');
   opts.call.finish({
     prices: opts.prices,
@@ -42,6 +53,36 @@ export function finishRelayedCall(opts: {
     status,
     statusCode: opts.upstream.statusCode,
     error: error ? `upstream_stream_error: ${error}` : null,
+  });
+}
+
+function finishAfterCallerLeft(opts: Parameters<typeof finishRelayedCall>[0], leaving: ReadAfterLeaving): void {
+  // Ended without the relay's reason: whether the stream reached its own last event is the extractor's to say.
+  const result = opts.extractor.end();
+  // The stream reached its own end (its last event, or the body's end): the provider's usage is the bill.
+  const reported = result.streamError === undefined && result.usage !== null;
+  // A caller that stops reading at the stream's last event (SDKs do, at `data: [DONE]`) has had the whole
+  // answer: nothing came after it left, so the call is complete, not aborted.
+  const whole = reported && leaving.bytes === 0;
+  // Estimated only when the proxy stopped reading before the response's end: one that ended without usage is
+  // recorded as it would be had the caller stayed.
+  const estimated = !reported && !leaving.complete && opts.upstream.statusCode < 400 && opts.estimateInput !== undefined;
+  const usage = estimated ? estimateUsage(result.usage, opts.estimateInput!, result.streamEvents ?? 0) : result.usage;
+  const why = opts.streamError ?? 'client went away';
+  const error = whole
+    ? null
+    : estimated
+      ? `upstream_stream_error: ${why}; usage_estimated: the provider's usage did not arrive before the proxy stopped reading`
+      : `upstream_stream_error: ${why}`;
+  opts.upstream.settle(whole ? 'success' : 'abandoned');
+  opts.call.finish({
+    prices: opts.prices,
+    usage,
+    usageEstimated: estimated,
+    responseModel: result.responseModel,
+    status: whole ? 'ok' : 'client_aborted',
+    statusCode: opts.upstream.statusCode,
+    error,
   });
 }
 

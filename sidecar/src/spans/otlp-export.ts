@@ -103,6 +103,7 @@ class ExportedSpan implements ReadableSpan {
       'tollgate.status': span.status,
       'tollgate.cost_usd': span.costUsd,
       'tollgate.priced': span.priced,
+      'tollgate.usage.estimated': span.usageEstimated,
       'tollgate.request_id': span.requestId,
       'tollgate.usage.reasoning_tokens': span.reasoningTokens,
     };

@@ -25,6 +25,7 @@ export function sampleSpan(overrides: Partial<Span> = {}): Span {
     reasoningTokens: 64,
     costUsd: 0.000345,
     priced: true,
+    usageEstimated: false,
     durationMs: 123.5,
     status: 'ok',
     statusCode: 200,

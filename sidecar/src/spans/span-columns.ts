@@ -26,10 +26,11 @@ export interface SpanColumn {
 }
 
 /** The schema version of SPAN_COLUMNS (SQLite keeps it in PRAGMA user_version). */
-export const SPAN_SCHEMA_VERSION = 2;
+export const SPAN_SCHEMA_VERSION = 3;
 
 // Version 1 had the identity, timing, outcome, model and the basic token and cost columns; version 2 added
-// project and request ids, the response model, cache and reasoning tokens and `priced`.
+// project and request ids, the response model, cache and reasoning tokens and `priced`; version 3 added
+// `usage_estimated`.
 export const SPAN_COLUMNS: readonly SpanColumn[] = [
   { name: 'span_id', type: 'string', nullable: false, since: 1 },
   { name: 'trace_id', type: 'string', nullable: false, since: 1 },
@@ -58,6 +59,8 @@ export const SPAN_COLUMNS: readonly SpanColumn[] = [
   // Rows from before this column were costed from the price table of their day; calling them all unpriced
   // would be a false alarm.
   { name: 'priced', type: 'bool', nullable: false, since: 2, missing: true },
+  // Before this column a call's usage was always the provider's (or none).
+  { name: 'usage_estimated', type: 'bool', nullable: false, since: 3, missing: false },
 ];
 
 export const SPAN_COLUMN_NAMES: readonly string[] = SPAN_COLUMNS.map((c) => c.name);
@@ -89,6 +92,7 @@ export interface SpanRecord {
   gen_ai_usage_cache_creation_input_tokens: number;
   gen_ai_usage_reasoning_tokens: number;
   priced: boolean;
+  usage_estimated: boolean;
 }
 
 export function spanToRecord(s: Span): SpanRecord {
@@ -118,6 +122,7 @@ export function spanToRecord(s: Span): SpanRecord {
     gen_ai_usage_cache_creation_input_tokens: s.cacheWriteTokens,
     gen_ai_usage_reasoning_tokens: s.reasoningTokens,
     priced: s.priced,
+    usage_estimated: s.usageEstimated,
   };
 }
 
@@ -140,7 +145,10 @@ export function recordToSpan(row: Readonly<Record<string, unknown>>): Span {
     const v = value(name);
     return v === null ? null : Number(v);
   };
-  const priced = value('priced');
+  const flag = (name: string) => {
+    const v = value(name);
+    return v === true || (v !== false && Number(v) !== 0);
+  };
   return {
     spanId: text('span_id'),
     traceId: text('trace_id'),
@@ -161,7 +169,8 @@ export function recordToSpan(row: Readonly<Record<string, unknown>>): Span {
     cacheWriteTokens: num('gen_ai_usage_cache_creation_input_tokens'),
     reasoningTokens: num('gen_ai_usage_reasoning_tokens'),
     costUsd: num('gen_ai_cost_usd'),
-    priced: priced === true || (priced !== false && Number(priced) !== 0),
+    priced: flag('priced'),
+    usageEstimated: flag('usage_estimated'),
     durationMs: num('duration_ms'),
     status: text('status') as SpanStatus,
     statusCode: nullableNum('status_code'),

@@ -25,6 +25,7 @@ describe('spanToJson', () => {
       reasoning_tokens: 64,
       cost_usd: 0.000345,
       priced: true,
+      usage_estimated: false,
       duration_ms: 123.5,
       status: 'upstream_error',
       status_code: 502,

@@ -22,6 +22,8 @@ export interface SpanJson {
   reasoning_tokens: number;
   cost_usd: number;
   priced: boolean;
+  /** The token counts are the proxy's estimate (the caller left before the provider's usage arrived). */
+  usage_estimated: boolean;
   duration_ms: number;
   status: SpanStatus;
   status_code: number | null;
@@ -51,6 +53,7 @@ export function spanToJson(span: Span): SpanJson {
     reasoning_tokens: span.reasoningTokens,
     cost_usd: span.costUsd,
     priced: span.priced,
+    usage_estimated: span.usageEstimated,
     duration_ms: span.durationMs,
     status: span.status,
     status_code: span.statusCode,

@@ -35,6 +35,11 @@ export interface Span {
   costUsd: number;
   /** False when no price entry matched the model (cost is then 0). */
   priced: boolean;
+  /**
+   * True when the token counts are the proxy's estimate, not the provider's: the caller left a stream and the
+   * provider's usage did not arrive within the bounds the proxy keeps reading for (ADR 1305).
+   */
+  usageEstimated: boolean;
   durationMs: number;
   status: SpanStatus;
   /** Upstream HTTP status; null when the upstream was never reached. */

@@ -102,6 +102,7 @@ describe('SQLite span store file', () => {
           'gen_ai_usage_reasoning_tokens',
           'gen_ai_cost_usd',
           'priced',
+          'usage_estimated',
         ].sort(),
       );
       const row = db.prepare('SELECT user_id, gen_ai_cost_usd, gen_ai_total_tokens, start_time, gen_ai_provider_name FROM spans').get();
@@ -167,6 +168,7 @@ describe('SQLite span store file', () => {
       reasoningTokens: 0,
       costUsd: 0.006,
       priced: true,
+      usageEstimated: false,
       durationMs: 812.5,
       status: 'ok',
       statusCode: 200,

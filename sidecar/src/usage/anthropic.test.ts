@@ -2,11 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { createUsageExtractor, type UsageExtractor } from './extractor.ts';
 import type { UsageResult } from './usage.ts';
 
-function pump(extractor: UsageExtractor, chunks: Buffer[]): { out: Buffer; result: UsageResult } {
+function pump(extractor: UsageExtractor, chunks: Buffer[]): { out: Buffer; result: UsageResult; streamEvents: number | undefined } {
   const out: Buffer[] = [];
   for (const chunk of chunks) out.push(extractor.write(chunk));
   out.push(extractor.flush());
-  return { out: Buffer.concat(out), result: extractor.end() };
+  const { streamEvents, ...result } = extractor.end();
+  return { out: Buffer.concat(out), result, streamEvents };
 }
 
 const sse = (...events: object[]): Buffer => Buffer.from(events.map((e) => `event: ${(e as { type: string }).type}\ndata: ${JSON.stringify(e)}\n\n`).join(''));

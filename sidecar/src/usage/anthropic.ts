@@ -122,6 +122,11 @@ export class AnthropicStreamUsage {
     }
   }
 
+  /** message_stop has been seen. */
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
   /** `cut` names how the transport ended early, if it did. */
   result(cut: string | undefined): UsageResult {
     const usage = normaliseAnthropicUsage(this.#usage) ?? normaliseBedrockMetrics(this.#metrics);
@@ -138,6 +143,10 @@ const NO_USAGE_EVENTS = new Set(['content_block_start', 'content_block_delta', '
 class AnthropicSseReader implements SseUsageReader {
   readonly #usage = new AnthropicStreamUsage();
   skipDataOf = (type: string): boolean => NO_USAGE_EVENTS.has(type);
+
+  get sawEnd(): boolean {
+    return this.#usage.stopped;
+  }
 
   event(type: string, data: string): boolean {
     this.#usage.event(type === '' ? leadingEventType(data) : type, data);

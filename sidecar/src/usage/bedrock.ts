@@ -52,10 +52,18 @@ export class BedrockEventStreamExtractor implements UsageExtractor {
   readonly #headers: ResponseHeaders;
   readonly #usage = new AnthropicStreamUsage();
   readonly #decoder: BedrockStreamDecoder;
+  #events = 0;
 
   constructor(headers: ResponseHeaders) {
     this.#headers = headers;
-    this.#decoder = new BedrockStreamDecoder((type, json) => this.#usage.event(type, json));
+    this.#decoder = new BedrockStreamDecoder((type, json) => {
+      this.#events++;
+      this.#usage.event(type, json);
+    });
+  }
+
+  get sawEnd(): boolean {
+    return this.#usage.stopped;
   }
 
   write(chunk: Buffer): Buffer {
@@ -74,7 +82,7 @@ export class BedrockEventStreamExtractor implements UsageExtractor {
       const fromHeaders = bedrockHeaderUsage(this.#headers);
       if (fromHeaders !== null) result = { ...result, usage: fromHeaders };
     }
-    return withStreamError(result, streamError);
+    return withStreamError({ ...result, streamEvents: this.#events }, streamError);
   }
 }
 

@@ -63,6 +63,10 @@ class SniffingUsageExtractor implements UsageExtractor {
     this.#options = options;
   }
 
+  get sawEnd(): boolean {
+    return this.#inner?.sawEnd ?? false;
+  }
+
   write(chunk: Buffer): Buffer {
     if (this.#inner === null) {
       let i = 0;

@@ -83,6 +83,10 @@ function geminiStreamResult(state: GeminiStreamState, cut: string | undefined): 
 class GeminiSseReader implements SseUsageReader {
   readonly #state: GeminiStreamState = { lastWithUsage: null, first: null, finished: false, error: undefined };
 
+  get sawEnd(): boolean {
+    return this.#state.finished;
+  }
+
   event(_type: string, data: string): boolean {
     const state = this.#state;
     if (ERROR_FIRST.test(data)) {
@@ -124,9 +128,15 @@ export class GeminiJsonExtractor implements UsageExtractor {
   #first: Buffer | null = null;
   #errorElement: Buffer | null = null;
   #finished = false;
+  #elements = 0;
 
   constructor(options: { logger?: Logger } = {}) {
     this.#logger = options.logger;
+  }
+
+  /** A progressive array's finishing element was read; a single object is only whole at its end. */
+  get sawEnd(): boolean {
+    return this.#finished;
   }
 
   write(chunk: Buffer): Buffer {
@@ -159,10 +169,11 @@ export class GeminiJsonExtractor implements UsageExtractor {
       finished: this.#finished,
       error: this.#errorElement === null ? undefined : errorOf(this.#errorElement.toString('utf8')),
     };
-    return withStreamError(geminiStreamResult(state, cut), streamError);
+    return withStreamError({ ...geminiStreamResult(state, cut), streamEvents: this.#elements }, streamError);
   }
 
   #element(element: Buffer): void {
+    this.#elements++;
     // Cheap byte searches per element; only the elements that matter are decoded, at the end.
     if (element.indexOf(ERROR_NEEDLE) !== -1 && ERROR_FIRST.test(element.toString('latin1', 0, 64))) {
       this.#errorElement ??= element;

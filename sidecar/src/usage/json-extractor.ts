@@ -13,6 +13,8 @@ export class JsonUsageExtractor implements UsageExtractor {
   readonly #fields: JsonFieldSpec;
   readonly #read: JsonUsageReader;
   readonly #fallback: (() => UsageResult) | undefined;
+  /** A single JSON body is whole only at its end. */
+  readonly sawEnd = false;
 
   constructor(fields: JsonFieldSpec, read: JsonUsageReader, options: { fallback?: () => UsageResult; maxBytes?: number } = {}) {
     this.#fields = fields;

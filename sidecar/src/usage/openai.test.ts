@@ -2,11 +2,19 @@ import { describe, expect, it } from 'vitest';
 import { createUsageExtractor, type UsageExtractor } from './extractor.ts';
 import type { UsageResult } from './usage.ts';
 
-function pump(extractor: UsageExtractor, chunks: Buffer[], cut?: string): { out: Buffer; result: UsageResult } {
+function pump(extractor: UsageExtractor, chunks: Buffer[], cut?: string): { out: Buffer; result: UsageResult; streamEvents: number | undefined } {
   const out: Buffer[] = [];
   for (const chunk of chunks) out.push(extractor.write(chunk));
   out.push(extractor.flush());
-  return { out: Buffer.concat(out), result: extractor.end(cut) };
+  const { streamEvents, ...result } = extractor.end(cut);
+  return { out: Buffer.concat(out), result, streamEvents };
+}
+
+/** The result without the event count, which the stream-event tests check on their own. */
+function withoutEvents(full: UsageResult): UsageResult {
+  const { streamEvents, ...result } = full;
+  void streamEvents;
+  return result;
 }
 
 function split(bytes: Buffer, ...points: number[]): Buffer[] {
@@ -76,7 +84,13 @@ describe('OpenAI usage', () => {
     const chunks = split(WITH_USAGE, 50, 400, 900);
     for (const chunk of chunks) expect(extractor.write(chunk)).toBe(chunk);
     expect(extractor.flush().length).toBe(0);
-    expect(extractor.end()).toEqual({ usage: NORMALISED, responseModel: 'gpt-4o-mini-2024-07-18' });
+    expect(withoutEvents(extractor.end())).toEqual({ usage: NORMALISED, responseModel: 'gpt-4o-mini-2024-07-18' });
+  });
+
+  it('counts the events a stream carried, [DONE] included, however its bytes were split', () => {
+    // three content events, the usage event and [DONE]
+    expect(pump(createUsageExtractor(sseOptions), split(WITH_USAGE, 7, 300, 301)).streamEvents).toBe(5);
+    expect(pump(createUsageExtractor(sseOptions), [WITHOUT_USAGE]).streamEvents).toBe(4);
   });
 
   it('removes exactly the injected usage chunk, whatever the chunking, and keeps [DONE]', () => {

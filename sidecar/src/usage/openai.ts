@@ -85,6 +85,10 @@ export class OpenAiSseReader implements SseUsageReader {
     this.#dropInjected = dropInjected;
   }
 
+  get sawEnd(): boolean {
+    return this.#done;
+  }
+
   event(type: string, data: string): boolean {
     if (data === '[DONE]') {
       this.#done = true;

@@ -16,6 +16,8 @@ export interface SseUsageReader {
   event(type: string, data: string): boolean;
   /** The usage seen; `cutMidEvent` when the stream stopped inside an event. */
   result(cutMidEvent: boolean): UsageResult;
+  /** The stream's last event has been seen (UsageExtractor.sawEnd). */
+  readonly sawEnd: boolean;
 }
 
 export class SseUsageExtractor implements UsageExtractor {
@@ -32,6 +34,7 @@ export class SseUsageExtractor implements UsageExtractor {
   #streamOffset = 0;
   #decoderEnded = false;
   #cutMidEvent = false;
+  #events = 0;
 
   constructor(reader: SseUsageReader, options: { filter?: boolean; logger?: Logger; maxEventBytes?: number } = {}) {
     this.#reader = reader;
@@ -39,6 +42,7 @@ export class SseUsageExtractor implements UsageExtractor {
     this.#logger = options.logger;
     this.#decoder = new SseDecoder(
       (type, data) => {
+        this.#events++;
         let drop = false;
         try {
           drop = reader.event(type, data);
@@ -49,6 +53,10 @@ export class SseUsageExtractor implements UsageExtractor {
       },
       { ...(reader.skipDataOf ? { skipDataOf: reader.skipDataOf } : {}), ...(options.maxEventBytes ? { maxEventBytes: options.maxEventBytes } : {}) },
     );
+  }
+
+  get sawEnd(): boolean {
+    return this.#reader.sawEnd;
   }
 
   write(chunk: Buffer): Buffer {
@@ -86,6 +94,7 @@ export class SseUsageExtractor implements UsageExtractor {
     } catch (error) {
       result = { usage: null, streamError: `usage could not be read: ${(error as Error).message}` };
     }
+    result.streamEvents = this.#events;
     return withStreamError(result, streamError);
   }
 

@@ -14,12 +14,19 @@ export interface UsageExtractor {
   flush(): Buffer;
   /** Called once when the upstream response ended (or was cut: pass the reason). */
   end(streamError?: string): UsageResult;
+  /**
+   * The response's own last event has been read (a stream's [DONE], message_stop, finish reason): its usage
+   * is final whatever the transport does next. A caller who leaves now has had the whole answer.
+   */
+  readonly sawEnd: boolean;
 }
 
 export const NO_BYTES: Buffer = Buffer.alloc(0);
 
 /** For responses that carry no usage (error statuses): forwards everything, reads nothing. */
 export class NoUsageExtractor implements UsageExtractor {
+  /** An error body owes no usage: nothing to wait for. */
+  readonly sawEnd = true;
   write(chunk: Buffer): Buffer {
     return chunk;
   }

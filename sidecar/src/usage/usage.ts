@@ -37,4 +37,9 @@ export interface UsageResult {
   responseModel?: string;
   /** Set when a stream ended early or a frame failed its checksum: the usage may be partial. */
   streamError?: string;
+  /**
+   * Events a stream carried (SSE events, event-stream frames, array elements); absent for a single JSON body.
+   * What the proxy estimates output from when a stream is cut before its usage (usage-estimate.ts).
+   */
+  streamEvents?: number;
 }
