@@ -49,7 +49,7 @@ const samples = mixedEvents([{ namespace: 'team-a', pod: 'web-1' }], 64);
 const encodeOnly = new EncodeOnlySink();
 const router = new AuditRouter({
   sinks: [new JsonlSink({ name: 'siem', path: join(dir, 'audit.jsonl'), rotate: { maxBytes: 2 ** 40, keep: 1 } }), encodeOnly],
-  worker: { maxEvents: 20_000, whenFull: 'drop_newest', retry: { maxAttempts: 3, initialMs: 10, maxMs: 100 } },
+  worker: { maxEvents: 20_000, maxBytes: 2 ** 30, whenFull: 'drop_newest', retry: { maxAttempts: 3, initialMs: 10, maxMs: 100 } },
   deadLetter: { path: join(dir, 'dead.jsonl'), maxBytes: 2 ** 30 },
   logger: pino({ level: 'warn' }),
 });

@@ -110,7 +110,13 @@ export function auditSpec(secretKeyRef: (description: string) => SchemaNode): Sc
         description: "Each sink's bounded queue.",
         properties: {
           maxEvents: int('Events waiting per sink; beyond this they are dropped and counted.', 1, 1_000_000),
-          whenFull: { type: 'string', description: 'Which event a full queue drops.', enum: ['drop_newest', 'drop_oldest'] },
+          maxBytes: int(
+            'Bytes of events (as the agent sent them) a sink holds, queued and in flight; beyond this they are dropped and counted. Default 16 MiB.',
+            1024,
+            1_099_511_627_776,
+            'int64',
+          ),
+          whenFull: { type: 'string', description: 'Which events a full queue drops (by events or by bytes).', enum: ['drop_newest', 'drop_oldest'] },
         },
       },
       retry: {

@@ -350,7 +350,9 @@ export interface AuditTlsSpec {
 export interface AuditQueueSpec {
   /** Events waiting per sink; beyond this they are dropped and counted. */
   maxEvents?: number;
-  /** Which event a full queue drops. */
+  /** Bytes of events (as the agent sent them) a sink holds, queued and in flight; beyond this they are dropped and counted. Default 16 MiB. */
+  maxBytes?: number;
+  /** Which events a full queue drops (by events or by bytes). */
   whenFull?: 'drop_newest' | 'drop_oldest';
 }
 

@@ -2,10 +2,13 @@
 // fake Tetragon agent over real gRPC and fans out to a jsonl file and a real gRPC collector. Asserts what a
 // security team would check: only the pod's own events, byte-identical at the collector; a dead collector
 // costs the jsonl sink nothing and ends in the dead-letter file; agent restarts and GOAWAY are survived and
-// logged; a burst with a stalled sink is counted exactly; SIGTERM drains.
+// logged; a burst with a stalled sink is counted exactly; SIGTERM drains. A collector that is down fails fast,
+// its events go to the dead-letter file as they come, none dropped, and delivery resumes when it is back; a
+// stalled collector holds no more than queue.maxBytes.
 
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setInterval as every } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SinkStatus } from '../../sidecar/src/audit/sink-worker.ts';
 import { TetragonEvent } from '../../sidecar/src/audit/tetragon-protocol.ts';
@@ -155,16 +158,20 @@ describe('audit fan-out in a sidecar process', () => {
       return l.length >= 6 && l;
     });
     expect(dead).toHaveLength(6);
-    dead.forEach((line, i) => {
-      const entry = JSON.parse(line) as { sink: string; reason: string; attempts: number; tetragon_event_base64: string };
+    const entries = dead.map((line) => JSON.parse(line) as { sink: string; reason: string; attempts: number; tetragon_event_base64: string });
+    // The first batch is tried three times; once it has failed them all the collector is down, and the
+    // events the worker happened to batch after it go to the file at once (or after one probe).
+    expect(entries[0]).toMatchObject({ attempts: 3, reason: expect.stringMatching(/^gave up after 3 attempts: .*UNAVAILABLE/) as unknown });
+    entries.forEach((entry, i) => {
       expect(entry.sink).toBe('collector');
-      expect(entry.attempts).toBe(3);
-      expect(entry.reason).toMatch(/gave up after 3 attempts: .*(DEADLINE_EXCEEDED|UNAVAILABLE)/);
+      if (entry.attempts === 3) expect(entry.reason).toMatch(/^gave up after 3 attempts: .*UNAVAILABLE/);
+      else expect(entry.reason).toMatch(/^sink down.*UNAVAILABLE/);
       expect(Buffer.from(entry.tetragon_event_base64, 'base64').equals(batch[i]!)).toBe(true);
     });
     const failed = logsWith(proxy, 'audit sink write failed', (l) => l.sink === 'collector');
     expect(failed.length).toBeGreaterThan(0);
-    expect(String(failed[0]!.err)).toMatch(/DEADLINE_EXCEEDED|UNAVAILABLE/);
+    // refused at once, not held until the call's deadline
+    expect(String(failed[0]!.err)).toMatch(/UNAVAILABLE/);
     // rate-limited: several failed attempts, one line (the rest are counted into the next one)
     expect(failed.length).toBe(1);
     expect(logsWith(proxy, 'audit sink write failed', (l) => l.sink === 'siem')).toHaveLength(0);
@@ -173,10 +180,10 @@ describe('audit fan-out in a sidecar process', () => {
       const h = await auditHealth(proxy);
       return sink(h, 'collector').deadLettered === 6 && h;
     });
-    expect(sink(health, 'collector')).toMatchObject({ received: 21, delivered: 15, deadLettered: 6, dropped: 0 });
-    // each event was sent three times, however the worker happened to batch them
-    expect(sink(health, 'collector').retried).toBe(12);
-    expect(sink(health, 'collector').failures % 3).toBe(0);
+    expect(sink(health, 'collector')).toMatchObject({ received: 21, delivered: 15, deadLettered: 6, dropped: 0, down: true });
+    // the events of the first batch were sent three times
+    expect(sink(health, 'collector').retried).toBe(2 * entries.filter((e) => e.attempts === 3).length);
+    expect(logsWith(proxy, 'audit sink down', (l) => l.sink === 'collector')).toHaveLength(1);
     expect(sink(health, 'siem')).toMatchObject({ received: 21, delivered: 21, deadLettered: 0 });
 
     await collector.start();
@@ -189,6 +196,8 @@ describe('audit fan-out in a sidecar process', () => {
         .slice(-3)
         .map((e) => e.tetragon_event.toString('base64')),
     ).toEqual(after.map((e) => e.toString('base64')));
+    await until('the collector to count as up', async () => !sink(await auditHealth(proxy), 'collector').down);
+    expect(logsWith(proxy, 'audit sink delivering again', (l) => l.sink === 'collector')).toHaveLength(1);
   });
 
   it('survives an agent restart and a GOAWAY too_many_pings: logs disconnected with the reason, reconnecting, connected, and resumes', async () => {
@@ -299,4 +308,117 @@ describe('a burst of 10,000 events with one sink stalled', () => {
       await stalled.stop();
     }
   }, 120_000);
+});
+
+describe('a gRPC collector that is down', () => {
+  it('fails fast on the refused connection, dead-letters events at the rate they come with none dropped, and delivers again once it is back', async () => {
+    const agent = await startFakeTetragonAgent();
+    const collector = await startFakeAuditCollector();
+    await collector.stop(); // its port now refuses connections
+    const proxy = await startProxyProcess({
+      configYaml: configYaml({
+        agent: agent.address,
+        collector: collector.address,
+        dir: '.',
+        // The default per-call timeout: a refused connection must not wait it out.
+        grpcExtra: '      timeoutMs: 10000\n',
+        // A queue that holds two seconds of this stream.
+        extra: '  queue: { maxEvents: 2000 }\n',
+      }),
+      env: POD_ENV,
+    });
+    try {
+      await agent.waitForSubscribers(1);
+      // 4,000 events at about 1,000 a second: twice what the queue holds.
+      const sent: Buffer[] = [];
+      for await (const _ of every(50)) {
+        const events = mixedEvents([SELF], 50);
+        agent.emit(events);
+        sent.push(...events);
+        if (sent.length >= 4_000) break;
+      }
+      const health = await until(
+        'every event dead-lettered',
+        async () => {
+          const h = await auditHealth(proxy);
+          const c = sink(h, 'collector');
+          return c.deadLettered + c.dropped === 4_000 && h;
+        },
+        30_000,
+      );
+      expect(sink(health, 'collector')).toMatchObject({ received: 4_000, delivered: 0, dropped: 0, deadLettered: 4_000, queueDepth: 0, down: true });
+      expect(sink(health, 'siem')).toMatchObject({ received: 4_000, delivered: 4_000, dropped: 0 });
+      const dead = lines(join(proxy.dir, 'dead-letter.jsonl')).map((l) => JSON.parse(l) as { sink: string; tetragon_event_base64: string });
+      expect(dead).toHaveLength(4_000);
+      expect(dead.every((d) => d.sink === 'collector')).toBe(true);
+      expect(dead.map((d) => d.tetragon_event_base64)).toEqual(sent.map((e) => e.toString('base64')));
+      // refused at once (UNAVAILABLE), not held until the 10 s deadline (DEADLINE_EXCEEDED)
+      const failed = logsWith(proxy, 'audit sink write failed', (l) => l.sink === 'collector');
+      expect(failed.length).toBeGreaterThan(0);
+      for (const f of failed) expect(String(f.err)).toMatch(/UNAVAILABLE/);
+      expect(logsWith(proxy, 'audit sink down', (l) => l.sink === 'collector')).toHaveLength(1);
+      expect(logsWith(proxy, 'audit events dropped')).toHaveLength(0);
+
+      await collector.start();
+      const after = mixedEvents([SELF], 20);
+      await until('delivery to resume', async () => {
+        if (collector.events().length === 0) agent.emit(after.splice(0, 1));
+        return collector.events().length > 0;
+      });
+      agent.emit(after);
+      const back = await until('the sink to be up and every event counted', async () => {
+        const c = sink(await auditHealth(proxy), 'collector');
+        return !c.down && c.received === 4_020 && c.queueDepth === 0 && c.inFlight === 0 && c;
+      });
+      expect(back.dropped).toBe(0);
+      expect(back.delivered + back.deadLettered).toBe(4_020);
+      expect(back.delivered).toBeGreaterThan(0);
+      expect(logsWith(proxy, 'audit sink delivering again', (l) => l.sink === 'collector')).toHaveLength(1);
+    } finally {
+      await proxy.stop('SIGKILL');
+      await agent.stop();
+      await collector.stop();
+    }
+  }, 60_000);
+});
+
+describe('queue.maxBytes', () => {
+  it('holds no more than maxBytes of events for a stalled collector, queued and in flight; the rest are dropped and counted', async () => {
+    const agent = await startFakeTetragonAgent();
+    const stalled = await startFakeAuditCollector();
+    stalled.stall();
+    const maxBytes = 1024 * 1024;
+    const proxy = await startProxyProcess({
+      configYaml: configYaml({
+        agent: agent.address,
+        collector: stalled.address,
+        dir: '.',
+        grpcExtra: '      timeoutMs: 60000\n',
+        extra: `  queue: { maxEvents: 10000, maxBytes: ${maxBytes} }\n`,
+      }),
+      env: POD_ENV,
+    });
+    try {
+      await agent.waitForSubscribers(1);
+      // 100 events of about 64 KiB: 6.4 MiB, far under the event bound and six times the byte bound
+      const events = mixedEvents([SELF], 100, { extraBytes: 64 * 1024 });
+      agent.emit(events);
+      const health = await until('all 100 events counted', async () => {
+        const h = await auditHealth(proxy);
+        return h.sinks.every((s) => s.received === 100) && h;
+      });
+      const c = sink(health, 'collector');
+      expect(c.queueBytes + c.inFlightBytes).toBeLessThanOrEqual(maxBytes);
+      expect(c.queueBytes + c.inFlightBytes).toBeGreaterThan(maxBytes - 2 * events[0]!.length);
+      expect(c.dropped).toBe(100 - c.queueDepth - c.inFlight);
+      expect(c.dropped).toBeGreaterThan(80);
+      const dropped = logsWith(proxy, 'audit events dropped', (l) => l.sink === 'collector');
+      expect(String(dropped[0]!.reason)).toBe(`queue full (10000 events or ${maxBytes} bytes, drop_newest)`);
+      for (const s of health.sinks) expect(s.delivered + s.dropped + s.deadLettered + s.queueDepth + s.inFlight).toBe(100);
+    } finally {
+      await proxy.stop('SIGKILL');
+      await agent.stop();
+      await stalled.stop();
+    }
+  }, 60_000);
 });

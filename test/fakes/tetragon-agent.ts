@@ -24,6 +24,8 @@ export interface FakeEventSpec {
   n?: number;
   /** Raw bytes appended as an extra top-level field (number 999) this project's proto does not declare. */
   unknownField?: boolean;
+  /** Makes the event this many bytes larger (a long process.arguments), for tests of large events. */
+  extraBytes?: number;
 }
 
 let counter = 0;
@@ -38,7 +40,7 @@ export function fakeEvent(spec: FakeEventSpec): Buffer {
     uid: { value: 0 },
     cwd: '/app',
     binary: spec.binary ?? '/usr/bin/curl',
-    arguments: `https://example.invalid/${n}`,
+    arguments: `https://example.invalid/${n}${spec.extraBytes ? ` ${'a'.repeat(spec.extraBytes)}` : ''}`,
     flags: 'execve rootcwd',
     start_time: { seconds: Math.floor(now / 1000) - 5, nanos: 120_000_000 },
     auid: { value: 4294967295 },
@@ -82,7 +84,7 @@ export function fakeEvent(spec: FakeEventSpec): Buffer {
 }
 
 /** The events of a mixed stream: every type, for each pod, in turn. */
-export function mixedEvents(pods: { namespace: string; pod: string }[], count: number, opts: { unknownField?: boolean; node?: string } = {}): Buffer[] {
+export function mixedEvents(pods: { namespace: string; pod: string }[], count: number, opts: { unknownField?: boolean; node?: string; extraBytes?: number } = {}): Buffer[] {
   const types = ['process_exec', 'process_kprobe', 'process_tracepoint', 'process_exit'] as const;
   const out: Buffer[] = [];
   for (let i = 0; i < count; i++) {
@@ -126,6 +128,8 @@ export interface FakeTetragonAgent {
   waitForSubscribers(n: number, timeoutMs?: number): Promise<void>;
   /** Sends each event to every open stream whose allow_list matches it; returns how many stream writes. */
   emit(events: Buffer[]): number;
+  /** Sends each message as it is to every open stream, filters aside: what a broken agent would send. */
+  emitRaw(messages: Buffer[]): number;
   /** Destroys every connection without a goodbye, as a crashed or restarted agent's do. */
   dropConnections(): void;
   /** GOAWAY ENHANCE_YOUR_CALM with debug data "too_many_pings" on every session, then closes them. */
@@ -242,6 +246,19 @@ export async function startFakeTetragonAgent(opts: { listen?: string } = {}): Pr
         const framed = frame(event);
         for (const s of subscribers) {
           if (!matches(s.request.allow_list, pod) || (s.request.deny_list?.length && matches(s.request.deny_list, pod))) continue;
+          if (s.stream.destroyed || s.stream.closed) continue;
+          s.stream.write(framed);
+          s.sent++;
+          writes++;
+        }
+      }
+      return writes;
+    },
+    emitRaw(messages) {
+      let writes = 0;
+      for (const message of messages) {
+        const framed = frame(message);
+        for (const s of subscribers) {
           if (s.stream.destroyed || s.stream.closed) continue;
           s.stream.write(framed);
           s.sent++;

@@ -23,7 +23,7 @@ describe('audit config', () => {
       enabled: true,
       source: {},
       sinks: [{ name: 'siem', kind: 'jsonl', path: '/var/log/audit.jsonl' }],
-      queue: { maxEvents: 10_000, whenFull: 'drop_newest' },
+      queue: { maxEvents: 10_000, maxBytes: 16 * 1024 * 1024, whenFull: 'drop_newest' },
       retry: { maxAttempts: 8, initialBackoffMs: 200, maxBackoffMs: 30_000 },
       deadLetter: { maxBytes: 104_857_600 },
       drainTimeoutMs: 10_000,
@@ -42,6 +42,17 @@ describe('audit config', () => {
     expect(refusal({ ...minimal, retry: { initialBackoffMs: 500, maxBackoffMs: 100 } })).toMatch(/^audit\.retry\.maxBackoffMs must not be less/);
     expect(refusal({ ...minimal, source: { address: 'tcp://x' } })).toMatch(/^audit\.source\.address must be unix/);
     expect(refusal({ ...minimal, source: { allow: [{ podRegex: ['('] }] } })).toMatch(/^audit\.source\.allow\[0\]\.podRegex\[0\] is not a valid regular expression/);
+  });
+
+  it('bounds each queue by bytes too: queue.maxBytes, validated, kept with the event bound', () => {
+    expect(parseAuditConfig({ ...minimal, queue: { maxBytes: 1_048_576, whenFull: 'drop_oldest' } }).queue).toEqual({
+      maxEvents: 10_000,
+      maxBytes: 1_048_576,
+      whenFull: 'drop_oldest',
+    });
+    expect(refusal({ ...minimal, queue: { maxBytes: 512 } })).toMatch(/^audit\.queue\.maxBytes must be an integer at least 1024 and at most 1099511627776 \(got 512\)/);
+    expect(refusal({ ...minimal, queue: { maxBytes: '16Mi' } })).toMatch(/^audit\.queue\.maxBytes must be an integer/);
+    expect(refusal({ ...minimal, queue: { maxBytes: 2 ** 41 } })).toMatch(/^audit\.queue\.maxBytes must be an integer/);
   });
 
   it('is a config section whose later layer replaces the earlier one whole', () => {

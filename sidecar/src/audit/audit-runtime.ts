@@ -101,6 +101,7 @@ export class AuditRuntime {
       sinks,
       worker: {
         maxEvents: config.queue.maxEvents,
+        maxBytes: config.queue.maxBytes,
         whenFull: config.queue.whenFull,
         retry: { maxAttempts: config.retry.maxAttempts, initialMs: config.retry.initialBackoffMs, maxMs: config.retry.maxBackoffMs },
       },
@@ -148,6 +149,7 @@ export class AuditRuntime {
           eventsReceived: source.eventsReceived,
           disconnects: source.disconnects,
           disconnectedMs: source.disconnectedMs,
+          undecodable: source.undecodable,
           delivered: Object.fromEntries(totals.map((s) => [s.name, s.delivered])),
           dropped: Object.fromEntries(totals.map((s) => [s.name, s.dropped])),
           deadLettered: Object.fromEntries(totals.map((s) => [s.name, s.deadLettered])),

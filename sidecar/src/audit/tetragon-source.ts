@@ -24,6 +24,8 @@ export interface TetragonSourceOptions {
   onEvent(event: TetragonEvent): void;
   logger: Logger;
   reconnect?: BackoffSettings;
+  /** At most one line per this interval about events that do not decode; the others are counted into it. */
+  undecodableLogIntervalMs?: number;
 }
 
 export interface SourceStatus {
@@ -56,6 +58,7 @@ export class TetragonSource {
   #status: SourceStatus;
   #disconnectedSince: number | undefined = Date.now();
   #loop: Promise<void> | undefined;
+  #undecodableLog = { lastAt: Number.NEGATIVE_INFINITY, suppressed: 0 };
 
   constructor(opts: TetragonSourceOptions) {
     this.#opts = opts;
@@ -109,6 +112,21 @@ export class TetragonSource {
     return this.#client;
   }
 
+  /** A broken agent can send nothing but such events: one line per interval, naming how many it stands for. */
+  #logUndecodable(error: Error, bytes: number): void {
+    const now = Date.now();
+    const log = this.#undecodableLog;
+    if (now - log.lastAt < (this.#opts.undecodableLogIntervalMs ?? 10_000)) {
+      log.suppressed++;
+      return;
+    }
+    this.#logger.warn(
+      { address: this.#opts.address, err: error.message, bytes, undecodable: this.#status.undecodable, suppressed: log.suppressed },
+      'tetragon audit stream sent an event that does not decode; dropped',
+    );
+    this.#undecodableLog = { lastAt: now, suppressed: 0 };
+  }
+
   /** One stream from open to end; resolves true when it delivered at least one event. */
   #streamOnce(): Promise<boolean> {
     return new Promise((resolve) => {
@@ -139,10 +157,7 @@ export class TetragonSource {
           event = new TetragonEvent(raw);
         } catch (error) {
           this.#status.undecodable++;
-          this.#logger.warn(
-            { err: (error as Error).message, bytes: raw.length, undecodable: this.#status.undecodable },
-            'tetragon audit stream sent an event that does not decode; dropped',
-          );
+          this.#logUndecodable(error as Error, raw.length);
           return;
         }
         this.#opts.onEvent(event);

@@ -70,10 +70,11 @@ export class GrpcSink implements AuditSink {
 
   write(batch: readonly AuditRecord[], signal: AbortSignal): Promise<void> {
     let client: ExportClient;
+    // Not waitForReady: a collector that refuses the connection (or whose name does not resolve) fails the
+    // call at once with UNAVAILABLE instead of holding the batch for the whole timeoutMs. A restarting
+    // collector gets its time from the worker's retries, and one that stays down from the dead-letter file
+    // (ADR 1103). A collector that accepts the connection and does not answer still takes timeoutMs.
     const metadata = new grpc.Metadata();
-    // waitForReady: a collector that is restarting gets the whole timeout to come back, instead of the call
-    // failing at once while the channel waits out its reconnect backoff.
-    metadata.setOptions({ waitForReady: true });
     try {
       client = this.#connect();
       if (this.#settings.bearerTokenFile) {
