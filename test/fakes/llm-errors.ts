@@ -85,6 +85,7 @@ export function sendBedrockError(res: ServerResponse, status: number, message: s
 /** The error a test asked for with `status`, in `format`; `errorBody` replaces the body verbatim. */
 export function sendBehaviourError(res: ServerResponse, b: FakeBehaviour, format: ErrorFormat): void {
   const status = b.status ?? 500;
+  if (b.errorHeaders !== undefined) for (const [name, value] of Object.entries(b.errorHeaders)) res.setHeader(name, value);
   if (b.errorBody !== undefined) return writeJson(res, status, b.errorBody);
   const message = `Fake upstream error ${status}.`;
   if (format === 'google') return sendGoogleError(res, status, message);

@@ -68,6 +68,8 @@ export interface FakeBehaviour {
   /** Reply with this HTTP status in the provider's error shape (`errorBody` replaces the body verbatim). */
   status?: number;
   errorBody?: unknown;
+  /** Headers to add to an error reply (one that quotes the request it refused, say). */
+  errorHeaders?: Record<string, string>;
   /** Wait this long before sending headers. */
   delayMs?: number;
   /** Hold each reply until this settles (the request is recorded first), to have calls in flight at once on cue. */

@@ -21,10 +21,12 @@ describe('upstreamRequestHeaders', () => {
     expect(out).toEqual({ 'anthropic-version': '2023-06-01', 'x-request-id': 'r1', 'accept-encoding': 'identity' });
   });
 
-  it('drops the billing-project choice, other key headers and where a browser request came from', () => {
+  it('drops the billing choices (project, organisation), other key headers and where a browser request came from', () => {
     const out = upstreamRequestHeaders(
       {
         'x-goog-user-project': 'someone-elses-project',
+        'openai-organization': 'org-someone-else',
+        'openai-project': 'proj_someone_else',
         'api-key': 'caller-azure-key',
         origin: 'http://evil.example',
         referer: 'http://evil.example/page',

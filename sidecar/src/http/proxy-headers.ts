@@ -25,8 +25,11 @@ const NOT_FORWARDED_UPSTREAM = new Set([
   'x-goog-iap-jwt-assertion',
   'x-goog-authenticated-user-email',
   'x-goog-authenticated-user-id',
-  // picks the Google Cloud project a Vertex call is billed to: the proxy's credential decides that, not the caller
+  // pick what the proxy's credential bills: the Google Cloud project of a Vertex call, the OpenAI organisation
+  // and project of an OpenAI key. The proxy's credential decides that, not the caller.
   'x-goog-user-project',
+  'openai-organization',
+  'openai-project',
   // where a browser request came from: about the caller's page, not for the provider (and a cross-site call
   // never gets this far, see inbound/request-guard.ts)
   'origin',

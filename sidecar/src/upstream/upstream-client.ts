@@ -2,7 +2,7 @@
 // the mapping of every failure to a ProxyError with a stable code. Shared by the native /proxy routes
 // and the /v1 gateway, so both fail, retry-guard and authenticate the same way.
 
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { CredentialProvider } from '../auth/credential-provider.ts';
 import { CredentialError } from '../auth/credential-provider.ts';
@@ -11,6 +11,7 @@ import { ProxyError } from '../errors.ts';
 import { routeBaseUrl } from '../routes/upstream-base-url.ts';
 import { ROUTE_NAMES, ROUTES, type CredentialKind, type RouteName } from '../../../contracts/routes.ts';
 import { CircuitBreaker } from './breaker.ts';
+import { credentialSecrets, scrubBody, scrubHeaders } from './credential-echo.ts';
 import { Agent, request, undiciErrors } from './undici-agent.ts';
 
 export interface UpstreamSend {
@@ -155,6 +156,10 @@ export class UpstreamClient {
         settle('failure');
         timing.endedAt = Number.NaN;
       }
+      if (response.statusCode >= 400) {
+        const secrets = credentialSecrets(req.headers);
+        if (secrets.length > 0) return { statusCode: response.statusCode, ...(await withoutCredentialEcho(response, secrets)), settle, timing };
+      }
       return { statusCode: response.statusCode, headers: response.headers, body: response.body, settle, timing };
     } catch (error) {
       // Aborted by the caller's side (it went away, or its body passed the limit): no verdict on the
@@ -216,4 +221,29 @@ export function toProxyError(route: string, error: unknown): ProxyError {
     return new ProxyError('upstream_timeout', `upstream ${route} timed out: ${message}`, { cause: error });
   }
   return new ProxyError('upstream_unreachable', `upstream ${route} failed: ${message}`, { cause: error });
+}
+
+/** Error bodies read whole to scrub them; past this an error body is cut (no provider sends one this large). */
+const MAX_ERROR_BODY_BYTES = 1024 * 1024;
+
+/** An error answer with the proxy's credential taken out of its headers and body (credential-echo.ts). */
+async function withoutCredentialEcho(
+  response: { headers: UpstreamResponse['headers']; body: Readable },
+  secrets: readonly string[],
+): Promise<Pick<UpstreamResponse, 'headers' | 'body'>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of response.body as AsyncIterable<Buffer>) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= MAX_ERROR_BODY_BYTES) {
+      response.body.destroy();
+      break;
+    }
+  }
+  const body = scrubBody(Buffer.concat(chunks, size).subarray(0, MAX_ERROR_BODY_BYTES), secrets);
+  const headers = scrubHeaders({ ...response.headers }, secrets);
+  headers['content-length'] = String(body.length);
+  delete headers['transfer-encoding'];
+  return { headers, body: Readable.from([body]) };
 }

@@ -1,0 +1,57 @@
+// An upstream that answers an error may quote the request it refused, credential included (a self-hosted
+// OpenAI-compatible server echoing its Authorization header, a gateway's debug page). The caller must never
+// see the proxy's own credential, so the values the proxy attached are scrubbed from an error's headers and
+// body before either reaches the caller. Successful answers are not scanned: they are the model's output, and
+// scanning every byte of every stream would cost every call for a fault of a few.
+
+import type { OutgoingHttpHeaders } from 'node:http';
+
+/** Headers a credential provider writes whose values are secret (or, for SigV4, name the access key). */
+const CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key', 'x-amz-security-token'] as const;
+/** Shorter values are not worth scrubbing (and would match ordinary text). */
+const MIN_SECRET_LENGTH = 8;
+const SIGV4_KEY_ID = /Credential=([A-Za-z0-9]+)\//;
+export const REDACTED = '[redacted by tollgate]';
+
+/** The secrets in the headers a credential provider set on an outgoing request. */
+export function credentialSecrets(headers: Readonly<Record<string, string>>): string[] {
+  const secrets: string[] = [];
+  for (const name of CREDENTIAL_HEADERS) {
+    const value = headers[name];
+    if (value === undefined) continue;
+    if (value.startsWith('AWS4-')) {
+      // The signature is single-use; the access key id is what identifies the account.
+      const keyId = SIGV4_KEY_ID.exec(value)?.[1];
+      if (keyId !== undefined) secrets.push(keyId);
+      continue;
+    }
+    secrets.push(value);
+    const space = value.indexOf(' ');
+    if (space !== -1) secrets.push(value.slice(space + 1)); // the token of `Bearer <token>`
+  }
+  // Longest first, so a token is replaced whole before any shorter secret inside it.
+  return secrets.filter((secret) => secret.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
+}
+
+export function scrubText(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+  return out;
+}
+
+/** The body with every secret replaced; the same Buffer when none occurs. */
+export function scrubBody(body: Buffer, secrets: readonly string[]): Buffer {
+  if (secrets.length === 0 || !secrets.some((secret) => body.includes(secret))) return body;
+  return Buffer.from(scrubText(body.toString('utf8'), secrets));
+}
+
+/** Header values with every secret replaced (in place). */
+export function scrubHeaders<T extends OutgoingHttpHeaders | Record<string, string | string[] | undefined>>(headers: T, secrets: readonly string[]): T {
+  if (secrets.length === 0) return headers;
+  for (const name of Object.keys(headers)) {
+    const value = headers[name];
+    if (typeof value === 'string') (headers as Record<string, unknown>)[name] = scrubText(value, secrets);
+    else if (Array.isArray(value)) (headers as Record<string, unknown>)[name] = value.map((v) => scrubText(String(v), secrets));
+  }
+  return headers;
+}
