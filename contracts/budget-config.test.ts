@@ -11,7 +11,10 @@ describe('money', () => {
     expect(parseUsd(0.1 + 0.2)).toMatch(/at most 6 decimal places/); // 0.30000000000000004 is not an amount anyone wrote
     expect(parseUsd(-1)).toMatch(/non-negative/);
     expect(parseUsd('1e3')).toMatch(/at most 6 decimal places/);
-    expect(parseUsd(2_000_000_000)).toMatch(/at most 1000000000 USD/);
+    expect(parseUsd(2_000_000_000)).toMatch(/at most 100000000 USD/);
+    // 922,337,204 USD is past 2^63 ledger units: it used to pass here and fail in the store.
+    expect(parseUsd('922337204')).toMatch(/at most 100000000 USD/);
+    expect(parseUsd(100_000_000)).toBe(100_000_000n * 10_000_000_000n);
   });
 
   it('turns span costs back into the integers they were rounded from, so sums are exact', () => {

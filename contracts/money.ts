@@ -3,8 +3,10 @@
 // many calls it adds up (ADR 1301). Limits and grants are written in USD with at most six decimals (whole
 // micro-dollars); they become ledger units by an exact decimal parse, never by multiplying a float.
 //
-// Amounts are bigint in memory: 2^63 units is about 922 million USD, which no user's period reaches, and
-// SQLite and Firestore both store 64-bit integers. JSON carries them as decimal USD strings (exact) or, in the
+// Amounts are bigint in memory: 2^63 units is about 922 million USD, and SQLite and Firestore both store
+// 64-bit integers. Amounts are bounded where they enter (limits and grants at MAX_BUDGET_USD, one call's charge
+// at MAX_CHARGE_USD) and sums saturate at MAX_SPEND_UNITS, so no value a user or an upstream can cause reaches
+// 2^63, where a store's integer would overflow into a float and every reader of the ledger would fail. JSON carries them as decimal USD strings (exact) or, in the
 // management API, as numbers rounded to 10⁻¹⁰ like span costs.
 
 /** Ledger units per USD. */
@@ -14,7 +16,17 @@ export const UNITS_PER_MICRO_USD = 10_000n;
 /** Decimal places a limit or grant may have: whole micro-dollars. */
 export const USD_DECIMALS = 6;
 /** Largest limit or grant accepted: big enough for any budget, small enough that sums stay far below 2^63 units. */
-export const MAX_BUDGET_USD = 1_000_000_000;
+export const MAX_BUDGET_USD = 100_000_000;
+/** Most one call is charged, whatever its prices and usage say (the span keeps the cost it was priced at). */
+export const MAX_CHARGE_USD = 1_000_000;
+/** Where a spend, a limit's use or a grant's use stops growing: half of 2^63, so a sum of two never overflows. */
+export const MAX_SPEND_UNITS = 2n ** 62n;
+
+/** `a + b`, stopping at MAX_SPEND_UNITS. */
+export function addSpend(a: bigint, b: bigint): bigint {
+  const sum = a + b;
+  return sum > MAX_SPEND_UNITS ? MAX_SPEND_UNITS : sum;
+}
 
 const USD_TEXT = /^(\d{1,10})(?:\.(\d{1,6}))?$/;
 
@@ -50,12 +62,21 @@ export function microUsdToUnits(micro: number | bigint): bigint {
 }
 
 /**
- * A span's cost_usd as ledger units. Span costs are integers of 10⁻¹⁰ USD divided by 10¹⁰ (cost.ts), and
- * multiplying back and rounding recovers that integer exactly for any cost below 900,000 USD.
+ * A span's cost_usd as ledger units, at most MAX_CHARGE_USD. Span costs are integers of 10⁻¹⁰ USD divided by
+ * 10¹⁰ (cost.ts), and multiplying back and rounding recovers that integer exactly for any cost below 900,000 USD.
  */
 export function unitsFromCostUsd(costUsd: number): bigint {
   if (!Number.isFinite(costUsd) || costUsd <= 0) return 0n;
+  if (costUsd >= MAX_CHARGE_USD) return BigInt(MAX_CHARGE_USD) * UNITS_PER_USD;
   return BigInt(Math.round(costUsd * 1e10));
+}
+
+/** A stored amount as units, whatever type the store returned it in (a float when an old sum overflowed). */
+export function storedUnits(value: unknown): bigint {
+  if (typeof value === 'bigint') return value > MAX_SPEND_UNITS ? MAX_SPEND_UNITS : value;
+  const number = Number(value);
+  if (!Number.isFinite(number) || number <= 0) return 0n;
+  return number >= Number(MAX_SPEND_UNITS) ? MAX_SPEND_UNITS : BigInt(Math.trunc(number));
 }
 
 /** Exact decimal USD, trailing zeros trimmed: 1000000n → "0.0001", 0n → "0", -5n → "-0.0000000005". */

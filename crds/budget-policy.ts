@@ -6,11 +6,13 @@
 // Money is never a float here: a limit is a decimal string of USD (at most six decimals) or an integer of
 // micro-dollars, so `kubectl apply` cannot introduce 0.1 + 0.2 drift.
 
+import { MAX_BUDGET_USD } from '../contracts/money.ts';
 import type { CrdSource, SchemaNode } from './crd-schema.ts';
 import { condition } from './proxy-config.ts';
 
-const USD = '^[0-9]{1,10}(\\.[0-9]{1,6})?$';
-const MAX_MICRO_USD = 1_000_000_000_000_000; // 1e9 USD
+// At most MAX_BUDGET_USD (1e8): nine digits let the pattern refuse what is surely too big; the operator's parse names the bound.
+const USD = '^[0-9]{1,9}(\\.[0-9]{1,6})?$';
+const MAX_MICRO_USD = MAX_BUDGET_USD * 1_000_000;
 
 const userId: SchemaNode = {
   type: 'string',

@@ -8,7 +8,7 @@
 
 import type { Logger } from 'pino';
 import { periodBounds } from '../../../contracts/budget-period.ts';
-import { formatUsd, parseUsd, UNITS_PER_USD } from '../../../contracts/money.ts';
+import { addSpend, formatUsd, parseUsd, UNITS_PER_USD } from '../../../contracts/money.ts';
 import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
 import { type Grant, newlyCrossed, splitCharge } from '../../../contracts/budget-grants.ts';
 import type { SpendEntryMessage } from '../../../contracts/push-protocol.ts';
@@ -325,10 +325,10 @@ export class ClusterLedger {
         expiresAt: g.expiresAt ? Date.parse(g.expiresAt) : null,
       }));
     const split = splitCharge(grants, amount, Math.max(at, bounds.start));
-    usage.spent = (BigInt(usage.spent) + amount).toString();
-    const limitUsed = BigInt(usage.limitUsed) + split.limitPart;
+    usage.spent = addSpend(BigInt(usage.spent), amount).toString();
+    const limitUsed = addSpend(BigInt(usage.limitUsed), split.limitPart);
     usage.limitUsed = limitUsed.toString();
-    for (const part of split.grantParts) grantsUsed[part.grantId] = (BigInt(grantsUsed[part.grantId] ?? '0') + part.amount).toString();
+    for (const part of split.grantParts) grantsUsed[part.grantId] = addSpend(BigInt(grantsUsed[part.grantId] ?? '0'), part.amount).toString();
     if (Object.keys(grantsUsed).length === 0) delete doc.grantsUsed[entry.userId];
 
     // Only the current period alerts; a late report for the previous one just completes its record.

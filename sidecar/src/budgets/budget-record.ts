@@ -9,7 +9,7 @@
 import { type Grant, grantOrder, isGrantActive, type ChargeSplit, type PeriodUsage, percentUsed } from '../../../contracts/budget-grants.ts';
 import { type PeriodBounds, periodBounds } from '../../../contracts/budget-period.ts';
 import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
-import { formatUsd, unitsToUsd } from '../../../contracts/money.ts';
+import { addSpend, formatUsd, unitsToUsd } from '../../../contracts/money.ts';
 
 export type { ChargeSplit, Grant, PeriodUsage } from '../../../contracts/budget-grants.ts';
 
@@ -90,13 +90,13 @@ export class BudgetRecord {
 
   /** Applies a split computed by splitCharge (here or by another process) to this record. */
   apply(split: ChargeSplit, at: number): void {
-    this.spent += split.amount;
-    this.limitUsed += split.limitPart;
+    this.spent = addSpend(this.spent, split.amount);
+    this.limitUsed = addSpend(this.limitUsed, split.limitPart);
     for (const part of split.grantParts) {
       const grant = this.grants.find((g) => g.id === part.grantId);
-      if (grant) grant.used += part.amount;
+      if (grant) grant.used = addSpend(grant.used, part.amount);
       // A grant unknown here (removed from its policy meanwhile) still counted as spend.
-      else this.limitUsed += part.amount;
+      else this.limitUsed = addSpend(this.limitUsed, part.amount);
     }
     this.refresh(at);
   }

@@ -12,7 +12,7 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { type BudgetPolicyConfig, parseBudgetPolicies } from '../../../contracts/budget-config.ts';
-import { parseUsd, unitsFromCostUsd, formatUsd } from '../../../contracts/money.ts';
+import { addSpend, parseUsd, unitsFromCostUsd, formatUsd } from '../../../contracts/money.ts';
 import type { BudgetStateMessage, SidecarMessage } from '../../../contracts/push-protocol.ts';
 import { MAX_SPEND_ENTRIES_PER_REPORT } from '../../../contracts/push-protocol.ts';
 import { BudgetBook, type BudgetRefusal } from './budget-book.ts';
@@ -249,8 +249,8 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
       base && base.periodStart === periodStart ? { spent: base.spent, limitUsed: base.limitUsed, alerted: base.alerted } : { spent: 0n, limitUsed: 0n, alerted: 0 };
     for (const c of this.#overlay.values()) {
       if (c.userId !== userId || c.policy !== policy.name || c.periodStart !== periodStart) continue;
-      usage.spent += c.split.amount;
-      usage.limitUsed += c.split.limitPart;
+      usage.spent = addSpend(usage.spent, c.split.amount);
+      usage.limitUsed = addSpend(usage.limitUsed, c.split.limitPart);
     }
     return usage;
   }
@@ -265,7 +265,7 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
         let used = base?.grantsUsed.get(g.id) ?? 0n;
         for (const c of this.#overlay.values()) {
           if (c.userId !== userId || c.policy !== policy.name) continue;
-          for (const part of c.split.grantParts) if (part.grantId === g.id) used += part.amount;
+          for (const part of c.split.grantParts) if (part.grantId === g.id) used = addSpend(used, part.amount);
         }
         return {
           id: g.id,

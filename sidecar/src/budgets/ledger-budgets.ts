@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BudgetsConfig } from '../../../contracts/budget-config.ts';
-import { formatUsd, parseUsd, unitsFromCostUsd, unitsToUsd } from '../../../contracts/money.ts';
+import { addSpend, formatUsd, parseUsd, unitsFromCostUsd, unitsToUsd } from '../../../contracts/money.ts';
 import { BudgetBook, type BudgetRefusal } from './budget-book.ts';
 import type { BudgetEnforcer, BudgetHealth, GrantRequest } from './budget-enforcer.ts';
 import { GrantError } from './budget-enforcer.ts';
@@ -349,13 +349,13 @@ export class LedgerBudgets implements BudgetEnforcer {
 
 function applyToUser(user: LedgerUser, delta: SpendDelta): void {
   const usage = user.periods.get(delta.periodStart) ?? { spent: 0n, limitUsed: 0n, alerted: 0 };
-  usage.spent += delta.split.amount;
-  usage.limitUsed += delta.split.limitPart;
+  usage.spent = addSpend(usage.spent, delta.split.amount);
+  usage.limitUsed = addSpend(usage.limitUsed, delta.split.limitPart);
   if (delta.alerted > usage.alerted) usage.alerted = delta.alerted;
   user.periods.set(delta.periodStart, usage);
   for (const part of delta.split.grantParts) {
     const grant = user.grants.find((g) => g.id === part.grantId);
-    if (grant) grant.used += part.amount;
+    if (grant) grant.used = addSpend(grant.used, part.amount);
   }
 }
 

@@ -1,5 +1,6 @@
 // A ledger in process memory: budgets last as long as the process. For tests and throwaway runs.
 
+import { addSpend } from '../../../contracts/money.ts';
 import type { Grant } from './budget-record.ts';
 import type { BudgetLedger, DeductionBatch, LedgerUser } from './ledger.ts';
 
@@ -29,13 +30,13 @@ export class MemoryLedger implements BudgetLedger {
     for (const delta of batch.deltas) {
       const user = this.#user(delta.userId);
       const usage = user.periods.get(delta.periodStart) ?? { spent: 0n, limitUsed: 0n, alerted: 0 };
-      usage.spent += delta.split.amount;
-      usage.limitUsed += delta.split.limitPart;
+      usage.spent = addSpend(usage.spent, delta.split.amount);
+      usage.limitUsed = addSpend(usage.limitUsed, delta.split.limitPart);
       if (delta.alerted > usage.alerted) usage.alerted = delta.alerted;
       user.periods.set(delta.periodStart, usage);
       for (const part of delta.split.grantParts) {
         const grant = user.grants.find((g) => g.id === part.grantId);
-        if (grant) grant.used += part.amount;
+        if (grant) grant.used = addSpend(grant.used, part.amount);
       }
     }
   }

@@ -9,6 +9,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { MAX_SPEND_UNITS, storedUnits } from '../../../contracts/money.ts';
 import type { Grant } from './budget-record.ts';
 import type { BudgetLedger, DeductionBatch, LedgerUser, SpendDelta } from './ledger.ts';
 
@@ -83,13 +84,13 @@ export class SqliteLedger implements BudgetLedger {
       `INSERT INTO budget_usage (user_id, period_start, policy, spent, limit_used, alerted, updated_at)
        VALUES (@user, @start, @policy, @amount, @limitPart, @alerted, @now)
        ON CONFLICT (user_id, period_start) DO UPDATE SET
-         spent = spent + excluded.spent,
-         limit_used = limit_used + excluded.limit_used,
+         spent = min(spent + excluded.spent, ${MAX_SPEND_UNITS}),
+         limit_used = min(limit_used + excluded.limit_used, ${MAX_SPEND_UNITS}),
          alerted = max(alerted, excluded.alerted),
          policy = excluded.policy,
          updated_at = excluded.updated_at`,
     );
-    this.#useGrant = this.#db.prepare('UPDATE budget_grants SET used = used + @amount WHERE user_id = @user AND grant_id = @grant');
+    this.#useGrant = this.#db.prepare(`UPDATE budget_grants SET used = min(used + @amount, ${MAX_SPEND_UNITS}) WHERE user_id = @user AND grant_id = @grant`);
     this.#insertGrant = this.#db.prepare(
       `INSERT INTO budget_grants (user_id, grant_id, amount, used, reason, created_at, expires_at)
        VALUES (@user, @grant, @amount, @used, @reason, @createdAt, @expiresAt)`,
@@ -162,13 +163,14 @@ function assemble(usage: UsageRow[], grants: GrantRow[]): LedgerUser[] {
     return u;
   };
   for (const row of usage) {
-    user(row.user_id).periods.set(Number(row.period_start), { spent: row.spent, limitUsed: row.limit_used, alerted: Number(row.alerted) });
+    // storedUnits: a sum that overflowed before sums were bounded was stored by SQLite as a float.
+    user(row.user_id).periods.set(Number(row.period_start), { spent: storedUnits(row.spent), limitUsed: storedUnits(row.limit_used), alerted: Number(row.alerted) });
   }
   for (const row of grants) {
     user(row.user_id).grants.push({
       id: row.grant_id,
-      amount: row.amount,
-      used: row.used,
+      amount: storedUnits(row.amount),
+      used: storedUnits(row.used),
       reason: row.reason,
       createdAt: Number(row.created_at),
       expiresAt: row.expires_at === null ? null : Number(row.expires_at),
