@@ -67,16 +67,34 @@ class SseChatStream implements ChatStreamTranslator {
 
   write(chunk: Buffer): string {
     if (this.#failure !== undefined) return '';
-    this.#source.push(chunk);
+    try {
+      this.#source.push(chunk);
+    } catch (error) {
+      this.#broken(error);
+    }
     return this.#take();
   }
 
   end(cut?: string): string {
     if (this.#failure !== undefined) return this.#take();
-    const framing = this.#source.end();
-    this.#emit(this.#finish(cut ?? framing));
-    if (this.#failure === undefined) this.#out += this.#encoder.end();
+    try {
+      const framing = this.#source.end();
+      this.#emit(this.#finish(cut ?? framing));
+      if (this.#failure === undefined) this.#out += this.#encoder.end();
+    } catch (error) {
+      this.#broken(error);
+    }
     return this.#take();
+  }
+
+  /**
+   * An upstream event the translation could not handle (a shape no provider documents): the caller's stream
+   * fails with it, rather than the process (this runs inside the upstream body's event handlers).
+   */
+  #broken(error: unknown): void {
+    if (this.#failure !== undefined) return;
+    this.#failure = `the upstream stream could not be translated: ${error instanceof Error ? error.message : String(error)}`;
+    this.#out += this.#encoder.fail(this.#route, this.#failure, 'upstream_stream_error');
   }
 
   #emit(step: StreamStep): void {

@@ -115,6 +115,7 @@ function blocksOf(content: unknown, at: string): unknown[] {
  * calls), the images some results hold in a user message after them, then the rest of the turn.
  */
 function userTurn(content: unknown, at: string): Record<string, unknown>[] {
+  if (typeof content === 'string') return [{ role: 'user', content }];
   const tools: Record<string, unknown>[] = [];
   const toolImages: Record<string, unknown>[] = [];
   const parts: Record<string, unknown>[] = [];

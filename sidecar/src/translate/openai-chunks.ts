@@ -5,7 +5,8 @@
 // (`reasoning_content`, or Ollama's `reasoning`): OpenAI itself returns none in chat completions.
 
 import { isRecord } from '../../../contracts/json-record.ts';
-import type { ChatChunk, ChatCompletion, ChunkDelta } from './openai-chat.ts';
+import { normaliseOpenAiUsage } from '../usage/openai.ts';
+import { chatUsage, type ChatChunk, type ChatCompletion, type ChatUsage, type ChunkDelta } from './openai-chat.ts';
 import type { StreamStep } from './openai-anthropic.ts';
 
 function reasoningText(message: Record<string, unknown>): string | undefined {
@@ -13,10 +14,19 @@ function reasoningText(message: Record<string, unknown>): string | undefined {
   return typeof text === 'string' && text !== '' ? text : undefined;
 }
 
-/** A chat.completion document, its choices checked; its thinking, when asked for, as one unsigned block. */
+/** A usage block as the pivot has it (every detail present): OpenAI-compatible runtimes leave details out. */
+function pivotUsage(usage: unknown): ChatUsage | undefined {
+  const normalised = normaliseOpenAiUsage(usage);
+  return normalised === null ? undefined : chatUsage(normalised);
+}
+
+/** A chat.completion document, its choices and usage checked; its thinking, when asked for, as one unsigned block. */
 export function fromOpenAiCompletion(document: Record<string, unknown>, returnReasoning: boolean): ChatCompletion {
   const completion = document as unknown as ChatCompletion;
   if (!Array.isArray(completion.choices)) completion.choices = [];
+  const usage = pivotUsage(document.usage);
+  if (usage === undefined) delete completion.usage;
+  else completion.usage = usage;
   for (const choice of completion.choices) {
     if (!isRecord(choice.message)) choice.message = { role: 'assistant', content: null, refusal: null };
     const thinking = returnReasoning ? reasoningText(choice.message as unknown as Record<string, unknown>) : undefined;
@@ -55,6 +65,7 @@ export class OpenAiChunkReader {
     }
     const chunk = document as unknown as ChatChunk;
     if (!Array.isArray(chunk.choices)) chunk.choices = [];
+    if (chunk.usage) chunk.usage = pivotUsage(chunk.usage) ?? null;
     for (const choice of chunk.choices) {
       if (!isRecord(choice.delta)) choice.delta = {};
       const thinking = this.#returnReasoning ? reasoningText(choice.delta as Record<string, unknown>) : undefined;
