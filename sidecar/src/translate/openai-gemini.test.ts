@@ -110,3 +110,34 @@ describe('Gemini stream → chat.completion.chunk SSE', () => {
     expect(out).toBe('data: {"error":{"message":"upstream alpha stream failed: The model is overloaded.","type":"server_error","param":null,"code":"unavailable"}}\n\n');
   });
 });
+
+describe('what the Responses and Messages APIs ask beyond chat (ChatExtensions)', () => {
+  const base = { model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'x' }] };
+
+  it('sets the thinking budget, and asks for thought summaries only when they are to be shown', () => {
+    const config = (budget: number | 'dynamic', summaries: boolean) =>
+      toGeminiRequest(base, { reasoning: { budget, effort: null, summaries }, returnReasoning: summaries, singleToolCall: false }).body.generationConfig;
+    expect(config(2048, true)).toEqual({ thinkingConfig: { thinkingBudget: 2048, includeThoughts: true } });
+    expect(config('dynamic', false)).toEqual({ thinkingConfig: { thinkingBudget: -1 } });
+    expect(config(0, true)).toEqual({ thinkingConfig: { thinkingBudget: 0 } });
+  });
+
+  it('keeps the thought summary apart from the answer, and one function call when only one is wanted', () => {
+    const response = {
+      candidates: [
+        {
+          content: {
+            role: 'model',
+            parts: [{ text: 'Planning.', thought: true }, { functionCall: { name: 'a', args: {} } }, { functionCall: { name: 'b', args: {} } }],
+          },
+          finishReason: 'STOP',
+        },
+      ],
+    };
+    let id = 0;
+    const message = fromGeminiResponse(response, { model: 'm', created: 0, newId: () => `call_${++id}`, reasoning: true, singleToolCall: true }).choices[0]!.message;
+    expect(message.thinking).toEqual([{ kind: 'thinking', thinking: 'Planning.', signature: '' }]);
+    expect(message.tool_calls!.map((c) => c.function.name)).toEqual(['a']);
+    expect(fromGeminiResponse(response, { model: 'm', created: 0, newId: () => 'x' }).choices[0]!.message).not.toHaveProperty('thinking');
+  });
+});
