@@ -268,7 +268,7 @@ describe('OpenAI Codex CLI with Claude or Gemini behind it (/v1/responses)', () 
     fake().behave({ usage, text: 'README.md package.json' });
     const secondId = randomUUID();
     const output = { type: 'function_call_output' as const, call_id: call.call_id, output: 'README.md\npackage.json' };
-    const second = await codexTurn(client, { ...codexOn(model), input: [question, ...first.output, output] }, secondId);
+    const second = await codexTurn(client, { ...codexOn(model), input: [question, ...(first.output as OpenAI.Responses.ResponseInputItem[]), output] }, secondId);
     expect(second.output.at(-1)).toMatchObject({ type: 'message', content: [{ type: 'output_text', text: 'README.md package.json' }] });
     expect(await findSpan(proxy.url, { requestId: secondId })).toMatchObject({ route, status: 'ok', cost_usd: cost });
   });

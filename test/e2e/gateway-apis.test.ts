@@ -522,7 +522,7 @@ describe('reasoning', () => {
     // The fake refuses a tool loop whose assistant turn lacks Anthropic's signed thinking (as Anthropic does).
     bed.anthropic.behave({ usage, text: 'It is sunny in Paris.' });
     const output = { type: 'function_call_output' as const, call_id: call.call_id, output: 'sunny' };
-    const answer = await openai.responses.create({ ...request, input: [question, ...first.output, output] });
+    const answer = await openai.responses.create({ ...request, input: [question, ...(first.output as OpenAI.Responses.ResponseInputItem[]), output] });
     expect(answer.output_text).toBe('It is sunny in Paris.');
     const assistant = (bed.anthropic.requests.at(-1)!.json as { messages: { role: string; content: { type: string }[] }[] }).messages[1]!;
     expect(assistant.content.map((b) => b.type)).toEqual(['thinking', 'tool_use']);

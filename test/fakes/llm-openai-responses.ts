@@ -97,11 +97,11 @@ export async function responses(x: FakeExchange): Promise<void> {
   }
   if (typeof body.model !== 'string' || body.model === '') return reject("Missing required parameter: 'model'.", 'model', 'missing_required_parameter');
   if (typeof body.input !== 'string' && !Array.isArray(body.input)) return reject("Missing required parameter: 'input'.", 'input', 'missing_required_parameter');
-  const previous = body.previous_response_id;
-  if (previous !== undefined && previous !== null && !stored.has(String(previous))) {
-    return sendOpenAiError(x.res, 400, `Previous response with id '${String(previous)}' not found.`, { param: 'previous_response_id', code: 'previous_response_not_found' });
+  const previous = body.previous_response_id === undefined || body.previous_response_id === null ? undefined : JSON.stringify(body.previous_response_id).replace(/^"|"$/g, '');
+  if (previous !== undefined && !stored.has(previous)) {
+    return sendOpenAiError(x.res, 400, `Previous response with id '${previous}' not found.`, { param: 'previous_response_id', code: 'previous_response_not_found' });
   }
-  const problem = inputProblem(Array.isArray(body.input) ? body.input : [], stored.get(String(previous)) ?? []);
+  const problem = inputProblem(Array.isArray(body.input) ? body.input : [], stored.get(previous ?? '') ?? []);
   if (problem !== undefined) return reject(problem.message, problem.param, 'invalid_value');
   if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, 'openai');
 
@@ -147,8 +147,7 @@ export async function responses(x: FakeExchange): Promise<void> {
       : { id: messageId, type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', annotations: [], logprobs: [], text }] };
   const headers = { 'x-request-id': `req_${randomBytes(16).toString('hex')}`, 'openai-version': '2020-10-01', 'openai-processing-ms': '318' };
   // What previous_response_id continues: the conversation so far and this answer's items.
-  if (body.store !== false)
-    stored.set(id, [...(stored.get(String(previous)) ?? []), ...(Array.isArray(body.input) ? (body.input as unknown[]) : []), finalItem(content.text ?? '')]);
+  if (body.store !== false) stored.set(id, [...(stored.get(previous ?? '') ?? []), ...(Array.isArray(body.input) ? (body.input as unknown[]) : []), finalItem(content.text ?? '')]);
 
   if (body.stream !== true) {
     return writeJsonWithText(x.res, headers, content, (text) => envelope('completed', [...reasoningItem, finalItem(text)], true));

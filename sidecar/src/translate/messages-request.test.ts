@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { messagesToChat } from './messages-request.ts';
+import { MESSAGES_PARAMETERS, messagesToChat } from './messages-request.ts';
 import { GatewayError } from './openai-error.ts';
 
 function refusal(run: () => unknown): GatewayError {
@@ -126,5 +128,12 @@ describe('Messages request → chat completions', () => {
     const error = refusal(() => messagesToChat({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'x' }], ...extra }));
     expect(error.statusCode).toBe(400);
     expect(error.param).toBe(param);
+  });
+});
+
+describe('the Messages parameter table', () => {
+  it('is documented for users: every parameter appears in docs/responses-and-messages.md', () => {
+    const doc = readFileSync(resolve(import.meta.dirname, '../../../docs/responses-and-messages.md'), 'utf8');
+    expect(Object.keys(MESSAGES_PARAMETERS).filter((name) => !doc.includes(`\`${name}\``))).toEqual([]);
   });
 });

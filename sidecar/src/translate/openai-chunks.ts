@@ -6,11 +6,12 @@
 
 import { isRecord } from '../../../contracts/json-record.ts';
 import { normaliseOpenAiUsage } from '../usage/openai.ts';
-import { chatUsage, type ChatChunk, type ChatCompletion, type ChatUsage, type ChunkDelta } from './openai-chat.ts';
+import { chatUsage, type ChatChunk, type ChatCompletion, type ChatUsage } from './openai-chat.ts';
 import type { StreamStep } from './openai-anthropic.ts';
 
-function reasoningText(message: Record<string, unknown>): string | undefined {
-  const text = message.reasoning_content ?? message.reasoning;
+function reasoningText(message: object): string | undefined {
+  const fields = message as { reasoning_content?: unknown; reasoning?: unknown };
+  const text = fields.reasoning_content ?? fields.reasoning;
   return typeof text === 'string' && text !== '' ? text : undefined;
 }
 
@@ -29,7 +30,7 @@ export function fromOpenAiCompletion(document: Record<string, unknown>, returnRe
   else completion.usage = usage;
   for (const choice of completion.choices) {
     if (!isRecord(choice.message)) choice.message = { role: 'assistant', content: null, refusal: null };
-    const thinking = returnReasoning ? reasoningText(choice.message as unknown as Record<string, unknown>) : undefined;
+    const thinking = returnReasoning ? reasoningText(choice.message) : undefined;
     if (thinking !== undefined) choice.message.thinking = [{ kind: 'thinking', thinking, signature: '' }];
   }
   return completion;
@@ -68,8 +69,8 @@ export class OpenAiChunkReader {
     if (chunk.usage) chunk.usage = pivotUsage(chunk.usage) ?? null;
     for (const choice of chunk.choices) {
       if (!isRecord(choice.delta)) choice.delta = {};
-      const thinking = this.#returnReasoning ? reasoningText(choice.delta as Record<string, unknown>) : undefined;
-      if (thinking !== undefined) (choice.delta as ChunkDelta).thinking = { block: 0, text: thinking };
+      const thinking = this.#returnReasoning ? reasoningText(choice.delta) : undefined;
+      if (thinking !== undefined) choice.delta.thinking = { block: 0, text: thinking };
     }
     return { chunks: [chunk] };
   }

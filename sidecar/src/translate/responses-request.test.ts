@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from './openai-error.ts';
-import { decodeThinking, encodeThinking, responsesToChat, type ResponseItem } from './responses-request.ts';
+import { decodeThinking, encodeThinking, RESPONSES_PARAMETERS, responsesToChat, type ResponseItem } from './responses-request.ts';
 
 function refusal(run: () => unknown): GatewayError {
   try {
@@ -155,5 +157,12 @@ describe("Claude's thinking in encrypted_content", () => {
     expect(decodeThinking('tollgate.thinking.v1.bm90IGpzb24')).toBeUndefined();
     // an unsigned block (Gemini's thoughts) is never written, and would not be read
     expect(decodeThinking(encodeThinking({ kind: 'thinking', thinking: 'x', signature: '' }))).toBeUndefined();
+  });
+});
+
+describe('the Responses parameter table', () => {
+  it('is documented for users: every parameter appears in docs/responses-and-messages.md', () => {
+    const doc = readFileSync(resolve(import.meta.dirname, '../../../docs/responses-and-messages.md'), 'utf8');
+    expect(Object.keys(RESPONSES_PARAMETERS).filter((name) => !doc.includes(`\`${name}\``))).toEqual([]);
   });
 });

@@ -269,10 +269,8 @@ class Conversation {
     const role = item.role;
     if (role === 'assistant') {
       this.#flushToolImages();
-      if (this.#assistant !== null && (this.#assistant.content !== null || this.#assistant.tool_calls !== undefined)) this.#closeAssistant();
-      const assistant = this.#openAssistant(at);
-      const text = assistantText(item.content, at);
-      assistant.content = assistant.content === null ? text : `${String(assistant.content)}${text}`;
+      // An assistant message starts a new turn's text; the function calls after it join that turn.
+      this.#openAssistant(at).content = assistantText(item.content, at);
       return;
     }
     this.#endModelTurn();

@@ -54,7 +54,8 @@ export const gammaCloudb = defineRoute('gamma-cloudb', {
       delete body.stream;
       if (body.anthropic_version === undefined) body.anthropic_version = BEDROCK_ANTHROPIC_VERSION;
       // Bedrock reads betas from the body, not the anthropic-beta header.
-      if (call.betas !== undefined && call.betas.length > 0) body.anthropic_beta = [...(Array.isArray(body.anthropic_beta) ? body.anthropic_beta : []), ...call.betas];
+      if (call.betas !== undefined && call.betas.length > 0)
+        body.anthropic_beta = [...(Array.isArray(body.anthropic_beta) ? (body.anthropic_beta as unknown[]) : []), ...call.betas];
       const path = encodeAwsPath(`/model/${encodeURIComponent(model)}/${stream ? 'invoke-with-response-stream' : 'invoke'}`);
       const plan = nativePlan(model, path, body, stream ? STREAM_ACCEPT : {});
       if (stream) plan.reframe = (route) => new BedrockMessagesStream(route);
