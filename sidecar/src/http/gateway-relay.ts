@@ -14,6 +14,7 @@ import { ProxyError } from '../errors.ts';
 import type { MeteredCall } from '../metering/call-meter.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { relayStream, responseExtractor } from '../relay.ts';
+import type { UsageExtractor } from '../usage/extractor.ts';
 import type { GatewayPlan } from '../routes/v1-plan.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
 import type { ResponseShaping } from '../translate/chat-responses.ts';
@@ -135,14 +136,7 @@ async function relayTranslatedJson(ctx: RelayContext): Promise<void> {
   }
   if (!isRecord(document)) {
     upstream.settle('failure');
-    call.finish({
-      prices: ctx.prices,
-      usage: result.usage,
-      responseModel: result.responseModel,
-      status: 'error',
-      statusCode: upstream.statusCode,
-      error: 'upstream_stream_error: upstream body is not a JSON object',
-    });
+    failedAnswer(ctx, result, 'upstream_stream_error: upstream body is not a JSON object');
     throw new ProxyError('upstream_stream_error', `upstream ${plan.route} answered ${upstream.statusCode} with a body that is not a JSON object`);
   }
   upstream.settle('success');
@@ -152,16 +146,14 @@ async function relayTranslatedJson(ctx: RelayContext): Promise<void> {
   } catch (error) {
     // The provider answered and is paid for; only the caller's API could not carry the answer.
     const failure = error instanceof ProxyError ? error : new ProxyError('upstream_stream_error', `the answer could not be translated: ${String(error)}`);
-    call.finish({
-      prices: ctx.prices,
-      usage: result.usage,
-      responseModel: result.responseModel,
-      status: 'error',
-      statusCode: upstream.statusCode,
-      error: `${failure.code}: ${failure.message}`,
-    });
+    failedAnswer(ctx, result, `${failure.code}: ${failure.message}`);
     throw failure;
   }
   call.finish({ prices: ctx.prices, usage: result.usage, responseModel: result.responseModel, status: 'ok', statusCode: upstream.statusCode });
   if (!answerClosed(ctx.res)) sendJson(ctx.res, 200, answer, ctx.trace);
+}
+
+/** A translated answer that cannot be given: the call is recorded with the usage the upstream reported. */
+function failedAnswer(ctx: RelayContext, result: ReturnType<UsageExtractor['end']>, error: string): void {
+  ctx.call.finish({ prices: ctx.prices, usage: result.usage, responseModel: result.responseModel, status: 'error', statusCode: ctx.upstream.statusCode, error });
 }

@@ -1,39 +1,7 @@
-import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { describe, expect, it } from 'vitest';
 import { BedrockMessagesStream } from './bedrock-messages.ts';
 import { sseEvents } from './testdata/sse-events.ts';
-
-const codec = new EventStreamCodec(
-  (bytes) => Buffer.from(bytes).toString('utf8'),
-  (text) => Buffer.from(text, 'utf8'),
-);
-
-function chunk(event: Record<string, unknown>): Buffer {
-  const body = Buffer.from(JSON.stringify({ bytes: Buffer.from(JSON.stringify(event)).toString('base64'), p: 'abc' }));
-  return Buffer.from(
-    codec.encode({
-      headers: {
-        ':event-type': { type: 'string', value: 'chunk' },
-        ':content-type': { type: 'string', value: 'application/json' },
-        ':message-type': { type: 'string', value: 'event' },
-      },
-      body,
-    }),
-  );
-}
-
-function exception(type: string, message: string): Buffer {
-  return Buffer.from(
-    codec.encode({
-      headers: {
-        ':exception-type': { type: 'string', value: type },
-        ':content-type': { type: 'string', value: 'application/json' },
-        ':message-type': { type: 'string', value: 'exception' },
-      },
-      body: Buffer.from(JSON.stringify({ message })),
-    }),
-  );
-}
+import { chunkFrame as chunk, exceptionFrame as exception } from '../../../test/fakes/llm-bedrock.ts';
 
 const EVENTS = [
   {

@@ -4,8 +4,8 @@
 // block being written: every delta goes out as it comes, written as text without building an object.
 
 import { anthropicStreamErrorEvent } from './anthropic-error.ts';
-import type { ChunkEncoder } from './chat-stream.ts';
-import type { ChatChunk, ChatCompletion, ChatUsage, ChunkToolCallDelta, FinishReason, ThinkingDelta } from './openai-chat.ts';
+import { ChoiceEncoder } from './choice-encoder.ts';
+import type { ChatCompletion, ChatUsage, ChunkToolCallDelta, FinishReason, ThinkingDelta } from './openai-chat.ts';
 import { ProxyError } from '../errors.ts';
 
 export interface MessagesUsage {
@@ -71,7 +71,7 @@ export function messageFromCompletion(completion: ChatCompletion, id: string): R
 
 type OpenBlock = { kind: 'thinking'; block: number } | { kind: 'text' } | { kind: 'tool'; toolIndex: number } | undefined;
 
-export class MessagesStreamEncoder implements ChunkEncoder {
+export class MessagesStreamEncoder extends ChoiceEncoder {
   readonly #id: string;
   readonly #model: string;
   #started = false;
@@ -80,46 +80,32 @@ export class MessagesStreamEncoder implements ChunkEncoder {
   /** What the open block takes more of (a redacted thinking block takes nothing, and is open only until it is stopped). */
   #open: OpenBlock;
   #blockOpen = false;
-  #finish: FinishReason | null = null;
-  #usage: ChatUsage | null = null;
 
   /** `model` is named until the upstream names one. */
   constructor(id: string, model: string) {
+    super();
     this.#id = id;
     this.#model = model;
   }
 
-  chunk(chunk: ChatChunk): string {
-    let out = this.#started ? '' : this.#start(chunk.model);
-    const choice = chunk.choices[0];
-    if (choice !== undefined) {
-      const delta = choice.delta;
-      if (delta.thinking !== undefined) out += this.#thinking(delta.thinking);
-      if (typeof delta.content === 'string' && delta.content !== '') out += this.#text(delta.content);
-      for (const call of delta.tool_calls ?? []) out += this.#toolCall(call);
-      if (choice.finish_reason) this.#finish = choice.finish_reason;
-    }
-    if (chunk.usage) this.#usage = chunk.usage;
-    return out;
-  }
-
   end(): string {
-    const out = (this.#started ? '' : this.#start(this.#model)) + this.#stop();
-    const usage = JSON.stringify(messagesUsage(this.#usage));
-    return `${out}event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"${stopReason(this.#finish)}","stop_sequence":null},"usage":${usage}}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n`;
+    const out = this.begin(this.#model) + this.#stop();
+    const usage = JSON.stringify(messagesUsage(this.usage));
+    return `${out}event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"${stopReason(this.finish)}","stop_sequence":null},"usage":${usage}}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n`;
   }
 
   fail(route: string, message: string): string {
     return anthropicStreamErrorEvent(route, message);
   }
 
-  #start(model: string): string {
+  protected begin(model: string): string {
+    if (this.#started) return '';
     this.#started = true;
     const message = { id: this.#id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: messagesUsage(null) };
     return `event: message_start\ndata: ${JSON.stringify({ type: 'message_start', message })}\n\n`;
   }
 
-  #thinking(delta: ThinkingDelta): string {
+  protected thinking(delta: ThinkingDelta): string {
     let out = '';
     const open = this.#open;
     if (delta.redacted !== undefined) {
@@ -134,12 +120,12 @@ export class MessagesStreamEncoder implements ChunkEncoder {
     return out;
   }
 
-  #text(text: string): string {
+  protected text(text: string): string {
     const out = this.#open?.kind === 'text' ? '' : this.#stop() + this.#begin({ kind: 'text' }, { type: 'text', text: '' });
     return out + this.#delta(`{"type":"text_delta","text":${JSON.stringify(text)}}`);
   }
 
-  #toolCall(call: ChunkToolCallDelta): string {
+  protected toolCall(call: ChunkToolCallDelta): string {
     let out = '';
     const open = this.#open;
     if (open?.kind !== 'tool' || open.toolIndex !== call.index) {

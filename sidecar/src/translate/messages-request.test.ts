@@ -2,17 +2,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MESSAGES_PARAMETERS, messagesToChat } from './messages-request.ts';
-import { GatewayError } from './openai-error.ts';
-
-function refusal(run: () => unknown): GatewayError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('expected a GatewayError');
-}
+import { refusal } from './testdata/refusal.ts';
 
 describe('Messages request → chat completions', () => {
   it("turns Claude Code's turns into chat turns: tool results first, their images after, thinking dropped", () => {

@@ -2,21 +2,11 @@ import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { describe, expect, it } from 'vitest';
 import { anthropicSseChatStream, bedrockChatStream } from './chat-stream.ts';
 import { AnthropicChunkTranslator, DEFAULT_ANTHROPIC_MAX_TOKENS, fromAnthropicMessage, toAnthropicRequest } from './openai-anthropic.ts';
-import { GatewayError } from './openai-error.ts';
+import { refusal } from './testdata/refusal.ts';
 import { expectGolden, testdata, testdataJson } from './testdata/golden-file.ts';
 
 const identity = { id: 'chatcmpl-test', created: 1758190360, model: 'claude-sonnet-4-20250514', includeUsage: true };
 const direct = { imageUrls: true, route: 'gamma-direct' };
-
-function refusal(run: () => unknown): GatewayError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('expected a GatewayError');
-}
 
 describe('chat completions → Anthropic Messages request', () => {
   it('translates a multi-turn agent conversation (golden)', () => {

@@ -1,22 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { geminiSseChatStream } from './chat-stream.ts';
-import { GatewayError } from './openai-error.ts';
+import { refusal } from './testdata/refusal.ts';
 import { fromGeminiResponse, GeminiChunkTranslator, toGeminiRequest } from './openai-gemini.ts';
 import { expectGolden, testdata, testdataJson } from './testdata/golden-file.ts';
 
 function counter(): () => string {
   let n = 0;
   return () => `call_${++n}`;
-}
-
-function refusal(run: () => unknown): GatewayError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('expected a GatewayError');
 }
 
 describe('chat completions → Gemini generateContent request', () => {

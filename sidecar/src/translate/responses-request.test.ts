@@ -1,18 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from './openai-error.ts';
+import { refusal } from './testdata/refusal.ts';
 import { decodeThinking, encodeThinking, RESPONSES_PARAMETERS, responsesToChat, type ResponseItem } from './responses-request.ts';
-
-function refusal(run: () => unknown): GatewayError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('expected a GatewayError');
-}
 
 const signed = encodeThinking({ kind: 'thinking', thinking: 'Check the weather tool.', signature: 'c2lnbmVk' });
 

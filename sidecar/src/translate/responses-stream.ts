@@ -8,8 +8,8 @@
 // OpenAI SDKs raise as an APIError.
 
 import type { ThinkingBlock } from './chat-extensions.ts';
-import type { ChunkEncoder } from './chat-stream.ts';
-import type { ChatChunk, ChatUsage, ChunkToolCallDelta, FinishReason, ThinkingDelta } from './openai-chat.ts';
+import { ChoiceEncoder } from './choice-encoder.ts';
+import type { ChunkToolCallDelta, ThinkingDelta } from './openai-chat.ts';
 import type { ResponseItem } from './responses-request.ts';
 import {
   functionCallItem,
@@ -39,19 +39,18 @@ type OpenItem =
   | { kind: 'message'; id: string; index: number; text: string }
   | { kind: 'call'; id: string; index: number; toolIndex: number; callId: string; name: string; args: string };
 
-export class ResponsesStreamEncoder implements ChunkEncoder {
+export class ResponsesStreamEncoder extends ChoiceEncoder {
   readonly #options: ResponsesStreamOptions;
   #head: ResponseHead | undefined;
   #sequence = 0;
   readonly #output: ResponseItem[] = [];
   readonly #stored: ResponseItem[] = [];
   #open: OpenItem | undefined;
-  #finish: FinishReason | null = null;
-  #usage: ChatUsage | null = null;
   #chars = 0;
   #failure: string | undefined;
 
   constructor(options: ResponsesStreamOptions) {
+    super();
     this.#options = options;
   }
 
@@ -59,46 +58,33 @@ export class ResponsesStreamEncoder implements ChunkEncoder {
     return this.#failure;
   }
 
-  chunk(chunk: ChatChunk): string {
-    let out = this.#head === undefined ? this.#start(chunk.model) : '';
-    const choice = chunk.choices[0];
-    if (choice !== undefined) {
-      const delta = choice.delta;
-      if (delta.thinking !== undefined) out += this.#thinking(delta.thinking);
-      if (typeof delta.content === 'string' && delta.content !== '') out += this.#text(delta.content);
-      for (const call of delta.tool_calls ?? []) out += this.#toolCall(call);
-      if (choice.finish_reason) this.#finish = choice.finish_reason;
-    }
-    if (chunk.usage) this.#usage = chunk.usage;
-    return out;
-  }
-
   end(): string {
-    let out = this.#head === undefined ? this.#start(this.#options.model) : '';
+    let out = this.begin(this.#options.model);
     out += this.#close();
-    const { status, incomplete } = responseStatus(this.#finish);
-    const response = responseObject(this.#head!, status, this.#output, responsesUsage(this.#usage), { incomplete });
+    const { status, incomplete } = responseStatus(this.finish);
+    const response = responseObject(this.#head!, status, this.#output, responsesUsage(this.usage), { incomplete });
     out += this.#event(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
     this.#options.onDone(response, this.#stored);
     return out;
   }
 
   fail(route: string, message: string, code: string | null): string {
-    let out = this.#head === undefined ? this.#start(this.#options.model) : '';
+    let out = this.begin(this.#options.model);
     const text = `upstream ${route} stream failed: ${message}`;
-    const response = responseObject(this.#head!, 'failed', this.#output, responsesUsage(this.#usage), { error: { code: 'server_error', message: text } });
+    const response = responseObject(this.#head!, 'failed', this.#output, responsesUsage(this.usage), { error: { code: 'server_error', message: text } });
     out += this.#event('response.failed', { response });
     out += this.#event('error', { code: code ?? 'server_error', message: text, param: null });
     return out;
   }
 
-  #start(model: string): string {
+  protected begin(model: string): string {
+    if (this.#head !== undefined) return '';
     this.#head = { ...this.#options.head, model };
     const response = responseObject(this.#head, 'in_progress', [], null);
     return this.#event('response.created', { response }) + this.#event('response.in_progress', { response });
   }
 
-  #thinking(delta: ThinkingDelta): string {
+  protected thinking(delta: ThinkingDelta): string {
     let out = '';
     let open = this.#open;
     if (open?.kind !== 'reasoning' || open.block !== delta.block) {
@@ -121,7 +107,7 @@ export class ResponsesStreamEncoder implements ChunkEncoder {
     return `${out}event: ${type}\ndata: {"type":"${type}","sequence_number":${this.#sequence++},"item_id":"${open.id}","output_index":${open.index},"summary_index":0,"delta":${JSON.stringify(delta.text)}}\n\n`;
   }
 
-  #text(text: string): string {
+  protected text(text: string): string {
     let out = '';
     let open = this.#open;
     if (open?.kind !== 'message') {
@@ -140,7 +126,7 @@ export class ResponsesStreamEncoder implements ChunkEncoder {
     return `${out}event: ${type}\ndata: {"type":"${type}","sequence_number":${this.#sequence++},"item_id":"${open.id}","output_index":${open.index},"content_index":0,"delta":${JSON.stringify(text)},"logprobs":[]}\n\n`;
   }
 
-  #toolCall(call: ChunkToolCallDelta): string {
+  protected toolCall(call: ChunkToolCallDelta): string {
     let out = '';
     let open = this.#open;
     if (open?.kind !== 'call' || open.toolIndex !== call.index) {
