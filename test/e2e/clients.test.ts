@@ -275,9 +275,10 @@ describe('OpenAI Codex CLI with Claude or Gemini behind it (/v1/responses)', () 
 });
 
 describe('Claude Code with GPT or Gemini behind it (/v1/messages)', () => {
-  /** What Claude Code sends: cached system blocks, tools, thinking, the user in metadata, its betas. */
+  /** What Claude Code sends, through the SDK's beta Messages (`?beta=true`): cached system blocks, tools, thinking, the user in metadata, its betas. */
   const claudeCodeOn = (model: string) => ({
     model,
+    betas: ['claude-code-20250219', 'interleaved-thinking-2025-05-14'],
     max_tokens: 32000,
     system: [{ type: 'text' as const, text: 'You are Claude Code, an interactive CLI tool.', cache_control: { type: 'ephemeral' as const } }],
     thinking: { type: 'enabled' as const, budget_tokens: 2048 },
@@ -285,7 +286,7 @@ describe('Claude Code with GPT or Gemini behind it (/v1/messages)', () => {
     metadata: { user_id: 'user_abc_account_def_session_ghi' },
     messages: [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'What is the weather in Lisbon?', cache_control: { type: 'ephemeral' as const } }] }],
   });
-  const headers = { 'anthropic-beta': 'claude-code-20250219,interleaved-thinking-2025-05-14', 'x-tollgate-user': 'alice' };
+  const headers = { 'x-tollgate-user': 'alice' };
 
   it.each([
     // gpt-5 (1.25 / cached 0.125 / 10) with Claude Code's usage in OpenAI's fields (no cache writes there):
@@ -297,7 +298,7 @@ describe('Claude Code with GPT or Gemini behind it (/v1/messages)', () => {
     const client = new Anthropic({ baseURL: proxy.url, authToken: 'unused', maxRetries: 0 });
     fake().behave({ usage: CLAUDE_USAGE, toolCall: { name: 'get_weather', arguments: { city: 'Lisbon' } }, forRequests: 1 });
     const firstId = randomUUID();
-    const message = await client.messages.stream(claudeCodeOn(model), { headers: { ...headers, 'x-request-id': firstId } }).finalMessage();
+    const message = await client.beta.messages.stream(claudeCodeOn(model), { headers: { ...headers, 'x-request-id': firstId } }).finalMessage();
     const use = message.content.find((block) => block.type === 'tool_use');
     expect(use).toMatchObject({ name: 'get_weather', input: { city: 'Lisbon' } });
     expect(message.stop_reason).toBe('tool_use');
@@ -311,11 +312,15 @@ describe('Claude Code with GPT or Gemini behind it (/v1/messages)', () => {
       cost_usd: cost,
       user_id: 'alice',
     });
+    // Anthropic's betas and cache breakpoints are not another provider's.
+    const sent = fake().requests.at(-1)!;
+    expect(sent.headers['anthropic-beta']).toBeUndefined();
+    expect(JSON.stringify(sent.json)).not.toContain('cache_control');
 
     fake().behave({ usage: CLAUDE_USAGE, text: 'It is sunny in Lisbon.' });
     const secondId = randomUUID();
     const request = claudeCodeOn(model);
-    const answer = await client.messages
+    const answer = await client.beta.messages
       .stream(
         {
           ...request,

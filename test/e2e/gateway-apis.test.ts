@@ -593,6 +593,76 @@ describe('reasoning', () => {
   });
 });
 
+describe('translated streams that fail upstream', () => {
+  beforeEach(async () => {
+    bed.reset();
+    await setGateway({ anthropicRoute: 'gamma-direct', googleRoute: 'alpha' });
+  });
+
+  it('a Responses stream from Claude cut by an in-stream error raises an APIError after response.failed; the span says error', async () => {
+    bed.anthropic.behave({ usage, streamError: true, chunkCount: 6 });
+    const { data: stream, response } = await openai.responses.create({ model: 'claude-sonnet-4', input: 'Hi', stream: true }).withResponse();
+    const types: string[] = [];
+    const error = await (async () => {
+      for await (const event of stream) types.push(event.type);
+      return null;
+    })().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect((error as Error).message).toContain('upstream gamma-direct stream failed');
+    expect(types).toContain('response.output_text.delta');
+    expect(types.at(-1)).toBe('response.failed');
+    expect(await spanOf(response.headers.get('x-proxy-span-id'))).toMatchObject({ route: 'gamma-direct', status: 'error' });
+  });
+
+  it('a Messages stream from Gemini that ends before its finishReason raises an APIError, never a clean end', async () => {
+    bed.vertex.behave({ usage, truncateStream: true, chunkCount: 6 });
+    const error = await anthropic.messages
+      .stream({ model: 'gemini-2.5-flash', max_tokens: 50, messages: [{ role: 'user', content: 'Hi' }] })
+      .finalMessage()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Anthropic.APIError);
+    expect((error as Error).message).toContain('stream ended before a finishReason');
+  });
+});
+
+describe('Messages passed through to Claude', () => {
+  beforeEach(() => bed.reset());
+
+  it('keeps the betas where each platform reads them: the header on the Anthropic API, the body on Bedrock', async () => {
+    const request = { model: 'claude-sonnet-4', max_tokens: 50, messages: [{ role: 'user' as const, content: 'Hi' }], betas: ['interleaved-thinking-2025-05-14'] };
+    await setGateway({ anthropicRoute: 'gamma-direct' });
+    await anthropic.beta.messages.create(request);
+    expect(bed.anthropic.requests.at(-1)!.headers['anthropic-beta']).toBe('interleaved-thinking-2025-05-14');
+    await setGateway({ anthropicRoute: 'gamma-cloudb' });
+    bed.bedrock.behave({ usage, text: 'Hello.' });
+    const stream = anthropic.beta.messages.stream({ ...request, thinking: { type: 'enabled', budget_tokens: 1024 }, max_tokens: 2048 });
+    const message = await stream.finalMessage();
+    await setGateway({ anthropicRoute: 'gamma-direct' });
+    expect(message.content.map((block) => block.type)).toEqual(['thinking', 'text']);
+    const sent = bed.bedrock.requests.at(-1)!;
+    expect(sent.path).toBe('/model/anthropic.claude-sonnet-4-20250514-v1%3A0/invoke-with-response-stream');
+    expect(sent.json).toMatchObject({
+      anthropic_version: 'bedrock-2023-05-31',
+      anthropic_beta: ['interleaved-thinking-2025-05-14'],
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+    });
+    expect(sent.json).not.toHaveProperty('model');
+    expect(sent.json).not.toHaveProperty('stream');
+  });
+
+  it("a Bedrock stream that fails mid-way ends with Anthropic's error event, which the SDK raises", async () => {
+    await setGateway({ anthropicRoute: 'gamma-cloudb' });
+    bed.bedrock.behave({ usage, streamError: true, chunkCount: 6 });
+    const error = await anthropic.messages
+      .stream({ model: 'claude-sonnet-4', max_tokens: 50, messages: [{ role: 'user', content: 'Hi' }] })
+      .finalMessage()
+      .catch((e: unknown) => e);
+    await setGateway({ anthropicRoute: 'gamma-direct' });
+    expect(error).toBeInstanceOf(Anthropic.APIError);
+    expect((error as Error).message).toContain('upstream gamma-cloudb stream failed');
+  });
+});
+
 describe('refusals', () => {
   beforeEach(() => bed.reset());
 
