@@ -16,6 +16,7 @@ import { Lifecycle } from './lifecycle.ts';
 import { CallMeter } from './metering/call-meter.ts';
 import type { CredentialKind } from '../../contracts/routes.ts';
 import { gatewayRoutes } from './http/gateway.ts';
+import { ResponseStore } from './responses/response-store.ts';
 import { listenerOptions } from './http/listener-options.ts';
 import { inboundPolicy, installRequestGuard, type InboundPolicy } from './inbound/request-guard.ts';
 import { healthCheck, healthRoutes, type Health } from './http/health.ts';
@@ -109,6 +110,8 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
       : () => undefined;
   const meter = new CallMeter(writer, logger, lifecycle, budgets);
   const metrics = new ProxyMetrics();
+  // One store for previous_response_id behind both listeners: a conversation started on one continues on the other.
+  const responses = new ResponseStore();
   meter.observe(metrics);
   const otlp = new OtlpFollower({ store, env: opts.env ?? process.env, logger });
   meter.observe(otlp);
@@ -164,12 +167,13 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
     otlp: () => otlp.stats(),
     authFailures: () => identity.failures.total,
     budgets: () => budgets.list(Date.now()),
+    responses: () => responses.stats(),
   });
   app.register(proxyRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env });
-  app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env, localModels: local?.models });
+  app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env, localModels: local?.models, responses });
   const lmstudio =
     local !== null && config.local.lmstudioPort !== 0
-      ? await buildLmStudioApp({ store, client, lifecycle, refusals, identity, budgets, localModels: local.models, env: opts.env ?? process.env })
+      ? await buildLmStudioApp({ store, client, lifecycle, refusals, identity, budgets, localModels: local.models, responses, env: opts.env ?? process.env })
       : null;
 
   app.setNotFoundHandler((request, reply) => {

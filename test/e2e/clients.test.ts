@@ -200,3 +200,140 @@ describe('OpenAI Codex CLI: the Responses API through /proxy/beta (OPENAI_BASE_U
     expect(await findSpan(proxy.url, { requestId })).toMatchObject({ model: 'gpt-5-codex', cost_usd: CODEX_COST, reasoning_tokens: 600 });
   });
 });
+
+// The same clients through /v1 with another provider's model behind them: the gateway translates the
+// Responses API (Codex) and the Messages API (Claude Code), docs/clients.md's recipes.
+describe('OpenAI Codex CLI with Claude or Gemini behind it (/v1/responses)', () => {
+  /** What Codex sends for a model family it does not know: function tools, one call at a time, nothing stored. */
+  const codexOn = (model: string) => ({
+    model,
+    instructions: 'You are Codex, a coding agent.',
+    tools: [
+      {
+        type: 'function' as const,
+        name: 'shell',
+        description: 'Run a command',
+        strict: false,
+        parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } }, required: ['command'] },
+      },
+    ],
+    tool_choice: 'auto' as const,
+    parallel_tool_calls: false,
+    reasoning: { effort: 'medium' as const, summary: 'auto' as const },
+    store: false,
+    include: ['reasoning.encrypted_content' as const],
+    prompt_cache_key: 'a1b2c3',
+    stream: true as const,
+  });
+
+  /** One Codex turn: the streamed events, the completed response. */
+  async function codexTurn(client: OpenAI, body: ReturnType<typeof codexOn> & { input: OpenAI.Responses.ResponseInput }, requestId: string) {
+    const stream = await client.responses.create(body, { headers: { 'x-request-id': requestId, 'x-tollgate-user': 'bob' } });
+    let completed: OpenAI.Responses.Response | undefined;
+    const types: string[] = [];
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === 'response.completed') completed = event.response;
+    }
+    expect(types[0]).toBe('response.created');
+    return completed!;
+  }
+
+  it.each([
+    // claude-sonnet-4-6 on the Anthropic API: CLAUDE_COST, worked out above.
+    { model: 'claude-sonnet-4-6', fake: () => bed.anthropic, route: 'gamma-direct', provider: 'anthropic', usage: CLAUDE_USAGE, cost: CLAUDE_COST, input: 4200 },
+    // gemini-2.5-flash (0.3 / cached 0.03 / 2.5) with Codex's usage: 3000 × 0.3 + 1000 × 0.03 + 1000 × 2.5 = 900 + 30 + 2500 = 3430 µ$.
+    { model: 'gemini-2.5-flash', fake: () => bed.vertex, route: 'alpha', provider: 'google', usage: CODEX_USAGE, cost: 0.00343, input: 4000 },
+  ])('$model: a shell call round trip, streamed, each turn costed', async ({ model, fake, route, provider, usage, cost, input }) => {
+    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    fake().behave({ usage, toolCall: { name: 'shell', arguments: { command: ['ls'] } }, forRequests: 1 });
+    const question = { role: 'user' as const, content: 'List the files in this repository.' };
+    const firstId = randomUUID();
+    const first = await codexTurn(client, { ...codexOn(model), input: [question] }, firstId);
+    const call = first.output.find((item) => item.type === 'function_call');
+    expect(call).toMatchObject({ name: 'shell', arguments: '{"command":["ls"]}' });
+    if (call?.type !== 'function_call') throw new Error('no function call');
+    expect(await findSpan(proxy.url, { requestId: firstId })).toMatchObject({
+      route,
+      provider,
+      model,
+      status: 'ok',
+      input_tokens: input,
+      cost_usd: cost,
+      priced: true,
+      user_id: 'bob',
+    });
+
+    // Codex sends the whole conversation back (store: false), the reasoning items with their encrypted content.
+    fake().behave({ usage, text: 'README.md package.json' });
+    const secondId = randomUUID();
+    const output = { type: 'function_call_output' as const, call_id: call.call_id, output: 'README.md\npackage.json' };
+    const second = await codexTurn(client, { ...codexOn(model), input: [question, ...(first.output as OpenAI.Responses.ResponseInputItem[]), output] }, secondId);
+    expect(second.output.at(-1)).toMatchObject({ type: 'message', content: [{ type: 'output_text', text: 'README.md package.json' }] });
+    expect(await findSpan(proxy.url, { requestId: secondId })).toMatchObject({ route, status: 'ok', cost_usd: cost });
+  });
+});
+
+describe('Claude Code with GPT or Gemini behind it (/v1/messages)', () => {
+  /** What Claude Code sends, through the SDK's beta Messages (`?beta=true`): cached system blocks, tools, thinking, the user in metadata, its betas. */
+  const claudeCodeOn = (model: string) => ({
+    model,
+    betas: ['claude-code-20250219', 'interleaved-thinking-2025-05-14'],
+    max_tokens: 32000,
+    system: [{ type: 'text' as const, text: 'You are Claude Code, an interactive CLI tool.', cache_control: { type: 'ephemeral' as const } }],
+    thinking: { type: 'enabled' as const, budget_tokens: 2048 },
+    tools: [weatherTool],
+    metadata: { user_id: 'user_abc_account_def_session_ghi' },
+    messages: [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'What is the weather in Lisbon?', cache_control: { type: 'ephemeral' as const } }] }],
+  });
+  const headers = { 'x-tollgate-user': 'alice' };
+
+  it.each([
+    // gpt-5 (1.25 / cached 0.125 / 10) with Claude Code's usage in OpenAI's fields (no cache writes there):
+    // 1200 × 1.25 + 2000 × 0.125 + 480 × 10 = 1500 + 250 + 4800 = 6550 µ$.
+    { model: 'gpt-5', fake: () => bed.openai, route: 'beta', cost: 0.00655 },
+    // gemini-2.5-flash (0.3 / cached 0.03 / 2.5): 1200 × 0.3 + 2000 × 0.03 + 480 × 2.5 = 360 + 60 + 1200 = 1620 µ$.
+    { model: 'gemini-2.5-flash', fake: () => bed.vertex, route: 'alpha', cost: 0.00162 },
+  ])('$model: a tool round trip streamed, each turn costed', async ({ model, fake, route, cost }) => {
+    const client = new Anthropic({ baseURL: proxy.url, authToken: 'unused', maxRetries: 0 });
+    fake().behave({ usage: CLAUDE_USAGE, toolCall: { name: 'get_weather', arguments: { city: 'Lisbon' } }, forRequests: 1 });
+    const firstId = randomUUID();
+    const message = await client.beta.messages.stream(claudeCodeOn(model), { headers: { ...headers, 'x-request-id': firstId } }).finalMessage();
+    const use = message.content.find((block) => block.type === 'tool_use');
+    expect(use).toMatchObject({ name: 'get_weather', input: { city: 'Lisbon' } });
+    expect(message.stop_reason).toBe('tool_use');
+    if (use?.type !== 'tool_use') throw new Error('no tool_use');
+    expect(await findSpan(proxy.url, { requestId: firstId })).toMatchObject({
+      route,
+      model,
+      status: 'ok',
+      input_tokens: 3200,
+      output_tokens: 480,
+      cost_usd: cost,
+      user_id: 'alice',
+    });
+    // Anthropic's betas and cache breakpoints are not another provider's.
+    const sent = fake().requests.at(-1)!;
+    expect(sent.headers['anthropic-beta']).toBeUndefined();
+    expect(JSON.stringify(sent.json)).not.toContain('cache_control');
+
+    fake().behave({ usage: CLAUDE_USAGE, text: 'It is sunny in Lisbon.' });
+    const secondId = randomUUID();
+    const request = claudeCodeOn(model);
+    const answer = await client.beta.messages
+      .stream(
+        {
+          ...request,
+          messages: [
+            ...request.messages,
+            { role: 'assistant', content: message.content },
+            { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'Sunny, 24 °C' }] },
+          ],
+        },
+        { headers: { ...headers, 'x-request-id': secondId } },
+      )
+      .finalMessage();
+    expect(answer.content.find((block) => block.type === 'text')).toMatchObject({ text: 'It is sunny in Lisbon.' });
+    expect(await findSpan(proxy.url, { requestId: secondId })).toMatchObject({ route, status: 'ok', cost_usd: cost });
+  });
+});

@@ -60,7 +60,68 @@ export async function handleClaudeOnVertex(x: FakeExchange, model: string, metho
 /** The checks Anthropic applies to a Messages body (model and version checks are the caller's). */
 export function messagesProblem(body: Record<string, unknown>): string | undefined {
   if (typeof body.max_tokens !== 'number') return 'max_tokens: Field required';
-  return messagesListProblem(body) ?? toolsProblem(body) ?? thinkingProblem(body);
+  return messagesListProblem(body) ?? toolsProblem(body) ?? thinkingProblem(body) ?? toolPairingProblem(body) ?? thinkingBlocksProblem(body);
+}
+
+/** Thinking signatures this fake issued: Anthropic refuses a thinking block it did not sign. */
+const issuedSignatures = new Set<string>();
+
+type Block = Record<string, unknown>;
+
+function contentBlocks(message: unknown): Block[] {
+  const content = jsonObject(message)?.content;
+  return Array.isArray(content) ? content.map((b) => jsonObject(b) ?? {}) : [];
+}
+
+/** Every tool_use answered by a tool_result in the next message, and no tool_result without its tool_use. */
+function toolPairingProblem(body: Record<string, unknown>): string | undefined {
+  const messages = body.messages as unknown[];
+  for (let i = 0; i < messages.length; i++) {
+    const role = jsonObject(messages[i])?.role;
+    const blocks = contentBlocks(messages[i]);
+    if (role === 'assistant') {
+      const uses = blocks.filter((b) => b.type === 'tool_use').map((b) => String(b.id));
+      if (uses.length === 0 || i + 1 >= messages.length) continue;
+      const answered = new Set(
+        contentBlocks(messages[i + 1])
+          .filter((b) => b.type === 'tool_result')
+          .map((b) => String(b.tool_use_id)),
+      );
+      const missing = uses.filter((id) => !answered.has(id));
+      if (missing.length > 0) {
+        return `messages.${i + 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`;
+      }
+    } else {
+      const previous =
+        i > 0
+          ? contentBlocks(messages[i - 1])
+              .filter((b) => b.type === 'tool_use')
+              .map((b) => String(b.id))
+          : [];
+      const k = blocks.findIndex((b) => b.type === 'tool_result' && !previous.includes(String(b.tool_use_id)));
+      if (k >= 0) {
+        return `messages.${i}.content.${k}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${String(blocks[k]!.tool_use_id)}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`;
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Thinking blocks are Anthropic's own, signed; with thinking on, the assistant turn whose tool calls the
+ * conversation ends by answering must start with its thinking.
+ */
+function thinkingBlocksProblem(body: Record<string, unknown>): string | undefined {
+  const messages = body.messages as unknown[];
+  for (let i = 0; i < messages.length; i++) {
+    const k = contentBlocks(messages[i]).findIndex((b) => b.type === 'thinking' && !issuedSignatures.has(String(b.signature)));
+    if (k >= 0) return `messages.${i}.content.${k}: Invalid \`signature\` in \`thinking\` block`;
+  }
+  const last = messages.length - 1;
+  if (!wantsThinking(body) || last < 1 || !contentBlocks(messages[last]).some((b) => b.type === 'tool_result')) return undefined;
+  const first = contentBlocks(messages[last - 1])[0]?.type;
+  if (first === 'thinking' || first === 'redacted_thinking') return undefined;
+  return `messages.${last - 1}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${String(first)}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks).`;
 }
 
 function toolsProblem(body: Record<string, unknown>): string | undefined {
@@ -156,6 +217,7 @@ export function anthropicReply(b: FakeBehaviour, model: string, thinking = false
   const toolUseId = randomId('toolu_01', 22);
   const call = content.toolCall;
   const thought = thinking ? { text: 'The user wants a short answer; nothing needs looking up.', signature: Buffer.from(randomId('sig', 48)).toString('base64') } : undefined;
+  if (thought) issuedSignatures.add(thought.signature);
   const thinkingBlocks = thought ? [{ type: 'thinking', thinking: thought.text, signature: thought.signature }] : [];
   return {
     id,

@@ -46,6 +46,32 @@ const KNOWN_FIELDS = new Set([
   'background',
 ]);
 
+/** Responses this fake made with store (the default), for previous_response_id: id → the conversation's items. */
+const stored = new Map<string, unknown[]>();
+
+/**
+ * What OpenAI checks in input items: a function_call_output answers a function_call sent before it (in this
+ * input or the stored conversation), and a reasoning item's encrypted_content is one OpenAI wrote.
+ */
+function inputProblem(input: unknown[], before: unknown[]): { message: string; param: string } | undefined {
+  const calls = new Set<string>();
+  for (const item of before) {
+    const object = jsonObject(item);
+    if (object?.type === 'function_call') calls.add(String(object.call_id));
+  }
+  for (let i = 0; i < input.length; i++) {
+    const item = jsonObject(input[i]);
+    if (item?.type === 'function_call') calls.add(String(item.call_id));
+    if (item?.type === 'function_call_output' && !calls.has(String(item.call_id))) {
+      return { message: `No tool call found for function call output with call_id ${String(item.call_id)}.`, param: `input[${i}]` };
+    }
+    if (item?.type === 'reasoning' && typeof item.encrypted_content === 'string') {
+      return { message: `The encrypted content for item ${String(item.id)} could not be verified.`, param: `input[${i}].encrypted_content` };
+    }
+  }
+  return undefined;
+}
+
 export function responsesUsage(u: Required<FakeUsage>): Record<string, unknown> {
   const input = u.input + u.cacheRead;
   const output = u.output + u.reasoning;
@@ -71,6 +97,12 @@ export async function responses(x: FakeExchange): Promise<void> {
   }
   if (typeof body.model !== 'string' || body.model === '') return reject("Missing required parameter: 'model'.", 'model', 'missing_required_parameter');
   if (typeof body.input !== 'string' && !Array.isArray(body.input)) return reject("Missing required parameter: 'input'.", 'input', 'missing_required_parameter');
+  const previous = body.previous_response_id === undefined || body.previous_response_id === null ? undefined : JSON.stringify(body.previous_response_id).replace(/^"|"$/g, '');
+  if (previous !== undefined && !stored.has(previous)) {
+    return sendOpenAiError(x.res, 400, `Previous response with id '${previous}' not found.`, { param: 'previous_response_id', code: 'previous_response_not_found' });
+  }
+  const problem = inputProblem(Array.isArray(body.input) ? body.input : [], stored.get(previous ?? '') ?? []);
+  if (problem !== undefined) return reject(problem.message, problem.param, 'invalid_value');
   if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, 'openai');
 
   const model = snapshots[body.model] ?? body.model;
@@ -114,6 +146,8 @@ export async function responses(x: FakeExchange): Promise<void> {
       ? { id: call.id, type: 'function_call', status: 'completed', arguments: call.arguments, call_id: call.call_id, name: call.name }
       : { id: messageId, type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', annotations: [], logprobs: [], text }] };
   const headers = { 'x-request-id': `req_${randomBytes(16).toString('hex')}`, 'openai-version': '2020-10-01', 'openai-processing-ms': '318' };
+  // What previous_response_id continues: the conversation so far and this answer's items.
+  if (body.store !== false) stored.set(id, [...(stored.get(previous ?? '') ?? []), ...(Array.isArray(body.input) ? (body.input as unknown[]) : []), finalItem(content.text ?? '')]);
 
   if (body.stream !== true) {
     return writeJsonWithText(x.res, headers, content, (text) => envelope('completed', [...reasoningItem, finalItem(text)], true));

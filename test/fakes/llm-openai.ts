@@ -54,6 +54,9 @@ export async function chatCompletions(x: FakeExchange, flavour: ChatFlavour): Pr
   if (!Array.isArray(body.messages) || body.messages.length === 0) {
     return reject("Missing required parameter: 'messages'.", 'messages');
   }
+  const problem = toolMessagesProblem(body.messages) ?? (flavour === 'openai' ? reasoningParameterProblem(body) : undefined);
+  if (problem !== undefined)
+    return flavour === 'vertex' ? sendGoogleError(x.res, 400, problem.message) : sendOpenAiError(x.res, 400, problem.message, { param: problem.param, code: problem.code });
   if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, flavour === 'vertex' ? 'google' : 'openai');
 
   const model = flavour === 'openai' ? (snapshots[body.model] ?? body.model) : body.model;
@@ -88,6 +91,64 @@ export async function chatCompletions(x: FakeExchange, flavour: ChatFlavour): Pr
     usage,
     ...fingerprint(flavour),
   }));
+}
+
+interface Refusal {
+  message: string;
+  param: string;
+  code: string;
+}
+
+/** Tool messages answer the assistant message right before them, every call of it, as OpenAI checks. */
+function toolMessagesProblem(messages: unknown[]): Refusal | undefined {
+  for (let i = 0; i < messages.length; i++) {
+    const message = jsonObject(messages[i]);
+    const calls = message?.role === 'assistant' && Array.isArray(message.tool_calls) ? message.tool_calls.map((c) => String(jsonObject(c)?.id)) : [];
+    if (calls.length > 0) {
+      const answered = new Set<string>();
+      for (let j = i + 1; j < messages.length && jsonObject(messages[j])?.role === 'tool'; j++) answered.add(String(jsonObject(messages[j])?.tool_call_id));
+      const missing = calls.filter((id) => !answered.has(id));
+      if (missing.length > 0) {
+        return {
+          message: `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${missing.join(', ')}`,
+          param: `messages.[${i}].role`,
+          code: 'invalid_value',
+        };
+      }
+    }
+    if (message?.role === 'tool') {
+      let k = i - 1;
+      while (k >= 0 && jsonObject(messages[k])?.role === 'tool') k--;
+      const before = jsonObject(messages[k]);
+      const ids = before?.role === 'assistant' && Array.isArray(before.tool_calls) ? before.tool_calls.map((c) => String(jsonObject(c)?.id)) : [];
+      if (!ids.includes(String(message.tool_call_id))) {
+        return {
+          message: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+          param: `messages.[${i}].role`,
+          code: 'invalid_value',
+        };
+      }
+    }
+  }
+  return undefined;
+}
+
+const REASONING_MODEL = /^(o\d|gpt-5)/;
+
+/** Reasoning models take max_completion_tokens and reasoning_effort; the others refuse reasoning_effort. */
+function reasoningParameterProblem(body: Record<string, unknown>): Refusal | undefined {
+  const reasoning = REASONING_MODEL.test(String(body.model));
+  if (reasoning && body.max_tokens !== undefined) {
+    return {
+      message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+      param: 'max_tokens',
+      code: 'unsupported_parameter',
+    };
+  }
+  if (!reasoning && body.reasoning_effort !== undefined) {
+    return { message: "Unsupported parameter: 'reasoning_effort' is not supported with this model.", param: 'reasoning_effort', code: 'unsupported_parameter' };
+  }
+  return undefined;
 }
 
 interface ChunkShape {

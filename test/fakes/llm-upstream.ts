@@ -14,6 +14,7 @@
 // Kinds and what they serve (any other path answers 404 in the provider's error shape):
 //   vertex    Gemini   /v1/projects/P/locations/L/publishers/google/models/M:generateContent
 //                      ...:streamGenerateContent  (?alt=sse → SSE; without → a JSON array written progressively)
+//                      ...:countTokens  (totalTokens = the behaviour's input + cacheRead)
 //             compat   /v1/projects/P/locations/L/endpoints/openapi/chat/completions  (JSON or SSE)
 //             Claude   /v1/projects/P/locations/L/publishers/anthropic/models/M:rawPredict | :streamRawPredict
 //                      and .../models/count-tokens:rawPredict

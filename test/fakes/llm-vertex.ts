@@ -2,7 +2,7 @@
 
 import { handleClaudeOnVertex } from './llm-anthropic.ts';
 import { sendGoogleError } from './llm-errors.ts';
-import { handleGemini } from './llm-gemini.ts';
+import { handleGemini, handleGeminiCountTokens } from './llm-gemini.ts';
 import { chatCompletions } from './llm-openai.ts';
 import { bearerToken } from './llm-request.ts';
 import type { FakeExchange } from './llm-upstream.ts';
@@ -26,6 +26,7 @@ export async function handleVertex(x: FakeExchange): Promise<void> {
     if (publisher === 'google' && (method === 'generateContent' || method === 'streamGenerateContent')) {
       return handleGemini(x, model, method);
     }
+    if (publisher === 'google' && method === 'countTokens') return handleGeminiCountTokens(x);
     if (publisher === 'anthropic' && (method === 'rawPredict' || method === 'streamRawPredict')) {
       if (model !== 'count-tokens' || method === 'rawPredict') return handleClaudeOnVertex(x, model, method);
     }

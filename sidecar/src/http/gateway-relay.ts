@@ -1,8 +1,8 @@
-// The response side of a /v1/chat/completions call: pass an OpenAI-format response through, translate a
-// provider's JSON or stream into OpenAI's (the route module's translation), or turn an upstream error into
-// OpenAI's error shape. Every path reads the UPSTREAM bytes with the same usage extractor as the native
-// routes, so the span's tokens and cost are the ones a native call would record, and every path ends the
-// call's span exactly once.
+// The response side of a /v1 call: pass a response in the caller's API through, translate a provider's JSON
+// or stream into the caller's API (the route module's translation into the chat pivot, then the caller's
+// answer: chat, Responses or Messages), or turn an upstream error into the caller's error shape. Every path
+// reads the UPSTREAM bytes with the same usage extractor as the native routes, so the span's tokens and cost
+// are the ones a native call would record, and every path ends the call's span exactly once.
 
 import { answerClosed } from './caller-connection.ts';
 import type { Logger } from 'pino';
@@ -14,12 +14,13 @@ import { ProxyError } from '../errors.ts';
 import type { MeteredCall } from '../metering/call-meter.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { relayStream, responseExtractor } from '../relay.ts';
+import type { UsageExtractor } from '../usage/extractor.ts';
 import type { GatewayPlan } from '../routes/v1-plan.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
 import type { ResponseShaping } from '../translate/chat-responses.ts';
 import { nowSeconds } from '../translate/openai-chat.ts';
-import { upstreamErrorBody, type OpenAiErrorBody } from '../translate/openai-error.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
+import type { CallerAnswer } from '../gateway-apis/gateway-api.ts';
 import { randomId } from './gateway-ids.ts';
 import { sendJson, spanHeaders } from './json-answer.ts';
 import { downstreamResponseHeaders } from './proxy-headers.ts';
@@ -35,6 +36,8 @@ export interface RelayContext {
   prices: PriceTable;
   plan: GatewayPlan;
   trace: TraceContext;
+  /** How the answer reaches the caller in its API. */
+  answer: CallerAnswer;
   /** Told when the usage extractor skips over-size stream events. */
   logger?: Logger;
   /** Input tokens the request stands for, for a stream the caller left before its usage (ADR 1305). */
@@ -44,30 +47,37 @@ export interface RelayContext {
 const newToolCallId = (): string => `call_${randomId(24)}`;
 
 function shaping(ctx: RelayContext): ResponseShaping {
-  return { model: ctx.plan.model, created: nowSeconds(), jsonMode: ctx.plan.jsonMode, headers: ctx.upstream.headers, newToolCallId };
+  const extensions = ctx.plan.extensions;
+  return {
+    model: ctx.plan.model,
+    created: nowSeconds(),
+    jsonMode: ctx.plan.jsonMode,
+    headers: ctx.upstream.headers,
+    newToolCallId,
+    reasoning: extensions?.returnReasoning ?? false,
+    singleToolCall: extensions?.singleToolCall ?? false,
+  };
+}
+
+/** The stream the caller reads: the upstream's bytes, re-framed bytes (Bedrock's) or the translation's. */
+function streamTransform(ctx: RelayContext) {
+  const { plan } = ctx;
+  if (plan.translation === 'passthrough') return plan.reframe?.(plan.route);
+  const identity = { id: `chatcmpl-${randomId(24)}`, created: nowSeconds(), model: plan.model, includeUsage: plan.includeUsage };
+  return plan.response?.stream(plan.route, identity, shaping(ctx), ctx.answer.encoder(plan.model));
 }
 
 export function relay(ctx: RelayContext): Promise<void> {
   const { res, upstream, plan } = ctx;
   if (upstream.statusCode >= 400) return relayUpstreamError(ctx);
-  const translation = plan.response;
-  if (translation !== null && !plan.stream) return relayTranslatedJson(ctx);
-  const identity = { id: `chatcmpl-${randomId(24)}`, created: nowSeconds(), model: plan.model, includeUsage: plan.includeUsage };
+  if (plan.translation !== 'passthrough' && !plan.stream) return relayTranslatedJson(ctx);
+  const transform = streamTransform(ctx);
   const headers: Record<string, string | string[]> =
-    translation === null
+    transform === undefined
       ? downstreamResponseHeaders(upstream.headers, plan.stripInjectedUsage)
       : { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' };
   Object.assign(headers, spanHeaders(ctx.trace));
-  return relayStream({
-    res,
-    upstream,
-    call: ctx.call,
-    prices: ctx.prices,
-    extractor: extractorFor(ctx),
-    headers,
-    transform: translation?.stream(plan.route, identity, shaping(ctx)),
-    estimateInput: ctx.estimateInput,
-  });
+  return relayStream({ res, upstream, call: ctx.call, prices: ctx.prices, extractor: extractorFor(ctx), headers, transform, estimateInput: ctx.estimateInput });
 }
 
 function extractorFor(ctx: RelayContext) {
@@ -103,7 +113,8 @@ async function relayUpstreamError(ctx: RelayContext): Promise<void> {
     body = Buffer.alloc(0);
   }
   upstream.settle(upstream.statusCode >= 500 ? 'failure' : 'success');
-  const error: OpenAiErrorBody = upstreamErrorBody(plan.route, upstream.statusCode, upstream.headers, body);
+  // Every caller's error shape (OpenAI's, Anthropic's) has its words in error.message.
+  const error = ctx.answer.upstreamError(plan.route, upstream.statusCode, upstream.headers, body) as { error: { message: string } };
   call.finish({ prices: ctx.prices, usage: null, status: 'upstream_error', statusCode: upstream.statusCode, error: error.error.message });
   if (!answerClosed(ctx.res)) sendJson(ctx.res, upstream.statusCode, error, ctx.trace);
 }
@@ -125,22 +136,28 @@ async function relayTranslatedJson(ctx: RelayContext): Promise<void> {
   } catch {
     document = undefined;
   }
-  if (!isRecord(document) || plan.response === null) {
+  if (!isRecord(document)) {
     upstream.settle('failure');
-    call.finish({
-      prices: ctx.prices,
-      usage: result.usage,
-      responseModel: result.responseModel,
-      status: 'error',
-      statusCode: upstream.statusCode,
-      error: 'upstream_stream_error: upstream body is not a JSON object',
-    });
+    failedAnswer(ctx, result, 'upstream_stream_error: upstream body is not a JSON object');
     throw new ProxyError('upstream_stream_error', `upstream ${plan.route} answered ${upstream.statusCode} with a body that is not a JSON object`);
   }
   upstream.settle('success');
-  const completion = plan.response.fromJson(document, shaping(ctx));
+  let answer: unknown;
+  try {
+    answer = ctx.answer.json(document, plan.response, shaping(ctx));
+  } catch (error) {
+    // The provider answered and is paid for; only the caller's API could not carry the answer.
+    const failure = error instanceof ProxyError ? error : new ProxyError('upstream_stream_error', `the answer could not be translated: ${String(error)}`);
+    failedAnswer(ctx, result, `${failure.code}: ${failure.message}`);
+    throw failure;
+  }
   // Read whole even when the caller left meanwhile: the provider billed it (ADR 1305).
   const status = answerClosed(ctx.res) ? 'client_aborted' : 'ok';
   call.finish({ prices: ctx.prices, usage: result.usage, responseModel: result.responseModel, status, statusCode: upstream.statusCode });
-  if (!answerClosed(ctx.res)) sendJson(ctx.res, 200, completion, ctx.trace);
+  if (!answerClosed(ctx.res)) sendJson(ctx.res, 200, answer, ctx.trace);
+}
+
+/** A translated answer that cannot be given: the call is recorded with the usage the upstream reported. */
+function failedAnswer(ctx: RelayContext, result: ReturnType<UsageExtractor['end']>, error: string): void {
+  ctx.call.finish({ prices: ctx.prices, usage: result.usage, responseModel: result.responseModel, status: 'error', statusCode: ctx.upstream.statusCode, error });
 }

@@ -1,6 +1,7 @@
-// /v1: the OpenAI-compatible gateway. GET /v1/models lists the priced models (and the ids overrides name); POST /v1/chat/completions routes
-// by `model` to the provider of its price entry, on the route the gateway config picks for that provider, and
-// translates to and from Gemini and the Anthropic Messages API where the route does not speak OpenAI's format.
+// /v1: the gateway. GET /v1/models lists the priced models (and the ids overrides name); POST
+// /v1/chat/completions, /v1/responses (the Responses API) and /v1/messages (the Anthropic Messages API, and its
+// count_tokens) route by `model` to the provider of its price entry, on the route the gateway config picks for
+// that provider, and translate where the route does not speak the caller's API (sidecar/src/gateway-apis/).
 // With a local runtime (local.enabled), its models are listed and served too (route `local`, cost 0), and
 // /v1/embeddings and /v1/completions pass through to it; the LM Studio-compatible listener serves this same
 // plugin (local/lmstudio-app.ts, ADR 1402).
@@ -18,24 +19,27 @@ import type { Lifecycle } from '../lifecycle.ts';
 import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall } from '../metering/call-outcome.ts';
 import { formatTraceparent, startSpanContext } from '../spans/trace-context.ts';
-import { GatewayError, proxyErrorBody } from '../translate/openai-error.ts';
+import { GatewayError } from '../translate/openai-error.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
 import { relay } from './gateway-relay.ts';
 import { answerClosed, answerFinished, closeConnectionAfter } from './caller-connection.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
 import { sendFailure, sendJson } from './json-answer.ts';
-import { findModel, planGatewayCall, routeFor, type GatewayOperation, type GatewayPlan } from '../routes/v1-plan.ts';
+import { findModel, routeFor, type GatewayPlan } from '../routes/v1-plan.ts';
 import type { LocalModelCatalog } from '../local/local-models.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
 import type { Provider } from '../../../contracts/routes.ts';
-import { openAiRequestUser } from '../routes/request-user.ts';
 import { parseJsonObject } from '../formats/json-object.ts';
 import { upstreamRequestHeaders } from './proxy-headers.ts';
 import { callerLeft, hasBody, readBoundedBody } from './request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
 import { BUDGET_EXCEEDED, budgetRefusalFor, budgetRefusalMessage, sendBudgetRefusal } from './budget-refusal.ts';
-import { OPENAI_ERRORS } from '../routes/error-shape.ts';
+import type { ApiPlan, GatewayApi } from '../gateway-apis/gateway-api.ts';
+import { chatCompletionsApi } from '../gateway-apis/chat-completions.ts';
+import { responsesApi } from '../gateway-apis/responses.ts';
+import { countTokensApi, messagesApi } from '../gateway-apis/messages.ts';
+import { ResponseStore } from '../responses/response-store.ts';
 
 export interface GatewayRoutesOptions {
   store: ConfigStore;
@@ -47,10 +51,13 @@ export interface GatewayRoutesOptions {
   env?: NodeJS.ProcessEnv;
   /** The local runtime's models (local.enabled): listed, and served when no price entry names the model. */
   localModels?: LocalModelCatalog | undefined;
+  /** Where responses made for /v1/responses are kept for previous_response_id; one per process (app.ts). */
+  responses?: ResponseStore | undefined;
 }
 
-/** The span's operation name per OpenTelemetry's GenAI conventions. */
-const OPERATION_NAMES: Record<GatewayOperation, string> = { chat: 'chat', embeddings: 'embeddings', completions: 'text_completion' };
+const CHAT = chatCompletionsApi('chat');
+const EMBEDDINGS = chatCompletionsApi('embeddings');
+const COMPLETIONS = chatCompletionsApi('completions');
 
 interface ModelObject {
   id: string;
@@ -71,11 +78,15 @@ export const gatewayRoutes: FastifyPluginAsync<GatewayRoutesOptions> = async (ap
     if (model) return model;
     return reply.code(404).send(modelNotFound(id, opts.localModels !== undefined, null).toJSON());
   });
-  app.post('/v1/chat/completions', (request, reply) => handleGatewayCall(request, reply, opts, 'chat'));
-  const served = ['/v1/models', '/v1/chat/completions'];
+  const responses = responsesApi(opts.responses ?? new ResponseStore());
+  app.post('/v1/chat/completions', (request, reply) => handleGatewayCall(request, reply, opts, CHAT));
+  app.post('/v1/responses', (request, reply) => handleGatewayCall(request, reply, opts, responses));
+  app.post('/v1/messages', (request, reply) => handleGatewayCall(request, reply, opts, messagesApi));
+  app.post('/v1/messages/count_tokens', (request, reply) => handleGatewayCall(request, reply, opts, countTokensApi));
+  const served = ['/v1/models', '/v1/chat/completions', '/v1/responses', '/v1/messages', '/v1/messages/count_tokens'];
   if (opts.localModels) {
-    app.post('/v1/embeddings', (request, reply) => handleGatewayCall(request, reply, opts, 'embeddings'));
-    app.post('/v1/completions', (request, reply) => handleGatewayCall(request, reply, opts, 'completions'));
+    app.post('/v1/embeddings', (request, reply) => handleGatewayCall(request, reply, opts, EMBEDDINGS));
+    app.post('/v1/completions', (request, reply) => handleGatewayCall(request, reply, opts, COMPLETIONS));
     served.push('/v1/embeddings', '/v1/completions');
   }
   app.all('/v1/*', async (request, reply) =>
@@ -145,14 +156,14 @@ function parseRequest(body: Buffer): Record<string, unknown> {
   );
 }
 
-async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, opts: GatewayRoutesOptions, operation: GatewayOperation): Promise<void> {
+async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, opts: GatewayRoutesOptions, api: GatewayApi): Promise<void> {
   reply.hijack();
   const res = reply.raw;
   res.setHeader('x-proxy-request-id', request.id); // as on /proxy: the id in the proxy's log line and span
   const trace = startSpanContext(headerValue(request.headers, 'traceparent'), headerValue(request.headers, 'tracestate'));
   if (opts.lifecycle.draining) {
     closeConnectionAfter(res);
-    sendJson(res, 503, proxyErrorBody(new ProxyError('shutting_down', 'the proxy is shutting down; retry on another instance')), trace);
+    sendJson(res, 503, api.errors.failure(new ProxyError('shutting_down', 'the proxy is shutting down; retry on another instance')), trace);
     request.raw.resume();
     return;
   }
@@ -170,7 +181,7 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
       route: 'v1',
       provider: 'unknown',
       model: requestedModel ?? 'unknown',
-      operation: OPERATION_NAMES[operation],
+      operation: api.operation,
       userId: callerUser,
       projectId: projectHeader,
       requestId: request.id,
@@ -190,13 +201,15 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
     const found = await resolveModel(opts, snapshot.prices, requested);
     const start = {
       provider: found.provider,
-      operation: OPERATION_NAMES[operation],
-      userId: spanUserId(request, config.mode, openAiRequestUser(chat)),
+      operation: api.operation,
+      userId: spanUserId(request, config.mode, api.requestUser(chat)),
       requestId: request.id,
       trace,
     };
+    let planned: ApiPlan;
     try {
-      plan = planGatewayCall(chat, { ...found, requested }, config, opts.env ?? process.env, operation);
+      planned = api.plan({ request: chat, target: { ...found, requested }, config, env: opts.env ?? process.env, headers: request.headers, user: start.userId });
+      plan = planned;
     } catch (error) {
       const route = routeFor(found.provider, config.gateway) ?? 'v1';
       const message = error instanceof GatewayError ? `invalid_request: ${error.message}` : error instanceof ProxyError ? `${error.code}: ${error.message}` : String(error);
@@ -204,18 +217,18 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
       call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: message });
       throw error;
     }
-    call = opts.meter.start({ ...start, route: plan.route, model: plan.model, projectId: projectHeader ?? config.upstreams[plan.route]?.project ?? null });
+    call = opts.meter.start({ ...start, route: planned.route, model: planned.model, projectId: projectHeader ?? config.upstreams[planned.route]?.project ?? null });
     // A spent budget refuses the call here, from memory, before anything goes upstream (ADR 1300).
     const refusal = budgetRefusalFor(opts.budgets, call.call, Date.now());
     if (refusal) {
       call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
-      sendBudgetRefusal(res, OPENAI_ERRORS, refusal, trace);
+      sendBudgetRefusal(res, api.errors.shape, refusal, trace);
       return;
     }
 
     // Pass-through keeps the caller's headers as the native route does; a translated call is a new request.
-    const headers = plan.translation === 'passthrough' ? upstreamRequestHeaders(request.headers, false) : { 'accept-encoding': 'identity' };
-    Object.assign(headers, plan.headers);
+    const headers = planned.translation === 'passthrough' ? upstreamRequestHeaders(request.headers, false) : { 'accept-encoding': 'identity' };
+    Object.assign(headers, planned.headers);
     headers['content-type'] = 'application/json';
     headers.traceparent = formatTraceparent(trace);
     if (trace.tracestate) headers.tracestate = trace.tracestate;
@@ -227,17 +240,18 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
     res.once('close', () => {
       if (!answerFinished(res) && !relaying) abort.abort(callerLeft());
     });
-    const upstream = await opts.client.send(config, { route: plan.route, method: 'POST', path: plan.path, headers, body: plan.body, signal: abort.signal });
+    const upstream = await opts.client.send(config, { route: planned.route, method: 'POST', path: planned.path, headers, body: planned.body, signal: abort.signal });
     call.attachUpstream(upstream.timing);
     relaying = true;
-    const sent = plan.body;
+    const sent = planned.body;
     await relay({
       res,
       upstream,
       call,
       prices: snapshot.prices,
-      plan,
+      plan: planned,
       trace,
+      answer: planned.answer,
       logger: request.log as unknown as Logger,
       estimateInput: () => estimateInputTokens(sent, sent.length),
     });
@@ -248,14 +262,14 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
       call ??= refusedCall();
       if (!call.finished)
         call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${error.code ?? 'invalid_request'}: ${error.message}` });
-      if (!answerClosed(res)) sendJson(res, error.statusCode, error.toJSON(), trace);
+      if (!answerClosed(res)) sendJson(res, error.statusCode, api.errors.refusal(error), trace);
       request.raw.resume();
       return;
     }
     const proxyError = error instanceof ProxyError ? error : toProxyError(plan?.route ?? 'v1', error);
     call ??= refusedCall();
     finishFailedCall(call, snapshot.prices, proxyError, res);
-    sendFailure(res, proxyError, proxyErrorBody(proxyError), trace);
+    sendFailure(res, proxyError, api.errors.failure(proxyError), trace);
   } finally {
     done();
   }

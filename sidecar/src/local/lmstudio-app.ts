@@ -16,6 +16,7 @@ import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
 import { GatewayError } from '../translate/openai-error.ts';
 import type { LocalModelCatalog } from './local-models.ts';
+import type { ResponseStore } from '../responses/response-store.ts';
 
 export interface LmStudioAppOptions {
   store: ConfigStore;
@@ -26,6 +27,8 @@ export interface LmStudioAppOptions {
   /** The engine's budgets: a call on this port is refused over its user's limit like one on the proxy port. */
   budgets: Pick<BudgetEnforcer, 'refusal'>;
   localModels: LocalModelCatalog;
+  /** The engine's /v1/responses store, shared with the proxy port. */
+  responses: ResponseStore;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -41,6 +44,7 @@ export async function buildLmStudioApp(opts: LmStudioAppOptions): Promise<Fastif
     lifecycle: opts.lifecycle,
     budgets: opts.budgets,
     localModels: opts.localModels,
+    responses: opts.responses,
     ...(opts.env ? { env: opts.env } : {}),
   });
   app.setNotFoundHandler((request, reply) => {

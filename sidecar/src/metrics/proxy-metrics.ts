@@ -6,6 +6,7 @@
 // id or `other`, status and code are small enums. User ids appear only in the opt-in per-user series and in the
 // budget series of users near their limit, both capped.
 
+import type { ResponseStoreStats } from '../responses/response-store.ts';
 import { collectDefaultMetrics, Gauge, Registry, type RegistryContentType } from 'prom-client';
 import { MetricsExposition } from '../../../contracts/metrics-exposition.ts';
 import type { CallObserver, CallTimings, MeteringStats } from '../metering/call-meter.ts';
@@ -57,6 +58,8 @@ export interface ProxyMetricSources {
   authFailures?: () => number;
   /** Each budget-limited user's budget in the current period (sidecar/src/budgets). */
   budgets?: () => readonly BudgetJson[];
+  /** The /v1/responses store for previous_response_id (sidecar/src/responses). */
+  responses?: () => ResponseStoreStats;
 }
 
 /** The per-sink counters of the audit fan-out (SinkStatus has these and more). */
@@ -205,6 +208,11 @@ export class ProxyMetrics implements CallObserver {
     mirror('tollgate_inbound_auth_failures_total', 'Requests refused by inbound authentication (each is an `all auth strategies failed`, logged or counted).', () =>
       this.#sources.authFailures?.(),
     );
+    mirror(
+      'tollgate_responses_evicted_total',
+      'Stored /v1/responses conversations dropped to stay within the store limits (a later previous_response_id naming one is refused).',
+      () => this.#sources.responses?.().evicted,
+    );
     mirror('tollgate_otlp_spans_exported_total', 'Spans the OTLP exporter delivered to the collector.', () => this.#sources.otlp?.().exported);
     const otlpDropped = new CounterFamily(
       r,
@@ -244,6 +252,8 @@ export class ProxyMetrics implements CallObserver {
     });
     gauge('tollgate_span_buffer_spans', 'Spans waiting in the writer buffer.', () => spans()?.buffered);
     gauge('tollgate_inflight_requests', 'Calls in flight (streams included).', () => this.#sources.inFlight?.());
+    gauge('tollgate_responses_stored', 'Conversations in the /v1/responses store, for previous_response_id.', () => this.#sources.responses?.().stored);
+    gauge('tollgate_responses_stored_bytes', 'Bytes of the conversations in the /v1/responses store.', () => this.#sources.responses?.().bytes);
     gauge('tollgate_config_revision', 'Revision of the runtime config in use; it increases with every applied change.', () => this.#sources.config?.().revision);
     gauge('tollgate_config_last_apply_timestamp_seconds', 'When the runtime config last changed (Unix seconds).', () => {
       const applied = this.#sources.config?.().appliedAtMs;

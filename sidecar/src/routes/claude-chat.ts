@@ -8,7 +8,7 @@ import { toAnthropicRequest, type AnthropicRequest } from '../translate/openai-a
 import type { V1Call, V1RoutePlan } from './route-module.ts';
 
 export function chatToMessages(call: V1Call, route: RouteName, imageUrls: boolean): AnthropicRequest {
-  return toAnthropicRequest(call.request, { imageUrls, route });
+  return toAnthropicRequest(call.request, { imageUrls, route, extensions: call.extensions });
 }
 
 /** The plan of a translated Claude call, once the route has set its envelope. */

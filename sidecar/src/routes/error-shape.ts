@@ -2,6 +2,7 @@
 // engine makes on a route's behalf (today /v1's; next, a budget) answers in the shape of the route's callers:
 // OpenAI's on OpenAI-format routes and /v1, Anthropic's on the Claude routes, Google's on Gemini.
 
+import { anthropicErrorBody } from '../translate/anthropic-error.ts';
 import { errorType } from '../translate/openai-error.ts';
 
 export type ErrorFormat = 'openai' | 'anthropic' | 'google';
@@ -24,7 +25,7 @@ export const OPENAI_ERRORS: ErrorShape = {
 /** {"type": "error", "error": {"type", "message"}}: the Anthropic SDKs (direct, Vertex AI, Bedrock). */
 export const ANTHROPIC_ERRORS: ErrorShape = {
   format: 'anthropic',
-  body: (statusCode, code, message) => ({ type: 'error', error: { type: anthropicErrorType(statusCode), message: `${code}: ${message}` } }),
+  body: (statusCode, code, message) => ({ ...anthropicErrorBody(statusCode, `${code}: ${message}`) }),
 };
 
 /** {"error": {"code", "message", "status"}}: Google's API error, which google-genai raises as APIError. */
@@ -32,17 +33,6 @@ export const GOOGLE_ERRORS: ErrorShape = {
   format: 'google',
   body: (statusCode, code, message) => ({ error: { code: statusCode, message: `${code}: ${message}`, status: googleStatus(statusCode) } }),
 };
-
-function anthropicErrorType(statusCode: number): string {
-  if (statusCode === 401) return 'authentication_error';
-  if (statusCode === 403) return 'permission_error';
-  if (statusCode === 404) return 'not_found_error';
-  if (statusCode === 413) return 'request_too_large';
-  if (statusCode === 429) return 'rate_limit_error';
-  if (statusCode === 529) return 'overloaded_error';
-  if (statusCode < 500) return 'invalid_request_error';
-  return 'api_error';
-}
 
 function googleStatus(statusCode: number): string {
   if (statusCode === 401) return 'UNAUTHENTICATED';

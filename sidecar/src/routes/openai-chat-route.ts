@@ -23,11 +23,18 @@ export function planOpenAiNative(route: string, call: NativeCall): UpstreamReque
   return forwardedAsIs(rest + query, body, model, 'chat', user);
 }
 
-/** A /v1 chat call to an OpenAI-format upstream: the request as sent, with the route's model id. */
+/**
+ * A /v1 chat call to an OpenAI-format upstream: the request as sent, with the route's model id. A request
+ * made from the Responses or Messages API also says here what they asked beyond chat: the effort of a
+ * thinking request, and at most one tool call.
+ */
 export function planOpenAiPassThrough(call: V1Call, model: string, path: string): V1RoutePlan {
   const stream = call.request.stream === true;
   const inject = requestNeedsInjectedUsage(call.request);
-  const body = { ...(inject ? injectStreamUsage(call.request) : call.request), model };
+  const body: Record<string, unknown> = { ...(inject ? injectStreamUsage(call.request) : call.request), model };
+  const effort = call.extensions?.reasoning?.effort;
+  if (effort !== undefined && effort !== null) body.reasoning_effort = effort;
+  if (call.extensions?.singleToolCall === true && Array.isArray(body.tools) && body.tools.length > 0) body.parallel_tool_calls = false;
   return {
     model,
     path,

@@ -7,7 +7,9 @@
 import { ROUTES, type Provider, type RouteName, type RouteSpec } from '../../../contracts/routes.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
 import type { RuntimeConfig, UpstreamConfig } from '../../../contracts/runtime-config.ts';
+import type { ChatExtensions } from '../translate/chat-extensions.ts';
 import type { ChatResponseTranslation } from '../translate/chat-responses.ts';
+import type { ChatStreamTranslator } from '../translate/chat-stream.ts';
 import type { ErrorShape } from './error-shape.ts';
 
 /**
@@ -44,15 +46,22 @@ export interface UpstreamRequestPlan {
   bodyUserId: string | null;
 }
 
-/** A /v1/chat/completions call the gateway sends to this route. */
+/**
+ * A /v1 call the gateway sends to this route: a chat request (the caller's, or one the Responses or Messages
+ * API was translated into), or for a native surface the caller's request in that API.
+ */
 export interface V1Call {
-  /** The caller's chat request, parsed. */
+  /** The request, parsed. */
   request: Record<string, unknown>;
   /** The model id the caller asked for, and the price entry it resolved to. */
   requested: string;
   entry: PriceEntry;
   upstream: UpstreamConfig | undefined;
   env: NodeJS.ProcessEnv;
+  /** What the Responses or Messages API asked for that a chat request cannot say (absent for chat callers). */
+  extensions?: ChatExtensions | undefined;
+  /** The caller's anthropic-beta flags (a Messages call): the header goes where the route's upstream reads betas. */
+  betas?: readonly string[] | undefined;
 }
 
 export interface V1RoutePlan {
@@ -70,7 +79,15 @@ export interface V1RoutePlan {
   jsonMode: boolean;
   /** Pass-through: the gateway added stream_options.include_usage and must remove the usage chunk. */
   stripInjectedUsage: boolean;
+  /**
+   * A native surface whose upstream frames its stream differently from the API's own (Claude on Bedrock: the
+   * Messages events inside AWS's event stream): the stream as the caller's API frames it.
+   */
+  reframe?: (route: RouteName) => ChatStreamTranslator;
 }
+
+/** What a native surface is asked for: a Messages call, or its token count. */
+export type MessagesOperation = 'messages' | 'count_tokens';
 
 /** The /v1 operations besides chat, which the gateway passes through to a route that serves them in OpenAI's format. */
 export type V1PassThroughOperation = 'embeddings' | 'completions';
@@ -82,6 +99,17 @@ export interface V1Surface {
   plan(call: V1Call): V1RoutePlan;
   /** Upstream paths of the other /v1 operations this route's upstream serves in OpenAI's format; absent: chat only. */
   passThrough?: Partial<Record<V1PassThroughOperation, string>>;
+  /** The upstream serves the Responses API itself (OpenAI): its path; the request passes through. */
+  responsesPath?: string;
+  /** The upstream speaks the Messages API (Claude): a Messages request, or its token count, in the route's envelope. */
+  messages?(call: V1Call, operation: MessagesOperation): V1RoutePlan;
+  /** The upstream counts a prompt's tokens though it does not speak Messages (Gemini): the chat request's count. */
+  countTokens?(call: V1Call): V1RoutePlan;
+}
+
+/** A request passed through to a native surface: the caller's body with the route's model id. */
+export function nativePlan(model: string, path: string, body: Record<string, unknown>, headers: Record<string, string> = {}): V1RoutePlan {
+  return { model, path, body: Buffer.from(JSON.stringify(body)), headers, response: null, includeUsage: false, jsonMode: false, stripInjectedUsage: false };
 }
 
 export interface RouteModule {

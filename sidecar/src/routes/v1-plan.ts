@@ -1,6 +1,7 @@
-// Where a /v1/chat/completions call goes: the price entry of its `model` names the provider, the gateway
-// config (or the route table's default) names the route serving that provider, and that route's module
-// plans the upstream request and says how its answer comes back. Pure: tested without I/O.
+// Where a /v1 call goes: the price entry of its `model` names the provider, the gateway config (or the route
+// table's default) names the route serving that provider, and that route's module plans the upstream request
+// and says how its answer comes back. Pure: tested without I/O. The Responses and Messages APIs plan through
+// the same routes (sidecar/src/gateway-apis/).
 
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
 import { defaultV1Route, type Provider, type RouteName } from '../../../contracts/routes.ts';
@@ -8,15 +9,22 @@ import { GATEWAY_ROUTE_SETTINGS, type GatewayConfig, type RuntimeConfig } from '
 import type { PriceTable } from '../pricing/price-table.ts';
 import { GatewayError } from '../translate/openai-error.ts';
 import { planOpenAiPassThrough } from './openai-chat-route.ts';
-import type { V1PassThroughOperation, V1RoutePlan } from './route-module.ts';
+import type { ChatExtensions } from '../translate/chat-extensions.ts';
+import type { ChatResponseTranslation } from '../translate/chat-responses.ts';
+import type { V1PassThroughOperation, V1RoutePlan, V1Surface } from './route-module.ts';
 import { ROUTE_MODULES } from './route-modules.ts';
 
 export interface GatewayPlan extends V1RoutePlan {
   route: RouteName;
   provider: Provider;
   stream: boolean;
-  /** How the answer is read: passed through (OpenAI's format already) or translated from the provider's. */
-  translation: 'passthrough' | 'anthropic' | 'gemini';
+  /**
+   * How the answer is read: passed through (the upstream speaks the caller's API), translated from the
+   * provider's format into the chat pivot, or a token count.
+   */
+  translation: 'passthrough' | ChatResponseTranslation['name'] | 'count_tokens';
+  /** What the caller's API asked for beyond chat (absent for chat callers). */
+  extensions?: ChatExtensions | undefined;
 }
 
 /** Which provider's entry answers first when several have the same id. */
@@ -40,14 +48,15 @@ export function routeFor(provider: Provider, gateway: GatewayConfig): RouteName 
 /** What a /v1 call asks for: a chat completion, or an operation passed through to routes that serve it. */
 export type GatewayOperation = 'chat' | V1PassThroughOperation;
 
-/** Plans one call. Throws GatewayError (the request) or ProxyError (the configuration). */
-export function planGatewayCall(
-  request: Record<string, unknown>,
-  target: { entry: PriceEntry; provider: Provider; requested: string },
-  config: RuntimeConfig,
-  env: NodeJS.ProcessEnv,
-  operation: GatewayOperation = 'chat',
-): GatewayPlan {
+/** A model the caller asked for, and the price entry and provider it resolved to. */
+export interface GatewayTarget {
+  entry: PriceEntry;
+  provider: Provider;
+  requested: string;
+}
+
+/** The route serving a target's provider on /v1, and that route's /v1 surface. Throws GatewayError when there is none. */
+export function v1Surface(target: GatewayTarget, config: RuntimeConfig): { route: RouteName; surface: V1Surface } {
   const route = routeFor(target.provider, config.gateway);
   const surface = route === undefined ? undefined : ROUTE_MODULES[route].v1;
   if (route === undefined || surface === undefined) {
@@ -56,6 +65,18 @@ export function planGatewayCall(
       code: 'model_not_available',
     });
   }
+  return { route, surface };
+}
+
+/** Plans one call. Throws GatewayError (the request) or ProxyError (the configuration). */
+export function planGatewayCall(
+  request: Record<string, unknown>,
+  target: GatewayTarget,
+  config: RuntimeConfig,
+  env: NodeJS.ProcessEnv,
+  operation: GatewayOperation = 'chat',
+): GatewayPlan {
+  const { route, surface } = v1Surface(target, config);
   const call = { request, requested: target.requested, entry: target.entry, upstream: config.upstreams[route], env };
   let plan: V1RoutePlan;
   if (operation === 'chat') {

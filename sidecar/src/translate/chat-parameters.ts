@@ -13,14 +13,14 @@ export type Handling =
   | { readonly do: 'ignore'; readonly why: string }
   | { readonly do: 'reject'; readonly why: string; readonly harmless?: (value: unknown) => boolean };
 
-const map = (how: string): Handling => ({ do: 'map', how });
-const ignore = (why: string): Handling => ({ do: 'ignore', why });
-const reject = (why: string, harmless?: (value: unknown) => boolean): Handling => (harmless ? { do: 'reject', why, harmless } : { do: 'reject', why });
+export const map = (how: string): Handling => ({ do: 'map', how });
+export const ignore = (why: string): Handling => ({ do: 'ignore', why });
+export const reject = (why: string, harmless?: (value: unknown) => boolean): Handling => (harmless ? { do: 'reject', why, harmless } : { do: 'reject', why });
 const both = (handling: Handling): Record<TranslatedTarget, Handling> => ({ anthropic: handling, gemini: handling });
 
-const isZero = (v: unknown) => v === 0;
+export const isZero = (v: unknown) => v === 0;
 const isOne = (v: unknown) => v === 1;
-const isFalse = (v: unknown) => v === false;
+export const isFalse = (v: unknown) => v === false;
 const isTrue = (v: unknown) => v === true;
 const isEmptyObject = (v: unknown) => isRecord(v) && Object.keys(v).length === 0;
 
@@ -100,15 +100,22 @@ export const CHAT_PARAMETERS: Readonly<Record<string, Readonly<Record<Translated
 
 /** Refuses a request whose parameters `target` cannot honour; returns nothing when every one is fine. */
 export function checkChatParameters(body: Record<string, unknown>, target: TranslatedTarget, provider: string): void {
+  checkParameters(body, (name) => CHAT_PARAMETERS[name]?.[target], `for ${provider} models through this gateway`);
+}
+
+/**
+ * Refuses the first parameter a table rejects at the value sent, or that it does not know (`where` ends the
+ * refusal: `for Gemini models through this gateway`). A parameter sent as null is not set.
+ */
+export function checkParameters(body: Record<string, unknown>, handling: (name: string) => Handling | undefined, where: string): void {
   for (const [name, value] of Object.entries(body)) {
     if (value === null || value === undefined) continue;
-    const entry = CHAT_PARAMETERS[name];
+    const entry = handling(name);
     if (entry === undefined) {
       throw new GatewayError(400, `Unrecognized request argument supplied: ${name}`, { param: name, code: 'unknown_parameter' });
     }
-    const handling = entry[target];
-    if (handling.do === 'reject' && !(handling.harmless?.(value) ?? false)) {
-      throw unsupportedParameter(name, `${name} is not supported for ${provider} models through this gateway: ${handling.why}`);
+    if (entry.do === 'reject' && !(entry.harmless?.(value) ?? false)) {
+      throw unsupportedParameter(name, `${name} is not supported ${where}: ${entry.why}`);
     }
   }
 }

@@ -1,11 +1,13 @@
-// How a provider's answer becomes OpenAI's chat format, whole or streamed: one object per upstream answer
-// format, which a route module names for its /v1 calls.
+// How a provider's answer becomes the chat pivot, whole or streamed: one object per upstream answer format,
+// which a route module names for its /v1 calls. A streamed answer is handed to an encoder that writes the
+// caller's events (OpenAI chat SSE by default; the Responses or Messages events for their callers).
 
 import type { RouteName } from '../../../contracts/routes.ts';
 import { bedrockHeaderUsage, type ResponseHeaders } from '../usage/bedrock.ts';
-import { anthropicSseChatStream, bedrockChatStream, geminiSseChatStream, type ChatStreamTranslator } from './chat-stream.ts';
+import { anthropicSseChatStream, bedrockChatStream, geminiSseChatStream, openAiSseChatStream, type ChatStreamTranslator, type ChunkEncoder } from './chat-stream.ts';
 import { AnthropicChunkTranslator, fromAnthropicMessage } from './openai-anthropic.ts';
 import type { ChatCompletion, ChunkIdentity } from './openai-chat.ts';
+import { fromOpenAiCompletion, OpenAiChunkReader } from './openai-chunks.ts';
 import { fromGeminiResponse, GeminiChunkTranslator } from './openai-gemini.ts';
 
 export interface ResponseShaping {
@@ -17,31 +19,50 @@ export interface ResponseShaping {
   headers: ResponseHeaders;
   /** Gemini function calls carry no id; the gateway makes them up. */
   newToolCallId: () => string;
+  /** Return the answer's thinking (ChatExtensions.returnReasoning). */
+  reasoning: boolean;
+  /** Keep only the first tool call (ChatExtensions.singleToolCall), where the provider could not be told. */
+  singleToolCall: boolean;
 }
 
 export interface ChatResponseTranslation {
-  readonly name: 'anthropic' | 'gemini';
+  readonly name: 'anthropic' | 'gemini' | 'openai';
   fromJson(document: Record<string, unknown>, shaping: ResponseShaping): ChatCompletion;
-  stream(route: RouteName, identity: ChunkIdentity, shaping: ResponseShaping): ChatStreamTranslator;
+  stream(route: RouteName, identity: ChunkIdentity, shaping: ResponseShaping, encoder?: ChunkEncoder): ChatStreamTranslator;
 }
 
 /** Gemini's generateContent JSON and its SSE (?alt=sse). */
 export const GEMINI_CHAT_RESPONSE: ChatResponseTranslation = {
   name: 'gemini',
-  fromJson: (document, s) => fromGeminiResponse(document, { model: s.model, created: s.created, newId: s.newToolCallId }),
-  stream: (route, identity, s) => geminiSseChatStream(route, new GeminiChunkTranslator(identity, s.newToolCallId)),
+  fromJson: (document, s) => fromGeminiResponse(document, { model: s.model, created: s.created, newId: s.newToolCallId, reasoning: s.reasoning, singleToolCall: s.singleToolCall }),
+  stream: (route, identity, s, encoder) =>
+    geminiSseChatStream(route, new GeminiChunkTranslator(identity, s.newToolCallId, { reasoning: s.reasoning, singleToolCall: s.singleToolCall }), encoder),
 };
 
 /** Anthropic's Messages JSON and its SSE (the Anthropic API, Claude on Vertex AI). */
 export const ANTHROPIC_CHAT_RESPONSE: ChatResponseTranslation = {
   name: 'anthropic',
-  fromJson: (document, s) => fromAnthropicMessage(document, { model: s.model, created: s.created, jsonMode: s.jsonMode, fallbackUsage: null }),
-  stream: (route, identity, s) => anthropicSseChatStream(route, new AnthropicChunkTranslator(identity, s.jsonMode)),
+  fromJson: (document, s) => fromAnthropicMessage(document, { model: s.model, created: s.created, jsonMode: s.jsonMode, fallbackUsage: null, reasoning: s.reasoning }),
+  stream: (route, identity, s, encoder) => anthropicSseChatStream(route, new AnthropicChunkTranslator(identity, s.jsonMode, s.reasoning), encoder),
 };
 
 /** Claude on Bedrock: Messages JSON with usage also in headers, and Anthropic events inside AWS's event stream. */
 export const BEDROCK_CHAT_RESPONSE: ChatResponseTranslation = {
   name: 'anthropic',
-  fromJson: (document, s) => fromAnthropicMessage(document, { model: s.model, created: s.created, jsonMode: s.jsonMode, fallbackUsage: bedrockHeaderUsage(s.headers) }),
-  stream: (route, identity, s) => bedrockChatStream(route, new AnthropicChunkTranslator(identity, s.jsonMode)),
+  fromJson: (document, s) =>
+    fromAnthropicMessage(document, { model: s.model, created: s.created, jsonMode: s.jsonMode, fallbackUsage: bedrockHeaderUsage(s.headers), reasoning: s.reasoning }),
+  stream: (route, identity, s, encoder) => bedrockChatStream(route, new AnthropicChunkTranslator(identity, s.jsonMode, s.reasoning), encoder),
+};
+
+/**
+ * OpenAI's own chat format (beta, alpha-compat, local). A chat caller gets those answers passed through
+ * untouched; this reading is for callers of the Responses and Messages APIs, whose answers are made from it.
+ */
+export const OPENAI_CHAT_RESPONSE: ChatResponseTranslation = {
+  name: 'openai',
+  fromJson: (document, s) => fromOpenAiCompletion(document, s.reasoning),
+  stream: (route, _identity, s, encoder) => {
+    if (encoder === undefined) throw new Error('an OpenAI chat stream is read only for a caller of another API');
+    return openAiSseChatStream(route, new OpenAiChunkReader(s.reasoning), encoder);
+  },
 };

@@ -1,15 +1,35 @@
 // Byte level of the streaming translations: upstream bytes (Anthropic SSE, Bedrock's AWS event stream, Gemini
-// SSE) are decoded with the shared wire-format decoders, handed event by event to a chunk translator, and the
-// chunks come back as OpenAI SSE text. A failure inside the stream becomes one `data: {"error": …}` event
-// (OpenAI SDKs raise it as an APIError) and the stream ends without `data: [DONE]`, so no caller mistakes a
-// cut answer for a whole one.
+// SSE, OpenAI chat SSE) are decoded with the shared wire-format decoders, handed event by event to a chunk
+// translator, and the chunks are encoded for the caller: as OpenAI chat SSE for a chat-completions caller, as
+// the Responses or Messages events for theirs (ChunkEncoder). A failure inside the stream becomes the caller's
+// error event (for chat, one `data: {"error": …}`, which OpenAI SDKs raise as an APIError, and no
+// `data: [DONE]`), so no caller mistakes a cut answer for a whole one.
 
 import { BedrockStreamDecoder } from '../formats/bedrock-stream.ts';
 import { SseDecoder } from '../formats/sse.ts';
 import type { AnthropicChunkTranslator, StreamStep } from './openai-anthropic.ts';
 import type { GeminiChunkTranslator } from './openai-gemini.ts';
-import { SSE_DONE, sseData } from './openai-chat.ts';
+import type { OpenAiChunkReader } from './openai-chunks.ts';
+import { SSE_DONE, sseData, type ChatChunk } from './openai-chat.ts';
 import { streamErrorBody } from './openai-error.ts';
+
+/** How chat chunks become the caller's stream. Called once per chunk, in order; `end` or `fail` once, last. */
+export interface ChunkEncoder {
+  chunk(chunk: ChatChunk): string;
+  /** The upstream ended whole: the stream's last events. */
+  end(): string;
+  /** The stream failed (`route` answered badly, or the encoder gave up): the caller's error event. */
+  fail(route: string, message: string, code: string | null): string;
+  /** Set when the encoder cannot go on (an answer larger than it holds); the stream then fails with it. */
+  readonly failure?: string | undefined;
+}
+
+/** OpenAI chat SSE, for /v1/chat/completions callers. */
+export const CHAT_SSE_ENCODER: ChunkEncoder = {
+  chunk: (chunk) => sseData(chunk),
+  end: () => SSE_DONE,
+  fail: (route, message, code) => sseData(streamErrorBody(route, message, code)),
+};
 
 export interface ChatStreamTranslator {
   /** Upstream bytes in, OpenAI SSE text out (often empty: an event may span several reads). */
@@ -20,20 +40,22 @@ export interface ChatStreamTranslator {
   readonly failure: string | undefined;
 }
 
-type EventSource = (onEvent: (type: string, data: string) => void) => { push(chunk: Buffer): void; end(): string | undefined };
+export type EventSource = (onEvent: (type: string, data: string) => void) => { push(chunk: Buffer): void; end(): string | undefined };
 
 class SseChatStream implements ChatStreamTranslator {
   readonly #route: string;
   readonly #step: (type: string, data: string) => StreamStep;
   readonly #finish: (cut?: string) => StreamStep;
   readonly #source: ReturnType<EventSource>;
+  readonly #encoder: ChunkEncoder;
   #out = '';
   #failure: string | undefined;
 
-  constructor(route: string, source: EventSource, step: (type: string, data: string) => StreamStep, finish: (cut?: string) => StreamStep) {
+  constructor(route: string, source: EventSource, step: (type: string, data: string) => StreamStep, finish: (cut?: string) => StreamStep, encoder: ChunkEncoder) {
     this.#route = route;
     this.#step = step;
     this.#finish = finish;
+    this.#encoder = encoder;
     this.#source = source((type, data) => {
       if (this.#failure === undefined) this.#emit(this.#step(type, data));
     });
@@ -45,23 +67,49 @@ class SseChatStream implements ChatStreamTranslator {
 
   write(chunk: Buffer): string {
     if (this.#failure !== undefined) return '';
-    this.#source.push(chunk);
+    try {
+      this.#source.push(chunk);
+    } catch (error) {
+      this.#broken(error);
+    }
     return this.#take();
   }
 
   end(cut?: string): string {
     if (this.#failure !== undefined) return this.#take();
-    const framing = this.#source.end();
-    this.#emit(this.#finish(cut ?? framing));
-    if (this.#failure === undefined) this.#out += SSE_DONE;
+    try {
+      const framing = this.#source.end();
+      this.#emit(this.#finish(cut ?? framing));
+      if (this.#failure === undefined) this.#out += this.#encoder.end();
+    } catch (error) {
+      this.#broken(error);
+    }
     return this.#take();
   }
 
+  /**
+   * An upstream event the translation could not handle (a shape no provider documents): the caller's stream
+   * fails with it, rather than the process (this runs inside the upstream body's event handlers).
+   */
+  #broken(error: unknown): void {
+    if (this.#failure !== undefined) return;
+    this.#failure = `the upstream stream could not be translated: ${error instanceof Error ? error.message : String(error)}`;
+    this.#out += this.#encoder.fail(this.#route, this.#failure, 'upstream_stream_error');
+  }
+
   #emit(step: StreamStep): void {
-    for (const c of step.chunks) this.#out += sseData(c);
+    for (const c of step.chunks) {
+      this.#out += this.#encoder.chunk(c);
+      const gaveUp = this.#encoder.failure;
+      if (gaveUp !== undefined) {
+        this.#failure = gaveUp;
+        this.#out += this.#encoder.fail(this.#route, gaveUp, 'response_too_large');
+        return;
+      }
+    }
     if (step.error && this.#failure === undefined) {
       this.#failure = step.error.message;
-      this.#out += sseData(streamErrorBody(this.#route, step.error.message, step.error.code));
+      this.#out += this.#encoder.fail(this.#route, step.error.message, step.error.code);
     }
   }
 
@@ -81,44 +129,61 @@ const sseSource: EventSource = (onEvent) => {
 };
 
 /** Route gamma-direct and gamma: Anthropic's SSE. */
-export function anthropicSseChatStream(route: string, translator: AnthropicChunkTranslator): ChatStreamTranslator {
+export function anthropicSseChatStream(route: string, translator: AnthropicChunkTranslator, encoder: ChunkEncoder = CHAT_SSE_ENCODER): ChatStreamTranslator {
   return new SseChatStream(
     route,
     sseSource,
     (type, data) => translator.event(type, data),
     (cut) => translator.end(cut),
+    encoder,
   );
 }
 
+/** Anthropic events inside Bedrock's AWS event stream; an exception frame becomes an Anthropic `error` event. */
+export const bedrockSource: EventSource = (onEvent) => {
+  const decoder = new BedrockStreamDecoder(onEvent);
+  let reported = false;
+  return {
+    push: (chunk) => {
+      decoder.push(chunk);
+      if (decoder.error !== undefined && !reported) {
+        reported = true;
+        onEvent('error', JSON.stringify({ type: 'error', error: { type: 'bedrock_stream_error', message: decoder.error } }));
+      }
+    },
+    end: () => decoder.end(),
+  };
+};
+
 /** Route gamma-cloudb: Anthropic events inside Bedrock's AWS event stream; exception frames end it. */
-export function bedrockChatStream(route: string, translator: AnthropicChunkTranslator): ChatStreamTranslator {
+export function bedrockChatStream(route: string, translator: AnthropicChunkTranslator, encoder: ChunkEncoder = CHAT_SSE_ENCODER): ChatStreamTranslator {
   return new SseChatStream(
     route,
-    (onEvent) => {
-      const decoder = new BedrockStreamDecoder(onEvent);
-      let reported = false;
-      return {
-        push: (chunk) => {
-          decoder.push(chunk);
-          if (decoder.error !== undefined && !reported) {
-            reported = true;
-            onEvent('error', JSON.stringify({ type: 'error', error: { type: 'bedrock_stream_error', message: decoder.error } }));
-          }
-        },
-        end: () => decoder.end(),
-      };
-    },
+    bedrockSource,
     (type, data) => translator.event(type, data),
     (cut) => translator.end(cut),
+    encoder,
   );
 }
 
 /** Route alpha: Gemini's SSE (?alt=sse); the event type is unused. */
-export function geminiSseChatStream(route: string, translator: GeminiChunkTranslator): ChatStreamTranslator {
+export function geminiSseChatStream(route: string, translator: GeminiChunkTranslator, encoder: ChunkEncoder = CHAT_SSE_ENCODER): ChatStreamTranslator {
   return new SseChatStream(
     route,
     sseSource,
     (_type, data) => translator.event(data),
     (cut) => translator.end(cut),
+    encoder,
+  );
+}
+
+/** Routes that answer in OpenAI's chat format, read for a caller of another API: the chunks as they come. */
+export function openAiSseChatStream(route: string, reader: OpenAiChunkReader, encoder: ChunkEncoder): ChatStreamTranslator {
+  return new SseChatStream(
+    route,
+    sseSource,
+    (_type, data) => reader.event(data),
+    (cut) => reader.end(cut),
+    encoder,
   );
 }

@@ -2,21 +2,11 @@ import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { describe, expect, it } from 'vitest';
 import { anthropicSseChatStream, bedrockChatStream } from './chat-stream.ts';
 import { AnthropicChunkTranslator, DEFAULT_ANTHROPIC_MAX_TOKENS, fromAnthropicMessage, toAnthropicRequest } from './openai-anthropic.ts';
-import { GatewayError } from './openai-error.ts';
+import { refusal } from './testdata/refusal.ts';
 import { expectGolden, testdata, testdataJson } from './testdata/golden-file.ts';
 
 const identity = { id: 'chatcmpl-test', created: 1758190360, model: 'claude-sonnet-4-20250514', includeUsage: true };
 const direct = { imageUrls: true, route: 'gamma-direct' };
-
-function refusal(run: () => unknown): GatewayError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('expected a GatewayError');
-}
 
 describe('chat completions → Anthropic Messages request', () => {
   it('translates a multi-turn agent conversation (golden)', () => {
@@ -241,5 +231,71 @@ describe('Anthropic JSON mode, streamed', () => {
     expect(JSON.parse(choices.map((c) => c.delta.content ?? '').join(''))).toEqual({ answer: 42 });
     expect(choices.some((c) => c.delta.tool_calls)).toBe(false);
     expect(choices.at(-1)!.finish_reason).toBe('stop');
+  });
+});
+
+describe('what the Responses API asks beyond chat (ChatExtensions)', () => {
+  const base = { model: 'm', messages: [{ role: 'user', content: 'x' }] };
+  const reasoning = (budget: number) => ({ reasoning: { budget, effort: null, summaries: true }, returnReasoning: true, singleToolCall: false });
+
+  it('thinks with the budget, leaving room for the answer under a default max_tokens', () => {
+    const out = toAnthropicRequest(base, { ...direct, extensions: reasoning(8192) }).body;
+    expect(out).toMatchObject({ thinking: { type: 'enabled', budget_tokens: 8192 }, max_tokens: DEFAULT_ANTHROPIC_MAX_TOKENS + 8192 });
+    // A caller's limit counts the thinking: the budget shrinks to fit below it, down to Anthropic's 1024.
+    expect(toAnthropicRequest({ ...base, max_completion_tokens: 3000 }, { ...direct, extensions: reasoning(8192) }).body.thinking).toEqual({
+      type: 'enabled',
+      budget_tokens: 2999,
+    });
+    expect(refusal(() => toAnthropicRequest({ ...base, max_completion_tokens: 1000 }, { ...direct, extensions: reasoning(8192) })).param).toBe('max_output_tokens');
+    expect(refusal(() => toAnthropicRequest({ ...base, response_format: { type: 'json_object' } }, { ...direct, extensions: reasoning(1024) })).param).toBe('reasoning');
+    expect(toAnthropicRequest(base, { ...direct, extensions: reasoning(0) }).body.thinking).toBeUndefined();
+  });
+
+  it('sends signed thinking back first in its assistant turn, only while thinking', () => {
+    const request = {
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'x' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+        { role: 'tool', tool_call_id: 't1', content: 'ok' },
+      ],
+    };
+    const thinking = new Map([
+      [
+        1,
+        [
+          { kind: 'thinking' as const, thinking: 'plan', signature: 'sig' },
+          { kind: 'redacted' as const, data: 'opaque' },
+        ],
+      ],
+    ]);
+    const turns = (budget: number) =>
+      toAnthropicRequest(request, { ...direct, extensions: { ...reasoning(budget), thinking } }).body.messages as { role: string; content: Record<string, unknown>[] }[];
+    expect(turns(1024)[1]!.content).toEqual([
+      { type: 'thinking', thinking: 'plan', signature: 'sig' },
+      { type: 'redacted_thinking', data: 'opaque' },
+      { type: 'tool_use', id: 't1', name: 'f', input: {} },
+    ]);
+    expect(turns(0)[1]!.content.map((b) => b.type)).toEqual(['tool_use']);
+  });
+
+  it('tells Claude to make at most one call', () => {
+    const tools = [{ type: 'function', function: { name: 'f' } }];
+    const out = toAnthropicRequest({ ...base, tools }, { ...direct, extensions: { returnReasoning: false, singleToolCall: true } }).body;
+    expect(out.tool_choice).toEqual({ type: 'auto', disable_parallel_tool_use: true });
+  });
+
+  it('returns thinking, whole and streamed, only when asked', () => {
+    const message = {
+      content: [
+        { type: 'thinking', thinking: 'plan', signature: 'sig' },
+        { type: 'text', text: 'Hi' },
+      ],
+      stop_reason: 'end_turn',
+    };
+    expect(fromAnthropicMessage(message, { model: 'm', jsonMode: false, created: 0, reasoning: true }).choices[0]!.message.thinking).toEqual([
+      { kind: 'thinking', thinking: 'plan', signature: 'sig' },
+    ]);
+    expect(fromAnthropicMessage(message, { model: 'm', jsonMode: false, created: 0 }).choices[0]!.message.thinking).toBeUndefined();
   });
 });

@@ -21,6 +21,7 @@ import {
   userParts,
   type JsonMode,
 } from './chat-content.ts';
+import { EFFORT_BUDGETS, type ChatExtensions, type ThinkingBlock } from './chat-extensions.ts';
 import { chatUsage, chunk, usageChunk, type ChatChunk, type ChatCompletion, type ChatToolCall, type ChunkIdentity, type FinishReason } from './openai-chat.ts';
 import { invalidParameter, unsupportedParameter } from './openai-error.ts';
 
@@ -30,11 +31,16 @@ export const DEFAULT_ANTHROPIC_MAX_TOKENS = 4096;
 /** The forced tool that carries a JSON answer when response_format asks for JSON (Claude has no JSON mode). */
 export const JSON_RESPONSE_TOOL = 'json_response';
 
+/** The smallest thinking budget Anthropic accepts. */
+const MIN_THINKING_BUDGET = 1024;
+
 export interface AnthropicRequestOptions {
   /** Whether the route accepts images by URL (the Anthropic API does; Vertex AI and Bedrock take base64 only). */
   imageUrls: boolean;
   /** Route name, for messages. */
   route: string;
+  /** What a Responses caller asked for beyond chat completions (thinking). */
+  extensions?: ChatExtensions | undefined;
 }
 
 export interface AnthropicRequest {
@@ -56,6 +62,7 @@ const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp
 
 export function toAnthropicRequest(request: Record<string, unknown>, opts: AnthropicRequestOptions): AnthropicRequest {
   checkChatParameters(request, 'anthropic', 'Anthropic');
+  const thinking = thinkingBudget(opts.extensions);
   const system: Block[] = [];
   const turns: Turn[] = [];
   const push = (role: Turn['role'], blocks: Block[]) => {
@@ -91,7 +98,7 @@ export function toAnthropicRequest(request: Record<string, unknown>, opts: Anthr
         );
         break;
       case 'assistant': {
-        const blocks: Block[] = [];
+        const blocks: Block[] = thinking ? (opts.extensions?.thinking?.get(message.index) ?? []).map(thinkingBlock) : [];
         const text = textContent(message);
         if (text !== '') blocks.push({ type: 'text', text });
         for (const call of toolCalls(message)) blocks.push({ type: 'tool_use', id: call.id, name: call.name, input: call.input });
@@ -104,7 +111,19 @@ export function toAnthropicRequest(request: Record<string, unknown>, opts: Anthr
     }
   }
 
-  const body: Record<string, unknown> = { max_tokens: maxTokens(request) ?? DEFAULT_ANTHROPIC_MAX_TOKENS, messages: turns };
+  // max_tokens counts the thinking too: a default leaves the usual room for the answer beside the budget.
+  const max = maxTokens(request) ?? DEFAULT_ANTHROPIC_MAX_TOKENS + (thinking ?? 0);
+  const body: Record<string, unknown> = { max_tokens: max, messages: turns };
+  if (thinking !== undefined) {
+    const budget = Math.min(thinking, max - 1);
+    if (budget < MIN_THINKING_BUDGET) {
+      throw invalidParameter(
+        'max_output_tokens',
+        `max_output_tokens ${max} leaves no room for Claude's thinking, which needs at least ${MIN_THINKING_BUDGET} tokens below the limit`,
+      );
+    }
+    body.thinking = { type: 'enabled', budget_tokens: budget };
+  }
   if (system.length > 0) body.system = system;
   const stop = stopSequences(request);
   if (stop) body.stop_sequences = stop;
@@ -122,6 +141,9 @@ export function toAnthropicRequest(request: Record<string, unknown>, opts: Anthr
   const format = responseFormat(request);
   const jsonMode = format.kind !== 'text';
   if (jsonMode) {
+    if (thinking !== undefined) {
+      throw unsupportedParameter('reasoning', 'Claude cannot think and answer in JSON at once: its JSON answer is a forced tool call, which extended thinking refuses');
+    }
     if (tools.length > 0) {
       throw unsupportedParameter('response_format', 'response_format json cannot be combined with tools for Anthropic models: Claude returns JSON through a forced tool');
     }
@@ -135,7 +157,7 @@ export function toAnthropicRequest(request: Record<string, unknown>, opts: Anthr
     }));
     const anthropicChoice: Record<string, unknown> | undefined =
       choice === undefined ? undefined : choice.kind === 'function' ? { type: 'tool', name: choice.name } : { type: choice.kind === 'required' ? 'any' : choice.kind };
-    if (request.parallel_tool_calls === false && choice?.kind !== 'none') {
+    if ((request.parallel_tool_calls === false || opts.extensions?.singleToolCall === true) && choice?.kind !== 'none') {
       body.tool_choice = { ...(anthropicChoice ?? { type: 'auto' }), disable_parallel_tool_use: true };
     } else if (anthropicChoice) {
       body.tool_choice = anthropicChoice;
@@ -146,6 +168,17 @@ export function toAnthropicRequest(request: Record<string, unknown>, opts: Anthr
   const stream = request.stream === true;
   if (stream) body.stream = true;
   return { body, stream, includeUsage: includeUsage(request), jsonMode };
+}
+
+/** Claude's thinking budget for what the caller asked, or undefined for no thinking. */
+function thinkingBudget(extensions: ChatExtensions | undefined): number | undefined {
+  const reasoning = extensions?.reasoning;
+  if (reasoning === undefined || reasoning.budget === 0) return undefined;
+  return reasoning.budget === 'dynamic' ? EFFORT_BUDGETS.medium : Math.max(reasoning.budget, MIN_THINKING_BUDGET);
+}
+
+function thinkingBlock(block: ThinkingBlock): Block {
+  return block.kind === 'thinking' ? { type: 'thinking', thinking: block.thinking, signature: block.signature } : { type: 'redacted_thinking', data: block.data };
 }
 
 function jsonTool(format: Exclude<JsonMode, { kind: 'text' }>): Record<string, unknown> {
@@ -180,20 +213,30 @@ export interface ResponseContext {
   created: number;
   /** Usage from elsewhere when the body has none (Bedrock's token-count headers). */
   fallbackUsage?: TokenUsage | null;
+  /** Keep the thinking blocks (ChatExtensions.returnReasoning); hidden otherwise, as OpenAI hides its reasoning. */
+  reasoning?: boolean;
 }
 
 /** A Messages API response as a chat.completion. */
 export function fromAnthropicMessage(message: Record<string, unknown>, ctx: ResponseContext): ChatCompletion {
   let text = '';
   const calls: ChatToolCall[] = [];
+  const thinking: ThinkingBlock[] = [];
   for (const block of Array.isArray(message.content) ? message.content : []) {
     if (!isRecord(block)) continue;
     if (block.type === 'text' && typeof block.text === 'string') text += block.text;
     else if (block.type === 'tool_use') {
       if (ctx.jsonMode && block.name === JSON_RESPONSE_TOOL) text += JSON.stringify(block.input ?? {});
       else calls.push({ id: String(block.id), type: 'function', function: { name: String(block.name), arguments: JSON.stringify(block.input ?? {}) } });
+    } else if (ctx.reasoning === true && block.type === 'thinking') {
+      thinking.push({
+        kind: 'thinking',
+        thinking: typeof block.thinking === 'string' ? block.thinking : '',
+        signature: typeof block.signature === 'string' ? block.signature : '',
+      });
+    } else if (ctx.reasoning === true && block.type === 'redacted_thinking' && typeof block.data === 'string') {
+      thinking.push({ kind: 'redacted', data: block.data });
     }
-    // thinking and redacted_thinking blocks stay hidden, as OpenAI hides its reasoning
   }
   const usage = normaliseAnthropicUsage(message.usage) ?? ctx.fallbackUsage ?? null;
   const out: ChatCompletion = {
@@ -204,7 +247,13 @@ export function fromAnthropicMessage(message: Record<string, unknown>, ctx: Resp
     choices: [
       {
         index: 0,
-        message: { role: 'assistant', content: text === '' && calls.length > 0 ? null : text, refusal: null, ...(calls.length > 0 ? { tool_calls: calls } : {}) },
+        message: {
+          role: 'assistant',
+          content: text === '' && calls.length > 0 ? null : text,
+          refusal: null,
+          ...(calls.length > 0 ? { tool_calls: calls } : {}),
+          ...(thinking.length > 0 ? { thinking } : {}),
+        },
         logprobs: null,
         finish_reason: anthropicFinishReason(message.stop_reason, ctx.jsonMode),
       },
@@ -230,6 +279,7 @@ export interface StreamStep {
 export class AnthropicChunkTranslator {
   readonly #identity: ChunkIdentity;
   readonly #jsonMode: boolean;
+  readonly #reasoning: boolean;
   readonly #usage = new AnthropicStreamUsage();
   /** content block index → tool call index (-1: the JSON answer tool, streamed as content). */
   readonly #toolIndex = new Map<number, number>();
@@ -240,9 +290,11 @@ export class AnthropicChunkTranslator {
   #finished = false;
   #stopped = false;
 
-  constructor(identity: ChunkIdentity, jsonMode: boolean) {
+  /** `reasoning`: pass thinking on as ChunkDelta.thinking (ChatExtensions.returnReasoning); hidden otherwise. */
+  constructor(identity: ChunkIdentity, jsonMode: boolean, reasoning = false) {
     this.#identity = { ...identity };
     this.#jsonMode = jsonMode;
+    this.#reasoning = reasoning;
   }
 
   get identity(): ChunkIdentity {
@@ -286,6 +338,10 @@ export class AnthropicChunkTranslator {
           }
         } else if (block.type === 'text' && typeof block.text === 'string' && block.text !== '') {
           chunks.push(chunk(this.#identity, 0, { content: block.text }));
+        } else if (this.#reasoning && block.type === 'thinking' && typeof block.thinking === 'string' && block.thinking !== '') {
+          chunks.push(chunk(this.#identity, 0, { thinking: { block: index, text: block.thinking } }));
+        } else if (this.#reasoning && block.type === 'redacted_thinking' && typeof block.data === 'string') {
+          chunks.push(chunk(this.#identity, 0, { thinking: { block: index, redacted: block.data } }));
         }
         break;
       }
@@ -303,8 +359,12 @@ export class AnthropicChunkTranslator {
             this.#toolArgs.add(toolIndex);
             chunks.push(chunk(this.#identity, 0, { tool_calls: [{ index: toolIndex, function: { arguments: delta.partial_json } }] }));
           }
+        } else if (this.#reasoning && delta.type === 'thinking_delta' && typeof delta.thinking === 'string') {
+          chunks.push(chunk(this.#identity, 0, { thinking: { block: index, text: delta.thinking } }));
+        } else if (this.#reasoning && delta.type === 'signature_delta' && typeof delta.signature === 'string') {
+          chunks.push(chunk(this.#identity, 0, { thinking: { block: index, signature: delta.signature } }));
         }
-        // thinking_delta and signature_delta stay hidden
+        // otherwise thinking stays hidden, as OpenAI hides its reasoning
         break;
       }
       case 'message_delta': {

@@ -3,6 +3,7 @@
 // request is validated field by field by the parameter table (chat-parameters.ts), not by these types.
 
 import type { TokenUsage } from '../usage/usage.ts';
+import type { ThinkingBlock } from './chat-extensions.ts';
 
 export type ChatRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool' | 'function';
 
@@ -24,7 +25,7 @@ export interface ChatUsage {
 
 export interface ChatCompletionChoice {
   index: number;
-  message: { role: 'assistant'; content: string | null; refusal: null; tool_calls?: ChatToolCall[] };
+  message: { role: 'assistant'; content: string | null; refusal: null; tool_calls?: ChatToolCall[]; thinking?: ThinkingBlock[] };
   logprobs: null;
   finish_reason: FinishReason;
 }
@@ -46,10 +47,24 @@ export interface ChunkToolCallDelta {
   function: { name?: string; arguments: string };
 }
 
+/** A piece of one thinking block: its text, its signature (Claude's, at the block's end) or its redacted data. */
+export interface ThinkingDelta {
+  /** Which thinking block of the answer (a new number starts a new block). */
+  block: number;
+  text?: string;
+  signature?: string;
+  redacted?: string;
+}
+
 export interface ChunkDelta {
   role?: 'assistant';
   content?: string;
   tool_calls?: ChunkToolCallDelta[];
+  /**
+   * The gateway's own field, never sent to a chat caller: set only when the Responses or Messages API asked for
+   * the answer's thinking (ChatExtensions.returnReasoning), whose encoders read it.
+   */
+  thinking?: ThinkingDelta;
 }
 
 export interface ChatChunk {

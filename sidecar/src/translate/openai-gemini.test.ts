@@ -1,22 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { geminiSseChatStream } from './chat-stream.ts';
-import { GatewayError } from './openai-error.ts';
+import { refusal } from './testdata/refusal.ts';
 import { fromGeminiResponse, GeminiChunkTranslator, toGeminiRequest } from './openai-gemini.ts';
 import { expectGolden, testdata, testdataJson } from './testdata/golden-file.ts';
 
 function counter(): () => string {
   let n = 0;
   return () => `call_${++n}`;
-}
-
-function refusal(run: () => unknown): GatewayError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('expected a GatewayError');
 }
 
 describe('chat completions → Gemini generateContent request', () => {
@@ -108,5 +98,36 @@ describe('Gemini stream → chat.completion.chunk SSE', () => {
     const stream = geminiSseChatStream('alpha', new GeminiChunkTranslator(identity, counter()));
     const out = stream.write(Buffer.from('data: {"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}\r\n\r\n')) + stream.end();
     expect(out).toBe('data: {"error":{"message":"upstream alpha stream failed: The model is overloaded.","type":"server_error","param":null,"code":"unavailable"}}\n\n');
+  });
+});
+
+describe('what the Responses and Messages APIs ask beyond chat (ChatExtensions)', () => {
+  const base = { model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'x' }] };
+
+  it('sets the thinking budget, and asks for thought summaries only when they are to be shown', () => {
+    const config = (budget: number | 'dynamic', summaries: boolean) =>
+      toGeminiRequest(base, { reasoning: { budget, effort: null, summaries }, returnReasoning: summaries, singleToolCall: false }).body.generationConfig;
+    expect(config(2048, true)).toEqual({ thinkingConfig: { thinkingBudget: 2048, includeThoughts: true } });
+    expect(config('dynamic', false)).toEqual({ thinkingConfig: { thinkingBudget: -1 } });
+    expect(config(0, true)).toEqual({ thinkingConfig: { thinkingBudget: 0 } });
+  });
+
+  it('keeps the thought summary apart from the answer, and one function call when only one is wanted', () => {
+    const response = {
+      candidates: [
+        {
+          content: {
+            role: 'model',
+            parts: [{ text: 'Planning.', thought: true }, { functionCall: { name: 'a', args: {} } }, { functionCall: { name: 'b', args: {} } }],
+          },
+          finishReason: 'STOP',
+        },
+      ],
+    };
+    let id = 0;
+    const message = fromGeminiResponse(response, { model: 'm', created: 0, newId: () => `call_${++id}`, reasoning: true, singleToolCall: true }).choices[0]!.message;
+    expect(message.thinking).toEqual([{ kind: 'thinking', thinking: 'Planning.', signature: '' }]);
+    expect(message.tool_calls!.map((c) => c.function.name)).toEqual(['a']);
+    expect(fromGeminiResponse(response, { model: 'm', created: 0, newId: () => 'x' }).choices[0]!.message).not.toHaveProperty('thinking');
   });
 });

@@ -32,6 +32,7 @@ import {
 } from './openai-chat.ts';
 import { invalidParameter, unsupportedParameter } from './openai-error.ts';
 import type { StreamStep } from './openai-anthropic.ts';
+import type { ChatExtensions } from './chat-extensions.ts';
 
 export interface GeminiRequest {
   /** generateContent body. */
@@ -65,7 +66,7 @@ function imageMimeType(url: string): string | undefined {
   return dot === -1 ? undefined : IMAGE_EXTENSIONS[path.slice(dot + 1).toLowerCase()];
 }
 
-export function toGeminiRequest(request: Record<string, unknown>): GeminiRequest {
+export function toGeminiRequest(request: Record<string, unknown>, extensions?: ChatExtensions): GeminiRequest {
   checkChatParameters(request, 'gemini', 'Gemini');
   const system: Part[] = [];
   const contents: Content[] = [];
@@ -158,6 +159,12 @@ export function toGeminiRequest(request: Record<string, unknown>): GeminiRequest
     if (budget === undefined) throw invalidParameter('reasoning_effort', 'reasoning_effort must be one of none, minimal, low, medium, high');
     config.thinkingConfig = { thinkingBudget: budget };
   }
+  const reasoning = extensions?.reasoning;
+  if (reasoning !== undefined) {
+    // -1 is Gemini's dynamic thinking; thought summaries come back only when asked for.
+    const budget = reasoning.budget === 'dynamic' ? -1 : reasoning.budget;
+    config.thinkingConfig = { thinkingBudget: budget, ...(reasoning.summaries && budget !== 0 ? { includeThoughts: true } : {}) };
+  }
   const format = responseFormat(request);
   if (format.kind !== 'text') {
     config.responseMimeType = 'application/json';
@@ -214,7 +221,17 @@ export function geminiFinishReason(reason: unknown, calledFunctions: boolean): F
   }
 }
 
-export interface GeminiResponseContext {
+/** What a reader of Gemini's answer keeps beyond the text and calls (ChatExtensions). */
+export interface GeminiShaping {
+  /** Keep thought summaries; hidden otherwise, as OpenAI hides its reasoning. */
+  reasoning: boolean;
+  /** Keep only the first function call: Gemini cannot be told to make at most one. */
+  singleToolCall: boolean;
+}
+
+const PLAIN: GeminiShaping = { reasoning: false, singleToolCall: false };
+
+export interface GeminiResponseContext extends Partial<GeminiShaping> {
   model: string;
   created: number;
   /** New tool-call ids (Gemini's function calls carry none). */
@@ -224,31 +241,42 @@ export interface GeminiResponseContext {
 interface CandidateContent {
   text: string;
   calls: ChatToolCall[];
+  thought: string;
 }
 
-function candidateContent(candidate: Record<string, unknown>, newId: () => string): CandidateContent {
+function candidateContent(candidate: Record<string, unknown>, newId: () => string, shaping: GeminiShaping, callsBefore = 0): CandidateContent {
   let text = '';
+  let thought = '';
   const calls: ChatToolCall[] = [];
   const content = isRecord(candidate.content) ? candidate.content : {};
   for (const part of Array.isArray(content.parts) ? content.parts : []) {
-    if (!isRecord(part) || part.thought === true) continue; // thought summaries stay hidden, as OpenAI hides reasoning
-    if (typeof part.text === 'string') text += part.text;
-    else if (isRecord(part.functionCall)) {
+    if (!isRecord(part)) continue;
+    if (part.thought === true) {
+      if (shaping.reasoning && typeof part.text === 'string') thought += part.text;
+    } else if (typeof part.text === 'string') text += part.text;
+    else if (isRecord(part.functionCall) && !(shaping.singleToolCall && callsBefore + calls.length > 0)) {
       const call = part.functionCall;
       calls.push({ id: newId(), type: 'function', function: { name: String(call.name), arguments: JSON.stringify(call.args ?? {}) } });
     }
   }
-  return { text, calls };
+  return { text, calls, thought };
 }
 
 /** A generateContent response as a chat.completion: one choice per candidate. */
 export function fromGeminiResponse(response: Record<string, unknown>, ctx: GeminiResponseContext): ChatCompletion {
   const candidates = Array.isArray(response.candidates) ? response.candidates.filter(isRecord) : [];
+  const shaping: GeminiShaping = { reasoning: ctx.reasoning ?? false, singleToolCall: ctx.singleToolCall ?? false };
   const choices: ChatCompletionChoice[] = candidates.map((candidate, position) => {
-    const { text, calls } = candidateContent(candidate, ctx.newId);
+    const { text, calls, thought } = candidateContent(candidate, ctx.newId, shaping);
     return {
       index: typeof candidate.index === 'number' ? candidate.index : position,
-      message: { role: 'assistant', content: text === '' && calls.length > 0 ? null : text, refusal: null, ...(calls.length > 0 ? { tool_calls: calls } : {}) },
+      message: {
+        role: 'assistant',
+        content: text === '' && calls.length > 0 ? null : text,
+        refusal: null,
+        ...(calls.length > 0 ? { tool_calls: calls } : {}),
+        ...(thought !== '' ? { thinking: [{ kind: 'thinking' as const, thinking: thought, signature: '' }] } : {}),
+      },
       logprobs: null,
       finish_reason: geminiFinishReason(candidate.finishReason, calls.length > 0),
     };
@@ -277,6 +305,7 @@ export function fromGeminiResponse(response: Record<string, unknown>, ctx: Gemin
 export class GeminiChunkTranslator {
   readonly #identity: ChunkIdentity;
   readonly #newId: () => string;
+  readonly #shaping: GeminiShaping;
   readonly #started = new Set<number>();
   readonly #finished = new Set<number>();
   readonly #toolCounts = new Map<number, number>();
@@ -284,9 +313,10 @@ export class GeminiChunkTranslator {
   #blocked = false;
   #identified = false;
 
-  constructor(identity: ChunkIdentity, newId: () => string) {
+  constructor(identity: ChunkIdentity, newId: () => string, shaping: GeminiShaping = PLAIN) {
     this.#identity = { ...identity };
     this.#newId = newId;
+    this.#shaping = shaping;
   }
 
   /** One SSE data payload. */
@@ -319,11 +349,12 @@ export class GeminiChunkTranslator {
     const candidates = Array.isArray(response.candidates) ? response.candidates.filter(isRecord) : [];
     candidates.forEach((candidate, position) => {
       const index = typeof candidate.index === 'number' ? candidate.index : position;
-      const { text, calls } = candidateContent(candidate, this.#newId);
+      const { text, calls, thought } = candidateContent(candidate, this.#newId, this.#shaping, this.#toolCounts.get(index) ?? 0);
       if (!this.#started.has(index)) {
         this.#started.add(index);
         chunks.push(chunk(this.#identity, index, { role: 'assistant', content: '' }));
       }
+      if (thought !== '') chunks.push(chunk(this.#identity, index, { thinking: { block: 0, text: thought } }));
       if (text !== '') chunks.push(chunk(this.#identity, index, { content: text }));
       for (const call of calls) {
         const toolIndex = this.#toolCounts.get(index) ?? 0;

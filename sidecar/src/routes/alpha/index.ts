@@ -1,11 +1,11 @@
 // /proxy/alpha: Gemini on Vertex AI, native generateContent API. The body passes through unread (the model
-// is in the path); /v1 calls are translated to generateContent and back.
+// is in the path); /v1 calls are translated to generateContent and back, a Messages token count to countTokens.
 
 import { GEMINI_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { toGeminiRequest } from '../../translate/openai-gemini.ts';
 import { GOOGLE_ERRORS } from '../error-shape.ts';
 import { forwardedAsIs } from '../native-request.ts';
-import { defineRoute } from '../route-module.ts';
+import { defineRoute, nativePlan } from '../route-module.ts';
 import { geminiModelId, vertexLocationPath, vertexModelSegment, vertexPathModel } from '../vertex-ai.ts';
 
 export const alpha = defineRoute('alpha', {
@@ -17,7 +17,7 @@ export const alpha = defineRoute('alpha', {
     plan(call) {
       const model = geminiModelId(call.requested);
       const stream = call.request.stream === true;
-      const translated = toGeminiRequest(call.request);
+      const translated = toGeminiRequest(call.request, call.extensions);
       const method = stream ? 'streamGenerateContent?alt=sse' : 'generateContent';
       return {
         model,
@@ -29,6 +29,16 @@ export const alpha = defineRoute('alpha', {
         jsonMode: false,
         stripInjectedUsage: false,
       };
+    },
+    countTokens(call) {
+      const model = geminiModelId(call.requested);
+      // countTokens takes the prompt's parts of a generateContent body: its contents, system instruction and tools.
+      const { contents, systemInstruction, tools } = toGeminiRequest(call.request, call.extensions).body;
+      return nativePlan(model, `${vertexLocationPath('alpha', call.upstream, call.env)}/publishers/google/models/${vertexModelSegment(model)}:countTokens`, {
+        contents,
+        ...(systemInstruction !== undefined ? { systemInstruction } : {}),
+        ...(tools !== undefined ? { tools } : {}),
+      });
     },
   },
 });

@@ -1,5 +1,5 @@
 // /proxy/beta: the OpenAI API. Every path is forwarded; the body is read for the model, the user and to add
-// stream_options.include_usage. /v1 calls pass through unchanged.
+// stream_options.include_usage. /v1 chat and Responses calls pass through unchanged; Messages calls are translated.
 
 import { OPENAI_ERRORS } from '../error-shape.ts';
 import { planOpenAiNative, planOpenAiPassThrough } from '../openai-chat-route.ts';
@@ -12,5 +12,6 @@ export const beta = defineRoute('beta', {
   v1: {
     modelId: (requested) => requested,
     plan: (call) => planOpenAiPassThrough(call, call.requested, '/v1/chat/completions'),
+    responsesPath: '/v1/responses',
   },
 });

@@ -1,4 +1,5 @@
 // /proxy/gamma-direct: the Anthropic API. Every path is forwarded; the body is read for the model and user.
+// On /v1, chat and Responses calls are translated to the Messages API; Messages calls pass through.
 
 import { ANTHROPIC_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { chatToMessages, claudePlan } from '../claude-chat.ts';
@@ -6,7 +7,7 @@ import { claudeModelId, isAnthropicApiClaudeId, type ClaudeIdForm } from '../cla
 import { ANTHROPIC_ERRORS } from '../error-shape.ts';
 import { bodyModel, forwardedAsIs, parseRouteJson } from '../native-request.ts';
 import { anthropicRequestUser } from '../request-user.ts';
-import { defineRoute } from '../route-module.ts';
+import { defineRoute, nativePlan } from '../route-module.ts';
 
 /** Anthropic API ids: claude-sonnet-4-20250514; the bare family id of the price table is not one. */
 const ID_FORM: ClaudeIdForm = { fits: isAnthropicApiClaudeId, canonicalIsApiId: false, described: 'an Anthropic API id' };
@@ -27,6 +28,10 @@ export const gammaDirect = defineRoute('gamma-direct', {
       const translated = chatToMessages(call, 'gamma-direct', true);
       translated.body.model = model;
       return claudePlan(translated, { model, path: '/v1/messages' }, ANTHROPIC_CHAT_RESPONSE);
+    },
+    messages(call, operation) {
+      const model = modelId(call.requested, call.entry);
+      return nativePlan(model, operation === 'count_tokens' ? '/v1/messages/count_tokens' : '/v1/messages', { ...call.request, model });
     },
   },
 });

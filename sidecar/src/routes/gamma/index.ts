@@ -1,8 +1,9 @@
 // /proxy/gamma: Claude on Vertex AI, called with the Anthropic Messages API (POST /v1/messages and
 // /v1/messages/count_tokens) and sent on as Vertex AI's rawPredict / streamRawPredict: the model moves from
-// the body to the path and the body gets Vertex's anthropic_version.
+// the body to the path and the body gets Vertex's anthropic_version. /v1 Messages calls take the same way.
 
 import type { PriceEntry } from '../../../../contracts/price-entry.ts';
+import type { UpstreamConfig } from '../../../../contracts/runtime-config.ts';
 import { ProxyError } from '../../errors.ts';
 import { ANTHROPIC_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { chatToMessages, claudePlan } from '../claude-chat.ts';
@@ -10,7 +11,7 @@ import { claudeModelId, isVertexClaudeId, type ClaudeIdForm } from '../claude-mo
 import { ANTHROPIC_ERRORS } from '../error-shape.ts';
 import { bodyModel, parseRouteJson } from '../native-request.ts';
 import { anthropicRequestUser } from '../request-user.ts';
-import { defineRoute, type NativeCall, type UpstreamRequestPlan } from '../route-module.ts';
+import { defineRoute, nativePlan, type NativeCall, type UpstreamRequestPlan } from '../route-module.ts';
 import { VERTEX_ANTHROPIC_VERSION, vertexLocationPath, vertexModelSegment } from '../vertex-ai.ts';
 
 /** The Anthropic Vertex SDKs read the project from either variable. */
@@ -19,28 +20,35 @@ const PROJECT_VARIABLES = ['GOOGLE_CLOUD_PROJECT', 'ANTHROPIC_VERTEX_PROJECT_ID'
 const ID_FORM: ClaudeIdForm = { fits: isVertexClaudeId, canonicalIsApiId: true, described: "a Vertex AI id (with '@')" };
 const modelId = (requested: string, entry: PriceEntry): string => claudeModelId('gamma', ID_FORM, requested, entry);
 
+/** A Messages body in Vertex's envelope: the model in the path (in the body for count-tokens), its anthropic_version. */
+function vertexMessages(
+  json: Record<string, unknown>,
+  model: string,
+  countTokens: boolean,
+  upstream: UpstreamConfig | undefined,
+  env: NodeJS.ProcessEnv,
+): { path: string; body: Record<string, unknown> } {
+  const base = `${vertexLocationPath('gamma', upstream, env, PROJECT_VARIABLES)}/publishers/anthropic/models/`;
+  const body: Record<string, unknown> = { ...json };
+  if (body.anthropic_version === undefined) body.anthropic_version = VERTEX_ANTHROPIC_VERSION;
+  // count-tokens takes the model in the body, unlike rawPredict
+  if (countTokens) return { path: `${base}count-tokens:rawPredict`, body: { ...body, model } };
+  delete body.model;
+  return { path: `${base}${vertexModelSegment(model)}:${body.stream === true ? 'streamRawPredict' : 'rawPredict'}`, body };
+}
+
 function planNative({ method, rest, query, body, upstream, env }: NativeCall): UpstreamRequestPlan {
   const countTokens = rest === '/v1/messages/count_tokens';
   if (method !== 'POST' || (rest !== '/v1/messages' && !countTokens)) {
     throw new ProxyError('invalid_request', `route gamma serves POST /v1/messages and /v1/messages/count_tokens, not ${method} ${rest}`);
   }
-  const base = `${vertexLocationPath('gamma', upstream, env, PROJECT_VARIABLES)}/publishers/anthropic/models/`;
   if (!body || body.length === 0) throw new ProxyError('invalid_request', 'route gamma needs a JSON request body');
   const json = parseRouteJson(body, 'gamma');
   const model = bodyModel(json, 'gamma', true);
-  const out: Record<string, unknown> = { ...json };
-  if (out.anthropic_version === undefined) out.anthropic_version = VERTEX_ANTHROPIC_VERSION;
-  let path: string;
-  if (countTokens) {
-    // count-tokens takes the model in the body, unlike rawPredict
-    path = `${base}count-tokens:rawPredict`;
-  } else {
-    delete out.model;
-    path = `${base}${vertexModelSegment(model)}:${out.stream === true ? 'streamRawPredict' : 'rawPredict'}`;
-  }
+  const out = vertexMessages(json, model, countTokens, upstream, env);
   return {
-    path: path + query,
-    body: Buffer.from(JSON.stringify(out)),
+    path: out.path + query,
+    body: Buffer.from(JSON.stringify(out.body)),
     model,
     operation: countTokens ? 'count_tokens' : 'chat',
     stripInjectedUsage: false,
@@ -61,6 +69,11 @@ export const gamma = defineRoute('gamma', {
       const method = translated.stream ? 'streamRawPredict' : 'rawPredict';
       const path = `${vertexLocationPath('gamma', call.upstream, call.env, PROJECT_VARIABLES)}/publishers/anthropic/models/${vertexModelSegment(model)}:${method}`;
       return claudePlan(translated, { model, path }, ANTHROPIC_CHAT_RESPONSE);
+    },
+    messages(call, operation) {
+      const model = modelId(call.requested, call.entry);
+      const out = vertexMessages(call.request, model, operation === 'count_tokens', call.upstream, call.env);
+      return nativePlan(model, out.path, out.body);
     },
   },
 });

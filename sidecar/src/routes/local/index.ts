@@ -22,7 +22,13 @@ export const local = defineRoute('local', {
   baseUrlFromConfig: (config) => config.local.runtime.baseUrl,
   v1: {
     modelId: (requested) => requested,
-    plan: (call) => planOpenAiPassThrough(call, call.requested, '/v1/chat/completions'),
+    plan(call) {
+      // Ollama's OpenAI-compatible API reads max_tokens only; the newer name would be ignored.
+      const max = call.request.max_completion_tokens;
+      const request =
+        max !== undefined && max !== null && call.request.max_tokens === undefined ? { ...call.request, max_tokens: max, max_completion_tokens: undefined } : call.request;
+      return planOpenAiPassThrough({ ...call, request }, call.requested, '/v1/chat/completions');
+    },
     passThrough: { embeddings: '/v1/embeddings', completions: '/v1/completions' },
   },
 });

@@ -1,0 +1,62 @@
+// One API the /v1 gateway serves (chat completions, Responses, Messages, Messages token counting): how its
+// request is planned on the route its model picks, how the answer is written for its callers, in which shape
+// they read an error. The handler (http/gateway.ts) is the same for every API: body, model, span, budget,
+// upstream call, relay; what differs between the APIs is here, one module each (ADR 0901).
+
+import type { IncomingHttpHeaders } from 'node:http';
+import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
+import type { ProxyError } from '../errors.ts';
+import { ANTHROPIC_ERRORS, OPENAI_ERRORS, type ErrorShape } from '../routes/error-shape.ts';
+import type { GatewayPlan, GatewayTarget } from '../routes/v1-plan.ts';
+import { anthropicProxyErrorBody, anthropicRefusalBody } from '../translate/anthropic-error.ts';
+import type { ChatResponseTranslation, ResponseShaping } from '../translate/chat-responses.ts';
+import type { ChunkEncoder } from '../translate/chat-stream.ts';
+import { proxyErrorBody, type GatewayError } from '../translate/openai-error.ts';
+
+/** How an answer reaches the caller in its API (http/gateway-relay.ts reads it). */
+export interface CallerAnswer {
+  /** A translated route's whole answer, its JSON document, as the caller's body. */
+  json(document: Record<string, unknown>, translation: ChatResponseTranslation | null, shaping: ResponseShaping): unknown;
+  /** Writes a translated stream's chunks as the caller's events. `model` is named until the upstream names one. */
+  encoder(model: string): ChunkEncoder;
+  /** An upstream's error response in the caller's shape (the status is kept). */
+  upstreamError(route: string, statusCode: number, headers: Record<string, string | string[] | undefined>, body: Buffer): unknown;
+}
+
+/** How the API's callers read a failure the gateway answers itself. */
+export interface ApiErrors {
+  /** For refusals worded by the engine (a spent budget). */
+  readonly shape: ErrorShape;
+  /** The gateway refused the request (a parameter, an unknown model). */
+  refusal(error: GatewayError): unknown;
+  /** The engine failed (upstream unreachable, open breaker, shutting down). */
+  failure(error: ProxyError): unknown;
+}
+
+export const OPENAI_API_ERRORS: ApiErrors = { shape: OPENAI_ERRORS, refusal: (error) => error.toJSON(), failure: proxyErrorBody };
+export const ANTHROPIC_API_ERRORS: ApiErrors = { shape: ANTHROPIC_ERRORS, refusal: anthropicRefusalBody, failure: anthropicProxyErrorBody };
+
+export interface ApiCall {
+  request: Record<string, unknown>;
+  target: GatewayTarget;
+  config: RuntimeConfig;
+  env: NodeJS.ProcessEnv;
+  /** The caller's headers (a Messages caller's anthropic-beta). */
+  headers: IncomingHttpHeaders;
+  /** The span's user: whose stored responses the call may continue. */
+  user: string | null;
+}
+
+export interface ApiPlan extends GatewayPlan {
+  answer: CallerAnswer;
+}
+
+export interface GatewayApi {
+  /** The span's operation name (OpenTelemetry GenAI). */
+  readonly operation: string;
+  readonly errors: ApiErrors;
+  /** The end user the body names, for the span when no header does. */
+  requestUser(request: Record<string, unknown>): string | null;
+  /** Plans the call. Throws GatewayError (the request) or ProxyError (the configuration). */
+  plan(call: ApiCall): ApiPlan;
+}

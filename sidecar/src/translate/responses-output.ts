@@ -1,0 +1,149 @@
+// The Responses API's answer made from the chat pivot: the `response` object with its output items (reasoning,
+// message, function_call), its status and usage, whole or as the stream encoder (responses-stream.ts) builds
+// it. The request's settings are echoed as OpenAI echoes them. Pure: ids come from the caller.
+
+import { isRecord } from '../../../contracts/json-record.ts';
+import type { ThinkingBlock } from './chat-extensions.ts';
+import type { ChatCompletion, ChatUsage, FinishReason } from './openai-chat.ts';
+import { encodeThinking, type ResponseItem } from './responses-request.ts';
+
+export interface ResponsesUsage {
+  input_tokens: number;
+  input_tokens_details: { cached_tokens: number };
+  output_tokens: number;
+  output_tokens_details: { reasoning_tokens: number };
+  total_tokens: number;
+}
+
+/** What an answer's items carry besides their content. */
+export interface OutputShaping {
+  newId: (prefix: string) => string;
+  /** Show the thinking as summary text (the caller set reasoning.summary). */
+  summaries: boolean;
+  /** Put Claude's signed thinking in encrypted_content (include: reasoning.encrypted_content). */
+  encrypted: boolean;
+}
+
+/** The request's settings as the response repeats them, with OpenAI's defaults. */
+export function responseEcho(request: Record<string, unknown>): Record<string, unknown> {
+  const reasoning = isRecord(request.reasoning) ? request.reasoning : {};
+  const text = isRecord(request.text) ? request.text : {};
+  return {
+    instructions: request.instructions ?? null,
+    max_output_tokens: request.max_output_tokens ?? null,
+    metadata: request.metadata ?? {},
+    parallel_tool_calls: request.parallel_tool_calls ?? true,
+    previous_response_id: request.previous_response_id ?? null,
+    reasoning: { effort: reasoning.effort ?? null, summary: reasoning.summary ?? reasoning.generate_summary ?? null },
+    service_tier: 'default',
+    store: request.store ?? true,
+    temperature: request.temperature ?? 1,
+    text: { format: text.format ?? { type: 'text' }, verbosity: text.verbosity ?? 'medium' },
+    tool_choice: request.tool_choice ?? 'auto',
+    tools: request.tools ?? [],
+    top_p: request.top_p ?? 1,
+    truncation: request.truncation ?? 'disabled',
+    user: request.user ?? null,
+  };
+}
+
+export interface ResponseHead {
+  id: string;
+  createdAt: number;
+  model: string;
+  echo: Record<string, unknown>;
+}
+
+export function responseObject(
+  head: ResponseHead,
+  status: 'in_progress' | 'completed' | 'incomplete' | 'failed',
+  output: ResponseItem[],
+  usage: ResponsesUsage | null,
+  details: { incomplete?: string | undefined; error?: { code: string; message: string } | undefined } = {},
+): Record<string, unknown> {
+  return {
+    id: head.id,
+    object: 'response',
+    created_at: head.createdAt,
+    status,
+    background: false,
+    error: details.error ?? null,
+    incomplete_details: details.incomplete !== undefined ? { reason: details.incomplete } : null,
+    model: head.model,
+    output,
+    usage,
+    ...head.echo,
+  };
+}
+
+/** The status a finish reason gives a response, and why it is incomplete. */
+export function responseStatus(finish: FinishReason | null): { status: 'completed' | 'incomplete'; incomplete?: string } {
+  if (finish === 'length') return { status: 'incomplete', incomplete: 'max_output_tokens' };
+  if (finish === 'content_filter') return { status: 'incomplete', incomplete: 'content_filter' };
+  return { status: 'completed' };
+}
+
+export function responsesUsage(usage: ChatUsage | null | undefined): ResponsesUsage | null {
+  if (!usage) return null;
+  return {
+    input_tokens: usage.prompt_tokens,
+    input_tokens_details: { cached_tokens: usage.prompt_tokens_details.cached_tokens },
+    output_tokens: usage.completion_tokens,
+    output_tokens_details: { reasoning_tokens: usage.completion_tokens_details.reasoning_tokens },
+    total_tokens: usage.total_tokens,
+  };
+}
+
+/**
+ * A reasoning item: the thinking as summary text when shown, Claude's signed block as encrypted_content when
+ * asked for (and always in the stored copy, so previous_response_id keeps a tool loop's thinking).
+ */
+export function reasoningItem(id: string, text: string, block: ThinkingBlock | undefined, summaries: boolean, encrypted: boolean): ResponseItem {
+  const item: ResponseItem = { id, type: 'reasoning', summary: summaries && text !== '' ? [{ type: 'summary_text', text }] : [] };
+  if (encrypted) item.encrypted_content = block === undefined ? null : encodeThinking(block);
+  return item;
+}
+
+export function messageItem(id: string, text: string): ResponseItem {
+  return { id, type: 'message', status: 'completed', role: 'assistant', content: [outputText(text)] };
+}
+
+export function outputText(text: string): Record<string, unknown> {
+  return { type: 'output_text', annotations: [], logprobs: [], text };
+}
+
+export function functionCallItem(id: string, callId: string, name: string, args: string): ResponseItem {
+  return { id, type: 'function_call', status: 'completed', arguments: args, call_id: callId, name };
+}
+
+/** A signed block to send back, or undefined for thinking without a signature (Gemini's, OpenAI-format runtimes'). */
+export function signedBlock(block: ThinkingBlock): ThinkingBlock | undefined {
+  return block.kind === 'redacted' || block.signature !== '' ? block : undefined;
+}
+
+/** A whole chat completion's first choice as output items: what the caller sees, and what the store keeps. */
+export function outputItems(completion: ChatCompletion, shaping: OutputShaping): { output: ResponseItem[]; stored: ResponseItem[] } {
+  const message = completion.choices[0]?.message;
+  const output: ResponseItem[] = [];
+  const stored: ResponseItem[] = [];
+  for (const block of message?.thinking ?? []) {
+    const id = shaping.newId('rs_');
+    const text = block.kind === 'thinking' ? block.thinking : '';
+    const signed = signedBlock(block);
+    output.push(reasoningItem(id, text, signed, shaping.summaries, shaping.encrypted));
+    stored.push(reasoningItem(id, text, signed, shaping.summaries, true));
+  }
+  const calls = message?.tool_calls ?? [];
+  const text = message?.content ?? '';
+  if (text !== '' || calls.length === 0) {
+    const item = messageItem(shaping.newId('msg_'), text);
+    output.push(item);
+    stored.push(item);
+  }
+  for (const call of calls) {
+    const item = functionCallItem(shaping.newId('fc_'), call.id, call.function.name, call.function.arguments);
+    output.push(item);
+    stored.push(item);
+  }
+  return { output, stored };
+}
