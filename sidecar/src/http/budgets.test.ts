@@ -45,6 +45,18 @@ describe('/_local/api/budgets', () => {
     expect((await engine.app.inject('/_local/api/budgets/bob')).json()).toMatchObject({ user_id: 'bob', spent_usd: 0, state: 'ok' });
   });
 
+  it('serves and grants to a user whose id is long (256 characters, percent-encoded), not only short ones', async () => {
+    const user = `${'é'.repeat(100)}@${'x'.repeat(150)}.example`.slice(0, 256);
+    engine.budgets.charge(user, 0.004, Date.now());
+    const path = `/_local/api/budgets/${encodeURIComponent(user)}`;
+    expect((await engine.app.inject(path)).json()).toMatchObject({ user_id: user, spent_usd: 0.004 });
+    expect((await post(`${path}/grants`, { amount_usd: 1 })).statusCode).toBe(201);
+    // A grant beyond 100,000,000 USD is refused where it enters, naming the bound.
+    const huge = await post(`${path}/grants`, { amount_usd: 922_337_204 });
+    expect(huge.statusCode).toBe(400);
+    expect(huge.json()).toMatchObject({ error: { message: expect.stringContaining('at most 100000000 USD') } });
+  });
+
   it('POST …/grants adds a grant (201) that the next call may spend', async () => {
     engine.budgets.charge('alice', 0.01, Date.now());
     expect(engine.budgets.refusal('alice', Date.now())).not.toBeNull();

@@ -40,6 +40,9 @@ export function listenerOptions(server: ServerConfig, refusals: HttpRefusalOptio
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     forceCloseConnections: 'idle',
+    // A path parameter may be a budget's user id (up to 256 characters, percent-encoded up to three times
+    // longer); find-my-way's default of 100 answered such a user's budget with 414.
+    routerOptions: { maxParamLength: 1024 },
     return503OnClosing: true,
     schemaController: { compilersFactory: lazySchemaCompilers },
   };

@@ -126,6 +126,8 @@ describe('childEnvironment', () => {
           GOOGLE_APPLICATION_CREDENTIALS: '/k.json',
           TOLLGATE_PORT: '8181',
           OLLAMA_MODELS: '/m',
+          OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer collector-secret',
+          OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector.example',
         },
         'http://127.0.0.1:11500',
       ),

@@ -59,9 +59,10 @@ export interface RuntimeSupervisorOptions {
 
 /**
  * Credentials the proxy holds are not the runtime's business: the child gets the proxy's environment without
- * them (and OLLAMA_HOST set to the address the proxy will look for it at).
+ * them (and OLLAMA_HOST set to the address the proxy will look for it at). OTEL_* configures the proxy's own
+ * span export, whose headers carry the collector's credentials.
  */
-const WITHHELD_ENV = /^(OPENAI_API_KEY|ANTHROPIC_API_KEY|GOOGLE_APPLICATION_CREDENTIALS|AWS_[A-Z_]+|TOLLGATE_[A-Z_]+)$/;
+const WITHHELD_ENV = /^(OPENAI_API_KEY|ANTHROPIC_API_KEY|GOOGLE_APPLICATION_CREDENTIALS|AWS_[A-Z_]+|TOLLGATE_[A-Z_]+|OTEL_[A-Z_]+)$/;
 
 export function childEnvironment(env: NodeJS.ProcessEnv, baseUrl: string): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {};
