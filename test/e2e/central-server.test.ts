@@ -144,6 +144,43 @@ describe('a call without a token', () => {
   });
 });
 
+describe('a forged token', () => {
+  it('tells nothing about which issuers and audiences are configured: every forgery gets the same answer', async () => {
+    const forger = await startOidcIssuer();
+    try {
+      const answers = [];
+      // Signed by the forger's own key, claiming a configured issuer and audience, a configured issuer and
+      // a foreign audience, and an unknown issuer: the caller cannot tell them apart.
+      for (const claims of [{ iss: issuer.url }, { iss: issuer.url, aud: 'not-configured' }, { iss: 'https://unknown.example' }]) {
+        const token = await forger.idToken('mallory@example.com', AUD, claims);
+        const response = await post('/v1/chat/completions', { authorization: `Bearer ${token}` });
+        answers.push({ status: response.status, www: response.headers.get('www-authenticate'), body: await response.json() });
+      }
+      expect(answers[0]).toEqual({
+        status: 401,
+        www: 'Bearer realm="tollgate", error="invalid_token", error_description="untrusted_token"',
+        body: {
+          error: {
+            message: "the token's issuer is not one this server trusts, or its signature does not verify with the issuer's keys",
+            type: 'authentication_error',
+            param: null,
+            code: 'invalid_token',
+            reason: 'untrusted_token',
+          },
+        },
+      });
+      expect(answers[1]).toEqual(answers[0]);
+      expect(answers[2]).toEqual(answers[0]);
+      // Operators still see which it was.
+      await waitFor('the precise reasons in the log', async () =>
+        ['unknown_key', 'unknown_issuer'].every((reason) => refusals().some((line) => JSON.stringify(line).includes(reason))),
+      );
+    } finally {
+      await forger.close();
+    }
+  });
+});
+
 describe('a call with a valid ID token', () => {
   it("goes through, and the span records the token's e-mail whatever x-tollgate-user and the body say", async () => {
     const token = await issuer.idToken('Alice@Example.com', AUD);

@@ -38,16 +38,20 @@ export class GoogleIdTokens implements IdTokenVerifier {
   async verify(token: string, peeked: PeekedJwt): Promise<JWTPayload> {
     // The library picks the key by kid and checks RS256 signatures; anything else is refused before it.
     requireAlgorithm(peeked, ['RS256']);
-    checkClaims(peeked.payload, { issuers: this.issuers, audiences: this.#audiences });
+    // The signature first (the library checks it before any claim), then the claims again with this server's
+    // 30 s of clock skew rather than the library's five minutes.
+    let verified: JWTPayload;
     try {
-      return await this.#verifyOnce(token);
+      verified = await this.#verifyOnce(token);
     } catch (error) {
       if (!(error instanceof TokenRejected) || error.reason !== 'unknown_key') throw error;
       if (this.#now() - this.#clientCreatedAt < KEY_REFETCH_COOLDOWN_MS) throw error;
       this.#client = this.#newClient();
       this.#clientCreatedAt = this.#now();
-      return this.#verifyOnce(token);
+      verified = await this.#verifyOnce(token);
     }
+    checkClaims(verified, { issuers: this.issuers, audiences: this.#audiences });
+    return verified;
   }
 
   async #verifyOnce(token: string): Promise<JWTPayload> {

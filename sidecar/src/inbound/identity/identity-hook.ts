@@ -56,6 +56,18 @@ function sendError(reply: FastifyReply, path: string, { statusCode, code, messag
   return reply.code(statusCode).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(body));
 }
 
+/**
+ * Reasons only a token's own signature can settle. Told apart, they would tell a forger which issuers this
+ * server trusts (an unknown issuer is refused before any key is fetched, a known one for its signature), so
+ * the caller gets one reason for all three; the log line keeps the precise one for operators.
+ */
+const UNTRUSTED = new Set(['unknown_issuer', 'unknown_key', 'bad_signature']);
+const UNTRUSTED_MESSAGE = "the token's issuer is not one this server trusts, or its signature does not verify with the issuer's keys";
+
+function callerView(failure: AuthFailure): { reason: string; message: string } {
+  return UNTRUSTED.has(failure.reason) ? { reason: 'untrusted_token', message: UNTRUSTED_MESSAGE } : { reason: failure.reason, message: failure.message };
+}
+
 function refuse(reply: FastifyReply, path: string, failure: AuthFailure, health: boolean): FastifyReply {
   if (failure.statusCode === 503) {
     reply.header('retry-after', '5');
@@ -70,8 +82,9 @@ function refuse(reply: FastifyReply, path: string, failure: AuthFailure, health:
     reply.header('www-authenticate', 'Bearer realm="tollgate", error="invalid_token"');
     return reply.code(401).header('content-type', 'application/json; charset=utf-8').send('{"error":{"code":"invalid_token"}}');
   }
-  reply.header('www-authenticate', `Bearer realm="tollgate", error="invalid_token", error_description="${failure.reason}"`);
-  return sendError(reply, path, { statusCode: 401, code: 'invalid_token', message: failure.message, extra: { reason: failure.reason } });
+  const { reason, message } = callerView(failure);
+  reply.header('www-authenticate', `Bearer realm="tollgate", error="invalid_token", error_description="${reason}"`);
+  return sendError(reply, path, { statusCode: 401, code: 'invalid_token', message, extra: { reason } });
 }
 
 /**

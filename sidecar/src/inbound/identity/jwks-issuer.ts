@@ -39,8 +39,10 @@ export class JwksIssuer implements IdTokenVerifier {
 
   async verify(token: string, peeked: PeekedJwt): Promise<JWTPayload> {
     requireAlgorithm(peeked, ASYMMETRIC_ALGORITHMS);
-    checkClaims(peeked.payload, { issuers: this.issuers, audiences: this.#config.audiences });
     const keys = await this.#keySet();
+    // The signature first: a reason decided from claims nobody vouched for would tell a forger which
+    // audiences this server accepts.
+    let verified: JWTPayload;
     try {
       const { payload } = await jwtVerify(token, keys, {
         issuer: this.#config.issuer,
@@ -49,10 +51,12 @@ export class JwksIssuer implements IdTokenVerifier {
         clockTolerance: CLOCK_SKEW_SECONDS,
         requiredClaims: ['exp'],
       });
-      return payload;
+      verified = payload;
     } catch (error) {
       throw joseRejection(error, this.#config.issuer);
     }
+    checkClaims(verified, { issuers: this.issuers, audiences: this.#config.audiences });
+    return verified;
   }
 
   async #keySet(): Promise<ReturnType<typeof createRemoteJWKSet>> {
