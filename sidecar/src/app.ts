@@ -166,7 +166,7 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
     },
     otlp: () => otlp.stats(),
     authFailures: () => identity.failures.total,
-    budgets: () => budgets.list(Date.now()),
+    budgets: (nearest) => budgets.standing(Date.now(), nearest),
     responses: () => responses.stats(),
   });
   app.register(proxyRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env });

@@ -264,6 +264,13 @@ describe('metrics', () => {
     await waitFor('the refusal log line', async () => refusals().length > logged);
     expect(await authFailures()).toBe(before! + 1);
   });
+
+  it('on the serving port, /metrics is for admins like the management API', async () => {
+    const asUser = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${await issuer.idToken('bob@example.com', AUD)}` } });
+    expect(asUser.status).toBe(403);
+    expect(await asUser.json()).toMatchObject({ error: { code: 'admin_required' } });
+    expect((await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${adminToken}` } })).status).toBe(200);
+  });
 });
 
 describe('the management API', () => {
@@ -370,6 +377,12 @@ describe('budgets', () => {
     expect(refused.status).toBe(429);
     expect(await refused.json()).toMatchObject({ error: { code: 'budget_exceeded', message: expect.stringContaining('user "carol@example.com" has spent') } });
     expect(openai.requests.length).toBe(before);
+    // Her spent budget shows in the metrics by policy; her e-mail does not (no metrics.perUser), on either port.
+    for (const scrape of [await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${adminToken}` } }), await fetch(`http://127.0.0.1:${healthPort}/metrics`)]) {
+      const text = await scrape.text();
+      expect(sampleValue(text, 'tollgate_budget_users', { policy: 'per-person', state: 'exhausted' })).toBe(1);
+      expect(text).not.toContain('carol');
+    }
 
     // Carol cannot grant herself more, nor read the ledger; an admin can grant.
     const grant = (headers: Record<string, string>) =>

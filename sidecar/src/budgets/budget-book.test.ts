@@ -130,3 +130,29 @@ describe('enforcement in memory', () => {
     expect(book.refusal('alice', T0)).not.toBeNull();
   });
 });
+
+describe('memory bounded by the users in use (ADR 1306)', () => {
+  it('keeps at most maxRecords, keeps the ones in use, and rebuilds a dropped one from its source', () => {
+    const spent = new Map<string, bigint>();
+    const book = new BudgetBook(
+      policies([{ name: 'everyone', users: ['*'], limitUsd: 1 }]),
+      { usage: (user) => (spent.has(user) ? { spent: spent.get(user)!, limitUsed: spent.get(user)!, alerted: 0 } : undefined), grants: () => [] },
+      { maxRecords: 100 },
+    );
+    const charge = (user: string, amount: bigint) => {
+      book.charge(user, amount, T0);
+      spent.set(user, (spent.get(user) ?? 0n) + amount);
+    };
+    charge('spender', usd('2'));
+    for (let i = 0; i < 5000; i++) {
+      charge(`user-${i}`, usd('0.01'));
+      if (i % 10 === 0) expect(book.refusal('hot', T0)).toBeNull(); // one user keeps calling
+    }
+    const standing = book.standing(T0, 0);
+    expect(standing.records).toBeLessThanOrEqual(100);
+    expect(standing.evicted).toBeGreaterThan(4800);
+    expect(book.records(T0).some((r) => r.userId === 'hot')).toBe(true);
+    expect(book.records(T0).some((r) => r.userId === 'spender')).toBe(false);
+    expect(book.refusal('spender', T0)).toMatchObject({ userId: 'spender', policy: 'everyone' });
+  });
+});

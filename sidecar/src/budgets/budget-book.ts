@@ -1,8 +1,13 @@
-// The in-memory budgets every engine enforces from: one record per user seen, matched to its policy. The
+// The in-memory budgets every engine enforces from: one record per user in use, matched to its policy. The
 // request path asks `refusal()`, which is a Map lookup and two comparisons against cached values: no storage,
 // no network, no bigint arithmetic (ADR 1300). `charge()` runs when a call has finished and returns how the
 // cost was split and which alert thresholds it crossed; where that goes (a ledger, the operator) is the
 // caller's business.
+//
+// A record is a cache of what its source holds (the ledger's mirror, the operator's usage), so the book keeps
+// at most `maxRecords` of them: past that, a record not used since the last look is dropped (second chance,
+// oldest first) and rebuilt from the source when its user comes back. Memory follows the users in use, not
+// every user ever seen (ADR 1306).
 
 import { periodBounds } from '../../../contracts/budget-period.ts';
 import { unitsToUsd } from '../../../contracts/money.ts';
@@ -37,14 +42,46 @@ export interface BudgetSource {
 
 const EMPTY_SOURCE: BudgetSource = { usage: () => undefined, grants: () => [] };
 
+/** Records kept in memory by default; each is about a kilobyte. */
+export const MAX_BUDGET_RECORDS = 10_000;
+/** How many records one eviction looks at, so that inserting stays cheap when most records are in use. */
+const EVICTION_SCAN = 64;
+
+/** A user near their limit, for the metrics. */
+export interface BudgetNear {
+  policy: string;
+  userId: string;
+  ratio: number;
+}
+
+/** Per policy: users in memory past the first alert threshold and exhausted, and the highest utilisation. */
+export interface PolicyStanding {
+  policy: string;
+  warning: number;
+  exhausted: number;
+  maxRatio: number;
+}
+
+export interface BudgetStanding {
+  policies: PolicyStanding[];
+  /** The users nearest their limit (warning or exhausted), most used first. */
+  nearest: BudgetNear[];
+  /** Records in memory, and how many were dropped to keep within the bound. */
+  records: number;
+  evicted: number;
+}
+
 export class BudgetBook {
   #policies: PolicySet;
   #records = new Map<string, BudgetRecord>();
   #source: BudgetSource;
+  readonly #maxRecords: number;
+  #evicted = 0;
 
-  constructor(policies: PolicySet, source: BudgetSource = EMPTY_SOURCE) {
+  constructor(policies: PolicySet, source: BudgetSource = EMPTY_SOURCE, opts: { maxRecords?: number } = {}) {
     this.#policies = policies;
     this.#source = source;
+    this.#maxRecords = opts.maxRecords ?? MAX_BUDGET_RECORDS;
   }
 
   get policies(): PolicySet {
@@ -81,7 +118,7 @@ export class BudgetBook {
       const policy = this.#policies.match(userId);
       if (policy === undefined || !policy.blocks) return null;
       record = this.record(userId, at)!;
-    }
+    } else record.touched = true;
     if (at >= record.recheckAt) this.#catchUp(record, at);
     if (!record.exhausted || !record.policy.blocks) return null;
     return {
@@ -98,6 +135,7 @@ export class BudgetBook {
   record(userId: string, at: number): BudgetRecord | undefined {
     const existing = this.#records.get(userId);
     if (existing) {
+      existing.touched = true;
       if (at >= existing.recheckAt) this.#catchUp(existing, at);
       return existing;
     }
@@ -106,15 +144,59 @@ export class BudgetBook {
     const bounds = periodBounds(policy.config.period, policy.config.timeZone, at);
     const usage = this.#source.usage(userId, policy, bounds.start) ?? { spent: 0n, limitUsed: 0n, alerted: 0 };
     const record = new BudgetRecord({ userId, policy, bounds, usage, grants: this.#source.grants(userId) }, at);
+    if (this.#records.size >= this.#maxRecords) this.#evict();
     this.#records.set(userId, record);
     return record;
   }
 
-  /** Records in memory (users seen or loaded), sorted by user id. */
+  /** Records in memory, sorted by user id. */
   records(at: number): BudgetRecord[] {
     const list = [...this.#records.values()];
     for (const record of list) if (at >= record.recheckAt) this.#catchUp(record, at);
     return list.sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
+  }
+
+  /**
+   * The metrics' view, in one pass over the records in memory and without building their JSON: per policy how
+   * many users are past the first alert threshold or exhausted, and the `nearest` users closest to their limit.
+   */
+  standing(at: number, nearest: number): BudgetStanding {
+    const policies = new Map<string, PolicyStanding>();
+    const near: BudgetNear[] = [];
+    for (const record of this.#records.values()) {
+      if (at >= record.recheckAt) this.#catchUp(record, at);
+      const state = record.state(at);
+      if (state === 'ok') continue;
+      const ratio = record.utilization(at);
+      const name = record.policy.name;
+      let standing = policies.get(name);
+      if (standing === undefined) policies.set(name, (standing = { policy: name, warning: 0, exhausted: 0, maxRatio: 0 }));
+      if (state === 'exhausted') standing.exhausted++;
+      else standing.warning++;
+      if (ratio > standing.maxRatio) standing.maxRatio = ratio;
+      if (nearest > 0 && (near.length < nearest || ratio > near[near.length - 1]!.ratio)) {
+        near.push({ policy: name, userId: record.userId, ratio });
+        near.sort((a, b) => b.ratio - a.ratio);
+        if (near.length > nearest) near.pop();
+      }
+    }
+    return { policies: [...policies.values()], nearest: near, records: this.#records.size, evicted: this.#evicted };
+  }
+
+  /** Drops records until there is room for one more: each used one gets a second chance at the end of the line. */
+  #evict(): void {
+    let scanned = 0;
+    for (const [userId, record] of this.#records) {
+      if (this.#records.size < this.#maxRecords) return;
+      if (record.touched && scanned++ < EVICTION_SCAN) {
+        record.touched = false;
+        this.#records.delete(userId);
+        this.#records.set(userId, record);
+        continue;
+      }
+      this.#records.delete(userId);
+      this.#evicted++;
+    }
   }
 
   /** Drops a record so the next use rebuilds it from the source (the source changed underneath). */

@@ -2,7 +2,7 @@
 // this engine's own (local proxy, central server: ledger-budgets.ts) or by the operator for a whole cluster
 // (a sidecar: cluster-budgets.ts).
 
-import type { BudgetRefusal } from './budget-book.ts';
+import type { BudgetRefusal, BudgetStanding } from './budget-book.ts';
 import type { BudgetJson, GrantJson } from './budget-record.ts';
 
 export interface GrantRequest {
@@ -24,11 +24,19 @@ export class GrantError extends Error {
   }
 }
 
+export interface BudgetPage {
+  budgets: BudgetJson[];
+  next: string | null;
+}
+
 export interface BudgetHealth {
   ledger: string;
   policies: number;
   /** Deductions written to the ledger (or reported to the operator) and not yet acknowledged. */
   pendingDeductions: number;
+  /** Users whose stored budget is in memory, and how many were dropped to stay within the bound (ADR 1306). */
+  usersInMemory?: number;
+  usersDropped?: number;
   failedWrites: number;
   lastError: string | null;
 }
@@ -38,7 +46,10 @@ export interface BudgetEnforcer {
   refusal(userId: string, at: number): BudgetRefusal | null;
   /** A finished call's cost (the span's cost_usd), charged to the user. Never throws. */
   charge(userId: string, costUsd: number, at: number): void;
-  list(at: number): BudgetJson[];
+  /** One page of budgets in user id order, after `after`; `next` is the `after` of the next page, or null. */
+  list(at: number, page: { after?: string; limit: number }): BudgetPage;
+  /** Counts per policy and the users nearest their limit, for the metrics: one pass, bounded by the users in memory. */
+  standing(at: number, nearest: number): BudgetStanding;
   /** undefined: no policy limits this user. */
   get(userId: string, at: number): BudgetJson | undefined;
   addGrant(userId: string, request: GrantRequest, at: number): Promise<GrantJson>;

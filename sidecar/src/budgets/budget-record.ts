@@ -28,6 +28,8 @@ export class BudgetRecord {
   exhausted = false;
   /** When the cached verdict may change by itself: the next grant expiry or the period's end. */
   recheckAt = 0;
+  /** Used since the book last looked for a record to drop (BudgetBook's second-chance eviction). */
+  touched = true;
 
   constructor(init: { userId: string; policy: CompiledPolicy; bounds: PeriodBounds; usage: PeriodUsage; grants: Grant[] }, at: number) {
     const { userId, policy, bounds, usage, grants } = init;
@@ -54,6 +56,14 @@ export class BudgetRecord {
     let sum = 0n;
     for (const grant of this.grants) if (isGrantActive(grant, at)) sum += grant.amount;
     return sum;
+  }
+
+  /** Budget used ÷ budget (the limit plus active grants); an exhausted budget is at least 1. */
+  utilization(at: number): number {
+    const total = this.policy.limit + this.granted(at);
+    const left = this.remaining(at);
+    const ratio = total > 0n ? Number(total - left) / Number(total) : left <= 0n ? 1 : 0;
+    return left <= 0n ? Math.max(ratio, 1) : ratio;
   }
 
   state(at: number): BudgetStateName {

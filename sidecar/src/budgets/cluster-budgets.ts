@@ -15,8 +15,8 @@ import { type BudgetPolicyConfig, parseBudgetPolicies } from '../../../contracts
 import { addSpend, parseUsd, unitsFromCostUsd, formatUsd } from '../../../contracts/money.ts';
 import type { BudgetStateMessage, SidecarMessage } from '../../../contracts/push-protocol.ts';
 import { MAX_SPEND_ENTRIES_PER_REPORT } from '../../../contracts/push-protocol.ts';
-import { BudgetBook, type BudgetRefusal } from './budget-book.ts';
-import { type BudgetEnforcer, type BudgetHealth, GrantError } from './budget-enforcer.ts';
+import { BudgetBook, type BudgetRefusal, type BudgetStanding } from './budget-book.ts';
+import { type BudgetEnforcer, type BudgetHealth, type BudgetPage, GrantError } from './budget-enforcer.ts';
 import { type CompiledPolicy, PolicySet } from '../../../contracts/budget-policies.ts';
 import type { BudgetJson, ChargeSplit, Grant, GrantJson, PeriodUsage } from './budget-record.ts';
 import { SpendOutbox } from './spend-outbox.ts';
@@ -130,9 +130,23 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
     }
   }
 
-  list(at: number): BudgetJson[] {
-    for (const key of this.#base.keys()) this.#book.record(key.slice(key.indexOf('\0') + 1), at);
-    return this.#book.records(at).map((r) => r.toJson(at));
+  list(at: number, page: { after?: string; limit: number }): BudgetPage {
+    // The operator's users and this pod's own, in id order.
+    const after = page.after ?? null;
+    const ids = new Set<string>();
+    for (const key of this.#base.keys()) ids.add(key.slice(key.indexOf('\0') + 1));
+    for (const record of this.#book.records(at)) ids.add(record.userId);
+    const sorted = [...ids].filter((id) => after === null || id > after).sort();
+    const budgets: BudgetJson[] = [];
+    for (const userId of sorted.slice(0, page.limit)) {
+      const record = this.#book.record(userId, at);
+      if (record) budgets.push(record.toJson(at));
+    }
+    return { budgets, next: sorted.length > page.limit ? sorted[page.limit - 1]! : null };
+  }
+
+  standing(at: number, nearest: number): BudgetStanding {
+    return this.#book.standing(at, nearest);
   }
 
   get(userId: string, at: number): BudgetJson | undefined {

@@ -46,7 +46,7 @@ describe('budgets kept in SQLite', () => {
     now += 60_000;
     const second = new LedgerBudgets({ ledger: new SqliteLedger(path), config: cfg, logger: log.logger, now: () => now });
     await second.ready;
-    expect(second.list(now).map((b) => [b.user_id, b.spent_usd, b.state])).toEqual([
+    expect(second.list(now, { limit: 100 }).budgets.map((b) => [b.user_id, b.spent_usd, b.state])).toEqual([
       ['alice', 0.009, 'warning'],
       ['bob', 0.002, 'ok'],
     ]);
@@ -92,5 +92,41 @@ describe('budgets kept in SQLite', () => {
     await expect(budgets.addGrant('carol', { amountUsd: '1' }, T0)).rejects.toMatchObject({ status: 404, code: 'budget_not_found' });
     await expect(budgets.addGrant('alice', { amountUsd: '-1' }, T0)).rejects.toMatchObject({ status: 400 });
     expect(await ledger.load(0)).toEqual([]);
+  });
+});
+
+describe('many users (ADR 1306)', () => {
+  it('keeps at most maxUsers in memory, still refuses a spent user who was dropped, and pages through every user', async () => {
+    const log = capture();
+    const budgets = new LedgerBudgets({
+      ledger: new SqliteLedger(join(dir, 'many.db')),
+      config: config([{ name: 'default', limitUsd: '0.01' }]),
+      logger: log.logger,
+      now: () => T0,
+      maxUsers: 50,
+    });
+    await budgets.ready;
+    budgets.charge('early-spender', 0.02, T0);
+    for (let i = 0; i < 2000; i++) budgets.charge(`user-${String(i).padStart(4, '0')}`, 0.001, T0);
+    await budgets.flushed();
+    const health = budgets.health();
+    expect(health.usersInMemory).toBeLessThanOrEqual(50);
+    expect(health.usersDropped).toBeGreaterThan(1900);
+    expect(budgets.standing(T0, 10).records).toBeLessThanOrEqual(50);
+    // Long out of memory, read back from the ledger when it comes back: still spent.
+    expect(budgets.refusal('early-spender', T0)).toMatchObject({ userId: 'early-spender', policy: 'default' });
+
+    const seen: string[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = budgets.list(T0, after === undefined ? { limit: 300 } : { after, limit: 300 });
+      seen.push(...page.budgets.map((b) => b.user_id));
+      expect(page.budgets.every((b) => b.spent_usd > 0)).toBe(true);
+      if (page.next === null) break;
+      after = page.next;
+    }
+    expect(seen).toHaveLength(2001);
+    expect(seen).toEqual([...seen].sort());
+    await budgets.close();
   });
 });

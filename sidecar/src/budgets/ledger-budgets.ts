@@ -7,13 +7,19 @@
 // spend of the same user and period, so nothing is lost and memory stays bounded by users, not calls
 // (ADR 1300). A ledger shared with other servers (Firestore) is read back every few seconds for the users
 // this server has seen, so their spend elsewhere is enforced here too.
+//
+// Memory follows the users in use (ADR 1306): the mirror of the ledger and the book keep at most `maxUsers`
+// each. A ledger on this machine (SQLite, memory) is read for a user who is not in memory when they come back;
+// a user whose spend is not written yet is never dropped. Firestore cannot be read on the request path, so a
+// server on it loads at most `maxUsers` at start, and a user who comes back is enforced from memory until the
+// next read-back (every few seconds) brings their stored spend.
 
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BudgetsConfig } from '../../../contracts/budget-config.ts';
 import { addSpend, formatUsd, parseUsd, unitsFromCostUsd, unitsToUsd } from '../../../contracts/money.ts';
-import { BudgetBook, type BudgetRefusal } from './budget-book.ts';
-import type { BudgetEnforcer, BudgetHealth, GrantRequest } from './budget-enforcer.ts';
+import { BudgetBook, MAX_BUDGET_RECORDS, type BudgetRefusal, type BudgetStanding } from './budget-book.ts';
+import type { BudgetEnforcer, BudgetHealth, BudgetPage, GrantRequest } from './budget-enforcer.ts';
 import { GrantError } from './budget-enforcer.ts';
 import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
 import { PolicySet } from '../../../contracts/budget-policies.ts';
@@ -34,6 +40,8 @@ export interface LedgerBudgetsOptions {
   now?: () => number;
   /** Read the shared ledger back this often (Firestore); 0: never (a ledger only this engine writes). */
   refreshMs?: number;
+  /** Users kept in memory (the ledger's mirror and the book each); default MAX_BUDGET_RECORDS. */
+  maxUsers?: number;
 }
 
 export class LedgerBudgets implements BudgetEnforcer {
@@ -43,8 +51,10 @@ export class LedgerBudgets implements BudgetEnforcer {
   readonly #logger: Logger;
   readonly #now: () => number;
   readonly #book: BudgetBook;
-  /** What the ledger holds (as far as this engine knows), plus this engine's own charges. */
+  /** What the ledger holds (as far as this engine knows), plus this engine's own charges; the users in use. */
   readonly #stored = new Map<string, LedgerUser>();
+  readonly #maxUsers: number;
+  #droppedUsers = 0;
   /** Deltas not yet written, by `user\0periodStart`. */
   #pending = new Map<string, SpendDelta>();
   /** The batch being written, or the failed one waiting to be retried as it was (same id). */
@@ -65,15 +75,26 @@ export class LedgerBudgets implements BudgetEnforcer {
     this.#ledger = opts.ledger;
     this.#logger = opts.logger;
     this.#now = opts.now ?? Date.now;
-    this.#book = new BudgetBook(new PolicySet(opts.config.policies), {
-      usage: (userId, _policy: CompiledPolicy, periodStart) => this.#storedUsage(userId, periodStart),
-      grants: (userId) => (this.#stored.get(userId)?.grants ?? []).map((g) => ({ ...g })),
-    });
+    this.#maxUsers = opts.maxUsers ?? MAX_BUDGET_RECORDS;
+    this.#book = new BudgetBook(
+      new PolicySet(opts.config.policies),
+      {
+        usage: (userId, _policy: CompiledPolicy, periodStart) => this.#storedUsage(userId, periodStart),
+        grants: (userId) => (this.#known(userId)?.grants ?? []).map((g) => ({ ...g })),
+      },
+      { maxRecords: this.#maxUsers },
+    );
     this.ready = this.#load(opts.refreshMs ?? 0);
   }
 
   async #load(refreshMs: number): Promise<void> {
-    for (const user of await this.#ledger.load(this.#now() - LOAD_WINDOW_MS)) this.#stored.set(user.userId, user);
+    // A ledger read on demand needs nothing loaded; one that cannot be (Firestore) gives what fits.
+    if (this.#ledger.readUser === undefined) {
+      for (const user of await this.#ledger.load(this.#now() - LOAD_WINDOW_MS)) {
+        if (this.#stored.size >= this.#maxUsers) break;
+        this.#stored.set(user.userId, user);
+      }
+    }
     if (refreshMs > 0) {
       const tick = () => {
         this.#refreshTimer = setTimeout(() => {
@@ -121,10 +142,28 @@ export class LedgerBudgets implements BudgetEnforcer {
     }
   }
 
-  list(at: number): BudgetJson[] {
-    // Users known to the ledger get a record too, so a restarted proxy lists them before their next call.
-    for (const userId of this.#stored.keys()) this.#book.record(userId, at);
-    return this.#book.records(at).map((r) => r.toJson(at));
+  list(at: number, page: { after?: string; limit: number }): BudgetPage {
+    // The ledger's users in id order when it can list them (a restarted proxy lists them before their next
+    // call), else the users in memory.
+    const after = page.after ?? null;
+    // Users charged here whose spend is not written yet are listed too.
+    const unwritten = [...this.#pending.values(), ...(this.#unsettled?.deltas ?? [])].map((d) => d.userId);
+    const candidates = this.#ledger.userIds?.(after, page.limit + 1) ?? [...this.#stored.keys(), ...this.#book.records(at).map((r) => r.userId)];
+    const ids = [...new Set([...candidates, ...unwritten])]
+      .filter((id) => after === null || id > after)
+      .sort()
+      .slice(0, page.limit + 1);
+    const more = ids.length > page.limit;
+    const budgets: BudgetJson[] = [];
+    for (const userId of more ? ids.slice(0, page.limit) : ids) {
+      const record = this.#book.record(userId, at);
+      if (record) budgets.push(record.toJson(at));
+    }
+    return { budgets, next: more ? ids[page.limit - 1]! : null };
+  }
+
+  standing(at: number, nearest: number): BudgetStanding {
+    return this.#book.standing(at, nearest);
   }
 
   get(userId: string, at: number): BudgetJson | undefined {
@@ -177,6 +216,8 @@ export class LedgerBudgets implements BudgetEnforcer {
       ledger: this.#ledger.kind,
       policies: this.#book.policies.policies.length,
       pendingDeductions: this.#pending.size + (this.#unsettled?.deltas.length ?? 0),
+      usersInMemory: this.#stored.size,
+      usersDropped: this.#droppedUsers,
       failedWrites: this.#failedWrites,
       lastError: this.#lastError,
     };
@@ -260,6 +301,7 @@ export class LedgerBudgets implements BudgetEnforcer {
       await this.#ledger.deduct(batch);
       this.#writesDone++;
       this.#unsettled = null;
+      this.#trim(this.#maxUsers);
       this.#retryDelay = RETRY_MIN_MS;
       this.#writing = null;
       if (this.#pending.size > 0) this.#flushSoon();
@@ -320,7 +362,7 @@ export class LedgerBudgets implements BudgetEnforcer {
         if (mine && mine.used > grant.used) grant.used = mine.used;
       }
       const alerted = record.alerted;
-      this.#stored.set(record.userId, loaded);
+      this.#remember(loaded);
       this.#book.forget(record.userId);
       const rebuilt = this.#book.record(record.userId, this.#now());
       if (rebuilt && rebuilt.periodStart === record.periodStart && alerted > rebuilt.alerted) rebuilt.alerted = alerted;
@@ -328,16 +370,54 @@ export class LedgerBudgets implements BudgetEnforcer {
   }
 
   #storedUser(userId: string): LedgerUser {
-    let user = this.#stored.get(userId);
+    let user = this.#known(userId);
     if (!user) {
       user = { userId, periods: new Map(), grants: [] };
-      this.#stored.set(userId, user);
+      this.#remember(user);
     }
     return user;
   }
 
+  /** The user's stored state: from memory, else read from a ledger on this machine (and kept). */
+  #known(userId: string): LedgerUser | undefined {
+    const kept = this.#stored.get(userId);
+    if (kept !== undefined || this.#ledger.readUser === undefined) return kept;
+    let read: LedgerUser | undefined;
+    try {
+      read = this.#ledger.readUser(userId, this.#now() - LOAD_WINDOW_MS);
+    } catch (error) {
+      // Enforced from what is in memory meanwhile (nothing for this user); the read is tried again next time.
+      this.#logger.warn({ user_id: userId, err: (error as Error).message }, 'could not read a budget from the ledger; enforcing from memory');
+      return undefined;
+    }
+    if (read !== undefined) this.#remember(read);
+    return read;
+  }
+
+  /** Keeps a user's stored state, making room first. */
+  #remember(user: LedgerUser): void {
+    this.#trim(this.#maxUsers - 1);
+    this.#stored.set(user.userId, user);
+  }
+
+  /**
+   * Drops the oldest users whose spend is written until at most `keep` are left; users with unwritten spend stay
+   * (they are dropped after their write). A dropped user is read again when they come back: at once from a
+   * ledger on this machine, by the next read-back from Firestore.
+   */
+  #trim(keep: number): void {
+    if (this.#stored.size <= keep) return;
+    const unwritten = new Set([...this.#pending.values(), ...(this.#unsettled?.deltas ?? [])].map((d) => d.userId));
+    for (const userId of this.#stored.keys()) {
+      if (this.#stored.size <= keep) break;
+      if (unwritten.has(userId)) continue;
+      this.#stored.delete(userId);
+      this.#droppedUsers++;
+    }
+  }
+
   #storedUsage(userId: string, periodStart: number): PeriodUsage | undefined {
-    const usage = this.#stored.get(userId)?.periods.get(periodStart);
+    const usage = this.#known(userId)?.periods.get(periodStart);
     return usage ? { ...usage } : undefined;
   }
 

@@ -41,6 +41,13 @@ export interface BudgetLedger {
   load(since: number): Promise<LedgerUser[]>;
   /** One user's stored state (after another process may have changed it). */
   loadUser(userId: string, since: number): Promise<LedgerUser | undefined>;
+  /**
+   * A ledger on this machine reads one user at once (SQLite, memory), so the engine keeps only the users in use
+   * in memory and reads the others when they come back. Absent: the engine keeps what it loaded (Firestore).
+   */
+  readUser?(userId: string, since: number): LedgerUser | undefined;
+  /** Users with stored usage or grants, in user id order, after `after` (exclusive), at most `limit`. */
+  userIds?(after: string | null, limit: number): string[];
   /** Adds the batch's deltas, whole or not at all (a failure throws), at most once per batch id. */
   deduct(batch: DeductionBatch): Promise<void>;
   addGrant(userId: string, grant: Grant): Promise<void>;

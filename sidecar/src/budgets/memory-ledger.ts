@@ -22,8 +22,19 @@ export class MemoryLedger implements BudgetLedger {
   }
 
   async loadUser(userId: string, since: number): Promise<LedgerUser | undefined> {
+    return this.readUser(userId, since);
+  }
+
+  readUser(userId: string, since: number): LedgerUser | undefined {
     const user = this.#users.get(userId);
     return user ? copyUser(user, since) : undefined;
+  }
+
+  userIds(after: string | null, limit: number): string[] {
+    return [...this.#users.keys()]
+      .filter((id) => after === null || id > after)
+      .sort()
+      .slice(0, limit);
   }
 
   async deduct(batch: DeductionBatch): Promise<void> {

@@ -119,11 +119,22 @@ export class SqliteLedger implements BudgetLedger {
   }
 
   async loadUser(userId: string, since: number): Promise<LedgerUser | undefined> {
+    return this.readUser(userId, since);
+  }
+
+  readUser(userId: string, since: number): LedgerUser | undefined {
     const usage = this.#db
       .prepare('SELECT user_id, period_start, spent, limit_used, alerted FROM budget_usage WHERE user_id = ? AND period_start >= ?')
       .all(userId, BigInt(since)) as UsageRow[];
     const grants = this.#db.prepare('SELECT * FROM budget_grants WHERE user_id = ?').all(userId) as GrantRow[];
     return assemble(usage, grants)[0];
+  }
+
+  userIds(after: string | null, limit: number): string[] {
+    const rows = this.#db
+      .prepare('SELECT user_id FROM budget_usage WHERE user_id > ? UNION SELECT user_id FROM budget_grants WHERE user_id > ? ORDER BY user_id LIMIT ?')
+      .all(after ?? '', after ?? '', limit) as { user_id: string }[];
+    return rows.map((row) => row.user_id);
   }
 
   /** One transaction: it commits or rolls back, so a failed batch was not applied and may simply be retried. */

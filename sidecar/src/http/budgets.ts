@@ -16,6 +16,8 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d
 
 const GRANT_FIELDS = ['amount_usd', 'reason', 'expires_at'] as const;
 const REASON_MAX = 1024;
+const DEFAULT_PAGE = 100;
+const MAX_PAGE = 1000;
 
 /**
  * The grant body's shape, checked here rather than by a JSON schema: a schema would make fastify load ajv in
@@ -44,9 +46,16 @@ function invalid(message: string) {
 export const budgetRoutes: FastifyPluginAsync<BudgetRoutesOptions> = async (app, opts) => {
   const now = opts.now ?? Date.now;
 
-  app.get('/_local/api/budgets', async () => {
-    const budgets = opts.budgets.list(now());
-    return { budgets, count: budgets.length };
+  // One page at a time: a ledger may hold any number of users, and one answer must not (ADR 1306).
+  app.get<{ Querystring: Record<string, string | string[]> }>('/_local/api/budgets', async (request, reply) => {
+    const { limit: limitText = String(DEFAULT_PAGE), after } = request.query;
+    const limit = Number(limitText);
+    if (typeof limitText !== 'string' || !/^\d{1,4}$/.test(limitText) || limit < 1 || limit > MAX_PAGE) {
+      return reply.code(400).send(invalid(`limit must be a whole number from 1 to ${MAX_PAGE} (got ${JSON.stringify(limitText)})`));
+    }
+    if (after !== undefined && (typeof after !== 'string' || after.length > 256)) return reply.code(400).send(invalid('after must be one user id of at most 256 characters'));
+    const page = opts.budgets.list(now(), after === undefined ? { limit } : { after, limit });
+    return { budgets: page.budgets, count: page.budgets.length, next: page.next };
   });
 
   app.get<{ Params: { user: string } }>('/_local/api/budgets/:user', async (request, reply) => {

@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { familyTypes, parseSamples, sampleValue } from '../../../test/support/prometheus-text.ts';
 import { sampleSpan } from '../spans/sample-span.ts';
 import type { SpanWriterStats } from '../spans/span-writer.ts';
-import type { BudgetJson } from '../budgets/budget-record.ts';
+import { parseBudgetPolicies } from '../../../contracts/budget-config.ts';
+import { PolicySet } from '../../../contracts/budget-policies.ts';
+import { parseUsd } from '../../../contracts/money.ts';
+import { BudgetBook } from '../budgets/budget-book.ts';
 import { ProxyMetrics, type CallTimings } from './proxy-metrics.ts';
 
 const TEXT = 'text/plain';
@@ -149,50 +152,49 @@ describe('ProxyMetrics: state read at scrape time', () => {
     expect(sampleValue(later, 'tollgate_span_store_failing')).toBe(0);
   });
 
-  it('shows the budget of users past their first alert threshold, the most used first, at most 100', async () => {
-    const budget = (user: string, policy: string, [limit, granted, remaining]: [number, number, number], state: BudgetJson['state']): BudgetJson => ({
-      user_id: user,
-      policy,
-      period: 'month',
-      period_start: '2026-11-01T00:00:00.000Z',
-      period_end: '2026-12-01T00:00:00.000Z',
-      limit_usd: limit,
-      granted_usd: granted,
-      spent_usd: limit + granted - remaining,
-      remaining_usd: remaining,
-      spent_usd_exact: String(limit + granted - remaining),
-      state,
-      enforcement: 'block',
-      grants: [],
-    });
-    const many = Array.from({ length: 150 }, (_, i) => budget(`user-${i}`, 'team', [100, 0, 100 - (80 + i / 10)], 'warning'));
-    const four: BudgetJson[] = [
-      budget('ann', 'team', [10, 0, 9], 'ok'), // 10 % used, below the threshold: no series
-      budget('bob', 'team', [10, 10, 5], 'warning'), // a grant adds to the limit: 15 of 20 used
-      budget('cid', 'team', [10, 0, -2], 'exhausted'), // overshot
-      budget('dee', 'free', [0, 0, 0], 'exhausted'), // a zero limit is exhausted from the start
-    ];
-    let budgets = four;
+  it('shows users past their first alert threshold, the most used first, at most 100, by user only with metrics.perUser', async () => {
+    const at = Date.parse('2026-11-10T12:00:00Z');
+    const usd = (text: string) => parseUsd(text) as bigint;
+    const book = new BudgetBook(
+      new PolicySet(
+        parseBudgetPolicies(
+          [
+            { name: 'team', users: ['*'], limitUsd: 10 },
+            { name: 'free', users: ['dee'], limitUsd: 0 },
+          ],
+          'policies',
+        ),
+      ),
+      { usage: () => undefined, grants: (user) => (user === 'bob' ? [{ id: 'g1', amount: usd('10'), used: 0n, reason: null, createdAt: at - 1000, expiresAt: null }] : []) },
+    );
+    book.charge('ann', usd('1'), at); // 10 % used, below the threshold: no series
+    book.charge('bob', usd('15'), at); // a grant adds to the limit: 15 of 20 used (see below)
+    book.charge('cid', usd('12'), at); // overshot: 12 of 10
+    book.record('dee', at); // a zero limit is exhausted from the start
     const metrics = new ProxyMetrics({ defaultMetrics: false });
-    metrics.watch({ budgets: () => budgets });
+    metrics.watch({ budgets: (nearest) => book.standing(at, nearest) });
+
+    // Without per-user series: one per policy (its highest), and counts by state; no user id anywhere.
     let body = await scrape(metrics);
+    expect(body).not.toMatch(/user="/);
+    expect(sampleValue(body, 'tollgate_budget_utilization_ratio', { policy: 'team' })).toBe(1.2);
+    expect(sampleValue(body, 'tollgate_budget_utilization_ratio', { policy: 'free' })).toBe(1);
+    expect(sampleValue(body, 'tollgate_budget_users', { policy: 'team', state: 'exhausted' })).toBe(1);
+    // bob: the grant's 10 absorb 10 of his 15, the limit 5 of 10 (50 %, under the 80 % threshold): ok.
+    expect(sampleValue(body, 'tollgate_budget_users', { policy: 'team', state: 'warning' })).toBe(0);
+
+    metrics.setPerUser({ enabled: true, maxUsers: 10 });
+    for (let i = 0; i < 150; i++) book.charge(`user-${i}`, BigInt(800 + i) * 100_000_000n, at); // 8.00 to 9.49 USD of 10: 80 % to 94.9 %
+    body = await scrape(metrics);
     const ratio = (user: string) => sampleValue(body, 'tollgate_budget_utilization_ratio', { user });
     expect(ratio('ann')).toBeUndefined();
-    expect(sampleValue(body, 'tollgate_budget_utilization_ratio', { policy: 'team', user: 'bob' })).toBe(0.75);
-    expect(ratio('cid')).toBe(1.2);
+    expect(sampleValue(body, 'tollgate_budget_utilization_ratio', { policy: 'team', user: 'cid' })).toBe(1.2);
     expect(ratio('dee')).toBe(1);
-
-    // The cap keeps the 100 users nearest their limit: of 150 more at 80-94.9 %, the lowest go, and bob's 75 % too.
-    budgets = [...four, ...many];
-    body = await scrape(metrics);
+    // The cap keeps the 100 users nearest their limit: of 150 at 80-94.9 %, the lowest go.
     expect(parseSamples(body).filter((x) => x.name === 'tollgate_budget_utilization_ratio')).toHaveLength(100);
-    expect(ratio('cid')).toBe(1.2);
     expect(ratio('user-149')).toBeCloseTo(0.949, 9);
     expect(ratio('user-0')).toBeUndefined();
-    expect(ratio('bob')).toBeUndefined();
-    // A new period: no one is near a limit, and the series go.
-    budgets = [budget('cid', 'team', [10, 0, 10], 'ok')];
-    expect(await scrape(metrics)).not.toContain('tollgate_budget_utilization_ratio{');
+    expect(sampleValue(body, 'tollgate_budget_users', { policy: 'team', state: 'warning' })).toBe(150);
   });
 
   it("shows each audit sink's counters, and forgets a sink that is gone", async () => {

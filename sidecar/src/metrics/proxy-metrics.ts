@@ -15,7 +15,7 @@ export type { CallTimings } from '../metering/call-meter.ts';
 import { ROUTES, type CredentialKind } from '../../../contracts/routes.ts';
 import type { Span, SpanStatus } from '../spans/span.ts';
 import type { SpanWriterStats } from '../spans/span-writer.ts';
-import type { BudgetJson } from '../budgets/budget-record.ts';
+import type { BudgetStanding } from '../budgets/budget-book.ts';
 import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries } from './metric-families.ts';
 
 /** Seconds; LLM calls run from tens of milliseconds to minutes. */
@@ -56,8 +56,8 @@ export interface ProxyMetricSources {
   otlp?: () => { exported: number; dropped: number; failed: number };
   /** Requests refused by inbound authentication (central server). */
   authFailures?: () => number;
-  /** Each budget-limited user's budget in the current period (sidecar/src/budgets). */
-  budgets?: () => readonly BudgetJson[];
+  /** Budgets per policy and the `nearest` users nearest their limit (sidecar/src/budgets), in one bounded pass. */
+  budgets?: (nearest: number) => BudgetStanding;
   /** The /v1/responses store for previous_response_id (sidecar/src/responses). */
   responses?: () => ResponseStoreStats;
 }
@@ -294,22 +294,38 @@ export class ProxyMetrics implements CallObserver {
         for (const sink of audit()) queue.set({ sink: sink.name, kind: sink.kind }, sink.queueDepth);
       },
     });
-    // User ids as labels, but bounded: only users past their policy's first alert threshold (state warning or
-    // exhausted), the most used first, at most MAX_BUDGET_SERIES. Every pod reports the same ledger's view.
+    // One pass over the budgets in memory feeds both families (ADR 1306), so a scrape costs the same however many
+    // users the ledger holds. User ids appear only with metrics.perUser, like every other per-user series: the
+    // budgets API that shows them is for admins, and so are they. Without it, one series per policy carries the
+    // highest utilisation among its users.
+    const budgetUsers: Gauge<'policy' | 'state'> = new Gauge({
+      name: 'tollgate_budget_users',
+      help: "Users past their policy's first alert threshold (state warning) or out of budget (state exhausted) in the current period, among the users in memory.",
+      labelNames: ['policy', 'state'],
+      registers: [],
+    });
     const budgetRatio: Gauge<'policy' | 'user'> = new Gauge({
       name: 'tollgate_budget_utilization_ratio',
-      help: "Budget used ÷ budget (the policy's limit plus active grants) in the current period, for users past their policy's first alert threshold; 1 or more: exhausted.",
+      help: "Budget used ÷ budget (the policy's limit plus active grants) in the current period, from the first alert threshold on; 1 or more: exhausted. Per user with metrics.perUser, else the highest per policy.",
       labelNames: ['policy', 'user'],
       registers: [r],
       collect: () => {
         budgetRatio.reset();
-        const near = (this.#sources.budgets?.() ?? []).filter((b) => b.state !== 'ok').map((b) => ({ budget: b, ratio: utilization(b) }));
-        near.sort((a, b) => b.ratio - a.ratio);
-        for (const { budget, ratio } of near.slice(0, MAX_BUDGET_SERIES)) {
-          budgetRatio.set({ policy: budget.policy, user: budget.user_id.length > MAX_USER_LABEL ? budget.user_id.slice(0, MAX_USER_LABEL) : budget.user_id }, ratio);
+        budgetUsers.reset();
+        const standing = this.#sources.budgets?.(this.#perUser.enabled ? MAX_BUDGET_SERIES : 0);
+        if (standing === undefined) return;
+        for (const policy of standing.policies) {
+          budgetUsers.set({ policy: policy.policy, state: 'warning' }, policy.warning);
+          budgetUsers.set({ policy: policy.policy, state: 'exhausted' }, policy.exhausted);
+          if (!this.#perUser.enabled) budgetRatio.set({ policy: policy.policy }, policy.maxRatio);
+        }
+        for (const near of standing.nearest) {
+          budgetRatio.set({ policy: near.policy, user: near.userId.length > MAX_USER_LABEL ? near.userId.slice(0, MAX_USER_LABEL) : near.userId }, near.ratio);
         }
       },
     });
+    // Registered after the ratio, whose collect fills it.
+    r.registerMetric(budgetUsers);
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: r });
   }
 
@@ -401,11 +417,4 @@ export class ProxyMetrics implements CallObserver {
     this.#users.set(user, created);
     return created;
   }
-}
-
-/** Used ÷ (limit + active grants); an exhausted budget is at least 1 whatever float rounding says. */
-function utilization(budget: BudgetJson): number {
-  const total = budget.limit_usd + budget.granted_usd;
-  const ratio = total > 0 ? (total - budget.remaining_usd) / total : budget.state === 'exhausted' ? 1 : 0;
-  return budget.state === 'exhausted' ? Math.max(ratio, 1) : ratio;
 }

@@ -5,7 +5,8 @@
 //   - Without it, a request with no credential passes anonymously, but a credential that fails is refused.
 //   - GET /healthz with health: required needs an identity (401 without detail otherwise).
 //   - /_local/* in server mode (or with required) needs an identity listed in server.auth.admins (403): the
-//     management API and the management UI that calls it.
+//     management API and the management UI that calls it. So does /metrics on this port: every user's spend is
+//     in it (per user with metrics.perUser); Prometheus scrapes the health-only port instead.
 // Every one of these is decided on the route the router matched, never on the path as the caller spelled it:
 // the router decodes percent-escapes (`/%5Flocal/api/config` reaches /_local/api/config) and ignores
 // nothing else, so a check on the raw path could be walked around by a spelling the router still accepts.
@@ -114,7 +115,7 @@ export async function installIdentityHook(app: FastifyInstance, config: Pick<Run
     const routed = request.routeOptions.url ?? path;
     const health = routed === '/healthz';
     if (health && auth.health === 'open') return;
-    const management = adminsOnly && isManagement(routed);
+    const management = adminsOnly && (isManagement(routed) || routed === '/metrics');
     const outcome = await authenticator.authenticate(request.headers);
     if (outcome.failure) {
       const mustIdentify = auth.required || health || management;
@@ -128,7 +129,10 @@ export async function installIdentityHook(app: FastifyInstance, config: Pick<Run
       return sendError(reply, routed, {
         statusCode: 403,
         code: 'admin_required',
-        message: `${outcome.identity.userId} is not in server.auth.admins: the management API is for admins in server mode`,
+        message:
+          routed === '/metrics'
+            ? `${outcome.identity.userId} is not in server.auth.admins: /metrics on this port is for admins in server mode (Prometheus scrapes the health-only port)`
+            : `${outcome.identity.userId} is not in server.auth.admins: the management API is for admins in server mode`,
       });
     }
   });
