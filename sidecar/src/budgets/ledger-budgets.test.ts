@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -128,5 +128,36 @@ describe('many users (ADR 1306)', () => {
     expect(seen).toHaveLength(2001);
     expect(seen).toEqual([...seen].sort());
     await budgets.close();
+  });
+});
+
+describe('a ledger another process holds locked at shutdown', () => {
+  it('keeps the spend beside the ledger and writes it at the next start, once, even if that start is repeated', async () => {
+    const path = join(dir, 'locked.db');
+    const log = capture();
+    const cfg = config([{ name: 'default', limitUsd: '1' }]);
+    const first = new LedgerBudgets({ ledger: new SqliteLedger(path), config: cfg, logger: log.logger, now: () => T0 });
+    await first.ready;
+    const holder = new Database(path);
+    holder.exec('BEGIN EXCLUSIVE');
+    first.charge('gina', 0.25, T0);
+    await first.close();
+    expect(log.messages('failed to deduct spend; kept beside the ledger for the next start')).toHaveLength(1);
+    holder.exec('COMMIT');
+    holder.close();
+
+    // A replay that crashed after writing but before removing its file is replayed again: the batch id makes
+    // the second one a no-op.
+    const kept = readFileSync(`${path}.unwritten`, 'utf8');
+    const second = new LedgerBudgets({ ledger: new SqliteLedger(path), config: cfg, logger: log.logger, now: () => T0 });
+    await second.ready;
+    expect(second.get('gina', T0)?.spent_usd).toBe(0.25);
+    await second.close();
+    writeFileSync(`${path}.unwritten`, kept);
+    const third = new LedgerBudgets({ ledger: new SqliteLedger(path), config: cfg, logger: log.logger, now: () => T0 });
+    await third.ready;
+    expect(third.get('gina', T0)?.spent_usd).toBe(0.25);
+    expect(existsSync(`${path}.unwritten`)).toBe(false);
+    await third.close();
   });
 });

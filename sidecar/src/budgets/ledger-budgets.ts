@@ -30,6 +30,8 @@ import { type BudgetLedger, copyDelta, type DeductionBatch, type LedgerUser, mer
 const LOAD_WINDOW_MS = 40 * 86_400_000;
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 30_000;
+/** How long shutdown keeps trying a ledger that refuses writes before it keeps the spend aside. */
+const CLOSE_RETRY_MS = 3_000;
 export const DEFAULT_REFRESH_MS = 3_000;
 export const MAX_GRANTS_PER_USER = 1000;
 
@@ -70,6 +72,8 @@ export class LedgerBudgets implements BudgetEnforcer {
   #writesDone = 0;
   #lastError: string | null = null;
   #closed = false;
+  /** Spend kept at the last shutdown is still to be written. */
+  #keptWaiting = false;
 
   constructor(opts: LedgerBudgetsOptions) {
     this.#ledger = opts.ledger;
@@ -88,6 +92,7 @@ export class LedgerBudgets implements BudgetEnforcer {
   }
 
   async #load(refreshMs: number): Promise<void> {
+    await this.#replayKept();
     // A ledger read on demand needs nothing loaded; one that cannot be (Firestore) gives what fits.
     if (this.#ledger.readUser === undefined) {
       for (const user of await this.#ledger.load(this.#now() - LOAD_WINDOW_MS)) {
@@ -224,6 +229,11 @@ export class LedgerBudgets implements BudgetEnforcer {
   }
 
   /** Writes what is queued (waits for a write in flight, and tries the rest once more), then closes the ledger. */
+  /**
+   * Writes what is queued (waits for a write in flight, and tries the rest again for up to CLOSE_RETRY_MS: a
+   * lock another process holds is often brief), then closes the ledger. What still cannot be written is kept
+   * beside the ledger for the next start when the ledger can (SQLite), and only otherwise lost, loudly.
+   */
   async close(): Promise<void> {
     await this.ready.catch(() => undefined);
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
@@ -231,16 +241,44 @@ export class LedgerBudgets implements BudgetEnforcer {
     this.#closed = true;
     await this.#refreshing;
     await this.#writing;
-    if (this.#unsettled || this.#pending.size > 0) await this.#write();
-    if (this.#unsettled || this.#pending.size > 0) {
-      for (const delta of [...(this.#unsettled?.deltas ?? []), ...this.#pending.values()]) {
-        this.#logger.error(
-          { user_id: delta.userId, amount_usd: formatUsd(delta.split.amount), period_start: new Date(delta.periodStart).toISOString(), err: this.#lastError },
-          'failed to deduct spend; the amount is lost with this process',
-        );
-      }
+    const giveUpAt = Date.now() + CLOSE_RETRY_MS;
+    for (let delay = RETRY_MIN_MS / 5; this.#unsettled || this.#pending.size > 0; delay *= 2) {
+      await this.#write();
+      if (!this.#unsettled && this.#pending.size === 0) break;
+      if (Date.now() + delay > giveUpAt) break;
+      await new Promise((resolve) => setTimeout(resolve, delay));
     }
+    if (this.#unsettled || this.#pending.size > 0) this.#keepUnwritten();
     await this.#ledger.close();
+  }
+
+  #keepUnwritten(): void {
+    const batches = [...(this.#unsettled ? [this.#unsettled] : []), ...(this.#pending.size > 0 ? [{ id: randomUUID(), deltas: [...this.#pending.values()] }] : [])];
+    let kept: string | null = null;
+    try {
+      kept = this.#ledger.keep?.(batches) ?? null;
+    } catch (error) {
+      this.#lastError = `${this.#lastError ?? ''}; keeping it aside failed too: ${(error as Error).message}`;
+    }
+    for (const delta of batches.flatMap((batch) => batch.deltas)) {
+      this.#logger.error(
+        { user_id: delta.userId, amount_usd: formatUsd(delta.split.amount), period_start: new Date(delta.periodStart).toISOString(), err: this.#lastError, kept_in: kept },
+        kept === null ? 'failed to deduct spend; the amount is lost with this process' : 'failed to deduct spend; kept beside the ledger for the next start',
+      );
+    }
+  }
+
+  /** Spend kept aside at the last shutdown: written now, or on the next successful write if the ledger is still busy. */
+  async #replayKept(): Promise<void> {
+    if (this.#ledger.replayKept === undefined) return;
+    try {
+      const written = await this.#ledger.replayKept();
+      this.#keptWaiting = false;
+      if (written > 0) this.#logger.info({ batches: written }, 'budget spend kept at the last shutdown written to the ledger');
+    } catch (error) {
+      this.#keptWaiting = true;
+      this.#logger.error({ err: (error as Error).message }, 'failed to deduct spend: the spend kept at the last shutdown could not be written yet; retried after the next write');
+    }
   }
 
   /** Resolves when nothing is queued or in flight (tests, shutdown). */
@@ -302,6 +340,7 @@ export class LedgerBudgets implements BudgetEnforcer {
       this.#writesDone++;
       this.#unsettled = null;
       this.#trim(this.#maxUsers);
+      if (this.#keptWaiting) await this.#replayKept();
       this.#retryDelay = RETRY_MIN_MS;
       this.#writing = null;
       if (this.#pending.size > 0) this.#flushSoon();

@@ -50,6 +50,13 @@ export interface BudgetLedger {
   userIds?(after: string | null, limit: number): string[];
   /** Adds the batch's deltas, whole or not at all (a failure throws), at most once per batch id. */
   deduct(batch: DeductionBatch): Promise<void>;
+  /**
+   * Keeps batches that could not be written before the process ends (another process holds the file's lock) in
+   * a file beside the ledger, which `replayKept` writes at the next start. Returns where, or throws.
+   */
+  keep?(batches: readonly DeductionBatch[]): string;
+  /** Writes the batches `keep` set aside (each at most once, by its id); resolves with how many were written. */
+  replayKept?(): Promise<number>;
   addGrant(userId: string, grant: Grant): Promise<void>;
   /**
    * Claims the right to log alert `threshold` for a user's period: true once across every process sharing

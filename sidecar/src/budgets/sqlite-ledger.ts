@@ -6,14 +6,17 @@
 // file locked by another process fails the write at once (retried by the budget engine, which logs
 // `failed to deduct spend`) instead of stalling the event loop.
 
-import { mkdirSync } from 'node:fs';
+import { appendFileSync, existsSync, fsyncSync, mkdirSync, openSync, closeSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { MAX_SPEND_UNITS, storedUnits } from '../../../contracts/money.ts';
 import type { Grant } from './budget-record.ts';
-import type { BudgetLedger, DeductionBatch, LedgerUser, SpendDelta } from './ledger.ts';
+import type { BudgetLedger, DeductionBatch, LedgerUser } from './ledger.ts';
 
 export const LEDGER_SCHEMA_VERSION = 1;
+/** Batch ids are remembered this long: far longer than any retry or replay takes. */
+const BATCH_ID_RETENTION_MS = 7 * 86_400_000;
+const PRUNE_EVERY = 1000;
 
 const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS budget_usage (
@@ -25,6 +28,12 @@ const SCHEMA = [
      alerted INTEGER NOT NULL DEFAULT 0,
      updated_at INTEGER NOT NULL,
      PRIMARY KEY (user_id, period_start)
+   )`,
+  // Batch ids already applied: a batch kept aside at shutdown and replayed after a crash is applied once.
+  // A table an older version ignores, so the schema version does not change.
+  `CREATE TABLE IF NOT EXISTS budget_batches (
+     id TEXT PRIMARY KEY,
+     applied_at INTEGER NOT NULL
    )`,
   `CREATE TABLE IF NOT EXISTS budget_grants (
      user_id TEXT NOT NULL,
@@ -58,12 +67,15 @@ interface GrantRow {
 
 export class SqliteLedger implements BudgetLedger {
   readonly kind = 'sqlite' as const;
+  #deductions = 0;
   readonly path: string;
   readonly #db: Database.Database;
   readonly #addUsage: Database.Statement;
   readonly #useGrant: Database.Statement;
   readonly #insertGrant: Database.Statement;
-  readonly #deduct: (deltas: readonly SpendDelta[]) => void;
+  readonly #deduct: (batch: DeductionBatch) => void;
+  readonly #markBatch: Database.Statement;
+  readonly #pruneBatches: Database.Statement;
 
   constructor(path: string) {
     this.path = path;
@@ -95,9 +107,12 @@ export class SqliteLedger implements BudgetLedger {
       `INSERT INTO budget_grants (user_id, grant_id, amount, used, reason, created_at, expires_at)
        VALUES (@user, @grant, @amount, @used, @reason, @createdAt, @expiresAt)`,
     );
-    this.#deduct = this.#db.transaction((deltas: readonly SpendDelta[]) => {
+    this.#markBatch = this.#db.prepare('INSERT OR IGNORE INTO budget_batches (id, applied_at) VALUES (?, ?)');
+    this.#pruneBatches = this.#db.prepare('DELETE FROM budget_batches WHERE applied_at < ?');
+    this.#deduct = this.#db.transaction((batch: DeductionBatch) => {
       const now = BigInt(Date.now());
-      for (const d of deltas) {
+      if (this.#markBatch.run(batch.id, now).changes === 0) return; // applied before
+      for (const d of batch.deltas) {
         this.#addUsage.run({
           user: d.userId,
           start: BigInt(d.periodStart),
@@ -139,7 +154,50 @@ export class SqliteLedger implements BudgetLedger {
 
   /** One transaction: it commits or rolls back, so a failed batch was not applied and may simply be retried. */
   async deduct(batch: DeductionBatch): Promise<void> {
-    this.#deduct(batch.deltas);
+    this.#deduct(batch);
+    if (++this.#deductions % PRUNE_EVERY === 0) this.#pruneBatches.run(BigInt(Date.now() - BATCH_ID_RETENTION_MS));
+  }
+
+  /** `<ledger>.unwritten`: one JSON batch a line, amounts as decimal strings. */
+  get keptPath(): string {
+    return `${this.path}.unwritten`;
+  }
+
+  keep(batches: readonly DeductionBatch[]): string {
+    const lines = batches.map((batch) => `${JSON.stringify(batch, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))}\n`).join('');
+    appendFileSync(this.keptPath, lines, { mode: 0o600 });
+    const fd = openSync(this.keptPath, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    return this.keptPath;
+  }
+
+  async replayKept(): Promise<number> {
+    // A file left by a replay that failed half-way first (its applied batches are skipped by id), then the kept
+    // one, renamed first so that batches kept while this replay runs go to a fresh file.
+    const replaying = `${this.keptPath}.replaying`;
+    let written = 0;
+    for (;;) {
+      if (!existsSync(replaying)) {
+        if (!existsSync(this.keptPath)) return written;
+        renameSync(this.keptPath, replaying);
+      }
+      for (const line of readFileSync(replaying, 'utf8').split('\n')) {
+        if (line.trim() === '') continue;
+        let batch: DeductionBatch;
+        try {
+          batch = parseKeptBatch(line);
+        } catch {
+          continue; // a line cut short by a crash while it was written: its batch was never acknowledged as kept
+        }
+        this.#deduct(batch);
+        written++;
+      }
+      unlinkSync(replaying);
+    }
   }
 
   async addGrant(userId: string, grant: Grant): Promise<void> {
@@ -188,4 +246,31 @@ function assemble(usage: UsageRow[], grants: GrantRow[]): LedgerUser[] {
     });
   }
   return [...users.values()];
+}
+
+function parseKeptBatch(line: string): DeductionBatch {
+  const raw = JSON.parse(line) as {
+    id: string;
+    deltas: {
+      userId: string;
+      policy: string;
+      periodStart: number;
+      alerted: number;
+      split: { amount: string; limitPart: string; grantParts: { grantId: string; amount: string }[] };
+    }[];
+  };
+  return {
+    id: raw.id,
+    deltas: raw.deltas.map((d) => ({
+      userId: d.userId,
+      policy: d.policy,
+      periodStart: d.periodStart,
+      alerted: d.alerted,
+      split: {
+        amount: BigInt(d.split.amount),
+        limitPart: BigInt(d.split.limitPart),
+        grantParts: d.split.grantParts.map((p) => ({ grantId: p.grantId, amount: BigInt(p.amount) })),
+      },
+    })),
+  };
 }
