@@ -33,6 +33,7 @@ export interface ResolvedSidecar {
   proxyConfig?: string;
 }
 
+/** The proxy's port in the pod when neither the chart nor the pod's annotation names one. */
 export const DEFAULT_PORT = 8181;
 export const STATE_DIR = '/var/run/tollgate';
 export const TOKEN_DIR = '/var/run/secrets/tollgate';

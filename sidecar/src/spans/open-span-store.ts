@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { StorageConfig } from '../../../contracts/runtime-config.ts';
-import { REMOTE_STORAGE_KINDS, STORAGE_DEFAULTS } from '../../../contracts/storage-config.ts';
+import { STORAGE_DEFAULTS } from '../../../contracts/storage-config.ts';
 import type { SpanStore } from './span-store.ts';
 import type { SpanRetryPolicy } from './span-writer.ts';
 
@@ -76,8 +76,4 @@ export async function openSpanStore(storage: StorageConfig, options: OpenSpanSto
       return { kind: 'firestore', store, location: `collection ${settings.collection}`, ...remote };
     }
   }
-}
-
-export function isRemoteKind(kind: StorageConfig['kind']): boolean {
-  return REMOTE_STORAGE_KINDS.includes(kind);
 }
