@@ -11,7 +11,7 @@ import { cachedAuditLookup } from './admission/proxy-config-audit.ts';
 import type { PodAdmissionDeps } from './admission/pod-admission.ts';
 import { buildWebhookApp, reloadServingCertificate } from './app.ts';
 import { clusterSupportsNativeSidecars } from './cluster-version.ts';
-import { createEventRecorder, type EventRecorder } from './events/event-recorder.ts';
+import { createPodEventQueue, type PodEventQueue } from './events/pod-event-queue.ts';
 import { missingSidecarWatcher, type MissingSidecarWatcher } from './missing-sidecar-watcher.ts';
 import { operatorCaFromFile } from './operator-ca.ts';
 import type { KeyPairPem } from '../../contracts/pki.ts';
@@ -39,7 +39,7 @@ export interface WebhookServer {
   app: FastifyInstance;
   metrics: WebhookMetrics;
   port: number;
-  events: EventRecorder;
+  events: PodEventQueue;
   certificates?: SelfManagedCertificates;
   stop(): Promise<void>;
 }
@@ -55,7 +55,7 @@ export async function startWebhook(options: WebhookOptions, runtime: WebhookRunt
   logger.info({ nativeSidecarSupported: nativeSupported, mode: options.sidecar.nativeSidecar }, 'native sidecar support');
 
   const namespaceLabels = cachedNamespaceLabels(api);
-  const events = createEventRecorder({ api, logger });
+  const events = createPodEventQueue({ api, logger });
   const operatorCa = operatorCaFromFile(options.operatorCaFile, logger);
   const metrics = runtime.metrics ?? new WebhookMetrics();
   const admission: PodAdmissionDeps = {
