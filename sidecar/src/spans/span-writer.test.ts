@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { openMemorySpanStore } from './memory-span-store.ts';
-import { sampleSpan } from './sample-span.ts';
+import { sampleSpan } from '../../../test/support/sample-span.ts';
 import type { Span } from './span.ts';
 import { type LocalSpanStore, type SpanStore, SpanStoreWriteError } from './span-store.ts';
 import { DROP_LOG_INTERVAL_MS, SpanWriter } from './span-writer.ts';
