@@ -20,7 +20,7 @@ const boundary = (folder, ...forbidden) => [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'crds/generated/**', 'eslint.config.js'] },
+  { ignores: ['node_modules/**', 'dist/**', 'crds/generated/**', 'contracts/generated/**', 'eslint.config.js'] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
@@ -58,10 +58,25 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
     languageOptions: { sourceType: 'module', parserOptions: { projectService: false } },
   },
-  ...boundary('contracts', 'cmd', 'sidecar', 'operator', 'webhook', 'kube-client'),
+  // contracts/ is the bottom layer: crds/ builds the Kubernetes API on it, never the reverse (ADR 1204).
+  ...boundary('contracts', 'cmd', 'sidecar', 'operator', 'webhook', 'kube-client', 'crds'),
   ...boundary('crds', 'cmd', 'sidecar', 'operator', 'webhook', 'kube-client'),
   ...boundary('kube-client', 'cmd', 'sidecar', 'operator', 'webhook', 'crds'),
   ...boundary('sidecar', 'cmd', 'operator', 'webhook', 'kube-client', 'crds'),
   ...boundary('operator', 'cmd', 'sidecar', 'webhook'),
   ...boundary('webhook', 'cmd', 'sidecar', 'operator'),
+  {
+    // What the webhook tells the sidecar (environment variable names, mounted paths) is one contract, in
+    // contracts/sidecar-env.ts; a literal on either side is a mismatch nothing would see (ADR 1204).
+    files: ['sidecar/src/**/*.ts', 'webhook/src/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'Literal[value=/^TOLLGATE_[A-Z_]+$/]', message: 'name the variable through PROXY_ENV (contracts/sidecar-env.ts), which the webhook and the proxy share' },
+        { selector: 'MemberExpression[property.name=/^TOLLGATE_/]', message: 'read the variable as env[PROXY_ENV.…] (contracts/sidecar-env.ts), which the webhook and the proxy share' },
+        { selector: 'Literal[value=/^\\/var\\/run\\/(secrets\\/)?tollgate/]', message: "the sidecar's mounted paths are in contracts/sidecar-env.ts" },
+      ],
+    },
+  },
 );

@@ -9,7 +9,8 @@ import { loadConfigFile } from './config/config-file.ts';
 import type { RuntimeConfigPatch } from '../../contracts/config-schema.ts';
 import { ConfigStore } from './config/config-store.ts';
 import { SnapshotCache } from './config/snapshot-cache.ts';
-import { applyPodDefaults } from './main.ts';
+import { applyPodDefaults } from './pod-defaults.ts';
+import { PROXY_ENV } from '../../contracts/sidecar-env.ts';
 import { isDuckDbLockConflict } from './spans/duckdb-span-store.ts';
 import { openSpanStore } from './spans/open-span-store.ts';
 import { SpanStoreOpenError } from './spans/span-store.ts';
@@ -102,7 +103,7 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
     }
   }
 
-  const logger = pino({ level: process.env.TOLLGATE_LOG_LEVEL ?? 'warn', base: { component: 'spend' } }, pino.destination(2));
+  const logger = pino({ level: process.env[PROXY_ENV.logLevel] ?? 'warn', base: { component: 'spend' } }, pino.destination(2));
   let report: SpendReport;
   try {
     const opened = await openSpanStore(config.storage, { logger, env: process.env, purpose: 'report' });
@@ -115,7 +116,7 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
     if (config.storage.kind === 'duckdb' && isDuckDbLockConflict(error)) {
       // The proxy that holds the file answers the same report over its management API.
       const { host } = config.server;
-      const port = process.env.TOLLGATE_PORT ?? String(config.server.port);
+      const port = process.env[PROXY_ENV.port] ?? String(config.server.port);
       const base = `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${port}`;
       err.write(`tollgate spend: the DuckDB file is open in a running proxy; asking it at ${base}/_local/api/spend\n`);
       try {
@@ -140,7 +141,7 @@ async function loadConfig(file: string | undefined) {
   const patch: RuntimeConfigPatch = file ? loadConfigFile(file) : {};
   applyPodDefaults(patch, process.env);
   const store = new ConfigStore(patch);
-  const stateDir = process.env.TOLLGATE_STATE_DIR;
+  const stateDir = process.env[PROXY_ENV.stateDir];
   if (stateDir) {
     // The sidecar's storage comes from the operator: its last snapshot is on disk.
     const snapshot = await new SnapshotCache(stateDir, pino({ level: 'silent' })).load().catch(() => undefined);
