@@ -11,14 +11,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BudgetsConfig } from '../../../contracts/budget-config.ts';
-import { formatUsd, parseUsd, unitsFromCostUsd, unitsToUsd } from '../../../contracts/money.ts';
-import { BudgetBook, type BudgetRefusal } from './budget-book.ts';
+import { formatUsd, parseUsd, unitsToUsd } from '../../../contracts/money.ts';
+import { BudgetBook, type BudgetRefusal, chargeFinishedCall } from './budget-book.ts';
 import type { BudgetEnforcer, BudgetHealth, GrantRequest } from './budget-enforcer.ts';
 import { GrantError } from './budget-enforcer.ts';
 import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
 import { PolicySet } from '../../../contracts/budget-policies.ts';
 import type { BudgetJson, BudgetRecord, Grant, GrantJson, PeriodUsage } from './budget-record.ts';
-import { type BudgetLedger, copyDelta, type DeductionBatch, type LedgerUser, mergeDelta, type SpendDelta } from './ledger.ts';
+import { applyDelta, type BudgetLedger, copyDelta, type DeductionBatch, type LedgerUser, ledgerUser, mergeDelta, type SpendDelta } from './ledger.ts';
 
 /** How far back a load looks: the longest period (a month) plus slack. */
 const LOAD_WINDOW_MS = 40 * 86_400_000;
@@ -100,13 +100,7 @@ export class LedgerBudgets implements BudgetEnforcer {
   }
 
   charge(userId: string, costUsd: number, at: number): void {
-    if (this.#book.policies.empty) return; // no budgets: nothing to charge, nothing allocated
-    const amount = unitsFromCostUsd(costUsd);
-    if (amount === 0n) return;
-    try {
-      const result = this.#book.charge(userId, amount, at);
-      if (!result) return;
-      const { record, split, crossed } = result;
+    chargeFinishedCall(this.#book, this.#logger, { userId, costUsd, at }, ({ record, split, crossed }) => {
       const delta: SpendDelta = { userId, policy: record.policy.name, periodStart: record.periodStart, split, alerted: record.alerted };
       this.#mirror(delta);
       const key = `${userId}\0${record.periodStart}`;
@@ -115,10 +109,7 @@ export class LedgerBudgets implements BudgetEnforcer {
       else this.#pending.set(key, copyDelta(delta));
       for (const threshold of crossed) void this.#alert(record, threshold);
       this.#flushSoon();
-    } catch (error) {
-      // Metering must never fail a call (ADR 1001); the amount is in the span and the log line.
-      this.#logger.error({ user_id: userId, amount_usd: costUsd, err: (error as Error).message }, 'failed to deduct spend');
-    }
+    });
   }
 
   list(at: number): BudgetJson[] {
@@ -152,7 +143,7 @@ export class LedgerBudgets implements BudgetEnforcer {
     } catch (error) {
       throw new GrantError(503, 'ledger_unavailable', `the grant was not stored: ${(error as Error).message}`);
     }
-    this.#storedUser(userId).grants.push({ ...grant });
+    ledgerUser(this.#stored, userId).grants.push({ ...grant });
     // The record may have been rebuilt meanwhile; add to whichever is current now.
     const current = this.#book.record(userId, this.#now());
     if (current && !current.grants.some((g) => g.id === grant.id)) {
@@ -312,7 +303,7 @@ export class LedgerBudgets implements BudgetEnforcer {
       // Stored state plus what this engine charged and has not written yet.
       for (const delta of this.#pending.values()) {
         if (delta.userId !== record.userId) continue;
-        applyToUser(loaded, delta);
+        applyDelta(loaded, delta);
       }
       const local = this.#stored.get(record.userId);
       for (const grant of loaded.grants) {
@@ -327,15 +318,6 @@ export class LedgerBudgets implements BudgetEnforcer {
     }
   }
 
-  #storedUser(userId: string): LedgerUser {
-    let user = this.#stored.get(userId);
-    if (!user) {
-      user = { userId, periods: new Map(), grants: [] };
-      this.#stored.set(userId, user);
-    }
-    return user;
-  }
-
   #storedUsage(userId: string, periodStart: number): PeriodUsage | undefined {
     const usage = this.#stored.get(userId)?.periods.get(periodStart);
     return usage ? { ...usage } : undefined;
@@ -343,19 +325,7 @@ export class LedgerBudgets implements BudgetEnforcer {
 
   /** Keeps the mirror of the ledger in step with this engine's own charges. */
   #mirror(delta: SpendDelta): void {
-    applyToUser(this.#storedUser(delta.userId), delta);
-  }
-}
-
-function applyToUser(user: LedgerUser, delta: SpendDelta): void {
-  const usage = user.periods.get(delta.periodStart) ?? { spent: 0n, limitUsed: 0n, alerted: 0 };
-  usage.spent += delta.split.amount;
-  usage.limitUsed += delta.split.limitPart;
-  if (delta.alerted > usage.alerted) usage.alerted = delta.alerted;
-  user.periods.set(delta.periodStart, usage);
-  for (const part of delta.split.grantParts) {
-    const grant = user.grants.find((g) => g.id === part.grantId);
-    if (grant) grant.used += part.amount;
+    applyDelta(ledgerUser(this.#stored, delta.userId), delta);
   }
 }
 
