@@ -258,7 +258,7 @@ function openStream(connection: Connection, client: grpc.Client, token: string, 
 }
 
 /** What each message from the operator does; snapshots are applied one at a time, in order. */
-function receiveMessages(connection: Connection, reply: Reply): { onMessage(message: OperatorMessage): void; delivered(): boolean; applied(): Promise<void> } {
+function receiveMessages(connection: Connection, reply: Reply): { onMessage: (message: OperatorMessage) => void; delivered: () => boolean; applied: () => Promise<void> } {
   const { opts, snapshots } = connection;
   let chain = Promise.resolve();
   let delivered = false;
