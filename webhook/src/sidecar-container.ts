@@ -2,14 +2,7 @@
 
 import type { V1Container, V1EnvVar, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import { ANNOTATIONS, SIDECAR_CONTAINER_NAME } from './annotations.ts';
-import {
-  PROXY_ENV,
-  SIDECAR_OPERATOR_CA_DIR,
-  SIDECAR_OPERATOR_CA_FILE,
-  SIDECAR_STATE_DIR,
-  SIDECAR_TOKEN_DIR,
-  SIDECAR_TOKEN_FILE,
-} from '../../contracts/sidecar-env.ts';
+import { PROXY_ENV, SIDECAR_OPERATOR_CA_DIR, SIDECAR_OPERATOR_CA_FILE, SIDECAR_STATE_DIR, SIDECAR_TOKEN_DIR, SIDECAR_TOKEN_FILE } from '../../contracts/sidecar-env.ts';
 import {
   SIDECAR_HEALTH_PORT,
   SIDECAR_HEALTH_PORT_NAME,

@@ -16,7 +16,9 @@ export interface AuditPlacement {
 
 export function placementFromEnv(env: NodeJS.ProcessEnv): AuditPlacement {
   const p: AuditPlacement = {};
-  const [podName, podNamespace, hostIp, hostSocket, stateDir] = [PROXY_ENV.podName, PROXY_ENV.podNamespace, PROXY_ENV.hostIp, PROXY_ENV.auditSocket, PROXY_ENV.stateDir].map((name) => env[name]);
+  const [podName, podNamespace, hostIp, hostSocket, stateDir] = [PROXY_ENV.podName, PROXY_ENV.podNamespace, PROXY_ENV.hostIp, PROXY_ENV.auditSocket, PROXY_ENV.stateDir].map(
+    (name) => env[name],
+  );
   if (podName) p.podName = podName;
   if (podNamespace) p.podNamespace = podNamespace;
   if (hostIp) p.hostIp = hostIp;

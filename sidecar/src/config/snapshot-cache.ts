@@ -214,7 +214,8 @@ export class SnapshotCache {
 
   /** Points each audit sink at the files of the secrets the operator sent for it. */
   #withAuditFiles(audit: NonNullable<RuntimeConfigPatch['audit']>, names: readonly string[]): NonNullable<RuntimeConfigPatch['audit']> {
-    const file = (sink: string, field: AuditCredentialField) => (names.includes(auditCredentialName(sink, field)) ? this.credentialFile(auditCredentialName(sink, field)) : undefined);
+    const file = (sink: string, field: AuditCredentialField) =>
+      names.includes(auditCredentialName(sink, field)) ? this.credentialFile(auditCredentialName(sink, field)) : undefined;
     return {
       ...audit,
       sinks: audit.sinks.map((sink) => {
