@@ -8,6 +8,7 @@ const into = (folders) => ({
   regex: `^(\\.\\./)+(${folders.join('|')})/`,
   message: "components share code through contracts/ (and kube-client/ for Kubernetes plumbing), never each other's internals (ADR 1200)",
 });
+const SLEEP = 'a test does not sleep: wait for the event with waitFor (test/support/wait-for.ts), or use fake timers';
 /** The code that ships; tests, fakes and benchmarks are not held to the function-size rules. */
 const PRODUCTION = ['contracts/**/*.ts', 'cmd/**/*.ts', 'crds/**/*.ts', 'kube-client/**/*.ts', 'operator/**/*.ts', 'sidecar/src/**/*.ts', 'webhook/**/*.ts'];
 const restrict = (files, ignores, folders) => ({
@@ -52,6 +53,17 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-argument': 'off',
       '@typescript-eslint/no-unsafe-return': 'off',
       '@typescript-eslint/no-unsafe-call': 'off',
+    },
+  },
+  {
+    // No fixed sleeps in tests (CONTRIBUTING): wait for the event with test/support/wait-for.ts, or fake the clock.
+    files: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: "NewExpression[callee.name='Promise'] CallExpression[callee.name='setTimeout']", message: SLEEP },
+        { selector: "ImportDeclaration[source.value='node:timers/promises'] > ImportSpecifier[imported.name='setTimeout']", message: SLEEP },
+      ],
     },
   },
   {
