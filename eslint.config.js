@@ -8,6 +8,9 @@ const into = (folders) => ({
   regex: `^(\\.\\./)+(${folders.join('|')})/`,
   message: "components share code through contracts/ (and kube-client/ for Kubernetes plumbing), never each other's internals (ADR 1200)",
 });
+const SLEEP = 'a test does not sleep: wait for the event with waitFor (test/support/wait-for.ts), or use fake timers';
+/** The code that ships; tests, fakes and benchmarks are not held to the function-size rules. */
+const PRODUCTION = ['contracts/**/*.ts', 'cmd/**/*.ts', 'crds/**/*.ts', 'kube-client/**/*.ts', 'operator/**/*.ts', 'sidecar/src/**/*.ts', 'webhook/**/*.ts'];
 const restrict = (files, ignores, folders) => ({
   files,
   ignores,
@@ -20,7 +23,7 @@ const boundary = (folder, ...forbidden) => [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'crds/generated/**', 'eslint.config.js'] },
+  { ignores: ['node_modules/**', 'dist/**', 'crds/generated/**', 'contracts/generated/**', 'eslint.config.js'] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
@@ -53,15 +56,75 @@ export default tseslint.config(
     },
   },
   {
+    // No fixed sleeps in tests (CONTRIBUTING): wait for the event with test/support/wait-for.ts, or fake the clock.
+    files: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        // new Promise((resolve) => setTimeout(resolve, ms)); a deadline that rejects is not a sleep
+        { selector: "NewExpression[callee.name='Promise'] CallExpression[callee.name='setTimeout'][arguments.0.type='Identifier']", message: SLEEP },
+        { selector: "ImportDeclaration[source.value='node:timers/promises'] > ImportSpecifier[imported.name='setTimeout']", message: SLEEP },
+      ],
+    },
+  },
+  {
     // The management UI's browser script (no build step, no types): the syntax and the non-type rules only.
     files: ['sidecar/ui/**/*.js'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: { sourceType: 'module', parserOptions: { projectService: false } },
   },
-  ...boundary('contracts', 'cmd', 'sidecar', 'operator', 'webhook', 'kube-client'),
+  {
+    // Small functions (ADR 1205): a builder that returns closures over a dozen pieces of state is an object;
+    // split it along its concerns (controller-runtime's one reconciler per kind is the model). Production
+    // code only: a test's describe block is a list of cases, not a function that grew.
+    files: PRODUCTION,
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true }],
+      'max-statements': ['error', 40],
+      complexity: ['error', 30],
+    },
+  },
+  {
+    // The exceptions, each for its reason (ADR 1205).
+    // Declarations, not logic: a CRD schema literal and the list of metric series.
+    files: ['crds/proxy-config-audit.ts', 'sidecar/src/metrics/proxy-metrics.ts'],
+    rules: { 'max-lines-per-function': 'off' },
+  },
+  {
+    // Byte-level state machines on the hot path: one switch per byte or frame, where a call per state would
+    // cost on every chunk of every stream.
+    files: ['sidecar/src/formats/json-array-stream.ts'],
+    rules: { 'max-statements': 'off', complexity: 'off' },
+  },
+  {
+    // Wire-format translators: one branch per field of the formats they map between. The /v1 gateway's
+    // handler and translators are being extended for /v1/responses and /v1/messages; they are split there.
+    files: ['sidecar/src/translate/openai-anthropic.ts', 'sidecar/src/translate/openai-gemini.ts', 'sidecar/src/http/gateway.ts'],
+    rules: { 'max-lines-per-function': 'off', 'max-statements': 'off', complexity: 'off' },
+  },
+  // contracts/ is the bottom layer: crds/ builds the Kubernetes API on it, never the reverse (ADR 1204).
+  ...boundary('contracts', 'cmd', 'sidecar', 'operator', 'webhook', 'kube-client', 'crds'),
   ...boundary('crds', 'cmd', 'sidecar', 'operator', 'webhook', 'kube-client'),
   ...boundary('kube-client', 'cmd', 'sidecar', 'operator', 'webhook', 'crds'),
   ...boundary('sidecar', 'cmd', 'operator', 'webhook', 'kube-client', 'crds'),
   ...boundary('operator', 'cmd', 'sidecar', 'webhook'),
   ...boundary('webhook', 'cmd', 'sidecar', 'operator'),
+  {
+    // What the webhook tells the sidecar (environment variable names, mounted paths) is one contract, in
+    // contracts/sidecar-env.ts; a literal on either side is a mismatch nothing would see (ADR 1204).
+    files: ['sidecar/src/**/*.ts', 'webhook/src/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'Literal[value=/^TOLLGATE_[A-Z_]+$/]', message: 'name the variable through PROXY_ENV (contracts/sidecar-env.ts), which the webhook and the proxy share' },
+        {
+          selector: 'MemberExpression[property.name=/^TOLLGATE_/]',
+          message: 'read the variable as env[PROXY_ENV.…] (contracts/sidecar-env.ts), which the webhook and the proxy share',
+        },
+        { selector: 'Literal[value=/^\\/var\\/run\\/(secrets\\/)?tollgate/]', message: "the sidecar's mounted paths are in contracts/sidecar-env.ts" },
+      ],
+    },
+  },
 );

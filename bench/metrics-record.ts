@@ -7,7 +7,7 @@ import { PerformanceObserver } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { ProxyMetrics, type CallTimings } from '../sidecar/src/metrics/proxy-metrics.ts';
-import { sampleSpan } from '../sidecar/src/spans/sample-span.ts';
+import { sampleSpan } from '../test/support/sample-span.ts';
 
 const calls = Number(process.argv[2] ?? 1_000_000);
 const gc = (globalThis as { gc?: () => void }).gc;

@@ -268,6 +268,28 @@ export async function runSideBySide(opts: SideBySideOptions): Promise<SideBySide
   }
 }
 
+/**
+ * The gross regressions a run shows, in words (none: an empty list). Never a slow machine: the throughput is
+ * compared as a ratio to the bare relay measured in the same minute, against three times the ratio in
+ * bench/recorded.json; memory against the chart's sidecar limit; a 50 MB stream against being held whole.
+ */
+export function regressions(r: SideBySideReport, recordedRatio: number): string[] {
+  const found: string[] = [];
+  const ratio = r.sixteenConnections.relayToTollgateThroughput;
+  if (!(ratio < 3 * recordedRatio)) found.push(`throughput: the relay served ${ratio.toFixed(1)} times Tollgate's, over three times the recorded ${recordedRatio}`);
+  const { memory } = r;
+  const peak = Math.max(...memory.loadedMinutes.map((m) => m.rssMb), memory.burst.peak.rssMb, memory.bigStream.peak.rssMb);
+  if (!(peak < memory.chartLimitMb)) found.push(`memory: peak RSS ${peak.toFixed(1)} MiB, not under the chart's sidecar limit of ${memory.chartLimitMb} MiB`);
+  const held = memory.bigStream.peak.privateMb - memory.bigStream.before.privateMb;
+  if (!(held < memory.bigStream.mb)) found.push(`streaming: private memory grew ${held.toFixed(1)} MiB over a ${memory.bigStream.mb} MB stream, as if it were held whole`);
+  return found;
+}
+
+/** The throughput ratio of the last recorded run (bench/recorded.json, `--record`). */
+export function recordedThroughputRatio(): number {
+  return (JSON.parse(readFileSync(join(ROOT, 'bench/recorded.json'), 'utf8')) as { relayToTollgateThroughput: number }).relayToTollgateThroughput;
+}
+
 /** The table BENCHMARKS.md shows, from a report. */
 export function reportTable(r: SideBySideReport): string {
   const ms = (n: number) => `${(n * 1000).toFixed(0)} µs`;
@@ -326,6 +348,9 @@ if (import.meta.main) {
   console.log(JSON.stringify(report, null, 2));
   console.log(`\n${reportTable(report)}`);
   if (values.json) writeFileSync(values.json, JSON.stringify(report, null, 2));
+  const found = regressions(report, recordedThroughputRatio());
+  console.log(found.length === 0 ? '\nno gross regression' : `\ngross regressions:\n${found.map((line) => `- ${line}`).join('\n')}`);
+  if (found.length > 0) process.exitCode = 1;
   if (values.record) {
     const recorded = {
       relayToTollgateThroughput: report.sixteenConnections.relayToTollgateThroughput,

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
-import { sampleSpan } from '../sidecar/src/spans/sample-span.ts';
+import { sampleSpan } from '../test/support/sample-span.ts';
 import { openSqliteSpanStore } from '../sidecar/src/spans/sqlite-span-store.ts';
 
 const TMPFS_MAGIC = 0x01021994;

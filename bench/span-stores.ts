@@ -16,7 +16,7 @@ import { openDuckDbSpanStore } from '../sidecar/src/spans/duckdb-span-store.ts';
 import { openFirestoreSpanStore } from '../sidecar/src/spans/firestore-span-store.ts';
 import { openMemorySpanStore } from '../sidecar/src/spans/memory-span-store.ts';
 import { REMOTE_STORE_RETRY } from '../sidecar/src/spans/open-span-store.ts';
-import { sampleSpan } from '../sidecar/src/spans/sample-span.ts';
+import { sampleSpan } from '../test/support/sample-span.ts';
 import type { SpanStore } from '../sidecar/src/spans/span-store.ts';
 import { SpanWriter } from '../sidecar/src/spans/span-writer.ts';
 import { openSqliteSpanStore } from '../sidecar/src/spans/sqlite-span-store.ts';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pino from 'pino';
-import { sampleSpan } from '../sidecar/src/spans/sample-span.ts';
+import { sampleSpan } from '../test/support/sample-span.ts';
 import type { Span } from '../sidecar/src/spans/span.ts';
 import type { SpanStore } from '../sidecar/src/spans/span-store.ts';
 import { SpanWriter } from '../sidecar/src/spans/span-writer.ts';

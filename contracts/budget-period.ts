@@ -115,8 +115,3 @@ export function periodBounds(period: BudgetPeriod, timeZone: string, at: number)
   // if the zone's dates run backwards; guard so the period always contains `at`.
   return { start: Math.min(start, at), end: startOfLocalDay(next, timeZone) };
 }
-
-/** The canonical form of a period start in records, reports and APIs: RFC 3339 UTC with milliseconds. */
-export function periodStartText(start: number): string {
-  return new Date(start).toISOString();
-}

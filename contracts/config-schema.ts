@@ -250,6 +250,9 @@ function parseBreaker(input: unknown, field: string): Partial<BreakerConfig> {
 function parseStorage(input: unknown, field: string): Partial<StorageConfig> {
   const v = object(input, field);
   onlyKeys(v, field, ['kind', 'path', 'bufferSize', 'batchSize', 'flushIntervalMs', 'maxSpans', 'duckdb', 'bigquery', 'firestore']);
+  // `path` is the SQLite file and DuckDB's is `duckdb.path`: written together, `path` would be ignored and the
+  // spans would go to another file than the one named.
+  if (v.kind === 'duckdb' && v.path !== undefined) throw new ConfigError(`${field}.path`, `is the SQLite file; with kind duckdb set ${field}.duckdb.path`);
   return assignDefined<Partial<StorageConfig>>(
     {},
     {

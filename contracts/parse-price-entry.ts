@@ -98,9 +98,3 @@ function parseLongContext(value: unknown, path: string): NonNullable<PriceEntry[
   if (cached !== undefined) tier.cached_input_per_million = cached;
   return tier;
 }
-
-/** A list of entries, each validated with its index in the path (`pricing.models[2]…`). */
-export function parsePriceEntries(value: unknown, path: string): PriceEntry[] {
-  if (!Array.isArray(value)) throw new PriceEntryError(path, 'must be a list of price entries');
-  return value.map((entry, i) => parsePriceEntry(entry, `${path}[${i}]`));
-}

@@ -1,4 +1,4 @@
-import type { PriceModelSpec } from '../crds/generated/proxy-config-types.ts';
+import type { PriceModelSpec } from './generated/price-entry-types.ts';
 
 /**
  * Highest price accepted, USD per million tokens, wherever prices enter (config file, config API, ProxyConfig:
@@ -9,8 +9,9 @@ export const MAX_PRICE_PER_MILLION = 100_000;
 
 /**
  * USD per million tokens for one model, as the config file, the config API and the ProxyConfig CRD all spell it.
- * The CRD's schema (crds/proxy-config.ts) is the one source: this is its generated type, so a field added
- * there reaches the validator's type here without a hand copy.
+ * The CRD's schema (crds/proxy-config.ts) is the one source: this is its generated type (written into
+ * contracts/generated/, so contracts/ imports nothing outside itself, ADR 1204), and a field added there
+ * reaches the validator's type here without a hand copy.
  */
 export type PriceEntry = PriceModelSpec;
 

@@ -1,6 +1,7 @@
 // The route table: every /proxy/<route>/* prefix with the facts other components need about it as data —
-// its provider, credential kind, response wire format, default upstream, which SDK base-URL variable the
-// webhook points at it, and whether the OpenAI-compatible /v1 gateway may send a provider's models there.
+// its provider and the service that runs its models, credential kind, response wire format, default upstream,
+// which SDK base-URL variable the webhook points at it, and whether the OpenAI-compatible /v1 gateway may send a
+// provider's models there.
 // The behaviour of each route (request planning, model ids, translation, error shape) lives in its own
 // module, sidecar/src/routes/<route>/; nothing outside the two branches on a route name.
 
@@ -37,6 +38,8 @@ export interface V1Choice {
 
 export interface RouteSpec {
   readonly provider: Provider;
+  /** The service that runs the model, as OpenTelemetry's GenAI conventions spell it (`gen_ai.provider.name`). */
+  readonly genAiProvider: string;
   readonly credential: CredentialKind;
   readonly format: WireFormat;
   /** Default upstream base URL; `{location}`/`{region}` are filled from the upstream config. */
@@ -50,6 +53,7 @@ export interface RouteSpec {
 const TABLE = {
   alpha: {
     provider: 'google',
+    genAiProvider: 'gcp.vertex_ai',
     credential: 'google-adc',
     format: 'gemini',
     defaultBaseUrl: 'https://{location}-aiplatform.googleapis.com',
@@ -59,6 +63,7 @@ const TABLE = {
   },
   'alpha-compat': {
     provider: 'google',
+    genAiProvider: 'gcp.vertex_ai',
     credential: 'google-adc',
     format: 'openai',
     defaultBaseUrl: 'https://{location}-aiplatform.googleapis.com',
@@ -67,6 +72,7 @@ const TABLE = {
   },
   beta: {
     provider: 'openai',
+    genAiProvider: 'openai',
     credential: 'openai-api-key',
     format: 'openai',
     defaultBaseUrl: 'https://api.openai.com',
@@ -76,6 +82,7 @@ const TABLE = {
   },
   gamma: {
     provider: 'anthropic',
+    genAiProvider: 'gcp.vertex_ai',
     credential: 'google-adc',
     format: 'anthropic',
     defaultBaseUrl: 'https://{location}-aiplatform.googleapis.com',
@@ -84,6 +91,7 @@ const TABLE = {
   },
   'gamma-cloud': {
     provider: 'anthropic',
+    genAiProvider: 'gcp.vertex_ai',
     credential: 'google-adc',
     format: 'anthropic',
     defaultBaseUrl: 'https://{location}-aiplatform.googleapis.com',
@@ -92,6 +100,7 @@ const TABLE = {
   },
   'gamma-direct': {
     provider: 'anthropic',
+    genAiProvider: 'anthropic',
     credential: 'anthropic-api-key',
     format: 'anthropic',
     defaultBaseUrl: 'https://api.anthropic.com',
@@ -101,6 +110,7 @@ const TABLE = {
   },
   'gamma-cloudb': {
     provider: 'anthropic',
+    genAiProvider: 'aws.bedrock',
     credential: 'aws-sigv4',
     format: 'bedrock',
     defaultBaseUrl: 'https://bedrock-runtime.{region}.amazonaws.com',
@@ -110,6 +120,7 @@ const TABLE = {
   },
   local: {
     provider: 'local',
+    genAiProvider: 'local',
     credential: 'none',
     format: 'openai',
     // local.runtime.baseUrl, when set, is the route's upstream (routes/local)

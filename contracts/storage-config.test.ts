@@ -35,6 +35,8 @@ describe('storage sections', () => {
     [{ firestore: { collection: '__spans__' } }, 'storage.firestore.collection must be a collection id of letters, digits, _ and - (got "__spans__")'],
     [{ firestore: { databaseId: 'X' } }, 'storage.firestore.databaseId must be (default) or a Firestore database id (got "X")'],
     [{ duckdb: { path: '' } }, 'storage.duckdb.path must be a non-empty string'],
+    // storage.path would be ignored and the spans written elsewhere without a word
+    [{ kind: 'duckdb', path: 'spans.duckdb' }, 'storage.path is the SQLite file; with kind duckdb set storage.duckdb.path'],
   ])('refuses %j, naming the field', (storage, message) => {
     expect(() => parseRuntimeConfigPatch({ storage })).toThrow(message);
   });

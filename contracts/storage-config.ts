@@ -7,8 +7,6 @@ import { definedFields, isRecord } from './json-record.ts';
 
 export const STORAGE_KINDS = ['sqlite', 'memory', 'duckdb', 'bigquery', 'firestore'] as const;
 export type StorageKind = (typeof STORAGE_KINDS)[number];
-/** Stores on the network: their failures are an outage elsewhere, not this process's (ADR 0402). */
-export const REMOTE_STORAGE_KINDS: readonly StorageKind[] = ['bigquery', 'firestore'];
 
 export interface DuckDbStorageConfig {
   /** Default `tollgate.duckdb`, or `$TOLLGATE_STATE_DIR/spans.duckdb` in a pod. */

@@ -5,15 +5,14 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { PROVIDERS, ROUTE_NAMES } from '../contracts/routes.ts';
-import type { PriceEntry } from '../contracts/price-entry.ts';
+import { PROVIDERS, ROUTE_NAMES, type RouteName } from '../contracts/routes.ts';
 import type { UpstreamConfig } from '../contracts/runtime-config.ts';
 import type { SchemaNode } from './crd-schema.ts';
 import { renderCrd } from './crd-manifest.ts';
 import { GENERATE_COMMAND, generatedFiles, staleness } from './generated-files.ts';
 import { PROXY_CONFIG_CRD } from './proxy-config.ts';
 import { BUDGET_POLICY_CRD } from './budget-policy.ts';
-import { BUDGET_POLICY, CRD_GROUP, crdManifests, PROXY_CONFIG, type PriceModelSpec, type UpstreamsSpec } from './index.ts';
+import { BUDGET_POLICY, CRD_GROUP, crdManifests, PROXY_CONFIG, type UpstreamsSpec } from './index.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -145,8 +144,13 @@ describe('BudgetPolicy schema', () => {
   });
 });
 
-// Compile-time: the CRD's entries must be usable as the sidecar's runtime types without conversion.
-const priceEntry: PriceEntry = {} as PriceModelSpec;
-const upstreams: Partial<Record<keyof UpstreamsSpec, UpstreamConfig>> = {};
-void priceEntry;
-void upstreams;
+// Compile-time (tsc checks the tests too): the operator hands spec.upstreams to the sidecar's validator as it
+// is (operator/src/render.ts), so the CRD needs an upstream for every route and no other, and no field or value
+// type the runtime's UpstreamConfig lacks (the validator would refuse it: a ProxyConfig the API server accepts
+// and the sidecar never runs). The price entry needs no such check: contracts/ gets the CRD's own generated type.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type CrdUpstreamField = { [R in keyof UpstreamsSpec]-?: keyof NonNullable<UpstreamsSpec[R]> }[keyof UpstreamsSpec];
+const everyRouteOnce: Same<keyof UpstreamsSpec, RouteName> = true;
+const noUnknownField: Same<Exclude<CrdUpstreamField, keyof UpstreamConfig>, never> = true;
+const valuesFit: Record<RouteName, UpstreamConfig> = {} as Required<UpstreamsSpec>;
+void [everyRouteOnce, noUnknownField, valuesFit];

@@ -29,7 +29,8 @@ function int(description: string, minimum: number, maximum: number, format: 'int
   return { type: 'integer', format, description, minimum, maximum };
 }
 
-const priceEntry: SchemaNode = {
+/** One price entry; its type is generated into contracts/ as well, where the config validator and the engine share it. */
+export const PRICE_ENTRY_SCHEMA: SchemaNode = {
   type: 'object',
   tsType: 'PriceModelSpec',
   description: 'USD per million tokens for one model. Merged over the built-in price table by (provider, model).',
@@ -379,7 +380,7 @@ const spec: SchemaNode = {
           // server-side apply merges entries by that key.
           'x-kubernetes-list-type': 'map',
           'x-kubernetes-list-map-keys': ['provider', 'model'],
-          items: priceEntry,
+          items: PRICE_ENTRY_SCHEMA,
         },
       },
     },

@@ -94,38 +94,19 @@ function namespaceName(value: string, flag: string): string {
 }
 
 export function parseOperatorArgs(argv: string[], env: Record<string, string | undefined>, hostname: string, pid: number): OperatorSettings {
-  let values: ReturnType<typeof parse>['values'];
+  let values: OperatorFlags;
   try {
     values = parse(argv).values;
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
   const namespace = namespaceName(values.namespace ?? env.POD_NAMESPACE ?? 'tollgate-system', '--namespace');
-  if (!!values['tls-cert'] !== !!values['tls-key']) throw new UsageError('--tls-cert and --tls-key must be given together');
-  const tls: TlsSource =
-    values['tls-cert'] && values['tls-key']
-      ? { kind: 'files', certFile: values['tls-cert'], keyFile: values['tls-key'] }
-      : {
-          kind: 'secret',
-          namespace,
-          name: values['tls-secret'] ?? 'tollgate-operator-tls',
-          dnsNames: values['tls-dns-name'] ?? [`tollgate-operator.${namespace}.svc`, `tollgate-operator.${namespace}.svc.cluster.local`],
-          ipAddresses: values['tls-ip'] ?? ['127.0.0.1'],
-        };
-  const leaseDurationMs = seconds(values['lease-duration'], '--lease-duration', 15);
-  const renewDeadlineMs = seconds(values['renew-deadline'], '--renew-deadline', 10);
-  const retryPeriodMs = seconds(values['retry-period'], '--retry-period', 2);
-  if (renewDeadlineMs >= leaseDurationMs) throw new UsageError('--renew-deadline must be shorter than --lease-duration');
-  if (retryPeriodMs >= renewDeadlineMs) throw new UsageError('--retry-period must be shorter than --renew-deadline');
+  const tls = tlsSource(values, namespace);
+  const timings = leaseTimings(values);
   const logLevel = values['log-level'] ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
   const kubeconfig = values.kubeconfig ?? env.KUBECONFIG;
-  const podIP = values['pod-ip'] ?? (env.POD_IP || undefined);
-  if (podIP !== undefined && !isIP(podIP)) throw new UsageError(`--pod-ip must be an IPv4 or IPv6 address (got ${JSON.stringify(podIP)})`);
-  // The API server refuses these as endpoint addresses; say so at start rather than in a retry loop.
-  if (podIP !== undefined && /^(127\.|0\.0\.0\.0$|::1?$|::ffff:127\.)/i.test(podIP)) {
-    throw new UsageError(`--pod-ip must be the pod's routable address, not loopback or unspecified (got ${JSON.stringify(podIP)})`);
-  }
+  const podIP = podIpOf(values, env);
   const ownerDeployment = values['owner-deployment'];
   if (ownerDeployment !== undefined && !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(ownerDeployment)) {
     throw new UsageError(`--owner-deployment must be a Deployment name (got ${JSON.stringify(ownerDeployment)})`);
@@ -146,11 +127,45 @@ export function parseOperatorArgs(argv: string[], env: Record<string, string | u
     ...(values['watch-namespace'] ? { watchNamespace: namespaceName(values['watch-namespace'], '--watch-namespace') } : {}),
     ...(ownerDeployment ? { ownerDeployment } : {}),
     ...(podIP ? { leaderEndpoint: { service: pushService, podIP } } : {}),
-    leaseDurationMs,
-    renewDeadlineMs,
-    retryPeriodMs,
+    ...timings,
     logLevel,
   };
+}
+
+type OperatorFlags = ReturnType<typeof parse>['values'];
+
+/** The push server's certificate: files, or a self-managed Secret in the operator's namespace. */
+function tlsSource(values: OperatorFlags, namespace: string): TlsSource {
+  if (!!values['tls-cert'] !== !!values['tls-key']) throw new UsageError('--tls-cert and --tls-key must be given together');
+  if (values['tls-cert'] && values['tls-key']) return { kind: 'files', certFile: values['tls-cert'], keyFile: values['tls-key'] };
+  return {
+    kind: 'secret',
+    namespace,
+    name: values['tls-secret'] ?? 'tollgate-operator-tls',
+    dnsNames: values['tls-dns-name'] ?? [`tollgate-operator.${namespace}.svc`, `tollgate-operator.${namespace}.svc.cluster.local`],
+    ipAddresses: values['tls-ip'] ?? ['127.0.0.1'],
+  };
+}
+
+/** The leader election's timings, each shorter than the one before. */
+function leaseTimings(values: OperatorFlags): Pick<OperatorSettings, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs'> {
+  const leaseDurationMs = seconds(values['lease-duration'], '--lease-duration', 15);
+  const renewDeadlineMs = seconds(values['renew-deadline'], '--renew-deadline', 10);
+  const retryPeriodMs = seconds(values['retry-period'], '--retry-period', 2);
+  if (renewDeadlineMs >= leaseDurationMs) throw new UsageError('--renew-deadline must be shorter than --lease-duration');
+  if (retryPeriodMs >= renewDeadlineMs) throw new UsageError('--retry-period must be shorter than --renew-deadline');
+  return { leaseDurationMs, renewDeadlineMs, retryPeriodMs };
+}
+
+/** The pod's own address, which the leader lists as the push Service's endpoint (in a cluster). */
+function podIpOf(values: OperatorFlags, env: Record<string, string | undefined>): string | undefined {
+  const podIP = values['pod-ip'] ?? (env.POD_IP || undefined);
+  if (podIP !== undefined && !isIP(podIP)) throw new UsageError(`--pod-ip must be an IPv4 or IPv6 address (got ${JSON.stringify(podIP)})`);
+  // The API server refuses these as endpoint addresses; say so at start rather than in a retry loop.
+  if (podIP !== undefined && /^(127\.|0\.0\.0\.0$|::1?$|::ffff:127\.)/i.test(podIP)) {
+    throw new UsageError(`--pod-ip must be the pod's routable address, not loopback or unspecified (got ${JSON.stringify(podIP)})`);
+  }
+  return podIP;
 }
 
 function parse(argv: string[]) {

@@ -3,10 +3,7 @@
 // each to a file and points the sink at it (sidecar/src/config/snapshot-cache.ts).
 
 import type { AuditSinkSpec, AuditSpec, SecretKeyRef } from '../../crds/index.ts';
-
-/** Snapshot credential name of a sink's secret. */
-export type AuditCredentialField = 'bearerToken' | 'caCertificate' | 'credentials';
-export type AuditCredentialName = `audit.${string}.${AuditCredentialField}`;
+import { auditCredentialName, type AuditCredentialName } from '../../contracts/snapshot-credentials.ts';
 
 export interface AuditCredentialRef extends SecretKeyRef {
   name: AuditCredentialName;
@@ -40,9 +37,9 @@ export function renderAudit(spec: AuditSpec): { draft: Record<string, unknown>; 
   const refs: AuditCredentialRef[] = [];
   spec.sinks.forEach((sink, i) => {
     const at = `audit.sinks[${i}]`;
-    if (sink.bearerToken) refs.push({ name: `audit.${sink.name}.bearerToken`, field: `${at}.bearerToken`, ...sink.bearerToken });
-    if (sink.tls?.caCertificate) refs.push({ name: `audit.${sink.name}.caCertificate`, field: `${at}.tls.caCertificate`, ...sink.tls.caCertificate });
-    if (sink.credentials) refs.push({ name: `audit.${sink.name}.credentials`, field: `${at}.credentials`, ...sink.credentials });
+    if (sink.bearerToken) refs.push({ name: auditCredentialName(sink.name, 'bearerToken'), field: `${at}.bearerToken`, ...sink.bearerToken });
+    if (sink.tls?.caCertificate) refs.push({ name: auditCredentialName(sink.name, 'caCertificate'), field: `${at}.tls.caCertificate`, ...sink.tls.caCertificate });
+    if (sink.credentials) refs.push({ name: auditCredentialName(sink.name, 'credentials'), field: `${at}.credentials`, ...sink.credentials });
   });
   const draft = defined({
     enabled: spec.enabled,

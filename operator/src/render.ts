@@ -6,17 +6,12 @@
 import type { ProxyConfigSpec, SecretKeyRef } from '../../crds/index.ts';
 import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../contracts/config-schema.ts';
 import { CREDENTIALS_LABEL_SELECTOR } from './controller/secret-object.ts';
-import { type AuditCredentialName, auditSecrets, renderAudit } from './render-audit.ts';
-
-/** Names of credential values in a snapshot (proto Snapshot.credentials keys). */
-export const CREDENTIAL_NAMES = ['openaiApiKey', 'anthropicApiKey', 'googleServiceAccount', 'awsAccessKeyId', 'awsSecretAccessKey', 'awsSessionToken'] as const;
-export type CredentialName = (typeof CREDENTIAL_NAMES)[number];
-/** Span store key files (spec.storage.bigquery.credentials, spec.storage.firestore.credentials). */
-export const STORAGE_CREDENTIAL_NAMES = ['storage.bigquery.credentials', 'storage.firestore.credentials'] as const;
-export type StorageCredentialName = (typeof STORAGE_CREDENTIAL_NAMES)[number];
+import { type SnapshotCredentialName, storageCredentialName } from '../../contracts/snapshot-credentials.ts';
+import { auditSecrets, renderAudit } from './render-audit.ts';
 
 export interface CredentialRef extends SecretKeyRef {
-  name: CredentialName | AuditCredentialName | StorageCredentialName;
+  /** The value's name in the snapshot (contracts/snapshot-credentials.ts). */
+  name: SnapshotCredentialName;
   /** Field path in the spec, for messages. */
   field: string;
 }
@@ -48,7 +43,7 @@ export function render(spec: ProxyConfigSpec | undefined): RenderedConfig {
     const section = (name: 'bigquery' | 'firestore', spec: typeof bigquery | typeof firestore) => {
       if (!spec) return undefined;
       const { credentials, ...settings } = spec;
-      if (credentials) storageRefs.push({ name: `storage.${name}.credentials`, field: `storage.${name}.credentials`, ...credentials });
+      if (credentials) storageRefs.push({ name: storageCredentialName(name), field: `storage.${name}.credentials`, ...credentials });
       return defined({ ...settings });
     };
     draft.storage = defined({ ...rest, bigquery: section('bigquery', bigquery), firestore: section('firestore', firestore) });

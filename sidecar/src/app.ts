@@ -3,6 +3,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import type { RuntimeConfig } from '../../contracts/runtime-config.ts';
 import type { CredentialProvider } from './auth/credential-provider.ts';
 import { createCredentialProviders } from './auth/credential-provider.ts';
 import { AuditController } from './audit/audit-controller.ts';
@@ -88,51 +89,28 @@ const CUT_CALLS_GRACE_MS = 5_000;
  */
 export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   const { store, logger } = opts;
+  const env = opts.env ?? process.env;
   const config = store.get();
-  const opened = opts.spans ?? (await openSpanStore(config.storage, { logger, env: opts.env ?? process.env, purpose: 'proxy' }));
+  const opened = opts.spans ?? (await openSpanStore(config.storage, { logger, env, purpose: 'proxy' }));
   const spans = opened.store;
   const writer = new SpanWriter(spans, { ...config.storage, ...(opened.retry ? { retry: opened.retry } : {}) }, logger);
-  const credentials =
-    opts.credentials ?? createCredentialProviders({ credentials: config.credentials, upstreams: () => store.get().upstreams, logger, env: opts.env ?? process.env });
+  const credentials = opts.credentials ?? createCredentialProviders({ credentials: config.credentials, upstreams: () => store.get().upstreams, logger, env });
   const client = new UpstreamClient({ credentials, breaker: config.breaker, logger });
-  const unsubscribeBreaker = store.subscribe((snapshot) => client.updateBreakerConfig(snapshot.config.breaker));
-  const unsubscribeCredentials = opts.credentials ? () => undefined : followCredentialSettings({ store, client, logger, env: opts.env ?? process.env });
   const lifecycle = new Lifecycle();
   const budgets = opts.budgets ?? (await openLedgerBudgets(config.budgets, config.storage, logger));
-  let appliedPolicies = config.budgets.policies;
-  const unsubscribeBudgets =
-    budgets instanceof LedgerBudgets
-      ? store.subscribe((snapshot) => {
-          if (isDeepStrictEqual(snapshot.config.budgets.policies, appliedPolicies)) return;
-          appliedPolicies = snapshot.config.budgets.policies;
-          budgets.setConfig(snapshot.config.budgets);
-        })
-      : () => undefined;
   const meter = new CallMeter(writer, logger, lifecycle, budgets);
   const metrics = new ProxyMetrics();
   // One store for previous_response_id behind both listeners: a conversation started on one continues on the other.
   const responses = new ResponseStore();
-  meter.observe(metrics);
-  const otlp = new OtlpFollower({ store, env: opts.env ?? process.env, logger });
-  meter.observe(otlp);
-  // The config's revision and when it last changed, and the per-user metrics switch, follow the store.
-  let appliedAtMs = Date.now();
-  metrics.setPerUser(config.metrics.perUser);
-  const unsubscribeMetrics = store.subscribe((snapshot) => {
-    appliedAtMs = Date.now();
-    metrics.setPerUser(snapshot.config.metrics.perUser);
-  });
-  const inbound = inboundPolicy(config.server, opts.env ?? process.env);
+  const otlp = new OtlpFollower({ store, env, logger });
+  for (const observer of [metrics, otlp]) meter.observe(observer);
+  const followed = followConfig({ store, config, client, budgets, metrics, logger, env, credentialsGiven: opts.credentials !== undefined });
+  const inbound = inboundPolicy(config.server, env);
   const refusals = { meter, store, inbound, logger };
   const app = Fastify(listenerOptions(config.server, refusals));
 
   installRequestGuard(app, inbound);
-  // fastify asks to close the connection after a body it could not parse; on HTTP/2 that header is forbidden
-  // (and would throw), and the stream's end already says it.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    if (request.raw.httpVersionMajor === 2) reply.removeHeader('connection');
-    done(null, payload);
-  });
+  dropConnectionHeaderOnHttp2(app);
   const identity = await installIdentityHook(app, config, logger);
   // A warehouse that is down is not this pod's fault: it shows in /_local/api/health, not in the probes (ADR 0402).
   const health = healthCheck({ lifecycle, writer, writeFailuresAreUnhealthy: !opened.remote });
@@ -141,9 +119,95 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   app.register(managementUiRoutes);
   const local = config.local.enabled ? new LocalRuntime({ store, logger, ...(opts.env ? { env: opts.env } : {}) }) : null;
   app.register(localRuntimeRoutes, { runtime: local, lifecycle });
+  const audit = new AuditController(store, placementFromEnv(env), logger);
+  const parts = { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, audit, budgets, metrics, otlp, local };
+  const runtimeHealth = engineHealth(parts, opened, config.mode);
+  app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
+  app.register(metricsRoutes, { exposition: metrics.exposition });
+  watchEngineMetrics(parts, opened, followed, responses);
+  app.register(proxyRoutes, { store, client, meter, lifecycle, budgets, env });
+  app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env, localModels: local?.models, responses });
+  const lmstudio =
+    local !== null && config.local.lmstudioPort !== 0
+      ? await buildLmStudioApp({ store, client, lifecycle, refusals, identity, budgets, localModels: local.models, responses, env })
+      : null;
+
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).send({ error: { code: 'not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` } });
+  });
+
+  const engine = { ...parts, runtimeHealth, lmstudio };
+  return { ...engine, shutdown: shutdownOnce(engine, { logger, followed, drainTimeoutMs: config.server.drainTimeoutMs }) };
+}
+
+/**
+ * fastify asks to close the connection after a body it could not parse; on HTTP/2 that header is forbidden (and
+ * would throw), and the stream's end already says it.
+ */
+function dropConnectionHeaderOnHttp2(app: FastifyInstance): void {
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (request.raw.httpVersionMajor === 2) reply.removeHeader('connection');
+    done(null, payload);
+  });
+}
+
+/** The parts of an engine built before its health view and listeners. */
+type EngineParts = Omit<Engine, 'runtimeHealth' | 'lmstudio' | 'shutdown'>;
+
+/** What follows the live config after start; `stop()` unsubscribes all of it. */
+interface FollowedConfig {
+  /** When the config last changed (the config metric). */
+  appliedAtMs(): number;
+  stop(): void;
+}
+
+/** The breaker settings, the credential files, the budget policies and the per-user metrics switch follow the store. */
+function followConfig(deps: {
+  store: ConfigStore;
+  /** The config the engine was built with. */
+  config: RuntimeConfig;
+  client: UpstreamClient;
+  budgets: BudgetEnforcer;
+  metrics: ProxyMetrics;
+  logger: Logger;
+  env: NodeJS.ProcessEnv;
+  credentialsGiven: boolean;
+}): FollowedConfig {
+  const { store, client, budgets, metrics } = deps;
+  const unsubscribeBreaker = store.subscribe((snapshot) => client.updateBreakerConfig(snapshot.config.breaker));
+  const unsubscribeCredentials = deps.credentialsGiven ? () => undefined : followCredentialSettings({ store, client, logger: deps.logger, env: deps.env });
+  let appliedPolicies = deps.config.budgets.policies;
+  const unsubscribeBudgets =
+    budgets instanceof LedgerBudgets
+      ? store.subscribe((snapshot) => {
+          if (isDeepStrictEqual(snapshot.config.budgets.policies, appliedPolicies)) return;
+          appliedPolicies = snapshot.config.budgets.policies;
+          budgets.setConfig(snapshot.config.budgets);
+        })
+      : () => undefined;
+  // The config's revision and when it last changed, and the per-user metrics switch, follow the store.
+  let appliedAtMs = Date.now();
+  metrics.setPerUser(deps.config.metrics.perUser);
+  const unsubscribeMetrics = store.subscribe((snapshot) => {
+    appliedAtMs = Date.now();
+    metrics.setPerUser(snapshot.config.metrics.perUser);
+  });
+  return {
+    appliedAtMs: () => appliedAtMs,
+    stop: () => {
+      unsubscribeBreaker();
+      unsubscribeCredentials();
+      unsubscribeMetrics();
+      unsubscribeBudgets();
+    },
+  };
+}
+
+/** GET /_local/api/health: each part registers its section. */
+function engineHealth(parts: EngineParts, opened: OpenedSpanStore, mode: RuntimeConfig['mode']): RuntimeHealth {
+  const { lifecycle, client, local, audit, budgets, writer, identity } = parts;
   const runtimeHealth = new RuntimeHealth();
-  registerEngineHealth(runtimeHealth, { lifecycle, client, local, mode: config.mode });
-  const audit = new AuditController(store, placementFromEnv(opts.env ?? process.env), logger);
+  registerEngineHealth(runtimeHealth, { lifecycle, client, local, mode });
   runtimeHealth.register('audit', () => audit.health());
   runtimeHealth.register('budgets', () => budgets.health());
   runtimeHealth.register('spans', () => ({ kind: opened.kind, location: opened.location, ...writer.stats(), lastWriteError: writer.lastWriteError() }));
@@ -151,14 +215,18 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   if (authenticator) {
     runtimeHealth.register('auth', () => ({ strategies: authenticator.strategies, refused: identity.failures.total, tokeninfoLookups: authenticator.accessTokens?.lookups ?? 0 }));
   }
-  app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
-  app.register(metricsRoutes, { exposition: metrics.exposition });
+  return runtimeHealth;
+}
+
+/** The metrics read at scrape time (ADR 1500). */
+function watchEngineMetrics(parts: EngineParts, opened: OpenedSpanStore, followed: FollowedConfig, responses: ResponseStore): void {
+  const { metrics, writer, lifecycle, client, store, meter, audit, otlp, identity, budgets } = parts;
   metrics.watch({
     spans: () => writer.stats(),
     spanStoreKind: () => opened.kind,
     inFlight: () => lifecycle.inFlight,
     breakers: () => client.breakerStates(),
-    config: () => ({ revision: store.current().revision, appliedAtMs }),
+    config: () => ({ revision: store.current().revision, appliedAtMs: followed.appliedAtMs() }),
     metering: () => meter.stats(),
     audit: () => {
       const view = audit.health();
@@ -169,55 +237,47 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
     budgets: (nearest) => budgets.standing(Date.now(), nearest),
     responses: () => responses.stats(),
   });
-  app.register(proxyRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env });
-  app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env: opts.env ?? process.env, localModels: local?.models, responses });
-  const lmstudio =
-    local !== null && config.local.lmstudioPort !== 0
-      ? await buildLmStudioApp({ store, client, lifecycle, refusals, identity, budgets, localModels: local.models, responses, env: opts.env ?? process.env })
-      : null;
+}
 
-  app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send({ error: { code: 'not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` } });
-  });
-
+/** The engine's shutdown, run once however often it is asked for. */
+function shutdownOnce(engine: Omit<Engine, 'shutdown'>, at: { logger: Logger; followed: FollowedConfig; drainTimeoutMs: number }): (drainTimeoutMs?: number) => Promise<void> {
   let shuttingDown: Promise<void> | null = null;
-  const shutdown = (drainTimeoutMs = config.server.drainTimeoutMs) => {
-    shuttingDown ??= (async () => {
-      lifecycle.startDraining();
-      // The audit fan-out stops reading and drains its sinks while the HTTP calls finish.
-      const auditDrained = audit.shutdown();
-      const closed = Promise.all([app.close(), lmstudio?.close()]); // stops accepting; waits for open requests
-      const drained = await lifecycle.waitIdle(drainTimeoutMs);
-      if (!drained) logger.warn({ in_flight: lifecycle.inFlight }, 'drain timeout: closing with calls still in flight');
-      // Keep-alive connections that carried the drained calls are idle now; close() only closed those idle
-      // when it was called, so close the rest instead of waiting out the keep-alive timeout.
-      app.server.closeIdleConnections();
-      lmstudio?.server.closeIdleConnections();
-      if (!drained) {
-        // Calls cut here are recorded as stopped by the shutdown, and the span writer stays open until each
-        // has recorded its span (cutting ends them within a turn or two; the bound is for a call that hangs).
-        lifecycle.startCutting(drainTimeoutMs);
-        app.server.closeAllConnections();
-        lmstudio?.server.closeAllConnections();
-        if (!(await lifecycle.waitIdle(CUT_CALLS_GRACE_MS)))
-          logger.warn({ in_flight: lifecycle.inFlight }, 'calls still running after their connections were closed; their spans may be lost');
-      }
-      await closed;
-      unsubscribeBreaker();
-      unsubscribeCredentials();
-      unsubscribeMetrics();
-      unsubscribeBudgets();
-      await writer.close();
-      await otlp.close();
-      await budgets.close();
-      await spans.close();
-      await client.close();
-      await auditDrained;
-      await local?.close();
-      identity.failures.close();
-    })();
+  return (drainTimeoutMs = at.drainTimeoutMs) => {
+    shuttingDown ??= shutdownEngine(engine, { ...at, drainTimeoutMs });
     return shuttingDown;
   };
+}
 
-  return { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, runtimeHealth, audit, budgets, metrics, otlp, local, lmstudio, shutdown };
+async function shutdownEngine(engine: Omit<Engine, 'shutdown'>, at: { logger: Logger; followed: FollowedConfig; drainTimeoutMs: number }): Promise<void> {
+  const { app, lmstudio, lifecycle, audit } = engine;
+  const { logger, drainTimeoutMs } = at;
+  lifecycle.startDraining();
+  // The audit fan-out stops reading and drains its sinks while the HTTP calls finish.
+  const auditDrained = audit.shutdown();
+  const closed = Promise.all([app.close(), lmstudio?.close()]); // stops accepting; waits for open requests
+  const drained = await lifecycle.waitIdle(drainTimeoutMs);
+  if (!drained) logger.warn({ in_flight: lifecycle.inFlight }, 'drain timeout: closing with calls still in flight');
+  // Keep-alive connections that carried the drained calls are idle now; close() only closed those idle
+  // when it was called, so close the rest instead of waiting out the keep-alive timeout.
+  app.server.closeIdleConnections();
+  lmstudio?.server.closeIdleConnections();
+  if (!drained) {
+    // Calls cut here are recorded as stopped by the shutdown, and the span writer stays open until each
+    // has recorded its span (cutting ends them within a turn or two; the bound is for a call that hangs).
+    lifecycle.startCutting(drainTimeoutMs);
+    app.server.closeAllConnections();
+    lmstudio?.server.closeAllConnections();
+    if (!(await lifecycle.waitIdle(CUT_CALLS_GRACE_MS)))
+      logger.warn({ in_flight: lifecycle.inFlight }, 'calls still running after their connections were closed; their spans may be lost');
+  }
+  await closed;
+  at.followed.stop();
+  await engine.writer.close();
+  await engine.otlp.close();
+  await engine.budgets.close();
+  await engine.spans.close();
+  await engine.client.close();
+  await auditDrained;
+  await engine.local?.close();
+  engine.identity.failures.close();
 }

@@ -71,126 +71,157 @@ function declaredLength(headers: UpstreamResponse['headers']): number {
   return value !== undefined && /^\d{1,15}$/.test(value) ? Number(value) : -1;
 }
 
-export function relayStream({ res, upstream, call, prices, extractor, headers, transform, estimateInput }: RelayOptions): Promise<void> {
-  res.writeHead(upstream.statusCode, headers);
-  const body = upstream.body;
-  const toCaller = (bytes: Buffer): Buffer | string => (transform ? transform.write(bytes) : bytes);
-  const expectedBytes = declaredLength(upstream.headers);
-  let receivedBytes = 0;
+export function relayStream(options: RelayOptions): Promise<void> {
+  return new Promise<void>((resolve) => new StreamRelay(options, resolve).start());
+}
 
-  return new Promise<void>((resolve) => {
-    let ended = false;
-    /** Upstream bytes received when the caller left; -1 while it is there. */
-    let leftAtBytes = -1;
-    let giveUpTimer: NodeJS.Timeout | undefined;
-    // Writes of one turn leave in one syscall: the headers with the first bytes of a small answer read in one
-    // go. Uncorked on the next tick at the latest, and always before the response ends: an end while corked
-    // lost the corked writes (the /v1 error event after a stream's first chunks did not reach the caller).
-    let corked = false;
-    const uncork = () => {
-      corked = false;
-      if (!res.writableEnded) res.uncork();
-    };
-    /** Set once the upstream's response was read to its end, or to its last event. */
-    let readToEnd = false;
-    const afterLeaving = (): ReadAfterLeaving | undefined => (leftAtBytes === -1 ? undefined : { bytes: receivedBytes - leftAtBytes, complete: readToEnd });
-    const finish = (status: SpanStatus, streamError?: string) => {
-      if (ended) return;
-      ended = true;
-      clearTimeout(giveUpTimer);
-      finishRelayedCall({ call, upstream, extractor, prices, status, streamError, laterFailure: transform?.failure, afterLeaving: afterLeaving(), estimateInput });
-      resolve();
-    };
-    /** Stops reading for a caller who left: what the upstream still owes is estimated. */
-    const giveUp = (why: string) => {
-      if (ended) return;
-      body.destroy();
-      finish('client_aborted', why);
-    };
-    /** The upstream's body is all here (`out` is what its last bytes became for the caller): finish, then answer. */
-    const complete = (out: Buffer | string) => {
-      if (leftAtBytes !== -1) {
-        extractor.flush();
-        readToEnd = true;
-        finish('client_aborted');
-        return;
-      }
-      const held = toCaller(extractor.flush());
-      const last = transform ? `${held as string}${transform.end()}` : held;
-      finish(upstream.statusCode >= 400 ? 'upstream_error' : 'ok');
-      if (corked) uncork();
-      if (out.length > 0) res.write(out);
-      if (last.length > 0) res.end(last);
-      else res.end();
-    };
-    body.on('data', (chunk: Buffer) => {
-      if (ended) return;
-      if (leftAtBytes !== -1) {
-        // Nobody to answer: only the usage is read.
-        extractor.write(chunk);
-        receivedBytes += chunk.length;
-        if (receivedBytes === expectedBytes) complete('');
-        else if (receivedBytes - leftAtBytes > READ_AFTER_LEAVING_BYTES) giveUp(`client went away; the upstream sent ${READ_AFTER_LEAVING_BYTES} more bytes without its usage`);
-        return;
-      }
-      const out = toCaller(extractor.write(chunk));
-      if (transform?.failure !== undefined) {
-        // The error event is the caller's last; what the upstream still sends after a failure is not an answer.
-        finish('error', transform.failure);
-        if (corked) uncork();
-        res.end(out);
-        body.destroy();
-        return;
-      }
-      receivedBytes += chunk.length;
-      if (receivedBytes === expectedBytes) {
-        // The body's end event is still to come; its last bytes must not reach the caller before the charge.
-        complete(out);
-        return;
-      }
-      if (out.length === 0) return;
-      if (!corked) {
-        corked = true;
-        res.cork();
-        process.nextTick(uncork);
-      }
-      if (!res.write(out)) {
-        body.pause();
-        res.once('drain', () => body.resume());
-      }
-    });
+/** One answer relayed: the upstream's events drive it, and `done` is called once the call is finished. */
+class StreamRelay {
+  readonly #o: RelayOptions;
+  readonly #done: () => void;
+  readonly #expectedBytes: number;
+  #receivedBytes = 0;
+  #ended = false;
+  /** Upstream bytes received when the caller left; -1 while it is there. */
+  #leftAtBytes = -1;
+  /** Set once the upstream's response was read to its end, or to its last event. */
+  #readToEnd = false;
+  #giveUpTimer: NodeJS.Timeout | undefined;
+  // Writes of one turn leave in one syscall: the headers with the first bytes of a small answer read in one
+  // go. Uncorked on the next tick at the latest, and always before the response ends: an end while corked
+  // lost the corked writes (the /v1 error event after a stream's first chunks did not reach the caller).
+  #corked = false;
+  readonly #uncork = (): void => {
+    this.#corked = false;
+    if (!this.#o.res.writableEnded) this.#o.res.uncork();
+  };
+
+  constructor(options: RelayOptions, done: () => void) {
+    this.#o = options;
+    this.#done = done;
+    this.#expectedBytes = declaredLength(options.upstream.headers);
+  }
+
+  start(): void {
+    const { res, upstream } = this.#o;
+    res.writeHead(upstream.statusCode, this.#o.headers);
+    const body = upstream.body;
+    body.on('data', (chunk: Buffer) => this.#onData(chunk));
     body.once('end', () => {
-      if (!ended) complete('');
+      if (!this.#ended) this.#complete('');
     });
-    body.once('error', (error: Error) => {
-      if (ended) return;
-      if (leftAtBytes !== -1 || callerGone(res)) {
-        finish('client_aborted', 'client went away');
-        return;
-      }
-      // Headers are already sent: a pass-through can only cut the connection (the bytes are the provider's);
-      // a transform ends its stream with an error event (its text read before the call is finished).
-      const lastWords = transform ? transform.end(`upstream connection failed: ${error.message}`) : undefined;
-      finish('error', error.message);
-      if (corked) uncork();
-      if (lastWords !== undefined) res.end(lastWords);
-      else res.destroy(error);
-    });
-    res.once('close', () => {
-      if (answerFinished(res) || ended) return;
-      leftAtBytes = receivedBytes;
-      // The answer's last event was read already (the caller stopped at [DONE]), or shutdown cut the
-      // connection and waits for this call: nothing to read on for.
-      if (extractor.sawEnd || call.cutByShutdown) {
-        readToEnd = extractor.sawEnd;
-        giveUp('client went away');
-        return;
-      }
-      call.noteCallerLeft();
-      giveUpTimer = setTimeout(() => giveUp(`client went away; the upstream's usage did not arrive within ${READ_AFTER_LEAVING_MS} ms`), READ_AFTER_LEAVING_MS);
-      giveUpTimer.unref();
-      // Paused for a caller that will never drain.
-      body.resume();
-    });
-  });
+    body.once('error', (error: Error) => this.#onError(error));
+    res.once('close', () => this.#onCallerClose());
+  }
+
+  #toCaller(bytes: Buffer): Buffer | string {
+    return this.#o.transform ? this.#o.transform.write(bytes) : bytes;
+  }
+
+  #finish(status: SpanStatus, streamError?: string): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    clearTimeout(this.#giveUpTimer);
+    const { call, upstream, extractor, prices, transform, estimateInput } = this.#o;
+    const afterLeaving: ReadAfterLeaving | undefined = this.#leftAtBytes === -1 ? undefined : { bytes: this.#receivedBytes - this.#leftAtBytes, complete: this.#readToEnd };
+    finishRelayedCall({ call, upstream, extractor, prices, status, streamError, laterFailure: transform?.failure, afterLeaving, estimateInput });
+    this.#done();
+  }
+
+  /** Stops reading for a caller who left: what the upstream still owes is estimated. */
+  #giveUp(why: string): void {
+    if (this.#ended) return;
+    this.#o.upstream.body.destroy();
+    this.#finish('client_aborted', why);
+  }
+
+  /** The upstream's body is all here (`out` is what its last bytes became for the caller): finish, then answer. */
+  #complete(out: Buffer | string): void {
+    const { res, extractor, transform, upstream } = this.#o;
+    if (this.#leftAtBytes !== -1) {
+      extractor.flush();
+      this.#readToEnd = true;
+      this.#finish('client_aborted');
+      return;
+    }
+    const held = this.#toCaller(extractor.flush());
+    const last = transform ? `${held as string}${transform.end()}` : held;
+    this.#finish(upstream.statusCode >= 400 ? 'upstream_error' : 'ok');
+    if (this.#corked) this.#uncork();
+    if (out.length > 0) res.write(out);
+    if (last.length > 0) res.end(last);
+    else res.end();
+  }
+
+  #onData(chunk: Buffer): void {
+    if (this.#ended) return;
+    const { res, extractor, transform, upstream } = this.#o;
+    if (this.#leftAtBytes !== -1) return this.#readOn(chunk);
+    const out = this.#toCaller(extractor.write(chunk));
+    if (transform?.failure !== undefined) {
+      // The error event is the caller's last; what the upstream still sends after a failure is not an answer.
+      this.#finish('error', transform.failure);
+      if (this.#corked) this.#uncork();
+      res.end(out);
+      upstream.body.destroy();
+      return;
+    }
+    this.#receivedBytes += chunk.length;
+    // With a declared length the body's end event is still to come; its last bytes must not reach the caller before the charge.
+    if (this.#receivedBytes === this.#expectedBytes) return this.#complete(out);
+    if (out.length === 0) return;
+    if (!this.#corked) {
+      this.#corked = true;
+      res.cork();
+      process.nextTick(this.#uncork);
+    }
+    if (!res.write(out)) {
+      upstream.body.pause();
+      res.once('drain', () => upstream.body.resume());
+    }
+  }
+
+  /** After the caller left: nobody to answer, only the usage is read, within READ_AFTER_LEAVING_BYTES. */
+  #readOn(chunk: Buffer): void {
+    this.#o.extractor.write(chunk);
+    this.#receivedBytes += chunk.length;
+    if (this.#receivedBytes === this.#expectedBytes) this.#complete('');
+    else if (this.#receivedBytes - this.#leftAtBytes > READ_AFTER_LEAVING_BYTES) {
+      this.#giveUp(`client went away; the upstream sent ${READ_AFTER_LEAVING_BYTES} more bytes without its usage`);
+    }
+  }
+
+  #onError(error: Error): void {
+    if (this.#ended) return;
+    const { res, transform } = this.#o;
+    if (this.#leftAtBytes !== -1 || callerGone(res)) {
+      this.#finish('client_aborted', 'client went away');
+      return;
+    }
+    // Headers are already sent: a pass-through can only cut the connection (the bytes are the provider's);
+    // a transform ends its stream with an error event (its text read before the call is finished).
+    const lastWords = transform ? transform.end(`upstream connection failed: ${error.message}`) : undefined;
+    this.#finish('error', error.message);
+    if (this.#corked) this.#uncork();
+    if (lastWords !== undefined) res.end(lastWords);
+    else res.destroy(error);
+  }
+
+  #onCallerClose(): void {
+    const { res, extractor, call, upstream } = this.#o;
+    if (answerFinished(res) || this.#ended) return;
+    this.#leftAtBytes = this.#receivedBytes;
+    // The answer's last event was read already (the caller stopped at [DONE]), or shutdown cut the
+    // connection and waits for this call: nothing to read on for.
+    if (extractor.sawEnd || call.cutByShutdown) {
+      this.#readToEnd = extractor.sawEnd;
+      this.#giveUp('client went away');
+      return;
+    }
+    call.noteCallerLeft();
+    this.#giveUpTimer = setTimeout(() => this.#giveUp(`client went away; the upstream's usage did not arrive within ${READ_AFTER_LEAVING_MS} ms`), READ_AFTER_LEAVING_MS);
+    this.#giveUpTimer.unref();
+    // Paused for a caller that will never drain.
+    upstream.body.resume();
+  }
 }

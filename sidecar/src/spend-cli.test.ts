@@ -7,8 +7,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SnapshotCache } from './config/snapshot-cache.ts';
 import { main } from './spend-cli.ts';
 import { openDuckDbSpanStore } from './spans/duckdb-span-store.ts';
-import { expectedSampleReport, SAMPLE_SINCE, SAMPLE_UNTIL, sampleCallSpans } from './spans/sample-calls.ts';
-import { sampleSpan } from './spans/sample-span.ts';
+import { expectedSampleReport, SAMPLE_SINCE, SAMPLE_UNTIL, sampleCallSpans } from '../../test/support/sample-calls.ts';
+import { sampleSpan } from '../../test/support/sample-span.ts';
 import type { SpendReport } from './spans/spend.ts';
 import { openSqliteSpanStore } from './spans/sqlite-span-store.ts';
 

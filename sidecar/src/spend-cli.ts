@@ -7,13 +7,15 @@ import pino from 'pino';
 import { ConfigError } from '../../contracts/config-error.ts';
 import { loadConfigFile } from './config/config-file.ts';
 import type { RuntimeConfigPatch } from '../../contracts/config-schema.ts';
+import type { RuntimeConfig } from '../../contracts/runtime-config.ts';
 import { ConfigStore } from './config/config-store.ts';
 import { SnapshotCache } from './config/snapshot-cache.ts';
-import { applyPodDefaults } from './main.ts';
+import { applyPodDefaults } from './pod-defaults.ts';
+import { PROXY_ENV } from '../../contracts/sidecar-env.ts';
 import { isDuckDbLockConflict } from './spans/duckdb-span-store.ts';
 import { openSpanStore } from './spans/open-span-store.ts';
 import { SpanStoreOpenError } from './spans/span-store.ts';
-import { parseSpendQuery, SPEND_PARAMETERS, type SpendGroup, type SpendReport, SpendQueryError } from './spans/spend.ts';
+import { parseSpendQuery, SPEND_PARAMETERS, type SpendGroup, type SpendQuery, type SpendReport, SpendQueryError } from './spans/spend.ts';
 
 const HELP = `usage: tollgate spend [--config FILE] [--since 7d] [--until TIME] [--group-by user] [--bucket hour|day]
                       [--format table|json|csv] [--limit N] [--url URL]
@@ -38,76 +40,100 @@ In a pod (TOLLGATE_STATE_DIR set) the storage settings of the operator's last sn
 const FORMATS = ['table', 'json', 'csv'] as const;
 type Format = (typeof FORMATS)[number];
 
+/** Ends the command with a message on stderr and an exit code: 2 for bad input, 1 for a report that failed. */
+class SpendExit extends Error {
+  readonly code: number;
+  constructor(code: number, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+type SpendParams = Record<(typeof SPEND_PARAMETERS)[number], string | undefined>;
+
+/** The command line, checked: what to report, in which format, from where. */
+interface SpendRequest {
+  format: Format;
+  params: SpendParams;
+  query: SpendQuery;
+  config: RuntimeConfig;
+  url: string | undefined;
+}
+
 export async function main(argv: string[], out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): Promise<number> {
   let args;
   try {
-    args = parseArgs({
-      args: argv,
-      options: {
-        config: { type: 'string' },
-        since: { type: 'string' },
-        until: { type: 'string' },
-        'group-by': { type: 'string' },
-        bucket: { type: 'string' },
-        format: { type: 'string' },
-        limit: { type: 'string' },
-        url: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    });
+    args = parseSpendArgs(argv);
   } catch (error) {
     err.write(`tollgate spend: ${(error as Error).message}\n\n${HELP}`);
     return 2;
   }
-  if (args.values.help) {
+  if (args.help) {
     out.write(HELP);
     return 0;
   }
-  const format = (args.values.format ?? 'table') as Format;
-  if (!FORMATS.includes(format)) {
-    err.write(`tollgate spend: --format must be one of ${FORMATS.join(', ')} (got ${JSON.stringify(args.values.format)})\n`);
-    return 2;
-  }
-  const params = { since: args.values.since, until: args.values.until, groupBy: args.values['group-by'], bucket: args.values.bucket, limit: args.values.limit };
-  const flag: Record<(typeof SPEND_PARAMETERS)[number], string> = { since: '--since', until: '--until', groupBy: '--group-by', bucket: '--bucket', limit: '--limit' };
-  let query;
-  let config;
   try {
-    query = parseSpendQuery(params);
-    config = await loadConfig(args.values.config);
+    const request = await spendRequest(args);
+    const report = request.url !== undefined ? await fetchOrExit(request.url.replace(/\/$/, ''), request.params) : await reportFromStore(request, err);
+    out.write(render(report, request.format));
+    return 0;
   } catch (error) {
-    if (error instanceof SpendQueryError) {
-      err.write(`tollgate spend: ${error.message.replace(error.parameter, flag[error.parameter as keyof typeof flag] ?? error.parameter)}\n`);
-      return 2;
+    if (!(error instanceof SpendExit)) throw error;
+    err.write(`tollgate spend: ${error.message}\n`);
+    return error.code;
+  }
+}
+
+function parseSpendArgs(argv: string[]) {
+  const options = {
+    config: { type: 'string' },
+    since: { type: 'string' },
+    until: { type: 'string' },
+    'group-by': { type: 'string' },
+    bucket: { type: 'string' },
+    format: { type: 'string' },
+    limit: { type: 'string' },
+    url: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  } as const;
+  return parseArgs({ args: argv, options, strict: true }).values;
+}
+
+async function spendRequest(args: ReturnType<typeof parseSpendArgs>): Promise<SpendRequest> {
+  const format = (args.format ?? 'table') as Format;
+  if (!FORMATS.includes(format)) throw new SpendExit(2, `--format must be one of ${FORMATS.join(', ')} (got ${JSON.stringify(args.format)})`);
+  const params: SpendParams = { since: args.since, until: args.until, groupBy: args['group-by'], bucket: args.bucket, limit: args.limit };
+  const flag: Record<(typeof SPEND_PARAMETERS)[number], string> = { since: '--since', until: '--until', groupBy: '--group-by', bucket: '--bucket', limit: '--limit' };
+  try {
+    const query = parseSpendQuery(params);
+    const config = await loadConfig(args.config);
+    if (args.url !== undefined && !/^https?:\/\/[^\s/?#@]+\/?$/.test(args.url)) {
+      throw new SpendExit(2, `--url must be the proxy's http(s)://host:port (got ${JSON.stringify(args.url)})`);
     }
-    if (error instanceof ConfigError) {
-      err.write(`tollgate spend: ${error.message}\n`);
-      return 2;
-    }
+    return { format, params, query, config, url: args.url };
+  } catch (error) {
+    if (error instanceof SpendQueryError) throw new SpendExit(2, error.message.replace(error.parameter, flag[error.parameter as keyof typeof flag] ?? error.parameter));
+    if (error instanceof ConfigError) throw new SpendExit(2, error.message);
     throw error;
   }
+}
 
-  if (args.values.url !== undefined) {
-    if (!/^https?:\/\/[^\s/?#@]+\/?$/.test(args.values.url)) {
-      err.write(`tollgate spend: --url must be the proxy's http(s)://host:port (got ${JSON.stringify(args.values.url)})\n`);
-      return 2;
-    }
-    try {
-      out.write(render(await fetchReport(args.values.url.replace(/\/$/, ''), params), format));
-      return 0;
-    } catch (fetchError) {
-      err.write(`tollgate spend: ${(fetchError as Error).message}\n`);
-      return 1;
-    }
+async function fetchOrExit(base: string, params: SpendParams): Promise<SpendReport> {
+  try {
+    return await fetchReport(base, params);
+  } catch (fetchError) {
+    throw new SpendExit(1, (fetchError as Error).message);
   }
+}
 
-  const logger = pino({ level: process.env.TOLLGATE_LOG_LEVEL ?? 'warn', base: { component: 'spend' } }, pino.destination(2));
-  let report: SpendReport;
+/** The report from the span store the config names; a DuckDB file a running proxy holds is asked through that proxy. */
+async function reportFromStore(request: SpendRequest, err: NodeJS.WritableStream): Promise<SpendReport> {
+  const { config } = request;
+  const logger = pino({ level: process.env[PROXY_ENV.logLevel] ?? 'warn', base: { component: 'spend' } }, pino.destination(2));
   try {
     const opened = await openSpanStore(config.storage, { logger, env: process.env, purpose: 'report' });
     try {
-      report = await opened.store.spend(query);
+      return await opened.store.spend(request.query);
     } finally {
       await opened.store.close();
     }
@@ -115,32 +141,21 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
     if (config.storage.kind === 'duckdb' && isDuckDbLockConflict(error)) {
       // The proxy that holds the file answers the same report over its management API.
       const { host } = config.server;
-      const port = process.env.TOLLGATE_PORT ?? String(config.server.port);
+      const port = process.env[PROXY_ENV.port] ?? String(config.server.port);
       const base = `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${port}`;
       err.write(`tollgate spend: the DuckDB file is open in a running proxy; asking it at ${base}/_local/api/spend\n`);
-      try {
-        report = await fetchReport(base, params);
-      } catch (fetchError) {
-        err.write(`tollgate spend: ${(fetchError as Error).message}\n`);
-        return 1;
-      }
-    } else if (error instanceof SpanStoreOpenError || error instanceof ConfigError) {
-      err.write(`tollgate spend: ${error.message}\n`);
-      return 2;
-    } else {
-      err.write(`tollgate spend: cannot read spend from the ${config.storage.kind} span store: ${(error as Error).message}\n`);
-      return 1;
+      return fetchOrExit(base, request.params);
     }
+    if (error instanceof SpanStoreOpenError || error instanceof ConfigError) throw new SpendExit(2, error.message);
+    throw new SpendExit(1, `cannot read spend from the ${config.storage.kind} span store: ${(error as Error).message}`);
   }
-  out.write(render(report, format));
-  return 0;
 }
 
 async function loadConfig(file: string | undefined) {
   const patch: RuntimeConfigPatch = file ? loadConfigFile(file) : {};
   applyPodDefaults(patch, process.env);
   const store = new ConfigStore(patch);
-  const stateDir = process.env.TOLLGATE_STATE_DIR;
+  const stateDir = process.env[PROXY_ENV.stateDir];
   if (stateDir) {
     // The sidecar's storage comes from the operator: its last snapshot is on disk.
     const snapshot = await new SnapshotCache(stateDir, pino({ level: 'silent' })).load().catch(() => undefined);

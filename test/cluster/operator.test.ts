@@ -4,8 +4,8 @@
 // leader is killed.
 
 import { readFileSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rfc3339 } from '../../kube-client/micro-time.ts';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
 import { freePort } from '../control-plane/free-port.ts';
 import {
@@ -99,8 +99,9 @@ describe('tollgate operator on a real API server', () => {
     expect(event.note).toContain('SecretNotFound');
     expect(event.note).toContain('credentials.anthropicApiKey');
 
-    // A new generation that is still rejected: observedGeneration follows, lastTransitionTime does not move.
-    await sleep(1_100);
+    // A new generation that is still rejected: observedGeneration follows, lastTransitionTime does not move. The
+    // condition's times have whole seconds: wait for the clock to leave its second, so a moved time would show.
+    await eventually("the clock to leave the condition's second", () => rfc3339() > condition.lastTransitionTime);
     await putProxyConfig(api, NS, 'needs-secret', { credentials: { anthropicApiKey: { secretName: 'anthropic', key: 'key' } } });
     const still = await eventually('generation 2 observed', async () => {
       const pc = await getProxyConfig(api, NS, 'needs-secret');
@@ -109,7 +110,7 @@ describe('tollgate operator on a real API server', () => {
     expect(still.status?.observedGeneration).toBe(2);
     expect(readyCondition(still)?.lastTransitionTime).toBe(condition.lastTransitionTime);
 
-    await sleep(1_100);
+    // Still past that second: the transition to True must carry a later time.
     await putSecret(api, NS, 'anthropic', { key: 'sk-ant-test' });
     const accepted = await eventually('Ready=True once the Secret exists', async () => {
       const pc = await getProxyConfig(api, NS, 'needs-secret');

@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { removeStaleRuns } from './stale-runs.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 describe('removeStaleRuns', () => {
   const cleanups: (() => void)[] = [];
@@ -26,7 +27,7 @@ describe('removeStaleRuns', () => {
     // A live process whose command line names the run, as etcd's --data-dir does.
     const holder = spawn('bash', ['-c', 'sleep 30; : tollgate-control-plane-live01'], { stdio: 'ignore' });
     cleanups.push(() => holder.kill('SIGKILL'));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await waitFor('the holder to run under its name', () => readFileSync(`/proc/${holder.pid}/cmdline`, 'utf8').includes('tollgate-control-plane-live01'), 5_000);
 
     const removed = removeStaleRuns([parent]);
 

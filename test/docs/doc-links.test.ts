@@ -1,6 +1,6 @@
 // The docs are a README in front of reference pages that link to each other and to the code. Moving a heading
-// or a file silently breaks those links, so every relative link (and its #anchor) must resolve, and the ADR
-// index must list every record.
+// or a file silently breaks those links, so every relative link (and its #anchor) must resolve, every file a
+// page names in code marks (`sidecar/src/relay.ts`) must exist, and the ADR index must list every record.
 
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -55,6 +55,13 @@ function relativeLinks(markdown: string): string[] {
   return links;
 }
 
+/** Repository files a page names in code marks, e.g. `test/docs/doc-links.test.ts`. */
+function namedFiles(markdown: string): string[] {
+  const folders = readdirSync(root).filter((name) => !name.startsWith('.') && name !== 'node_modules' && statSync(join(root, name)).isDirectory());
+  const path = new RegExp(`^(${folders.join('|')})/[a-z0-9_./-]+\\.[a-z]+$`);
+  return [...prose(markdown).matchAll(/`([^`\n]+)`/g)].map((match) => match[1]!).filter((text) => path.test(text));
+}
+
 describe('documentation links', () => {
   for (const file of markdownFiles()) {
     it(`${file}: every relative link and #anchor resolves`, () => {
@@ -71,6 +78,14 @@ describe('documentation links', () => {
         }
       }
       expect(broken).toEqual([]);
+    });
+  }
+
+  // Decision records are history: they may name files that later moved, as they were when decided.
+  for (const file of markdownFiles().filter((name) => !name.startsWith('docs/decisions/'))) {
+    it(`${file}: every repository file it names exists`, () => {
+      const missing = namedFiles(readFileSync(join(root, file), 'utf8')).filter((path) => !existsSync(join(root, path)));
+      expect(missing).toEqual([]);
     });
   }
 

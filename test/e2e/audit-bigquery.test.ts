@@ -9,6 +9,7 @@ import { BigQuerySink } from '../../sidecar/src/audit/sinks/bigquery-sink.ts';
 import { TetragonEvent } from '../../sidecar/src/audit/tetragon-protocol.ts';
 import { type BigQueryEmulator, startBigQueryEmulator } from '../emulators/bigquery.ts';
 import { mixedEvents } from '../fakes/tetragon-agent.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const logger = pino({ level: 'silent' });
 
@@ -31,7 +32,7 @@ describe('bigquery audit sink on the emulator', () => {
     const warehouse = sink('tetragon_events');
     const table = bq.client().dataset('audit').table('tetragon_events');
     // created by the constructor, before any event
-    for (let i = 0; i < 100 && !(await table.exists())[0]; i++) await new Promise((r) => setTimeout(r, 100));
+    await waitFor('the table', async () => (await table.exists())[0], 10_000);
     const [metadata] = await table.getMetadata();
     expect(metadata.timePartitioning).toMatchObject({ type: 'DAY', field: 'time' });
     expect((metadata.schema.fields as { name: string }[]).map((f) => f.name)).toEqual(

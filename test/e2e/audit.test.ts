@@ -15,6 +15,7 @@ import { TetragonEvent } from '../../sidecar/src/audit/tetragon-protocol.ts';
 import { type FakeAuditCollector, startFakeAuditCollector } from '../fakes/audit-collector.ts';
 import { type FakeTetragonAgent, mixedEvents, startFakeTetragonAgent } from '../fakes/tetragon-agent.ts';
 import { type ProxyProcess, startProxyProcess } from './proxy-process.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const SELF = { namespace: 'team-a', pod: 'web-1' };
 const OTHERS = [
@@ -24,16 +25,6 @@ const OTHERS = [
 const POD_ENV = { TOLLGATE_POD_NAME: SELF.pod, TOLLGATE_POD_NAMESPACE: SELF.namespace };
 
 type Log = Record<string, unknown>;
-
-async function until<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 function logsWith(proxy: ProxyProcess, msg: string, match: (l: Log) => boolean = () => true): Log[] {
   return proxy.logs.filter((l) => typeof l.msg === 'string' && l.msg.includes(msg) && match(l));
@@ -100,7 +91,7 @@ describe('audit fan-out in a sidecar process', () => {
   it('asks the agent for its own pod only, and delivers exactly those events: jsonl as protojson, the collector byte for byte', async () => {
     await agent.waitForSubscribers(1);
     expect(agent.requests[0]).toEqual({ allow_list: [{ namespace: ['team-a'], pod_regex: ['^web-1$'] }] });
-    await until('the connected log line', () => logsWith(proxy, 'tetragon audit stream connected').length > 0);
+    await waitFor('the connected log line', () => logsWith(proxy, 'tetragon audit stream connected').length > 0);
 
     const events = mixedEvents([SELF, ...OTHERS], 45, { unknownField: true });
     agent.emit(events);
@@ -121,7 +112,7 @@ describe('audit fan-out in a sidecar process', () => {
     expect(collector.batches[0]!.sender).toBe('team-a/web-1');
     expect(collector.batches[0]!.sink).toBe('collector');
 
-    const jsonl = await until('15 jsonl lines', () => {
+    const jsonl = await waitFor('15 jsonl lines', () => {
       const l = lines(join(dir, 'audit.jsonl'));
       return l.length >= own.length && l;
     });
@@ -138,7 +129,7 @@ describe('audit fan-out in a sidecar process', () => {
     });
 
     // The collector stores a batch before its answer reaches the sidecar: wait for the sidecar to count it.
-    const health = await until('the deliveries to be counted', async () => {
+    const health = await waitFor('the deliveries to be counted', async () => {
       const h = await auditHealth(proxy);
       return h.sinks.every((s) => s.delivered === 15) && h;
     });
@@ -151,9 +142,9 @@ describe('audit fan-out in a sidecar process', () => {
     await collector.stop();
     const batch = mixedEvents([SELF], 6);
     agent.emit(batch);
-    await until('jsonl to carry the new events', () => lines(join(dir, 'audit.jsonl')).length === 21);
+    await waitFor('jsonl to carry the new events', () => lines(join(dir, 'audit.jsonl')).length === 21);
 
-    const dead = await until('six dead-lettered events', () => {
+    const dead = await waitFor('six dead-lettered events', () => {
       const l = lines(join(dir, 'dead-letter.jsonl'));
       return l.length >= 6 && l;
     });
@@ -176,7 +167,7 @@ describe('audit fan-out in a sidecar process', () => {
     expect(failed.length).toBe(1);
     expect(logsWith(proxy, 'audit sink write failed', (l) => l.sink === 'siem')).toHaveLength(0);
 
-    const health = await until('the dead letters to be counted', async () => {
+    const health = await waitFor('the dead letters to be counted', async () => {
       const h = await auditHealth(proxy);
       return sink(h, 'collector').deadLettered === 6 && h;
     });
@@ -196,19 +187,19 @@ describe('audit fan-out in a sidecar process', () => {
         .slice(-3)
         .map((e) => e.tetragon_event.toString('base64')),
     ).toEqual(after.map((e) => e.toString('base64')));
-    await until('the collector to count as up', async () => !sink(await auditHealth(proxy), 'collector').down);
+    await waitFor('the collector to count as up', async () => !sink(await auditHealth(proxy), 'collector').down);
     expect(logsWith(proxy, 'audit sink delivering again', (l) => l.sink === 'collector')).toHaveLength(1);
   });
 
   it('survives an agent restart and a GOAWAY too_many_pings: logs disconnected with the reason, reconnecting, connected, and resumes', async () => {
     const connectedBefore = logsWith(proxy, 'tetragon audit stream connected').length;
     await agent.restart(300);
-    await until('disconnected', () => logsWith(proxy, 'tetragon audit stream disconnected').length > 0);
+    await waitFor('disconnected', () => logsWith(proxy, 'tetragon audit stream disconnected').length > 0);
     const disconnected = logsWith(proxy, 'tetragon audit stream disconnected')[0]!;
     expect(String(disconnected.reason)).toMatch(/UNAVAILABLE|CANCELLED|INTERNAL/);
-    await until('reconnecting', () => logsWith(proxy, 'tetragon audit stream reconnecting').length > 0);
+    await waitFor('reconnecting', () => logsWith(proxy, 'tetragon audit stream reconnecting').length > 0);
     await agent.waitForSubscribers(1);
-    await until('connected again', () => logsWith(proxy, 'tetragon audit stream connected').length > connectedBefore);
+    await waitFor('connected again', () => logsWith(proxy, 'tetragon audit stream connected').length > connectedBefore);
 
     const resumed = mixedEvents([SELF], 4);
     agent.emit(resumed);
@@ -216,7 +207,7 @@ describe('audit fan-out in a sidecar process', () => {
 
     const disconnectsBefore = logsWith(proxy, 'tetragon audit stream disconnected').length;
     agent.goAway();
-    await until('a second disconnect', () => logsWith(proxy, 'tetragon audit stream disconnected').length > disconnectsBefore);
+    await waitFor('a second disconnect', () => logsWith(proxy, 'tetragon audit stream disconnected').length > disconnectsBefore);
     await agent.waitForSubscribers(1);
     const again = mixedEvents([SELF], 2);
     agent.emit(again);
@@ -225,7 +216,7 @@ describe('audit fan-out in a sidecar process', () => {
     // a connection cut mid-stream (no GOAWAY, no trailers)
     const beforeDrop = logsWith(proxy, 'tetragon audit stream disconnected').length;
     agent.dropConnections();
-    await until('a third disconnect', () => logsWith(proxy, 'tetragon audit stream disconnected').length > beforeDrop);
+    await waitFor('a third disconnect', () => logsWith(proxy, 'tetragon audit stream disconnected').length > beforeDrop);
     await agent.waitForSubscribers(1);
     const afterDrop = mixedEvents([SELF], 2);
     agent.emit(afterDrop);
@@ -241,9 +232,9 @@ describe('audit fan-out in a sidecar process', () => {
     const pending = mixedEvents([SELF], 10);
     const callsBefore = collector.calls;
     agent.emit(pending);
-    await until('the stalled call to arrive', () => collector.calls > callsBefore);
+    await waitFor('the stalled call to arrive', () => collector.calls > callsBefore);
     proxy.child.kill('SIGTERM');
-    await until('the drain to start', () => logsWith(proxy, 'shutting down').length > 0);
+    await waitFor('the drain to start', () => logsWith(proxy, 'shutting down').length > 0);
     collector.resume();
     const code = await new Promise<number | null>((resolve) => proxy.child.once('exit', resolve));
     expect(code).toBe(0);
@@ -278,7 +269,7 @@ describe('a burst of 10,000 events with one sink stalled', () => {
       await agent.waitForSubscribers(1);
       const burst = mixedEvents([SELF], 10_000);
       agent.emit(burst);
-      await until('all 10,000 events read', async () => (await auditHealth(proxy)).source.eventsReceived === 10_000, 60_000);
+      await waitFor('all 10,000 events read', async () => (await auditHealth(proxy)).source.eventsReceived === 10_000, 60_000);
 
       const during = await auditHealth(proxy);
       for (const s of during.sinks) {
@@ -337,7 +328,7 @@ describe('a gRPC collector that is down', () => {
         sent.push(...events);
         if (sent.length >= 4_000) break;
       }
-      const health = await until(
+      const health = await waitFor(
         'every event dead-lettered',
         async () => {
           const h = await auditHealth(proxy);
@@ -361,12 +352,12 @@ describe('a gRPC collector that is down', () => {
 
       await collector.start();
       const after = mixedEvents([SELF], 20);
-      await until('delivery to resume', async () => {
+      await waitFor('delivery to resume', async () => {
         if (collector.events().length === 0) agent.emit(after.splice(0, 1));
         return collector.events().length > 0;
       });
       agent.emit(after);
-      const back = await until('the sink to be up and every event counted', async () => {
+      const back = await waitFor('the sink to be up and every event counted', async () => {
         const c = sink(await auditHealth(proxy), 'collector');
         return !c.down && c.received === 4_020 && c.queueDepth === 0 && c.inFlight === 0 && c;
       });
@@ -403,7 +394,7 @@ describe('queue.maxBytes', () => {
       // 100 events of about 64 KiB: 6.4 MiB, far under the event bound and six times the byte bound
       const events = mixedEvents([SELF], 100, { extraBytes: 64 * 1024 });
       agent.emit(events);
-      const health = await until('all 100 events counted', async () => {
+      const health = await waitFor('all 100 events counted', async () => {
         const h = await auditHealth(proxy);
         return h.sinks.every((s) => s.received === 100) && h;
       });

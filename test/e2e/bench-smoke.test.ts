@@ -1,17 +1,15 @@
 // A short run of the side-by-side benchmark (bench/side-by-side.ts --quick, about half a minute): the sidecar as
-// the image runs it next to a bare nginx relay. It fails only on gross regressions, never on a slow machine:
-// Tollgate's throughput falling behind the relay's by more than three times the ratio recorded in
-// bench/recorded.json (both measured in the same minute, so a busy machine slows both), memory above the chart's
-// sidecar limit, or a 50 MB streamed answer held whole. The numbers themselves go to BENCHMARKS.md, not here.
+// the image runs it next to a bare nginx relay. It catches a benchmark that can no longer run (a build, a flag, a
+// changed report) and a burst whose calls fail. Speed and memory are not asserted here (CONTRIBUTING): the
+// benchmark's own report judges them (`regressions()`, printed and the exit code of bench/side-by-side.ts), and
+// the numbers go to BENCHMARKS.md.
 
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureBenchTools } from '../../bench/bare-relay.ts';
-import { runSideBySide, type SideBySideReport } from '../../bench/side-by-side.ts';
+import { recordedThroughputRatio, regressions, runSideBySide, type SideBySideReport } from '../../bench/side-by-side.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
-const recorded = JSON.parse(readFileSync(new URL('../../bench/recorded.json', import.meta.url), 'utf8')) as { relayToTollgateThroughput: number };
 
 let missing: string | null = null;
 let report: SideBySideReport | undefined;
@@ -30,22 +28,25 @@ describe('benchmark smoke: the sidecar beside a bare relay', () => {
     if (missing !== null && process.env.CI === 'true') throw new Error(`the benchmark smoke cannot run: ${missing}`);
   });
 
-  it('keeps its throughput within three times the recorded ratio to the bare relay', (ctx) => {
+  it('measures every path and reports on the run', (ctx) => {
     if (report === undefined) return ctx.skip(missing ?? 'no report');
-    expect(report.sixteenConnections.relayToTollgateThroughput).toBeLessThan(3 * recorded.relayToTollgateThroughput);
+    const measured = [
+      report.oneConnection.tollgate.p50Ms,
+      report.sixteenConnections.tollgate.requestsPerSecond,
+      report.sixteenConnections.relayToTollgateThroughput,
+      report.streamingTtfbMs.tollgate.p50,
+      report.memory.burst.peak.rssMb,
+      report.memory.bigStream.peak.privateMb,
+    ];
+    expect(measured.every((n) => Number.isFinite(n) && n > 0)).toBe(true);
+    expect(report.memory.loadedMinutes.length).toBeGreaterThan(0);
+    expect(report.spansRecorded).toBeGreaterThan(0);
+    // The verdict is the benchmark's: a list of sentences, logged here for whoever reads the run.
+    console.info(`[bench smoke] regressions: ${JSON.stringify(regressions(report, recordedThroughputRatio()))}`);
   });
 
-  it("stays under the chart's sidecar memory limit through load, a burst of streams with callers leaving, and a 50 MB stream", (ctx) => {
+  it('answers every call of a burst of streams, callers leaving included', (ctx) => {
     if (report === undefined) return ctx.skip(missing ?? 'no report');
-    const { memory } = report;
-    const peak = Math.max(...memory.loadedMinutes.map((m) => m.rssMb), memory.burst.peak.rssMb, memory.bigStream.peak.rssMb);
-    expect(peak).toBeLessThan(memory.chartLimitMb);
-    expect(memory.burst.failed).toBe(0);
-  });
-
-  it('passes a 50 MB streamed answer through without holding it', (ctx) => {
-    if (report === undefined) return ctx.skip(missing ?? 'no report');
-    const { before, peak } = report.memory.bigStream;
-    expect(peak.privateMb - before.privateMb).toBeLessThan(report.memory.bigStream.mb);
+    expect(report.memory.burst.failed).toBe(0);
   });
 });

@@ -6,7 +6,7 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openBigQuerySpanStore, SPAN_TABLE_SCHEMA } from '../../sidecar/src/spans/bigquery-span-store.ts';
-import { sampleSpan } from '../../sidecar/src/spans/sample-span.ts';
+import { sampleSpan } from '../support/sample-span.ts';
 import { SPAN_COLUMN_NAMES, SPAN_COLUMNS } from '../../sidecar/src/spans/span-columns.ts';
 import type { SpanStore } from '../../sidecar/src/spans/span-store.ts';
 import { type BigQueryEmulator, startBigQueryEmulator } from '../emulators/bigquery.ts';

@@ -6,7 +6,7 @@ import { Firestore, Timestamp } from '@google-cloud/firestore';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openFirestoreSpanStore } from '../../sidecar/src/spans/firestore-span-store.ts';
-import { sampleSpan } from '../../sidecar/src/spans/sample-span.ts';
+import { sampleSpan } from '../support/sample-span.ts';
 import { SPAN_COLUMN_NAMES } from '../../sidecar/src/spans/span-columns.ts';
 import { type FirestoreEmulator, startFirestoreEmulator } from '../emulators/firestore.ts';
 import { describeSpanStoreConformance } from '../support/span-store-conformance.ts';

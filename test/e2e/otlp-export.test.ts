@@ -6,7 +6,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../control-plane/free-port.ts';
 import { ensureCollectorBinary, startCollector, type Collector } from '../otel-collector/collector.ts';
-import { sampleSpan } from '../../sidecar/src/spans/sample-span.ts';
+import { sampleSpan } from '../support/sample-span.ts';
 import { ConfigStore } from '../../sidecar/src/config/config-store.ts';
 import { OtlpSpanExport } from '../../sidecar/src/spans/otlp-export.ts';
 import { OtlpFollower } from '../../sidecar/src/spans/otlp-follower.ts';

@@ -21,6 +21,7 @@ import { startFakeMetadataServer, type FakeMetadataServer } from '../fakes/googl
 import { configBody } from './config-bodies.ts';
 import { fuzzSettings, seededRandom } from './seeded-random.ts';
 import { upstreamAnswer, type StreamFormat, type UpstreamAnswer } from './stream-bodies.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 // Cases per target by default: config bodies are cheap, streams cost a call each. Seconds in all.
 const { seed, iterations: configCases } = fuzzSettings(300);
@@ -99,7 +100,8 @@ async function alive<T>(where: string, request: Promise<T>): Promise<T> {
   try {
     return await request;
   } catch (error) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // A request that failed because the process died fails before the exit is reported: give the exit its moment.
+    await waitFor('the proxy to exit', () => proxy.child.exitCode !== null, 100).catch(() => undefined);
     expect(proxy.child.exitCode, `${where}: the proxy exited: ${proxy.stderr().slice(0, 2000)}`).toBeNull();
     throw error;
   }
@@ -115,11 +117,7 @@ async function spansOf(requestIds: string[]): Promise<Record<string, number | st
   try {
     const select = db.prepare(`SELECT * FROM spans WHERE request_id IN (${requestIds.map(() => '?').join(',')})`);
     let rows: Record<string, number | string | null>[] = [];
-    for (let i = 0; i < 200; i++) {
-      rows = select.all(...requestIds) as typeof rows;
-      if (rows.length >= requestIds.length) break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await waitFor('the spans', () => (rows = select.all(...requestIds) as typeof rows).length >= requestIds.length, 10_000).catch(() => undefined);
     return rows;
   } finally {
     db.close();

@@ -6,6 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { httpRequest, rawRequest } from './raw-http.ts';
 import { startSecurityBed, type SecurityBed } from './security-bed.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 let bed: SecurityBed;
 
@@ -108,11 +109,7 @@ describe('callers that are slow or leave', () => {
   it('a caller that leaves mid-body is recorded as client_aborted, not as an upstream failure', async () => {
     const head = httpRequest('POST', '/proxy/beta/v1/chat/completions', { 'content-type': 'application/json', 'content-length': '1000', 'x-request-id': 'left-mid-body' });
     await rawRequest(bed.proxy.port, `${head}{"model":`, { giveUpMs: 200 });
-    let span;
-    for (let i = 0; i < 100 && span === undefined; i++) {
-      span = (await bed.spans()).find((s) => s.request_id === 'left-mid-body');
-      if (span === undefined) await new Promise((r) => setTimeout(r, 20));
-    }
+    const span = await waitFor('the span of the call', async () => (await bed.spans()).find((s) => s.request_id === 'left-mid-body'), 2_000).catch(() => undefined);
     expect(span).toMatchObject({ status: 'client_aborted', error: expect.stringMatching(/^client_aborted: /) });
     expect(bed.upstream.calls).toEqual([]);
   });

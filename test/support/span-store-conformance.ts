@@ -1,11 +1,11 @@
 // What every span store must do the same way, as one suite each store's tests run against the real thing
 // (a SQLite or DuckDB file, the BigQuery and Firestore emulators): spans round-trip whole, the newest come first
-// within the limit, and the spend report of the shared table of calls (sidecar/src/spans/sample-calls.ts)
+// within the limit, and the spend report of the shared table of calls (test/support/sample-calls.ts)
 // matches the report worked out with exact decimals, for every grouping and bucket.
 
 import { describe, expect, it } from 'vitest';
-import { expectedSampleReport, SAMPLE_SINCE, SAMPLE_UNTIL, sampleCallSpans, sampleQueries } from '../../sidecar/src/spans/sample-calls.ts';
-import { sampleSpan } from '../../sidecar/src/spans/sample-span.ts';
+import { expectedSampleReport, SAMPLE_SINCE, SAMPLE_UNTIL, sampleCallSpans, sampleQueries } from './sample-calls.ts';
+import { sampleSpan } from './sample-span.ts';
 import type { SpanStore } from '../../sidecar/src/spans/span-store.ts';
 
 /** Opens an empty store (a fresh file, table or collection) for one test; the suite closes it. */

@@ -18,10 +18,6 @@ export const ANNOTATIONS = {
   operatorCa: 'tollgate.dev/operator-ca',
 } as const;
 
-/** Label on Tollgate's own pods; the webhook configuration's objectSelector excludes them. */
-export const PART_OF_LABEL = 'app.kubernetes.io/part-of';
-export const PART_OF_VALUE = 'tollgate';
-
 export const SIDECAR_CONTAINER_NAME = 'tollgate-proxy';
 
 /** Namespaces the webhook never touches, whatever their labels say. */

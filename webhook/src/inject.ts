@@ -63,6 +63,23 @@ function envOperations(containers: V1Container[], port: number, notes: string[])
   return { ops, names };
 }
 
+/** The sidecar's place: first among the init containers when native, so the ones after it can already reach the proxy. */
+function containerOperation(pod: V1Pod, container: V1Container, native: boolean): JsonPatchOperation {
+  if (native) {
+    return pod.spec?.initContainers === undefined
+      ? { op: 'add', path: '/spec/initContainers', value: [container] }
+      : { op: 'add', path: '/spec/initContainers/0', value: container };
+  }
+  return pod.spec?.containers === undefined ? { op: 'add', path: '/spec/containers', value: [container] } : { op: 'add', path: '/spec/containers/-', value: container };
+}
+
+/** Adds annotations, creating metadata.annotations (or metadata) when the pod has none. */
+function annotationOperations(pod: V1Pod, annotations: Record<string, string>): JsonPatchOperation[] {
+  if (pod.metadata === undefined) return [{ op: 'add', path: '/metadata', value: { annotations } }];
+  if (pod.metadata.annotations === undefined) return [{ op: 'add', path: '/metadata/annotations', value: annotations }];
+  return Object.entries(annotations).map(([key, value]) => ({ op: 'add', path: pointer('metadata', 'annotations', key), value }));
+}
+
 export function planInjection(input: InjectionInput): InjectionDecision {
   const { pod } = input;
   const ctx = { pod, namespace: input.namespace, namespaceLabels: input.namespaceLabels, ownNamespace: input.ownNamespace };
@@ -86,22 +103,13 @@ export function planInjection(input: InjectionInput): InjectionDecision {
   }
 
   const notes: string[] = [];
-  const patch: JsonPatchOperation[] = [];
   const container = sidecarContainer(sidecar, input.defaults);
   if (input.audit) {
     const audit = auditAccess(input.audit.hostSocketDir);
     container.env = [...(container.env ?? []), ...audit.env];
     container.volumeMounts = [...(container.volumeMounts ?? []), ...audit.mounts];
   }
-
-  if (sidecar.native) {
-    // First among the init containers, so the ones after it can already reach the proxy.
-    patch.push(
-      pod.spec?.initContainers === undefined ? { op: 'add', path: '/spec/initContainers', value: [container] } : { op: 'add', path: '/spec/initContainers/0', value: container },
-    );
-  } else {
-    patch.push(pod.spec?.containers === undefined ? { op: 'add', path: '/spec/containers', value: [container] } : { op: 'add', path: '/spec/containers/-', value: container });
-  }
+  const patch: JsonPatchOperation[] = [containerOperation(pod, container, sidecar.native)];
 
   // A projected service-account token needs spec.serviceAccountName. The ServiceAccount admission plugin
   // fills it in before webhooks run; where it is disabled (envtest-style control planes) we set the same
@@ -128,14 +136,6 @@ export function planInjection(input: InjectionInput): InjectionDecision {
     port: sidecar.port,
     injectEnv,
   };
-  const annotations = { [ANNOTATIONS.status]: JSON.stringify(status), [ANNOTATIONS.operatorCa]: input.operatorCaPem };
-  if (pod.metadata?.annotations === undefined) {
-    patch.push(pod.metadata === undefined ? { op: 'add', path: '/metadata', value: { annotations } } : { op: 'add', path: '/metadata/annotations', value: annotations });
-  } else {
-    for (const [key, value] of Object.entries(annotations)) {
-      patch.push({ op: 'add', path: pointer('metadata', 'annotations', key), value });
-    }
-  }
-
+  patch.push(...annotationOperations(pod, { [ANNOTATIONS.status]: JSON.stringify(status), [ANNOTATIONS.operatorCa]: input.operatorCaPem }));
   return { kind: 'inject', patch, status, notes };
 }

@@ -14,7 +14,7 @@ import { Informer } from '../../kube-client/informer.ts';
 import type { NamespaceLabelLookup } from './admission/namespace-labels.ts';
 import { ANNOTATIONS } from './annotations.ts';
 import { eventTarget } from './events/event-target.ts';
-import type { EventRecorder } from './events/event-recorder.ts';
+import type { PodEventQueue } from './events/pod-event-queue.ts';
 import { skipReason } from './predicates.ts';
 import { definedFields } from '../../contracts/json-record.ts';
 
@@ -23,7 +23,7 @@ export interface MissingSidecarWatcherOptions {
   logger: Logger;
   ownNamespace: string;
   namespaceLabels: NamespaceLabelLookup;
-  events: EventRecorder;
+  events: PodEventQueue;
   maxRemembered?: number;
 }
 

@@ -2,17 +2,13 @@
 
 import type { V1Container, V1EnvVar, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import { ANNOTATIONS, SIDECAR_CONTAINER_NAME } from './annotations.ts';
+import { PROXY_ENV, SIDECAR_OPERATOR_CA_DIR, SIDECAR_OPERATOR_CA_FILE, SIDECAR_STATE_DIR, SIDECAR_TOKEN_DIR, SIDECAR_TOKEN_FILE } from '../../contracts/sidecar-env.ts';
 import {
-  CA_DIR,
-  CA_FILE,
   SIDECAR_HEALTH_PORT,
   SIDECAR_HEALTH_PORT_NAME,
   SIDECAR_UID,
-  STATE_DIR,
   TOKEN_AUDIENCE,
-  TOKEN_DIR,
   TOKEN_EXPIRATION_SECONDS,
-  TOKEN_FILE,
   VOLUMES,
   type ResolvedSidecar,
   type SidecarDefaults,
@@ -39,17 +35,17 @@ export function sidecarContainer(sidecar: ResolvedSidecar, defaults: SidecarDefa
       { name: SIDECAR_HEALTH_PORT_NAME, containerPort: SIDECAR_HEALTH_PORT, protocol: 'TCP' },
     ],
     env: [
-      { name: 'TOLLGATE_OPERATOR_ADDRESS', value: defaults.operatorAddress },
-      { name: 'TOLLGATE_OPERATOR_CA_FILE', value: CA_FILE },
-      { name: 'TOLLGATE_TOKEN_FILE', value: TOKEN_FILE },
-      { name: 'TOLLGATE_POD_NAME', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } } },
-      { name: 'TOLLGATE_POD_NAMESPACE', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } } },
+      { name: PROXY_ENV.operatorAddress, value: defaults.operatorAddress },
+      { name: PROXY_ENV.operatorCaFile, value: SIDECAR_OPERATOR_CA_FILE },
+      { name: PROXY_ENV.tokenFile, value: SIDECAR_TOKEN_FILE },
+      { name: PROXY_ENV.podName, valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } } },
+      { name: PROXY_ENV.podNamespace, valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } } },
       // One of the pod's own names: kubelet probes the health port with it as Host (ADR 1000).
-      { name: 'TOLLGATE_POD_IP', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.podIP' } } },
-      { name: 'TOLLGATE_STATE_DIR', value: STATE_DIR },
-      { name: 'TOLLGATE_PORT', value: String(sidecar.port) },
-      { name: 'TOLLGATE_HEALTH_PORT', value: String(SIDECAR_HEALTH_PORT) },
-      { name: 'TOLLGATE_LOG_LEVEL', value: defaults.logLevel },
+      { name: PROXY_ENV.podIp, valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.podIP' } } },
+      { name: PROXY_ENV.stateDir, value: SIDECAR_STATE_DIR },
+      { name: PROXY_ENV.port, value: String(sidecar.port) },
+      { name: PROXY_ENV.healthPort, value: String(SIDECAR_HEALTH_PORT) },
+      { name: PROXY_ENV.logLevel, value: defaults.logLevel },
     ],
     resources: {
       requests: { ...sidecar.resources.requests },
@@ -70,9 +66,9 @@ export function sidecarContainer(sidecar: ResolvedSidecar, defaults: SidecarDefa
       seccompProfile: { type: 'RuntimeDefault' },
     },
     volumeMounts: [
-      { name: VOLUMES.token, mountPath: TOKEN_DIR, readOnly: true },
-      { name: VOLUMES.operatorCa, mountPath: CA_DIR, readOnly: true },
-      { name: VOLUMES.state, mountPath: STATE_DIR },
+      { name: VOLUMES.token, mountPath: SIDECAR_TOKEN_DIR, readOnly: true },
+      { name: VOLUMES.operatorCa, mountPath: SIDECAR_OPERATOR_CA_DIR, readOnly: true },
+      { name: VOLUMES.state, mountPath: SIDECAR_STATE_DIR },
     ],
   };
 }
@@ -106,9 +102,9 @@ export const TETRAGON_VOLUME = 'tollgate-tetragon';
  * "restricted"/"baseline" refuse it (docs/audit.md, ADR 1102).
  */
 export function auditAccess(hostSocketDir: string | undefined): { env: V1EnvVar[]; mounts: V1VolumeMount[]; volumes: V1Volume[] } {
-  const env: V1EnvVar[] = [{ name: 'TOLLGATE_HOST_IP', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.hostIP' } } }];
+  const env: V1EnvVar[] = [{ name: PROXY_ENV.hostIp, valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.hostIP' } } }];
   if (!hostSocketDir) return { env, mounts: [], volumes: [] };
-  env.push({ name: 'TOLLGATE_AUDIT_SOCKET', value: `unix://${hostSocketDir}/tetragon.sock` });
+  env.push({ name: PROXY_ENV.auditSocket, value: `unix://${hostSocketDir}/tetragon.sock` });
   return {
     env,
     mounts: [{ name: TETRAGON_VOLUME, mountPath: hostSocketDir, readOnly: true }],

@@ -33,12 +33,8 @@ export interface ResolvedSidecar {
   proxyConfig?: string;
 }
 
+/** The proxy's port in the pod when neither the chart nor the pod's annotation names one. */
 export const DEFAULT_PORT = 8181;
-export const STATE_DIR = '/var/run/tollgate';
-export const TOKEN_DIR = '/var/run/secrets/tollgate';
-export const TOKEN_FILE = `${TOKEN_DIR}/token`;
-export const CA_DIR = '/var/run/secrets/tollgate-ca';
-export const CA_FILE = `${CA_DIR}/ca.crt`;
 export const TOKEN_AUDIENCE = 'tollgate';
 /** The sidecar's health-only listener (all interfaces), for kubelet probes; the proxy itself stays on loopback. */
 export const SIDECAR_HEALTH_PORT = 15181;

@@ -3,7 +3,7 @@
 
 import { parseArgs } from 'node:util';
 import { parseQuantity } from './quantity.ts';
-import type { NativeSidecarMode, SidecarDefaults } from './sidecar-settings.ts';
+import { DEFAULT_PORT, type NativeSidecarMode, type SidecarDefaults } from './sidecar-settings.ts';
 
 export type CertificateMode = 'self-managed' | 'files';
 
@@ -49,7 +49,7 @@ export const WEBHOOK_USAGE = `usage: tollgate webhook [options]      (every opti
   --operator-ca-file FILE       the operator's CA certificate, given to every sidecar (required)
   --sidecar-image REF           sidecar image (required)
   --sidecar-version V           version recorded in tollgate.dev/status (default: the image tag)
-  --sidecar-port N              sidecar port (default 8181)
+  --sidecar-port N              sidecar port (default ${DEFAULT_PORT})
   --sidecar-cpu-request Q       (default 50m)      --sidecar-cpu-limit Q     (default 1)
   --sidecar-memory-request Q    (default 96Mi)     --sidecar-memory-limit Q  (default 256Mi)
   --sidecar-log-level LEVEL     (default info)
@@ -168,7 +168,7 @@ export function parseWebhookOptions(argv: string[], env: NodeJS.ProcessEnv): Web
     sidecar: {
       image,
       version: get('sidecar-version', tag ?? 'unknown')!,
-      port: integer('sidecar-port', 8181, 1024, 65535),
+      port: integer('sidecar-port', DEFAULT_PORT, 1024, 65535),
       resources: {
         requests: { cpu: quantity('sidecar-cpu-request', '50m'), memory: quantity('sidecar-memory-request', '96Mi') },
         limits: { cpu: quantity('sidecar-cpu-limit', '1'), memory: quantity('sidecar-memory-limit', '256Mi') },

@@ -11,7 +11,7 @@ import { cachedAuditLookup } from './admission/proxy-config-audit.ts';
 import type { PodAdmissionDeps } from './admission/pod-admission.ts';
 import { buildWebhookApp, reloadServingCertificate } from './app.ts';
 import { clusterSupportsNativeSidecars } from './cluster-version.ts';
-import { createEventRecorder, type EventRecorder } from './events/event-recorder.ts';
+import { createPodEventQueue, type PodEventQueue } from './events/pod-event-queue.ts';
 import { missingSidecarWatcher, type MissingSidecarWatcher } from './missing-sidecar-watcher.ts';
 import { operatorCaFromFile } from './operator-ca.ts';
 import type { KeyPairPem } from '../../contracts/pki.ts';
@@ -39,23 +39,53 @@ export interface WebhookServer {
   app: FastifyInstance;
   metrics: WebhookMetrics;
   port: number;
-  events: EventRecorder;
+  events: PodEventQueue;
   certificates?: SelfManagedCertificates;
   stop(): Promise<void>;
+}
+
+/** The certificate source: self-managed (a Secret, the caBundle patched in) or files; and the first certificate. */
+async function servingCertificates(
+  options: WebhookOptions,
+  runtime: WebhookRuntime,
+  api: KubeApi,
+  onServingCertificate: (pair: KeyPairPem) => void,
+): Promise<{ certificates?: SelfManagedCertificates; files?: CertificateFiles; first: KeyPairPem | undefined }> {
+  const { logger } = runtime;
+  if (options.certificateMode !== 'self-managed') {
+    const files = certificateFiles({ directory: options.certDir, logger, onServingCertificate });
+    return { files, first: await files.load() };
+  }
+  const service = options.serviceName;
+  const ns = options.namespace;
+  const certificates = selfManagedCertificates({
+    api,
+    logger,
+    namespace: ns,
+    secretName: options.tlsSecret,
+    webhookConfigurationName: options.webhookConfigName,
+    ...(options.ownerDeployment ? { owner: await deploymentOwner(api, ns, options.ownerDeployment) } : {}),
+    dnsNames: [`${service}.${ns}.svc`, `${service}.${ns}.svc.cluster.local`, service],
+    ipAddresses: runtime.ipAddresses ?? [],
+    caValidityHours: options.caValidityHours,
+    servingValidityHours: options.certValidityHours,
+    ...(runtime.certificateIntervalMs ? { intervalMs: runtime.certificateIntervalMs } : {}),
+    ...(runtime.certificatePropagationMs !== undefined ? { propagationMs: runtime.certificatePropagationMs } : {}),
+    onServingCertificate,
+  });
+  await certificates.reconcile();
+  // The self-managed pass hands its certificate through onServingCertificate.
+  return { certificates, first: undefined };
 }
 
 export async function startWebhook(options: WebhookOptions, runtime: WebhookRuntime): Promise<WebhookServer> {
   const { logger } = runtime;
   const api = new KubeApi(runtime.kubeConfig);
-  let native = runtime.nativeSidecarSupported;
-  if (native === undefined) {
-    native = options.sidecar.nativeSidecar === 'false' ? false : await clusterSupportsNativeSidecars(api);
-  }
-  const nativeSupported = native;
+  const nativeSupported = runtime.nativeSidecarSupported ?? (options.sidecar.nativeSidecar === 'false' ? false : await clusterSupportsNativeSidecars(api));
   logger.info({ nativeSidecarSupported: nativeSupported, mode: options.sidecar.nativeSidecar }, 'native sidecar support');
 
   const namespaceLabels = cachedNamespaceLabels(api);
-  const events = createEventRecorder({ api, logger });
+  const events = createPodEventQueue({ api, logger });
   const operatorCa = operatorCaFromFile(options.operatorCaFile, logger);
   const metrics = runtime.metrics ?? new WebhookMetrics();
   const admission: PodAdmissionDeps = {
@@ -80,31 +110,8 @@ export async function startWebhook(options: WebhookOptions, runtime: WebhookRunt
     if (app) reloadServingCertificate(app, pair);
     else initial = pair;
   };
-  let certificates: SelfManagedCertificates | undefined;
-  let files: CertificateFiles | undefined;
-  if (options.certificateMode === 'self-managed') {
-    const service = options.serviceName;
-    const ns = options.namespace;
-    certificates = selfManagedCertificates({
-      api,
-      logger,
-      namespace: ns,
-      secretName: options.tlsSecret,
-      webhookConfigurationName: options.webhookConfigName,
-      ...(options.ownerDeployment ? { owner: await deploymentOwner(api, ns, options.ownerDeployment) } : {}),
-      dnsNames: [`${service}.${ns}.svc`, `${service}.${ns}.svc.cluster.local`, service],
-      ipAddresses: runtime.ipAddresses ?? [],
-      caValidityHours: options.caValidityHours,
-      servingValidityHours: options.certValidityHours,
-      ...(runtime.certificateIntervalMs ? { intervalMs: runtime.certificateIntervalMs } : {}),
-      ...(runtime.certificatePropagationMs !== undefined ? { propagationMs: runtime.certificatePropagationMs } : {}),
-      onServingCertificate,
-    });
-    await certificates.reconcile();
-  } else {
-    files = certificateFiles({ directory: options.certDir, logger, onServingCertificate });
-    initial = await files.load();
-  }
+  const { certificates, files, first } = await servingCertificates(options, runtime, api, onServingCertificate);
+  if (first) initial = first;
   if (!initial) throw new Error('no serving certificate available');
 
   const selfManaged = certificates;

@@ -5,20 +5,22 @@
 // Accepted/Rejected Events only when the Ready condition changes.
 
 import type { Logger } from 'pino';
-import { formatUsd, parseUsd } from '../../../contracts/money.ts';
+import { formatUsd, parseUsd, unitsToUsd } from '../../../contracts/money.ts';
 import { periodBounds } from '../../../contracts/budget-period.ts';
 import { BUDGET_POLICY, type BudgetPolicy, type BudgetPolicyStatus } from '../../../crds/index.ts';
-import { type KubeApi, isStatus, splitKey } from '../../../kube-client/api-client.ts';
+import { type KubeApi, objectKey } from '../../../kube-client/api-client.ts';
+import type { OwnerReference } from '../../../kube-client/owner-reference.ts';
 import type { EventRecorder, ObjectReference } from '../../../kube-client/event-recorder.ts';
 import type { Informer } from '../../../kube-client/informer.ts';
-import { rfc3339 } from '../../../kube-client/micro-time.ts';
 import { ConfigError } from '../../../contracts/config-error.ts';
 import { type CompiledPolicy, compilePolicy } from '../../../contracts/budget-policies.ts';
 import { isGrantActive, percentUsed } from '../../../contracts/budget-grants.ts';
-import { findCondition, setCondition } from '../kube/conditions.ts';
-import type { ReconcileResult } from '../kube/work-queue.ts';
-import type { BudgetDistributor } from './budget-distributor.ts';
-import type { ClusterLedger, UserUsage } from './cluster-ledger.ts';
+import { objectReference, setReady, type Verdict, verdictEvent, writeStatus } from '../kube/ready-condition.ts';
+import { type ReconcileResult, runWorkers, WorkQueue, type Workers } from '../kube/work-queue.ts';
+import type { BudgetStreams } from '../push/push-server.ts';
+import { BudgetDistributor } from './budget-distributor.ts';
+import { type BudgetAlert, ClusterLedger, type UserUsage } from './cluster-ledger.ts';
+import { LedgerStore } from './ledger-store.ts';
 import { renderBudgetPolicy } from './render-budget-policy.ts';
 
 export type CachedBudgetPolicy = BudgetPolicy & { metadata: { name: string; namespace: string } };
@@ -40,14 +42,7 @@ export const TOP_SPENDERS = 10;
 const RESYNC_MS = 30_000;
 
 export function budgetPolicyRef(bp: CachedBudgetPolicy): ObjectReference {
-  return {
-    apiVersion: BUDGET_POLICY.apiVersion,
-    kind: BUDGET_POLICY.kind,
-    name: bp.metadata.name,
-    namespace: bp.metadata.namespace,
-    ...(bp.metadata.uid ? { uid: bp.metadata.uid } : {}),
-    ...(bp.metadata.resourceVersion ? { resourceVersion: bp.metadata.resourceVersion } : {}),
-  };
+  return objectReference(BUDGET_POLICY, bp);
 }
 
 export async function reconcileBudgetPolicy(key: string, deps: BudgetControllerDeps): Promise<ReconcileResult | void> {
@@ -61,67 +56,41 @@ export async function reconcileBudgetPolicy(key: string, deps: BudgetControllerD
   }
   const now = (deps.now ?? Date.now)();
   const generation = bp.metadata.generation;
-  let policy: CompiledPolicy | undefined;
-  let verdict: { ready: boolean; reason: string; message: string };
-  try {
-    const config = renderBudgetPolicy(key, bp);
-    policy = compilePolicy(config);
-    deps.compiled.set(key, policy);
-    deps.distributor.setPolicy(key, { config, ...(bp.spec?.selector ? { selector: bp.spec.selector } : {}) });
-    verdict = {
-      ready: true,
-      reason: 'Accepted',
-      message: `${config.enforcement === 'block' ? 'limit' : 'alert at'} ${config.limitUsd} USD per user per ${config.period} (${config.timeZone}), enforced by ${deps.distributor.sidecarsFor(key)} sidecars`,
-    };
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    deps.compiled.delete(key);
-    deps.distributor.setPolicy(key, undefined);
-    verdict = { ready: false, reason: 'InvalidSpec', message: error.message };
-  }
-
-  const before = findCondition(bp.status?.conditions, 'Ready');
-  const conditions = setCondition(
-    bp.status?.conditions,
-    {
-      type: 'Ready',
-      status: verdict.ready ? 'True' : 'False',
-      ...(generation !== undefined ? { observedGeneration: generation } : {}),
-      reason: verdict.reason,
-      message: verdict.message,
-    },
-    rfc3339(),
-  );
+  const { policy, verdict } = enforce(key, bp, deps);
+  // The message counts sidecars, which come and go: only status, reason and generation announce a change.
+  const ready = setReady(bp.status?.conditions, verdict, { generation, compareMessage: false });
   const status: BudgetPolicyStatus = {
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
-    conditions,
+    conditions: ready.conditions,
     ...(policy ? summary(policy, deps.ledger.usage(key, now), now) : {}),
     sidecars: deps.distributor.sidecarsFor(key),
   };
-  if (stableJson(normalise(bp.status)) !== stableJson(normalise(status))) {
-    const { namespace } = splitKey(key);
-    try {
-      await deps.api.patch(`/apis/${BUDGET_POLICY.group}/${BUDGET_POLICY.version}/namespaces/${namespace}/${BUDGET_POLICY.plural}/${bp.metadata.name}/status`, { status });
-    } catch (error) {
-      if (isStatus(error, 404)) return;
-      throw error;
-    }
-  }
-  const after = findCondition(conditions, 'Ready')!;
-  if (!before || before.status !== after.status || before.reason !== after.reason || before.observedGeneration !== after.observedGeneration) {
+  if (stableJson(normalise(bp.status)) !== stableJson(normalise(status)) && !(await writeStatus(deps.api, BUDGET_POLICY, key, status))) return;
+  if (ready.changed) {
     if (verdict.ready) logger.info({ budgetPolicy: key, generation }, 'BudgetPolicy accepted');
     else logger.warn({ budgetPolicy: key, generation, reason: verdict.reason, message: verdict.message }, 'BudgetPolicy rejected');
-    await deps.recorder.record({
-      regarding: budgetPolicyRef(bp),
-      type: verdict.ready ? 'Normal' : 'Warning',
-      reason: verdict.ready ? 'Accepted' : 'Rejected',
-      action: 'Reconcile',
-      note: verdict.ready ? `Generation ${generation ?? '?'} accepted: ${verdict.message}` : `Generation ${generation ?? '?'} rejected (${verdict.reason}): ${verdict.message}`,
-    });
+    await deps.recorder.record(verdictEvent(budgetPolicyRef(bp), verdict, generation));
   }
   if (!policy) return;
   const end = periodBounds(policy.config.period, policy.config.timeZone, now).end;
   return { requeueAfterMs: Math.max(1_000, Math.min(RESYNC_MS, end - now + 1_000)) };
+}
+
+/** Compiles the policy and hands it to the ledger and the sidecars; a spec that cannot be enforced withdraws it. */
+function enforce(key: string, bp: CachedBudgetPolicy, deps: BudgetControllerDeps): { policy: CompiledPolicy | undefined; verdict: Verdict } {
+  try {
+    const config = renderBudgetPolicy(key, bp);
+    const policy = compilePolicy(config);
+    deps.compiled.set(key, policy);
+    deps.distributor.setPolicy(key, { config, ...(bp.spec?.selector ? { selector: bp.spec.selector } : {}) });
+    const message = `${config.enforcement === 'block' ? 'limit' : 'alert at'} ${config.limitUsd} USD per user per ${config.period} (${config.timeZone}), enforced by ${deps.distributor.sidecarsFor(key)} sidecars`;
+    return { policy, verdict: { ready: true, reason: 'Accepted', message } };
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    deps.compiled.delete(key);
+    deps.distributor.setPolicy(key, undefined);
+    return { policy: undefined, verdict: { ready: false, reason: 'InvalidSpec', message: error.message } };
+  }
 }
 
 /** The status fields the ledger's current period gives. Pure. */
@@ -176,4 +145,113 @@ function stableJson(value: unknown): string {
 function normalise(s: BudgetPolicyStatus | undefined): unknown {
   if (!s) return null;
   return { ...s, conditions: (s.conditions ?? []).map((c) => [c.type, c.status, c.observedGeneration ?? null, c.lastTransitionTime, c.reason, c.message]) };
+}
+
+/** How soon a changed ledger, or a sidecar come or gone, shows in a policy's status. */
+const STATUS_DELAY_MS = 1_000;
+
+type ControllerContext = Pick<BudgetControllerDeps, 'api' | 'logger' | 'recorder' | 'budgetPolicies'>;
+
+/**
+ * The BudgetPolicy controller while this replica leads (ADR 1302): its queue and worker, the cluster ledger in
+ * ConfigMaps of the operator's namespace (this leader its only writer) and the distributor that sends each
+ * sidecar the policies and usage it enforces.
+ */
+export class BudgetPolicyController {
+  readonly queue = new WorkQueue();
+  readonly ledger: ClusterLedger;
+  readonly #context: ControllerContext;
+  readonly #compiled = new Map<string, CompiledPolicy>();
+  #distributor: BudgetDistributor | undefined;
+  #workers: Workers | undefined;
+
+  constructor(context: ControllerContext, ledgerAt: { namespace: string; owner?: OwnerReference | undefined }) {
+    this.#context = context;
+    const logger = context.logger.child({ component: 'budgets' });
+    this.ledger = new ClusterLedger({
+      store: new LedgerStore(context.api, ledgerAt.namespace, ledgerAt.owner),
+      logger,
+      policy: (key) => this.#compiled.get(key),
+      acknowledge: (source, sequence) => this.#distributor?.acknowledge(source.podUid, sequence),
+      applied: (changes, acknowledged) => {
+        this.#distributor?.applied(changes, acknowledged);
+        for (const key of changes.keys()) this.queue.addAfter(key, STATUS_DELAY_MS);
+      },
+      alert: (alert) => announceAlert(alert, context),
+    });
+  }
+
+  /** The controller's watch, registered once on the informer: a BudgetPolicy event queues it on whichever controller leads now. */
+  static watch(budgetPolicies: Informer<CachedBudgetPolicy>, current: () => BudgetPolicyController | undefined): void {
+    const enqueue = (bp: CachedBudgetPolicy) => current()?.queue.add(objectKey(bp));
+    budgetPolicies.on({ add: enqueue, update: enqueue, delete: enqueue });
+  }
+
+  /** Reads the ledger back; the sidecars' streams are served only after. */
+  async load(): Promise<void> {
+    await this.ledger.load();
+    this.#distributor = new BudgetDistributor({ ledger: this.ledger, logger: this.#context.logger.child({ component: 'budgets' }) });
+  }
+
+  /** Starts the worker and queues every policy, and every ledger whose policy is gone (its reconcile deletes it). */
+  start(): void {
+    const deps: BudgetControllerDeps = { ...this.#context, ledger: this.ledger, distributor: this.#loaded(), compiled: this.#compiled };
+    this.#workers = runWorkers(
+      this.queue,
+      1,
+      (key) => reconcileBudgetPolicy(key, deps),
+      (key, error, retryInMs) =>
+        this.#context.logger.warn({ budgetPolicy: key, err: error instanceof Error ? error.message : String(error), retryInMs }, 'reconcile failed; retrying'),
+    );
+    for (const key of new Set([...this.#context.budgetPolicies.list().map((bp) => objectKey(bp)), ...this.ledger.policies()])) this.queue.add(key);
+  }
+
+  /** What the push server tells the budgets about sidecar streams. */
+  streams(): BudgetStreams {
+    const distributor = this.#loaded();
+    const refresh = (namespace: string) => {
+      for (const key of distributor.policiesIn(namespace)) this.queue.addAfter(key, STATUS_DELAY_MS);
+    };
+    return {
+      connected: (sidecar) => {
+        distributor.connect(sidecar);
+        refresh(sidecar.namespace);
+      },
+      disconnected: (id) => {
+        const namespace = distributor.disconnect(id);
+        if (namespace !== undefined) refresh(namespace);
+      },
+      spendReport: (source, report) => this.ledger.submit(source, Number(report.sequence), report.entries ?? []),
+    };
+  }
+
+  async stop(): Promise<void> {
+    await this.#workers?.stop();
+    // What was queued and not written stays unacknowledged on the sidecars' disks; the next leader gets it.
+    await this.ledger.stop();
+  }
+
+  #loaded(): BudgetDistributor {
+    if (!this.#distributor) throw new Error('the budget ledger is not loaded yet');
+    return this.#distributor;
+  }
+}
+
+/** A user crossed an alert threshold: the stable `budget alert` log line and a Warning Event on the policy. */
+function announceAlert(alert: BudgetAlert, context: ControllerContext): void {
+  const note = `User ${alert.userId} reached ${alert.threshold}% of the budget: ${formatUsd(alert.limitUsed)} of ${formatUsd(alert.limit)} USD in the period from ${new Date(alert.periodStart).toISOString()}`;
+  context.logger.warn(
+    {
+      budgetPolicy: alert.policy,
+      user_id: alert.userId,
+      policy: alert.policy,
+      threshold: alert.threshold,
+      spent_usd: unitsToUsd(alert.spent),
+      limit_usd: unitsToUsd(alert.limit),
+      period_start: new Date(alert.periodStart).toISOString(),
+    },
+    `budget alert: ${note}`,
+  );
+  const bp = context.budgetPolicies.get(alert.policy);
+  if (bp) void context.recorder.record({ regarding: budgetPolicyRef(bp), type: 'Warning', reason: 'BudgetThresholdReached', action: 'Charge', note });
 }

@@ -269,10 +269,43 @@ export class ClusterLedger {
 
   /** Applies one entry to its policy's working document; returns the policy key when the entry was for a known policy. */
   #applyEntry(report: QueuedReport, entry: SpendEntryMessage, flush: FlushState): string | undefined {
-    const { working, at, changes, alerts, dirty } = flush;
+    const { working, at, dirty } = flush;
     const { source } = report;
     const key = String(entry.policy ?? '');
     const log = { pod: `${source.namespace}/${source.pod}`, policy: key, user_id: entry.userId, sequence: report.sequence };
+    const valid = this.#validEntry(source, entry, log);
+    if (!valid) return undefined;
+    let doc = working.get(key);
+    if (!doc) {
+      doc = structuredClone(this.#docs.get(key)?.doc ?? emptyLedger(key));
+      working.set(key, doc);
+    }
+    if ((doc.applied[source.podUid]?.seq ?? 0) >= report.sequence) return key; // applied here before
+    dirty.add(key);
+
+    const { policy, amount } = valid;
+    const { config } = policy;
+    const bounds = periodBounds(config.period, config.timeZone, valid.reported);
+    const current = periodBounds(config.period, config.timeZone, at);
+    const previousStart = periodBounds(config.period, config.timeZone, current.start - 1).start;
+    if (bounds.start < previousStart) {
+      this.#opts.logger.warn(
+        { ...log, amount_usd: formatUsd(amount), period_start: new Date(bounds.start).toISOString() },
+        'spend for a closed period recorded only in the span store',
+      );
+      return key;
+    }
+    const { usage, limitUsed } = chargeUser(doc, { config, userId: entry.userId, amount, at, periodStart: bounds.start });
+    // Only the current period alerts; a late report for the previous one just completes its record.
+    if (bounds.start === current.start) noteCurrentCharge(flush, { key, policy, userId: entry.userId, usage, limitUsed, bounds });
+    // Keep the current and the previous period only.
+    for (const start of Object.keys(doc.periods)) if (Date.parse(start) < previousStart) delete doc.periods[start];
+    return key;
+  }
+
+  /** The entry's policy, amount and period, or undefined (logged) when the entry cannot be applied. */
+  #validEntry(source: SpendSource, entry: SpendEntryMessage, log: object): { policy: CompiledPolicy; amount: bigint; reported: number } | undefined {
+    const key = String(entry.policy ?? '');
     // A sidecar can only ever charge the budgets of its own namespace.
     if (!key.startsWith(`${source.namespace}/`)) {
       this.#opts.logger.warn(log, 'spend report entry for a policy outside the pod’s namespace ignored');
@@ -294,60 +327,54 @@ export class ClusterLedger {
       this.#opts.logger.warn(log, 'malformed spend report entry ignored');
       return undefined;
     }
-    let doc = working.get(key);
-    if (!doc) {
-      doc = structuredClone(this.#docs.get(key)?.doc ?? emptyLedger(key));
-      working.set(key, doc);
-    }
-    if ((doc.applied[source.podUid]?.seq ?? 0) >= report.sequence) return key; // applied here before
-    dirty.add(key);
-
-    const { config } = policy;
-    const bounds = periodBounds(config.period, config.timeZone, reported);
-    const current = periodBounds(config.period, config.timeZone, at);
-    const previousStart = periodBounds(config.period, config.timeZone, current.start - 1).start;
-    const periodKey = new Date(bounds.start).toISOString();
-    if (bounds.start < previousStart) {
-      this.#opts.logger.warn({ ...log, amount_usd: formatUsd(amount), period_start: periodKey }, 'spend for a closed period recorded only in the span store');
-      return key;
-    }
-    const users = (doc.periods[periodKey] ??= {});
-    const usage: UserUsageDoc = (users[entry.userId] ??= { spent: '0', limitUsed: '0', alerted: 0 });
-    const grantsUsed = (doc.grantsUsed[entry.userId] ??= {});
-    const grants: Grant[] = (config.grants ?? [])
-      .filter((g) => g.user === entry.userId)
-      .map((g) => ({
-        id: g.id,
-        amount: parseUsd(g.amountUsd) as bigint, // validated when the policy was rendered
-        used: BigInt(grantsUsed[g.id] ?? '0'),
-        reason: g.reason ?? null,
-        createdAt: Date.parse(g.createdAt),
-        expiresAt: g.expiresAt ? Date.parse(g.expiresAt) : null,
-      }));
-    const split = splitCharge(grants, amount, Math.max(at, bounds.start));
-    usage.spent = addSpend(BigInt(usage.spent), amount).toString();
-    const limitUsed = addSpend(BigInt(usage.limitUsed), split.limitPart);
-    usage.limitUsed = limitUsed.toString();
-    for (const part of split.grantParts) grantsUsed[part.grantId] = addSpend(BigInt(grantsUsed[part.grantId] ?? '0'), part.amount).toString();
-    if (Object.keys(grantsUsed).length === 0) delete doc.grantsUsed[entry.userId];
-
-    // Only the current period alerts; a late report for the previous one just completes its record.
-    if (bounds.start === current.start) {
-      const crossed = newlyCrossed(config.alertThresholds, policy.limit, limitUsed, usage.alerted);
-      if (crossed.length > 0) {
-        usage.alerted = crossed.at(-1)!;
-        const list = alerts.get(key) ?? [];
-        for (const threshold of crossed) {
-          list.push({ policy: key, userId: entry.userId, threshold, periodStart: bounds.start, periodEnd: bounds.end, spent: BigInt(usage.spent), limit: policy.limit, limitUsed });
-        }
-        alerts.set(key, list);
-      }
-      const changed = changes.get(key) ?? new Set<string>();
-      changed.add(entry.userId);
-      changes.set(key, changed);
-    }
-    // Keep the current and the previous period only.
-    for (const start of Object.keys(doc.periods)) if (Date.parse(start) < previousStart) delete doc.periods[start];
-    return key;
+    return { policy, amount, reported };
   }
+}
+
+/** Adds a charge to a user's period in the document, split over the user's grants as a sidecar would split it. */
+function chargeUser(
+  doc: LedgerDoc,
+  charge: { config: CompiledPolicy['config']; userId: string; amount: bigint; at: number; periodStart: number },
+): { usage: UserUsageDoc; limitUsed: bigint } {
+  const { config, userId, amount } = charge;
+  const users = (doc.periods[new Date(charge.periodStart).toISOString()] ??= {});
+  const usage: UserUsageDoc = (users[userId] ??= { spent: '0', limitUsed: '0', alerted: 0 });
+  const grantsUsed = (doc.grantsUsed[userId] ??= {});
+  const grants: Grant[] = (config.grants ?? [])
+    .filter((g) => g.user === userId)
+    .map((g) => ({
+      id: g.id,
+      amount: parseUsd(g.amountUsd) as bigint, // validated when the policy was rendered
+      used: BigInt(grantsUsed[g.id] ?? '0'),
+      reason: g.reason ?? null,
+      createdAt: Date.parse(g.createdAt),
+      expiresAt: g.expiresAt ? Date.parse(g.expiresAt) : null,
+    }));
+  const split = splitCharge(grants, amount, Math.max(charge.at, charge.periodStart));
+  usage.spent = addSpend(BigInt(usage.spent), amount).toString();
+  const limitUsed = addSpend(BigInt(usage.limitUsed), split.limitPart);
+  usage.limitUsed = limitUsed.toString();
+  for (const part of split.grantParts) grantsUsed[part.grantId] = addSpend(BigInt(grantsUsed[part.grantId] ?? '0'), part.amount).toString();
+  if (Object.keys(grantsUsed).length === 0) delete doc.grantsUsed[userId];
+  return { usage, limitUsed };
+}
+
+/** A charge in the current period: the thresholds it crossed become alerts, and the user's status changes. */
+function noteCurrentCharge(
+  flush: FlushState,
+  charge: { key: string; policy: CompiledPolicy; userId: string; usage: UserUsageDoc; limitUsed: bigint; bounds: { start: number; end: number } },
+): void {
+  const { key, policy, userId, usage, limitUsed, bounds } = charge;
+  const crossed = newlyCrossed(policy.config.alertThresholds, policy.limit, limitUsed, usage.alerted);
+  if (crossed.length > 0) {
+    usage.alerted = crossed.at(-1)!;
+    const list = flush.alerts.get(key) ?? [];
+    for (const threshold of crossed) {
+      list.push({ policy: key, userId, threshold, periodStart: bounds.start, periodEnd: bounds.end, spent: BigInt(usage.spent), limit: policy.limit, limitUsed });
+    }
+    flush.alerts.set(key, list);
+  }
+  const changed = flush.changes.get(key) ?? new Set<string>();
+  changed.add(userId);
+  flush.changes.set(key, changed);
 }

@@ -49,7 +49,7 @@ interface ConfigMap {
 }
 
 export const LEDGER_LABEL = 'tollgate.dev/budget-ledger';
-export const POLICY_ANNOTATION = 'tollgate.dev/budget-policy';
+const POLICY_ANNOTATION = 'tollgate.dev/budget-policy';
 const DATA_KEY = 'ledger.json';
 /** A ConfigMap holds at most 1 MiB; past this the policy has too many users for the API-server ledger. */
 export const MAX_LEDGER_BYTES = 900 * 1024;

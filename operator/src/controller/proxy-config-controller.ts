@@ -6,13 +6,16 @@
 import type { Logger } from 'pino';
 import { PROXY_CONFIG, type ProxyConfig, type ProxyConfigStatus } from '../../../crds/index.ts';
 import { ConfigError } from '../../../contracts/config-error.ts';
-import { type KubeApi, isStatus, splitKey } from '../../../kube-client/api-client.ts';
-import { findCondition, setCondition } from '../kube/conditions.ts';
+import { type KubeApi, objectKey, splitKey } from '../../../kube-client/api-client.ts';
+import { type Condition, setCondition } from '../kube/conditions.ts';
+import { objectReference, setReady, type Verdict, verdictEvent, writeStatus } from '../kube/ready-condition.ts';
 import { AUDIT_CONDITION, auditVerdict } from './audit-condition.ts';
 import type { EventRecorder, ObjectReference } from '../../../kube-client/event-recorder.ts';
 import type { Informer } from '../../../kube-client/informer.ts';
 import { rfc3339 } from '../../../kube-client/micro-time.ts';
-import type { SidecarRegistry } from '../push/sidecar-registry.ts';
+import { type RegistryListener, SidecarRegistry } from '../push/sidecar-registry.ts';
+import { runWorkers, WorkQueue, type Workers } from '../kube/work-queue.ts';
+import type { OperatorMetrics } from '../metrics/operator-metrics.ts';
 import { buildSnapshot } from '../push/snapshot.ts';
 import { referencedSecrets, render, resolveCredentials } from '../render.ts';
 import type { SecretObject } from './secret-object.ts';
@@ -28,17 +31,8 @@ export interface ControllerDeps {
   registry: SidecarRegistry;
 }
 
-type Verdict = { ready: true; reason: 'Accepted'; message: string } | { ready: false; reason: string; message: string };
-
 export function proxyConfigRef(pc: CachedProxyConfig): ObjectReference {
-  return {
-    apiVersion: PROXY_CONFIG.apiVersion,
-    kind: PROXY_CONFIG.kind,
-    name: pc.metadata.name,
-    namespace: pc.metadata.namespace,
-    ...(pc.metadata.uid ? { uid: pc.metadata.uid } : {}),
-    ...(pc.metadata.resourceVersion ? { resourceVersion: pc.metadata.resourceVersion } : {}),
-  };
+  return objectReference(PROXY_CONFIG, pc);
 }
 
 export async function reconcileProxyConfig(key: string, deps: ControllerDeps): Promise<void> {
@@ -48,84 +42,52 @@ export async function reconcileProxyConfig(key: string, deps: ControllerDeps): P
     registry.withdraw(key);
     return;
   }
-  const { namespace } = splitKey(key);
   const generation = pc.metadata.generation;
+  const verdict = publish(key, pc, deps);
+  // The message names the config version: a new version is news even while Ready stays True.
+  const ready = setReady(pc.status?.conditions, verdict, { generation, compareMessage: true });
+  const status = statusOf(key, pc, ready.conditions, registry);
+  if (!sameStatus(pc.status, status) && !(await writeStatus(deps.api, PROXY_CONFIG, key, status))) return;
+  if (!ready.changed) return;
+  if (verdict.ready) logger.info({ proxyConfig: key, generation, version: status.configVersion }, 'ProxyConfig accepted');
+  else logger.warn({ proxyConfig: key, generation, reason: verdict.reason, message: verdict.message }, 'ProxyConfig rejected');
+  await deps.recorder.record(verdictEvent(proxyConfigRef(pc), verdict, generation));
+}
 
-  let verdict: Verdict;
+/** Renders the spec, resolves its Secrets and publishes the snapshot; the verdict says how that went. */
+function publish(key: string, pc: CachedProxyConfig, deps: ControllerDeps): Verdict {
+  const { namespace } = splitKey(key);
   try {
     const rendered = render(pc.spec);
     const credentials = resolveCredentials(rendered.credentialRefs, (name) => deps.secrets.get(`${namespace}/${name}`));
-    if (credentials.ok) {
-      const secrets = referencedSecrets(pc.spec).map((name) => {
-        const s = deps.secrets.get(`${namespace}/${name}`);
-        return { name, uid: s?.metadata.uid, resourceVersion: s?.metadata.resourceVersion };
-      });
-      const snapshot = buildSnapshot(key, rendered.patch, credentials.values, secrets);
-      registry.publish(snapshot);
-      const creds = Object.keys(credentials.values).length;
-      verdict = {
-        ready: true,
-        reason: 'Accepted',
-        message: `config version ${snapshot.version} rendered${creds ? ` with ${creds} credential${creds === 1 ? '' : 's'}` : ''}`,
-      };
-    } else {
-      verdict = { ready: false, reason: credentials.reason, message: credentials.message };
-    }
+    if (!credentials.ok) return { ready: false, reason: credentials.reason, message: credentials.message };
+    const secrets = referencedSecrets(pc.spec).map((name) => {
+      const s = deps.secrets.get(`${namespace}/${name}`);
+      return { name, uid: s?.metadata.uid, resourceVersion: s?.metadata.resourceVersion };
+    });
+    const snapshot = buildSnapshot(key, rendered.patch, credentials.values, secrets);
+    deps.registry.publish(snapshot);
+    const creds = Object.keys(credentials.values).length;
+    return {
+      ready: true,
+      reason: 'Accepted',
+      message: `config version ${snapshot.version} rendered${creds ? ` with ${creds} credential${creds === 1 ? '' : 's'}` : ''}`,
+    };
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    verdict = { ready: false, reason: 'InvalidConfig', message: `spec.${error.message}` };
+    return { ready: false, reason: 'InvalidConfig', message: `spec.${error.message}` };
   }
+}
 
-  const before = findCondition(pc.status?.conditions, 'Ready');
-  const conditions = setCondition(
-    pc.status?.conditions,
-    {
-      type: 'Ready',
-      status: verdict.ready ? 'True' : 'False',
-      ...(generation !== undefined ? { observedGeneration: generation } : {}),
-      reason: verdict.reason,
-      message: verdict.message,
-    },
-    rfc3339(),
-  );
-  // AuditDelivering only while spec.audit asks for a fan-out.
+/** The status to write: conditions (AuditDelivering only while spec.audit asks for a fan-out), sidecar counts, version. */
+function statusOf(key: string, pc: CachedProxyConfig, conditions: Condition[], registry: SidecarRegistry): ProxyConfigStatus {
+  const generation = pc.metadata.generation;
+  const observed = generation !== undefined ? { observedGeneration: generation } : {};
   const withAudit = pc.spec?.audit
-    ? (() => {
-        const audit = auditVerdict(registry.auditReports(key));
-        return setCondition(conditions, { type: AUDIT_CONDITION, ...audit, ...(generation !== undefined ? { observedGeneration: generation } : {}) }, rfc3339());
-      })()
+    ? setCondition(conditions, { type: AUDIT_CONDITION, ...auditVerdict(registry.auditReports(key)), ...observed }, rfc3339())
     : conditions.filter((c) => c.type !== AUDIT_CONDITION);
-  const counts = registry.counts(key);
   const version = registry.snapshot(key)?.version;
-  const status: ProxyConfigStatus = {
-    ...(generation !== undefined ? { observedGeneration: generation } : {}),
-    conditions: withAudit,
-    sidecars: counts,
-    ...(version ? { configVersion: version } : {}),
-  };
-  if (!sameStatus(pc.status, status)) {
-    try {
-      await deps.api.patch(`/apis/${PROXY_CONFIG.group}/${PROXY_CONFIG.version}/namespaces/${namespace}/${PROXY_CONFIG.plural}/${pc.metadata.name}/status`, { status });
-    } catch (error) {
-      if (isStatus(error, 404)) return; // deleted meanwhile; the delete event reconciles again
-      throw error;
-    }
-  }
-
-  const after = findCondition(conditions, 'Ready')!;
-  const changed =
-    !before || before.status !== after.status || before.reason !== after.reason || before.message !== after.message || before.observedGeneration !== after.observedGeneration;
-  if (changed) {
-    if (verdict.ready) logger.info({ proxyConfig: key, generation, version }, 'ProxyConfig accepted');
-    else logger.warn({ proxyConfig: key, generation, reason: verdict.reason, message: verdict.message }, 'ProxyConfig rejected');
-    await deps.recorder.record({
-      regarding: proxyConfigRef(pc),
-      type: verdict.ready ? 'Normal' : 'Warning',
-      reason: verdict.ready ? 'Accepted' : 'Rejected',
-      action: 'Reconcile',
-      note: verdict.ready ? `Generation ${generation ?? '?'} accepted: ${verdict.message}` : `Generation ${generation ?? '?'} rejected (${verdict.reason}): ${verdict.message}`,
-    });
-  }
+  return { ...observed, conditions: withAudit, sidecars: registry.counts(key), ...(version ? { configVersion: version } : {}) };
 }
 
 function sameStatus(a: ProxyConfigStatus | undefined, b: ProxyConfigStatus): boolean {
@@ -139,5 +101,95 @@ function normalise(s: ProxyConfigStatus | undefined): unknown {
     conditions: (s.conditions ?? []).map((c) => [c.type, c.status, c.observedGeneration ?? null, c.lastTransitionTime, c.reason, c.message]),
     sidecars: [s.sidecars?.connected ?? 0, s.sidecars?.current ?? 0],
     configVersion: s.configVersion ?? null,
+  };
+}
+
+/** The ProxyConfig controller while this replica leads: its queue and workers, and the sidecars it pushes to. */
+export class ProxyConfigController {
+  readonly queue: WorkQueue;
+  readonly registry: SidecarRegistry;
+  readonly #deps: ControllerDeps;
+  #workers: Workers | undefined;
+
+  constructor(opts: Omit<ControllerDeps, 'registry'> & { metrics?: OperatorMetrics | undefined }) {
+    const { logger, proxyConfigs } = opts;
+    this.queue = new WorkQueue(undefined, opts.metrics);
+    this.registry = new SidecarRegistry({
+      counter: opts.metrics,
+      exists: (key) => proxyConfigs.get(key) !== undefined,
+      logger: logger.child({ component: 'push' }),
+      listener: pushEvents(opts, this.queue),
+    });
+    this.#deps = { ...opts, registry: this.registry };
+  }
+
+  /**
+   * The controller's watches, registered once on the informers (which run on every replica): a ProxyConfig,
+   * and a Secret it refers to, queue the ProxyConfig on whichever controller leads now (`current`).
+   */
+  static watch(caches: { proxyConfigs: Informer<CachedProxyConfig>; secrets: Informer<SecretObject> }, current: () => ProxyConfigController | undefined): void {
+    const enqueue = (key: string) => current()?.queue.add(key);
+    const added = (pc: CachedProxyConfig) => {
+      enqueue(objectKey(pc));
+      // Sidecars of the namespace may bind to another ProxyConfig now.
+      current()?.registry.rebind(pc.metadata.namespace);
+    };
+    caches.proxyConfigs.on({ add: added, update: (pc) => enqueue(objectKey(pc)), delete: added });
+    const secretChanged = (secret: SecretObject) => {
+      const ns = secret.metadata.namespace ?? '';
+      for (const pc of caches.proxyConfigs.list(ns)) {
+        if (referencedSecrets(pc.spec).includes(secret.metadata.name)) enqueue(objectKey(pc));
+      }
+    };
+    caches.secrets.on({ add: secretChanged, update: secretChanged, delete: secretChanged });
+  }
+
+  /** Starts `count` workers and queues every ProxyConfig in the cache. */
+  start(count: number): void {
+    const { logger } = this.#deps;
+    this.#workers = runWorkers(
+      this.queue,
+      count,
+      (key) => reconcileProxyConfig(key, this.#deps),
+      (key, error, retryInMs) => logger.warn({ proxyConfig: key, err: error instanceof Error ? error.message : String(error), retryInMs }, 'reconcile failed; retrying'),
+    );
+    for (const pc of this.#deps.proxyConfigs.list()) this.queue.add(objectKey(pc));
+  }
+
+  async stop(): Promise<void> {
+    await this.#workers?.stop();
+    this.registry.close();
+  }
+}
+
+/** What the registry reports becomes status (counts), a log line and Events on the ProxyConfig. */
+function pushEvents(deps: Pick<ControllerDeps, 'logger' | 'recorder' | 'proxyConfigs'>, queue: WorkQueue): RegistryListener {
+  const { logger, recorder, proxyConfigs } = deps;
+  return {
+    countsChanged: (source) => queue.add(source),
+    pushed: (source, version, count) => {
+      const pc = proxyConfigs.get(source);
+      if (!pc) return;
+      logger.info({ proxyConfig: source, version, sidecars: count }, 'config pushed');
+      void recorder.record({
+        regarding: proxyConfigRef(pc),
+        type: 'Normal',
+        reason: 'Pushed',
+        action: 'Push',
+        note: `Pushed config version ${version} to ${count} sidecar${count === 1 ? '' : 's'}`,
+      });
+    },
+    rejected: (source, pod, version, reason) => {
+      const pc = proxyConfigs.get(source);
+      if (!pc) return;
+      void recorder.record({
+        regarding: proxyConfigRef(pc),
+        related: { apiVersion: 'v1', kind: 'Pod', name: pod.name, namespace: pod.namespace, ...(pod.uid ? { uid: pod.uid } : {}) },
+        type: 'Warning',
+        reason: 'SidecarRejected',
+        action: 'Apply',
+        note: `Sidecar of pod ${pod.namespace}/${pod.name} rejected config version ${version}: ${reason}`,
+      });
+    },
   };
 }

@@ -4,7 +4,7 @@
 import type { Condition } from '../../../crds/generated/proxy-config-types.ts';
 
 // The shape is the API's (crds/ is the source of truth); re-exported for the operator's callers.
-export type { Condition, ConditionStatus } from '../../../crds/generated/proxy-config-types.ts';
+export type { Condition } from '../../../crds/generated/proxy-config-types.ts';
 
 export type ConditionInput = Omit<Condition, 'lastTransitionTime'>;
 

@@ -1,6 +1,8 @@
 // Where the engine runs, for the audit fan-out: read from the environment the webhook sets up. Kept apart from
 // the fan-out itself so that an engine without an audit section never loads the gRPC and protobuf stack (ADR 0003).
 
+import { PROXY_ENV } from '../../../contracts/sidecar-env.ts';
+
 /** Where the engine runs, from the environment the webhook sets up (TOLLGATE_POD_*, TOLLGATE_HOST_IP, ...). */
 export interface AuditPlacement {
   podName?: string;
@@ -14,11 +16,14 @@ export interface AuditPlacement {
 
 export function placementFromEnv(env: NodeJS.ProcessEnv): AuditPlacement {
   const p: AuditPlacement = {};
-  if (env.TOLLGATE_POD_NAME) p.podName = env.TOLLGATE_POD_NAME;
-  if (env.TOLLGATE_POD_NAMESPACE) p.podNamespace = env.TOLLGATE_POD_NAMESPACE;
-  if (env.TOLLGATE_HOST_IP) p.hostIp = env.TOLLGATE_HOST_IP;
-  if (env.TOLLGATE_AUDIT_SOCKET) p.hostSocket = env.TOLLGATE_AUDIT_SOCKET;
-  if (env.TOLLGATE_STATE_DIR) p.stateDir = env.TOLLGATE_STATE_DIR;
+  const [podName, podNamespace, hostIp, hostSocket, stateDir] = [PROXY_ENV.podName, PROXY_ENV.podNamespace, PROXY_ENV.hostIp, PROXY_ENV.auditSocket, PROXY_ENV.stateDir].map(
+    (name) => env[name],
+  );
+  if (podName) p.podName = podName;
+  if (podNamespace) p.podNamespace = podNamespace;
+  if (hostIp) p.hostIp = hostIp;
+  if (hostSocket) p.hostSocket = hostSocket;
+  if (stateDir) p.stateDir = stateDir;
   return p;
 }
 

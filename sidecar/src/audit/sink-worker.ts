@@ -249,7 +249,6 @@ export class SinkWorker {
   }
 
   async #deliver(batch: AuditRecord[]): Promise<void> {
-    const { retry } = this.#settings;
     const down = this.#down;
     if (down && Date.now() < down.probeAt) {
       await this.#giveUp(batch, `sink down since ${new Date(down.since).toISOString()}: ${this.#lastError ?? 'unknown error'}`, 0);
@@ -266,47 +265,47 @@ export class SinkWorker {
         this.#markUp();
         return;
       } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        this.#counters.failures++;
-        this.#lastError = message;
-        this.#lastErrorAt = Date.now();
-        if (signal.aborted) {
-          this.#logFailure(message, attempt, false);
-          await this.#giveUp(batch, `drain deadline reached: ${message}`, attempt);
-          return;
-        }
-        const retryable = isRetryable(error);
-        if (!retryable) {
-          // The sink answered, so it is reachable: it refused this batch.
-          this.#markUp();
-          this.#logFailure(message, attempt, false);
-          await this.#giveUp(batch, `not retryable: ${message}`, attempt);
-          return;
-        }
-        if (down) {
-          // A probe gets one attempt; its batch then goes where the others go while the sink is down.
-          down.failedProbes++;
-          down.probeAt = Date.now() + this.#probeInterval(down.failedProbes);
-          this.#logFailure(message, attempt, false);
-          await this.#giveUp(batch, `sink down, probe failed: ${message}`, attempt);
-          return;
-        }
-        const last = attempt >= retry.maxAttempts;
-        this.#logFailure(message, attempt, !last);
-        if (last) {
-          this.#markDown(message);
-          await this.#giveUp(batch, `gave up after ${attempt} attempts: ${message}`, attempt);
-          return;
-        }
-        if (!this.#underPressure()) await this.#backoff(fullJitterDelay(retry, attempt), signal);
-        if (this.#underPressure() && !signal.aborted) {
-          this.#markDown(message);
-          await this.#giveUp(batch, `gave up after ${attempt} attempts, queue half full: ${message}`, attempt);
-          return;
-        }
+        if ((await this.#afterFailure(batch, error, attempt, signal)) === 'settled') return;
         this.#counters.retried += batch.length;
       }
     }
+  }
+
+  /** A failed attempt: gives the batch up (dead letter or drop) or waits to try again. */
+  async #afterFailure(batch: AuditRecord[], error: unknown, attempt: number, signal: AbortSignal): Promise<'settled' | 'retry'> {
+    const message = error instanceof Error ? error.message : String(error);
+    this.#counters.failures++;
+    this.#lastError = message;
+    this.#lastErrorAt = Date.now();
+    const down = this.#down;
+    const last = attempt >= this.#settings.retry.maxAttempts;
+    let reason: string | null = null;
+    if (signal.aborted) reason = `drain deadline reached: ${message}`;
+    else if (!isRetryable(error)) {
+      // The sink answered, so it is reachable: it refused this batch.
+      this.#markUp();
+      reason = `not retryable: ${message}`;
+    } else if (down) {
+      // A probe gets one attempt; its batch then goes where the others go while the sink is down.
+      down.failedProbes++;
+      down.probeAt = Date.now() + this.#probeInterval(down.failedProbes);
+      reason = `sink down, probe failed: ${message}`;
+    } else if (last) {
+      this.#markDown(message);
+      reason = `gave up after ${attempt} attempts: ${message}`;
+    }
+    this.#logFailure(message, attempt, reason === null);
+    if (reason !== null) {
+      await this.#giveUp(batch, reason, attempt);
+      return 'settled';
+    }
+    if (!this.#underPressure()) await this.#backoff(fullJitterDelay(this.#settings.retry, attempt), signal);
+    if (this.#underPressure() && !signal.aborted) {
+      this.#markDown(message);
+      await this.#giveUp(batch, `gave up after ${attempt} attempts, queue half full: ${message}`, attempt);
+      return 'settled';
+    }
+    return 'retry';
   }
 
   /** Waits out a retry's backoff; ends early at the drain deadline or when the queue fills past half. */

@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createApiKeyProvider, type ApiKeyOptions } from './api-key.ts';
 import { CredentialError } from './credential-error.ts';
 import type { CredentialProvider, OutgoingRequest } from './credential-provider.ts';
+import { waitFor } from '../../../test/support/wait-for.ts';
 
 const logger = pino({ level: 'silent' });
 let dir: string;
@@ -34,16 +35,6 @@ async function headersAfterApply(p: CredentialProvider, headers: Record<string, 
   const req = request(headers);
   await p.apply(req);
   return req.headers;
-}
-
-/** Polls until the check passes; file-change notification is asynchronous. */
-async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 describe('OpenAI', () => {
@@ -82,7 +73,7 @@ describe('OpenAI', () => {
 
     writeFileSync(join(dir, 'openai-key.tmp'), 'sk-second\n');
     renameSync(join(dir, 'openai-key.tmp'), file);
-    await eventually(async () => (await headersAfterApply(p)).authorization === 'Bearer sk-second', 'the rotated key');
+    await waitFor('the rotated key', async () => (await headersAfterApply(p)).authorization === 'Bearer sk-second', 10_000);
   });
 
   it('a configured but missing file is a CredentialError and a health problem, until the file appears', async () => {
@@ -92,7 +83,7 @@ describe('OpenAI', () => {
     expect(p.problem()).toBe(`OpenAI API key file ${file} does not exist`);
 
     writeFileSync(file, 'sk-late');
-    await eventually(async () => p.problem() === null, 'the key file to be read');
+    await waitFor('the key file to be read', async () => p.problem() === null, 10_000);
     expect((await headersAfterApply(p)).authorization).toBe('Bearer sk-late');
   });
 
@@ -111,7 +102,7 @@ describe('OpenAI', () => {
 
     mkdirSync(mount);
     writeFileSync(file, 'sk-mounted');
-    await eventually(async () => p.problem() === null, 'the polled key file');
+    await waitFor('the polled key file', async () => p.problem() === null, 10_000);
     expect((await headersAfterApply(p)).authorization).toBe('Bearer sk-mounted');
   });
 });
@@ -151,7 +142,7 @@ describe('Anthropic', () => {
     renameSync(join(mount, '..data_tmp'), join(mount, '..data'));
     rmSync(join(mount, '..2025_01_01_00_00_00.1'), { recursive: true });
 
-    await eventually(async () => (await headersAfterApply(p))['x-api-key'] === 'sk-ant-new', 'the swapped Secret');
+    await waitFor('the swapped Secret', async () => (await headersAfterApply(p))['x-api-key'] === 'sk-ant-new', 10_000);
     expect(p.problem()).toBeNull();
   });
 });

@@ -9,6 +9,7 @@ import { startFakeMetadataServer, startFakeOAuthServer, startFakeSts, type FakeT
 import { CredentialError } from './credential-error.ts';
 import type { OutgoingRequest } from './credential-provider.ts';
 import { createGoogleAdcProvider } from './google-adc.ts';
+import { waitFor } from '../../../test/support/wait-for.ts';
 
 function captureLogs() {
   const lines: Record<string, unknown>[] = [];
@@ -245,10 +246,7 @@ describe('credentials file pushed from a Secret', () => {
       const rotated = join(dir, 'google.json.new');
       writeFileSync(rotated, JSON.stringify(second.externalAccount({ subjectTokenFile })));
       renameSync(rotated, credentialsFile);
-      for (let i = 0; i < 100 && second.calls.length === 0; i++) {
-        await authorize(provider);
-        if (second.calls.length === 0) await new Promise((r) => setTimeout(r, 50));
-      }
+      await waitFor('a token from the rotated credentials', async () => (await authorize(provider), second.calls.length > 0), 5_000);
       expect(second.calls).toHaveLength(1);
       expect(await authorize(provider)).toBe('Bearer sts-token-1'); // the second STS's first token, cached
       expect(first.calls).toHaveLength(1);

@@ -10,7 +10,8 @@
 // every user ever seen (ADR 1306).
 
 import { periodBounds } from '../../../contracts/budget-period.ts';
-import { unitsToUsd } from '../../../contracts/money.ts';
+import type { Logger } from 'pino';
+import { unitsFromCostUsd, unitsToUsd } from '../../../contracts/money.ts';
 import type { CompiledPolicy, PolicySet } from '../../../contracts/budget-policies.ts';
 import { type ChargeSplit, type Grant, newlyCrossed, type PeriodUsage, splitCharge } from '../../../contracts/budget-grants.ts';
 import { BudgetRecord } from './budget-record.ts';
@@ -69,6 +70,31 @@ export interface BudgetStanding {
   /** Records in memory, and how many were dropped to keep within the bound. */
   records: number;
   evicted: number;
+}
+
+/** A finished call's cost, to charge to its user. */
+export interface FinishedCall {
+  userId: string;
+  costUsd: number;
+  /** epoch ms */
+  at: number;
+}
+
+/**
+ * Charges a finished call to its user's budget and hands the result to `charged` (where it goes: a ledger, the
+ * operator). Nothing happens when no policy is set, the cost rounds to nothing or no policy limits the user.
+ * Metering must never fail a call (ADR 1001): a failure is logged with the amount, which the span also has.
+ */
+export function chargeFinishedCall(book: BudgetBook, logger: Logger, call: FinishedCall, charged: (result: ChargeResult) => void): void {
+  if (book.policies.empty) return; // no budgets: nothing to charge, nothing allocated
+  const amount = unitsFromCostUsd(call.costUsd);
+  if (amount === 0n) return;
+  try {
+    const result = book.charge(call.userId, amount, call.at);
+    if (result) charged(result);
+  } catch (error) {
+    logger.error({ user_id: call.userId, amount_usd: call.costUsd, err: (error as Error).message }, 'failed to deduct spend');
+  }
 }
 
 export class BudgetBook {

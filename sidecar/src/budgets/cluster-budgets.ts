@@ -12,10 +12,10 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { type BudgetPolicyConfig, parseBudgetPolicies } from '../../../contracts/budget-config.ts';
-import { addSpend, parseUsd, unitsFromCostUsd, formatUsd } from '../../../contracts/money.ts';
+import { addSpend, parseUsd, formatUsd } from '../../../contracts/money.ts';
 import type { BudgetStateMessage, SidecarMessage } from '../../../contracts/push-protocol.ts';
 import { MAX_SPEND_ENTRIES_PER_REPORT } from '../../../contracts/push-protocol.ts';
-import { BudgetBook, type BudgetRefusal, type BudgetStanding } from './budget-book.ts';
+import { BudgetBook, type BudgetRefusal, type BudgetStanding, chargeFinishedCall } from './budget-book.ts';
 import { type BudgetEnforcer, type BudgetHealth, type BudgetPage, GrantError } from './budget-enforcer.ts';
 import { type CompiledPolicy, PolicySet } from '../../../contracts/budget-policies.ts';
 import type { BudgetJson, ChargeSplit, Grant, GrantJson, PeriodUsage } from './budget-record.ts';
@@ -116,18 +116,11 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
   }
 
   charge(userId: string, costUsd: number, at: number): void {
-    if (this.#book.policies.empty) return; // no budgets: nothing to charge, nothing allocated
-    const amount = unitsFromCostUsd(costUsd);
-    if (amount === 0n) return;
-    try {
-      const result = this.#book.charge(userId, amount, at);
-      if (!result) return;
+    chargeFinishedCall(this.#book, this.#logger, { userId, costUsd, at }, (result) => {
       const charge: OverlayCharge = { policy: result.record.policy.name, userId, periodStart: result.record.periodStart, split: result.split, sequence: null };
       this.#addOverlay(charge);
       this.#persist(charge);
-    } catch (error) {
-      this.#logger.error({ user_id: userId, amount_usd: costUsd, err: (error as Error).message }, 'failed to deduct spend');
-    }
+    });
   }
 
   list(at: number, page: { after?: string; limit: number }): BudgetPage {

@@ -17,14 +17,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BudgetsConfig } from '../../../contracts/budget-config.ts';
-import { addSpend, formatUsd, parseUsd, unitsFromCostUsd, unitsToUsd } from '../../../contracts/money.ts';
-import { BudgetBook, MAX_BUDGET_RECORDS, type BudgetRefusal, type BudgetStanding } from './budget-book.ts';
+import { formatUsd, parseUsd, unitsToUsd } from '../../../contracts/money.ts';
+import { BudgetBook, MAX_BUDGET_RECORDS, type BudgetRefusal, type BudgetStanding, chargeFinishedCall } from './budget-book.ts';
 import type { BudgetEnforcer, BudgetHealth, BudgetPage, GrantRequest } from './budget-enforcer.ts';
 import { GrantError } from './budget-enforcer.ts';
 import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
 import { PolicySet } from '../../../contracts/budget-policies.ts';
 import type { BudgetJson, BudgetRecord, Grant, GrantJson, PeriodUsage } from './budget-record.ts';
-import { type BudgetLedger, copyDelta, type DeductionBatch, type LedgerUser, mergeDelta, type SpendDelta } from './ledger.ts';
+import { applyDelta, type BudgetLedger, copyDelta, type DeductionBatch, type LedgerUser, mergeDelta, type SpendDelta } from './ledger.ts';
 
 /** How far back a load looks: the longest period (a month) plus slack. */
 const LOAD_WINDOW_MS = 40 * 86_400_000;
@@ -126,13 +126,7 @@ export class LedgerBudgets implements BudgetEnforcer {
   }
 
   charge(userId: string, costUsd: number, at: number): void {
-    if (this.#book.policies.empty) return; // no budgets: nothing to charge, nothing allocated
-    const amount = unitsFromCostUsd(costUsd);
-    if (amount === 0n) return;
-    try {
-      const result = this.#book.charge(userId, amount, at);
-      if (!result) return;
-      const { record, split, crossed } = result;
+    chargeFinishedCall(this.#book, this.#logger, { userId, costUsd, at }, ({ record, split, crossed }) => {
       const delta: SpendDelta = { userId, policy: record.policy.name, periodStart: record.periodStart, split, alerted: record.alerted };
       this.#mirror(delta);
       const key = `${userId}\0${record.periodStart}`;
@@ -141,10 +135,7 @@ export class LedgerBudgets implements BudgetEnforcer {
       else this.#pending.set(key, copyDelta(delta));
       for (const threshold of crossed) void this.#alert(record, threshold);
       this.#flushSoon();
-    } catch (error) {
-      // Metering must never fail a call (ADR 1001); the amount is in the span and the log line.
-      this.#logger.error({ user_id: userId, amount_usd: costUsd, err: (error as Error).message }, 'failed to deduct spend');
-    }
+    });
   }
 
   list(at: number, page: { after?: string; limit: number }): BudgetPage {
@@ -393,7 +384,7 @@ export class LedgerBudgets implements BudgetEnforcer {
       // Stored state plus what this engine charged and has not written yet.
       for (const delta of this.#pending.values()) {
         if (delta.userId !== record.userId) continue;
-        applyToUser(loaded, delta);
+        applyDelta(loaded, delta);
       }
       const local = this.#stored.get(record.userId);
       for (const grant of loaded.grants) {
@@ -462,19 +453,7 @@ export class LedgerBudgets implements BudgetEnforcer {
 
   /** Keeps the mirror of the ledger in step with this engine's own charges. */
   #mirror(delta: SpendDelta): void {
-    applyToUser(this.#storedUser(delta.userId), delta);
-  }
-}
-
-function applyToUser(user: LedgerUser, delta: SpendDelta): void {
-  const usage = user.periods.get(delta.periodStart) ?? { spent: 0n, limitUsed: 0n, alerted: 0 };
-  usage.spent = addSpend(usage.spent, delta.split.amount);
-  usage.limitUsed = addSpend(usage.limitUsed, delta.split.limitPart);
-  if (delta.alerted > usage.alerted) usage.alerted = delta.alerted;
-  user.periods.set(delta.periodStart, usage);
-  for (const part of delta.split.grantParts) {
-    const grant = user.grants.find((g) => g.id === part.grantId);
-    if (grant) grant.used = addSpend(grant.used, part.amount);
+    applyDelta(this.#storedUser(delta.userId), delta);
   }
 }
 

@@ -6,6 +6,7 @@
 // Writes are deltas, never absolute values: "add this much to the period's spend and to these grants' use".
 // Applied with increments, they commute, so several writers cannot lose each other's updates.
 
+import { addSpend } from '../../../contracts/money.ts';
 import type { ChargeSplit, Grant, PeriodUsage } from './budget-record.ts';
 
 export interface LedgerUser {
@@ -77,6 +78,29 @@ export function mergeDelta(into: SpendDelta, delta: SpendDelta): void {
   }
   if (delta.alerted > into.alerted) into.alerted = delta.alerted;
   into.policy = delta.policy;
+}
+
+/** The user's stored state in `users`, created empty on first use. */
+export function ledgerUser(users: Map<string, LedgerUser>, userId: string): LedgerUser {
+  let user = users.get(userId);
+  if (!user) {
+    user = { userId, periods: new Map(), grants: [] };
+    users.set(userId, user);
+  }
+  return user;
+}
+
+/** Adds a delta to a user's stored period and to the grants it drew on, as a ledger's increments would. */
+export function applyDelta(user: LedgerUser, delta: SpendDelta): void {
+  const usage = user.periods.get(delta.periodStart) ?? { spent: 0n, limitUsed: 0n, alerted: 0 };
+  usage.spent = addSpend(usage.spent, delta.split.amount);
+  usage.limitUsed = addSpend(usage.limitUsed, delta.split.limitPart);
+  if (delta.alerted > usage.alerted) usage.alerted = delta.alerted;
+  user.periods.set(delta.periodStart, usage);
+  for (const part of delta.split.grantParts) {
+    const grant = user.grants.find((g) => g.id === part.grantId);
+    if (grant) grant.used = addSpend(grant.used, part.amount);
+  }
 }
 
 export function copyDelta(delta: SpendDelta): SpendDelta {

@@ -5,7 +5,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -13,18 +12,9 @@ import { createCertificateAuthority, issueCertificate } from '../../../contracts
 import { ConfigStore } from './config-store.ts';
 import { startPushClient } from './push-client.ts';
 import { configPushService, type OperatorMessage, type SidecarMessage } from '../../../contracts/push-protocol.ts';
+import { waitFor } from '../../../test/support/wait-for.ts';
 
 type Call = grpc.ServerDuplexStream<SidecarMessage, OperatorMessage>;
-
-async function until<T>(check: () => T | undefined | false, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = check();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error('timed out');
-    await sleep(20);
-  }
-}
 
 const priceJson = (input: number) => JSON.stringify({ pricing: { models: [{ provider: 'openai', model: 'gpt-4o', input_per_million: input, output_per_million: 1 }] } });
 
@@ -85,18 +75,18 @@ describe('startPushClient', () => {
   it('says Hello with its bearer token, acks a good snapshot and nacks a bad one with the field, keeping the good one', async () => {
     const store = new ConfigStore();
     const { client } = start(store);
-    const first = await until(() => calls[0]);
+    const first = await waitFor('the first stream', () => calls[0], 10_000);
     expect(first.token).toBe('Bearer token-1');
-    await until(() => first.received[0]);
+    await waitFor('the hello', () => first.received[0], 10_000);
     expect(first.received[0]!.hello).toMatchObject({ podName: 'p', podNamespace: 'ns', currentVersion: '' });
 
     first.call.write({ snapshot: { version: 'v1', configJson: priceJson(1.5), credentials: { openaiApiKey: Buffer.from('sk') }, source: 'ns/default' } });
-    await until(() => first.received.find((m) => m.ack));
+    await waitFor('the ack', () => first.received.find((m) => m.ack), 10_000);
     expect(first.received.find((m) => m.ack)!.ack).toEqual({ version: 'v1' });
     expect(store.get().pricing.models[0]?.input_per_million).toBe(1.5);
 
     first.call.write({ snapshot: { version: 'v2', configJson: priceJson(-3), credentials: {}, source: 'ns/default' } });
-    const nack = await until(() => first.received.find((m) => m.nack)?.nack);
+    const nack = await waitFor('the nack', () => first.received.find((m) => m.nack)?.nack, 10_000);
     expect(nack.version).toBe('v2');
     expect(nack.reason).toMatch(/^pricing\.models\[0\]\.input_per_million/);
     expect(store.get().pricing.models[0]?.input_per_million).toBe(1.5);
@@ -107,15 +97,15 @@ describe('startPushClient', () => {
   it('reconnects after the stream fails, with the token as it is on disk then, and reports what it runs', async () => {
     const store = new ConfigStore();
     const { client, tokenFile } = start(store);
-    const first = await until(() => calls[0]);
+    const first = await waitFor('the first stream', () => calls[0], 10_000);
     first.call.write({ snapshot: { version: 'v1', configJson: priceJson(2), credentials: {}, source: 'ns/default' } });
-    await until(() => first.received.find((m) => m.ack));
+    await waitFor('the ack', () => first.received.find((m) => m.ack), 10_000);
 
     writeFileSync(tokenFile, 'token-2'); // the kubelet rotated it
     first.call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'operator going away' });
-    const second = await until(() => calls[1]);
+    const second = await waitFor('the second stream', () => calls[1], 10_000);
     expect(second.token).toBe('Bearer token-2');
-    const hello = await until(() => second.received[0]?.hello);
+    const hello = await waitFor('the hello on the second stream', () => second.received[0]?.hello, 10_000);
     expect(hello.currentVersion).toBe('v1');
     expect(client.status().connects).toBe(2);
     await client.stop();
@@ -139,7 +129,7 @@ describe('startPushClient', () => {
       connectTimeoutMs: 300,
     });
     try {
-      await until(() => sockets.length >= 2);
+      await waitFor('a second connection', () => sockets.length >= 2, 10_000);
       expect(client.status()).toMatchObject({ connected: false, lastError: 'cannot connect to the operator within 300 ms' });
     } finally {
       await client.stop();

@@ -61,201 +61,253 @@ export interface PushClient {
 }
 
 type Stream = grpc.ClientDuplexStream<SidecarMessage, OperatorMessage>;
+type Reply = (message: SidecarMessage) => void;
 
 export function startPushClient(opts: PushClientOptions): PushClient {
   const logger = opts.logger.child({ component: 'config-push' });
-  const cache = new SnapshotCache(opts.stateDir, logger);
-  const reconnect = opts.reconnect ?? { baseMs: 500, maxMs: 30_000 };
   const abort = new AbortController();
-  const status: PushClientStatus = { connected: false, fromCache: false, connects: 0 };
-  let running: PreparedSnapshot | undefined;
-  let stream: Stream | undefined;
-  let client: grpc.Client | undefined;
-
-  const ready = (async () => {
-    const cached = await cache.load();
-    if (!cached || abort.signal.aborted) return;
-    opts.store.setLayer('operator', cached.patch);
-    running = cached;
-    Object.assign(status, { version: cached.version, source: cached.source, fromCache: true });
-    logger.info({ version: cached.version, source: cached.source || '(built-in)' }, 'running cached config snapshot until the operator answers');
+  const snapshots = new SnapshotApplier(opts.store, new SnapshotCache(opts.stateDir, logger), logger);
+  const ready = snapshots.loadCached(abort.signal);
+  const connection: Connection = { opts, logger, abort: abort.signal, snapshots };
+  const loop = (async () => {
+    await ready.catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'cannot load cached config snapshot'));
+    await reconnectLoop(connection);
   })();
+  return {
+    ready,
+    status: () => snapshots.statusCopy(),
+    async stop() {
+      abort.abort();
+      connection.stream?.cancel();
+      connection.client?.close();
+      await loop;
+    },
+  };
+}
 
-  const apply = async (s: NonNullable<OperatorMessage['snapshot']>, reply: (m: SidecarMessage) => void): Promise<void> => {
+/** The snapshot running now, and what the operator is told about each one received. */
+class SnapshotApplier {
+  readonly status: PushClientStatus = { connected: false, fromCache: false, connects: 0 };
+  running: PreparedSnapshot | undefined;
+  readonly #store: ConfigStore;
+  readonly #cache: SnapshotCache;
+  readonly #logger: Logger;
+
+  constructor(store: ConfigStore, cache: SnapshotCache, logger: Logger) {
+    this.#store = store;
+    this.#cache = cache;
+    this.#logger = logger;
+  }
+
+  /** Runs the last good snapshot from disk, if any, until the operator answers. */
+  async loadCached(signal: AbortSignal): Promise<void> {
+    const cached = await this.#cache.load();
+    if (!cached || signal.aborted) return;
+    this.#store.setLayer('operator', cached.patch);
+    this.running = cached;
+    Object.assign(this.status, { version: cached.version, source: cached.source, fromCache: true });
+    this.#logger.info({ version: cached.version, source: cached.source || '(built-in)' }, 'running cached config snapshot until the operator answers');
+  }
+
+  /** Applies a snapshot and acknowledges it, or rejects it with the reason and keeps the last good one. */
+  async apply(s: NonNullable<OperatorMessage['snapshot']>, reply: Reply): Promise<void> {
     const received = { version: s.version, source: s.source, configJson: s.configJson, credentials: s.credentials ?? {} };
-    if (running && running.version === received.version) {
-      status.fromCache = false;
+    if (this.running && this.running.version === received.version) {
+      this.status.fromCache = false;
       reply({ ack: { version: received.version } });
       return;
     }
     try {
-      const prepared = await cache.prepare(received);
-      opts.store.setLayer('operator', prepared.patch);
-      running = prepared;
-      await cache
+      const prepared = await this.#cache.prepare(received);
+      this.#store.setLayer('operator', prepared.patch);
+      this.running = prepared;
+      await this.#cache
         .commit(prepared)
-        .catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'config snapshot applied but not saved; a restart without the operator would use an older one'));
-      Object.assign(status, { version: prepared.version, source: prepared.source, fromCache: false });
-      logger.info({ version: prepared.version, source: prepared.source || '(built-in)', credentials: prepared.credentialNames }, 'config snapshot applied');
+        .catch((error: unknown) =>
+          this.#logger.warn({ err: (error as Error).message }, 'config snapshot applied but not saved; a restart without the operator would use an older one'),
+        );
+      Object.assign(this.status, { version: prepared.version, source: prepared.source, fromCache: false });
+      this.#logger.info({ version: prepared.version, source: prepared.source || '(built-in)', credentials: prepared.credentialNames }, 'config snapshot applied');
       reply({ ack: { version: received.version } });
     } catch (error) {
       const reason = error instanceof SnapshotRejectedError ? error.message : `cannot apply: ${(error as Error).message}`;
-      status.lastRejected = { version: received.version, reason };
-      logger.warn({ version: received.version, reason, running: running?.version }, 'config snapshot rejected; keeping the last good one');
+      this.status.lastRejected = { version: received.version, reason };
+      this.#logger.warn({ version: received.version, reason, running: this.running?.version }, 'config snapshot rejected; keeping the last good one');
       reply({ nack: { version: received.version, reason } });
     }
-  };
+  }
 
-  /** One stream, from connect until it ends; resolves whether it ended well or not. */
-  const connectOnce = (): Promise<boolean> =>
-    new Promise((resolve) => {
-      let delivered = false;
-      let ca: Buffer;
-      let token: string;
-      try {
-        ca = readFileSync(opts.caFile);
-        token = readFileSync(opts.tokenFile, 'utf8').trim();
-      } catch (error) {
-        status.lastError = (error as Error).message;
-        logger.warn({ err: status.lastError }, 'cannot read the operator CA or the service-account token');
-        resolve(false);
-        return;
-      }
-      const Service = configPushService();
-      client = new Service(opts.address, grpc.credentials.createSsl(ca), {
-        'grpc.max_receive_message_length': MAX_SNAPSHOT_BYTES,
-        // Notices an operator that vanished without closing the connection (node failure).
-        'grpc.keepalive_time_ms': 30_000,
-        'grpc.keepalive_timeout_ms': 10_000,
-      });
-      // A connect to an address that no longer answers (the Service still routing to a deleted operator pod, a
-      // SYN nobody refuses) can hang in TCP for minutes with no error to retry on: a channel still connecting
-      // after the connect timeout is given up and dialled again. A channel that failed opens the stream anyway,
-      // which then ends with the failure's cause; once connected, an operator may stay silent as long as it
-      // likes (a sidecar bound to a ProxyConfig that is not Ready gets nothing until it is).
-      const connectTimeoutMs = opts.connectTimeoutMs ?? 20_000;
-      const deadline = Date.now() + connectTimeoutMs;
-      const channel = client.getChannel();
-      const whenConnected = (): void => {
-        if (abort.signal.aborted) {
-          resolve(false);
-          return;
-        }
-        const state = channel.getConnectivityState(true);
-        if (state !== grpc.connectivityState.IDLE && state !== grpc.connectivityState.CONNECTING) {
-          openStream();
-          return;
-        }
-        channel.watchConnectivityState(state, deadline, (error?: Error) => {
-          if (!error) {
-            whenConnected();
-            return;
-          }
-          status.lastError = `cannot connect to the operator within ${connectTimeoutMs} ms`;
-          logger.warn({ address: opts.address, err: status.lastError }, 'config push stream failed');
-          client?.close();
-          resolve(false);
-        });
-      };
-      whenConnected();
+  statusCopy(): PushClientStatus {
+    const { status } = this;
+    return { ...status, ...(status.lastRejected ? { lastRejected: { ...status.lastRejected } } : {}) };
+  }
+}
 
-      function openStream(): void {
-        const metadata = new grpc.Metadata();
-        metadata.set(AUTHORIZATION, `Bearer ${token}`);
-        const call = (client as unknown as { stream(md: grpc.Metadata): Stream }).stream(metadata);
-        stream = call;
-        status.connects += 1;
-        let chain = Promise.resolve();
-        const reply = (message: SidecarMessage) => {
-          if (!call.writableEnded && !call.destroyed) call.write(message);
-        };
-        let budgetsAttached = false;
-        call.on('data', (message: OperatorMessage) => {
-          // The operator's first message means it has authenticated and registered the stream: spend reports
-          // sent before that would be ignored.
-          if (!budgetsAttached) {
-            budgetsAttached = true;
-            opts.budgets?.attached(reply);
-          }
-          if (message.budgetState) {
-            opts.budgets?.budgetState(message.budgetState);
-            return;
-          }
-          if (message.spendAck) {
-            opts.budgets?.spendAck(Number(message.spendAck.sequence));
-            return;
-          }
-          if (!message.snapshot) return;
-          delivered = true;
-          status.connected = true;
-          status.lastError = undefined;
-          const snapshot = message.snapshot;
-          // One snapshot at a time, in order: a newer one never races an older one onto disk.
-          chain = chain.then(() => apply(snapshot, reply));
-        });
-        // 'status' comes exactly once per call, whatever ended it; 'error' only needs a listener.
-        call.on('error', () => undefined);
-        call.on('status', (outcome: grpc.StatusObject) => {
-          clearInterval(reportTimer);
-          opts.budgets?.detached();
-          status.connected = false;
-          if (abort.signal.aborted) {
-            // stopping: not an error
-          } else if (outcome.code !== grpc.status.OK) {
-            status.lastError = `${grpc.status[outcome.code] ?? outcome.code}: ${outcome.details}`;
-            logger.warn({ address: opts.address, err: status.lastError }, 'config push stream failed');
-          } else if (!delivered) {
-            status.lastError = 'stream closed before any snapshot';
-          }
-          stream = undefined;
-          client?.close();
-          void chain.then(() => resolve(delivered));
-        });
-        let lastReport = '';
-        const reportTimer = opts.auditReport
-          ? setInterval(() => {
-              const report = opts.auditReport!();
-              const text = JSON.stringify(report ?? null);
-              if (!report || text === lastReport || !status.connected) return;
-              lastReport = text;
-              reply({ auditReport: report });
-            }, opts.reportIntervalMs ?? 10_000)
-          : undefined;
-        call.on('close', () => clearInterval(reportTimer));
-        call.write({
-          hello: {
-            podName: opts.podName ?? '',
-            podNamespace: opts.podNamespace ?? '',
-            currentVersion: running?.version ?? '',
-            sidecarVersion: opts.sidecarVersion ?? '',
-          },
-        });
-      }
-    });
+/** The client's link to the operator: what stop() must close, and what every stream reports to. */
+interface Connection {
+  readonly opts: PushClientOptions;
+  readonly logger: Logger;
+  readonly abort: AbortSignal;
+  readonly snapshots: SnapshotApplier;
+  client?: grpc.Client | undefined;
+  stream?: Stream | undefined;
+}
 
-  const loop = (async () => {
-    await ready.catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'cannot load cached config snapshot'));
-    let failures = 0;
-    while (!abort.signal.aborted) {
-      const delivered = await connectOnce();
-      if (abort.signal.aborted) break;
-      // A stream that delivered config was healthy: start the backoff over.
-      failures = delivered ? 1 : failures + 1;
-      const cap = Math.min(reconnect.maxMs, reconnect.baseMs * 2 ** (failures - 1));
-      const delay = Math.round(cap / 2 + (Math.random() * cap) / 2);
-      logger.debug({ retryInMs: delay }, 'reconnecting to the operator');
-      await sleep(delay, undefined, { signal: abort.signal }).catch(() => undefined);
+/** Connects again and again until stopped, with capped, jittered backoff; a stream that delivered config starts it over. */
+async function reconnectLoop(connection: Connection): Promise<void> {
+  const { opts, logger, abort } = connection;
+  const reconnect = opts.reconnect ?? { baseMs: 500, maxMs: 30_000 };
+  let failures = 0;
+  while (!abort.aborted) {
+    const delivered = await connectOnce(connection);
+    if (abort.aborted) break;
+    failures = delivered ? 1 : failures + 1;
+    const cap = Math.min(reconnect.maxMs, reconnect.baseMs * 2 ** (failures - 1));
+    const delay = Math.round(cap / 2 + (Math.random() * cap) / 2);
+    logger.debug({ retryInMs: delay }, 'reconnecting to the operator');
+    await sleep(delay, undefined, { signal: abort }).catch(() => undefined);
+  }
+}
+
+/** One stream, from connect until it ends; resolves with whether it delivered config. */
+function connectOnce(connection: Connection): Promise<boolean> {
+  const { opts, logger, snapshots } = connection;
+  return new Promise((resolve) => {
+    let ca: Buffer;
+    let token: string;
+    try {
+      ca = readFileSync(opts.caFile);
+      token = readFileSync(opts.tokenFile, 'utf8').trim();
+    } catch (error) {
+      snapshots.status.lastError = (error as Error).message;
+      logger.warn({ err: snapshots.status.lastError }, 'cannot read the operator CA or the service-account token');
+      resolve(false);
+      return;
     }
-  })();
+    const Service = configPushService();
+    const client = new Service(opts.address, grpc.credentials.createSsl(ca), {
+      'grpc.max_receive_message_length': MAX_SNAPSHOT_BYTES,
+      // Notices an operator that vanished without closing the connection (node failure).
+      'grpc.keepalive_time_ms': 30_000,
+      'grpc.keepalive_timeout_ms': 10_000,
+    });
+    connection.client = client;
+    whenConnected(connection, client, (connected) => (connected ? openStream(connection, client, token, resolve) : resolve(false)));
+  });
+}
 
-  return {
-    ready,
-    status: () => ({ ...status, ...(status.lastRejected ? { lastRejected: { ...status.lastRejected } } : {}) }),
-    async stop() {
-      abort.abort();
-      stream?.cancel();
-      client?.close();
-      await loop;
-    },
+/**
+ * Calls back once the channel is ready (or failed: the stream then ends with the failure's cause). A connect to
+ * an address that no longer answers (the Service still routing to a deleted operator pod, a SYN nobody refuses)
+ * can hang in TCP for minutes with no error to retry on: a channel still connecting after the connect timeout is
+ * given up and dialled again. Once connected, an operator may stay silent as long as it likes (a sidecar bound
+ * to a ProxyConfig that is not Ready gets nothing until it is).
+ */
+function whenConnected(connection: Connection, client: grpc.Client, then: (connected: boolean) => void): void {
+  const { opts, logger, snapshots, abort } = connection;
+  const connectTimeoutMs = opts.connectTimeoutMs ?? 20_000;
+  const deadline = Date.now() + connectTimeoutMs;
+  const channel = client.getChannel();
+  const check = (): void => {
+    if (abort.aborted) return then(false);
+    const state = channel.getConnectivityState(true);
+    if (state !== grpc.connectivityState.IDLE && state !== grpc.connectivityState.CONNECTING) return then(true);
+    channel.watchConnectivityState(state, deadline, (error?: Error) => {
+      if (!error) return check();
+      snapshots.status.lastError = `cannot connect to the operator within ${connectTimeoutMs} ms`;
+      logger.warn({ address: opts.address, err: snapshots.status.lastError }, 'config push stream failed');
+      client.close();
+      then(false);
+    });
   };
+  check();
+}
+
+/** The stream: hello, then snapshots, budget state and spend acks in; acks, nacks, spend and audit reports out. */
+function openStream(connection: Connection, client: grpc.Client, token: string, resolve: (delivered: boolean) => void): void {
+  const { opts, snapshots } = connection;
+  const metadata = new grpc.Metadata();
+  metadata.set(AUTHORIZATION, `Bearer ${token}`);
+  const call = (client as unknown as { stream(md: grpc.Metadata): Stream }).stream(metadata);
+  connection.stream = call;
+  snapshots.status.connects += 1;
+  const reply: Reply = (message) => {
+    if (!call.writableEnded && !call.destroyed) call.write(message);
+  };
+  const received = receiveMessages(connection, reply);
+  call.on('data', received.onMessage);
+  const reportTimer = reportAudit(connection, reply);
+  // 'status' comes exactly once per call, whatever ended it; 'error' only needs a listener.
+  call.on('error', () => undefined);
+  call.on('status', (outcome: grpc.StatusObject) => {
+    clearInterval(reportTimer);
+    ended(connection, outcome, received.delivered());
+    connection.stream = undefined;
+    client.close();
+    void received.applied().then(() => resolve(received.delivered()));
+  });
+  call.on('close', () => clearInterval(reportTimer));
+  call.write({
+    hello: {
+      podName: opts.podName ?? '',
+      podNamespace: opts.podNamespace ?? '',
+      currentVersion: snapshots.running?.version ?? '',
+      sidecarVersion: opts.sidecarVersion ?? '',
+    },
+  });
+}
+
+/** What each message from the operator does; snapshots are applied one at a time, in order. */
+function receiveMessages(connection: Connection, reply: Reply): { onMessage: (message: OperatorMessage) => void; delivered: () => boolean; applied: () => Promise<void> } {
+  const { opts, snapshots } = connection;
+  let chain = Promise.resolve();
+  let delivered = false;
+  let budgetsAttached = false;
+  const onMessage = (message: OperatorMessage): void => {
+    // The operator's first message means it has authenticated and registered the stream: spend reports
+    // sent before that would be ignored.
+    if (!budgetsAttached) {
+      budgetsAttached = true;
+      opts.budgets?.attached(reply);
+    }
+    if (message.budgetState) return opts.budgets?.budgetState(message.budgetState);
+    if (message.spendAck) return opts.budgets?.spendAck(Number(message.spendAck.sequence));
+    if (!message.snapshot) return;
+    delivered = true;
+    snapshots.status.connected = true;
+    snapshots.status.lastError = undefined;
+    const snapshot = message.snapshot;
+    // One snapshot at a time, in order: a newer one never races an older one onto disk.
+    chain = chain.then(() => snapshots.apply(snapshot, reply));
+  };
+  return { onMessage, delivered: () => delivered, applied: () => chain };
+}
+
+/** The stream ended: budgets detach, and the status says why unless the client is stopping. */
+function ended(connection: Connection, outcome: grpc.StatusObject, delivered: boolean): void {
+  const { opts, logger, snapshots, abort } = connection;
+  opts.budgets?.detached();
+  snapshots.status.connected = false;
+  if (abort.aborted) return; // stopping: not an error
+  if (outcome.code !== grpc.status.OK) {
+    snapshots.status.lastError = `${grpc.status[outcome.code] ?? outcome.code}: ${outcome.details}`;
+    logger.warn({ address: opts.address, err: snapshots.status.lastError }, 'config push stream failed');
+  } else if (!delivered) {
+    snapshots.status.lastError = 'stream closed before any snapshot';
+  }
+}
+
+/** Sends the audit fan-out's delivery every reportIntervalMs while it changes and the stream is connected. */
+function reportAudit(connection: Connection, reply: Reply): NodeJS.Timeout | undefined {
+  const { opts, snapshots } = connection;
+  const auditReport = opts.auditReport;
+  if (!auditReport) return undefined;
+  let lastReport = '';
+  return setInterval(() => {
+    const report = auditReport();
+    const text = JSON.stringify(report ?? null);
+    if (!report || text === lastReport || !snapshots.status.connected) return;
+    lastReport = text;
+    reply({ auditReport: report });
+  }, opts.reportIntervalMs ?? 10_000);
 }

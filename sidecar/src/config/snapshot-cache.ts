@@ -9,6 +9,14 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError } from '../../../contracts/config-error.ts';
 import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../../contracts/config-schema.ts';
+import {
+  AUDIT_CREDENTIAL_FIELDS,
+  type AuditCredentialField,
+  auditCredentialName,
+  type RouteCredentialName,
+  STORAGE_CREDENTIAL_KINDS,
+  storageCredentialName,
+} from '../../../contracts/snapshot-credentials.ts';
 
 /** A snapshot as received from the operator (proto Snapshot). */
 export interface ReceivedSnapshot {
@@ -35,8 +43,8 @@ export class SnapshotRejectedError extends Error {
   }
 }
 
-/** Credential name (proto) → file name; each file is named in the runtime config's credentials section. */
-const CREDENTIAL_FILES: Record<string, string> = {
+/** A route credential's name → its file; each file is named in the runtime config's credentials section. */
+const CREDENTIAL_FILES: Record<RouteCredentialName, string> = {
   openaiApiKey: 'openai-api-key',
   anthropicApiKey: 'anthropic-api-key',
   googleServiceAccount: 'google-service-account.json',
@@ -47,11 +55,11 @@ const CREDENTIAL_FILES: Record<string, string> = {
 
 const MAX_CREDENTIAL_BYTES = 64 * 1024;
 
-/** Audit sink secrets (`audit.<sink>.<field>`, operator/src/render-audit.ts) → audit-<sink>-<field> files. */
-const AUDIT_CREDENTIAL = /^audit\.([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)\.(bearerToken|caCertificate|credentials)$/;
+/** Audit sink secrets (`audit.<sink>.<field>`) → audit-<sink>-<field> files. */
+const AUDIT_CREDENTIAL = new RegExp(`^audit\\.([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)\\.(${AUDIT_CREDENTIAL_FIELDS.join('|')})$`);
 const AUDIT_FILE_PREFIX = 'audit-';
-/** Span store key files (`storage.<kind>.credentials`, operator/src/render.ts) → storage-<kind>-credentials.json. */
-const STORAGE_CREDENTIAL = /^storage\.(bigquery|firestore)\.credentials$/;
+/** Span store key files (`storage.<kind>.credentials`) → storage-<kind>-credentials.json. */
+const STORAGE_CREDENTIAL = new RegExp(`^storage\\.(${STORAGE_CREDENTIAL_KINDS.join('|')})\\.credentials$`);
 
 interface SnapshotFile {
   version: string;
@@ -80,7 +88,7 @@ export class SnapshotCache {
     if (audit) return join(this.credentialsDir, `${AUDIT_FILE_PREFIX}${audit[1]}-${audit[3]}`);
     const storage = STORAGE_CREDENTIAL.exec(name);
     if (storage) return join(this.credentialsDir, `storage-${storage[1]}-credentials.json`);
-    const file = Object.hasOwn(CREDENTIAL_FILES, name) ? CREDENTIAL_FILES[name] : undefined;
+    const file = Object.hasOwn(CREDENTIAL_FILES, name) ? CREDENTIAL_FILES[name as RouteCredentialName] : undefined;
     return file ? join(this.credentialsDir, file) : undefined;
   }
 
@@ -122,7 +130,7 @@ export class SnapshotCache {
     };
     await mkdir(this.stateDir, { recursive: true, mode: 0o700 });
     await atomicWrite(this.snapshotFile, Buffer.from(JSON.stringify(file, null, 2)));
-    for (const name of Object.keys(CREDENTIAL_FILES)) {
+    for (const name of Object.keys(CREDENTIAL_FILES) as RouteCredentialName[]) {
       if (!snapshot.credentialNames.includes(name)) await rm(this.credentialFile(name)!, { force: true });
     }
     const kept = new Set(snapshot.credentialNames.map((name) => this.credentialFile(name)));
@@ -180,17 +188,23 @@ export class SnapshotCache {
 
   #withCredentialFiles(patch: RuntimeConfigPatch, names: readonly string[]): RuntimeConfigPatch {
     const credentials = { ...patch.credentials };
-    if (names.includes('openaiApiKey')) credentials.openaiApiKeyFile = this.credentialFile('openaiApiKey')!;
-    if (names.includes('anthropicApiKey')) credentials.anthropicApiKeyFile = this.credentialFile('anthropicApiKey')!;
-    if (names.includes('googleServiceAccount')) credentials.googleCredentialsFile = this.credentialFile('googleServiceAccount')!;
-    if (names.includes('awsAccessKeyId') && names.includes('awsSecretAccessKey')) {
-      credentials.awsAccessKeyIdFile = this.credentialFile('awsAccessKeyId')!;
-      credentials.awsSecretAccessKeyFile = this.credentialFile('awsSecretAccessKey')!;
-      if (names.includes('awsSessionToken')) credentials.awsSessionTokenFile = this.credentialFile('awsSessionToken')!;
+    // Typed names: a credential the contract does not know is a compile error here, not a file nobody reads.
+    const file = (name: RouteCredentialName) => (names.includes(name) ? this.credentialFile(name) : undefined);
+    const openai = file('openaiApiKey');
+    if (openai) credentials.openaiApiKeyFile = openai;
+    const anthropic = file('anthropicApiKey');
+    if (anthropic) credentials.anthropicApiKeyFile = anthropic;
+    const google = file('googleServiceAccount');
+    if (google) credentials.googleCredentialsFile = google;
+    const [awsKeyId, awsSecret, awsSession] = [file('awsAccessKeyId'), file('awsSecretAccessKey'), file('awsSessionToken')];
+    if (awsKeyId && awsSecret) {
+      credentials.awsAccessKeyIdFile = awsKeyId;
+      credentials.awsSecretAccessKeyFile = awsSecret;
+      if (awsSession) credentials.awsSessionTokenFile = awsSession;
     }
     let withFiles = patch.audit ? { ...patch, audit: this.#withAuditFiles(patch.audit, names) } : patch;
-    for (const kind of ['bigquery', 'firestore'] as const) {
-      const name = `storage.${kind}.credentials`;
+    for (const kind of STORAGE_CREDENTIAL_KINDS) {
+      const name = storageCredentialName(kind);
       if (names.includes(name)) {
         withFiles = { ...withFiles, storage: { ...withFiles.storage, [kind]: { ...withFiles.storage?.[kind], credentialsFile: this.credentialFile(name)! } } };
       }
@@ -200,7 +214,8 @@ export class SnapshotCache {
 
   /** Points each audit sink at the files of the secrets the operator sent for it. */
   #withAuditFiles(audit: NonNullable<RuntimeConfigPatch['audit']>, names: readonly string[]): NonNullable<RuntimeConfigPatch['audit']> {
-    const file = (sink: string, field: string) => (names.includes(`audit.${sink}.${field}`) ? this.credentialFile(`audit.${sink}.${field}`) : undefined);
+    const file = (sink: string, field: AuditCredentialField) =>
+      names.includes(auditCredentialName(sink, field)) ? this.credentialFile(auditCredentialName(sink, field)) : undefined;
     return {
       ...audit,
       sinks: audit.sinks.map((sink) => {

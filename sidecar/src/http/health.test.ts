@@ -2,7 +2,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Lifecycle } from '../lifecycle.ts';
 import { openMemorySpanStore } from '../spans/memory-span-store.ts';
-import { sampleSpan } from '../spans/sample-span.ts';
+import { sampleSpan } from '../../../test/support/sample-span.ts';
 import { SpanStoreWriteError } from '../spans/span-store.ts';
 import { SpanWriter } from '../spans/span-writer.ts';
 import { healthCheck } from './health.ts';

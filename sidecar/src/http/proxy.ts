@@ -11,9 +11,9 @@ import { ProxyError } from '../errors.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall } from '../metering/call-outcome.ts';
-import type { ConfigStore } from '../config/config-store.ts';
+import type { ConfigSnapshot, ConfigStore } from '../config/config-store.ts';
 import { isJsonContentType, notJsonMessage } from '../inbound/json-content-type.ts';
-import { planUpstreamRequest } from '../routes/native-plan.ts';
+import { planUpstreamRequest, type UpstreamRequestPlan } from '../routes/native-plan.ts';
 import { ROUTE_MODULES } from '../routes/route-modules.ts';
 import { relayStream, responseExtractor } from '../relay.ts';
 import { isRouteName, ROUTE_NAMES, type RouteName } from '../../../contracts/routes.ts';
@@ -76,10 +76,10 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
   // Its own header, because providers answer with an x-request-id of their own that callers quote to them.
   res.setHeader('x-proxy-request-id', request.id);
   const trace = startSpanContext(headerValue(request.headers, 'traceparent'), headerValue(request.headers, 'tracestate'));
-  const { route: routeName, rest, query } = splitUrl(request.raw.url ?? '/');
-  if (!isRouteName(routeName)) {
+  const { route, rest, query } = splitUrl(request.raw.url ?? '/');
+  if (!isRouteName(route)) {
     const known = ROUTE_NAMES.join(', ');
-    sendProxyError(res, new ProxyError('unknown_route', `unknown route ${JSON.stringify(routeName)}: use /proxy/<route>/... with one of ${known}`), trace);
+    sendProxyError(res, new ProxyError('unknown_route', `unknown route ${JSON.stringify(route)}: use /proxy/<route>/... with one of ${known}`), trace);
     request.raw.resume();
     return;
   }
@@ -89,116 +89,186 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     request.raw.resume();
     return;
   }
-  const route: RouteName = routeName;
-  const module = ROUTE_MODULES[route];
-  // One config snapshot for the whole call: a config push mid-call changes nothing for this call.
-  const snapshot = opts.store.current();
-  const config = snapshot.config;
-  const callerUser = spanUserId(request, config.mode, null);
-  const projectHeader = headerValue(request.headers, 'x-tollgate-project') ?? null;
-  let call: MeteredCall | null = null;
-  // Aborts the upstream request when the caller goes away or its streamed body passes the limit or the deadline.
-  const abort = new AbortController();
-  // What the caller did to end the call early (a body over the limit or too slow, leaving): it names the
-  // span's error, since the upstream request then fails only because the proxy aborted it.
-  let callerError: ProxyError | null = null;
-  // Once the answer is being relayed, a caller who leaves no longer ends the exchange: the relay reads on for
-  // the usage the provider bills (ADR 1305).
-  let relaying = false;
-  res.once('close', () => {
-    if (answerFinished(res) || relaying) return;
-    callerError ??= callerLeft();
-    abort.abort(callerError);
-  });
+  await proxyCall({ request, res, opts, route, rest, query, trace, snapshot: opts.store.current(), caller: new CallerEnd(res) });
+}
+
+/** One call on a known route, and everything its steps share. */
+interface ProxyCall {
+  request: FastifyRequest;
+  res: ServerResponse;
+  opts: ProxyRoutesOptions;
+  route: RouteName;
+  rest: string;
+  query: string;
+  trace: TraceContext;
+  /** One config snapshot for the whole call: a config push mid-call changes nothing for this call. */
+  snapshot: ConfigSnapshot;
+  caller: CallerEnd;
+}
+
+/**
+ * How the caller ended the call early, if it did (a body over the limit or too slow, leaving): it names the
+ * span's error, since the upstream request then fails only because the proxy aborted it.
+ */
+class CallerEnd {
+  /** Aborts the upstream request when the caller goes away or its streamed body passes the limit or the deadline. */
+  readonly abort = new AbortController();
+  error: ProxyError | null = null;
+  /**
+   * Set once the answer is being relayed: a caller who leaves then no longer ends the exchange, since the relay
+   * reads on for the usage the provider bills (ADR 1305).
+   */
+  relaying = false;
+
+  constructor(res: ServerResponse) {
+    res.once('close', () => {
+      if (answerFinished(res) || this.relaying) return;
+      this.end(callerLeft());
+    });
+  }
+
+  end(error: ProxyError): void {
+    this.error ??= error;
+    this.abort.abort(this.error);
+  }
+}
+
+async function proxyCall(call: ProxyCall): Promise<void> {
+  const { opts, route, request } = call;
+  let metered: MeteredCall | null = null;
   let limiter: BodyLimit | null = null;
   const done = opts.lifecycle.track();
   try {
-    const limit = config.server.bodyLimitBytes;
-    let body: Buffer | null = null;
-    let bodyStream: Readable | null = null;
-    const withBody = hasBody(request.raw);
-    if (withBody && module.body === 'json' && !isJsonContentType(headerValue(request.headers, 'content-type'))) {
-      throw new ProxyError('unsupported_media_type', notJsonMessage(headerValue(request.headers, 'content-type')));
-    }
-    if (withBody && module.body !== 'stream') {
-      body = await readBoundedBody(request.raw, limit, config.server.requestTimeoutMs);
-    } else if (withBody) {
-      checkDeclaredLength(request.raw, limit);
-      const bodyLimit = new BodyLimit(limit, config.server.requestTimeoutMs);
-      limiter = bodyLimit;
-      // The limit can be passed before undici listens to the stream (credentials still loading): an
-      // 'error' nobody listens to would take the process down. The caller is answered 413 from the catch
-      // below; the rest of its body is read and dropped so it can read that answer. A body past its deadline
-      // is not drained (a trickle would hold on): the 408 closes the connection.
-      bodyLimit.once('error', (error: Error) => {
-        const failure = error instanceof ProxyError ? error : new ProxyError('invalid_request', `request body failed: ${error.message}`);
-        callerError ??= failure;
-        request.raw.unpipe(bodyLimit);
-        if (failure.code === 'client_timeout') request.raw.pause();
-        else request.raw.resume();
-        abort.abort(failure);
-      });
-      bodyStream = request.raw.pipe(bodyLimit);
-    }
-    const plan = planUpstreamRequest(route, { method: request.method, rest, query, body, upstream: config.upstreams[route], env: opts.env ?? process.env });
-    call = opts.meter.start({
-      route,
-      provider: module.provider,
-      model: plan.model,
-      operation: plan.operation,
-      userId: spanUserId(request, config.mode, plan.bodyUserId),
-      projectId: projectHeader ?? config.upstreams[route]?.project ?? null,
-      requestId: request.id,
-      trace,
-    });
-    // A spent budget refuses the call here, from memory, before anything goes upstream (ADR 1300).
-    const refusal = budgetRefusalFor(opts.budgets, call.call, Date.now());
-    if (refusal) {
-      call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
-      if (bodyStream) request.raw.unpipe();
-      request.raw.resume();
-      sendBudgetRefusal(res, module.errors, refusal, trace);
-      return;
-    }
-    const headers = upstreamRequestHeaders(request.headers, plan.body === null && bodyStream !== null);
-    headers.traceparent = formatTraceparent(trace);
-    if (trace.tracestate) headers.tracestate = trace.tracestate;
-    if (plan.body !== null && plan.body !== body) headers['content-type'] = 'application/json';
-
-    const upstream = await opts.client.send(config, {
-      route,
+    const body = await callBody(call);
+    limiter = body.limiter;
+    const plan = planUpstreamRequest(route, {
       method: request.method,
-      path: plan.path,
-      headers,
-      body: plan.body ?? bodyStream,
-      signal: abort.signal,
+      rest: call.rest,
+      query: call.query,
+      body: body.bytes,
+      upstream: call.snapshot.config.upstreams[route],
+      env: opts.env ?? process.env,
     });
-    call.attachUpstream(upstream.timing);
-    const headersOut = downstreamResponseHeaders(upstream.headers, plan.stripInjectedUsage);
-    Object.assign(headersOut, spanHeaders(trace));
-    const extractor = responseExtractor(module.spec.format, upstream, plan.stripInjectedUsage, request.log as unknown as Logger);
-    relaying = true;
-    const sentBody = plan.body ?? body;
-    const estimateInput = () => estimateInputTokens(sentBody, sentBody === null ? (limiter?.bytes ?? 0) : sentBody.length);
-    await relayStream({ res, upstream, call, prices: snapshot.prices, extractor, headers: headersOut, estimateInput });
+    metered = startMetering(call, plan);
+    if (refusedOverBudget(call, metered, body.stream !== null)) return;
+    await forward(call, metered, plan, body);
   } catch (error) {
-    const proxyError = callerError ?? (error instanceof ProxyError ? error : toProxyError(route, error));
-    // Refused before the call was planned (body over the limit, bad JSON, a path that leaves the base):
-    // still one span, so every answer's X-Proxy-Span-Id can be looked up.
-    call ??= opts.meter.start({
-      route,
-      provider: module.provider,
-      model: 'unknown',
-      operation: 'chat',
-      userId: callerUser,
-      projectId: projectHeader,
-      requestId: request.id,
-      trace,
-    });
-    finishFailedCall(call, snapshot.prices, proxyError, res);
-    sendProxyError(res, proxyError, trace);
+    failCall(call, metered, error);
   } finally {
     limiter?.stopDeadline();
     done();
   }
+}
+
+interface CallBody {
+  /** The body read whole, for a route that reads or parses it. */
+  bytes: Buffer | null;
+  /** The body streamed through its limit, for a route that passes it on unread. */
+  stream: Readable | null;
+  limiter: BodyLimit | null;
+}
+
+/** Reads the body, or streams it through its size and time limits, as the route's module asks (`body`). */
+async function callBody(call: ProxyCall): Promise<CallBody> {
+  const { request, caller } = call;
+  const { server } = call.snapshot.config;
+  const module = ROUTE_MODULES[call.route];
+  if (!hasBody(request.raw)) return { bytes: null, stream: null, limiter: null };
+  if (module.body === 'json' && !isJsonContentType(headerValue(request.headers, 'content-type'))) {
+    throw new ProxyError('unsupported_media_type', notJsonMessage(headerValue(request.headers, 'content-type')));
+  }
+  if (module.body !== 'stream') return { bytes: await readBoundedBody(request.raw, server.bodyLimitBytes, server.requestTimeoutMs), stream: null, limiter: null };
+  checkDeclaredLength(request.raw, server.bodyLimitBytes);
+  const limiter = new BodyLimit(server.bodyLimitBytes, server.requestTimeoutMs);
+  // The limit can be passed before undici listens to the stream (credentials still loading): an 'error' nobody
+  // listens to would take the process down. The caller is answered 413 from the call's catch; the rest of its
+  // body is read and dropped so it can read that answer. A body past its deadline is not drained (a trickle
+  // would hold on): the 408 closes the connection.
+  limiter.once('error', (error: Error) => {
+    const failure = error instanceof ProxyError ? error : new ProxyError('invalid_request', `request body failed: ${error.message}`);
+    request.raw.unpipe(limiter);
+    if (failure.code === 'client_timeout') request.raw.pause();
+    else request.raw.resume();
+    caller.end(failure);
+  });
+  return { bytes: null, stream: request.raw.pipe(limiter), limiter };
+}
+
+function startMetering(call: ProxyCall, plan: UpstreamRequestPlan): MeteredCall {
+  const { request, route, snapshot } = call;
+  const { config } = snapshot;
+  return call.opts.meter.start({
+    route,
+    provider: ROUTE_MODULES[route].provider,
+    model: plan.model,
+    operation: plan.operation,
+    userId: spanUserId(request, config.mode, plan.bodyUserId),
+    projectId: projectOf(call) ?? config.upstreams[route]?.project ?? null,
+    requestId: request.id,
+    trace: call.trace,
+  });
+}
+
+/** The caller's project header, which wins over the route's configured project. */
+function projectOf(call: ProxyCall): string | null {
+  return headerValue(call.request.headers, 'x-tollgate-project') ?? null;
+}
+
+/** A spent budget refuses the call here, from memory, before anything goes upstream (ADR 1300). */
+function refusedOverBudget(call: ProxyCall, metered: MeteredCall, streaming: boolean): boolean {
+  const refusal = budgetRefusalFor(call.opts.budgets, metered.call, Date.now());
+  if (!refusal) return false;
+  metered.finish({ prices: call.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
+  if (streaming) call.request.raw.unpipe();
+  call.request.raw.resume();
+  sendBudgetRefusal(call.res, ROUTE_MODULES[call.route].errors, refusal, call.trace);
+  return true;
+}
+
+/** Sends the planned request upstream and relays the answer while its usage is read. */
+async function forward(call: ProxyCall, metered: MeteredCall, plan: UpstreamRequestPlan, body: CallBody): Promise<void> {
+  const { request, route, trace, snapshot } = call;
+  const headers = upstreamRequestHeaders(request.headers, plan.body === null && body.stream !== null);
+  headers.traceparent = formatTraceparent(trace);
+  if (trace.tracestate) headers.tracestate = trace.tracestate;
+  if (plan.body !== null && plan.body !== body.bytes) headers['content-type'] = 'application/json';
+  const upstream = await call.opts.client.send(snapshot.config, {
+    route,
+    method: request.method,
+    path: plan.path,
+    headers,
+    body: plan.body ?? body.stream,
+    signal: call.caller.abort.signal,
+  });
+  metered.attachUpstream(upstream.timing);
+  const headersOut = downstreamResponseHeaders(upstream.headers, plan.stripInjectedUsage);
+  Object.assign(headersOut, spanHeaders(trace));
+  const extractor = responseExtractor(ROUTE_MODULES[route].spec.format, upstream, plan.stripInjectedUsage, request.log as unknown as Logger);
+  call.caller.relaying = true;
+  const sent = plan.body ?? body.bytes;
+  const estimateInput = () => estimateInputTokens(sent, sent === null ? (body.limiter?.bytes ?? 0) : sent.length);
+  await relayStream({ res: call.res, upstream, call: metered, prices: snapshot.prices, extractor, headers: headersOut, estimateInput });
+}
+
+/**
+ * The call failed: still one span, so every answer's X-Proxy-Span-Id can be looked up, even when it was refused
+ * before it was planned (body over the limit, bad JSON, a path that leaves the base).
+ */
+function failCall(call: ProxyCall, metered: MeteredCall | null, error: unknown): void {
+  const { request, route, snapshot } = call;
+  const proxyError = call.caller.error ?? (error instanceof ProxyError ? error : toProxyError(route, error));
+  const failed =
+    metered ??
+    call.opts.meter.start({
+      route,
+      provider: ROUTE_MODULES[route].provider,
+      model: 'unknown',
+      operation: 'chat',
+      userId: spanUserId(request, snapshot.config.mode, null),
+      projectId: projectOf(call),
+      requestId: request.id,
+      trace: call.trace,
+    });
+  finishFailedCall(failed, snapshot.prices, proxyError, call.res);
+  sendProxyError(call.res, proxyError, call.trace);
 }

@@ -12,6 +12,7 @@ import { proxyErrorBody } from '../translate/openai-error.ts';
 import { HostAllowList } from '../../../contracts/allowed-hosts.ts';
 import { isSameOrigin, OriginPolicy } from '../../../contracts/origin-policy.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
+import { PROXY_ENV } from '../../../contracts/sidecar-env.ts';
 
 export interface InboundPolicy {
   hosts: HostAllowList;
@@ -23,7 +24,7 @@ export type InboundVerdict = { refusal: ProxyError } | { refusal: null; corsOrig
 /** The engine's policy: its listen address, its own names, the pod's IP (TOLLGATE_POD_IP) and the config's lists. */
 export function inboundPolicy(server: Pick<ServerConfig, 'host' | 'allowedHosts' | 'allowedOrigins'>, env: NodeJS.ProcessEnv): InboundPolicy {
   return {
-    hosts: new HostAllowList({ listenHost: server.host, allowedHosts: server.allowedHosts, podIp: env.TOLLGATE_POD_IP }),
+    hosts: new HostAllowList({ listenHost: server.host, allowedHosts: server.allowedHosts, podIp: env[PROXY_ENV.podIp] }),
     origins: new OriginPolicy(server.allowedOrigins),
   };
 }

@@ -183,17 +183,31 @@ export class MeteredCall implements CallTimings {
    */
   finish(end: CallEnd): Span {
     if (this.#finished) return this.#finished;
-    const { call } = this;
     const problems: string[] = [];
-    let usage = end.usage;
+    const usage = this.#plausible(end.usage, problems);
+    const cost = this.#cost(end, usage);
+    if (cost.failure !== undefined) problems.push(`metering_failed: ${cost.failure}`);
+    const span = this.#span(end, usage, cost, problems);
+    this.#finished = span;
+    this.#writer.record(span);
+    // Charged what the span says it cost, whatever its status: an aborted stream still cost what it used.
+    if (span.userId !== null && span.costUsd > 0) this.#spend?.charge(span.userId, span.costUsd, Date.now());
+    logCall(this.#logger, span, usage !== null && !cost.priced && cost.failure === undefined);
+    this.#notify(span, cost.model ?? null);
+    return span;
+  }
+
+  /** The usage, unless it cannot be true (then the problem is noted and the usage not recorded). */
+  #plausible(usage: TokenUsage | null, problems: string[]): TokenUsage | null {
     const implausible = usage ? implausibleUsage(usage) : null;
-    if (implausible !== null) {
-      this.#stats.implausibleUsage++;
-      problems.push(`usage_implausible: ${implausible}; usage not recorded`);
-      usage = null;
-    }
-    const { costUsd, priced, failure, model } = this.#cost(end, usage);
-    if (failure !== undefined) problems.push(`metering_failed: ${failure}`);
+    if (implausible === null) return usage;
+    this.#stats.implausibleUsage++;
+    problems.push(`usage_implausible: ${implausible}; usage not recorded`);
+    return null;
+  }
+
+  #span(end: CallEnd, usage: TokenUsage | null, cost: { costUsd: number; priced: boolean }, problems: string[]): Span {
+    const { call } = this;
     // The connection went because shutdown cut it at the drain deadline, not because the caller left.
     const cutByShutdown = end.status === 'client_aborted' && this.#shutdown.cutting;
     const waited = this.#shutdown.drainTimeoutMs !== undefined ? ` after waiting ${this.#shutdown.drainTimeoutMs} ms for the call to finish` : '';
@@ -201,7 +215,7 @@ export class MeteredCall implements CallTimings {
     const error = [cause, ...problems].filter((text) => text).join('; ') || null;
     // A call whose usage could not be metered is not a clean record, whatever the caller received.
     const status = cutByShutdown || (problems.length > 0 && end.status === 'ok') ? 'error' : end.status;
-    const span: Span = {
+    return {
       spanId: call.trace.spanId,
       traceId: call.trace.traceId,
       parentSpanId: call.trace.parentSpanId,
@@ -214,14 +228,9 @@ export class MeteredCall implements CallTimings {
       userId: call.userId,
       projectId: call.projectId,
       requestId: call.requestId,
-      inputTokens: usage?.inputTokens ?? 0,
-      outputTokens: usage?.outputTokens ?? 0,
-      totalTokens: usage?.totalTokens ?? 0,
-      cachedTokens: usage?.cacheReadTokens ?? 0,
-      cacheWriteTokens: usage?.cacheWriteTokens ?? 0,
-      reasoningTokens: usage?.reasoningTokens ?? 0,
-      costUsd,
-      priced,
+      ...spanTokens(usage),
+      costUsd: cost.costUsd,
+      priced: cost.priced,
       usageEstimated: usage !== null && end.usageEstimated === true,
       durationMs: Math.round(((this.#finishedAt = performance.now()) - this.#startedAt) * 1000) / 1000,
       status,
@@ -229,45 +238,18 @@ export class MeteredCall implements CallTimings {
       error,
       startTime: new Date(this.#startTime).toISOString(),
     };
-    this.#finished = span;
-    this.#writer.record(span);
-    // Charged what the span says it cost, whatever its status: an aborted stream still cost what it used.
-    if (span.userId !== null && span.costUsd > 0) this.#spend?.charge(span.userId, span.costUsd, Date.now());
-    const level = span.status === 'ok' ? 'info' : 'warn';
-    this.#logger[level](
-      {
-        request_id: span.requestId,
-        trace_id: span.traceId,
-        span_id: span.spanId,
-        route: span.route,
-        provider: span.provider,
-        model: span.model,
-        user_id: span.userId,
-        status: span.status,
-        status_code: span.statusCode,
-        input_tokens: span.inputTokens,
-        output_tokens: span.outputTokens,
-        cached_tokens: span.cachedTokens,
-        total_tokens: span.totalTokens,
-        cost_usd: span.costUsd,
-        priced: span.priced,
-        ...(span.usageEstimated ? { usage_estimated: true } : {}),
-        latency_ms: span.durationMs,
-        ...(span.error ? { error: span.error } : {}),
-        ...(usage && !priced && failure === undefined ? { pricing: `no price for ${span.provider} model ${span.model}: cost recorded as 0` } : {}),
-      },
-      'llm call',
-    );
-    const sampled = call.trace.flags === '01';
+  }
+
+  /** Tells the observers (metrics, OTLP export); an observer is reporting, not metering: its fault is logged, never thrown. */
+  #notify(span: Span, model: string | null): void {
+    const sampled = this.call.trace.flags === '01';
     for (const observer of this.#observers) {
       try {
-        observer.callFinished(span, model ?? null, this, sampled);
+        observer.callFinished(span, model, this, sampled);
       } catch (error) {
-        // An observer is reporting, not metering: its fault is logged, never thrown into a response listener.
         this.#logger.error({ err: (error as Error).message, request_id: span.requestId }, 'call observer failed');
       }
     }
-    return span;
   }
 
   #cost(end: CallEnd, usage: TokenUsage | null): { costUsd: number; priced: boolean; failure?: string; model?: string | undefined } {
@@ -303,4 +285,44 @@ export class MeteredCall implements CallTimings {
       return { costUsd: 0, priced: false, failure: message };
     }
   }
+}
+
+function spanTokens(usage: TokenUsage | null): Pick<Span, 'inputTokens' | 'outputTokens' | 'totalTokens' | 'cachedTokens' | 'cacheWriteTokens' | 'reasoningTokens'> {
+  return {
+    inputTokens: usage?.inputTokens ?? 0,
+    outputTokens: usage?.outputTokens ?? 0,
+    totalTokens: usage?.totalTokens ?? 0,
+    cachedTokens: usage?.cacheReadTokens ?? 0,
+    cacheWriteTokens: usage?.cacheWriteTokens ?? 0,
+    reasoningTokens: usage?.reasoningTokens ?? 0,
+  };
+}
+
+/** The `llm call` line, one per call; `unpriced` adds why its cost is 0. */
+function logCall(logger: Logger, span: Span, unpriced: boolean): void {
+  const level = span.status === 'ok' ? 'info' : 'warn';
+  logger[level](
+    {
+      request_id: span.requestId,
+      trace_id: span.traceId,
+      span_id: span.spanId,
+      route: span.route,
+      provider: span.provider,
+      model: span.model,
+      user_id: span.userId,
+      status: span.status,
+      status_code: span.statusCode,
+      input_tokens: span.inputTokens,
+      output_tokens: span.outputTokens,
+      cached_tokens: span.cachedTokens,
+      total_tokens: span.totalTokens,
+      cost_usd: span.costUsd,
+      priced: span.priced,
+      ...(span.usageEstimated ? { usage_estimated: true } : {}),
+      latency_ms: span.durationMs,
+      ...(span.error ? { error: span.error } : {}),
+      ...(unpriced ? { pricing: `no price for ${span.provider} model ${span.model}: cost recorded as 0` } : {}),
+    },
+    'llm call',
+  );
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { familyTypes, parseSamples, sampleValue } from '../../../test/support/prometheus-text.ts';
-import { sampleSpan } from '../spans/sample-span.ts';
+import { sampleSpan } from '../../../test/support/sample-span.ts';
 import type { SpanWriterStats } from '../spans/span-writer.ts';
 import { parseBudgetPolicies } from '../../../contracts/budget-config.ts';
 import { PolicySet } from '../../../contracts/budget-policies.ts';

@@ -294,6 +294,11 @@ export class ProxyMetrics implements CallObserver {
         for (const sink of audit()) queue.set({ sink: sink.name, kind: sink.kind }, sink.queueDepth);
       },
     });
+    this.#budgetMetrics(r);
+    if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: r });
+  }
+
+  #budgetMetrics(r: Registry<RegistryContentType>): void {
     // One pass over the budgets in memory feeds both families (ADR 1306), so a scrape costs the same however many
     // users the ledger holds. User ids appear only with metrics.perUser, like every other per-user series: the
     // budgets API that shows them is for admins, and so are they. Without it, one series per policy carries the
@@ -326,7 +331,6 @@ export class ProxyMetrics implements CallObserver {
     });
     // Registered after the ratio, whose collect fills it.
     r.registerMetric(budgetUsers);
-    if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: r });
   }
 
   watch(sources: ProxyMetricSources): void {

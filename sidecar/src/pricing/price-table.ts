@@ -10,7 +10,7 @@ import { normaliseModelId } from './model-id.ts';
 import type { CacheSettings, PriceEntry } from '../../../contracts/price-entry.ts';
 
 export { PriceEntryError } from '../../../contracts/price-entry-error.ts';
-export { parsePriceEntries, parsePriceEntry } from '../../../contracts/parse-price-entry.ts';
+export { parsePriceEntry } from '../../../contracts/parse-price-entry.ts';
 
 function ids(entry: PriceEntry): string[] {
   return [entry.model, ...(entry.aliases ?? [])];

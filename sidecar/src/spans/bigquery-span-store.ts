@@ -67,12 +67,11 @@ interface InsertAllResponse {
   insertErrors?: { index?: number; errors?: { reason?: string; message?: string }[] }[];
 }
 
-export function openBigQuerySpanStore(settings: BigQueryStorageSettings, options: BigQuerySpanStoreOptions): SpanStore {
-  const { logger } = options;
+function bigQueryClient(settings: BigQueryStorageSettings, options: BigQuerySpanStoreOptions): BigQuery {
   // `timeout` (per HTTP request) is a ServiceOptions field of @google-cloud/common that BigQueryOptions does not
   // re-declare; without it a black-holed endpoint holds a batch for the library's 60 s.
   const requestTimeout = { timeout: options.timeoutMs ?? 30_000 } as object;
-  const client = new BigQuery({
+  return new BigQuery({
     ...(settings.projectId ? { projectId: settings.projectId } : {}),
     ...(settings.location ? { location: settings.location } : {}),
     ...(settings.apiEndpoint ? { apiEndpoint: settings.apiEndpoint } : {}),
@@ -81,6 +80,20 @@ export function openBigQuerySpanStore(settings: BigQueryStorageSettings, options
     autoRetry: false,
     ...requestTimeout,
   });
+}
+
+/** Rows insertAll refused: `invalid` rows will be refused again (not retryable); `stopped` rows only waited on those. */
+function refusedRows(response: InsertAllResponse, name: string): SpanStoreWriteError | undefined {
+  const reasons = (response.insertErrors ?? []).flatMap((row) => row.errors ?? []);
+  if (reasons.length === 0) return undefined;
+  const invalid = reasons.find((r) => r.reason === 'invalid');
+  const first = invalid ?? reasons.find((r) => r.reason !== 'stopped') ?? reasons[0];
+  return new SpanStoreWriteError(`BigQuery refused rows of ${name}: ${first?.reason ?? 'unknown'}: ${first?.message ?? ''}`, invalid === undefined);
+}
+
+export function openBigQuerySpanStore(settings: BigQueryStorageSettings, options: BigQuerySpanStoreOptions): SpanStore {
+  const { logger } = options;
+  const client = bigQueryClient(settings, options);
   const name = `${settings.dataset}.${settings.table}`;
   const table = client.dataset(settings.dataset).table(settings.table);
   let prepared: Promise<Table> | undefined;
@@ -134,13 +147,8 @@ export function openBigQuerySpanStore(settings: BigQueryStorageSettings, options
         if (code === 404) prepared = undefined;
         throw new SpanStoreWriteError(`BigQuery insertAll into ${name} failed: ${(error as Error).message}`, code === undefined || RETRYABLE_HTTP.has(code), { cause: error });
       }
-      const reasons = (response.insertErrors ?? []).flatMap((row) => row.errors ?? []);
-      if (reasons.length > 0) {
-        // `invalid` rows will be refused again; `stopped` rows only waited on those.
-        const invalid = reasons.find((r) => r.reason === 'invalid');
-        const first = invalid ?? reasons.find((r) => r.reason !== 'stopped') ?? reasons[0];
-        throw new SpanStoreWriteError(`BigQuery refused rows of ${name}: ${first?.reason ?? 'unknown'}: ${first?.message ?? ''}`, invalid === undefined);
-      }
+      const refused = refusedRows(response, name);
+      if (refused) throw refused;
     },
     async recent(limit) {
       const n = Math.max(0, Math.trunc(limit));

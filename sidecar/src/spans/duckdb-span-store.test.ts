@@ -5,7 +5,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { describeSpanStoreConformance } from '../../../test/support/span-store-conformance.ts';
 import { openDuckDbSpanStore } from './duckdb-span-store.ts';
-import { sampleSpan } from './sample-span.ts';
+import { sampleSpan } from '../../../test/support/sample-span.ts';
 import { SPAN_COLUMN_NAMES } from './span-columns.ts';
 
 let dir: string;

@@ -1,7 +1,7 @@
 import { describeSpanStoreConformance } from '../../../test/support/span-store-conformance.ts';
 import { describe, expect, it } from 'vitest';
 import { openMemorySpanStore } from './memory-span-store.ts';
-import { sampleSpan } from './sample-span.ts';
+import { sampleSpan } from '../../../test/support/sample-span.ts';
 
 describe('memory span store', () => {
   it('keeps only the newest spans up to its capacity, newest first by start time', async () => {

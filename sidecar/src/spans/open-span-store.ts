@@ -7,9 +7,10 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { StorageConfig } from '../../../contracts/runtime-config.ts';
-import { REMOTE_STORAGE_KINDS, STORAGE_DEFAULTS } from '../../../contracts/storage-config.ts';
+import { STORAGE_DEFAULTS } from '../../../contracts/storage-config.ts';
 import type { SpanStore } from './span-store.ts';
 import type { SpanRetryPolicy } from './span-writer.ts';
+import { PROXY_ENV } from '../../../contracts/sidecar-env.ts';
 
 export interface OpenedSpanStore {
   kind: StorageConfig['kind'];
@@ -38,7 +39,8 @@ export const REMOTE_STORE_RETRY: SpanRetryPolicy = { maxAttempts: 8, initialBack
 /** The DuckDB file: storage.duckdb.path, else spans.duckdb in the pod's state directory, else ./tollgate.duckdb. */
 export function duckDbPath(storage: StorageConfig, env: NodeJS.ProcessEnv): string {
   if (storage.duckdb?.path) return storage.duckdb.path;
-  return env.TOLLGATE_STATE_DIR ? join(env.TOLLGATE_STATE_DIR, STORAGE_DEFAULTS.duckdbPodFile) : STORAGE_DEFAULTS.duckdbFile;
+  const stateDir = env[PROXY_ENV.stateDir];
+  return stateDir ? join(stateDir, STORAGE_DEFAULTS.duckdbPodFile) : STORAGE_DEFAULTS.duckdbFile;
 }
 
 /** Opens the configured store. Throws ConfigError for missing settings and SpanStoreOpenError for a file that cannot be opened. */
@@ -76,8 +78,4 @@ export async function openSpanStore(storage: StorageConfig, options: OpenSpanSto
       return { kind: 'firestore', store, location: `collection ${settings.collection}`, ...remote };
     }
   }
-}
-
-export function isRemoteKind(kind: StorageConfig['kind']): boolean {
-  return REMOTE_STORAGE_KINDS.includes(kind);
 }

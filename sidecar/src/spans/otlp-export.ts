@@ -12,22 +12,18 @@ import { OTLPTraceExporter as HttpProtobufTraceExporter } from '@opentelemetry/e
 import { defaultResource, detectResources, envDetector, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
-import type { RouteName } from '../../../contracts/routes.ts';
+import { ROUTES } from '../../../contracts/routes.ts';
 import type { Span } from './span.ts';
 import type { OtlpSettings, OtlpStats } from './otlp-settings.ts';
 
-/** gen_ai.provider.name for a route: the service that runs the model (OpenTelemetry GenAI conventions). */
-const PROVIDER_NAME: Record<RouteName | 'v1', string> = {
-  alpha: 'gcp.vertex_ai',
-  'alpha-compat': 'gcp.vertex_ai',
-  beta: 'openai',
-  gamma: 'gcp.vertex_ai',
-  'gamma-cloud': 'gcp.vertex_ai',
-  'gamma-direct': 'anthropic',
-  'gamma-cloudb': 'aws.bedrock',
-  local: 'ollama', // not a listed value: the local runtime's API is Ollama's (ADR 1401)
-  v1: 'tollgate',
-};
+/**
+ * gen_ai.provider.name: the service that runs the model (the route table's `genAiProvider`). A /v1 call is
+ * answered through Tollgate's translation, except a local model's; the local runtime is not a listed value.
+ */
+function genAiProviderName(span: Span): string {
+  if (span.provider === 'local') return 'local';
+  return span.route === 'v1' ? 'tollgate' : ROUTES[span.route].genAiProvider;
+}
 
 function hrTime(epochMs: number): HrTime {
   const seconds = Math.floor(epochMs / 1000);
@@ -92,7 +88,7 @@ class ExportedSpan implements ReadableSpan {
     const span = this.#span;
     const attributes: Attributes = {
       'gen_ai.operation.name': span.operation,
-      'gen_ai.provider.name': span.provider === 'local' ? 'local' : PROVIDER_NAME[span.route],
+      'gen_ai.provider.name': genAiProviderName(span),
       'gen_ai.request.model': span.model,
       'gen_ai.usage.input_tokens': span.inputTokens,
       'gen_ai.usage.output_tokens': span.outputTokens,

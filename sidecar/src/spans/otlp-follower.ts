@@ -14,6 +14,7 @@ import type { CallObserver, CallTimings } from '../metering/call-meter.ts';
 import type { OtlpSpanExport } from './otlp-export.ts';
 import { resolveOtlpSettings, type OtlpSettings, type OtlpStats } from './otlp-settings.ts';
 import type { Span } from './span.ts';
+import { PROXY_ENV } from '../../../contracts/sidecar-env.ts';
 
 type ExportModule = typeof import('./otlp-export.ts');
 
@@ -41,8 +42,8 @@ export interface OtlpFollowerOptions {
 export function processResource(env: NodeJS.ProcessEnv, mode: RuntimeConfig['mode']): Attributes {
   return {
     'service.name': mode === 'server' ? 'tollgate-server' : 'tollgate-proxy',
-    ...(env.TOLLGATE_POD_NAME ? { 'k8s.pod.name': env.TOLLGATE_POD_NAME } : {}),
-    ...(env.TOLLGATE_POD_NAMESPACE ? { 'k8s.namespace.name': env.TOLLGATE_POD_NAMESPACE } : {}),
+    ...(env[PROXY_ENV.podName] ? { 'k8s.pod.name': env[PROXY_ENV.podName] } : {}),
+    ...(env[PROXY_ENV.podNamespace] ? { 'k8s.namespace.name': env[PROXY_ENV.podNamespace] } : {}),
   };
 }
 

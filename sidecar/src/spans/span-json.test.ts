@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sampleSpan } from './sample-span.ts';
+import { sampleSpan } from '../../../test/support/sample-span.ts';
 import { spanToJson } from './span-json.ts';
 
 describe('spanToJson', () => {

@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { openMemorySpanStore } from './memory-span-store.ts';
-import { sampleSpan } from './sample-span.ts';
+import { sampleSpan } from '../../../test/support/sample-span.ts';
 import type { Span } from './span.ts';
 import { type LocalSpanStore, type SpanStore, SpanStoreWriteError } from './span-store.ts';
 import { DROP_LOG_INTERVAL_MS, SpanWriter } from './span-writer.ts';
@@ -148,6 +148,9 @@ describe('SpanWriter', () => {
   it('reports every drop: the end of a burst comes in the next line, at the latest when the writer closes', async () => {
     const { logger, lines } = capturedLogger();
     let clock = 1_000_000;
+    // The writer's timer is faked (setImmediate is not: turns() still lets promises settle), so "it ticked" is
+    // an advance of the fake clock rather than a sleep.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
     const w = new SpanWriter(stuckStore(), { bufferSize: 10, batchSize: 10, flushIntervalMs: 5 }, logger, () => clock);
     const full = () => lines.filter((l) => l.msg === 'span processor buffer full');
     for (const s of spans(10)) w.record(s);
@@ -156,10 +159,10 @@ describe('SpanWriter', () => {
     await turns(1);
     expect(full().map((l) => l.droppedSinceLastLog)).toEqual([1600]);
     for (let i = 0; i < 30; i++) w.record(sampleSpan()); // dropping goes on
-    await new Promise((r) => setTimeout(r, 20)); // the writer's timer ticks; the interval has not passed
+    await vi.advanceTimersByTimeAsync(20); // the writer's timer ticks; the drop-log interval has not passed
     expect(full()).toHaveLength(1);
     clock += DROP_LOG_INTERVAL_MS;
-    for (let i = 0; i < 100 && full().length < 2; i++) await new Promise((r) => setTimeout(r, 5));
+    await vi.advanceTimersByTimeAsync(5); // the next tick logs what was dropped since
     expect(full()[1]).toMatchObject({ dropped: 1630, droppedSinceLastLog: 30 });
     for (let i = 0; i < 7; i++) w.record(sampleSpan()); // the burst's tail, then quiet until close
     const closing = w.close();

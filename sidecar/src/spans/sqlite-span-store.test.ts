@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { sampleSpan } from './sample-span.ts';
+import { sampleSpan } from '../../../test/support/sample-span.ts';
 import type { LocalSpanStore as SpanStore } from './span-store.ts';
 import { SPAN_SCHEMA_VERSION } from './sqlite-span-schema.ts';
 import { INLINE_ROWS_PER_TURN, openSqliteSpanStore } from './sqlite-span-store.ts';

@@ -43,5 +43,3 @@ export interface ChatExtensions {
   /** At most one tool call per answer: the provider is told where it can be, the gateway keeps the first elsewhere. */
   singleToolCall: boolean;
 }
-
-export const NO_EXTENSIONS: ChatExtensions = { returnReasoning: false, singleToolCall: false };

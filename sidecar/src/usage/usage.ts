@@ -18,18 +18,6 @@ export interface TokenUsage {
   totalTokens: number;
 }
 
-export function emptyUsage(): TokenUsage {
-  return {
-    inputTokens: 0,
-    outputTokens: 0,
-    cacheReadTokens: 0,
-    cacheWriteTokens: 0,
-    cacheWrite1hTokens: 0,
-    reasoningTokens: 0,
-    totalTokens: 0,
-  };
-}
-
 /** What an extractor learned from one response. `usage` is null when the response carried none. */
 export interface UsageResult {
   usage: TokenUsage | null;

@@ -3,7 +3,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { eventTarget } from '../events/event-target.ts';
-import type { EventRecorder } from '../events/event-recorder.ts';
+import type { PodEventQueue } from '../events/pod-event-queue.ts';
 import { planInjection, type InjectionDecision } from '../inject.ts';
 import type { SidecarDefaults } from '../sidecar-settings.ts';
 import { allow, responseFor, type AdmissionRequest, type AdmissionResponse } from './admission-review.ts';
@@ -20,7 +20,7 @@ export interface PodAdmissionDeps {
   operatorCaPem(): string;
   nativeSidecarSupported(): boolean;
   namespaceLabels: NamespaceLabelLookup;
-  events?: EventRecorder;
+  events?: PodEventQueue;
   /** Whether the pod's ProxyConfig enables audit; absent: never. */
   auditEnabled?: AuditLookup;
   /** The chart's audit.hostSocket: the Tetragon socket directory to mount, or undefined when not allowed. */

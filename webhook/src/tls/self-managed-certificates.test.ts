@@ -44,8 +44,9 @@ describe('self-managed webhook certificates', () => {
       await expect(certificates.reconcile()).rejects.toThrow('apiserver is shutting down');
       // A second pass queues behind the failed one and fails on its own, not with the first one's error.
       await expect(certificates.reconcile('serving')).rejects.toThrow('apiserver is shutting down');
-      // Unhandled rejections are reported after the microtask queue drains.
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Node emits 'unhandledRejection' for a promise left unhandled as soon as the microtask queue drains at the
+      // end of the current turn of the event loop; the next turn (setImmediate) comes after that report, if any.
+      await new Promise((resolve) => setImmediate(resolve));
       expect(unhandled).toEqual([]);
     } finally {
       process.off('unhandledRejection', onUnhandled);

@@ -42,19 +42,26 @@ export interface SelfManagedCertificates {
 }
 
 export function selfManagedCertificates(opts: SelfManagedCertificateOptions): SelfManagedCertificates {
-  const { api } = opts;
-  const secrets = `/api/v1/namespaces/${encodeURIComponent(opts.namespace)}/secrets`;
-  const secretPath = `${secrets}/${encodeURIComponent(opts.secretName)}`;
-  const configurationPath = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${encodeURIComponent(opts.webhookConfigurationName)}`;
-  const log = opts.logger.child({ component: 'webhook-certificates' });
-  let timer: NodeJS.Timeout | undefined;
-  let servedCertPem: string | undefined;
-  let published = '';
-  let running: Promise<void> | undefined;
+  return new CertificateReconciler(opts);
+}
 
-  async function readSecret(): Promise<V1Secret | undefined> {
+/** The Secret that holds the CA and serving certificate, shared by every replica. */
+class CertificateSecret {
+  readonly #api: KubeApi;
+  readonly #opts: SelfManagedCertificateOptions;
+  readonly #collection: string;
+  readonly #path: string;
+
+  constructor(opts: SelfManagedCertificateOptions) {
+    this.#api = opts.api;
+    this.#opts = opts;
+    this.#collection = `/api/v1/namespaces/${encodeURIComponent(opts.namespace)}/secrets`;
+    this.#path = `${this.#collection}/${encodeURIComponent(opts.secretName)}`;
+  }
+
+  async read(): Promise<V1Secret | undefined> {
     try {
-      return await api.get<V1Secret>(secretPath);
+      return await this.#api.get<V1Secret>(this.#path);
     } catch (error) {
       if (isStatus(error, 404)) return undefined;
       throw error;
@@ -62,7 +69,8 @@ export function selfManagedCertificates(opts: SelfManagedCertificateOptions): Se
   }
 
   /** Writes the state; false when another replica wrote first (the caller re-reads and starts over). */
-  async function writeSecret(state: CertificateState, existing: V1Secret | undefined): Promise<boolean> {
+  async write(state: CertificateState, existing: V1Secret | undefined): Promise<boolean> {
+    const opts = this.#opts;
     const body = secretFromState(state, {
       name: opts.secretName,
       namespace: opts.namespace,
@@ -73,125 +81,152 @@ export function selfManagedCertificates(opts: SelfManagedCertificateOptions): Se
     const owners = existing?.metadata?.ownerReferences;
     body.metadata = withOwnerReference({ ...body.metadata, ...(owners ? { ownerReferences: owners } : {}) }, opts.owner);
     try {
-      if (existing) await api.put(secretPath, body);
-      else await api.post(secrets, body);
+      if (existing) await this.#api.put(this.#path, body);
+      else await this.#api.post(this.#collection, body);
       return true;
     } catch (error) {
       if (isStatus(error, 409)) return false;
       throw error;
     }
   }
+}
 
-  /** Patches every webhook of the configuration whose caBundle differs; true when the bundle is in place. */
-  async function publishBundle(bundle: string): Promise<boolean> {
-    let config: V1MutatingWebhookConfiguration;
-    try {
-      config = await api.get<V1MutatingWebhookConfiguration>(configurationPath);
-    } catch (error) {
-      if (isStatus(error, 404)) {
-        log.warn({ name: opts.webhookConfigurationName }, 'MutatingWebhookConfiguration not found; caBundle not published');
-        return false;
-      }
-      throw error;
+/** Patches every webhook of the configuration whose caBundle differs; true when the bundle is in place. */
+async function publishBundle(opts: SelfManagedCertificateOptions, log: Logger, bundle: string): Promise<boolean> {
+  const path = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${encodeURIComponent(opts.webhookConfigurationName)}`;
+  let config: V1MutatingWebhookConfiguration;
+  try {
+    config = await opts.api.get<V1MutatingWebhookConfiguration>(path);
+  } catch (error) {
+    if (isStatus(error, 404)) {
+      log.warn({ name: opts.webhookConfigurationName }, 'MutatingWebhookConfiguration not found; caBundle not published');
+      return false;
     }
-    const wanted = Buffer.from(bundle).toString('base64');
-    const ops: object[] = [];
-    (config.webhooks ?? []).forEach((webhook, i) => {
-      if (webhook.clientConfig.caBundle === wanted) return;
-      // The test op pins the index to the name: a concurrent edit that reorders webhooks fails the patch.
-      ops.push({ op: 'test', path: `/webhooks/${i}/name`, value: webhook.name });
-      ops.push({ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: wanted });
-    });
-    if (ops.length === 0) return true;
-    await api.patch(configurationPath, ops, { contentType: 'application/json-patch+json' });
-    log.info({ name: opts.webhookConfigurationName, webhooks: ops.length / 2 }, 'caBundle patched into the webhook configuration');
-    return true;
+    throw error;
+  }
+  const wanted = Buffer.from(bundle).toString('base64');
+  const ops: object[] = [];
+  (config.webhooks ?? []).forEach((webhook, i) => {
+    if (webhook.clientConfig.caBundle === wanted) return;
+    // The test op pins the index to the name: a concurrent edit that reorders webhooks fails the patch.
+    ops.push({ op: 'test', path: `/webhooks/${i}/name`, value: webhook.name });
+    ops.push({ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: wanted });
+  });
+  if (ops.length === 0) return true;
+  await opts.api.patch(path, ops, { contentType: 'application/json-patch+json' });
+  log.info({ name: opts.webhookConfigurationName, webhooks: ops.length / 2 }, 'caBundle patched into the webhook configuration');
+  return true;
+}
+
+/** One replica's loop: a pass at a time, every intervalMs, each converging on what the Secret holds. */
+class CertificateReconciler implements SelfManagedCertificates {
+  readonly #opts: SelfManagedCertificateOptions;
+  readonly #log: Logger;
+  readonly #secret: CertificateSecret;
+  #timer: NodeJS.Timeout | undefined;
+  #servedCertPem: string | undefined;
+  #published = '';
+  #running: Promise<void> | undefined;
+
+  constructor(opts: SelfManagedCertificateOptions) {
+    this.#opts = opts;
+    this.#log = opts.logger.child({ component: 'webhook-certificates' });
+    this.#secret = new CertificateSecret(opts);
   }
 
-  async function reconcileOnce(force?: 'ca' | 'serving'): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const secret = await readSecret();
-      const policy: RenewalPolicy = {
-        now: Date.now(),
-        caValidityHours: opts.caValidityHours ?? 24 * 365,
-        servingValidityHours: opts.servingValidityHours ?? 24 * 7,
-        renewFraction: opts.renewFraction ?? 1 / 3,
-        propagationMs: opts.propagationMs ?? 60_000,
-        dnsNames: opts.dnsNames,
-        ipAddresses: opts.ipAddresses ?? [],
-        ...(attempt === 0 && force ? { force } : {}),
-      };
-      let { state, changes } = await renewCertificates(stateFromSecret(secret), policy);
-      if (changes.length > 0) {
-        if (await writeSecret(state, secret)) log.info({ changes }, 'webhook certificates renewed');
-        continue; // re-read: what is stored (ours or another replica's) is what gets published and served
-      }
-      if (secret && !hasOwnerReference(secret.metadata, opts.owner)) {
-        // Written before the chart named an owner: adopt it so `helm uninstall` takes it along.
-        if (await writeSecret(state, secret)) log.info({ secret: `${opts.namespace}/${opts.secretName}`, owner: opts.owner?.name }, 'owner reference added');
-        continue;
-      }
-      const bundle = caBundlePem(state);
-      const inPlace = await publishBundle(bundle);
-      // Readiness follows this: a configuration that lost our bundle (or is gone) means admissions would fail TLS.
-      published = inPlace ? bundle : '';
-      if (inPlace && state.bundlePublishedAt === undefined) {
-        state = { ...state, bundlePublishedAt: Date.now() };
-        if (!(await writeSecret(state, secret))) continue;
-      }
-      hand(state);
-      return;
-    }
-    throw new Error(`could not update Secret ${opts.namespace}/${opts.secretName}: conflicting writers`);
+  get caBundle(): string {
+    return this.#published;
   }
 
-  function hand(state: CertificateState): void {
-    const serving = state.serving;
-    if (!serving) return;
-    if (serving.certPem === servedCertPem) return;
-    servedCertPem = serving.certPem;
-    opts.onServingCertificate(serving);
-    log.info('serving certificate loaded');
-  }
-
-  function reconcile(force?: 'ca' | 'serving'): Promise<void> {
+  reconcile(force?: 'ca' | 'serving'): Promise<void> {
     // One pass at a time per replica; a forced request waits for the running pass and then runs its own.
-    const next = (running ?? Promise.resolve()).then(() => reconcileOnce(force));
+    const next = (this.#running ?? Promise.resolve()).then(() => this.#reconcileOnce(force));
     // The queue's own link never rejects: a failed pass is the caller's to handle (through `next`), and a
     // rejected link nobody awaits would be an unhandled rejection, which ends the process.
     const settled = next.then(
       () => undefined,
       () => undefined,
     );
-    running = settled;
+    this.#running = settled;
     void settled.then(() => {
-      if (running === settled) running = undefined;
+      if (this.#running === settled) this.#running = undefined;
     });
     return next;
   }
 
-  return {
-    reconcile,
-    async start() {
-      await reconcile();
-      const tick = () => {
-        timer = setTimeout(() => {
-          reconcile()
-            .catch((error: unknown) => log.error({ err: error }, 'webhook certificate reconcile failed'))
-            .finally(() => {
-              if (timer) tick();
-            });
-        }, opts.intervalMs ?? 30_000);
-        timer.unref();
-      };
-      tick();
-    },
-    stop() {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
-    },
-    get caBundle() {
-      return published;
-    },
-  };
+  async start(): Promise<void> {
+    await this.reconcile();
+    const tick = () => {
+      this.#timer = setTimeout(() => {
+        this.reconcile()
+          .catch((error: unknown) => this.#log.error({ err: error }, 'webhook certificate reconcile failed'))
+          .finally(() => {
+            if (this.#timer) tick();
+          });
+      }, this.#opts.intervalMs ?? 30_000);
+      this.#timer.unref();
+    };
+    tick();
+  }
+
+  stop(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  async #reconcileOnce(force?: 'ca' | 'serving'): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      if (await this.#pass(attempt === 0 ? force : undefined)) return;
+    }
+    throw new Error(`could not update Secret ${this.#opts.namespace}/${this.#opts.secretName}: conflicting writers`);
+  }
+
+  /** Renews what is due, adopts, publishes and hands over; false when the Secret changed and the pass must start over. */
+  async #pass(force: 'ca' | 'serving' | undefined): Promise<boolean> {
+    const opts = this.#opts;
+    const secret = await this.#secret.read();
+    let { state, changes } = await renewCertificates(stateFromSecret(secret), this.#policy(force));
+    if (changes.length > 0) {
+      if (await this.#secret.write(state, secret)) this.#log.info({ changes }, 'webhook certificates renewed');
+      return false; // re-read: what is stored (ours or another replica's) is what gets published and served
+    }
+    if (secret && !hasOwnerReference(secret.metadata, opts.owner)) {
+      // Written before the chart named an owner: adopt it so `helm uninstall` takes it along.
+      if (await this.#secret.write(state, secret)) this.#log.info({ secret: `${opts.namespace}/${opts.secretName}`, owner: opts.owner?.name }, 'owner reference added');
+      return false;
+    }
+    const bundle = caBundlePem(state);
+    const inPlace = await publishBundle(opts, this.#log, bundle);
+    // Readiness follows this: a configuration that lost our bundle (or is gone) means admissions would fail TLS.
+    this.#published = inPlace ? bundle : '';
+    if (inPlace && state.bundlePublishedAt === undefined) {
+      state = { ...state, bundlePublishedAt: Date.now() };
+      if (!(await this.#secret.write(state, secret))) return false;
+    }
+    this.#hand(state);
+    return true;
+  }
+
+  #policy(force: 'ca' | 'serving' | undefined): RenewalPolicy {
+    const opts = this.#opts;
+    return {
+      now: Date.now(),
+      caValidityHours: opts.caValidityHours ?? 24 * 365,
+      servingValidityHours: opts.servingValidityHours ?? 24 * 7,
+      renewFraction: opts.renewFraction ?? 1 / 3,
+      propagationMs: opts.propagationMs ?? 60_000,
+      dnsNames: opts.dnsNames,
+      ipAddresses: opts.ipAddresses ?? [],
+      ...(force ? { force } : {}),
+    };
+  }
+
+  #hand(state: CertificateState): void {
+    const serving = state.serving;
+    if (!serving) return;
+    if (serving.certPem === this.#servedCertPem) return;
+    this.#servedCertPem = serving.certPem;
+    this.#opts.onServingCertificate(serving);
+    this.#log.info('serving certificate loaded');
+  }
 }

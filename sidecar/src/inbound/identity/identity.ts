@@ -52,10 +52,6 @@ export class TokenRejected extends Error {
   }
 }
 
-export function isTokenRejected(error: unknown): error is TokenRejected {
-  return error instanceof TokenRejected;
-}
-
 /** Claims of a verified token or a tokeninfo answer. */
 export type Claims = Readonly<Record<string, unknown>>;
 

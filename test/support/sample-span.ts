@@ -1,7 +1,7 @@
 // A complete, realistic span for tests and benchmarks; override what the case is about.
 
-import type { Span } from './span.ts';
-import { newSpanId, newTraceId } from './trace-context.ts';
+import type { Span } from '../../sidecar/src/spans/span.ts';
+import { newSpanId, newTraceId } from '../../sidecar/src/spans/trace-context.ts';
 
 export function sampleSpan(overrides: Partial<Span> = {}): Span {
   return {

@@ -3,10 +3,10 @@
 // doubles goes wrong (0.1 + 0.2, a thousand 10^-10 USD calls next to a large one): a store that summed
 // doubles instead of integer units would miss the exact total.
 
-import type { Provider, RouteName } from '../../../contracts/routes.ts';
+import type { Provider, RouteName } from '../../contracts/routes.ts';
 import { sampleSpan } from './sample-span.ts';
-import type { Span } from './span.ts';
-import { bucketStart, COST_UNITS_PER_USD, SPEND_GROUPS, type SpendQuery, type SpendRow } from './spend.ts';
+import type { Span } from '../../sidecar/src/spans/span.ts';
+import { bucketStart, COST_UNITS_PER_USD, SPEND_GROUPS, type SpendQuery, type SpendRow } from '../../sidecar/src/spans/spend.ts';
 
 interface Call {
   user: string | null;

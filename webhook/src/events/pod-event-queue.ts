@@ -5,11 +5,12 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { KubeApi } from '../../../kube-client/api-client.ts';
-import { EventRecorder as KubeEventRecorder, type EventInput } from '../../../kube-client/event-recorder.ts';
+import { EventRecorder, type EventInput } from '../../../kube-client/event-recorder.ts';
 
 export type PodEvent = Omit<EventInput, 'related'>;
 
-export interface EventRecorder {
+/** Pod Events waiting to be written; `record` never blocks (the Kubernetes writer is kube-client's EventRecorder). */
+export interface PodEventQueue {
   record(event: PodEvent): void;
   /** Resolves once every queued Event has been written or has failed. */
   flush(): Promise<void>;
@@ -18,8 +19,8 @@ export interface EventRecorder {
 
 export const REPORTING_CONTROLLER = 'tollgate.dev/webhook';
 
-export function createEventRecorder(opts: { api: KubeApi; logger: Logger; capacity?: number; reportingInstance?: string }): EventRecorder {
-  const recorder = new KubeEventRecorder(opts.api, {
+export function createPodEventQueue(opts: { api: KubeApi; logger: Logger; capacity?: number; reportingInstance?: string }): PodEventQueue {
+  const recorder = new EventRecorder(opts.api, {
     reportingController: REPORTING_CONTROLLER,
     reportingInstance: opts.reportingInstance ?? hostname(),
     logger: opts.logger,

@@ -1,0 +1,62 @@
+// In a pod the webhook names the operator (contracts/sidecar-env.ts); the proxy then takes its config from the
+// operator's push and, since the operator keeps the budgets ledger, enforces the budgets it sends and reports
+// spend back. The last good snapshot (kept on disk) applies before the engine starts, so a pod that restarts
+// while the operator is unreachable serves with the config it last had.
+
+import type { Logger } from 'pino';
+import type { AuditReport } from '../../contracts/push-protocol.ts';
+import { PROXY_ENV, SIDECAR_OPERATOR_CA_FILE, SIDECAR_STATE_DIR, SIDECAR_TOKEN_FILE } from '../../contracts/sidecar-env.ts';
+import { AuditReporter } from './audit/audit-report.ts';
+import type { AuditController } from './audit/audit-controller.ts';
+import { ClusterBudgets } from './budgets/cluster-budgets.ts';
+import type { ConfigStore } from './config/config-store.ts';
+import type { PushClient } from './config/push-client.ts';
+
+export class OperatorLink {
+  readonly budgets: ClusterBudgets;
+  #client: PushClient | undefined;
+  #auditReporter: AuditReporter | undefined;
+
+  private constructor(budgets: ClusterBudgets) {
+    this.budgets = budgets;
+  }
+
+  /** Connects when the environment names an operator (null otherwise); resolves once the cached snapshot applies. */
+  static async start(store: ConfigStore, logger: Logger, env: NodeJS.ProcessEnv): Promise<OperatorLink | null> {
+    const address = env[PROXY_ENV.operatorAddress];
+    if (!address) return null;
+    const stateDir = env[PROXY_ENV.stateDir] ?? SIDECAR_STATE_DIR;
+    const link = new OperatorLink(new ClusterBudgets({ stateDir, logger }));
+    // Loaded only in a pod: the local proxy never speaks gRPC to an operator.
+    const { startPushClient } = await import('./config/push-client.ts');
+    const podName = env[PROXY_ENV.podName];
+    const podNamespace = env[PROXY_ENV.podNamespace];
+    link.#client = startPushClient({
+      address,
+      caFile: env[PROXY_ENV.operatorCaFile] ?? SIDECAR_OPERATOR_CA_FILE,
+      tokenFile: env[PROXY_ENV.tokenFile] ?? SIDECAR_TOKEN_FILE,
+      stateDir,
+      store,
+      logger,
+      auditReport: () => link.#auditReport(),
+      budgets: link.budgets,
+      ...(podName ? { podName } : {}),
+      ...(podNamespace ? { podNamespace } : {}),
+    });
+    await link.#client.ready;
+    return link;
+  }
+
+  /** From now on the operator hears how the engine's audit fan-out delivers. */
+  reportAudit(audit: AuditController): void {
+    this.#auditReporter = new AuditReporter(audit);
+  }
+
+  async stop(): Promise<void> {
+    await this.#client?.stop();
+  }
+
+  #auditReport(): AuditReport | undefined {
+    return this.#auditReporter?.report();
+  }
+}
