@@ -30,10 +30,15 @@ export interface SidecarImage {
 
 /** The sidecar target's environment and entry point, as `docker build --target sidecar` would give them. */
 export function sidecarImage(): SidecarImage {
+  return imageStage('sidecar');
+}
+
+/** A Dockerfile target's environment and entry point (`tollgate`: the operator and webhook image). */
+export function imageStage(stage: 'sidecar' | 'tollgate'): SidecarImage {
   const dockerfile = parseDockerfile(join(ROOT, 'Dockerfile'));
-  const config = stageConfig(dockerfile, findStage(dockerfile, 'sidecar'));
+  const config = stageConfig(dockerfile, findStage(dockerfile, stage));
   const entrypoint = config.entrypoint ?? [];
-  if (entrypoint[0] !== 'node') throw new Error(`the sidecar image's ENTRYPOINT does not start with node: ${JSON.stringify(entrypoint)}`);
+  if (entrypoint[0] !== 'node') throw new Error(`the ${stage} image's ENTRYPOINT does not start with node: ${JSON.stringify(entrypoint)}`);
   const scriptAt = entrypoint.findIndex((arg, i) => i > 0 && !arg.startsWith('-'));
   const env = { ...config.env };
   delete env.PATH;

@@ -156,17 +156,25 @@ interface Connection {
 /** Connects again and again until stopped, with capped, jittered backoff; a stream that delivered config starts it over. */
 async function reconnectLoop(connection: Connection): Promise<void> {
   const { opts, logger, abort } = connection;
-  const reconnect = opts.reconnect ?? { baseMs: 500, maxMs: 30_000 };
+  const reconnect = opts.reconnect ?? DEFAULT_RECONNECT;
   let failures = 0;
   while (!abort.aborted) {
     const delivered = await connectOnce(connection);
     if (abort.aborted) break;
     failures = delivered ? 1 : failures + 1;
-    const cap = Math.min(reconnect.maxMs, reconnect.baseMs * 2 ** (failures - 1));
-    const delay = Math.round(cap / 2 + (Math.random() * cap) / 2);
+    const delay = reconnectDelay(reconnect, failures);
     logger.debug({ retryInMs: delay }, 'reconnecting to the operator');
     await sleep(delay, undefined, { signal: abort }).catch(() => undefined);
   }
+}
+
+/** Reconnect delays: 500 ms doubling to 30 s, jittered (ADR 0700). */
+export const DEFAULT_RECONNECT = { baseMs: 500, maxMs: 30_000 };
+
+/** Delay before reconnect number `failures` (1: the stream that was up just ended): capped doubling, half of it jittered. */
+export function reconnectDelay(policy: { baseMs: number; maxMs: number }, failures: number, random: () => number = Math.random): number {
+  const cap = Math.min(policy.maxMs, policy.baseMs * 2 ** (failures - 1));
+  return Math.round(cap / 2 + (random() * cap) / 2);
 }
 
 /** One stream, from connect until it ends; resolves with whether it delivered config. */
