@@ -18,7 +18,7 @@
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startControlPlane } from '../test/control-plane/control-plane.ts';
 import { ClusterBed, FLEET_NAMESPACE } from './control-plane/cluster-bed.ts';
@@ -63,7 +63,9 @@ let bed: ClusterBed | undefined;
 let fleets: Fleets | undefined;
 try {
   bed = await ClusterBed.start(cp, dir, { fromSource: values.source, operatorNodeArgs: values['operator-node-args'].split(' ').filter(Boolean) });
-  const apiServerPid = pidsMatching(cp.workDir).find((pid) => processName(pid) === 'kube-apiserver');
+  const controlPlanePids = pidsMatching(basename(cp.workDir));
+  const apiServerPid = controlPlanePids.find((pid) => processName(pid) === 'kube-apiserver');
+  const etcdPid = controlPlanePids.find((pid) => processName(pid) === 'etcd');
   bed.startOperator('operator-a');
   await bed.leader();
   bed.startOperator('operator-b');
@@ -75,7 +77,7 @@ try {
   // Two real sidecars beside the simulated ones: calls through them must not fail while the leader changes.
   const realPods = await bed.growPods(2);
   const real = await Promise.all(realPods.map((p) => bed!.startRealSidecar(p, caPem)));
-  const ctx: phase.RunContext = { bed, fleets, caPem, realSidecars: real, price: 0.15, log };
+  const ctx: phase.RunContext = { bed, fleets, caPem, realSidecars: real, price: 0.15, apiServerPid, etcdPid, log };
 
   for (const n of sizes) {
     const row: Row = { n, load: loadAverage() };
@@ -97,7 +99,9 @@ try {
     }
     if (!skip.has('failover')) {
       row.failover = await phase.failover(ctx, n);
-      log(`N = ${n}: failover ${JSON.stringify(row.failover)}`);
+      const { timeline, ...failover } = row.failover;
+      log(`N = ${n}: failover ${JSON.stringify(failover)}`);
+      for (const point of timeline) log(`  failover +${point.t} s: ${JSON.stringify({ ...point, t: undefined })}`);
       await new Promise((resolve) => setTimeout(resolve, 15_000));
     }
   }

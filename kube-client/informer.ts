@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Backoff, type BackoffPolicy } from './backoff.ts';
-import { type KubeApi, KubeApiError, type KubeObject, objectKey } from './api-client.ts';
+import { type KubeApi, KubeApiError, type KubeObject, objectKey, PARTIAL_METADATA, PARTIAL_METADATA_LIST } from './api-client.ts';
 
 export type InformerHandler<T> = {
   add?: (obj: T) => void;
@@ -28,6 +28,8 @@ export interface InformerOptions<T extends KubeObject> {
   /** Period of the safety-net resync (every object handed to `update` again). */
   resyncMs?: number;
   labelSelector?: string;
+  /** List and watch the objects' metadata only (PartialObjectMetadata). */
+  metadataOnly?: boolean;
 }
 
 const DEFAULT_RESTART: BackoffPolicy = { baseMs: 500, maxMs: 30_000, jitter: 0.5 };
@@ -179,6 +181,7 @@ export class Informer<T extends KubeObject> {
       const page = await this.#opts.api.get<List<T>>(this.#opts.path, {
         query: { limit: PAGE_SIZE, continue: cont, labelSelector: this.#opts.labelSelector },
         signal,
+        ...(this.#opts.metadataOnly ? { accept: PARTIAL_METADATA_LIST } : {}),
       });
       this.#lastActivityAt = Date.now();
       items.push(...(page.items ?? []));
@@ -236,6 +239,7 @@ export class Informer<T extends KubeObject> {
           labelSelector: this.#opts.labelSelector,
         },
         signal,
+        this.#opts.metadataOnly ? PARTIAL_METADATA : undefined,
       );
       let buffered = '';
       const decoder = new TextDecoder();

@@ -3,7 +3,7 @@
 // the `tollgate` image starts them (compiled dist/, its environment and entry point read from the Dockerfile),
 // pods with real bound service-account tokens, and a few real sidecar processes.
 
-import { cpSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Agent, fetch } from 'undici';
 import { createCertificateAuthority, issueCertificate } from '../../contracts/pki.ts';
@@ -124,6 +124,18 @@ export class ClusterBed {
       120_000,
     );
     return this.operators.get(holder)!;
+  }
+
+  /** An operator replica's Prometheus metrics (its health port, from its log). */
+  async operatorMetrics(identity: string): Promise<string> {
+    const replica = this.operators.get(identity);
+    if (!replica) throw new Error(`no operator ${identity}`);
+    const started = readFileSync(replica.process.logPath, 'utf8')
+      .split('\n')
+      .findLast((line) => line.includes('"msg":"operator started"'));
+    const port = started ? (JSON.parse(started) as { healthPort: number }).healthPort : undefined;
+    if (!port) throw new Error(`operator ${identity} has not started yet`);
+    return (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   }
 
   async operatorCaPem(): Promise<string> {

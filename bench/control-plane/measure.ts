@@ -153,3 +153,49 @@ export function admissionBuckets(before: ServerCounters, after: ServerCounters):
     .map((le) => ({ le, count: sum(after.apiserver, name, (l) => l.le === le) - sum(before.apiserver, name, (l) => l.le === le) }))
     .sort((a, b) => Number(a.le === '+Inf' ? Infinity : a.le) - Number(b.le === '+Inf' ? Infinity : b.le));
 }
+
+/** Whole-machine CPU: busy and total jiffies so far (all cores), from /proc/stat. */
+function machineJiffies(): { busy: number; total: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = fields.reduce((a, b) => a + b, 0);
+  return { busy: total - fields[3]! - fields[4]!, total };
+}
+
+export interface TimelinePoint {
+  /** Seconds since the timeline started. */
+  t: number;
+  /** Share of one core each named process used in the interval; `machine` is the whole machine in cores. */
+  cores: Record<string, number>;
+  [extra: string]: unknown;
+}
+
+/**
+ * Samples the named processes' CPU (and what `extra` reports) every `everyMs` until `stop` resolves: where a
+ * phase's time went, on a machine whose other tenants take their share too.
+ */
+export async function timeline(pids: Record<string, number | number[]>, everyMs: number, stop: Promise<unknown>, extra: () => Promise<Record<string, unknown>>): Promise<TimelinePoint[]> {
+  const points: TimelinePoint[] = [];
+  const started = Date.now();
+  let done = false;
+  void stop.finally(() => (done = true));
+  const cpuOf = (pid: number | number[]) => {
+    try {
+      return cpuSeconds(pid);
+    } catch {
+      return NaN; // gone (the killed leader)
+    }
+  };
+  let before = { at: Date.now(), cpu: Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid)])), machine: machineJiffies() };
+  while (!done) {
+    await Promise.race([new Promise((resolve) => setTimeout(resolve, everyMs)), stop]);
+    const now = { at: Date.now(), cpu: Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid)])), machine: machineJiffies() };
+    const seconds = (now.at - before.at) / 1000;
+    const cores: Record<string, number> = {};
+    for (const k of Object.keys(pids)) cores[k] = Math.round(((now.cpu[k]! - before.cpu[k]!) / seconds) * 100) / 100;
+    const cpus = (now.machine.total - before.machine.total) / seconds / 100;
+    cores.machine = Math.round(((now.machine.busy - before.machine.busy) / (now.machine.total - before.machine.total)) * cpus * 100) / 100;
+    points.push({ t: Math.round((now.at - started) / 100) / 10, cores, ...(await extra().catch(() => ({}))) });
+    before = now;
+  }
+  return points;
+}

@@ -5,7 +5,19 @@ import { BUDGET_POLICY, PROXY_CONFIG, type BudgetPolicy, type ProxyConfig } from
 import { waitFor } from '../../test/support/wait-for.ts';
 import { ADMIT_NAMESPACE, BASELINE_NAMESPACE, type ClusterBed, FLEET_NAMESPACE, type OperatorReplica } from './cluster-bed.ts';
 import type { Fleets } from './fleets.ts';
-import { activity, admissionBuckets, cpuMeter, distribution, type Distribution, type ProcessSample, sampleProcess, serverCounters, type ServerActivity } from './measure.ts';
+import {
+  activity,
+  admissionBuckets,
+  cpuMeter,
+  distribution,
+  type Distribution,
+  type ProcessSample,
+  sampleProcess,
+  serverCounters,
+  type ServerActivity,
+  timeline,
+  type TimelinePoint,
+} from './measure.ts';
 
 export interface RunContext {
   bed: ClusterBed;
@@ -13,7 +25,28 @@ export interface RunContext {
   caPem: string;
   realSidecars: { url: string }[];
   price: number;
+  /** The control plane's processes, for timelines. */
+  apiServerPid?: number | undefined;
+  etcdPid?: number | undefined;
   log(line: string): void;
+}
+
+/** Who used the CPU while `until` ran, every 5 s, with the fleet's connected count and the operators' event-loop lag. */
+function watch(ctx: RunContext, until: Promise<unknown>, since: number): Promise<TimelinePoint[]> {
+  const pids: Record<string, number | number[]> = { fleets: ctx.fleets.pids };
+  for (const [id, o] of ctx.bed.operators) pids[id] = o.process.pid;
+  if (ctx.apiServerPid) pids.apiserver = ctx.apiServerPid;
+  if (ctx.etcdPid) pids.etcd = ctx.etcdPid;
+  return timeline(pids, 5_000, until, async () => {
+    const connected = (await ctx.fleets.delivered()).filter((t) => t > since).length;
+    const lag: Record<string, number> = {};
+    for (const id of ctx.bed.operators.keys()) {
+      const body = await ctx.bed.operatorMetrics(id).catch(() => '');
+      const p99 = /^nodejs_eventloop_lag_p99_seconds (\S+)/m.exec(body)?.[1];
+      if (p99) lag[id] = Math.round(Number(p99) * 1000);
+    }
+    return { connected, lagMs: lag };
+  });
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -217,6 +250,7 @@ export interface FailoverResult {
   server: ServerActivity;
   realCalls: number;
   realFailures: number;
+  timeline: TimelinePoint[];
 }
 
 /** Calls every real sidecar every 100 ms until stopped; counts what failed. */
@@ -259,24 +293,29 @@ export async function failover(ctx: RunContext, n: number): Promise<FailoverResu
   const killedAt = Date.now();
   process.kill(leader.process.pid, 'SIGKILL');
   await leader.process.exited;
-  const next = await bed.leader();
-  const leaseTakenSeconds = (Date.now() - killedAt) / 1000;
   let delivered: number[] = [];
-  await waitFor(
-    `${n} sidecars back on ${next.identity}`,
-    async () => {
-      delivered = await ctx.fleets.delivered();
-      return delivered.every((t) => t > killedAt);
-    },
-    { timeoutMs: 300_000, intervalMs: 500 },
-  ).catch(() => undefined);
-  const back = delivered.filter((t) => t > killedAt).map((t) => (t - killedAt) / 1000);
+  const back = (async () => {
+    const next = await bed.leader();
+    const leaseTakenSeconds = (Date.now() - killedAt) / 1000;
+    await waitFor(
+      `${n} sidecars back on ${next.identity}`,
+      async () => {
+        delivered = await ctx.fleets.delivered();
+        return delivered.every((t) => t > killedAt);
+      },
+      { timeoutMs: 300_000, intervalMs: 500 },
+    ).catch(() => undefined);
+    return leaseTakenSeconds;
+  })();
+  const points = await watch(ctx, back, killedAt);
+  const leaseTakenSeconds = await back;
+  const backAfter = delivered.filter((t) => t > killedAt).map((t) => (t - killedAt) / 1000);
   await sleep(2_000);
   const real = await workload.stop();
   const server = activity(before, await serverCounters(bed.cp));
   bed.startOperator(leader.identity);
-  const d = distribution(back);
-  return { allBackSeconds: back.length === n ? d.max : NaN, medianBackSeconds: d.p50, leaseTakenSeconds, server, realCalls: real.calls, realFailures: real.failures };
+  const d = distribution(backAfter);
+  return { allBackSeconds: backAfter.length === n ? d.max : NaN, medianBackSeconds: d.p50, leaseTakenSeconds, server, realCalls: real.calls, realFailures: real.failures, timeline: points };
 }
 
 export interface AdmissionResult {

@@ -102,6 +102,7 @@ export class Leadership {
       port: opts.grpcPort,
       tls,
       budgets: budgets.streams(),
+      pods: (key) => caches.pods.get(key),
     });
     const { leaderEndpoint } = this.#context;
     if (leaderEndpoint) {

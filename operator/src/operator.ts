@@ -66,7 +66,8 @@ export function startOperator(opts: OperatorOptions): Operator {
   caches.start();
 
   const elector = new LeaderElector({
-    api,
+    // A pool of its own: renewing the Lease never waits behind a burst of TokenReviews from connecting sidecars.
+    api: new KubeApi(opts.kubeConfig),
     namespace: opts.leaseNamespace,
     name: opts.leaseName,
     identity: opts.identity,

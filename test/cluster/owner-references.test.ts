@@ -9,7 +9,7 @@
 
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emptyLedger, LEDGER_LABEL, LedgerStore } from '../../operator/src/budgets/ledger-store.ts';
+import { LEDGER_LABEL, LedgerStore } from '../../operator/src/budgets/ledger-store.ts';
 import type { OwnerReference } from '../../kube-client/owner-reference.ts';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
 import { CHART_NAMES } from './chart-rbac.ts';
@@ -105,21 +105,29 @@ describe('the operator names its Deployment as the owner of what it creates', ()
     expect(ownedByDeployment(await ownersOf(PATHS.endpointSlice))).toBe(true);
   });
 
-  it('a budget ledger gets the owner when written, and an older one when the leader loads it', async () => {
+  it('every budget ledger object names the owner, and a ledger of an older operator is folded into it and deleted', async () => {
     const asOperator = new KubeApi(loadKubeConfig(kubeconfig));
     const owner: OwnerReference = { apiVersion: 'apps/v1', kind: 'Deployment', name: CHART_NAMES.operator, uid: deploymentUid };
-    // One written before owners existed, one by a store that names the owner.
-    await new LedgerStore(asOperator, OPERATOR_NAMESPACE).write(emptyLedger('shop/older'), undefined);
-    await new LedgerStore(asOperator, OPERATOR_NAMESPACE, owner).write(emptyLedger('shop/newer'), undefined);
-    const listed = await new LedgerStore(asOperator, OPERATOR_NAMESPACE, owner).list();
-    expect([...listed.keys()].sort()).toEqual(['shop/newer', 'shop/older']);
-    const stored = await api.get<{ items: Array<Owned & { metadata: { annotations: Record<string, string> } }> }>(`${NS}/configmaps`, {
-      query: { labelSelector: `${LEDGER_LABEL}=true` },
+    // What an operator before ADR 1307 left: one ConfigMap per policy, without an owner.
+    const older = { policy: 'shop/older', periods: { '2026-11-01T00:00:00.000Z': { alice: { spent: '7', limitUsed: '7', alerted: 0 } } }, grantsUsed: {}, applied: {} };
+    await asOperator.post(`${NS}/configmaps`, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'tollgate-budget-0123456789abcdef0123', labels: { [LEDGER_LABEL]: 'true' } },
+      data: { 'ledger.json': JSON.stringify(older) },
     });
-    for (const cm of stored.items) expect(cm.metadata.ownerReferences, cm.metadata.annotations['tollgate.dev/budget-policy']).toEqual([owner]);
-    // The store hands out the version it wrote when adopting, so the leader's next write does not conflict.
-    const older = listed.get('shop/older')!;
-    await new LedgerStore(asOperator, OPERATOR_NAMESPACE, owner).write(older.doc, older.resourceVersion);
+    const store = new LedgerStore(asOperator, OPERATOR_NAMESPACE, owner);
+    const loaded = await store.load();
+    expect(loaded.legacy).toBe(true);
+    expect(loaded.state.policies.get('shop/older')?.periods.get(Date.parse('2026-11-01T00:00:00.000Z'))?.get('alice')?.spent).toBe(7n);
+    loaded.state.charge('shop/newer', Date.parse('2026-11-01T00:00:00.000Z'), 'bob', { amount: 5n, limitPart: 5n, grantParts: [] });
+    await store.writePatch(loaded.next, loaded.base, JSON.stringify(loaded.state.takePatch()));
+    await store.compact(loaded.next, loaded.state.chunks(700 * 1024).map((p) => JSON.stringify(p)), { base: loaded.base, manifestVersion: loaded.manifestVersion });
+    const stored = await api.get<{ items: Array<Owned & { metadata: { name: string } }> }>(`${NS}/configmaps`, { query: { labelSelector: `${LEDGER_LABEL}=true` } });
+    expect(stored.items.map((cm) => cm.metadata.name).sort()).toEqual([`tollgate-budget-base-${loaded.next}-0`, 'tollgate-budget-ledger']);
+    for (const cm of stored.items) expect(cm.metadata.ownerReferences, cm.metadata.name).toEqual([owner]);
+    const again = await store.load();
+    expect([...again.state.policies.keys()].sort()).toEqual(['shop/newer', 'shop/older']);
   });
 });
 

@@ -18,7 +18,7 @@ import {
   type SidecarMessage,
   type SpendEntryMessage,
 } from '../../contracts/push-protocol.ts';
-import { DEFAULT_RECONNECT, reconnectDelay } from '../../sidecar/src/config/push-client.ts';
+import { DEFAULT_RECONNECT, type ReconnectPolicy, reconnectDelay, streamOutcome } from '../../sidecar/src/config/push-client.ts';
 
 export interface FleetPod {
   namespace: string;
@@ -33,7 +33,7 @@ export interface FleetOptions {
   address: string;
   /** The operator's CA (PEM). */
   caPem: string;
-  reconnect?: { baseMs: number; maxMs: number };
+  reconnect?: ReconnectPolicy;
   /** How often each sidecar may send a report (the real sidecar: 250 ms). */
   reportIntervalMs?: number;
 }
@@ -215,8 +215,9 @@ export class SimulatedSidecar {
     if (this.#stopped) return;
     const name = grpc.status[code] ?? String(code);
     if (code !== grpc.status.OK) this.failures.set(name, (this.failures.get(name) ?? 0) + 1);
-    this.#failuresInRow = delivered ? 1 : this.#failuresInRow + 1;
-    this.#retry = setTimeout(() => this.#connect(), reconnectDelay(this.#opts.reconnect ?? DEFAULT_RECONNECT, this.#failuresInRow));
+    const outcome = streamOutcome(code, delivered);
+    this.#failuresInRow = outcome === 'delivered' ? 1 : this.#failuresInRow + 1;
+    this.#retry = setTimeout(() => this.#connect(), reconnectDelay(this.#opts.reconnect ?? DEFAULT_RECONNECT, this.#failuresInRow, outcome));
   }
 
   #spendAck(sequence: number): void {

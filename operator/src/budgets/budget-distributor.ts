@@ -1,16 +1,23 @@
 // Sends each connected sidecar the budgets that apply to its pod: the BudgetPolicies of its namespace whose
-// selector matches the pod's labels (in name order: the first that names a user exactly, else the first
-// with `*`, limits that user), the cluster-wide usage of their users, and how far the usage includes the
-// pod's own reports. A sidecar gets everything when it connects or its policies change, then only the users
-// whose usage a ledger flush changed, so every pod refuses a user within a report-and-push round trip of
-// the budget being spent anywhere.
+// selector matches the pod's labels (in name order: the first that names a user exactly, else the first with
+// `*`, limits that user), and the cluster-wide usage of the users that matter to it (ADR 1307):
+//
+// - every user whose budget is used up: every sidecar of the policy must refuse them, whoever spent it;
+// - the users the pod itself charged (its last MAX_INTEREST_PER_POD): what it enforces with its own spend.
+//
+// Not every user to every sidecar: that grows with users changed × sidecars, which at a thousand sidecars is
+// more than one operator can send. A sidecar that has not charged a user yet knows only its own spend of them,
+// which decides nothing until the budget is used up, and that is sent to all. With the usage goes how far it
+// includes the pod's own reports. A sidecar gets its policies and the used-up users when it connects or its
+// policies change, then only what changed, after every round of applied reports.
 
 import type { Logger } from 'pino';
 import type { BudgetPolicyConfig } from '../../../contracts/budget-config.ts';
 import type { LabelSelector } from '../../../crds/index.ts';
 import type { BudgetUsageMessage, OperatorMessage } from '../../../contracts/push-protocol.ts';
 import { MAX_USAGE_PER_MESSAGE } from '../../../contracts/push-protocol.ts';
-import type { ClusterLedger, UserUsage } from './cluster-ledger.ts';
+import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
+import { type AppliedReports, type ClusterLedger, remainingUnits, type UserUsage } from './cluster-ledger.ts';
 import { selectorMatches } from './label-selector.ts';
 
 export interface BudgetSidecar {
@@ -36,30 +43,52 @@ interface SidecarState {
   includes: number;
 }
 
+/** Users a pod charged whose usage it is sent; the oldest are forgotten first (a bound on operator memory). */
+export const MAX_INTEREST_PER_POD = 256;
+
 export class BudgetDistributor {
   readonly #ledger: ClusterLedger;
   readonly #logger: Logger;
   readonly #now: () => number;
+  readonly #compiled: (key: string) => CompiledPolicy | undefined;
   #sidecars = new Map<string, SidecarState>();
   #policies = new Map<string, DistributedPolicy>();
+  /** Pod UID → its streams (one, or two while it reconnects). */
+  #pods = new Map<string, Set<SidecarState>>();
+  /** Pod UID → `policy\0user` it charged, oldest first; and the reverse. */
+  #interest = new Map<string, Map<string, true>>();
+  #interested = new Map<string, Set<string>>();
 
-  constructor(opts: { ledger: ClusterLedger; logger: Logger; now?: () => number }) {
+  constructor(opts: { ledger: ClusterLedger; logger: Logger; compiled: (key: string) => CompiledPolicy | undefined; now?: () => number }) {
     this.#ledger = opts.ledger;
     this.#logger = opts.logger;
+    this.#compiled = opts.compiled;
     this.#now = opts.now ?? Date.now;
   }
 
   connect(sidecar: BudgetSidecar): void {
     const state: SidecarState = { sidecar, policies: [], policiesJson: '', includes: 0 };
     this.#sidecars.set(sidecar.id, state);
+    let streams = this.#pods.get(sidecar.podUid);
+    if (!streams) {
+      streams = new Set();
+      this.#pods.set(sidecar.podUid, streams);
+    }
+    streams.add(state);
     this.#sendFull(state);
   }
 
   /** Forgets a stream; returns its pod's namespace (whose policies' sidecar counts changed). */
   disconnect(id: string): string | undefined {
     const state = this.#sidecars.get(id);
-    this.#sidecars.delete(id);
-    return state?.sidecar.namespace;
+    if (!state) return undefined;
+    this.#forget(state);
+    return state.sidecar.namespace;
+  }
+
+  /** Pods with a stream open now. */
+  connectedPods(): Set<string> {
+    return new Set(this.#pods.keys());
   }
 
   /** A policy was accepted, changed or removed (undefined). Sidecars of its namespace get their new set. */
@@ -69,17 +98,24 @@ export class BudgetDistributor {
     else this.#policies.delete(key);
     if (JSON.stringify(before) === JSON.stringify(policy)) return;
     const namespace = key.slice(0, key.indexOf('/'));
-    for (const state of this.#sidecars.values()) if (state.sidecar.namespace === namespace) this.#sendFull(state);
+    for (const state of [...this.#sidecars.values()]) if (state.sidecar.namespace === namespace) this.#sendFull(state);
+  }
+
+  /** The ledger was read again: every sidecar starts over from what it holds. */
+  resync(): void {
+    for (const state of [...this.#sidecars.values()]) {
+      state.includes = 0;
+      this.#sendFull(state);
+    }
   }
 
   /** Tells the pod's stream(s) that its reports up to `sequence` are durable. */
   acknowledge(podUid: string, sequence: number): void {
-    for (const state of [...this.#sidecars.values()]) {
-      if (state.sidecar.podUid !== podUid) continue;
+    for (const state of [...(this.#pods.get(podUid) ?? [])]) {
       try {
         state.sidecar.send({ spendAck: { sequence: String(sequence) } });
       } catch {
-        this.#sidecars.delete(state.sidecar.id);
+        this.#forget(state);
       }
     }
   }
@@ -96,27 +132,94 @@ export class BudgetDistributor {
     return n;
   }
 
-  /** After a ledger flush: changed users to the sidecars that enforce their policies, and new `includes`. */
-  applied(changes: Map<string, Set<string>>, acknowledged: Map<string, number>): void {
+  /** After a round of applied reports: changed users to the sidecars they matter to, and new `includes`. */
+  applied(result: AppliedReports): void {
+    for (const [pod, users] of result.charged) this.#noteInterest(pod, users);
     const at = this.#now();
-    const usageCache = new Map<string, BudgetUsageMessage[]>();
-    for (const state of [...this.#sidecars.values()]) {
-      const usage: BudgetUsageMessage[] = [];
-      for (const key of state.policies) {
-        const users = changes.get(key);
-        if (!users) continue;
-        let list = usageCache.get(key);
-        if (!list) {
-          list = this.#ledger.usageOf(key, users, at).map((u) => usageMessage(key, u));
-          usageCache.set(key, list);
+    const outbox = new Map<SidecarState, BudgetUsageMessage[]>();
+    for (const [key, users] of result.changes) {
+      const policy = this.#compiled(key);
+      for (const userId of users) {
+        const usage = this.#ledger.userUsage(key, userId, at);
+        if (!usage) continue;
+        const message = usageMessage(key, usage);
+        const everyone = policy?.blocks === true && remainingUnits(policy, usage, at) <= 0n;
+        for (const state of everyone ? this.#sidecarsOf(key) : this.#interestedIn(key, userId)) {
+          let list = outbox.get(state);
+          if (!list) {
+            list = [];
+            outbox.set(state, list);
+          }
+          list.push(message);
         }
-        usage.push(...list);
       }
-      const ack = acknowledged.get(state.sidecar.podUid);
-      if (ack !== undefined && ack > state.includes) state.includes = ack;
-      if (usage.length === 0 && ack === undefined) continue;
-      this.#send(state, { replace: false, policiesJson: '', policiesChanged: false, usage, includesSequence: String(state.includes), defaultUser: defaultUser(state.sidecar) });
     }
+    for (const [pod, sequence] of result.applied) {
+      for (const state of this.#pods.get(pod) ?? []) {
+        if (sequence > state.includes) state.includes = sequence;
+        if (!outbox.has(state)) outbox.set(state, []);
+      }
+    }
+    for (const [state, usage] of outbox) this.#sendUsage(state, usage);
+  }
+
+  #sendUsage(state: SidecarState, usage: BudgetUsageMessage[]): void {
+    const base = { replace: false, policiesJson: '', policiesChanged: false, includesSequence: String(state.includes), defaultUser: defaultUser(state.sidecar) };
+    for (let i = 0; i === 0 || i < usage.length; i += MAX_USAGE_PER_MESSAGE) {
+      if (!this.#send(state, { ...base, usage: usage.slice(i, i + MAX_USAGE_PER_MESSAGE) })) return;
+    }
+  }
+
+  *#sidecarsOf(key: string): Generator<SidecarState> {
+    for (const state of this.#sidecars.values()) if (state.policies.includes(key)) yield state;
+  }
+
+  *#interestedIn(key: string, userId: string): Generator<SidecarState> {
+    for (const pod of this.#interested.get(`${key}\0${userId}`) ?? []) {
+      for (const state of this.#pods.get(pod) ?? []) if (state.policies.includes(key)) yield state;
+    }
+  }
+
+  #noteInterest(pod: string, users: Set<string>): void {
+    if (!this.#pods.has(pod)) return;
+    let mine = this.#interest.get(pod);
+    if (!mine) {
+      mine = new Map();
+      this.#interest.set(pod, mine);
+    }
+    for (const user of users) {
+      // Most recent last: a Map keeps insertion order, so the first entry is the one charged longest ago.
+      mine.delete(user);
+      mine.set(user, true);
+      let pods = this.#interested.get(user);
+      if (!pods) {
+        pods = new Set();
+        this.#interested.set(user, pods);
+      }
+      pods.add(pod);
+    }
+    for (const user of mine.keys()) {
+      if (mine.size <= MAX_INTEREST_PER_POD) break;
+      mine.delete(user);
+      this.#dropInterest(pod, user);
+    }
+  }
+
+  #dropInterest(pod: string, user: string): void {
+    const pods = this.#interested.get(user);
+    pods?.delete(pod);
+    if (pods?.size === 0) this.#interested.delete(user);
+  }
+
+  #forget(state: SidecarState): void {
+    this.#sidecars.delete(state.sidecar.id);
+    const pod = state.sidecar.podUid;
+    const streams = this.#pods.get(pod);
+    streams?.delete(state);
+    if (streams && streams.size > 0) return;
+    this.#pods.delete(pod);
+    for (const user of this.#interest.get(pod)?.keys() ?? []) this.#dropInterest(pod, user);
+    this.#interest.delete(pod);
   }
 
   #applicable(sidecar: BudgetSidecar): string[] {
@@ -126,25 +229,34 @@ export class BudgetDistributor {
       .sort();
   }
 
+  /** Replaces the sidecar's budget state: its policies, the used-up users, and what of its reports is in them. */
   #sendFull(state: SidecarState): void {
     const at = this.#now();
     state.policies = this.#applicable(state.sidecar);
     state.policiesJson = JSON.stringify(state.policies.map((key) => this.#policies.get(key)!.config));
-    state.includes = Math.max(state.includes, this.#ledger.acknowledged(state.sidecar.podUid));
-    const usage = state.policies.flatMap((key) => this.#ledger.usage(key, at).map((u) => usageMessage(key, u)));
+    state.includes = Math.max(state.includes, this.#ledger.applied(state.sidecar.podUid));
+    const usage = state.policies.flatMap((key) => this.#ledger.exhausted(key, at).map((u) => usageMessage(key, u)));
+    const sent = new Set(usage.map((m) => `${m.policy}\0${m.userId}`));
+    for (const user of this.#interest.get(state.sidecar.podUid)?.keys() ?? []) {
+      const key = user.slice(0, user.indexOf('\0'));
+      const u = !sent.has(user) && state.policies.includes(key) ? this.#ledger.userUsage(key, user.slice(key.length + 1), at) : undefined;
+      if (u) usage.push(usageMessage(key, u));
+    }
     const base = { policiesJson: state.policiesJson, includesSequence: String(state.includes), defaultUser: defaultUser(state.sidecar) };
-    this.#send(state, { ...base, replace: true, policiesChanged: true, usage: usage.slice(0, MAX_USAGE_PER_MESSAGE) });
+    if (!this.#send(state, { ...base, replace: true, policiesChanged: true, usage: usage.slice(0, MAX_USAGE_PER_MESSAGE) })) return;
     for (let i = MAX_USAGE_PER_MESSAGE; i < usage.length; i += MAX_USAGE_PER_MESSAGE) {
-      this.#send(state, { ...base, policiesJson: '', replace: false, policiesChanged: false, usage: usage.slice(i, i + MAX_USAGE_PER_MESSAGE) });
+      if (!this.#send(state, { ...base, policiesJson: '', replace: false, policiesChanged: false, usage: usage.slice(i, i + MAX_USAGE_PER_MESSAGE) })) return;
     }
   }
 
-  #send(state: SidecarState, budgetState: NonNullable<OperatorMessage['budgetState']>): void {
+  #send(state: SidecarState, budgetState: NonNullable<OperatorMessage['budgetState']>): boolean {
     try {
       state.sidecar.send({ budgetState });
+      return true;
     } catch (error) {
       this.#logger.debug({ pod: `${state.sidecar.namespace}/${state.sidecar.podName}`, err: (error as Error).message }, 'could not send budget state; the stream is gone');
-      this.#sidecars.delete(state.sidecar.id);
+      this.#forget(state);
+      return false;
     }
   }
 }

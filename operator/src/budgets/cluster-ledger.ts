@@ -1,18 +1,22 @@
-// The cluster's budget ledger, kept by the leading operator (ADR 1302). Sidecars report what they charged;
-// the ledger applies each report to the ledger document of every policy it touches, writes the documents,
-// and only then acknowledges the report. The operator is the only writer, so it splits spend over grants and
-// the limit itself and sees every threshold crossing exactly once (it logs `budget alert` and records the
-// Event). Each document remembers, per pod, the last report applied to it, so a report that comes again
-// (the sidecar did not hear the ack, a new leader, a restarted sidecar) changes nothing: a killed sidecar or
-// a killed leader loses nothing and counts nothing twice.
+// The cluster's budget ledger, kept by the leading operator (ADR 1302, ADR 1307). Sidecars report what they
+// charged; the leader applies each report in memory as it arrives (within ~50 ms), so the sidecars that enforce
+// its users hear of it at once, and writes what changed to the API server about once a second as one patch
+// (ledger-store.ts). A report is acknowledged (SpendAck) only once the patch holding it is written: the
+// sidecar keeps it on its disk until then, and a new leader applies again only what no written patch holds.
+// Per policy, the ledger remembers for every pod the last report applied, so a report that comes again (the
+// sidecar did not hear the ack, a new leader, a restarted sidecar) changes nothing. The operator is the only
+// writer, so it splits spend over grants and the limit itself and sees every threshold crossing exactly once
+// (it logs `budget alert` and records the Event when the crossing is written). Watermarks of pods that are
+// gone are pruned, and the log is compacted into a new base when it has grown.
 
 import type { Logger } from 'pino';
 import { periodBounds } from '../../../contracts/budget-period.ts';
-import { addSpend, formatUsd, parseUsd, UNITS_PER_USD } from '../../../contracts/money.ts';
+import { formatUsd, parseUsd, UNITS_PER_USD } from '../../../contracts/money.ts';
 import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
-import { type Grant, newlyCrossed, splitCharge } from '../../../contracts/budget-grants.ts';
+import { type Grant, isGrantActive, newlyCrossed, splitCharge } from '../../../contracts/budget-grants.ts';
 import type { SpendEntryMessage } from '../../../contracts/push-protocol.ts';
-import { emptyLedger, LedgerConflictError, type LedgerDoc, type LedgerStore, type StoredLedger, type UserUsageDoc } from './ledger-store.ts';
+import { LedgerState, type UsageRecord } from './ledger-state.ts';
+import { LedgerConflictError, type LedgerStore, MAX_PART_BYTES } from './ledger-store.ts';
 
 /** Who sent a report: from the stream's token review, never from the report. */
 export interface SpendSource {
@@ -41,39 +45,59 @@ export interface UserUsage {
   grantsUsed: Map<string, bigint>;
 }
 
+/** What one round of applying reports changed. */
+export interface AppliedReports {
+  /** Users whose usage changed, by policy key. */
+  changes: Map<string, Set<string>>;
+  /** Pod UID → its last report applied: the usage includes every report of the pod up to it. */
+  applied: Map<string, number>;
+  /** Pod UID → the users (`policy\0user`) its reports charged: the users that pod serves. */
+  charged: Map<string, Set<string>>;
+}
+
 export interface ClusterLedgerOptions {
   store: LedgerStore;
   logger: Logger;
   /** The compiled policy of a key (`namespace/name`), or undefined when it does not exist or is invalid. */
   policy(key: string): CompiledPolicy | undefined;
+  /** Reports were applied in memory. */
+  applied(result: AppliedReports): void;
   /** Every report of this pod up to `sequence` is durable. */
   acknowledge(source: SpendSource, sequence: number): void;
-  /** A flush wrote these users' usage (by policy) and acknowledged these pods' reports. */
-  applied(changes: Map<string, Set<string>>, acknowledged: Map<string, number>): void;
+  /** A patch with these policies' changes was written. */
+  written(policies: Set<string>): void;
+  /** The ledger was read again (another replica wrote it): every sidecar needs its state anew. */
+  reloaded(): void;
   alert(alert: BudgetAlert): void;
+  /** Whether a pod still exists (as the same pod); a watermark of a pod that is gone is pruned. */
+  podExists?(namespace: string, name: string, uid: string): Promise<boolean>;
+  /** Pods with a push stream open now: their watermarks are never pruned. */
+  connectedPods?(): Set<string>;
   now?: () => number;
-  /** Reports arriving within this window are written together. */
-  flushDelayMs?: number;
+  /** Reports arriving within this window are applied together. */
+  applyDelayMs?: number;
+  /** How often what changed is written (one patch). */
+  writeIntervalMs?: number;
 }
 
 /** One report entry can charge at most this much: a bound on what a misbehaving sidecar can claim. */
 const MAX_ENTRY_UNITS = 1_000_000n * UNITS_PER_USD;
-/** Reports queued per pod; more wait on the sidecar's disk until these are acknowledged. */
+/** Reports queued per pod; more wait on the sidecar's disk until these are applied. */
 const MAX_QUEUED_PER_POD = 16;
+/** Users in one patch: at ~60 bytes each (and the pods' watermarks beside them) it stays under one ConfigMap. */
+const MAX_PATCH_USERS = 6_000;
+/** Patches sealed and not yet written; beyond this, reports wait (on the sidecars' disks) for the API server. */
+const MAX_PENDING_PATCHES = 4;
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 30_000;
-
-/** What one flush collects while it applies reports. */
-interface FlushState {
-  /** Copies of the documents the flush touches, by policy key. */
-  working: Map<string, LedgerDoc>;
-  at: number;
-  /** Users whose current-period usage changed, by policy key. */
-  changes: Map<string, Set<string>>;
-  alerts: Map<string, BudgetAlert[]>;
-  /** Documents the flush changed. */
-  dirty: Set<string>;
-}
+/** Compact when this many patches or bytes are on top of the base, at most once a minute. */
+const COMPACT_AFTER_PATCHES = 120;
+const COMPACT_AFTER_BYTES = 8 * 1024 * 1024;
+const COMPACT_EVERY_MS = 60_000;
+/** A watermark not advanced for this long, of a pod with no stream, is checked against the API server. */
+const PRUNE_AFTER_MS = 10 * 60_000;
+const PRUNE_EVERY_MS = 5 * 60_000;
+const PRUNE_CHECKS_PER_ROUND = 50;
 
 interface QueuedReport {
   source: SpendSource;
@@ -81,15 +105,45 @@ interface QueuedReport {
   entries: SpendEntryMessage[];
 }
 
+/** What a patch carries besides the ledger's changes: acknowledgements and alerts to give once it is written. */
+interface Epoch {
+  acks: Map<string, { source: SpendSource; sequence: number }>;
+  alerts: BudgetAlert[];
+  policies: Set<string>;
+}
+
+type WriteJob = { kind: 'patch'; seq: number; json: string; epoch: Epoch } | { kind: 'compact'; gen: number; parts: string[] };
+
+interface Bounds {
+  config: CompiledPolicy['config'];
+  start: number;
+  end: number;
+  previousStart: number;
+}
+
+const newEpoch = (): Epoch => ({ acks: new Map(), alerts: [], policies: new Set() });
+
 export class ClusterLedger {
   readonly #opts: ClusterLedgerOptions;
   readonly #now: () => number;
-  #docs = new Map<string, StoredLedger>();
+  #state = new LedgerState();
+  #base = 0;
+  #next = 1;
+  #manifestVersion: string | undefined;
+  #sinceBase = { patches: 0, bytes: 0, legacy: false };
+  #lastCompaction = 0;
   #queue: QueuedReport[] = [];
-  #acked = new Map<string, number>();
-  #timer: NodeJS.Timeout | null = null;
-  #flushing: Promise<void> | null = null;
+  /** Pod UID → last report applied in memory, and last report written. */
+  #appliedSeq = new Map<string, number>();
+  #durableSeq = new Map<string, number>();
+  #epoch = newEpoch();
+  #jobs: WriteJob[] = [];
+  #writing: Promise<void> | null = null;
+  #applyTimer: NodeJS.Timeout | null = null;
+  #writeTimer: NodeJS.Timeout | null = null;
+  #pruneTimer: NodeJS.Timeout | null = null;
   #retryDelay = RETRY_MIN_MS;
+  #bounds = new Map<string, Bounds>();
   #stopped = false;
 
   constructor(opts: ClusterLedgerOptions) {
@@ -97,215 +151,189 @@ export class ClusterLedger {
     this.#now = opts.now ?? Date.now;
   }
 
-  /** Reads every ledger document; the leader calls this before it serves sidecars. */
+  /** Reads the ledger; the leader calls this before it serves sidecars. */
   async load(): Promise<void> {
-    this.#docs = await this.#opts.store.list();
-    this.#opts.logger.info({ policies: this.#docs.size }, 'budget ledger loaded');
+    const loaded = await this.#opts.store.load();
+    this.#state = loaded.state;
+    this.#base = loaded.base;
+    this.#next = loaded.next;
+    this.#manifestVersion = loaded.manifestVersion;
+    this.#sinceBase = { patches: loaded.patches, bytes: loaded.patchBytes, legacy: loaded.legacy };
+    this.#appliedSeq.clear();
+    for (const ledger of this.#state.policies.values()) {
+      for (const [uid, mark] of ledger.applied) this.#appliedSeq.set(uid, Math.max(this.#appliedSeq.get(uid) ?? 0, mark.seq));
+    }
+    this.#durableSeq = new Map(this.#appliedSeq);
+    const users = [...this.#state.policies.values()].reduce((n, l) => n + [...l.periods.values()].reduce((m, u) => m + u.size, 0), 0);
+    this.#opts.logger.info({ policies: this.#state.policies.size, users, base: this.#base, patches: loaded.patches }, 'budget ledger loaded');
+    if (!this.#stopped) this.#startTimers();
+  }
+
+  #startTimers(): void {
+    this.#writeTimer ??= setInterval(() => this.#seal(), this.#opts.writeIntervalMs ?? 1_000);
+    this.#pruneTimer ??= setInterval(() => void this.#prune(), PRUNE_EVERY_MS);
+    this.#writeTimer.unref();
+    this.#pruneTimer.unref();
   }
 
   policies(): string[] {
-    return [...this.#docs.keys()];
+    return [...this.#state.policies.keys()];
   }
 
-  /** The last report of a pod this leader acknowledged (0: none yet). */
-  acknowledged(podUid: string): number {
-    return this.#acked.get(podUid) ?? 0;
+  /** The last report of a pod applied in memory (0: none yet): what the usage sent to it includes. */
+  applied(podUid: string): number {
+    return this.#appliedSeq.get(podUid) ?? 0;
   }
 
   submit(source: SpendSource, sequence: number, entries: SpendEntryMessage[]): void {
     if (this.#stopped || !Number.isSafeInteger(sequence) || sequence <= 0) return;
-    const queued = this.#queue.filter((r) => r.source.podUid === source.podUid);
-    // Already queued (a resend after a reconnect): the queued one is the same report.
-    if (queued.some((r) => r.sequence === sequence)) return;
-    if (queued.length >= MAX_QUEUED_PER_POD) return;
-    // Acknowledged before: say so again; nothing to apply.
-    if (sequence <= this.acknowledged(source.podUid)) {
-      this.#opts.acknowledge(source, this.acknowledged(source.podUid));
+    const pod = source.podUid;
+    if (sequence <= this.applied(pod)) {
+      // A resend of what is applied: acknowledge what is written, and say again what is applied.
+      const durable = this.#durableSeq.get(pod) ?? 0;
+      if (sequence <= durable) this.#opts.acknowledge(source, durable);
+      this.#opts.applied({ changes: new Map(), applied: new Map([[pod, this.applied(pod)]]), charged: new Map() });
       return;
     }
+    let queued = 0;
+    for (const r of this.#queue) {
+      if (r.source.podUid !== pod) continue;
+      // Already queued (a resend after a reconnect): the queued one is the same report.
+      if (r.sequence === sequence) return;
+      queued++;
+    }
+    if (queued >= MAX_QUEUED_PER_POD) return;
     this.#queue.push({ source, sequence, entries });
-    this.#schedule(this.#opts.flushDelayMs ?? 100);
+    this.#scheduleApply();
   }
 
-  /** Current-period usage of a policy's users (for the sidecars and the status). */
-  usage(policyKey: string, at: number): UserUsage[] {
+  /** A user's usage in the current period (undefined: no spend yet). */
+  userUsage(policyKey: string, userId: string, at: number): UserUsage | undefined {
+    const bounds = this.#boundsOf(policyKey, at);
+    const ledger = this.#state.policies.get(policyKey);
+    const usage = bounds && ledger?.periods.get(bounds.start)?.get(userId);
+    return usage ? userUsage(userId, bounds.start, usage, ledger!.grantsUsed.get(userId)) : undefined;
+  }
+
+  /** Current-period usage of a policy's users (for the status). */
+  *usage(policyKey: string, at: number): Generator<UserUsage> {
+    const bounds = this.#boundsOf(policyKey, at);
+    const ledger = this.#state.policies.get(policyKey);
+    if (!bounds || !ledger) return;
+    for (const [userId, usage] of ledger.periods.get(bounds.start) ?? []) yield userUsage(userId, bounds.start, usage, ledger.grantsUsed.get(userId));
+  }
+
+  /** Users of the policy whose budget is used up now (every sidecar enforcing it must know them). */
+  exhausted(policyKey: string, at: number): UserUsage[] {
     const policy = this.#opts.policy(policyKey);
-    const stored = this.#docs.get(policyKey);
-    if (!policy || !stored) return [];
-    const start = periodBounds(policy.config.period, policy.config.timeZone, at).start;
-    return this.#usersOf(stored.doc, new Date(start).toISOString(), start);
+    if (!policy?.blocks) return [];
+    return [...this.usage(policyKey, at)].filter((u) => remainingUnits(policy, u, at) <= 0n);
   }
 
-  /** Selected users' usage in the current period. */
-  usageOf(policyKey: string, users: Iterable<string>, at: number): UserUsage[] {
-    const wanted = new Set(users);
-    return this.usage(policyKey, at).filter((u) => wanted.has(u.userId));
+  /** Users of the policy in the current period. */
+  userCount(policyKey: string, at: number): number {
+    const bounds = this.#boundsOf(policyKey, at);
+    return (bounds && this.#state.policies.get(policyKey)?.periods.get(bounds.start)?.size) ?? 0;
   }
 
-  /** The BudgetPolicy is gone: so is its ledger. */
-  async removePolicy(policyKey: string): Promise<void> {
-    this.#docs.delete(policyKey);
-    await this.#opts.store.delete(policyKey);
+  /** The BudgetPolicy is gone: so is its ledger (the next patch says so). */
+  removePolicy(policyKey: string): void {
+    this.#state.remove(policyKey);
+    this.#bounds.delete(policyKey);
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    await this.#flushing;
+    for (const timer of [this.#applyTimer, this.#writeTimer, this.#pruneTimer]) if (timer) clearTimeout(timer);
+    // What is applied and sealed is written if the API server lets it; what is not stays on the sidecars' disks.
+    if (this.#queue.length === 0) this.#seal(true);
+    await this.#writing;
   }
 
-  /** Writes what is queued now (tests; the timer does it otherwise). */
+  /** Applies what is queued and writes everything sealed (tests; the timers do it otherwise). */
   async flush(): Promise<void> {
-    if (this.#flushing) await this.#flushing;
-    if (this.#queue.length > 0) await this.#runFlush();
+    this.#applyQueued();
+    this.#seal(true);
+    while (this.#writing) await this.#writing;
   }
 
-  #usersOf(doc: LedgerDoc, periodKey: string, start: number): UserUsage[] {
-    const users = doc.periods[periodKey] ?? {};
-    return Object.entries(users).map(([userId, u]) => ({
-      userId,
-      periodStart: start,
-      spent: BigInt(u.spent),
-      limitUsed: BigInt(u.limitUsed),
-      alerted: u.alerted,
-      grantsUsed: new Map(Object.entries(doc.grantsUsed[userId] ?? {}).map(([id, used]) => [id, BigInt(used)])),
-    }));
+  #scheduleApply(): void {
+    if (this.#applyTimer || this.#stopped) return;
+    this.#applyTimer = setTimeout(() => {
+      this.#applyTimer = null;
+      this.#applyQueued();
+    }, this.#opts.applyDelayMs ?? 50);
   }
 
-  #schedule(delayMs: number): void {
-    if (this.#timer || this.#flushing || this.#stopped) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = null;
-      void this.#runFlush();
-    }, delayMs);
-  }
-
-  #runFlush(): Promise<void> {
-    this.#flushing = this.#flushOnce()
-      .catch((error: unknown) => this.#opts.logger.error({ err: (error as Error).message }, 'budget ledger flush failed'))
-      .finally(() => {
-        this.#flushing = null;
-        if (this.#queue.length > 0) this.#schedule(this.#retryDelay);
-      });
-    return this.#flushing;
-  }
-
-  async #flushOnce(): Promise<void> {
-    const batch = this.#queue.splice(0);
-    if (batch.length === 0) return;
+  #applyQueued(): void {
+    const result: AppliedReports = { changes: new Map(), applied: new Map(), charged: new Map() };
     const at = this.#now();
-    const working = new Map<string, LedgerDoc>();
-    /** Documents this batch changed (a resent report that was applied before changes nothing). */
-    const dirty = new Set<string>();
-    const touchedBy = new Map<QueuedReport, Set<string>>();
-    const changes = new Map<string, Set<string>>();
-    const alerts = new Map<string, BudgetAlert[]>();
-
-    for (const report of batch) {
-      const touched = new Set<string>();
-      for (const entry of report.entries) {
-        const key = this.#applyEntry(report, entry, { working, at, changes, alerts, dirty });
-        if (key) touched.add(key);
-      }
-      for (const key of touched) {
-        const doc = working.get(key)!;
-        if (dirty.has(key) && (doc.applied[report.source.podUid]?.seq ?? 0) < report.sequence) {
-          doc.applied[report.source.podUid] = { seq: report.sequence, pod: `${report.source.namespace}/${report.source.pod}`, at: new Date(at).toISOString() };
-        }
-      }
-      touchedBy.set(report, touched);
+    while (this.#queue.length > 0) {
+      if (this.#state.dirtyUsers >= MAX_PATCH_USERS) this.#seal(true);
+      // The API server is behind: the rest waits, unacknowledged, until patches are written.
+      if (this.#jobs.length >= MAX_PENDING_PATCHES) break;
+      this.#applyReport(this.#queue.shift()!, at, result);
     }
-
-    const failed = new Set<string>();
-    await Promise.all(
-      [...working]
-        .filter(([key]) => dirty.has(key))
-        .map(async ([key, doc]) => {
-          const stored = this.#docs.get(key);
-          try {
-            const resourceVersion = await this.#opts.store.write(doc, stored?.resourceVersion);
-            this.#docs.set(key, { doc, resourceVersion });
-          } catch (error) {
-            failed.add(key);
-            const message = error instanceof Error ? error.message : String(error);
-            this.#opts.logger.error({ policy: key, err: message }, 'failed to deduct spend: the budget ledger write failed; the reports stay queued and are retried');
-            if (error instanceof LedgerConflictError) {
-              // Someone else wrote it: start again from what is stored; the watermarks make the retry exact.
-              const fresh = await this.#opts.store.get(key).catch(() => undefined);
-              if (fresh) this.#docs.set(key, fresh);
-              else this.#docs.delete(key);
-            }
-          }
-        }),
-    );
-
-    // Acknowledge per pod up to the first report that touched a failed document; that one and every later
-    // one of the same pod are queued again in order (what was written of them is skipped next time).
-    const acked = new Map<string, { source: SpendSource; sequence: number }>();
-    const blocked = new Set<string>();
-    const again: QueuedReport[] = [];
-    for (const report of batch) {
-      const pod = report.source.podUid;
-      const ok = !blocked.has(pod) && ![...touchedBy.get(report)!].some((key) => failed.has(key));
-      if (ok) acked.set(pod, { source: report.source, sequence: report.sequence });
-      else {
-        blocked.add(pod);
-        again.push(report);
-      }
-    }
-    this.#queue.unshift(...again);
-    this.#retryDelay = failed.size > 0 ? Math.min(RETRY_MAX_MS, this.#retryDelay * 2) : RETRY_MIN_MS;
-
-    for (const [key, list] of alerts) if (!failed.has(key)) for (const alert of list) this.#opts.alert(alert);
-    const acknowledged = new Map<string, number>();
-    for (const [pod, { source, sequence }] of acked) {
-      this.#acked.set(pod, sequence);
-      acknowledged.set(pod, sequence);
-      this.#opts.acknowledge(source, sequence);
-    }
-    for (const key of failed) changes.delete(key);
-    this.#opts.applied(changes, acknowledged);
+    if (result.applied.size > 0) this.#opts.applied(result);
   }
 
-  /** Applies one entry to its policy's working document; returns the policy key when the entry was for a known policy. */
-  #applyEntry(report: QueuedReport, entry: SpendEntryMessage, flush: FlushState): string | undefined {
-    const { working, at, dirty } = flush;
-    const { source } = report;
-    const key = String(entry.policy ?? '');
-    const log = { pod: `${source.namespace}/${source.pod}`, policy: key, user_id: entry.userId, sequence: report.sequence };
-    const valid = this.#validEntry(source, entry, log);
-    if (!valid) return undefined;
-    let doc = working.get(key);
-    if (!doc) {
-      doc = structuredClone(this.#docs.get(key)?.doc ?? emptyLedger(key));
-      working.set(key, doc);
+  #applyReport(report: QueuedReport, at: number, result: AppliedReports): void {
+    const { source, sequence } = report;
+    const touched = new Set<string>();
+    for (const entry of report.entries) {
+      const key = this.#applyEntry(report, entry, at, result);
+      if (key) touched.add(key);
     }
-    if ((doc.applied[source.podUid]?.seq ?? 0) >= report.sequence) return key; // applied here before
-    dirty.add(key);
+    for (const key of touched) {
+      const mark = this.#state.policy(key).applied.get(source.podUid);
+      if ((mark?.seq ?? 0) < sequence) this.#state.setApplied(key, source.podUid, { seq: sequence, pod: `${source.namespace}/${source.pod}`, at });
+      this.#epoch.policies.add(key);
+    }
+    this.#appliedSeq.set(source.podUid, sequence);
+    this.#epoch.acks.set(source.podUid, { source, sequence });
+    result.applied.set(source.podUid, sequence);
+  }
 
-    const { policy, amount } = valid;
-    const { config } = policy;
-    const bounds = periodBounds(config.period, config.timeZone, valid.reported);
-    const current = periodBounds(config.period, config.timeZone, at);
-    const previousStart = periodBounds(config.period, config.timeZone, current.start - 1).start;
-    if (bounds.start < previousStart) {
-      this.#opts.logger.warn(
-        { ...log, amount_usd: formatUsd(amount), period_start: new Date(bounds.start).toISOString() },
-        'spend for a closed period recorded only in the span store',
-      );
+  /** Applies one entry; returns the policy key when the entry was for a known policy. */
+  #applyEntry(report: QueuedReport, entry: SpendEntryMessage, at: number, result: AppliedReports): string | undefined {
+    const { source } = report;
+    const valid = this.#validEntry(source, entry, report.sequence);
+    if (!valid) return undefined;
+    const { key, policy, amount } = valid;
+    if ((this.#state.policies.get(key)?.applied.get(source.podUid)?.seq ?? 0) >= report.sequence) return key; // applied here before
+    const current = this.#boundsOf(key, at)!;
+    const periodStart = valid.reported === current.start || valid.reported === current.previousStart ? valid.reported : periodBounds(policy.config.period, policy.config.timeZone, valid.reported).start;
+    if (periodStart < current.previousStart) {
+      const log = { pod: `${source.namespace}/${source.pod}`, policy: key, user_id: entry.userId, sequence: report.sequence };
+      this.#opts.logger.warn({ ...log, amount_usd: formatUsd(amount), period_start: new Date(periodStart).toISOString() }, 'spend for a closed period recorded only in the span store');
       return key;
     }
-    const { usage, limitUsed } = chargeUser(doc, { config, userId: entry.userId, amount, at, periodStart: bounds.start });
+    const ledger = this.#state.policy(key);
+    const grants = grantsOf(policy, entry.userId, ledger.grantsUsed.get(entry.userId));
+    const usage = this.#state.charge(key, periodStart, entry.userId, splitCharge(grants, amount, Math.max(at, periodStart)));
     // Only the current period alerts; a late report for the previous one just completes its record.
-    if (bounds.start === current.start) noteCurrentCharge(flush, { key, policy, userId: entry.userId, usage, limitUsed, bounds });
-    // Keep the current and the previous period only.
-    for (const start of Object.keys(doc.periods)) if (Date.parse(start) < previousStart) delete doc.periods[start];
+    if (periodStart === current.start) this.#noteAlerts({ key, policy, userId: entry.userId, usage, bounds: current });
+    if (ledger.periods.size > 2) this.#state.prunePeriods(key, current.previousStart);
+    addTo(result.changes, key, entry.userId);
+    addTo(result.charged, source.podUid, `${key}\0${entry.userId}`);
     return key;
   }
 
+  #noteAlerts(charge: { key: string; policy: CompiledPolicy; userId: string; usage: UsageRecord; bounds: Bounds }): void {
+    const { key, policy, userId, usage, bounds } = charge;
+    const crossed = newlyCrossed(policy.config.alertThresholds, policy.limit, usage.limitUsed, usage.alerted);
+    if (crossed.length === 0) return;
+    usage.alerted = crossed.at(-1)!;
+    this.#state.touchUser(key, bounds.start, userId);
+    for (const threshold of crossed) {
+      this.#epoch.alerts.push({ policy: key, userId, threshold, periodStart: bounds.start, periodEnd: bounds.end, spent: usage.spent, limit: policy.limit, limitUsed: usage.limitUsed });
+    }
+  }
+
   /** The entry's policy, amount and period, or undefined (logged) when the entry cannot be applied. */
-  #validEntry(source: SpendSource, entry: SpendEntryMessage, log: object): { policy: CompiledPolicy; amount: bigint; reported: number } | undefined {
+  #validEntry(source: SpendSource, entry: SpendEntryMessage, sequence: number): { key: string; policy: CompiledPolicy; amount: bigint; reported: number } | undefined {
     const key = String(entry.policy ?? '');
+    const log = { pod: `${source.namespace}/${source.pod}`, policy: key, user_id: entry.userId, sequence };
     // A sidecar can only ever charge the budgets of its own namespace.
     if (!key.startsWith(`${source.namespace}/`)) {
       this.#opts.logger.warn(log, 'spend report entry for a policy outside the pod’s namespace ignored');
@@ -327,54 +355,174 @@ export class ClusterLedger {
       this.#opts.logger.warn(log, 'malformed spend report entry ignored');
       return undefined;
     }
-    return { policy, amount, reported };
+    return { key, policy, amount, reported };
+  }
+
+  /** The policy's current period, computed once per period (time-zone arithmetic is not free). */
+  #boundsOf(key: string, at: number): Bounds | undefined {
+    const policy = this.#opts.policy(key);
+    if (!policy) return undefined;
+    const cached = this.#bounds.get(key);
+    if (cached && cached.config === policy.config && at >= cached.start && at < cached.end) return cached;
+    const { period, timeZone } = policy.config;
+    const current = periodBounds(period, timeZone, at);
+    const bounds = { config: policy.config, ...current, previousStart: periodBounds(period, timeZone, current.start - 1).start };
+    this.#bounds.set(key, bounds);
+    return bounds;
+  }
+
+  /** Closes the epoch: what changed becomes the next patch to write (and, when due, a compaction after it). */
+  #seal(force = false): void {
+    if ((!force && this.#stopped) || (!this.#state.dirty && this.#epoch.acks.size === 0)) return;
+    // Reports that changed nothing (every entry refused) still wait their turn: acknowledgements are cumulative.
+    const json = this.#state.dirty ? JSON.stringify(this.#state.takePatch()) : '';
+    const job: WriteJob = { kind: 'patch', seq: json ? this.#next++ : 0, json, epoch: this.#epoch };
+    this.#epoch = newEpoch();
+    this.#jobs.push(job);
+    this.#sinceBase.patches += json ? 1 : 0;
+    this.#sinceBase.bytes += json.length;
+    if (json && this.#compactionDue()) {
+      for (const key of this.#state.policies.keys()) {
+        const bounds = this.#boundsOf(key, this.#now());
+        if (bounds) this.#state.prunePeriods(key, bounds.previousStart);
+      }
+      // The base is the state as of this patch, taken now: later reports change the state, not the parts.
+      this.#jobs.push({ kind: 'compact', gen: job.seq, parts: this.#state.chunks(MAX_PART_BYTES).map((p) => JSON.stringify(p)) });
+      this.#lastCompaction = this.#now();
+      this.#sinceBase = { patches: 0, bytes: 0, legacy: false };
+    }
+    this.#writing ??= this.#drain();
+  }
+
+  #compactionDue(): boolean {
+    const { patches, bytes, legacy } = this.#sinceBase;
+    if (legacy) return true;
+    return (patches >= COMPACT_AFTER_PATCHES || bytes >= COMPACT_AFTER_BYTES) && this.#now() - this.#lastCompaction >= COMPACT_EVERY_MS;
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#jobs.length > 0) {
+        const job = this.#jobs[0]!;
+        try {
+          await this.#write(job);
+          this.#jobs.shift();
+          this.#retryDelay = RETRY_MIN_MS;
+        } catch (error) {
+          if (error instanceof LedgerConflictError) {
+            await this.#reload(error);
+            continue;
+          }
+          const message = error instanceof Error ? error.message : String(error);
+          this.#opts.logger.error({ err: message, retryInMs: this.#retryDelay }, 'failed to deduct spend: the budget ledger write failed; the reports stay unacknowledged and it is retried');
+          if (this.#stopped) return;
+          await new Promise((resolve) => setTimeout(resolve, this.#retryDelay));
+          this.#retryDelay = Math.min(RETRY_MAX_MS, this.#retryDelay * 2);
+        }
+      }
+    } finally {
+      this.#writing = null;
+      if (this.#queue.length > 0) this.#scheduleApply();
+    }
+  }
+
+  async #write(job: WriteJob): Promise<void> {
+    if (job.kind === 'compact') {
+      this.#manifestVersion = await this.#opts.store.compact(job.gen, job.parts, { base: this.#base, manifestVersion: this.#manifestVersion });
+      this.#base = job.gen;
+      this.#opts.logger.info({ base: job.gen, parts: job.parts.length }, 'budget ledger compacted');
+      return;
+    }
+    if (job.json) await this.#opts.store.writePatch(job.seq, this.#base, job.json);
+    for (const alert of job.epoch.alerts) this.#opts.alert(alert);
+    for (const [pod, { source, sequence }] of job.epoch.acks) {
+      this.#durableSeq.set(pod, sequence);
+      this.#opts.acknowledge(source, sequence);
+    }
+    this.#opts.written(job.epoch.policies);
+  }
+
+  /** Someone else wrote the ledger: drop what is not written, read it again, and have every sidecar start over. */
+  async #reload(conflict: LedgerConflictError): Promise<void> {
+    this.#opts.logger.warn({ err: conflict.message }, 'budget ledger changed under this leader; reading it again');
+    this.#jobs = [];
+    this.#queue = [];
+    this.#epoch = newEpoch();
+    for (;;) {
+      try {
+        await this.load();
+        break;
+      } catch (error) {
+        if (this.#stopped) return;
+        this.#opts.logger.error({ err: (error as Error).message, retryInMs: this.#retryDelay }, 'cannot read the budget ledger; retrying');
+        await new Promise((resolve) => setTimeout(resolve, this.#retryDelay));
+        this.#retryDelay = Math.min(RETRY_MAX_MS, this.#retryDelay * 2);
+      }
+    }
+    this.#opts.reloaded();
+  }
+
+  /** Drops the watermarks of pods that are gone (their outbox went with them: they can never resend). */
+  async #prune(): Promise<void> {
+    const { podExists, connectedPods } = this.#opts;
+    if (!podExists) return;
+    const connected = connectedPods?.() ?? new Set<string>();
+    const before = this.#now() - PRUNE_AFTER_MS;
+    const candidates = new Map<string, string>();
+    for (const ledger of this.#state.policies.values()) {
+      for (const [uid, mark] of ledger.applied) if (mark.at < before && !connected.has(uid) && candidates.size < PRUNE_CHECKS_PER_ROUND) candidates.set(uid, mark.pod);
+    }
+    const gone: string[] = [];
+    for (const [uid, pod] of candidates) {
+      const [namespace, name] = pod.split('/') as [string, string];
+      try {
+        if (!(await podExists(namespace, name, uid))) gone.push(uid);
+      } catch (error) {
+        this.#opts.logger.debug({ pod, err: (error as Error).message }, 'cannot check a pod for its budget watermark; later');
+      }
+    }
+    for (const uid of gone) {
+      for (const key of this.#state.policies.keys()) this.#state.pruneWatermark(key, uid);
+      this.#appliedSeq.delete(uid);
+      this.#durableSeq.delete(uid);
+    }
+    if (gone.length > 0) this.#opts.logger.info({ pods: gone.length }, 'budget watermarks of deleted pods pruned');
   }
 }
 
-/** Adds a charge to a user's period in the document, split over the user's grants as a sidecar would split it. */
-function chargeUser(
-  doc: LedgerDoc,
-  charge: { config: CompiledPolicy['config']; userId: string; amount: bigint; at: number; periodStart: number },
-): { usage: UserUsageDoc; limitUsed: bigint } {
-  const { config, userId, amount } = charge;
-  const users = (doc.periods[new Date(charge.periodStart).toISOString()] ??= {});
-  const usage: UserUsageDoc = (users[userId] ??= { spent: '0', limitUsed: '0', alerted: 0 });
-  const grantsUsed = (doc.grantsUsed[userId] ??= {});
-  const grants: Grant[] = (config.grants ?? [])
-    .filter((g) => g.user === userId)
-    .map((g) => ({
+function addTo(map: Map<string, Set<string>>, key: string, value: string): void {
+  let set = map.get(key);
+  if (!set) {
+    set = new Set();
+    map.set(key, set);
+  }
+  set.add(value);
+}
+
+function userUsage(userId: string, periodStart: number, usage: UsageRecord, grantsUsed: Map<string, bigint> | undefined): UserUsage {
+  return { userId, periodStart, spent: usage.spent, limitUsed: usage.limitUsed, alerted: usage.alerted, grantsUsed: grantsUsed ?? new Map() };
+}
+
+/** The user's grants in the policy, with what each absorbed so far. */
+function grantsOf(policy: CompiledPolicy, userId: string, used: Map<string, bigint> | undefined): Grant[] {
+  const grants: Grant[] = [];
+  for (const g of policy.config.grants ?? []) {
+    if (g.user !== userId) continue;
+    grants.push({
       id: g.id,
       amount: parseUsd(g.amountUsd) as bigint, // validated when the policy was rendered
-      used: BigInt(grantsUsed[g.id] ?? '0'),
+      used: used?.get(g.id) ?? 0n,
       reason: g.reason ?? null,
       createdAt: Date.parse(g.createdAt),
       expiresAt: g.expiresAt ? Date.parse(g.expiresAt) : null,
-    }));
-  const split = splitCharge(grants, amount, Math.max(charge.at, charge.periodStart));
-  usage.spent = addSpend(BigInt(usage.spent), amount).toString();
-  const limitUsed = addSpend(BigInt(usage.limitUsed), split.limitPart);
-  usage.limitUsed = limitUsed.toString();
-  for (const part of split.grantParts) grantsUsed[part.grantId] = addSpend(BigInt(grantsUsed[part.grantId] ?? '0'), part.amount).toString();
-  if (Object.keys(grantsUsed).length === 0) delete doc.grantsUsed[userId];
-  return { usage, limitUsed };
+    });
+  }
+  return grants;
 }
 
-/** A charge in the current period: the thresholds it crossed become alerts, and the user's status changes. */
-function noteCurrentCharge(
-  flush: FlushState,
-  charge: { key: string; policy: CompiledPolicy; userId: string; usage: UserUsageDoc; limitUsed: bigint; bounds: { start: number; end: number } },
-): void {
-  const { key, policy, userId, usage, limitUsed, bounds } = charge;
-  const crossed = newlyCrossed(policy.config.alertThresholds, policy.limit, limitUsed, usage.alerted);
-  if (crossed.length > 0) {
-    usage.alerted = crossed.at(-1)!;
-    const list = flush.alerts.get(key) ?? [];
-    for (const threshold of crossed) {
-      list.push({ policy: key, userId, threshold, periodStart: bounds.start, periodEnd: bounds.end, spent: BigInt(usage.spent), limit: policy.limit, limitUsed });
-    }
-    flush.alerts.set(key, list);
-  }
-  const changed = flush.changes.get(key) ?? new Set<string>();
-  changed.add(userId);
-  flush.changes.set(key, changed);
+/** What the user may still spend at `at`: the limit left plus what active grants have left. */
+export function remainingUnits(policy: CompiledPolicy, usage: UserUsage, at: number): bigint {
+  let remaining = policy.limit - usage.limitUsed;
+  for (const grant of grantsOf(policy, usage.userId, usage.grantsUsed)) if (isGrantActive(grant, at)) remaining += grant.amount - grant.used;
+  return remaining;
 }

@@ -1,68 +1,64 @@
-// Where the operator keeps the cluster's budget ledger durably: in the API server, one ConfigMap per
-// BudgetPolicy in the operator's own namespace (ADR 1302). No PersistentVolume, nothing outside the cluster,
-// and every replica can read it when it becomes the leader. Writes are optimistic (resourceVersion): a
-// deposed leader that still writes gets a 409 instead of overwriting its successor's work.
+// Where the operator keeps the cluster's budget ledger durably: in the API server, as ConfigMaps of its own
+// namespace (ADR 1302, ADR 1307), written by the leader only. The ledger is a log of patches of absolute values
+// (ledger-state.ts) on top of a base:
 //
-// One document holds a policy's current and previous period (spend, limit used, alerts per user), what each
-// grant has absorbed, and for every sidecar (pod UID) the last spend report applied to it: the watermark
-// that makes a resent report a no-op. Amounts are decimal strings of ledger units (bigint-safe JSON).
+// - `tollgate-budget-log-<seq>`: one patch per write, created (never updated), in sequence. What one patch
+//   holds is written whole or not at all, so a report's spend and its pod's watermark are never apart.
+// - `tollgate-budget-base-<gen>-<i>`: the whole ledger as of patch <gen>, in parts of at most MAX_PART_BYTES,
+//   written by a compaction; `tollgate-budget-ledger` (the manifest) names the base generation and its parts.
+//   Switching the manifest is what makes a new base count; the parts and patches it replaces are deleted after.
+//
+// The leader reads the base named in the manifest and every patch after it. Every object is labelled
+// tollgate.dev/budget-ledger=true and carries the generation of the base it belongs to, so one
+// deletecollection removes what a compaction replaced. A ledger written by an older operator (one ConfigMap per
+// BudgetPolicy, ADR 1302) is read as the base until the first compaction, which removes it. Creating a patch
+// with a sequence number that exists (a deposed leader still writing) and updating a manifest that changed are
+// conflicts: the ledger is read again.
 
-import { createHash } from 'node:crypto';
-import { type KubeApi, isStatus } from '../../../kube-client/api-client.ts';
-import { hasOwnerReference, type OwnerReference, withOwnerReference } from '../../../kube-client/owner-reference.ts';
+import type { KubeApi } from '../../../kube-client/api-client.ts';
+import { isStatus } from '../../../kube-client/api-client.ts';
+import { type OwnerReference, withOwnerReference } from '../../../kube-client/owner-reference.ts';
+import { type LedgerPatch, LedgerState, type PolicyPatch } from './ledger-state.ts';
 
-export interface UserUsageDoc {
-  spent: string;
-  limitUsed: string;
-  alerted: number;
-}
+export const LEDGER_LABEL = 'tollgate.dev/budget-ledger';
+const PART_LABEL = 'tollgate.dev/budget-ledger-part';
+const BASE_LABEL = 'tollgate.dev/budget-ledger-base';
+export const MANIFEST_NAME = 'tollgate-budget-ledger';
+const LOG_PREFIX = 'tollgate-budget-log-';
+const BASE_PREFIX = 'tollgate-budget-base-';
+const DATA_KEY = 'ledger.json';
+/** A ConfigMap holds at most 1 MiB; parts and patches stay well below it. */
+export const MAX_PART_BYTES = 700 * 1024;
 
-export interface LedgerDoc {
-  /** `<namespace>/<name>` of the BudgetPolicy. */
-  policy: string;
-  /** Period start (RFC 3339) → user → usage; the current and the previous period only. */
-  periods: Record<string, Record<string, UserUsageDoc>>;
-  /** user → grant id → units absorbed. */
-  grantsUsed: Record<string, Record<string, string>>;
-  /** pod UID → the last report of that pod applied here. */
-  applied: Record<string, { seq: number; pod: string; at: string }>;
-}
-
-export interface StoredLedger {
-  doc: LedgerDoc;
-  /** Of the ConfigMap; undefined before it is first created. */
-  resourceVersion?: string;
-}
+export class LedgerConflictError extends Error {}
 
 interface ConfigMap {
   apiVersion?: string;
   kind?: string;
-  metadata: {
-    name: string;
-    namespace?: string;
-    resourceVersion?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    ownerReferences?: OwnerReference[];
-  };
+  metadata: { name: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string>; ownerReferences?: OwnerReference[] };
   data?: Record<string, string>;
 }
 
-export const LEDGER_LABEL = 'tollgate.dev/budget-ledger';
-const POLICY_ANNOTATION = 'tollgate.dev/budget-policy';
-const DATA_KEY = 'ledger.json';
-/** A ConfigMap holds at most 1 MiB; past this the policy has too many users for the API-server ledger. */
-export const MAX_LEDGER_BYTES = 900 * 1024;
-
-export class LedgerTooLargeError extends Error {}
-export class LedgerConflictError extends Error {}
-
-export function emptyLedger(policy: string): LedgerDoc {
-  return { policy, periods: {}, grantsUsed: {}, applied: {} };
+interface Manifest {
+  v: 2;
+  /** Sequence number of the last patch the base includes. */
+  base: number;
+  parts: number;
 }
 
-export function ledgerConfigMapName(policy: string): string {
-  return `tollgate-budget-${createHash('sha256').update(policy).digest('hex').slice(0, 20)}`;
+export interface LoadedLedger {
+  state: LedgerState;
+  /** Generation of the base (0: none yet). */
+  base: number;
+  /** The next patch's sequence number. */
+  next: number;
+  /** Of the manifest; undefined before the first compaction. */
+  manifestVersion: string | undefined;
+  /** Patches after the base, and their bytes: what the next compaction folds in. */
+  patches: number;
+  patchBytes: number;
+  /** A ledger of an older operator was read: compact now, so its ConfigMaps can go. */
+  legacy: boolean;
 }
 
 export class LedgerStore {
@@ -70,7 +66,7 @@ export class LedgerStore {
   readonly #namespace: string;
   readonly #owner: OwnerReference | undefined;
 
-  /** `owner`, when given, is named in every ledger's ownerReferences, so uninstalling deletes them (ADR 0807). */
+  /** `owner`, when given, is named in every ledger object's ownerReferences, so uninstalling deletes them (ADR 0807). */
   constructor(api: KubeApi, namespace: string, owner?: OwnerReference) {
     this.#api = api;
     this.#namespace = namespace;
@@ -81,100 +77,167 @@ export class LedgerStore {
     return `/api/v1/namespaces/${this.#namespace}/configmaps${name ? `/${name}` : ''}`;
   }
 
-  /** Every ledger, by policy key. */
-  async list(): Promise<Map<string, StoredLedger>> {
-    const out = new Map<string, StoredLedger>();
-    let cont: string | undefined;
-    do {
-      const page = await this.#api.get<{ items: ConfigMap[]; metadata?: { continue?: string } }>(this.#path(), {
-        query: { labelSelector: `${LEDGER_LABEL}=true`, limit: 200, continue: cont },
-      });
-      for (const cm of page.items) {
-        const stored = parse(await this.#adopt(cm));
-        if (stored) out.set(stored.doc.policy, stored);
-      }
-      cont = page.metadata?.continue || undefined;
-    } while (cont);
-    return out;
+  async load(): Promise<LoadedLedger> {
+    const manifestMap = await this.#get(MANIFEST_NAME);
+    const manifest = manifestMap ? (JSON.parse(manifestMap.data?.[DATA_KEY] ?? '{}') as Manifest) : undefined;
+    const base = manifest?.base ?? 0;
+    const parts = new Map<number, LedgerPatch>();
+    const patches: { seq: number; patch: LedgerPatch; bytes: number }[] = [];
+    const legacy: Record<string, PolicyPatch>[] = [];
+    const stale: string[] = [];
+    for (const cm of await this.#list()) {
+      const name = cm.metadata.name;
+      const text = cm.data?.[DATA_KEY] ?? '';
+      if (name === MANIFEST_NAME) continue;
+      if (name.startsWith(LOG_PREFIX)) {
+        const seq = Number(name.slice(LOG_PREFIX.length));
+        if (seq > base) patches.push({ seq, patch: JSON.parse(text) as LedgerPatch, bytes: text.length });
+        else stale.push(name);
+      } else if (name.startsWith(BASE_PREFIX)) {
+        const [gen, index] = name.slice(BASE_PREFIX.length).split('-').map(Number) as [number, number];
+        if (manifest && gen === base) parts.set(index, JSON.parse(text) as LedgerPatch);
+        else stale.push(name);
+      } else if (!manifest) {
+        const doc = legacyPatch(text);
+        if (doc) legacy.push(doc);
+      } else stale.push(name);
+    }
+    if (manifest && parts.size !== manifest.parts) {
+      throw new Error(`the budget ledger's base ${base} has ${parts.size} of its ${manifest.parts} parts in the API server; it cannot be read`);
+    }
+    const state = new LedgerState();
+    for (const doc of legacy) state.applyPatch({ v: 2, policies: doc });
+    for (let i = 0; i < parts.size; i++) state.applyPatch(parts.get(i)!);
+    patches.sort((a, b) => a.seq - b.seq);
+    for (const { patch } of patches) state.applyPatch(patch);
+    // What a crash between writing and deleting left behind; harmless, but not worth keeping.
+    await Promise.all(stale.map((name) => this.#delete(name)));
+    return {
+      state,
+      base,
+      next: Math.max(base, patches.at(-1)?.seq ?? 0) + 1,
+      manifestVersion: manifestMap?.metadata.resourceVersion,
+      patches: patches.length,
+      patchBytes: patches.reduce((n, p) => n + p.bytes, 0),
+      legacy: legacy.length > 0,
+    };
+  }
+
+  /** Creates patch `seq` (JSON of a LedgerPatch). A patch of that number already there is a LedgerConflictError. */
+  async writePatch(seq: number, base: number, json: string): Promise<void> {
+    try {
+      await this.#api.post(this.#path(), this.#configMap(`${LOG_PREFIX}${String(seq).padStart(12, '0')}`, { [PART_LABEL]: 'log', [BASE_LABEL]: String(base) }, json));
+    } catch (error) {
+      if (isStatus(error, 409)) throw new LedgerConflictError(`budget ledger patch ${seq} exists already: another operator replica wrote it`);
+      throw error;
+    }
   }
 
   /**
-   * A ledger written before the chart named an owner gets the reference now, when the new leader loads it, so
-   * an idle policy's ledger is not left behind by an uninstall. Returned as written (its new resourceVersion).
+   * Writes the whole ledger as of patch `gen` as the new base, switches the manifest to it (with the manifest's
+   * resourceVersion: a changed manifest is a LedgerConflictError), then deletes the base and patches it replaces
+   * and any ledger of an older operator. Returns the manifest's new resourceVersion.
    */
-  async #adopt(cm: ConfigMap): Promise<ConfigMap> {
-    if (hasOwnerReference(cm.metadata, this.#owner)) return cm;
+  async compact(gen: number, parts: string[], previous: { base: number; manifestVersion: string | undefined }): Promise<string> {
+    for (const [i, json] of parts.entries()) await this.#put(this.#configMap(`${BASE_PREFIX}${gen}-${i}`, { [PART_LABEL]: 'base', [BASE_LABEL]: String(gen) }, json));
+    const manifest: Manifest = { v: 2, base: gen, parts: parts.length };
+    const body = this.#configMap(MANIFEST_NAME, { [PART_LABEL]: 'manifest' }, JSON.stringify(manifest));
+    let written: ConfigMap;
     try {
-      return await this.#api.put<ConfigMap>(this.#path(cm.metadata.name), { ...cm, apiVersion: 'v1', kind: 'ConfigMap', metadata: withOwnerReference(cm.metadata, this.#owner) });
+      written = previous.manifestVersion
+        ? await this.#api.put<ConfigMap>(this.#path(MANIFEST_NAME), { ...body, metadata: { ...body.metadata, resourceVersion: previous.manifestVersion } })
+        : await this.#api.post<ConfigMap>(this.#path(), body);
     } catch (error) {
-      // Someone wrote it meanwhile: keep what was listed; its next write (from this store) adds the owner.
-      if (isStatus(error, 409)) return cm;
+      if (isStatus(error, 409)) throw new LedgerConflictError('the budget ledger manifest was changed by someone else (another operator replica?)');
       throw error;
     }
+    await this.#deleteWhere(`${LEDGER_LABEL}=true,${BASE_LABEL}=${previous.base}`);
+    await this.#deleteWhere(`${LEDGER_LABEL}=true,!${PART_LABEL}`);
+    return written.metadata.resourceVersion ?? '';
   }
 
-  async get(policy: string): Promise<StoredLedger | undefined> {
-    try {
-      return parse(await this.#api.get<ConfigMap>(this.#path(ledgerConfigMapName(policy))));
-    } catch (error) {
-      if (isStatus(error, 404)) return undefined;
-      throw error;
-    }
-  }
-
-  /** Creates or replaces the policy's ledger; returns the new resourceVersion. A 409 is a LedgerConflictError. */
-  async write(doc: LedgerDoc, resourceVersion: string | undefined): Promise<string> {
-    const text = JSON.stringify(doc);
-    if (text.length > MAX_LEDGER_BYTES) {
-      throw new LedgerTooLargeError(
-        `the ledger of ${doc.policy} is ${text.length} bytes, over the ${MAX_LEDGER_BYTES} a ConfigMap can hold: too many users in one period for the API-server ledger`,
-      );
-    }
-    const name = ledgerConfigMapName(doc.policy);
-    const body: ConfigMap = {
+  #configMap(name: string, labels: Record<string, string>, json: string): ConfigMap {
+    return {
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: withOwnerReference(
         {
           name,
           namespace: this.#namespace,
-          labels: { [LEDGER_LABEL]: 'true', 'app.kubernetes.io/part-of': 'tollgate', 'app.kubernetes.io/component': 'budget-ledger' },
-          annotations: { [POLICY_ANNOTATION]: doc.policy },
-          ...(resourceVersion ? { resourceVersion } : {}),
+          labels: { [LEDGER_LABEL]: 'true', ...labels, 'app.kubernetes.io/part-of': 'tollgate', 'app.kubernetes.io/component': 'budget-ledger' },
         },
         this.#owner,
       ),
-      data: { [DATA_KEY]: text },
+      data: { [DATA_KEY]: json },
     };
+  }
+
+  /** Creates, or replaces what an interrupted compaction left under the same name. */
+  async #put(body: ConfigMap): Promise<void> {
     try {
-      const written = resourceVersion ? await this.#api.put<ConfigMap>(this.#path(name), body) : await this.#api.post<ConfigMap>(this.#path(), body);
-      return written.metadata.resourceVersion ?? '';
+      await this.#api.post(this.#path(), body);
     } catch (error) {
-      if (isStatus(error, 409)) throw new LedgerConflictError(`the ledger of ${doc.policy} was changed by someone else (another operator replica?)`);
+      if (!isStatus(error, 409)) throw error;
+      await this.#api.put(this.#path(body.metadata.name), body);
+    }
+  }
+
+  async #get(name: string): Promise<ConfigMap | undefined> {
+    try {
+      return await this.#api.get<ConfigMap>(this.#path(name));
+    } catch (error) {
+      if (isStatus(error, 404)) return undefined;
       throw error;
     }
   }
 
-  async delete(policy: string): Promise<void> {
+  async #list(): Promise<ConfigMap[]> {
+    const out: ConfigMap[] = [];
+    let cont: string | undefined;
+    do {
+      // Parts are up to 700 KB each: small pages keep one response to a few MB.
+      const page = await this.#api.get<{ items: ConfigMap[]; metadata?: { continue?: string } }>(this.#path(), {
+        query: { labelSelector: `${LEDGER_LABEL}=true`, limit: 8, continue: cont },
+      });
+      out.push(...page.items);
+      cont = page.metadata?.continue || undefined;
+    } while (cont);
+    return out;
+  }
+
+  async #delete(name: string): Promise<void> {
     try {
-      await this.#api.request('DELETE', this.#path(ledgerConfigMapName(policy)));
+      await this.#api.request('DELETE', this.#path(name));
     } catch (error) {
       if (!isStatus(error, 404)) throw error;
     }
   }
+
+  async #deleteWhere(labelSelector: string): Promise<void> {
+    await this.#api.request('DELETE', this.#path(), { query: { labelSelector } });
+  }
 }
 
-function parse(cm: ConfigMap): StoredLedger | undefined {
-  const text = cm.data?.[DATA_KEY];
-  if (!text) return undefined;
+/** A ledger ConfigMap of an older operator (one per policy, ADR 1302) as a patch of its policy, or undefined. */
+function legacyPatch(text: string): Record<string, PolicyPatch> | undefined {
+  interface LegacyDoc {
+    policy?: unknown;
+    periods?: Record<string, Record<string, { spent: string; limitUsed: string; alerted: number }>>;
+    grantsUsed?: Record<string, Record<string, string>>;
+    applied?: Record<string, { seq: number; pod: string; at: string }>;
+  }
+  let doc: LegacyDoc;
   try {
-    const doc = JSON.parse(text) as LedgerDoc;
-    if (typeof doc.policy !== 'string') return undefined;
-    doc.periods ??= {};
-    doc.grantsUsed ??= {};
-    doc.applied ??= {};
-    return { doc, ...(cm.metadata.resourceVersion ? { resourceVersion: cm.metadata.resourceVersion } : {}) };
+    doc = JSON.parse(text) as LegacyDoc;
   } catch {
     return undefined;
   }
+  if (typeof doc.policy !== 'string') return undefined;
+  const periods: NonNullable<PolicyPatch['periods']> = {};
+  for (const [iso, users] of Object.entries(doc.periods ?? {})) {
+    periods[iso] = Object.fromEntries(Object.entries(users).map(([user, u]) => [user, [u.spent, u.limitUsed, u.alerted] as [string, string, number]]));
+  }
+  const applied: NonNullable<PolicyPatch['applied']> = {};
+  for (const [uid, w] of Object.entries(doc.applied ?? {})) applied[uid] = [w.seq, w.pod, Date.parse(w.at)];
+  return { [doc.policy]: { periods, grants: doc.grantsUsed ?? {}, applied } };
 }

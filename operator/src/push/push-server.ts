@@ -12,6 +12,7 @@ import type { SpendSource } from '../budgets/cluster-ledger.ts';
 import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
 import { PROXY_CONFIG_ANNOTATION } from './config-selection.ts';
 import type { SidecarRegistry } from './sidecar-registry.ts';
+import type { PodMetadata } from './pod-metadata.ts';
 import type { Snapshot } from './snapshot.ts';
 import { reviewToken, type SidecarIdentity, UnauthenticatedError } from './token-review.ts';
 
@@ -27,6 +28,8 @@ export interface PushServerOptions {
   helloTimeoutMs?: number;
   /** Budget state to sidecars and their spend reports (operator/src/budgets). */
   budgets?: BudgetStreams;
+  /** The pods' metadata as the informer holds it (`namespace/name`); a pod it does not hold yet is read. */
+  pods?: (key: string) => PodMetadata | undefined;
 }
 
 export interface BudgetStreams {
@@ -167,7 +170,7 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
     throw new StreamError(grpc.status.UNAVAILABLE, 'cannot review the token now; retry');
   }
 
-  const { annotation, labels } = await podMetadata(opts.api, identity);
+  const { annotation, labels } = await podMetadata(opts, identity);
 
   const helloTimeout = opts.helloTimeoutMs ?? 10_000;
   let timer: NodeJS.Timeout | undefined;
@@ -222,8 +225,16 @@ function bearerToken(values: grpc.MetadataValue[]): string | undefined {
   return match?.[1];
 }
 
-/** The pod's tollgate.dev/proxy-config annotation and its labels (BudgetPolicy selectors match them). */
-async function podMetadata(api: KubeApi, identity: SidecarIdentity): Promise<{ annotation?: string; labels: Record<string, string> }> {
+/** The pod's tollgate.dev/proxy-config annotation and its labels (BudgetPolicy selectors match them): cached, else read. */
+async function podMetadata(opts: PushServerOptions, identity: SidecarIdentity): Promise<{ annotation?: string; labels: Record<string, string> }> {
+  const cached = opts.pods?.(`${identity.namespace}/${identity.podName}`);
+  // Another UID: the cache may not have seen the pod replaced yet; the API server says.
+  const pod = cached?.metadata.uid === identity.podUid ? cached : await readPod(opts.api, identity);
+  const annotation = pod.metadata.annotations?.[PROXY_CONFIG_ANNOTATION];
+  return { ...(annotation !== undefined ? { annotation } : {}), labels: pod.metadata.labels ?? {} };
+}
+
+async function readPod(api: KubeApi, identity: SidecarIdentity): Promise<{ metadata: { annotations?: Record<string, string>; labels?: Record<string, string> } }> {
   try {
     const pod = await api.get<{ metadata: { uid?: string; annotations?: Record<string, string>; labels?: Record<string, string> } }>(
       `/api/v1/namespaces/${identity.namespace}/pods/${identity.podName}`,
@@ -231,8 +242,7 @@ async function podMetadata(api: KubeApi, identity: SidecarIdentity): Promise<{ a
     if (pod.metadata.uid !== identity.podUid) {
       throw new StreamError(grpc.status.UNAUTHENTICATED, `pod ${identity.namespace}/${identity.podName} was replaced; the token belongs to an earlier pod`);
     }
-    const annotation = pod.metadata.annotations?.[PROXY_CONFIG_ANNOTATION];
-    return { ...(annotation !== undefined ? { annotation } : {}), labels: pod.metadata.labels ?? {} };
+    return pod;
   } catch (error) {
     if (error instanceof StreamError) throw error;
     if (isStatus(error, 404)) throw new StreamError(grpc.status.UNAUTHENTICATED, `pod ${identity.namespace}/${identity.podName} does not exist`);

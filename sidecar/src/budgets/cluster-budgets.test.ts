@@ -80,6 +80,41 @@ describe('a sidecar’s budgets from the operator', () => {
     expect(reports().at(-1)).toMatchObject({ sequence: '2', entries: [{ amount: '20000000' }] });
   });
 
+  it('sends the next report once the operator has applied the last one, and keeps both until they are written', () => {
+    budgets.budgetState(state({ replace: true, policiesJson }));
+    budgets.attached((m) => sent.push(m));
+    budgets.charge('alice', 0.001, T0);
+    budgets.attached((m) => sent.push(m)); // a tick: report 1 goes out
+    budgets.charge('bob', 0.002, T0);
+    budgets.spendAck(0);
+    expect(reports().map((r) => r.sequence)).toEqual(['1']);
+    // Applied (its spend is in the usage), not yet in the operator's ledger: report 2 may go.
+    budgets.budgetState(state({ usage: [{ policy: POLICY, userId: 'alice', periodStart: NOV, spent: '10000000', limitUsed: '10000000', alerted: 0, grants: [] }], includesSequence: '1' }));
+    expect(reports().map((r) => r.sequence)).toEqual(['1', '2']);
+    expect(budgets.health()).toMatchObject({ includesSequence: 1, acknowledgedSequence: 0, pendingDeductions: 2 });
+    budgets.spendAck(2);
+    expect(budgets.health()).toMatchObject({ acknowledgedSequence: 2, pendingDeductions: 0 });
+  });
+
+  it('a new leader that holds less than the last one did: its own spend counts here again until the new leader has it', () => {
+    budgets.budgetState(state({ replace: true, policiesJson }));
+    budgets.attached((m) => sent.push(m));
+    budgets.charge('alice', 0.006, T0);
+    budgets.attached((m) => sent.push(m)); // report 1
+    // The old leader applied it: alice's usage has it, so it is no longer this pod's own.
+    budgets.budgetState(state({ usage: [{ policy: POLICY, userId: 'alice', periodStart: NOV, spent: '60000000', limitUsed: '60000000', alerted: 0, grants: [] }], includesSequence: '1' }));
+    expect(budgets.get('alice', T0)).toMatchObject({ spent_usd: 0.006 });
+    // The leader dies before writing it. The new one starts from its ledger: alice unknown, nothing of this pod.
+    budgets.detached();
+    sent = [];
+    budgets.attached((m) => sent.push(m));
+    expect(reports().map((r) => r.sequence)).toEqual(['1']); // resent, unchanged
+    budgets.budgetState(state({ replace: true, policiesJson, includesSequence: '0' }));
+    expect(budgets.get('alice', T0)).toMatchObject({ spent_usd: 0.006 });
+    budgets.charge('alice', 0.004, T0);
+    expect(budgets.refusal('alice', T0)).not.toBeNull(); // 0.006 + 0.004: the limit, as before the failover
+  });
+
   it('a restarted sidecar enforces from its saved state and outbox before the operator answers, and resends what was not acknowledged', async () => {
     budgets.budgetState(
       state({ replace: true, policiesJson, usage: [{ policy: POLICY, userId: 'alice', periodStart: NOV, spent: '50000000', limitUsed: '50000000', alerted: 0, grants: [] }] }),

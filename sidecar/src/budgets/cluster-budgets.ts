@@ -81,10 +81,12 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
   #overlay = new Map<string, OverlayCharge>();
   /** Charges the outbox could not take (disk full): retried before each report. */
   #unpersisted: OverlayCharge[] = [];
-  #includes = 0;
+  #included = 0;
   #defaultUser: string | null = null;
   #send: ((message: SidecarMessage) => void) | null = null;
   #inFlight: { sequence: number; sentAt: number } | null = null;
+  /** Reports up to here are applied by the operator this stream goes to: the next report sent is above it. */
+  #sentThrough = 0;
   #timer: NodeJS.Timeout;
   #dirty = false;
   #lastSave = 0;
@@ -154,11 +156,12 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
     return {
       ledger: 'operator',
       policies: this.#book.policies.policies.length,
-      pendingDeductions: [...this.#overlay.values()].filter((c) => c.sequence === null || c.sequence > this.#acked).length + this.#unpersisted.length,
+      // Not yet durable at the operator: unsent, or sent and applied but not yet written to its ledger.
+      pendingDeductions: this.#outbox.pending().length + this.#unpersisted.length,
       failedWrites: this.#failedWrites,
       lastError: this.#lastError,
       connected: this.#send !== null,
-      includesSequence: this.#includes,
+      includesSequence: this.#included,
       acknowledgedSequence: this.#acked,
     };
   }
@@ -188,6 +191,8 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
   attached(send: (message: SidecarMessage) => void): void {
     this.#send = send;
     this.#inFlight = null;
+    // A new stream may reach a new leader, which holds at least what was written (acknowledged).
+    this.#sentThrough = this.#acked;
     this.#tick();
   }
 
@@ -205,6 +210,7 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
       this.#logger.warn({ sequence, err: (error as Error).message }, 'could not delete acknowledged spend reports');
     }
     if (sequence > this.#acked) this.#acked = sequence;
+    this.#sentThrough = Math.max(this.#sentThrough, sequence);
     if (this.#inFlight && sequence >= this.#inFlight.sequence) this.#inFlight = null;
     this.#tick();
   }
@@ -233,11 +239,7 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
       });
       touched.add(u.userId);
     }
-    const includes = Number(state.includesSequence ?? 0);
-    if (includes > this.#includes) {
-      this.#includes = includes;
-      for (const [key, c] of this.#overlay) if (c.sequence !== null && c.sequence <= includes) this.#overlay.delete(key);
-    }
+    this.#operatorIncludes(Number(state.includesSequence ?? 0), state.replace);
     if (state.defaultUser) this.#defaultUser = state.defaultUser;
     if (state.replace || state.policiesChanged) {
       for (const record of this.#book.records(at)) this.#book.forget(record.userId);
@@ -249,6 +251,35 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
   }
 
   // --- internals ---
+
+  /**
+   * The operator's usage includes this pod's reports up to `includes`: they leave the overlay, and the next
+   * report may go. A new leader's full state may include less than the last one did (what was applied but
+   * not yet written): what it lacks is still in the outbox, and goes back into the overlay until it is in.
+   */
+  #operatorIncludes(includes: number, replace: boolean): void {
+    if (includes > this.#included || (replace && includes < this.#included)) {
+      const lower = includes < this.#included;
+      this.#included = includes;
+      if (lower) this.#restoreOverlay();
+      else for (const [key, c] of this.#overlay) if (c.sequence !== null && c.sequence <= includes) this.#overlay.delete(key);
+    }
+    if (includes > this.#sentThrough) this.#sentThrough = includes;
+    if (this.#inFlight && includes >= this.#inFlight.sequence) {
+      this.#inFlight = null;
+      this.#tick();
+    }
+  }
+
+  /** Rebuilds the reported part of the overlay from the outbox: every sealed report the operator's usage lacks. */
+  #restoreOverlay(): void {
+    for (const [key, c] of this.#overlay) if (c.sequence !== null) this.#overlay.delete(key);
+    for (const row of this.#outbox.pending()) {
+      if (row.sequence === null || row.sequence <= this.#included) continue;
+      // The grant split is not kept on disk: charged to the limit until the operator's usage has it (seconds).
+      this.#addOverlay({ policy: row.policy, userId: row.userId, periodStart: row.periodStart, split: { amount: row.amount, limitPart: row.amount, grantParts: [] }, sequence: row.sequence });
+    }
+  }
 
   #usage(userId: string, policy: CompiledPolicy, periodStart: number): PeriodUsage {
     const base = this.#base.get(`${policy.name}\0${userId}`);
@@ -313,7 +344,8 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
     const at = this.#now();
     if (this.#inFlight && at - this.#inFlight.sentAt < RESEND_AFTER_MS) return;
     try {
-      const oldest = this.#outbox.unacknowledged()[0];
+      // The oldest report this stream's operator has not applied (resent unchanged), else a new one.
+      const oldest = this.#outbox.unacknowledged().find((sequence) => sequence > this.#sentThrough);
       const report = oldest !== undefined ? this.#outbox.report(oldest) : this.#outbox.seal(MAX_SPEND_ENTRIES_PER_REPORT);
       if (!report) return;
       if (oldest === undefined) {
@@ -361,7 +393,7 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
         alerted: u.alerted,
         grants: [...u.grantsUsed].map(([id, used]) => [id, used.toString()]),
       })),
-      includes: this.#includes,
+      includes: this.#included,
       defaultUser: this.#defaultUser,
     };
     const path = join(this.#stateDir, STATE_FILE);
@@ -395,7 +427,7 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
             grantsUsed: new Map(u.grants.map(([id, used]) => [id, BigInt(used)])),
           });
         }
-        this.#includes = cached.includes;
+        this.#included = cached.includes;
         this.#defaultUser = cached.defaultUser;
       } catch (error) {
         this.#logger.warn({ err: (error as Error).message }, 'cached budget state unreadable; waiting for the operator');
@@ -404,7 +436,7 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
     }
     // Spend this pod charged and the operator had not counted: enforced again at once.
     for (const row of this.#outbox.pending()) {
-      if (row.sequence !== null && row.sequence <= this.#includes) continue;
+      if (row.sequence !== null && row.sequence <= this.#included) continue;
       const record = this.#book.record(row.userId, at);
       const result = record && record.policy.name === row.policy && record.periodStart === row.periodStart ? this.#book.charge(row.userId, row.amount, at) : null;
       const split = result?.split ?? { amount: row.amount, limitPart: row.amount, grantParts: [] };

@@ -31,8 +31,8 @@ export interface PushClientOptions {
   /** The audit fan-out's delivery, sent every reportIntervalMs when it changed (undefined: nothing to report). */
   auditReport?: () => AuditReport | undefined;
   reportIntervalMs?: number;
-  /** Reconnect delays; default 500 ms doubling to 30 s, with jitter. */
-  reconnect?: { baseMs: number; maxMs: number };
+  /** Reconnect delays (DEFAULT_RECONNECT): doubling from baseMs to maxMs, to refusedMaxMs after the operator refused the stream. */
+  reconnect?: ReconnectPolicy;
   /** How long a connect to the operator may take before it is given up and tried again (default 20 s). */
   connectTimeoutMs?: number;
   /** Budget state from the operator and spend reports to it (sidecar/src/budgets/cluster-budgets.ts). */
@@ -159,26 +159,51 @@ async function reconnectLoop(connection: Connection): Promise<void> {
   const reconnect = opts.reconnect ?? DEFAULT_RECONNECT;
   let failures = 0;
   while (!abort.aborted) {
-    const delivered = await connectOnce(connection);
+    const outcome = await connectOnce(connection);
     if (abort.aborted) break;
-    failures = delivered ? 1 : failures + 1;
-    const delay = reconnectDelay(reconnect, failures);
+    failures = outcome === 'delivered' ? 1 : failures + 1;
+    const delay = reconnectDelay(reconnect, failures, outcome);
     logger.debug({ retryInMs: delay }, 'reconnecting to the operator');
     await sleep(delay, undefined, { signal: abort }).catch(() => undefined);
   }
 }
 
-/** Reconnect delays: 500 ms doubling to 30 s, jittered (ADR 0700). */
-export const DEFAULT_RECONNECT = { baseMs: 500, maxMs: 30_000 };
+export interface ReconnectPolicy {
+  baseMs: number;
+  maxMs: number;
+  refusedMaxMs?: number;
+}
+
+/**
+ * How a stream ended, for the next delay: it delivered config (the operator went away: a new leader is coming);
+ * the operator could not be reached or was unavailable (a retry costs the API server nothing); or it refused
+ * the stream (each try costs a TokenReview, and trying again soon cures nothing).
+ */
+export type StreamOutcome = 'delivered' | 'unreachable' | 'refused';
+
+/**
+ * Reconnect delays (ADR 0700, measured in BENCHMARKS.md "The control plane at scale"): 500 ms doubling to 8 s
+ * while the operator is unreachable, so every sidecar finds a new leader within seconds of it listening; to
+ * 60 s after a refusal.
+ */
+export const DEFAULT_RECONNECT: Required<ReconnectPolicy> = { baseMs: 500, maxMs: 8_000, refusedMaxMs: 60_000 };
+
+const REFUSALS = new Set<grpc.status>([grpc.status.UNAUTHENTICATED, grpc.status.PERMISSION_DENIED, grpc.status.INVALID_ARGUMENT, grpc.status.RESOURCE_EXHAUSTED]);
+
+export function streamOutcome(code: grpc.status, delivered: boolean): StreamOutcome {
+  if (delivered) return 'delivered';
+  return REFUSALS.has(code) ? 'refused' : 'unreachable';
+}
 
 /** Delay before reconnect number `failures` (1: the stream that was up just ended): capped doubling, half of it jittered. */
-export function reconnectDelay(policy: { baseMs: number; maxMs: number }, failures: number, random: () => number = Math.random): number {
-  const cap = Math.min(policy.maxMs, policy.baseMs * 2 ** (failures - 1));
+export function reconnectDelay(policy: ReconnectPolicy, failures: number, outcome: StreamOutcome, random: () => number = Math.random): number {
+  const maxMs = outcome === 'refused' ? Math.max(policy.maxMs, policy.refusedMaxMs ?? DEFAULT_RECONNECT.refusedMaxMs) : policy.maxMs;
+  const cap = Math.min(maxMs, policy.baseMs * 2 ** (failures - 1));
   return Math.round(cap / 2 + (random() * cap) / 2);
 }
 
-/** One stream, from connect until it ends; resolves with whether it delivered config. */
-function connectOnce(connection: Connection): Promise<boolean> {
+/** One stream, from connect until it ends; resolves with how it ended. */
+function connectOnce(connection: Connection): Promise<StreamOutcome> {
   const { opts, logger, snapshots } = connection;
   return new Promise((resolve) => {
     let ca: Buffer;
@@ -189,7 +214,7 @@ function connectOnce(connection: Connection): Promise<boolean> {
     } catch (error) {
       snapshots.status.lastError = (error as Error).message;
       logger.warn({ err: snapshots.status.lastError }, 'cannot read the operator CA or the service-account token');
-      resolve(false);
+      resolve('unreachable');
       return;
     }
     const Service = configPushService();
@@ -200,7 +225,7 @@ function connectOnce(connection: Connection): Promise<boolean> {
       'grpc.keepalive_timeout_ms': 10_000,
     });
     connection.client = client;
-    whenConnected(connection, client, (connected) => (connected ? openStream(connection, client, token, resolve) : resolve(false)));
+    whenConnected(connection, client, (connected) => (connected ? openStream(connection, client, token, resolve) : resolve('unreachable')));
   });
 }
 
@@ -232,7 +257,7 @@ function whenConnected(connection: Connection, client: grpc.Client, then: (conne
 }
 
 /** The stream: hello, then snapshots, budget state and spend acks in; acks, nacks, spend and audit reports out. */
-function openStream(connection: Connection, client: grpc.Client, token: string, resolve: (delivered: boolean) => void): void {
+function openStream(connection: Connection, client: grpc.Client, token: string, resolve: (outcome: StreamOutcome) => void): void {
   const { opts, snapshots } = connection;
   const metadata = new grpc.Metadata();
   metadata.set(AUTHORIZATION, `Bearer ${token}`);
@@ -252,7 +277,7 @@ function openStream(connection: Connection, client: grpc.Client, token: string, 
     ended(connection, outcome, received.delivered());
     connection.stream = undefined;
     client.close();
-    void received.applied().then(() => resolve(received.delivered()));
+    void received.applied().then(() => resolve(streamOutcome(outcome.code, received.delivered())));
   });
   call.on('close', () => clearInterval(reportTimer));
   call.write({
