@@ -99,11 +99,12 @@ class ExportedSpan implements ReadableSpan {
       'tollgate.status': span.status,
       'tollgate.cost_usd': span.costUsd,
       'tollgate.priced': span.priced,
-      'tollgate.usage.estimated': span.usageEstimated,
       'tollgate.request_id': span.requestId,
       'tollgate.usage.reasoning_tokens': span.reasoningTokens,
     };
     if (span.responseModel !== null) attributes['gen_ai.response.model'] = span.responseModel;
+    // Only when set: an estimate is rare, and every span's attributes cross the network.
+    if (span.usageEstimated) attributes['tollgate.usage.estimated'] = true;
     if (span.statusCode !== null) attributes['http.response.status_code'] = span.statusCode;
     if (span.status !== 'ok') attributes['error.type'] = errorType(span);
     if (span.userId !== null) attributes['enduser.id'] = span.userId;
