@@ -37,7 +37,11 @@ log() { printf '[images] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 key() { sha256sum | cut -c1-16; }
 has_image() { docker image inspect "$1" >/dev/null 2>&1; }
-legacy_build() { DOCKER_BUILDKIT=0 docker build -q "$@" >/dev/null; }
+# Docker's classic builder (no registry for BuildKit's frontend); its deprecation notice only when it fails.
+legacy_build() {
+  local out
+  out=$(DOCKER_BUILDKIT=0 docker build -q "$@" 2>&1 >/dev/null) || { printf '%s\n' "$out" >&2; return 1; }
+}
 
 mkdir -p "$cache"
 exec 8>"$cache/.build.lock"
@@ -177,8 +181,8 @@ kind_base() {
     "$dir"/lib/systemd/system/sockets.target.wants/*initctl* "$dir"/lib/systemd/system/basic.target.wants/*
   echo "ReadKMsg=no" >>"$dir/etc/systemd/journald.conf"
   ln -sfn /usr/lib/systemd/systemd "$dir/sbin/init"
-  chroot "$dir" systemctl enable kubelet.service containerd.service undo-mount-hacks.service >/dev/null 2>&1
-  chroot "$dir" systemctl mask systemd-binfmt.service >/dev/null 2>&1
+  chroot "$dir" systemctl enable kubelet.service containerd.service undo-mount-hacks.service >/dev/null
+  chroot "$dir" systemctl mask systemd-binfmt.service >/dev/null
   mkdir -p "$dir/etc/kubernetes/manifests"
   chroot "$dir" ctr oci spec |
     jq '.hooks.createContainer[.hooks.createContainer | length] |= . + {"path": "/kind/bin/mount-product-files.sh"}' |
@@ -226,13 +230,13 @@ kube_proxy_image() {
   mkdir -p "$rootfs/usr/local/bin" "$rootfs/usr/sbin" "$rootfs/bin" "$rootfs/etc" "$rootfs/tmp" "$rootfs/run"
   cp "$kind_bin/kube-proxy" "$rootfs/usr/local/bin/"
   local b lib
-  for b in /usr/sbin/xtables-nft-multi /usr/sbin/xtables-legacy-multi; do
-    cp "$b" "$rootfs/usr/sbin/"
-    for lib in $(ldd "$b" | grep -o '/[^ ]*\.so[^ ]*'); do
-      mkdir -p "$rootfs$(dirname "$lib")" && cp -L "$lib" "$rootfs$lib"
-    done
-  done
+  cp /usr/sbin/xtables-nft-multi /usr/sbin/xtables-legacy-multi "$rootfs/usr/sbin/"
   mkdir -p "$rootfs/usr/lib/x86_64-linux-gnu" && cp -r /usr/lib/x86_64-linux-gnu/xtables "$rootfs/usr/lib/x86_64-linux-gnu/"
+  # The libraries both backends and their match and target extensions load (libxt_statistic needs libm).
+  for lib in $(ldd /usr/sbin/xtables-nft-multi /usr/sbin/xtables-legacy-multi /usr/lib/x86_64-linux-gnu/xtables/*.so |
+    sed -n -e 's/.*=> \(\/[^ ]*\) (0x.*/\1/p' -e 's/^[[:space:]]*\(\/[^ ]*\) (0x.*/\1/p' | sort -u); do
+    [[ -e $rootfs$lib ]] || { mkdir -p "$rootfs$(dirname "$lib")" && cp -L "$lib" "$rootfs$lib"; }
+  done
   cp /etc/protocols "$rootfs/etc/"
   echo 'hosts: files dns' >"$rootfs/etc/nsswitch.conf"
   cp /bin/busybox "$rootfs/bin/busybox"
@@ -277,7 +281,8 @@ kind_node() {
   )
   local base k tag
   base=$(kind_base "$kind_version" "${refs[pause]}")
-  k=$( (printf '%s\n' "$base" "$RECIPE" "${refs[@]}"; sha256sum "$cp_bin"/{kube-apiserver,kubectl,etcd} "$kind_bin"/{kubelet,kubeadm,kube-controller-manager,kube-scheduler,kube-proxy,coredns,pause} "$0") | key)
+  # Contents only: the same binaries and script found through another path are the same image.
+  k=$( (printf '%s\n' "$base" "$RECIPE" "${refs[@]}"; cat "$cp_bin"/{kube-apiserver,kubectl,etcd} "$kind_bin"/{kubelet,kubeadm,kube-controller-manager,kube-scheduler,kube-proxy,coredns,pause} "$0") | key)
   tag="tollgate.test/kind-node:$k8s_version-$k"
   if ! has_image "$tag"; then
     local started=$SECONDS archive="$tmp/control-plane-images.tar"
@@ -318,5 +323,6 @@ case "${1:-}" in
   node-base) node_base ;;
   kind-node) kind_node "${2:-}" "${3:-}" ;;
   rootfs) debian_rootfs slim && debian_rootfs kind "$KIND_PACKAGES" ;;
+  kind-base) kind_base "${2:?kind version}" registry.k8s.io/pause:3.10.1 ;;
   *) echo "usage: $0 node-base | kind-node CONTROL_PLANE_BIN KIND_BIN | rootfs" >&2; exit 2 ;;
 esac
