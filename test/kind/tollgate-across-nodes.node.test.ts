@@ -2,7 +2,9 @@
 // cannot show. The chart's soft anti-affinity spreads the operator's and the webhook's replicas over the
 // workers; draining the node of the operator that leads moves the lead to the replica on the other node, the
 // app's pod is rescheduled there with its sidecar injected again, and a price applied afterwards reaches it
-// through the new leader.
+// through the new leader. The drain takes Tollgate's pods first and the app's once the webhook's replicas are
+// back: a pod created while the drain evicts a webhook replica was admitted without its sidecar in the first
+// run of this test (failurePolicy Ignore; docs/known-limitations.md).
 
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { eventually } from '../cluster/operator-fixtures.ts';
@@ -63,7 +65,7 @@ describe.skipIf(skipReason !== '')('Tollgate on a three-node kind cluster', () =
     } finally {
       lock?.release();
     }
-  }, 120_000);
+  }, 300_000);
 
   it("spreads the operator's and the webhook's replicas over the two workers", async () => {
     const installed = await helmInstall(cluster, ['--wait', '--timeout', '5m']);
@@ -90,7 +92,7 @@ describe.skipIf(skipReason !== '')('Tollgate on a three-node kind cluster', () =
     await eventually('a call priced by the ProxyConfig', async () => ((await costOfNextCall()) === 3 ? true : undefined), 90_000);
   });
 
-  it("drains the leading operator's node: the other node's replica leads, the app's pod moves with its sidecar, and a new price reaches it", async () => {
+  it("drains the leading operator's node: the other node's replica leads, then the app's pod moves there with its sidecar, and a new price reaches it", async () => {
     const leaderBefore = await leader();
     const operators = await pods(NAMESPACE, 'app.kubernetes.io/component=operator');
     const drainedNode = operators.find((p) => p.metadata.name === leaderBefore)?.spec.nodeName;
@@ -107,9 +109,10 @@ describe.skipIf(skipReason !== '')('Tollgate on a three-node kind cluster', () =
     const appBefore = (await pods(APP_NAMESPACE, 'app=chat')).find(ready)!;
     expect(appBefore.spec.nodeName).toBe(drainedNode);
 
-    // The PodDisruptionBudgets (minAvailable 1) let the drain evict one replica of each at a time.
-    await kubectl(['drain', drainedNode!, '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=240s']);
     try {
+      // Tollgate's own pods first: the PodDisruptionBudgets (minAvailable 1) let the drain evict one replica of
+      // each, and the evicted ones come back on the other node.
+      await kubectl(['drain', drainedNode!, '--ignore-daemonsets', '--delete-emptydir-data', '--pod-selector=app.kubernetes.io/part-of=tollgate', '--timeout=240s']);
       const newLeader = await eventually(
         'a replica on the other node to take the operator Lease',
         async () => {
@@ -120,14 +123,18 @@ describe.skipIf(skipReason !== '')('Tollgate on a three-node kind cluster', () =
         120_000,
       );
       expect(newLeader).not.toBe(leaderBefore);
+      for (const deployment of ['tollgate-operator', 'tollgate-webhook']) await kubectl(['rollout', 'status', '-n', NAMESPACE, `deployment/${deployment}`, '--timeout=180s']);
+      await waitForInjection(cluster, images.testTools.ref);
 
+      // Then the rest of the node: the app's pod is rescheduled on the other node and injected again.
+      await kubectl(['drain', drainedNode!, '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=240s']);
       const moved = await eventually(
         "the app's pod Ready on the other node",
         async () => (await pods(APP_NAMESPACE, 'app=chat')).find((p) => ready(p) && p.spec.nodeName === otherNode),
         180_000,
       );
       expect(moved.metadata.name).not.toBe(appBefore.metadata.name);
-      expect(moved.spec.initContainers?.map((c) => c.name)).toContain('tollgate-proxy');
+      expect(moved.spec.initContainers?.map((c) => c.name) ?? []).toContain('tollgate-proxy');
       await eventually('a call priced as before from the rescheduled pod', async () => ((await costOfNextCall()) === 3 ? true : undefined), 90_000);
 
       await kubectl(['apply', '-f', '-'], proxyConfigManifest(4.5));

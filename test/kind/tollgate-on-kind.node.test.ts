@@ -88,7 +88,7 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
     } finally {
       lock?.release();
     }
-  }, 120_000);
+  }, 300_000);
 
   it('installs the chart with the images docker build made; the operator and the webhook become Ready', async () => {
     const installStarted = Date.now();
