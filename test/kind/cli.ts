@@ -11,10 +11,9 @@
 
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { ensureControlPlaneBinaries, runBuildScript } from '../control-plane/binaries.ts';
 import { dockerEngineDown, dockerEngineStatus } from './docker-engine.ts';
 import { acquireHostLock } from './host-lock.ts';
-import { prepareKindAssets } from './kind-assets.ts';
+import { kindBinaries, prepareKindAssets } from './kind-assets.ts';
 import { CLI_CLUSTER, createKindCluster, existingCluster, kindClusters, MACHINE_LOCK, type KindCluster } from './kind-cluster.ts';
 import { kindUnavailableReason } from './kind-prerequisites.ts';
 import {
@@ -44,9 +43,7 @@ interface Span {
   status: string;
 }
 
-async function tools() {
-  return { controlPlaneBin: await ensureControlPlaneBinaries(), kindBin: await runBuildScript('kind') };
-}
+const tools = kindBinaries;
 
 async function must(cluster: KindCluster, args: string[], input?: string): Promise<string> {
   const r = await cluster.kubectl(args, input === undefined ? {} : { input });
@@ -86,9 +83,10 @@ async function demo(cluster: KindCluster, testToolsImage: string): Promise<void>
 async function up(nodes: number): Promise<void> {
   const reason = kindUnavailableReason();
   if (reason) throw new Error(`this machine cannot run kind: ${reason}`);
+  const binaries = await kindBinaries();
   const lock = await acquireHostLock(MACHINE_LOCK, 'kind');
   try {
-    const assets = await prepareKindAssets(say);
+    const assets = await prepareKindAssets(say, binaries);
     const cluster = await createKindCluster({ name: CLI_CLUSTER, workers: nodes - 1, assets, log: say });
     say(`helm install ${RELEASE} charts/tollgate -n ${NAMESPACE} --create-namespace --wait`);
     const installed = await helmInstall(cluster, ['--wait', '--timeout', '5m']);

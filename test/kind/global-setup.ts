@@ -6,7 +6,7 @@
 
 import type { TestProject } from 'vitest/node';
 import { dockerEngineDown, dockerEngineStatus } from './docker-engine.ts';
-import { prepareKindAssets, type KindAssets } from './kind-assets.ts';
+import { kindBinaries, prepareKindAssets, type KindAssets } from './kind-assets.ts';
 import { acquireHostLock } from './host-lock.ts';
 import { CLI_CLUSTER, MACHINE_LOCK } from './kind-cluster.ts';
 import { kindUnavailableReason } from './kind-prerequisites.ts';
@@ -42,12 +42,13 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     };
   }
   const started = Date.now();
+  const binaries = await kindBinaries();
   // The Docker daemon and its networks change the machine's links and settings: not while another run's
   // cluster (or an older checkout's hand-built node) is being compared before and after.
   const lock = await acquireHostLock(MACHINE_LOCK, 'kind');
   let assets: KindAssets;
   try {
-    assets = await prepareKindAssets((line) => process.stderr.write(`[kind] ${line}\n`));
+    assets = await prepareKindAssets((line) => process.stderr.write(`[kind] ${line}\n`), binaries);
   } finally {
     lock.release();
   }

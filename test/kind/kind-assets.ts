@@ -46,12 +46,23 @@ async function nodeImage(controlPlaneBin: string, kindBin: string, log: (line: s
   return { ref, local: true, kindnet: labels['dev.tollgate.kindnet'] === 'true', etcdTag: labels['dev.tollgate.etcd-tag']!, corednsTag: labels['dev.tollgate.coredns-tag']! };
 }
 
-export async function prepareKindAssets(log: (line: string) => void): Promise<KindAssets> {
-  await dockerEngineUp();
+export interface KindBinaries {
+  controlPlaneBin: string;
+  kindBin: string;
+}
+
+/** The Go builds: long when cold, and nothing on the machine changes, so callers run them before the lock. */
+export async function kindBinaries(): Promise<KindBinaries> {
   // One after the other: each build takes both cores when it is cold.
   const controlPlaneBin = await ensureControlPlaneBinaries();
   const kindBin = await runBuildScript('kind');
-  const node = await nodeImage(controlPlaneBin, kindBin, log);
+  return { controlPlaneBin, kindBin };
+}
+
+/** Docker, the node image and Tollgate's images: the steps that change the machine (callers hold MACHINE_LOCK). */
+export async function prepareKindAssets(log: (line: string) => void, binaries: KindBinaries): Promise<KindAssets> {
+  await dockerEngineUp();
+  const node = await nodeImage(binaries.controlPlaneBin, binaries.kindBin, log);
   const images = await buildTollgateImages(log);
-  return { controlPlaneBin, kindBin, nodeImage: node, images };
+  return { ...binaries, nodeImage: node, images };
 }
