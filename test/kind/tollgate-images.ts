@@ -95,6 +95,8 @@ export async function buildTollgateImages(log: (line: string) => void): Promise<
   } finally {
     rmSync(context, { recursive: true, force: true });
   }
+  // Each changed tree leaves the classic builder's earlier stage images untagged; a day keeps them as cache.
+  await run('docker', ['image', 'prune', '-f', '--filter', 'until=24h']);
   const nodeVersion = (await run('docker', ['run', '--rm', '--entrypoint', 'node', refs.sidecar, '--version'])).stdout.trim().replace(/^v/, '');
   return {
     tollgate: await builtImage(refs.tollgate),
