@@ -2,7 +2,7 @@
 // listening on the pod IP, with a small control port the test reaches through the API server's service proxy
 // (GET /requests: what the fake received, so the test sees the credential the sidecar attached).
 //
-//   node test/cluster-node/in-pod/fake-upstream.ts
+//   node test/kind/in-pod/fake-upstream.ts
 //   env: FAKE_API_KEY (required), FAKE_BEHAVIOUR (a FakeBehaviour as JSON), FAKE_PORT, CONTROL_PORT
 
 import { createServer } from 'node:http';

@@ -1,13 +1,13 @@
-// What the real-node test deploys next to Tollgate (the fake upstream, an app, a ProxyConfig) and how it looks
-// into running containers: /proc of a container's first process (from inside, with kubectl exec) and the
-// container's memory cgroup (from the machine, which is the node).
+// What the kind tests (and `./tollgatew cluster up`'s demo) deploy next to Tollgate (the fake upstream, an app,
+// a ProxyConfig) and how they look into running containers: /proc of a container's first process (from
+// inside, with kubectl exec) and the container's memory cgroup (from the machine: a kind node is a container
+// whose cgroups nest in the machine's).
 
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import type { NodeCluster } from './node-cluster.ts';
-import { cgroupHierarchies } from './node-teardown.ts';
-import { CGROUP_ROOT } from './node-layout.ts';
+import { waitFor } from '../support/wait-for.ts';
+import type { KindCluster } from './kind-cluster.ts';
 
 export const APP_NAMESPACE = 'shop';
 export const FAKES_NAMESPACE = 'llm-fakes';
@@ -44,7 +44,7 @@ export function fakeUpstreamManifests(image: string): string {
                 name: 'fake',
                 image,
                 imagePullPolicy: 'Never',
-                args: ['test/cluster-node/in-pod/fake-upstream.ts'],
+                args: ['test/kind/in-pod/fake-upstream.ts'],
                 env: [
                   { name: 'FAKE_API_KEY', value: OPENAI_KEY },
                   { name: 'FAKE_BEHAVIOUR', value: JSON.stringify({ usage: FAKE_USAGE }) },
@@ -135,7 +135,7 @@ export function appDeployment(image: string): string {
               name: 'app',
               image,
               imagePullPolicy: 'Never',
-              args: ['test/cluster-node/in-pod/app.ts'],
+              args: ['test/kind/in-pod/app.ts'],
               resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
               securityContext: restricted,
             },
@@ -152,8 +152,28 @@ export function probePod(image: string): string {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: 'injection-probe', namespace: APP_NAMESPACE },
-    spec: { containers: [{ name: 'app', image, imagePullPolicy: 'Never', args: ['test/cluster-node/in-pod/app.ts'] }] },
+    spec: { containers: [{ name: 'app', image, imagePullPolicy: 'Never', args: ['test/kind/in-pod/app.ts'] }] },
   });
+}
+
+/**
+ * Waits until the webhook injects pods of the labelled namespace (a server-side dry run shows the sidecar). A
+ * Ready webhook replica has the operator's CA and its caBundle is in the configuration (its /readyz), so what
+ * is left is the pod's address reaching the webhook Service's EndpointSlice and kube-proxy's rules, which the
+ * API server's calls to the Service go through. Until then the chart's failurePolicy Ignore lets pods through
+ * without a sidecar.
+ */
+export async function waitForInjection(cluster: KindCluster, image: string, timeoutMs = 60_000): Promise<void> {
+  await waitFor(
+    'a dry-run pod in the labelled namespace to be injected',
+    async () => {
+      const r = await cluster.kubectl(['create', '--dry-run=server', '-o', 'json', '-f', '-'], { input: probePod(image) });
+      if (r.code !== 0) throw new Error(`kubectl create --dry-run=server failed: ${r.stderr}`);
+      const pod = JSON.parse(r.stdout) as { spec: { initContainers?: Array<{ name: string }> } };
+      return pod.spec.initContainers?.some((c) => c.name === 'tollgate-proxy') || undefined;
+    },
+    timeoutMs,
+  );
 }
 
 /** The first process of a container as seen from inside it, plus whether its root file system is writable. */
@@ -178,15 +198,15 @@ try { fs.writeFileSync('/.tollgate-write-probe', 'x'); fs.unlinkSync('/.tollgate
 console.log(JSON.stringify({ uid: id('Uid'), gid: id('Gid'), argv: fs.readFileSync('/proc/1/cmdline', 'utf8').split('\\0').filter(Boolean), cwd: fs.readlinkSync('/proc/1/cwd'), env, rootWrite, nodeVersion: process.versions.node }));
 `;
 
-export async function inspectContainer(node: NodeCluster, namespace: string, pod: string, container: string): Promise<ContainerProcess> {
+export async function inspectContainer(node: KindCluster, namespace: string, pod: string, container: string): Promise<ContainerProcess> {
   const r = await node.kubectl(['exec', '-n', namespace, pod, '-c', container, '--', 'node', '-e', INSPECT_SCRIPT]);
   if (r.code !== 0) throw new Error(`kubectl exec into ${namespace}/${pod} ${container} failed: ${r.stderr}`);
   return JSON.parse(r.stdout) as ContainerProcess;
 }
 
 /** Runs client.ts in the app container and parses its one JSON line. */
-export async function appClient<T>(node: NodeCluster, args: string[]): Promise<T> {
-  const r = await node.kubectl(['exec', '-n', APP_NAMESPACE, 'deploy/chat', '-c', 'app', '--', 'node', 'test/cluster-node/in-pod/client.ts', ...args]);
+export async function appClient<T>(node: KindCluster, args: string[]): Promise<T> {
+  const r = await node.kubectl(['exec', '-n', APP_NAMESPACE, 'deploy/chat', '-c', 'app', '--', 'node', 'test/kind/in-pod/client.ts', ...args]);
   if (r.code !== 0) throw new Error(`client ${args.join(' ')} failed (${r.code}): ${r.stderr}${r.stdout}`);
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as T;
 }
@@ -205,25 +225,35 @@ export interface ContainerMemory {
   oomKills: number;
 }
 
+/** The machine's cgroup hierarchies (one per v1 controller, or the v2 one). */
+function cgroupHierarchies(): string[] {
+  return readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' '))
+    .filter((f) => f[2] === 'cgroup' || f[2] === 'cgroup2')
+    .map((f) => f[1]!);
+}
+
 function findCgroup(root: string, containerId: string): string | undefined {
   if (!existsSync(root)) return undefined;
   for (const entry of readdirSync(root, { withFileTypes: true })) {
     if (!entry.isDirectory()) continue;
     const path = join(root, entry.name);
-    if (entry.name === containerId || entry.name.endsWith(containerId)) return path;
+    // cgroupfs names it by the ID; the systemd driver (kind's) cri-containerd-<ID>.scope.
+    if (entry.name.includes(containerId)) return path;
     const found = findCgroup(path, containerId);
     if (found) return found;
   }
   return undefined;
 }
 
-/** The memory cgroup of a container on this node (cgroup v1 or v2), by its containerd ID. */
+/** The memory cgroup of a container on a kind node of this machine (cgroup v1 or v2), by its containerd ID. */
 export function containerMemoryCgroup(containerId: string): { dir: string; v2: boolean } {
   const hierarchies = cgroupHierarchies();
   const v1 = hierarchies.find((h) => existsSync(join(h, 'memory.limit_in_bytes')));
   const candidates = v1 ? [{ dir: v1, v2: false }] : hierarchies.filter((h) => existsSync(join(h, 'cgroup.controllers'))).map((dir) => ({ dir, v2: true }));
   for (const c of candidates) {
-    const dir = findCgroup(join(c.dir, CGROUP_ROOT), containerId);
+    const dir = findCgroup(c.dir, containerId);
     if (dir) return { dir, v2: c.v2 };
   }
   throw new Error(`no memory cgroup found for container ${containerId}`);

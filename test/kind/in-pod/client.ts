@@ -7,7 +7,6 @@
 //   client.ts load REQUESTS CONCURRENCY     a short load, every other call streamed; prints counts by status
 //                                           and the elapsed time
 //   client.ts connect HOST PORT             a TCP connection attempt; prints ok or the error code
-//   client.ts routes                        the pod's IPv4 routes (destination/prefix), from /proc/net/route
 
 const baseUrl = process.env.OPENAI_BASE_URL;
 if (!baseUrl) {
@@ -71,18 +70,7 @@ if (command === 'call') {
     socket.once('error', (err: NodeJS.ErrnoException) => resolve({ ok: false, error: err.code }));
   });
   console.log(JSON.stringify(result));
-} else if (command === 'routes') {
-  const { readFileSync } = await import('node:fs');
-  // /proc/net/route: Iface Destination Gateway Flags RefCnt Use Metric Mask …, addresses as little-endian hex.
-  const ip = (hex: string) => [...Buffer.from(hex, 'hex')].reverse().join('.');
-  const routes = readFileSync('/proc/net/route', 'utf8')
-    .trim()
-    .split('\n')
-    .slice(1)
-    .map((line) => line.trim().split(/\s+/))
-    .map((f) => `${ip(f[1]!)}/${[...Buffer.from(f[7]!, 'hex')].reduce((n, b) => n + b.toString(2).split('1').length - 1, 0)}`);
-  console.log(JSON.stringify({ routes }));
 } else {
-  console.error(`client: unknown command ${command} (call, traces, load, connect, routes)`);
+  console.error(`client: unknown command ${command} (call, traces, load, connect)`);
   process.exit(2);
 }

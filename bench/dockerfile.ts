@@ -1,9 +1,10 @@
-// Reads a Dockerfile into stages, so the node's images are assembled from the very file users `docker build`
-// from (ADR 0111): when an entry point, a user, an ENV or a COPY changes there, the assembled images change
-// with it. Only the instructions Tollgate's Dockerfiles use are accepted; anything else is an error that names
-// the line, never silently skipped.
+// Reads a Dockerfile into stages and the image config a target ends with, so the benchmarks start the sidecar
+// with the very flags (NODE_OPTIONS, the ENTRYPOINT's node flags) users' `docker build` gives its image, without
+// a container engine. Only the instructions Tollgate's Dockerfiles use are accepted; anything else is an error
+// that names the line, never silently skipped. The kind tests check the built image itself (test/kind).
 
 import { readFileSync } from 'node:fs';
+import { posix } from 'node:path';
 
 export type Instruction =
   | { kind: 'ARG'; line: number; name: string; value: string }
@@ -182,16 +183,16 @@ export function parseDockerfileText(source: string, path: string, buildArgs: Rec
           while (words[0]?.startsWith('--')) {
             const flag = words.shift()!;
             if (flag.startsWith('--from=')) from = flag.slice('--from='.length);
-            else fail(`COPY ${flag.split('=')[0]} is not supported by the image assembler`);
+            else fail(`COPY ${flag.split('=')[0]} is not supported by the Dockerfile reader`);
           }
           if (words.length < 2) fail('COPY needs at least one source and a destination');
           const sources = words.slice(0, -1);
-          for (const s of sources) if (/[*?[]/.test(s)) fail(`COPY source ${JSON.stringify(s)}: wildcards are not supported by the image assembler`);
+          for (const s of sources) if (/[*?[]/.test(s)) fail(`COPY source ${JSON.stringify(s)}: wildcards are not supported by the Dockerfile reader`);
           push({ kind: 'COPY', line, ...(from !== undefined ? { from } : {}), sources, dest: words.at(-1)! });
           break;
         }
         case 'RUN':
-          if (args.trimStart().startsWith('[')) fail('RUN in exec form is not supported by the image assembler');
+          if (args.trimStart().startsWith('[')) fail('RUN in exec form is not supported by the Dockerfile reader');
           push({ kind: 'RUN', line, command: args });
           break;
         case 'USER':
@@ -205,7 +206,7 @@ export function parseDockerfileText(source: string, path: string, buildArgs: Rec
           push({ kind: 'EXPOSE', line, ports: shellWords(expandVariables(args, stageVars)).map((p) => (p.includes('/') ? p : `${p}/tcp`)) });
           break;
         default:
-          fail(`${keyword} is not supported by the image assembler (test/cluster-node/images); supported: ARG FROM WORKDIR ENV LABEL COPY RUN USER ENTRYPOINT CMD EXPOSE`);
+          fail(`${keyword} is not supported by the Dockerfile reader (bench/dockerfile.ts); supported: ARG FROM WORKDIR ENV LABEL COPY RUN USER ENTRYPOINT CMD EXPOSE`);
       }
     } catch (err) {
       if (err instanceof DockerfileError) throw err;
@@ -235,4 +236,29 @@ export function findStage(dockerfile: Dockerfile, name: string): Stage {
     throw new Error(`${dockerfile.path}: no stage named ${JSON.stringify(name)} (stages: ${dockerfile.stages.map((s) => s.name).join(', ')})`);
   }
   return stage;
+}
+
+/** The config an image built from a stage ends with, as far as the Dockerfile says (a base image's own is not read). */
+export interface ImageConfig {
+  env: Record<string, string>;
+  entrypoint?: string[];
+  cmd?: string[];
+  workingDir: string;
+  user: string;
+}
+
+/** WORKDIR, ENV, USER, ENTRYPOINT and CMD applied in order through the stage's chain of FROMs, as Docker applies them. */
+export function stageConfig(df: Dockerfile, stage: Stage): ImageConfig {
+  const parentStage = df.stages.find((s) => s.name === stage.from && s.index < stage.index);
+  const config: ImageConfig = parentStage ? structuredClone(stageConfig(df, parentStage)) : { env: {}, workingDir: '/', user: '' };
+  for (const i of stage.instructions) {
+    if (i.kind === 'WORKDIR') config.workingDir = posix.resolve(config.workingDir, i.path);
+    else if (i.kind === 'ENV') for (const [k, v] of i.vars) config.env[k] = v;
+    else if (i.kind === 'USER') config.user = i.user;
+    else if (i.kind === 'ENTRYPOINT') {
+      config.entrypoint = i.argv;
+      delete config.cmd; // Docker drops an inherited CMD when ENTRYPOINT is set
+    } else if (i.kind === 'CMD') config.cmd = i.argv;
+  }
+  return config;
 }

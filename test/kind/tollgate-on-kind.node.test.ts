@@ -1,17 +1,18 @@
-// Tollgate on a real single-node Kubernetes 1.34 cluster (issue 15, ADR 0110): the chart installed with the
-// images assembled from the Dockerfile, the webhook injecting the sidecar into a real running pod, calls from
-// the app container through the sidecar to a fake upstream pod, a live price change, an operator outage, the
-// sidecar's memory under load against the chart's limit, `helm uninstall`, and a machine left as it was.
+// Tollgate on a kind cluster (issue 26, ADR 0112): the chart installed with the images `docker build` made from
+// the repository's Dockerfile, the webhook injecting the sidecar into a real running pod, calls from the app
+// container through the sidecar to a fake upstream pod, a live price change, the sidecar's memory under load
+// against the chart's limit, an operator outage, `helm uninstall`, and the cluster deleted at the end.
 //
-// The steps build on each other, like a platform team's first afternoon with Tollgate. The node takes about a
-// minute to come up; see docs/real-node.md for how it is built and how to keep one up to look around.
+// The steps build on each other, like a platform team's first afternoon with Tollgate. The cluster takes
+// about a minute to come up; see docs/real-node.md for how it is built and how to keep one up to look around.
 
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { chartSidecarLimitMb } from '../../bench/side-by-side.ts';
 import { eventually } from '../cluster/operator-fixtures.ts';
-import type { HostSnapshot } from './host-state.ts';
-import type { NodeImages } from './images/node-images.ts';
-import { startNodeCluster, type NodeCluster } from './node-cluster.ts';
+import { acquireHostLock, type HostLock } from './host-lock.ts';
+import { run } from './host-command.ts';
+import { createKindCluster, MACHINE_LOCK, TEST_CLUSTER, type KindCluster } from './kind-cluster.ts';
+import type { KindAssets } from './kind-assets.ts';
 import {
   APP_NAMESPACE,
   appClient,
@@ -29,12 +30,12 @@ import {
   probePod,
   proxyConfigManifest,
   resetMemoryPeak,
-} from './node-fixtures.ts';
-import { currentHostSnapshot } from './node-teardown.ts';
+  waitForInjection,
+} from './tollgate-fixtures.ts';
 import { helmInstall, NAMESPACE, RELEASE } from './tollgate-install.ts';
 
-const skipReason = inject('nodeSkipReason');
-const assets = inject('nodeAssets');
+const skipReason = inject('kindSkipReason');
+const assets = inject('kindAssets');
 
 interface Span {
   span_id: string;
@@ -52,11 +53,11 @@ interface CallResult {
   body: string;
 }
 
-describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
-  let node: NodeCluster;
-  let before: HostSnapshot;
-  // null when the machine cannot run the node: the suite is then skipped and this is never read.
-  const images = assets?.images as NodeImages;
+describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => {
+  let node: KindCluster;
+  let lock: HostLock | undefined;
+  // null when the machine cannot run kind: the suite is then skipped and this is never read.
+  const images = (assets as KindAssets).images;
 
   const kubectl = async (args: string[], input?: string): Promise<string> => {
     const r = await node.kubectl(args, input === undefined ? {} : { input });
@@ -77,34 +78,34 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
   let webhookReadyAt = 0;
 
   beforeAll(async () => {
-    node = await startNodeCluster({
-      owner: 'test',
-      ...assets!,
-      beforeStart: () => {
-        before = currentHostSnapshot();
-      },
-    });
+    lock = await acquireHostLock(MACHINE_LOCK, 'kind');
+    node = await createKindCluster({ name: TEST_CLUSTER, workers: 0, assets: assets!, log: (line) => process.stderr.write(`[kind] ${line}\n`) });
   }, 30 * 60_000);
 
   afterAll(async () => {
-    await node?.stop();
-  }, 120_000);
+    try {
+      await node?.delete();
+    } finally {
+      lock?.release();
+    }
+  }, 300_000);
 
-  it('installs the chart with the local images; the operator and the webhook become Ready', async () => {
+  it('installs the chart with the images docker build made; the operator and the webhook become Ready', async () => {
     const installStarted = Date.now();
     const installed = await helmInstall(node);
     expect(installed.stderr).toBe('');
     expect(installed.stdout).toContain('STATUS: deployed');
     for (const deployment of ['tollgate-operator', 'tollgate-webhook']) {
       const rollout = await node.kubectl(['rollout', 'status', '-n', NAMESPACE, `deployment/${deployment}`, '--timeout=240s']);
-      expect(rollout.code, `${rollout.stderr}\n${node.logTails(10)}`).toBe(0);
+      expect(rollout.code, `${rollout.stderr}\n${await node.describe()}`).toBe(0);
     }
     webhookReadyAt = Date.now();
     // The webhook is Ready only once the operator's CA has reached its Secret volume (ADR 0808).
     console.info(`[node] operator and webhook Ready ${Math.round((webhookReadyAt - installStarted) / 1000)} s after helm install started`);
     const pods = await getJson<{ items: Array<{ spec: { containers: Array<{ image: string; imagePullPolicy: string }> } }> }>(['get', 'pods', '-n', NAMESPACE]);
     expect(pods.items).toHaveLength(4);
-    for (const pod of pods.items) expect(pod.spec.containers[0]).toMatchObject({ image: images.tollgate.ref, imagePullPolicy: 'Never' });
+    // The chart's defaults: the images are on every node (kind load), so IfNotPresent pulls nothing.
+    for (const pod of pods.items) expect(pod.spec.containers[0]).toMatchObject({ image: images.tollgate.ref, imagePullPolicy: 'IfNotPresent' });
   });
 
   it('runs the operator image as the Dockerfile lays it out: entry point, user, environment, read-only root', async () => {
@@ -112,44 +113,31 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
     const seen = await inspectContainer(node, NAMESPACE, pod, 'operator');
     const { config } = images.tollgate;
     expect(`${seen.uid}:${seen.gid}`).toBe(config.user);
-    expect(seen.argv.slice(0, config.entrypoint!.length)).toEqual(config.entrypoint);
-    expect(seen.argv[config.entrypoint!.length]).toBe('operator'); // the chart's args replace the image's CMD
+    expect(seen.argv.slice(0, config.entrypoint.length)).toEqual(config.entrypoint);
+    expect(seen.argv[config.entrypoint.length]).toBe('operator'); // the chart's args replace the image's CMD
     expect(seen.cwd).toBe(config.workingDir);
     expect(seen.env.NODE_ENV).toBe(config.env.NODE_ENV);
     expect(seen.env.NODE_OPTIONS).toBe(config.env.NODE_OPTIONS);
     expect(seen.rootWrite).toBe('EROFS'); // the chart sets readOnlyRootFilesystem
-    expect(seen.nodeVersion).toBe(images.tollgate.nodeVersion);
+    expect(seen.nodeVersion).toBe(images.base.nodeVersion);
   });
 
   it('injects the sidecar into a Deployment of a labelled namespace, and the pod becomes Ready', async () => {
     await apply(fakeUpstreamManifests(images.testTools.ref));
     await apply(appNamespaceManifests());
     await apply(proxyConfigManifest(2));
-    // A Ready webhook replica has the operator's CA and its caBundle is in the configuration (its /readyz), so
-    // what is left is the pod's address reaching the webhook Service's EndpointSlice and kube-proxy's rules,
-    // which the API server's calls to the Service go through: no pod controls that. Until then the chart's
-    // failurePolicy Ignore lets pods through without a sidecar, so wait for a server-side dry run to show it.
-    await eventually(
-      'a dry-run pod in the labelled namespace to be injected',
-      async () => {
-        const dryRun = JSON.parse(await kubectl(['create', '--dry-run=server', '-o', 'json', '-f', '-'], probePod(images.testTools.ref))) as {
-          spec: { initContainers?: Array<{ name: string }> };
-        };
-        return dryRun.spec.initContainers?.some((c) => c.name === 'tollgate-proxy') || undefined;
-      },
-      60_000,
-    );
+    await waitForInjection(node, images.testTools.ref);
     console.info(`[node] injection ready ${Math.round((Date.now() - webhookReadyAt) / 1000)} s after the webhook's rollout was Ready`);
 
     await apply(appDeployment(images.testTools.ref));
     const rollout = await node.kubectl(['rollout', 'status', '-n', APP_NAMESPACE, 'deployment/chat', '--timeout=180s']);
-    expect(rollout.code, `${rollout.stderr}\n${node.logTails(10)}`).toBe(0);
+    expect(rollout.code, `${rollout.stderr}\n${await node.describe()}`).toBe(0);
     const fake = await node.kubectl(['rollout', 'status', '-n', FAKES_NAMESPACE, 'deployment/fake-openai', '--timeout=120s']);
     expect(fake.code, fake.stderr).toBe(0);
 
     const pod = (await getJson<{ items: Array<PodJson> }>(['get', 'pods', '-n', APP_NAMESPACE, '-l', 'app=chat'])).items[0]!;
     const sidecar = pod.spec.initContainers?.find((c) => c.name === 'tollgate-proxy');
-    expect(sidecar).toMatchObject({ image: images.sidecar.ref, imagePullPolicy: 'Never', restartPolicy: 'Always' });
+    expect(sidecar).toMatchObject({ image: images.sidecar.ref, imagePullPolicy: 'IfNotPresent', restartPolicy: 'Always' });
     expect(pod.status.initContainerStatuses?.find((s) => s.name === 'tollgate-proxy')).toMatchObject({ ready: true, started: true });
     expect(pod.status.containerStatuses?.find((s) => s.name === 'app')).toMatchObject({ ready: true });
     expect(pod.spec.containers[0]!.env).toContainEqual({ name: 'OPENAI_BASE_URL', value: 'http://127.0.0.1:8181/proxy/beta/v1' });
@@ -160,7 +148,7 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
     const seen = await inspectContainer(node, APP_NAMESPACE, pod, 'tollgate-proxy');
     const { config } = images.sidecar;
     expect(`${seen.uid}:${seen.gid}`).toBe(config.user);
-    expect(seen.argv).toEqual([...config.entrypoint!, 'proxy', '--port', '8181']);
+    expect(seen.argv).toEqual([...config.entrypoint, 'proxy', '--port', '8181']);
     expect(seen.cwd).toBe(config.workingDir);
     expect(seen.env.NODE_OPTIONS).toBe(config.env.NODE_OPTIONS);
     expect(seen.env.NODE_ENV).toBe(config.env.NODE_ENV);
@@ -191,12 +179,7 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
     expect(last.headers.authorization).toBe(`Bearer ${OPENAI_KEY}`);
   });
 
-  it('gives the pod routes to pods, Services and the node only: nothing off the machine is reachable', async () => {
-    const { nodeAddress, podCidr, serviceCidr } = node.network;
-    const { routes } = await appClient<{ routes: string[] }>(node, ['routes']);
-    expect(routes.sort()).toEqual([podCidr, serviceCidr, `${nodeAddress}/32`].sort());
-    expect(await appClient(node, ['connect', '1.1.1.1', '443'])).toEqual({ ok: false, error: 'ENETUNREACH' });
-    // The API server through the `kubernetes` Service, as in-cluster clients reach it.
+  it('reaches the API server from the pod through the kubernetes Service by its cluster DNS name', async () => {
     expect(await appClient(node, ['connect', 'kubernetes.default.svc.cluster.local', '443'])).toEqual({ ok: true });
   });
 
@@ -314,10 +297,10 @@ describe.skipIf(skipReason !== '')('Tollgate on a real node', () => {
     expect(dryRun.spec.initContainers).toBeUndefined();
   });
 
-  it('takes the node down and leaves the machine as it found it', async () => {
-    const report = await node.stop();
-    expect(report.found).toBe(true);
-    expect(currentHostSnapshot()).toEqual(before);
+  it('kind delete cluster leaves no node container behind', async () => {
+    await node.delete();
+    const left = await run('docker', ['ps', '-a', '-q', '--filter', `label=io.x-k8s.kind.cluster=${TEST_CLUSTER}`]);
+    expect(left.stdout.trim()).toBe('');
   });
 });
 
