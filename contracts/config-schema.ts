@@ -7,7 +7,20 @@ import { type BudgetsPatch, parseBudgetsPatch } from './budget-config.ts';
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
 import { parsePriceEntry } from './parse-price-entry.ts';
 import { PriceEntryError } from './price-entry-error.ts';
-import { isRouteName, listRouteNames, PROVIDERS, v1Routes, type Provider, type RouteName } from './routes.ts';
+import {
+  CONFIGURED_ROUTE_NAME,
+  isRouteName,
+  listRouteNames,
+  PROVIDERS,
+  reservedRouteName,
+  ROUTE_FORMAT_NAMES,
+  ROUTE_FORMATS,
+  v1Routes,
+  type Provider,
+  type RouteName,
+} from './routes.ts';
+import { builtInSecrets, BUILT_IN_CREDENTIALS, CREDENTIAL_KINDS, type CredentialFileSetting } from './credential-kinds.ts';
+import { parseRouteCredential } from './route-credential-schema.ts';
 import { normaliseAllowedHost } from './allowed-hosts.ts';
 import { normaliseOrigin } from './origin-policy.ts';
 import { ConfigError } from './config-error.ts';
@@ -19,6 +32,7 @@ import type {
   LocalConfig,
   LocalRuntimeConfig,
   MetricsConfig,
+  RouteEntry,
   OtlpConfig,
   ServerConfig,
   StorageConfig,
@@ -34,6 +48,8 @@ export interface RuntimeConfigPatch {
   mode?: EngineMode;
   server?: Partial<Omit<ServerConfig, 'auth'>> & { auth?: Partial<ServerAuthConfig> };
   upstreams?: Partial<Record<RouteName, UpstreamConfig>>;
+  /** Configured routes, merged over earlier layers by name. */
+  routes?: RouteEntry[];
   /** Price overrides, merged over the built-in defaults by (provider, model). */
   pricing?: { models: PriceEntry[] };
   cache?: Partial<Record<Provider, Partial<CacheSettings>>>;
@@ -168,7 +184,7 @@ function parseUpstreams(input: unknown, field: string): Partial<Record<RouteName
   return out;
 }
 
-function parsePricing(input: unknown, field: string): { models: PriceEntry[] } {
+function parsePricing(input: unknown, field: string, providers: readonly string[]): { models: PriceEntry[] } {
   const v = object(input, field);
   onlyKeys(v, field, ['models']);
   if (v.models === undefined) return { models: [] };
@@ -176,7 +192,7 @@ function parsePricing(input: unknown, field: string): { models: PriceEntry[] } {
   if (v.models.length > 1000) throw new ConfigError(`${field}.models`, 'must have at most 1000 entries');
   const models = v.models.map((entry, i) => {
     try {
-      return parsePriceEntry(entry, `${field}.models[${i}]`);
+      return parsePriceEntry(entry, `${field}.models[${i}]`, providers);
     } catch (error) {
       if (error instanceof PriceEntryError) throw new ConfigError(error.field, error.message.slice(error.field.length + 1));
       throw error;
@@ -217,19 +233,133 @@ function parseCache(input: unknown, field: string): Partial<Record<Provider, Par
   return out;
 }
 
+/** The `credentials.*File` settings, one per secret of a built-in credential (contracts/credential-kinds.ts). */
+const CREDENTIAL_SETTINGS = builtInSecrets().map(({ secret }) => secret.setting as CredentialFileSetting);
+
 function parseCredentials(input: unknown, field: string): CredentialsConfig {
   const v = object(input, field);
-  const keys = ['openaiApiKeyFile', 'anthropicApiKeyFile', 'googleCredentialsFile', 'awsAccessKeyIdFile', 'awsSecretAccessKeyFile', 'awsSessionTokenFile'] as const;
-  onlyKeys(v, field, keys);
+  onlyKeys(v, field, CREDENTIAL_SETTINGS);
   const out: CredentialsConfig = {};
-  for (const key of keys) {
+  for (const key of CREDENTIAL_SETTINGS) {
     const value = optionalString(v, key, field);
     if (value !== undefined) out[key] = value;
   }
-  if ((out.awsAccessKeyIdFile === undefined) !== (out.awsSecretAccessKeyFile === undefined)) {
-    throw new ConfigError(`${field}.awsSecretAccessKeyFile`, 'and awsAccessKeyIdFile must be set together');
+  for (const credential of Object.values(BUILT_IN_CREDENTIALS)) {
+    const [first, second] = CREDENTIAL_KINDS[credential.definition.kind].together ?? [];
+    if (first === undefined || second === undefined) continue;
+    const secrets = credential.secrets as Readonly<Record<string, { setting: string }>>;
+    const [a, b] = [secrets[first]!.setting as CredentialFileSetting, secrets[second]!.setting as CredentialFileSetting];
+    if ((out[a] === undefined) !== (out[b] === undefined)) throw new ConfigError(`${field}.${b}`, `and ${a} must be set together`);
   }
   return out;
+}
+
+const ROUTE_FIELDS = ['name', 'format', 'baseUrl', 'provider', 'credential', 'headers', 'models', 'project', 'location', 'region', 'timeoutMs'] as const;
+const HEADER_NAME = /^[a-z0-9!#$%&'*+.^_`|~-]{1,128}$/;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]{0,1024}$/;
+/** Headers a route may not set: credentials (the route's credential sets its own) and those the proxy manages. */
+const FORBIDDEN_ROUTE_HEADERS = new Set([
+  'authorization',
+  'proxy-authorization',
+  'x-api-key',
+  'x-goog-api-key',
+  'api-key',
+  'cookie',
+  'host',
+  'connection',
+  'content-length',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'keep-alive',
+  'expect',
+  'traceparent',
+  'tracestate',
+]);
+const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,255}$/;
+
+function parseRouteHeaders(input: unknown, field: string, credentialHeader: string | undefined): Record<string, string> {
+  const v = object(input, field);
+  const entries = Object.entries(v);
+  if (entries.length > 32) throw new ConfigError(field, 'must have at most 32 headers');
+  const out: Record<string, string> = {};
+  for (const [name, value] of entries) {
+    const lower = name.toLowerCase();
+    if (!HEADER_NAME.test(lower)) throw new ConfigError(`${field}.${name}`, 'is not a valid header name');
+    if (FORBIDDEN_ROUTE_HEADERS.has(lower) || lower === credentialHeader || lower.startsWith('x-tollgate-')) {
+      throw new ConfigError(`${field}.${name}`, "is a header the proxy sets itself (a key goes in the route's credential, never in headers)");
+    }
+    if (typeof value !== 'string' || !HEADER_VALUE.test(value)) throw new ConfigError(`${field}.${name}`, 'must be a header value: at most 1024 characters, no line breaks');
+    out[lower] = value;
+  }
+  return out;
+}
+
+function parseModelList(input: unknown, field: string): string[] {
+  if (!Array.isArray(input)) throw new ConfigError(field, 'must be a list of model ids');
+  if (input.length > 1000) throw new ConfigError(field, 'must have at most 1000 entries');
+  return input.map((model, i) => {
+    if (typeof model !== 'string' || !MODEL_ID.test(model)) throw new ConfigError(`${field}[${i}]`, `must be a model id (got ${JSON.stringify(model)})`);
+    return model;
+  });
+}
+
+function parseRouteName(v: Obj, field: string): string {
+  const name = v.name;
+  if (typeof name !== 'string' || !CONFIGURED_ROUTE_NAME.test(name)) {
+    throw new ConfigError(`${field}.name`, `must be a route name: lower-case letters, digits and '-', at most 63 (got ${JSON.stringify(name)})`);
+  }
+  if (reservedRouteName(name)) throw new ConfigError(`${field}.name`, `${JSON.stringify(name)} is a built-in route (${listRouteNames()}) or reserved; choose another name`);
+  return name;
+}
+
+/** Upstream settings only some formats take: a setting the route's format would ignore is refused. */
+function checkUpstreamShape(v: Obj, field: string, format: keyof typeof ROUTE_FORMATS): void {
+  const shape = ROUTE_FORMATS[format].upstream;
+  const allowed = shape === 'vertex' ? ['project', 'location'] : shape === 'aws' ? ['region'] : [];
+  for (const key of ['project', 'location', 'region']) {
+    if (v[key] !== undefined && !allowed.includes(key)) throw new ConfigError(`${field}.${key}`, `is not a setting of format ${format}`);
+  }
+}
+
+function parseRoute(input: unknown, field: string): RouteEntry {
+  const v = object(input, field);
+  onlyKeys(v, field, ROUTE_FIELDS);
+  const name = parseRouteName(v, field);
+  const format = optionalEnum(v, 'format', field, ROUTE_FORMAT_NAMES);
+  if (format === undefined) throw new ConfigError(`${field}.format`, `is required: one of ${ROUTE_FORMAT_NAMES.join(', ')}`);
+  checkUpstreamShape(v, field, format);
+  if (v.baseUrl === undefined) throw new ConfigError(`${field}.baseUrl`, "is required: the upstream's http(s) base URL");
+  if (v.credential === undefined) throw new ConfigError(`${field}.credential`, 'is required: {kind: api-key | google-adc | aws-sigv4 | none, ...}');
+  const upstream = parseUpstream({ baseUrl: v.baseUrl, project: v.project, location: v.location, region: v.region, timeoutMs: v.timeoutMs }, field);
+  const credential = parseRouteCredential(v.credential, `${field}.credential`, name);
+  const credentialHeader = credential.kind === 'api-key' ? credential.header : undefined;
+  return assignDefined<RouteEntry>(
+    { name, format, baseUrl: upstream.baseUrl!, credential },
+    {
+      provider: optionalString(v, 'provider', field, SHORT_NAME, "must be a provider name: lower-case letters, digits and '-'"),
+      headers: v.headers === undefined ? undefined : parseRouteHeaders(v.headers, `${field}.headers`, credentialHeader),
+      models: v.models === undefined ? undefined : parseModelList(v.models, `${field}.models`),
+      project: upstream.project,
+      location: upstream.location,
+      region: upstream.region,
+      timeoutMs: upstream.timeoutMs,
+    },
+  );
+}
+
+function parseRoutes(input: unknown, field: string): RouteEntry[] {
+  if (!Array.isArray(input)) throw new ConfigError(field, 'must be a list of routes');
+  if (input.length > 64) throw new ConfigError(field, 'must have at most 64 routes');
+  const seen = new Map<string, number>();
+  return input.map((entry, i) => {
+    const route = parseRoute(entry, `${field}[${i}]`);
+    const first = seen.get(route.name);
+    if (first !== undefined) throw new ConfigError(`${field}[${i}].name`, `repeats route ${route.name} (already at ${field}[${first}])`);
+    seen.set(route.name, i);
+    return route;
+  });
 }
 
 function parseBreaker(input: unknown, field: string): Partial<BreakerConfig> {
@@ -378,13 +508,34 @@ function parseTracing(input: unknown, field: string): TracingConfig {
   return { otlp };
 }
 
-const SECTIONS = ['mode', 'server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'local', 'audit', 'budgets', 'metrics', 'tracing'] as const;
+const SECTIONS = [
+  'mode',
+  'server',
+  'upstreams',
+  'routes',
+  'pricing',
+  'cache',
+  'credentials',
+  'breaker',
+  'storage',
+  'gateway',
+  'local',
+  'audit',
+  'budgets',
+  'metrics',
+  'tracing',
+] as const;
 
 /**
  * Checks a whole config patch. Throws ConfigError naming the first bad field; returns a clean copy
  * (unknown fields are errors, so a typo is never silently ignored).
  */
-export function parseRuntimeConfigPatch(input: unknown, sections: readonly string[] = SECTIONS): RuntimeConfigPatch {
+export interface PatchContext {
+  /** Providers of routes configured in other layers, which price entries may name besides this patch's routes'. */
+  routeProviders?: readonly string[];
+}
+
+export function parseRuntimeConfigPatch(input: unknown, sections: readonly string[] = SECTIONS, context: PatchContext = {}): RuntimeConfigPatch {
   if (input === null || input === undefined) return {};
   const v = object(input, 'config');
   onlyKeys(v, '', sections);
@@ -392,7 +543,11 @@ export function parseRuntimeConfigPatch(input: unknown, sections: readonly strin
   if (v.mode !== undefined) patch.mode = parseEngineMode(v.mode, 'mode');
   if (v.server !== undefined) patch.server = parseServer(v.server, 'server');
   if (v.upstreams !== undefined) patch.upstreams = parseUpstreams(v.upstreams, 'upstreams');
-  if (v.pricing !== undefined) patch.pricing = parsePricing(v.pricing, 'pricing');
+  if (v.routes !== undefined) patch.routes = parseRoutes(v.routes, 'routes');
+  if (v.pricing !== undefined) {
+    const routeProviders = [...(context.routeProviders ?? []), ...(patch.routes ?? []).map((route) => route.provider ?? route.name)];
+    patch.pricing = parsePricing(v.pricing, 'pricing', [...new Set([...PROVIDERS, ...routeProviders])]);
+  }
   if (v.cache !== undefined) patch.cache = parseCache(v.cache, 'cache');
   if (v.credentials !== undefined) patch.credentials = parseCredentials(v.credentials, 'credentials');
   if (v.breaker !== undefined) patch.breaker = parseBreaker(v.breaker, 'breaker');

@@ -13,7 +13,10 @@ export const MAX_PRICE_PER_MILLION = 100_000;
  * contracts/generated/, so contracts/ imports nothing outside itself, ADR 1204), and a field added there
  * reaches the validator's type here without a hand copy.
  */
-export type PriceEntry = PriceModelSpec;
+export type PriceEntry = Omit<PriceModelSpec, 'provider'> & {
+  /** A built-in provider (the CRD's enum), or in the runtime config also a configured route's provider. */
+  provider: PriceModelSpec['provider'] | (string & {});
+};
 
 /** Per-provider prompt-cache settings held in the runtime config. */
 export interface CacheSettings {

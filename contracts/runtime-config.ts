@@ -5,7 +5,8 @@
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
 import type { AuditConfig } from './audit-config.ts';
 import type { BudgetsConfig } from './budget-config.ts';
-import type { Provider, RouteName, V1Route } from './routes.ts';
+import type { Provider, RouteFormat, RouteName, V1Route } from './routes.ts';
+import type { CredentialDefinition, CredentialFileSetting } from './credential-kinds.ts';
 import type { BigQueryStorageConfig, DuckDbStorageConfig, FirestoreStorageConfig, StorageKind } from './storage-config.ts';
 import type { EngineMode, ServerAuthConfig } from './server-auth-config.ts';
 
@@ -22,20 +23,37 @@ export interface UpstreamConfig {
   timeoutMs?: number;
 }
 
-export interface CredentialsConfig {
-  /** File holding the OpenAI API key (a mounted Secret); re-read when it changes. Else OPENAI_API_KEY. */
-  openaiApiKeyFile?: string;
-  /** File holding the Anthropic API key; else ANTHROPIC_API_KEY. */
-  anthropicApiKeyFile?: string;
-  /**
-   * Google credentials JSON (service account key or external_account config) for the Vertex AI routes, as
-   * GOOGLE_APPLICATION_CREDENTIALS would name it; else Application Default Credentials.
-   */
-  googleCredentialsFile?: string;
-  /** Files holding a static AWS access key pair (and optional session token) for Bedrock; else the AWS default chain. */
-  awsAccessKeyIdFile?: string;
-  awsSecretAccessKeyFile?: string;
-  awsSessionTokenFile?: string;
+/**
+ * Files holding the built-in credentials' secrets (mounted Secrets, re-read when they change), one setting per
+ * secret of contracts/credential-kinds.ts's BUILT_IN_CREDENTIALS: openaiApiKeyFile (else OPENAI_API_KEY),
+ * anthropicApiKeyFile (else ANTHROPIC_API_KEY), googleCredentialsFile (a service account key or external_account
+ * config, as GOOGLE_APPLICATION_CREDENTIALS would name it; else ADC), awsAccessKeyIdFile, awsSecretAccessKeyFile
+ * and awsSessionTokenFile (else the AWS default chain).
+ */
+export type CredentialsConfig = { [K in CredentialFileSetting]?: string };
+
+/**
+ * A route added in the config (`routes`): /proxy/<name>/* with the behaviour of its format, metered, priced
+ * (price entries under its provider), breaker-protected and budgeted like a built-in one (docs/routes.md).
+ */
+export interface RouteEntry {
+  name: string;
+  format: RouteFormat;
+  /** The upstream's base URL; the caller's path after /proxy/<name> is appended. */
+  baseUrl: string;
+  /** Provider name in spans and price entries; default: the route's name. */
+  provider?: string;
+  credential: CredentialDefinition;
+  /** Headers sent upstream when the caller sent none (not secrets: GET /_local/api/config shows them). */
+  headers?: Record<string, string>;
+  /** Models /v1 sends here by their bare id (besides `<name>/<model>` and price entries of its provider). */
+  models?: string[];
+  /** Vertex AI formats: project and location. */
+  project?: string;
+  location?: string;
+  /** Bedrock: AWS region. */
+  region?: string;
+  timeoutMs?: number;
 }
 
 export interface BreakerConfig {
@@ -152,7 +170,10 @@ export interface RuntimeConfig {
   mode: EngineMode;
   server: ServerConfig;
   upstreams: Partial<Record<RouteName, UpstreamConfig>>;
+  /** Routes added in the config, by name; built-in routes are not listed. */
+  routes: RouteEntry[];
   pricing: { models: PriceEntry[] };
+  /** Per built-in provider; a configured route's provider has no cached-read discount unless its price entries name a cached price. */
   cache: Record<Provider, CacheSettings>;
   credentials: CredentialsConfig;
   breaker: BreakerConfig;
