@@ -6,8 +6,9 @@
 // each CEL rule from those bounds and refuses the CRD when it is unbounded or too expensive.
 
 import { MAX_PRICE_PER_MILLION } from '../contracts/price-entry.ts';
-import { describeV1Routes, PROVIDERS, ROUTE_NAMES, ROUTES, v1Routes, type RouteName } from '../contracts/routes.ts';
-import type { CrdSource, SchemaNode } from './crd-schema.ts';
+import { describeV1Routes, PROVIDERS, ROUTE_FORMAT_NAMES, ROUTE_FORMATS, ROUTE_NAMES, ROUTES, v1Routes, type RouteName } from '../contracts/routes.ts';
+import { BUILT_IN_CREDENTIALS, CREDENTIAL_KIND_NAMES, CREDENTIAL_KINDS, type BuiltInCredential, type CredentialSecret } from '../contracts/credential-kinds.ts';
+import type { CrdSource, SchemaNode, ValidationRule } from './crd-schema.ts';
 import { auditSpec } from './proxy-config-audit.ts';
 
 // Go's regexp (RE2) syntax, as the API server evaluates `pattern`.
@@ -162,8 +163,9 @@ const directUpstream: SchemaNode = {
 };
 
 function upstreamFor(route: RouteName): SchemaNode {
-  const { credential, description } = ROUTES[route];
-  const shape = credential === 'google-adc' ? vertexUpstream : credential === 'aws-sigv4' ? bedrockUpstream : directUpstream;
+  const { format, description } = ROUTES[route];
+  const upstream = ROUTE_FORMATS[format].upstream;
+  const shape = upstream === 'vertex' ? vertexUpstream : upstream === 'aws' ? bedrockUpstream : directUpstream;
   return { ...shape, description: `${shape.description} /proxy/${route}: ${description}.` };
 }
 
@@ -190,6 +192,33 @@ function secretKeyRef(description: string): SchemaNode {
   };
 }
 
+/** A built-in credential's Secret reference: one {secretName, key}, or one Secret with a key per secret (AWS). */
+function builtInCredentialRef(credential: BuiltInCredential): SchemaNode {
+  const description = credential.crdDescription ?? credential.label;
+  if (!credential.grouped) return secretKeyRef(description);
+  const secrets = Object.entries(credential.secrets as Readonly<Record<string, CredentialSecret>>);
+  return {
+    type: 'object',
+    tsType: 'AwsCredentialsRef',
+    description,
+    required: ['secretName'],
+    properties: {
+      secretName,
+      ...Object.fromEntries(
+        secrets.map(([role, secret]) => [
+          `${role}Key`,
+          secretKey(secret.optional ? `Key holding a ${roleWords(role)}, for temporary credentials.` : `Key holding the ${roleWords(role)}.`, secret.defaultKey),
+        ]),
+      ),
+    },
+  };
+}
+
+/** `accessKeyId` → `access key id`, for descriptions. */
+function roleWords(role: string): string {
+  return role.replace(/[A-Z]/g, (c) => ` ${c.toLowerCase()}`);
+}
+
 const credentials: SchemaNode = {
   type: 'object',
   tsType: 'CredentialsSpec',
@@ -197,25 +226,137 @@ const credentials: SchemaNode = {
     'Where credentials are kept: references to Secrets in the same namespace, never the values. The operator ' +
     'reads them and hands them to sidecars over the authenticated push channel. It reads only Secrets labelled ' +
     'tollgate.dev/credentials=true (kubectl label secret NAME tollgate.dev/credentials=true).',
-  properties: {
-    openaiApiKey: secretKeyRef('Secret key holding the OpenAI API key (route beta).'),
-    anthropicApiKey: secretKeyRef('Secret key holding the Anthropic API key (route gamma-direct).'),
-    googleServiceAccount: secretKeyRef(
-      'Secret key holding a Google service account key file (JSON) for the Vertex AI routes; ' + "when absent, the pod's Application Default Credentials are used.",
-    ),
-    aws: {
-      type: 'object',
-      tsType: 'AwsCredentialsRef',
-      description: "Secret holding AWS access keys for Bedrock (route gamma-cloudb); when absent, the pod's default AWS credential chain is used.",
-      required: ['secretName'],
-      properties: {
-        secretName,
-        accessKeyIdKey: secretKey('Key holding the access key id.', 'AWS_ACCESS_KEY_ID'),
-        secretAccessKeyKey: secretKey('Key holding the secret access key.', 'AWS_SECRET_ACCESS_KEY'),
-        sessionTokenKey: secretKey('Key holding a session token, for temporary credentials.'),
-      },
+  // One field per built-in credential that has a secret (contracts/credential-kinds.ts).
+  properties: Object.fromEntries(
+    Object.values(BUILT_IN_CREDENTIALS as Readonly<Record<string, BuiltInCredential>>)
+      .filter((credential) => credential.crdField !== undefined)
+      .map((credential) => [credential.crdField!, builtInCredentialRef(credential)]),
+  ),
+};
+
+const HEADER_NAME = "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$";
+const ROUTE_NAME = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
+const RESERVED_ROUTE_NAMES = [...ROUTE_NAMES, 'v1'];
+
+/** Which settings and Secret references each credential kind takes; the others are refused for it. */
+const KIND_SETTINGS: Readonly<Record<string, readonly string[]>> = { 'api-key': ['header', 'prefix'], 'google-adc': ['scopes'], 'aws-sigv4': ['service', 'region'], none: [] };
+
+function kindRules(): readonly ValidationRule[] {
+  const all = [...new Set([...Object.values(KIND_SETTINGS).flat(), ...CREDENTIAL_KIND_NAMES.flatMap((kind) => Object.keys(CREDENTIAL_KINDS[kind].secrets))])];
+  return [
+    ...CREDENTIAL_KIND_NAMES.map((kind) => {
+      const own = new Set([...KIND_SETTINGS[kind]!, ...Object.keys(CREDENTIAL_KINDS[kind].secrets)]);
+      const others = all.filter((field) => !own.has(field));
+      return {
+        rule: `self.kind != '${kind}' || (${others.map((field) => `!has(self.${field})`).join(' && ')})`,
+        message: `a ${kind} credential takes only ${own.size > 0 ? [...own].join(', ') : 'its kind'}`,
+        reason: 'FieldValueForbidden' as const,
+      };
+    }),
+    {
+      rule: "self.kind != 'aws-sigv4' || has(self.service)",
+      message: 'an aws-sigv4 credential needs service (the signing name, e.g. bedrock)',
+      fieldPath: '.service',
+      reason: 'FieldValueRequired',
     },
+    {
+      rule: "self.kind != 'aws-sigv4' || has(self.accessKeyId) == has(self.secretAccessKey)",
+      message: 'accessKeyId and secretAccessKey must be set together',
+      fieldPath: '.secretAccessKey',
+      reason: 'FieldValueInvalid',
+    },
+  ];
+}
+
+/** A configured route's credential: its kind's settings and a Secret reference per secret of the kind. */
+const routeCredential: SchemaNode = {
+  type: 'object',
+  tsType: 'RouteCredentialSpec',
+  description: "How the proxy authenticates to the route's upstream (docs/routes.md); keys come from Secrets, never the spec.",
+  required: ['kind'],
+  properties: {
+    kind: { type: 'string', description: CREDENTIAL_KIND_NAMES.map((kind) => `${kind}: ${CREDENTIAL_KINDS[kind].description}`).join('; '), enum: CREDENTIAL_KIND_NAMES },
+    header: { type: 'string', description: 'api-key: the header the key goes in (default authorization).', maxLength: 128, pattern: HEADER_NAME },
+    prefix: { type: 'string', description: "api-key: written before the key (default 'Bearer ' in authorization, else none).", maxLength: 64 },
+    scopes: {
+      type: 'array',
+      description: 'google-adc: OAuth scopes (default cloud-platform).',
+      maxItems: 16,
+      items: { type: 'string', maxLength: 256, pattern: '^https://[^\\s]+$' },
+    },
+    service: { type: 'string', description: 'aws-sigv4: the signing name, e.g. bedrock.', maxLength: 63, pattern: SHORT_NAME },
+    region: { type: 'string', description: "aws-sigv4: the signing region; else the route's.", maxLength: 63, pattern: SHORT_NAME },
+    ...Object.fromEntries(
+      CREDENTIAL_KIND_NAMES.flatMap((kind) =>
+        Object.keys(CREDENTIAL_KINDS[kind].secrets).map((role) => [role, secretKeyRef(`${kind}: Secret key holding the ${roleWords(role)}.`)]),
+      ),
+    ),
   },
+  'x-kubernetes-validations': kindRules(),
+};
+
+const routePrice: SchemaNode = {
+  ...PRICE_ENTRY_SCHEMA,
+  tsType: 'RoutePriceSpec',
+  description: "USD per million tokens for one of the route's models, priced under the route's provider.",
+  required: (PRICE_ENTRY_SCHEMA.required ?? []).filter((key) => key !== 'provider'),
+  properties: Object.fromEntries(Object.entries(PRICE_ENTRY_SCHEMA.properties ?? {}).filter(([key]) => key !== 'provider')),
+};
+
+const route: SchemaNode = {
+  type: 'object',
+  tsType: 'ConfiguredRouteSpec',
+  description: 'A route added by config: /proxy/<name>/* to an upstream speaking one of the formats the engine speaks.',
+  required: ['name', 'format', 'baseUrl', 'credential'],
+  properties: {
+    name: { type: 'string', description: 'The <name> of /proxy/<name>/*; not a built-in route.', maxLength: 63, pattern: ROUTE_NAME },
+    format: { type: 'string', description: ROUTE_FORMAT_NAMES.map((format) => `${format}: ${ROUTE_FORMATS[format].description}`).join('; '), enum: ROUTE_FORMAT_NAMES },
+    baseUrl: { ...baseUrl, description: "The upstream's base URL (for OpenAI-compatible APIs, what comes before /v1)." },
+    provider: { type: 'string', description: "Provider name in spans and prices; default: the route's name.", maxLength: 63, pattern: SHORT_NAME },
+    credential: routeCredential,
+    headers: {
+      type: 'object',
+      description: 'Headers sent upstream when the caller sent none (not secrets).',
+      maxProperties: 32,
+      additionalProperties: { type: 'string', maxLength: 1024 },
+    },
+    models: {
+      type: 'array',
+      description: 'Models /v1 sends here by their bare id (besides <name>/<model>).',
+      maxItems: 256,
+      'x-kubernetes-list-type': 'set',
+      items: { type: 'string', minLength: 1, maxLength: 256, pattern: MODEL_ID },
+    },
+    prices: {
+      type: 'array',
+      description: "Prices of the route's models, under its provider (the pricing.models entries of the runtime config).",
+      maxItems: 256,
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['model'],
+      items: routePrice,
+    },
+    project: { type: 'string', description: 'Vertex AI formats: Google Cloud project id.', maxLength: 128, pattern: GCP_PROJECT },
+    location: { type: 'string', description: 'Vertex AI formats: location.', maxLength: 63, pattern: SHORT_NAME },
+    region: { type: 'string', description: 'bedrock: AWS region.', maxLength: 63, pattern: SHORT_NAME },
+    timeoutMs,
+  },
+  'x-kubernetes-validations': [
+    {
+      rule: `!(self.name in ${JSON.stringify(RESERVED_ROUTE_NAMES).replaceAll('"', "'")})`,
+      message: `name must not be a built-in route (${RESERVED_ROUTE_NAMES.join(', ')})`,
+      fieldPath: '.name',
+      reason: 'FieldValueInvalid',
+    },
+  ],
+};
+
+const routes: SchemaNode = {
+  type: 'array',
+  description: 'Routes added to the built-in ones (docs/routes.md); a name may appear once.',
+  maxItems: 64,
+  'x-kubernetes-list-type': 'map',
+  'x-kubernetes-list-map-keys': ['name'],
+  items: route,
 };
 
 const breaker: SchemaNode = {
@@ -396,6 +537,7 @@ const spec: SchemaNode = {
       description: 'Upstream endpoint per route (the <route> of /proxy/<route>/*).',
       properties: Object.fromEntries(ROUTE_NAMES.map((r) => [r, upstreamFor(r)])),
     },
+    routes,
     credentials,
     breaker,
     storage,

@@ -39,6 +39,8 @@ export interface ProxyConfigSpec {
   cache?: CacheByProviderSpec;
   /** Upstream endpoint per route (the <route> of /proxy/<route>/*). */
   upstreams?: UpstreamsSpec;
+  /** Routes added to the built-in ones (docs/routes.md); a name may appear once. */
+  routes?: ConfiguredRouteSpec[];
   /** Where credentials are kept: references to Secrets in the same namespace, never the values. The operator reads them and hands them to sidecars over the authenticated push channel. It reads only Secrets labelled tollgate.dev/credentials=true (kubectl label secret NAME tollgate.dev/credentials=true). */
   credentials?: CredentialsSpec;
   /** Circuit breaker per upstream route. */
@@ -129,16 +131,58 @@ export interface BedrockUpstreamSpec {
   timeoutMs?: number;
 }
 
-/** Where credentials are kept: references to Secrets in the same namespace, never the values. The operator reads them and hands them to sidecars over the authenticated push channel. It reads only Secrets labelled tollgate.dev/credentials=true (kubectl label secret NAME tollgate.dev/credentials=true). */
-export interface CredentialsSpec {
-  /** Secret key holding the OpenAI API key (route beta). */
-  openaiApiKey?: SecretKeyRef;
-  /** Secret key holding the Anthropic API key (route gamma-direct). */
-  anthropicApiKey?: SecretKeyRef;
-  /** Secret key holding a Google service account key file (JSON) for the Vertex AI routes; when absent, the pod's Application Default Credentials are used. */
-  googleServiceAccount?: SecretKeyRef;
-  /** Secret holding AWS access keys for Bedrock (route gamma-cloudb); when absent, the pod's default AWS credential chain is used. */
-  aws?: AwsCredentialsRef;
+/** A route added by config: /proxy/<name>/* to an upstream speaking one of the formats the engine speaks. */
+export interface ConfiguredRouteSpec {
+  /** The <name> of /proxy/<name>/*; not a built-in route. */
+  name: string;
+  /** gemini-vertex: Gemini's native generateContent API on Vertex AI; gemini-vertex-openai: Vertex AI's OpenAI-compatible chat completions surface; openai: the OpenAI API: chat completions, the Responses API, embeddings; openai-chat: an OpenAI-compatible chat completions API (/v1/chat/completions; /v1/embeddings and /v1/completions passed through); anthropic: the Anthropic Messages API (/v1/messages); anthropic-vertex: the Anthropic Messages API, sent to Claude on Vertex AI as rawPredict; anthropic-vertex-raw: Claude on Vertex AI's own rawPredict / streamRawPredict paths; bedrock: AWS Bedrock InvokeModel (and its event stream), SigV4-signed; ollama: Ollama's HTTP API and its OpenAI-compatible /v1 */
+  format: 'gemini-vertex' | 'gemini-vertex-openai' | 'openai' | 'openai-chat' | 'anthropic' | 'anthropic-vertex' | 'anthropic-vertex-raw' | 'bedrock' | 'ollama';
+  /** The upstream's base URL (for OpenAI-compatible APIs, what comes before /v1). */
+  baseUrl: string;
+  /** Provider name in spans and prices; default: the route's name. */
+  provider?: string;
+  /** How the proxy authenticates to the route's upstream (docs/routes.md); keys come from Secrets, never the spec. */
+  credential: RouteCredentialSpec;
+  /** Headers sent upstream when the caller sent none (not secrets). */
+  headers?: Record<string, string>;
+  /** Models /v1 sends here by their bare id (besides <name>/<model>). */
+  models?: string[];
+  /** Prices of the route's models, under its provider (the pricing.models entries of the runtime config). */
+  prices?: RoutePriceSpec[];
+  /** Vertex AI formats: Google Cloud project id. */
+  project?: string;
+  /** Vertex AI formats: location. */
+  location?: string;
+  /** bedrock: AWS region. */
+  region?: string;
+  /** Per-request upstream timeout (headers and idle body), milliseconds. */
+  timeoutMs?: number;
+}
+
+/** How the proxy authenticates to the route's upstream (docs/routes.md); keys come from Secrets, never the spec. */
+export interface RouteCredentialSpec {
+  /** api-key: a static key in a request header; google-adc: a Google access token from Application Default Credentials or a service account key file; aws-sigv4: AWS SigV4 signing with the default AWS credential chain or static keys; none: no credential */
+  kind: 'api-key' | 'google-adc' | 'aws-sigv4' | 'none';
+  /** api-key: the header the key goes in (default authorization). */
+  header?: string;
+  /** api-key: written before the key (default 'Bearer ' in authorization, else none). */
+  prefix?: string;
+  /** google-adc: OAuth scopes (default cloud-platform). */
+  scopes?: string[];
+  /** aws-sigv4: the signing name, e.g. bedrock. */
+  service?: string;
+  /** aws-sigv4: the signing region; else the route's. */
+  region?: string;
+  /** api-key: Secret key holding the api key. */
+  apiKey?: SecretKeyRef;
+  /** google-adc: Secret key holding the service account. */
+  serviceAccount?: SecretKeyRef;
+  /** aws-sigv4: Secret key holding the access key id. */
+  accessKeyId?: SecretKeyRef;
+  /** aws-sigv4: Secret key holding the secret access key. */
+  secretAccessKey?: SecretKeyRef;
+  /** aws-sigv4: Secret key holding the session token. */
+  sessionToken?: SecretKeyRef;
 }
 
 export interface SecretKeyRef {
@@ -146,6 +190,40 @@ export interface SecretKeyRef {
   secretName: string;
   /** Key within the Secret. */
   key: string;
+}
+
+/** USD per million tokens for one of the route's models, priced under the route's provider. */
+export interface RoutePriceSpec {
+  /** Canonical model id, e.g. claude-sonnet-4, gemini-2.5-flash, gpt-4o. */
+  model: string;
+  /** Other ids of the same model on other routes (claude-sonnet-4@20250514, anthropic.claude-...-v1:0). */
+  aliases?: string[];
+  /** Hide this model (a built-in default included) from pricing and from GET /v1/models. */
+  disabled?: boolean;
+  /** Price of input tokens. */
+  input_per_million: number;
+  /** Price of output tokens. */
+  output_per_million: number;
+  /** Price of cached-read input tokens; when absent, the input price times the provider's cached_multiplier. */
+  cached_input_per_million?: number;
+  /** Price of cache writes (Anthropic 5-minute writes); when absent, the input price. */
+  cache_write_per_million?: number;
+  /** Price of 1-hour cache writes (Anthropic); when absent, cache_write_per_million. */
+  cache_write_1h_per_million?: number;
+  /** Long-context tier: when the prompt exceeds threshold_tokens, the whole request is priced here. */
+  long_context?: LongContextPriceSpec;
+}
+
+/** Where credentials are kept: references to Secrets in the same namespace, never the values. The operator reads them and hands them to sidecars over the authenticated push channel. It reads only Secrets labelled tollgate.dev/credentials=true (kubectl label secret NAME tollgate.dev/credentials=true). */
+export interface CredentialsSpec {
+  /** Secret key holding a Google service account key file (JSON) for the Vertex AI routes; when absent, the pod's Application Default Credentials are used. */
+  googleServiceAccount?: SecretKeyRef;
+  /** Secret key holding the OpenAI API key (route beta). */
+  openaiApiKey?: SecretKeyRef;
+  /** Secret key holding the Anthropic API key (route gamma-direct). */
+  anthropicApiKey?: SecretKeyRef;
+  /** Secret holding AWS access keys for Bedrock (route gamma-cloudb); when absent, the pod's default AWS credential chain is used. */
+  aws?: AwsCredentialsRef;
 }
 
 /** Secret holding AWS access keys for Bedrock (route gamma-cloudb); when absent, the pod's default AWS credential chain is used. */

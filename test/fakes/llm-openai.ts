@@ -46,7 +46,7 @@ export async function handleOpenAi(x: FakeExchange): Promise<void> {
   return openAiPaths(x);
 }
 
-function openAiPaths(x: FakeExchange): Promise<void> {
+async function openAiPaths(x: FakeExchange): Promise<void> {
   if (x.req.method === 'GET' && x.path === '/v1/models') return listModels(x);
   if (x.req.method === 'POST' && x.path === '/v1/chat/completions') return chatCompletions(x, 'openai');
   if (x.req.method === 'POST' && x.path === '/v1/responses') return responses(x);
