@@ -15,7 +15,7 @@ import {
   reservedRouteName,
   ROUTE_FORMAT_NAMES,
   ROUTE_FORMATS,
-  v1Routes,
+  ROUTES,
   type Provider,
   type RouteName,
 } from './routes.ts';
@@ -24,6 +24,8 @@ import { parseRouteCredential } from './route-credential-schema.ts';
 import { normaliseAllowedHost } from './allowed-hosts.ts';
 import { normaliseOrigin } from './origin-policy.ts';
 import { ConfigError } from './config-error.ts';
+import { BREAKER_SCHEMA, CACHE_SETTINGS_SCHEMA, GATEWAY_SCHEMA, METRICS_SCHEMA, STORAGE_TUNING_PROPERTIES, storageSchema, TRACING_SCHEMA } from './runtime-config-schema.ts';
+import { validateSection } from './schema-validate.ts';
 import { isRecord } from './json-record.ts';
 import type {
   BreakerConfig,
@@ -152,9 +154,15 @@ function parseServer(input: unknown, field: string): NonNullable<RuntimeConfigPa
   );
 }
 
-function parseUpstream(input: unknown, field: string): UpstreamConfig {
+/** The upstream settings a format's routes take (the CRD's three upstream shapes): a setting the route would ignore is refused. */
+function upstreamFields(format: keyof typeof ROUTE_FORMATS | undefined): string[] {
+  const shape = format === undefined ? undefined : ROUTE_FORMATS[format].upstream;
+  return ['baseUrl', ...(shape === undefined || shape === 'vertex' ? ['project', 'location'] : []), ...(shape === undefined || shape === 'aws' ? ['region'] : []), 'timeoutMs'];
+}
+
+function parseUpstream(input: unknown, field: string, format?: keyof typeof ROUTE_FORMATS): UpstreamConfig {
   const v = object(input, field);
-  onlyKeys(v, field, ['baseUrl', 'project', 'location', 'region', 'timeoutMs']);
+  onlyKeys(v, field, upstreamFields(format));
   const baseUrl = optionalString(
     v,
     'baseUrl',
@@ -179,7 +187,7 @@ function parseUpstreams(input: unknown, field: string): Partial<Record<RouteName
   const out: Partial<Record<RouteName, UpstreamConfig>> = {};
   for (const [route, upstream] of Object.entries(v)) {
     if (!isRouteName(route)) throw new ConfigError(`${field}.${route}`, `is not a route (expected ${listRouteNames()})`);
-    out[route] = parseUpstream(upstream, `${field}.${route}`);
+    out[route] = parseUpstream(upstream, `${field}.${route}`, ROUTES[route].format);
   }
   return out;
 }
@@ -218,18 +226,7 @@ function parseCache(input: unknown, field: string): Partial<Record<Provider, Par
   const v = object(input, field);
   onlyKeys(v, field, PROVIDERS);
   const out: Partial<Record<Provider, Partial<CacheSettings>>> = {};
-  for (const [provider, settings] of Object.entries(v)) {
-    const f = `${field}.${provider}`;
-    const s = object(settings, f);
-    onlyKeys(s, f, ['ttl_seconds', 'cached_multiplier']);
-    out[provider as Provider] = assignDefined<Partial<CacheSettings>>(
-      {},
-      {
-        ttl_seconds: optionalNumber(s, 'ttl_seconds', f, { min: 0, max: 86_400 * 7, integer: true }),
-        cached_multiplier: optionalNumber(s, 'cached_multiplier', f, { min: 0, max: 1 }),
-      },
-    );
-  }
+  for (const [provider, settings] of Object.entries(v)) out[provider as Provider] = validateSection(CACHE_SETTINGS_SCHEMA, settings, `${field}.${provider}`);
   return out;
 }
 
@@ -363,18 +360,13 @@ function parseRoutes(input: unknown, field: string): RouteEntry[] {
 }
 
 function parseBreaker(input: unknown, field: string): Partial<BreakerConfig> {
-  const v = object(input, field);
-  onlyKeys(v, field, ['consecutiveFailures', 'failureRatio', 'minimumRequests', 'windowMs', 'openMs']);
-  return assignDefined<Partial<BreakerConfig>>(
-    {},
-    {
-      consecutiveFailures: optionalNumber(v, 'consecutiveFailures', field, { min: 1, max: 10_000, integer: true }),
-      failureRatio: optionalNumber(v, 'failureRatio', field, { min: 0, max: 1, minExclusive: true }),
-      minimumRequests: optionalNumber(v, 'minimumRequests', field, { min: 1, max: 1_000_000, integer: true }),
-      windowMs: optionalNumber(v, 'windowMs', field, { min: 100, max: 3_600_000, integer: true }),
-      openMs: optionalNumber(v, 'openMs', field, { min: 10, max: 3_600_000, integer: true }),
-    },
-  );
+  return validateSection(BREAKER_SCHEMA, input, field);
+}
+
+const RUNTIME_STORAGE_TUNING = storageSchema({ type: 'object', properties: {} });
+
+function pick(v: Obj, keys: readonly string[]): Obj {
+  return Object.fromEntries(keys.filter((key) => v[key] !== undefined).map((key) => [key, v[key]]));
 }
 
 function parseStorage(input: unknown, field: string): Partial<StorageConfig> {
@@ -383,6 +375,9 @@ function parseStorage(input: unknown, field: string): Partial<StorageConfig> {
   // `path` is the SQLite file and DuckDB's is `duckdb.path`: written together, `path` would be ignored and the
   // spans would go to another file than the one named.
   if (v.kind === 'duckdb' && v.path !== undefined) throw new ConfigError(`${field}.path`, `is the SQLite file; with kind duckdb set ${field}.duckdb.path`);
+  // The writer's tuning and its batchSize <= bufferSize rule are the CRD's own (runtime-config-schema.ts); the
+  // store kinds and their settings are the engine's (duckdb and a SQLite path are the local proxy's).
+  const tuning = validateSection<Partial<StorageConfig>>(RUNTIME_STORAGE_TUNING, pick(v, Object.keys(STORAGE_TUNING_PROPERTIES)), field);
   return assignDefined<Partial<StorageConfig>>(
     {},
     {
@@ -391,24 +386,13 @@ function parseStorage(input: unknown, field: string): Partial<StorageConfig> {
       bigquery: v.bigquery === undefined ? undefined : parseBigQueryStorage(v.bigquery, `${field}.bigquery`),
       firestore: v.firestore === undefined ? undefined : parseFirestoreStorage(v.firestore, `${field}.firestore`),
       path: optionalString(v, 'path', field),
-      bufferSize: optionalNumber(v, 'bufferSize', field, { min: 1, max: 1_000_000, integer: true }),
-      batchSize: optionalNumber(v, 'batchSize', field, { min: 1, max: 10_000, integer: true }),
-      flushIntervalMs: optionalNumber(v, 'flushIntervalMs', field, { min: 1, max: 60_000, integer: true }),
-      maxSpans: optionalNumber(v, 'maxSpans', field, { min: 0, max: 1_000_000_000, integer: true }),
+      ...tuning,
     },
   );
 }
 
 function parseGateway(input: unknown, field: string): Partial<GatewayConfig> {
-  const v = object(input, field);
-  onlyKeys(v, field, Object.values(GATEWAY_ROUTE_SETTINGS));
-  return assignDefined<Partial<GatewayConfig>>(
-    {},
-    {
-      anthropicRoute: optionalEnum(v, 'anthropicRoute', field, v1Routes('anthropic')),
-      googleRoute: optionalEnum(v, 'googleRoute', field, v1Routes('google')),
-    },
-  );
+  return validateSection(GATEWAY_SCHEMA, input, field);
 }
 
 // The runtime's command is a program the proxy runs: a string split on spaces (no shell, no quoting) or a list.
@@ -451,21 +435,7 @@ function parseLocal(input: unknown, field: string): NonNullable<RuntimeConfigPat
 }
 
 function parseMetrics(input: unknown, field: string): NonNullable<RuntimeConfigPatch['metrics']> {
-  const v = object(input, field);
-  onlyKeys(v, field, ['perUser']);
-  if (v.perUser === undefined) return {};
-  const perUser = object(v.perUser, `${field}.perUser`);
-  onlyKeys(perUser, `${field}.perUser`, ['enabled', 'maxUsers']);
-  if (perUser.enabled !== undefined && typeof perUser.enabled !== 'boolean') throw new ConfigError(`${field}.perUser.enabled`, 'must be true or false');
-  return {
-    perUser: assignDefined<Partial<MetricsConfig['perUser']>>(
-      {},
-      {
-        enabled: perUser.enabled,
-        maxUsers: optionalNumber(perUser, 'maxUsers', `${field}.perUser`, { min: 1, max: 10_000, integer: true }),
-      },
-    ),
-  };
+  return validateSection(METRICS_SCHEMA, input, field);
 }
 
 function parseOtlpEndpoint(value: string, field: string): string {
@@ -483,29 +453,14 @@ function parseOtlpEndpoint(value: string, field: string): string {
 }
 
 function parseTracing(input: unknown, field: string): TracingConfig {
-  const v = object(input, field);
-  onlyKeys(v, field, ['otlp']);
-  if (v.otlp === undefined) return {};
-  const o = object(v.otlp, `${field}.otlp`);
-  const at = `${field}.otlp`;
-  onlyKeys(o, at, ['endpoint', 'protocol', 'timeoutMs', 'compression', 'maxQueueSize', 'maxExportBatchSize', 'scheduledDelayMs']);
-  const endpoint = optionalString(o, 'endpoint', at);
-  const otlp = assignDefined<OtlpConfig>(
-    {},
-    {
-      endpoint: endpoint === undefined ? undefined : parseOtlpEndpoint(endpoint, `${at}.endpoint`),
-      protocol: optionalEnum(o, 'protocol', at, ['http/protobuf', 'grpc'] as const),
-      timeoutMs: optionalNumber(o, 'timeoutMs', at, { min: 100, max: 300_000, integer: true }),
-      compression: optionalEnum(o, 'compression', at, ['gzip', 'none'] as const),
-      maxQueueSize: optionalNumber(o, 'maxQueueSize', at, { min: 1, max: 1_000_000, integer: true }),
-      maxExportBatchSize: optionalNumber(o, 'maxExportBatchSize', at, { min: 1, max: 100_000, integer: true }),
-      scheduledDelayMs: optionalNumber(o, 'scheduledDelayMs', at, { min: 1, max: 600_000, integer: true }),
-    },
-  );
-  if (otlp.maxExportBatchSize !== undefined && otlp.maxQueueSize !== undefined && otlp.maxExportBatchSize > otlp.maxQueueSize) {
-    throw new ConfigError(`${at}.maxExportBatchSize`, `must not exceed maxQueueSize (${otlp.maxQueueSize})`);
-  }
-  return { otlp };
+  const otlp = (value: unknown, at: string) =>
+    validateSection(TRACING_SCHEMA.properties!.otlp!, value, at, { endpoint: (endpoint, f) => parseOtlpEndpoint(endpointText(endpoint, f), f) });
+  return validateSection(TRACING_SCHEMA, input, field, { otlp });
+}
+
+function endpointText(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value.length === 0) throw new ConfigError(field, 'must be a non-empty string');
+  return value;
 }
 
 const SECTIONS = [

@@ -1,4 +1,5 @@
 import type { PriceModelSpec } from './generated/price-entry-types.ts';
+import type { CacheSpec } from './generated/runtime-config-types.ts';
 
 /**
  * Highest price accepted, USD per million tokens, wherever prices enter (config file, config API, ProxyConfig:
@@ -18,10 +19,5 @@ export type PriceEntry = Omit<PriceModelSpec, 'provider'> & {
   provider: PriceModelSpec['provider'] | (string & {});
 };
 
-/** Per-provider prompt-cache settings held in the runtime config. */
-export interface CacheSettings {
-  /** Cache time-to-live the proxy assumes/reports for this provider, in seconds. */
-  ttl_seconds: number;
-  /** Cached-read price as a fraction of the input price, used when an entry has no explicit cached price. */
-  cached_multiplier: number;
-}
+/** Per-provider prompt-cache settings held in the runtime config (runtime-config-schema.ts, ADR 0602). */
+export type CacheSettings = Required<CacheSpec>;

@@ -5,7 +5,8 @@
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
 import type { AuditConfig } from './audit-config.ts';
 import type { BudgetsConfig } from './budget-config.ts';
-import type { Provider, RouteFormat, RouteName, V1Route } from './routes.ts';
+import type { Provider, RouteFormat, RouteName } from './routes.ts';
+import type { BreakerSpec, GatewaySpec, OtlpSpec, PerUserMetricsSpec, TracingSpec } from './generated/runtime-config-types.ts';
 import type { CredentialDefinition, CredentialFileSetting } from './credential-kinds.ts';
 import type { BigQueryStorageConfig, DuckDbStorageConfig, FirestoreStorageConfig, StorageKind } from './storage-config.ts';
 import type { EngineMode, ServerAuthConfig } from './server-auth-config.ts';
@@ -56,16 +57,8 @@ export interface RouteEntry {
   timeoutMs?: number;
 }
 
-export interface BreakerConfig {
-  /** Consecutive failures that open the breaker. */
-  consecutiveFailures: number;
-  /** Failure ratio (0..1] over the rolling window that opens the breaker, once minimumRequests is reached. */
-  failureRatio: number;
-  minimumRequests: number;
-  windowMs: number;
-  /** How long the breaker stays open before one half-open probe is let through. */
-  openMs: number;
-}
+/** Generated from the one definition of contracts/runtime-config-schema.ts (ADR 0602); the merged config has every field. */
+export type BreakerConfig = Required<BreakerSpec>;
 
 export interface StorageConfig {
   /**
@@ -86,12 +79,8 @@ export interface StorageConfig {
   maxSpans: number;
 }
 
-export interface GatewayConfig {
-  /** Which route serves provider `anthropic` models on /v1/chat/completions. */
-  anthropicRoute: V1Route<'anthropic'>;
-  /** Which route serves provider `google` models on /v1/chat/completions. */
-  googleRoute: V1Route<'google'>;
-}
+/** Which route serves provider `anthropic` and `google` models on /v1/chat/completions (runtime-config-schema.ts). */
+export type GatewayConfig = Required<GatewaySpec>;
 
 /**
  * The gateway setting that picks the /v1 route of a provider with more than one. A provider without a
@@ -140,30 +129,18 @@ export interface ServerConfig {
   auth: ServerAuthConfig;
 }
 
+/**
+ * Per-user series (tollgate_user_*). Off by default: user ids come from request headers, so any caller could
+ * add series; on, the first maxUsers users get their own and later ones share `other` (ADR 1500).
+ */
 export interface MetricsConfig {
-  /**
-   * Per-user series (tollgate_user_*). Off by default: user ids come from request headers, so any caller could
-   * add series; on, the first maxUsers users get their own and later ones share `other` (ADR 1500).
-   */
-  perUser: { enabled: boolean; maxUsers: number };
+  perUser: Required<PerUserMetricsSpec>;
 }
 
 /** Where each call's span is also sent over OTLP (ADR 1501); OTEL_EXPORTER_OTLP_* fill what is not set. */
-export interface OtlpConfig {
-  /** The collector's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT: HTTP appends /v1/traces. */
-  endpoint?: string;
-  protocol?: 'http/protobuf' | 'grpc';
-  timeoutMs?: number;
-  compression?: 'gzip' | 'none';
-  /** Spans waiting or being sent at most; more are dropped and counted. */
-  maxQueueSize?: number;
-  maxExportBatchSize?: number;
-  scheduledDelayMs?: number;
-}
+export type OtlpConfig = OtlpSpec;
 
-export interface TracingConfig {
-  otlp?: OtlpConfig;
-}
+export type TracingConfig = TracingSpec;
 
 export interface RuntimeConfig {
   /** `server` turns inbound authentication on by default and stops trusting x-tollgate-user. */

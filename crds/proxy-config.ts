@@ -9,6 +9,7 @@ import { MAX_PRICE_PER_MILLION } from '../contracts/price-entry.ts';
 import { describeV1Routes, PROVIDERS, ROUTE_FORMAT_NAMES, ROUTE_FORMATS, ROUTE_NAMES, ROUTES, v1Routes, type RouteName } from '../contracts/routes.ts';
 import { BUILT_IN_CREDENTIALS, CREDENTIAL_KIND_NAMES, CREDENTIAL_KINDS, type BuiltInCredential, type CredentialSecret } from '../contracts/credential-kinds.ts';
 import type { CrdSource, SchemaNode, ValidationRule } from './crd-schema.ts';
+import { BREAKER_SCHEMA, CACHE_SETTINGS_SCHEMA, GATEWAY_SCHEMA, int, METRICS_SCHEMA, storageSchema, TRACING_SCHEMA } from '../contracts/runtime-config-schema.ts';
 import { auditSpec } from './proxy-config-audit.ts';
 
 // Go's regexp (RE2) syntax, as the API server evaluates `pattern`.
@@ -24,10 +25,6 @@ const MAX_MODELS = 1000;
 
 function price(description: string): SchemaNode {
   return { type: 'number', description, minimum: 0, maximum: MAX_PRICE };
-}
-
-function int(description: string, minimum: number, maximum: number, format: 'int32' | 'int64' = 'int32'): SchemaNode {
-  return { type: 'integer', format, description, minimum, maximum };
 }
 
 /** One price entry; its type is generated into contracts/ as well, where the config validator and the engine share it. */
@@ -89,20 +86,7 @@ export const PRICE_ENTRY_SCHEMA: SchemaNode = {
   ],
 };
 
-const cacheSettings: SchemaNode = {
-  type: 'object',
-  tsType: 'CacheSpec',
-  description: "The provider's prompt cache.",
-  properties: {
-    ttl_seconds: int('Cache time-to-live the proxy assumes and reports, seconds.', 0, 604_800),
-    cached_multiplier: {
-      type: 'number',
-      description: 'Cached-read price as a fraction of the input price, for entries without cached_input_per_million.',
-      minimum: 0,
-      maximum: 1,
-    },
-  },
-};
+const cacheSettings = CACHE_SETTINGS_SCHEMA;
 
 const baseUrl: SchemaNode = {
   type: 'string',
@@ -359,39 +343,13 @@ const routes: SchemaNode = {
   items: route,
 };
 
-const breaker: SchemaNode = {
-  type: 'object',
-  tsType: 'BreakerSpec',
-  description: 'Circuit breaker per upstream route.',
-  properties: {
-    consecutiveFailures: int('Consecutive failures that open the breaker.', 1, 10_000),
-    failureRatio: {
-      type: 'number',
-      description: 'Failure ratio over the rolling window that opens the breaker, once minimumRequests is reached.',
-      minimum: 0,
-      exclusiveMinimum: true,
-      maximum: 1,
-    },
-    minimumRequests: int('Requests in the window before failureRatio applies.', 1, 1_000_000),
-    windowMs: int('Rolling window, milliseconds.', 100, 3_600_000),
-    openMs: int('How long the breaker stays open before one half-open probe, milliseconds.', 10, 3_600_000),
-  },
-};
-
-const gateway: SchemaNode = {
-  type: 'object',
-  tsType: 'GatewaySpec',
-  description: 'Which route serves each provider on the OpenAI-compatible /v1/chat/completions endpoint.',
-  properties: {
-    anthropicRoute: { type: 'string', description: `${describeV1Routes('anthropic')}.`, enum: v1Routes('anthropic') },
-    googleRoute: { type: 'string', description: `${describeV1Routes('google')}.`, enum: v1Routes('google') },
-  },
-};
+const breaker = BREAKER_SCHEMA;
+const gateway = GATEWAY_SCHEMA;
 
 const BQ_ID = '^[A-Za-z0-9_]+$';
 const GCP_PROJECT_ID = '^[a-z][a-z0-9.:-]{1,127}$';
 
-const storage: SchemaNode = {
+const storage: SchemaNode = storageSchema({
   type: 'object',
   tsType: 'StorageSpec',
   description: 'Where sidecars keep trace spans (docs/span-stores.md).',
@@ -406,10 +364,6 @@ const storage: SchemaNode = {
       enum: ['sqlite', 'memory', 'bigquery', 'firestore'],
       default: 'sqlite',
     },
-    bufferSize: int('Spans waiting to be written; beyond this they are dropped, counted and logged.', 1, 1_000_000),
-    batchSize: int('Spans written per batch.', 1, 10_000),
-    flushIntervalMs: int('Longest wait before a partial batch is written, milliseconds.', 1, 60_000),
-    maxSpans: int('Keep at most this many spans in the sidecar (sqlite), dropping the oldest; 0 keeps all.', 0, 1_000_000_000),
     bigquery: {
       type: 'object',
       tsType: 'BigQueryStorageSpec',
@@ -441,67 +395,10 @@ const storage: SchemaNode = {
       },
     },
   },
-  'x-kubernetes-validations': [
-    {
-      rule: '!has(self.batchSize) || !has(self.bufferSize) || self.batchSize <= self.bufferSize',
-      message: 'batchSize must not exceed bufferSize',
-      fieldPath: '.batchSize',
-      reason: 'FieldValueInvalid',
-    },
-  ],
-};
+});
 
-const metrics: SchemaNode = {
-  type: 'object',
-  tsType: 'MetricsSpec',
-  description: 'Prometheus metrics of the sidecars (docs/observability.md).',
-  properties: {
-    perUser: {
-      type: 'object',
-      tsType: 'PerUserMetricsSpec',
-      description: 'Per-user series (tollgate_user_*): off by default, since user ids come from request headers.',
-      properties: {
-        enabled: { type: 'boolean', description: 'Give each user its own series.' },
-        maxUsers: int('Users with series of their own; later users are counted as other.', 1, 10_000),
-      },
-    },
-  },
-};
-
-const tracing: SchemaNode = {
-  type: 'object',
-  tsType: 'TracingSpec',
-  description: 'Export of each call span to an OpenTelemetry collector; OTEL_EXPORTER_OTLP_* variables fill what is not set here.',
-  properties: {
-    otlp: {
-      type: 'object',
-      tsType: 'OtlpSpec',
-      description: 'OTLP exporter settings (docs/observability.md#otlp-traces).',
-      properties: {
-        endpoint: {
-          type: 'string',
-          description: 'Collector base URL, e.g. http://otel-collector.observability:4318 (HTTP appends /v1/traces). No credentials: those go in OTEL_EXPORTER_OTLP_HEADERS.',
-          maxLength: 2048,
-          pattern: '^https?://[^@/?#]+(/[^?#]*)?$',
-        },
-        protocol: { type: 'string', description: 'http/protobuf (default) or grpc.', enum: ['http/protobuf', 'grpc'] },
-        timeoutMs: int('Export timeout per batch, milliseconds.', 100, 300_000),
-        compression: { type: 'string', description: 'gzip or none.', enum: ['gzip', 'none'] },
-        maxQueueSize: int('Spans waiting or being sent at most; more are dropped and counted.', 1, 1_000_000),
-        maxExportBatchSize: int('Spans per export request.', 1, 100_000),
-        scheduledDelayMs: int('Longest wait before a partial batch is sent, milliseconds.', 1, 600_000),
-      },
-      'x-kubernetes-validations': [
-        {
-          rule: '!has(self.maxExportBatchSize) || !has(self.maxQueueSize) || self.maxExportBatchSize <= self.maxQueueSize',
-          message: 'maxExportBatchSize must not exceed maxQueueSize',
-          fieldPath: '.maxExportBatchSize',
-          reason: 'FieldValueInvalid',
-        },
-      ],
-    },
-  },
-};
+const metrics = METRICS_SCHEMA;
+const tracing = TRACING_SCHEMA;
 
 const spec: SchemaNode = {
   type: 'object',

@@ -4,6 +4,9 @@
 import type { PriceModelSpec, ProviderName, LongContextPriceSpec } from '../../contracts/generated/price-entry-types.ts';
 export type { PriceModelSpec, ProviderName, LongContextPriceSpec };
 
+import type { CacheSpec, BreakerSpec, GatewaySpec, MetricsSpec, PerUserMetricsSpec, TracingSpec, OtlpSpec } from '../../contracts/generated/runtime-config-types.ts';
+export type { CacheSpec, BreakerSpec, GatewaySpec, MetricsSpec, PerUserMetricsSpec, TracingSpec, OtlpSpec };
+
 /** Pricing, upstreams, credential references, circuit breaker and span storage for the Tollgate sidecars of a namespace. Pods pick one with the annotation tollgate.dev/proxy-config; else the one named default. */
 export interface ProxyConfig {
   /** tollgate.dev/v1alpha1 */
@@ -73,14 +76,6 @@ export interface CacheByProviderSpec {
   anthropic?: CacheSpec;
   /** The provider's prompt cache. */
   local?: CacheSpec;
-}
-
-/** The provider's prompt cache. */
-export interface CacheSpec {
-  /** Cache time-to-live the proxy assumes and reports, seconds. */
-  ttl_seconds?: number;
-  /** Cached-read price as a fraction of the input price, for entries without cached_input_per_million. */
-  cached_multiplier?: number;
 }
 
 /** Upstream endpoint per route (the <route> of /proxy/<route>/*). */
@@ -238,24 +233,14 @@ export interface AwsCredentialsRef {
   sessionTokenKey?: string;
 }
 
-/** Circuit breaker per upstream route. */
-export interface BreakerSpec {
-  /** Consecutive failures that open the breaker. */
-  consecutiveFailures?: number;
-  /** Failure ratio over the rolling window that opens the breaker, once minimumRequests is reached. */
-  failureRatio?: number;
-  /** Requests in the window before failureRatio applies. */
-  minimumRequests?: number;
-  /** Rolling window, milliseconds. */
-  windowMs?: number;
-  /** How long the breaker stays open before one half-open probe, milliseconds. */
-  openMs?: number;
-}
-
 /** Where sidecars keep trace spans (docs/span-stores.md). */
 export interface StorageSpec {
   /** sqlite (a file in the sidecar's state volume), bigquery (a shared day-partitioned table), firestore (a shared collection), or memory (a bounded ring, for tests and ephemeral pods). DuckDB is for the local proxy: the sidecar image does not carry it. Default: "sqlite". */
   kind?: StorageKind;
+  /** kind bigquery: the table, created with its dataset when missing (partitioned by day on start_time, clustered by project_id and trace_id). */
+  bigquery?: BigQueryStorageSpec;
+  /** kind firestore: one document per span in a collection. */
+  firestore?: FirestoreStorageSpec;
   /** Spans waiting to be written; beyond this they are dropped, counted and logged. */
   bufferSize?: number;
   /** Spans written per batch. */
@@ -264,10 +249,6 @@ export interface StorageSpec {
   flushIntervalMs?: number;
   /** Keep at most this many spans in the sidecar (sqlite), dropping the oldest; 0 keeps all. */
   maxSpans?: number;
-  /** kind bigquery: the table, created with its dataset when missing (partitioned by day on start_time, clustered by project_id and trace_id). */
-  bigquery?: BigQueryStorageSpec;
-  /** kind firestore: one document per span in a collection. */
-  firestore?: FirestoreStorageSpec;
 }
 
 /** sqlite (a file in the sidecar's state volume), bigquery (a shared day-partitioned table), firestore (a shared collection), or memory (a bounded ring, for tests and ephemeral pods). DuckDB is for the local proxy: the sidecar image does not carry it. */
@@ -301,14 +282,6 @@ export interface FirestoreStorageSpec {
   collection?: string;
   /** Secret key holding a service account key (JSON); else the pod's Application Default Credentials (Workload Identity). */
   credentials?: SecretKeyRef;
-}
-
-/** Which route serves each provider on the OpenAI-compatible /v1/chat/completions endpoint. */
-export interface GatewaySpec {
-  /** gamma-direct (Anthropic API), gamma (Vertex AI) or gamma-cloudb (Bedrock). */
-  anthropicRoute?: 'gamma-direct' | 'gamma' | 'gamma-cloudb';
-  /** alpha (native generateContent, translated) or alpha-compat (Vertex AI chat completions). */
-  googleRoute?: 'alpha' | 'alpha-compat';
 }
 
 /** Forward the Tetragon runtime-security events of each sidecar's own pod to several sinks. The sidecar reads the node's Tetragon agent (the hostPath socket when the chart allows it, else the node IP on port 54321). */
@@ -412,44 +385,6 @@ export interface AuditRetrySpec {
 export interface AuditDeadLetterSpec {
   /** Size bound of the dead-letter file; past it events are dropped and counted. */
   maxBytes?: number;
-}
-
-/** Prometheus metrics of the sidecars (docs/observability.md). */
-export interface MetricsSpec {
-  /** Per-user series (tollgate_user_*): off by default, since user ids come from request headers. */
-  perUser?: PerUserMetricsSpec;
-}
-
-/** Per-user series (tollgate_user_*): off by default, since user ids come from request headers. */
-export interface PerUserMetricsSpec {
-  /** Give each user its own series. */
-  enabled?: boolean;
-  /** Users with series of their own; later users are counted as other. */
-  maxUsers?: number;
-}
-
-/** Export of each call span to an OpenTelemetry collector; OTEL_EXPORTER_OTLP_* variables fill what is not set here. */
-export interface TracingSpec {
-  /** OTLP exporter settings (docs/observability.md#otlp-traces). */
-  otlp?: OtlpSpec;
-}
-
-/** OTLP exporter settings (docs/observability.md#otlp-traces). */
-export interface OtlpSpec {
-  /** Collector base URL, e.g. http://otel-collector.observability:4318 (HTTP appends /v1/traces). No credentials: those go in OTEL_EXPORTER_OTLP_HEADERS. */
-  endpoint?: string;
-  /** http/protobuf (default) or grpc. */
-  protocol?: 'http/protobuf' | 'grpc';
-  /** Export timeout per batch, milliseconds. */
-  timeoutMs?: number;
-  /** gzip or none. */
-  compression?: 'gzip' | 'none';
-  /** Spans waiting or being sent at most; more are dropped and counted. */
-  maxQueueSize?: number;
-  /** Spans per export request. */
-  maxExportBatchSize?: number;
-  /** Longest wait before a partial batch is sent, milliseconds. */
-  scheduledDelayMs?: number;
 }
 
 /** Written by the operator through the status subresource. */

@@ -67,7 +67,11 @@ export function applyPatch(base: RuntimeConfig, patch: RuntimeConfigPatch): Runt
   }
   if (patch.credentials) Object.assign(next.credentials, patch.credentials);
   if (patch.breaker) Object.assign(next.breaker, patch.breaker);
-  if (patch.storage) Object.assign(next.storage, patch.storage);
+  if (patch.storage) {
+    Object.assign(next.storage, patch.storage);
+    // A batch size nobody set follows a smaller buffer (an explicit one larger than its buffer is refused).
+    if (patch.storage.batchSize === undefined && next.storage.batchSize > next.storage.bufferSize) next.storage.batchSize = next.storage.bufferSize;
+  }
   if (patch.gateway) Object.assign(next.gateway, patch.gateway);
   if (patch.local) {
     const { runtime, ...local } = patch.local;
