@@ -136,6 +136,21 @@ describe('routes from the config file', () => {
     expect(span).toMatchObject({ route: 'llama', provider: 'llama', model: 'llama-3.1-8b', status: 'ok', input_tokens: 1000, cost_usd: 0 });
   });
 
+  it('the config API (and so the UI) lists every route with its format, provider, upstream and credential kind, never a key', async () => {
+    const answer = (await (await fetch(`${proxy.url}/_local/api/config`)).json()) as { routes: Record<string, unknown>[] };
+    expect(answer.routes.find((route) => route.name === 'mistral')).toEqual({
+      name: 'mistral',
+      format: 'openai-chat',
+      provider: 'mistral',
+      baseUrl: mistral.url,
+      credential: 'api-key',
+      configured: true,
+    });
+    expect(answer.routes.find((route) => route.name === 'beta')).toMatchObject({ format: 'openai', provider: 'openai', credential: 'api-key', configured: false });
+    expect(answer.routes.map((route) => route.name)).toEqual(['alpha', 'alpha-compat', 'beta', 'gamma', 'gamma-cloud', 'gamma-direct', 'gamma-cloudb', 'local', 'mistral', 'kimi', 'llama']);
+    expect(JSON.stringify(answer)).not.toContain(MISTRAL_KEY);
+  });
+
   it('/v1 reaches them by the model list and by <route>/<model>, and lists the listed ones', async () => {
     const client = openai('/v1');
     const models = (await client.models.list()).data.map((model) => model.id);

@@ -8,6 +8,8 @@ import { ConfigError } from '../../../contracts/config-error.ts';
 import { parseRuntimeConfigPatch } from '../../../contracts/config-schema.ts';
 import { isRecord } from '../../../contracts/json-record.ts';
 import type { ConfigStore, ConfigSnapshot } from '../config/config-store.ts';
+import { routeCatalog } from '../routes/route-catalog.ts';
+import { routeBaseUrl } from '../routes/upstream-base-url.ts';
 import { parseJsonWithUniqueKeys } from '../config/unique-key-json.ts';
 import { JSON_MEDIA_TYPE, notJsonMessage } from '../inbound/json-content-type.ts';
 import { spanToJson } from '../spans/span-json.ts';
@@ -46,6 +48,15 @@ function configView(snapshot: ConfigSnapshot) {
   const { config } = snapshot;
   return {
     revision: snapshot.revision,
+    // every route the engine serves, built-in and configured: where it goes and how it authenticates (never a key)
+    routes: [...routeCatalog(config).all()].map((route) => ({
+      name: route.name,
+      format: route.spec.format,
+      provider: route.provider,
+      baseUrl: routeBaseUrl(route, config),
+      credential: route.credential.kind,
+      configured: route.configured,
+    })),
     config: {
       ...config,
       // effective prices: built-in defaults merged with every override
