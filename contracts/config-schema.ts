@@ -35,13 +35,11 @@ import type {
   LocalRuntimeConfig,
   MetricsConfig,
   RouteEntry,
-  OtlpConfig,
   ServerConfig,
   StorageConfig,
   TracingConfig,
   UpstreamConfig,
 } from './runtime-config.ts';
-import { GATEWAY_ROUTE_SETTINGS } from './runtime-config.ts';
 import { parseBigQueryStorage, parseDuckDbStorage, parseFirestoreStorage, STORAGE_KINDS } from './storage-config.ts';
 import { parseEngineMode, parseServerAuth, type EngineMode, type ServerAuthConfig } from './server-auth-config.ts';
 

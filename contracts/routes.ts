@@ -51,10 +51,6 @@ export const ROUTE_FORMATS = {
 export type RouteFormat = keyof typeof ROUTE_FORMATS;
 export const ROUTE_FORMAT_NAMES = Object.keys(ROUTE_FORMATS) as RouteFormat[];
 
-export function isRouteFormat(value: string): value is RouteFormat {
-  return Object.hasOwn(ROUTE_FORMATS, value);
-}
-
 /** The base-URL variable an official SDK reads, pointed at this route by the webhook (tollgate.dev/inject-env). */
 export interface SdkBaseUrl {
   variable: string;

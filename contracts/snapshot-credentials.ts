@@ -3,10 +3,9 @@
 // writes each to a file and points its config at it (sidecar/src/config/snapshot-cache.ts). Both spell the
 // names from here: a name only one side knows would be a credential the sidecar ignores.
 
-import { builtInSecrets, type BuiltInSnapshotName, type RouteSecretName } from './credential-kinds.ts';
+import type { BuiltInSnapshotName, RouteSecretName } from './credential-kinds.ts';
 
 /** The built-in credentials' values (openaiApiKey, awsAccessKeyId, …), from the credential table. */
-export const ROUTE_CREDENTIAL_NAMES = builtInSecrets().map(({ secret }) => secret.snapshot as BuiltInSnapshotName);
 export type RouteCredentialName = BuiltInSnapshotName;
 
 /** Span stores whose key file travels as a credential (spec.storage.<kind>.credentials). */

@@ -5,7 +5,7 @@
 
 import type { SchemaNode } from '../contracts/schema-node.ts';
 
-export type { SchemaNode, SchemaType, ValidationRule } from '../contracts/schema-node.ts';
+export type { SchemaNode, ValidationRule } from '../contracts/schema-node.ts';
 
 export interface PrinterColumn {
   name: string;

@@ -6,8 +6,8 @@
 // each CEL rule from those bounds and refuses the CRD when it is unbounded or too expensive.
 
 import { MAX_PRICE_PER_MILLION } from '../contracts/price-entry.ts';
-import { describeV1Routes, PROVIDERS, ROUTE_FORMAT_NAMES, ROUTE_FORMATS, ROUTE_NAMES, ROUTES, v1Routes, type RouteName } from '../contracts/routes.ts';
-import { BUILT_IN_CREDENTIALS, CREDENTIAL_KIND_NAMES, CREDENTIAL_KINDS, type BuiltInCredential, type CredentialSecret } from '../contracts/credential-kinds.ts';
+import { PROVIDERS, ROUTE_FORMAT_NAMES, ROUTE_FORMATS, ROUTE_NAMES, ROUTES, type RouteName } from '../contracts/routes.ts';
+import { BUILT_IN_CREDENTIALS, CREDENTIAL_KIND_NAMES, CREDENTIAL_KINDS, type BuiltInCredential } from '../contracts/credential-kinds.ts';
 import type { CrdSource, SchemaNode, ValidationRule } from './crd-schema.ts';
 import { BREAKER_SCHEMA, CACHE_SETTINGS_SCHEMA, GATEWAY_SCHEMA, int, METRICS_SCHEMA, storageSchema, TRACING_SCHEMA } from '../contracts/runtime-config-schema.ts';
 import { auditSpec } from './proxy-config-audit.ts';
@@ -180,7 +180,7 @@ function secretKeyRef(description: string): SchemaNode {
 function builtInCredentialRef(credential: BuiltInCredential): SchemaNode {
   const description = credential.crdDescription ?? credential.label;
   if (!credential.grouped) return secretKeyRef(description);
-  const secrets = Object.entries(credential.secrets as Readonly<Record<string, CredentialSecret>>);
+  const secrets = Object.entries(credential.secrets);
   return {
     type: 'object',
     tsType: 'AwsCredentialsRef',

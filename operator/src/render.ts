@@ -4,7 +4,7 @@
 // the same field-naming message.
 
 import type { ConfiguredRouteSpec, ProxyConfigSpec, SecretKeyRef } from '../../crds/index.ts';
-import { BUILT_IN_CREDENTIALS, CREDENTIAL_KINDS, routeSecretName, type BuiltInCredential, type CredentialSecret } from '../../contracts/credential-kinds.ts';
+import { BUILT_IN_CREDENTIALS, CREDENTIAL_KINDS, routeSecretName, type BuiltInCredential } from '../../contracts/credential-kinds.ts';
 import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../contracts/config-schema.ts';
 import { CREDENTIALS_LABEL_SELECTOR } from './controller/secret-object.ts';
 import { type SnapshotCredentialName, storageCredentialName } from '../../contracts/snapshot-credentials.ts';
@@ -78,7 +78,7 @@ function builtInCredentialRefs(spec: ProxyConfigSpec['credentials']): Credential
   for (const credential of Object.values(BUILT_IN_CREDENTIALS as Readonly<Record<string, BuiltInCredential>>)) {
     const ref = credential.crdField === undefined ? undefined : c[credential.crdField];
     if (ref === undefined) continue;
-    for (const [role, secret] of Object.entries(credential.secrets as Readonly<Record<string, CredentialSecret>>)) {
+    for (const [role, secret] of Object.entries(credential.secrets)) {
       const name = secret.snapshot as CredentialRef['name'];
       if (!credential.grouped) {
         refs.push({ name, field: `credentials.${credential.crdField}`, secretName: ref.secretName, key: ref.key });

@@ -147,7 +147,19 @@ describe('routes from the config file', () => {
       configured: true,
     });
     expect(answer.routes.find((route) => route.name === 'beta')).toMatchObject({ format: 'openai', provider: 'openai', credential: 'api-key', configured: false });
-    expect(answer.routes.map((route) => route.name)).toEqual(['alpha', 'alpha-compat', 'beta', 'gamma', 'gamma-cloud', 'gamma-direct', 'gamma-cloudb', 'local', 'mistral', 'kimi', 'llama']);
+    expect(answer.routes.map((route) => route.name)).toEqual([
+      'alpha',
+      'alpha-compat',
+      'beta',
+      'gamma',
+      'gamma-cloud',
+      'gamma-direct',
+      'gamma-cloudb',
+      'local',
+      'mistral',
+      'kimi',
+      'llama',
+    ]);
     expect(JSON.stringify(answer)).not.toContain(MISTRAL_KEY);
   });
 

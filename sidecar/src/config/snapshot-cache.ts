@@ -219,7 +219,7 @@ export class SnapshotCache {
       if (together.some((role) => !names.includes(secrets[role]!.snapshot))) continue;
       for (const secret of Object.values(secrets)) if (names.includes(secret.snapshot)) credentials[secret.setting] = this.credentialFile(secret.snapshot)!;
     }
-    return credentials as CredentialsConfig;
+    return credentials;
   }
 
   /** Points a configured route's credential at the files of the secrets the operator sent for it. */

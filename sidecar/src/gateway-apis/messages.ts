@@ -77,7 +77,7 @@ export const messagesApi: GatewayApi = {
   plan(call) {
     const native = nativePlan(call, 'messages');
     if (native !== undefined) return native;
-    const { route, module, surface } = v1Surface(call.target, call.config);
+    const { module, surface } = v1Surface(call.target, call.config);
     return planThroughChat(call, module, surface, { ...messagesToChat(call.request), names: NAMES }, TRANSLATED_ANSWER);
   },
 };

@@ -21,12 +21,10 @@ const ID_FORM: ClaudeIdForm = { fits: isVertexClaudeId, canonicalIsApiId: true, 
 
 /** A Messages body in Vertex's envelope: the model in the path (in the body for count-tokens), its anthropic_version. */
 function vertexMessages(
-  route: string,
   json: Record<string, unknown>,
   model: string,
   countTokens: boolean,
-  upstream: UpstreamConfig | undefined,
-  env: NodeJS.ProcessEnv,
+  { route, upstream, env }: { route: string; upstream: UpstreamConfig | undefined; env: NodeJS.ProcessEnv },
 ): { path: string; body: Record<string, unknown> } {
   const base = `${vertexLocationPath(route, upstream, env, PROJECT_VARIABLES)}/publishers/anthropic/models/`;
   const body: Record<string, unknown> = { ...json };
@@ -45,7 +43,7 @@ function planNative(route: string, { method, rest, query, body, upstream, env }:
   if (!body || body.length === 0) throw new ProxyError('invalid_request', `route ${route} needs a JSON request body`);
   const json = parseRouteJson(body, route);
   const model = bodyModel(json, route, true);
-  const out = vertexMessages(route, json, model, countTokens, upstream, env);
+  const out = vertexMessages(json, model, countTokens, { route, upstream, env });
   return {
     path: out.path + query,
     body: Buffer.from(JSON.stringify(out.body)),
@@ -74,7 +72,7 @@ export const anthropicVertex = defineFormat('anthropic-vertex', (route) => {
       },
       messages(call, operation) {
         const model = modelId(call.requested, call.entry);
-        const out = vertexMessages(route, call.request, model, operation === 'count_tokens', call.upstream, call.env);
+        const out = vertexMessages(call.request, model, operation === 'count_tokens', { route, upstream: call.upstream, env: call.env });
         return nativePlan(model, out.path, out.body);
       },
     },
