@@ -233,7 +233,7 @@ function kindRules(): readonly ValidationRule[] {
       const others = all.filter((field) => !own.has(field));
       return {
         rule: `self.kind != '${kind}' || (${others.map((field) => `!has(self.${field})`).join(' && ')})`,
-        message: `a ${kind} credential takes only ${own.size > 0 ? [...own].join(', ') : 'its kind'}`,
+        message: `credential kind ${kind} takes only ${own.size > 0 ? [...own].join(', ') : 'kind'}`,
         reason: 'FieldValueForbidden' as const,
       };
     }),

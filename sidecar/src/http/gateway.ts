@@ -158,7 +158,7 @@ async function resolveModel(opts: GatewayRoutesOptions, snapshot: ConfigSnapshot
     const { route, model } = configured;
     return { entry: prices.resolve(route.provider, model) ?? unpricedEntry(route.provider, model), provider: route.provider, requested: model, route: route.name };
   }
-  const priced = findModel(prices, requested, catalog.configuredProviders());
+  const priced = findModel(prices, requested, catalog.configuredProviders);
   if (priced) return { ...priced, requested };
   if (!opts.localModels) throw modelNotFound(requested, false, null);
   const local = await opts.localModels.find(requested);

@@ -13,6 +13,8 @@ export class RouteCatalog {
   readonly #byProvider = new Map<string, RouteModule>();
   /** Model id → configured route, from the routes' model lists. */
   readonly #byModel = new Map<string, RouteModule>();
+  /** The providers of configured routes, for price lookups after the built-in ones (made once, read per /v1 call). */
+  readonly configuredProviders: readonly string[];
 
   constructor(entries: readonly RouteEntry[]) {
     for (const name of ROUTE_NAMES) this.#routes.set(name, ROUTE_MODULES[name]);
@@ -22,6 +24,7 @@ export class RouteCatalog {
       if (!this.#byProvider.has(module.provider)) this.#byProvider.set(module.provider, module);
       for (const model of module.models) if (!this.#byModel.has(model)) this.#byModel.set(model, module);
     }
+    this.configuredProviders = [...this.#byProvider.keys()];
   }
 
   get(name: string): RouteModule | undefined {
@@ -41,11 +44,6 @@ export class RouteCatalog {
     return [...this.#routes.values()].filter((route) => route.configured);
   }
 
-  /** The providers of configured routes, for price lookups after the built-in ones. */
-  configuredProviders(): IterableIterator<string> {
-    return this.#byProvider.keys();
-  }
-
   /** The configured route whose provider is this one (built-in providers are routed by the gateway settings). */
   configuredForProvider(provider: string): RouteModule | undefined {
     return this.#byProvider.get(provider);
@@ -53,6 +51,7 @@ export class RouteCatalog {
 
   /** A /v1 model id a configured route serves: in its model list, or `<route>/<model>`. */
   configuredForModel(requested: string): { route: RouteModule; model: string } | undefined {
+    if (this.configuredProviders.length === 0) return undefined;
     const slash = requested.indexOf('/');
     if (slash > 0) {
       const route = this.#routes.get(requested.slice(0, slash));

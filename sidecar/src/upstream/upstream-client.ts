@@ -192,7 +192,8 @@ export class UpstreamClient {
       const base = this.#base(config, route);
       const path = base.prefix + req.path;
       const credential = this.#credentialOf(route);
-      for (const [name, value] of route.headers) if (!hasHeader(req.headers, name)) req.headers[name] = value;
+      const { headers } = route;
+      for (let i = 0; i < headers.length; i++) if (!hasHeader(req.headers, headers[i]![0])) req.headers[headers[i]![0]] = headers[i]![1];
       // SigV4 signs the path in the encoding AWS expects and may rewrite it: send exactly what was signed.
       const outgoing = {
         method: req.method,
