@@ -102,6 +102,32 @@ describe('config push to sidecars', () => {
     return s;
   };
 
+  /** A real `tollgate proxy` process as the sidecar of a pod, taking its config from the operator. */
+  const podProxy = async (namespace: string, name: string): Promise<{ port: number; work: string }> => {
+    const pod = await podWithToken(api, { namespace, name, dir: dir.path });
+    const port = await freePort();
+    const work = join(dir.path, name);
+    mkdirSync(work);
+    processes.push(
+      startManagedProcess({
+        name: 'tollgate proxy',
+        command: 'sh',
+        args: ['-c', `cd "${work}" && exec "${process.execPath}" "${CLI}" proxy --port ${port}`],
+        logPath: join(dir.path, `${name}.log`),
+        env: {
+          ...process.env,
+          TOLLGATE_OPERATOR_ADDRESS: `127.0.0.1:${grpcPort}`,
+          TOLLGATE_OPERATOR_CA_FILE: caFile,
+          TOLLGATE_TOKEN_FILE: pod.tokenFile,
+          TOLLGATE_STATE_DIR: join(work, 'state'),
+          TOLLGATE_POD_NAME: name,
+          TOLLGATE_POD_NAMESPACE: namespace,
+        },
+      }),
+    );
+    return { port, work };
+  };
+
   beforeAll(async () => {
     dir = tempDir('tollgate-push-test-');
     cp = await startControlPlane();
@@ -312,27 +338,7 @@ describe('config push to sidecars', () => {
   });
 
   it('a real `tollgate proxy` process takes its config from the operator and follows changes', async () => {
-    const pod = await podWithToken(api, { namespace: 'team-a', name: 'proxy-1', dir: dir.path });
-    const port = await freePort();
-    const work = join(dir.path, 'proxy-1');
-    mkdirSync(work);
-    processes.push(
-      startManagedProcess({
-        name: 'tollgate proxy',
-        command: 'sh',
-        args: ['-c', `cd "${work}" && exec "${process.execPath}" "${CLI}" proxy --port ${port}`],
-        logPath: join(dir.path, 'proxy-1.log'),
-        env: {
-          ...process.env,
-          TOLLGATE_OPERATOR_ADDRESS: `127.0.0.1:${grpcPort}`,
-          TOLLGATE_OPERATOR_CA_FILE: caFile,
-          TOLLGATE_TOKEN_FILE: pod.tokenFile,
-          TOLLGATE_STATE_DIR: join(work, 'state'),
-          TOLLGATE_POD_NAME: 'proxy-1',
-          TOLLGATE_POD_NAMESPACE: 'team-a',
-        },
-      }),
-    );
+    const { port, work } = await podProxy('team-a', 'proxy-1');
     const price = async () => {
       const response = await fetch(`http://127.0.0.1:${port}/_local/api/config`);
       const body = (await response.json()) as { config: { pricing: { overrides: { model: string; input_per_million: number }[] } } };
@@ -363,27 +369,7 @@ describe('config push to sidecars', () => {
           },
         ],
       });
-      const pod = await podWithToken(api, { namespace: 'team-c', name: 'proxy-2', dir: dir.path });
-      const port = await freePort();
-      const work = join(dir.path, 'proxy-2');
-      mkdirSync(work);
-      processes.push(
-        startManagedProcess({
-          name: 'tollgate proxy',
-          command: 'sh',
-          args: ['-c', `cd "${work}" && exec "${process.execPath}" "${CLI}" proxy --port ${port}`],
-          logPath: join(dir.path, 'proxy-2.log'),
-          env: {
-            ...process.env,
-            TOLLGATE_OPERATOR_ADDRESS: `127.0.0.1:${grpcPort}`,
-            TOLLGATE_OPERATOR_CA_FILE: caFile,
-            TOLLGATE_TOKEN_FILE: pod.tokenFile,
-            TOLLGATE_STATE_DIR: join(work, 'state'),
-            TOLLGATE_POD_NAME: 'proxy-2',
-            TOLLGATE_POD_NAMESPACE: 'team-c',
-          },
-        }),
-      );
+      const { port, work } = await podProxy('team-c', 'proxy-2');
       const url = `http://127.0.0.1:${port}`;
       const call = () =>
         fetch(`${url}/v1/chat/completions`, {
