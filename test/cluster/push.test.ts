@@ -5,6 +5,7 @@
 
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
 import { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -352,11 +353,13 @@ describe('config push to sidecars', () => {
 
   it('a route added only through a ProxyConfig reaches a running `tollgate proxy`, keyed from its Secret and metered there', async () => {
     const ROUTE_KEY = 'sk-route-from-secret-42';
+    const CLAUDE_KEY = 'sk-claude-gateway-from-secret';
     const upstream = await startFakeUpstream('openai', { expectApiKey: ROUTE_KEY });
+    const claude = await startFakeUpstream('anthropic', { expectApiKey: CLAUDE_KEY });
     upstream.behave({ usage: { input: 1000, output: 200 } });
     try {
       await ensureNamespace(api, 'team-c');
-      await putSecret(api, 'team-c', 'route-keys', { mistral: ROUTE_KEY });
+      await putSecret(api, 'team-c', 'route-keys', { mistral: ROUTE_KEY, claude: CLAUDE_KEY });
       await putProxyConfig(api, 'team-c', 'default', {
         routes: [
           {
@@ -366,6 +369,13 @@ describe('config push to sidecars', () => {
             credential: { kind: 'api-key', apiKey: { secretName: 'route-keys', key: 'mistral' } },
             models: ['mistral-large-latest'],
             prices: [{ model: 'mistral-large-latest', input_per_million: 2, output_per_million: 6 }],
+          },
+          {
+            name: 'claude-gw',
+            format: 'anthropic',
+            baseUrl: claude.url,
+            credential: { kind: 'api-key', header: 'x-api-key', apiKey: { secretName: 'route-keys', key: 'claude' } },
+            headers: { 'anthropic-version': '2023-06-01' },
           },
         ],
       });
@@ -386,8 +396,17 @@ describe('config push to sidecars', () => {
       // 1000 × 2 + 200 × 6 USD per million, from the route's prices in the ProxyConfig
       expect(span.cost_usd).toBeCloseTo(3200 / 1e6, 12);
       expect(readFileSync(join(work, 'state', 'credentials', 'route-mistral-api-key'), 'utf8')).toBe(ROUTE_KEY);
+      // An Anthropic-compatible route of the same ProxyConfig, called with the Anthropic SDK.
+      const message = await new Anthropic({ baseURL: `${url}/proxy/claude-gw`, apiKey: 'placeholder', maxRetries: 0 }).messages.create({
+        model: 'claude-sonnet-4-20250514',
+        max_tokens: 32,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(message.type).toBe('message');
+      expect(claude.requests.at(-1)!.headers['x-api-key']).toBe(CLAUDE_KEY);
     } finally {
       await upstream.close();
+      await claude.close();
     }
   });
 });
