@@ -12,7 +12,7 @@ import { OTLPTraceExporter as HttpProtobufTraceExporter } from '@opentelemetry/e
 import { defaultResource, detectResources, envDetector, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
-import { ROUTES } from '../../../contracts/routes.ts';
+import { isRouteName, ROUTES } from '../../../contracts/routes.ts';
 import type { Span } from './span.ts';
 import type { OtlpSettings, OtlpStats } from './otlp-settings.ts';
 
@@ -22,7 +22,9 @@ import type { OtlpSettings, OtlpStats } from './otlp-settings.ts';
  */
 function genAiProviderName(span: Span): string {
   if (span.provider === 'local') return 'local';
-  return span.route === 'v1' ? 'tollgate' : ROUTES[span.route].genAiProvider;
+  if (span.route === 'v1') return 'tollgate';
+  // a configured route's service is its provider
+  return isRouteName(span.route) ? ROUTES[span.route].genAiProvider : span.provider;
 }
 
 function hrTime(epochMs: number): HrTime {

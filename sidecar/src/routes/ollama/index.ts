@@ -1,4 +1,4 @@
-// /proxy/local: the developer's local model runtime (Ollama). Its OpenAI-compatible /v1 paths are planned
+// Format ollama (route local): the developer's local model runtime (Ollama). Its OpenAI-compatible /v1 paths are planned
 // like the OpenAI API's (the model and user from the body, stream usage asked for so it can be counted);
 // its native /api/* paths (NDJSON streams) are forwarded as they are. Its upstream is local.runtime.baseUrl,
 // the same address the runtime endpoints (/_local/api/pull, /start) use. Calls cost 0 (provider `local`).
@@ -9,14 +9,14 @@
 import { OPENAI_ERRORS } from '../error-shape.ts';
 import { bodyModel, forwardedAsIs, parseRouteJson } from '../native-request.ts';
 import { planOpenAiNative, planOpenAiPassThrough } from '../openai-chat-route.ts';
-import { defineRoute } from '../route-module.ts';
+import { defineFormat } from '../route-module.ts';
 
-export const local = defineRoute('local', {
+export const ollama = defineFormat('ollama', (route) => ({
   body: 'json',
   errors: OPENAI_ERRORS,
   planNative: (call) => {
-    if (call.rest.startsWith('/v1/')) return planOpenAiNative('local', call);
-    const model = call.body && call.body.length > 0 ? bodyModel(parseRouteJson(call.body, 'local'), 'local', false) : 'unknown';
+    if (call.rest.startsWith('/v1/')) return planOpenAiNative(route, call);
+    const model = call.body && call.body.length > 0 ? bodyModel(parseRouteJson(call.body, route), route, false) : 'unknown';
     return forwardedAsIs(call.rest + call.query, call.body, model, 'chat');
   },
   baseUrlFromConfig: (config) => config.local.runtime.baseUrl,
@@ -31,4 +31,4 @@ export const local = defineRoute('local', {
     },
     passThrough: { embeddings: '/v1/embeddings', completions: '/v1/completions' },
   },
-});
+}));

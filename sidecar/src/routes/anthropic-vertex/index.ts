@@ -1,4 +1,4 @@
-// /proxy/gamma: Claude on Vertex AI, called with the Anthropic Messages API (POST /v1/messages and
+// Format anthropic-vertex (route gamma): Claude on Vertex AI, called with the Anthropic Messages API (POST /v1/messages and
 // /v1/messages/count_tokens) and sent on as Vertex AI's rawPredict / streamRawPredict: the model moves from
 // the body to the path and the body gets Vertex's anthropic_version. /v1 Messages calls take the same way.
 
@@ -11,24 +11,22 @@ import { claudeModelId, isVertexClaudeId, type ClaudeIdForm } from '../claude-mo
 import { ANTHROPIC_ERRORS } from '../error-shape.ts';
 import { bodyModel, parseRouteJson } from '../native-request.ts';
 import { anthropicRequestUser } from '../request-user.ts';
-import { defineRoute, nativePlan, type NativeCall, type UpstreamRequestPlan } from '../route-module.ts';
+import { defineFormat, nativePlan, type NativeCall, type UpstreamRequestPlan } from '../route-module.ts';
 import { VERTEX_ANTHROPIC_VERSION, vertexLocationPath, vertexModelSegment } from '../vertex-ai.ts';
 
 /** The Anthropic Vertex SDKs read the project from either variable. */
 const PROJECT_VARIABLES = ['GOOGLE_CLOUD_PROJECT', 'ANTHROPIC_VERTEX_PROJECT_ID'] as const;
 /** Vertex AI ids carry the version after '@': claude-sonnet-4@20250514. */
 const ID_FORM: ClaudeIdForm = { fits: isVertexClaudeId, canonicalIsApiId: true, described: "a Vertex AI id (with '@')" };
-const modelId = (requested: string, entry: PriceEntry): string => claudeModelId('gamma', ID_FORM, requested, entry);
 
 /** A Messages body in Vertex's envelope: the model in the path (in the body for count-tokens), its anthropic_version. */
 function vertexMessages(
   json: Record<string, unknown>,
   model: string,
   countTokens: boolean,
-  upstream: UpstreamConfig | undefined,
-  env: NodeJS.ProcessEnv,
+  { route, upstream, env }: { route: string; upstream: UpstreamConfig | undefined; env: NodeJS.ProcessEnv },
 ): { path: string; body: Record<string, unknown> } {
-  const base = `${vertexLocationPath('gamma', upstream, env, PROJECT_VARIABLES)}/publishers/anthropic/models/`;
+  const base = `${vertexLocationPath(route, upstream, env, PROJECT_VARIABLES)}/publishers/anthropic/models/`;
   const body: Record<string, unknown> = { ...json };
   if (body.anthropic_version === undefined) body.anthropic_version = VERTEX_ANTHROPIC_VERSION;
   // count-tokens takes the model in the body, unlike rawPredict
@@ -37,15 +35,15 @@ function vertexMessages(
   return { path: `${base}${vertexModelSegment(model)}:${body.stream === true ? 'streamRawPredict' : 'rawPredict'}`, body };
 }
 
-function planNative({ method, rest, query, body, upstream, env }: NativeCall): UpstreamRequestPlan {
+function planNative(route: string, { method, rest, query, body, upstream, env }: NativeCall): UpstreamRequestPlan {
   const countTokens = rest === '/v1/messages/count_tokens';
   if (method !== 'POST' || (rest !== '/v1/messages' && !countTokens)) {
-    throw new ProxyError('invalid_request', `route gamma serves POST /v1/messages and /v1/messages/count_tokens, not ${method} ${rest}`);
+    throw new ProxyError('invalid_request', `route ${route} serves POST /v1/messages and /v1/messages/count_tokens, not ${method} ${rest}`);
   }
-  if (!body || body.length === 0) throw new ProxyError('invalid_request', 'route gamma needs a JSON request body');
-  const json = parseRouteJson(body, 'gamma');
-  const model = bodyModel(json, 'gamma', true);
-  const out = vertexMessages(json, model, countTokens, upstream, env);
+  if (!body || body.length === 0) throw new ProxyError('invalid_request', `route ${route} needs a JSON request body`);
+  const json = parseRouteJson(body, route);
+  const model = bodyModel(json, route, true);
+  const out = vertexMessages(json, model, countTokens, { route, upstream, env });
   return {
     path: out.path + query,
     body: Buffer.from(JSON.stringify(out.body)),
@@ -56,24 +54,27 @@ function planNative({ method, rest, query, body, upstream, env }: NativeCall): U
   };
 }
 
-export const gamma = defineRoute('gamma', {
-  body: 'json',
-  errors: ANTHROPIC_ERRORS,
-  planNative,
-  v1: {
-    modelId,
-    plan(call) {
-      const model = modelId(call.requested, call.entry);
-      const translated = chatToMessages(call, 'gamma', false);
-      translated.body.anthropic_version = VERTEX_ANTHROPIC_VERSION;
-      const method = translated.stream ? 'streamRawPredict' : 'rawPredict';
-      const path = `${vertexLocationPath('gamma', call.upstream, call.env, PROJECT_VARIABLES)}/publishers/anthropic/models/${vertexModelSegment(model)}:${method}`;
-      return claudePlan(translated, { model, path }, ANTHROPIC_CHAT_RESPONSE);
+export const anthropicVertex = defineFormat('anthropic-vertex', (route) => {
+  const modelId = (requested: string, entry: PriceEntry): string => claudeModelId(route, ID_FORM, requested, entry);
+  return {
+    body: 'json',
+    errors: ANTHROPIC_ERRORS,
+    planNative: (call: NativeCall) => planNative(route, call),
+    v1: {
+      modelId,
+      plan(call) {
+        const model = modelId(call.requested, call.entry);
+        const translated = chatToMessages(call, route, false);
+        translated.body.anthropic_version = VERTEX_ANTHROPIC_VERSION;
+        const method = translated.stream ? 'streamRawPredict' : 'rawPredict';
+        const path = `${vertexLocationPath(route, call.upstream, call.env, PROJECT_VARIABLES)}/publishers/anthropic/models/${vertexModelSegment(model)}:${method}`;
+        return claudePlan(translated, { model, path }, ANTHROPIC_CHAT_RESPONSE);
+      },
+      messages(call, operation) {
+        const model = modelId(call.requested, call.entry);
+        const out = vertexMessages(call.request, model, operation === 'count_tokens', { route, upstream: call.upstream, env: call.env });
+        return nativePlan(model, out.path, out.body);
+      },
     },
-    messages(call, operation) {
-      const model = modelId(call.requested, call.entry);
-      const out = vertexMessages(call.request, model, operation === 'count_tokens', call.upstream, call.env);
-      return nativePlan(model, out.path, out.body);
-    },
-  },
+  };
 });
