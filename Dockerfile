@@ -25,11 +25,13 @@ RUN npx tsc -p tsconfig.json --noEmit false --outDir dist
 FROM ${NODE_IMAGE} AS sidecar-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-# better-sqlite3 ships prebuilt N-API binaries; the Kubernetes client and x509 code are not the sidecar's, nor
-# is DuckDB (a 70 MB library for the local proxy's analysts; ProxyConfig does not offer it, ADR 0402).
-# `npm uninstall` reinstalls devDependencies unless told --omit=dev as well.
-RUN npm ci --omit=dev --no-audit --no-fund \
- && npm uninstall --no-save --omit=dev @kubernetes/client-node @peculiar/x509 reflect-metadata @duckdb/node-api \
+# better-sqlite3 ships prebuilt N-API binaries (prebuilds/, loaded without an install step); with scripts on,
+# npm would run node-gyp for its binding.gyp, which needs Python and a compiler the base image does not have.
+# The Kubernetes client and x509 code are not the sidecar's, nor is DuckDB (a 70 MB library for the local
+# proxy's analysts; ProxyConfig does not offer it, ADR 0402). `npm uninstall` reinstalls devDependencies
+# unless told --omit=dev as well.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm uninstall --no-save --omit=dev --ignore-scripts @kubernetes/client-node @peculiar/x509 reflect-metadata @duckdb/node-api \
  && npm cache clean --force
 
 FROM ${NODE_IMAGE} AS control-deps

@@ -8,7 +8,7 @@ import { defineConfig } from 'vitest/config';
 //   at a time.
 // - browser: the management UI in Debian's Chromium through playwright-core, against real proxy processes
 //   (test/browser); the setup installs chromium with apt-get when it is missing.
-// - node: a real single-node cluster with kubelet and containerd (test/cluster-node); skipped with a reason where
+// - node: Tollgate on kind clusters (test/kind), its images built by `docker build`; skipped with a reason where
 //   the machine cannot run it, required under CI=true.
 export default defineConfig({
   test: {
@@ -50,10 +50,10 @@ export default defineConfig({
       {
         test: {
           name: 'node',
-          include: ['test/cluster-node/**/*.node.test.ts'],
-          globalSetup: ['test/cluster-node/global-setup.ts'],
+          include: ['test/kind/**/*.node.test.ts'],
+          globalSetup: ['test/kind/global-setup.ts'],
           // Steps wait on pods, rollouts and pushes on a shared two-core machine; bring-up may also wait for
-          // another run's node to finish (one node per machine).
+          // another run's cluster to finish (one kind cluster per machine).
           testTimeout: 300_000,
           hookTimeout: 30 * 60_000,
           fileParallelism: false,

@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '../test/e2e/proxy-process.ts';
-import { ensureDebianPackages, missingPackages } from '../test/cluster-node/host-packages.ts';
+import { ensureDebianPackages, missingPackages } from '../test/kind/host-packages.ts';
 import { waitFor } from '../test/support/wait-for.ts';
 
 export const BENCH_PACKAGES = ['nginx-light', 'wrk'] as const;

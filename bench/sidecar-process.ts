@@ -11,8 +11,7 @@ import { join, resolve } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { createCertificateAuthority, issueCertificate } from '../contracts/pki.ts';
 import { configPushService, type OperatorMessage, type SidecarMessage, type SnapshotMessage } from '../contracts/push-protocol.ts';
-import { parseDockerfile, findStage } from '../test/cluster-node/images/dockerfile.ts';
-import { stageConfig } from '../test/cluster-node/images/image-build.ts';
+import { findStage, parseDockerfile, stageConfig } from './dockerfile.ts';
 import { freePort } from '../test/e2e/proxy-process.ts';
 import { waitFor } from '../test/support/wait-for.ts';
 

@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { run } from '../test/cluster-node/host-command.ts';
+import { run } from '../test/kind/host-command.ts';
 
 export interface WrkResult {
   requestsPerSecond: number;

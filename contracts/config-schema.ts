@@ -7,10 +7,25 @@ import { type BudgetsPatch, parseBudgetsPatch } from './budget-config.ts';
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
 import { parsePriceEntry } from './parse-price-entry.ts';
 import { PriceEntryError } from './price-entry-error.ts';
-import { isRouteName, listRouteNames, PROVIDERS, v1Routes, type Provider, type RouteName } from './routes.ts';
+import {
+  CONFIGURED_ROUTE_NAME,
+  isRouteName,
+  listRouteNames,
+  PROVIDERS,
+  reservedRouteName,
+  ROUTE_FORMAT_NAMES,
+  ROUTE_FORMATS,
+  ROUTES,
+  type Provider,
+  type RouteName,
+} from './routes.ts';
+import { builtInSecrets, BUILT_IN_CREDENTIALS, CREDENTIAL_KINDS, type CredentialFileSetting } from './credential-kinds.ts';
+import { parseRouteCredential } from './route-credential-schema.ts';
 import { normaliseAllowedHost } from './allowed-hosts.ts';
 import { normaliseOrigin } from './origin-policy.ts';
 import { ConfigError } from './config-error.ts';
+import { BREAKER_SCHEMA, CACHE_SETTINGS_SCHEMA, GATEWAY_SCHEMA, METRICS_SCHEMA, STORAGE_TUNING_PROPERTIES, storageSchema, TRACING_SCHEMA } from './runtime-config-schema.ts';
+import { validateSection } from './schema-validate.ts';
 import { isRecord } from './json-record.ts';
 import type {
   BreakerConfig,
@@ -19,13 +34,12 @@ import type {
   LocalConfig,
   LocalRuntimeConfig,
   MetricsConfig,
-  OtlpConfig,
+  RouteEntry,
   ServerConfig,
   StorageConfig,
   TracingConfig,
   UpstreamConfig,
 } from './runtime-config.ts';
-import { GATEWAY_ROUTE_SETTINGS } from './runtime-config.ts';
 import { parseBigQueryStorage, parseDuckDbStorage, parseFirestoreStorage, STORAGE_KINDS } from './storage-config.ts';
 import { parseEngineMode, parseServerAuth, type EngineMode, type ServerAuthConfig } from './server-auth-config.ts';
 
@@ -34,6 +48,8 @@ export interface RuntimeConfigPatch {
   mode?: EngineMode;
   server?: Partial<Omit<ServerConfig, 'auth'>> & { auth?: Partial<ServerAuthConfig> };
   upstreams?: Partial<Record<RouteName, UpstreamConfig>>;
+  /** Configured routes, merged over earlier layers by name. */
+  routes?: RouteEntry[];
   /** Price overrides, merged over the built-in defaults by (provider, model). */
   pricing?: { models: PriceEntry[] };
   cache?: Partial<Record<Provider, Partial<CacheSettings>>>;
@@ -136,9 +152,15 @@ function parseServer(input: unknown, field: string): NonNullable<RuntimeConfigPa
   );
 }
 
-function parseUpstream(input: unknown, field: string): UpstreamConfig {
+/** The upstream settings a format's routes take (the CRD's three upstream shapes): a setting the route would ignore is refused. */
+function upstreamFields(format: keyof typeof ROUTE_FORMATS | undefined): string[] {
+  const shape = format === undefined ? undefined : ROUTE_FORMATS[format].upstream;
+  return ['baseUrl', ...(shape === undefined || shape === 'vertex' ? ['project', 'location'] : []), ...(shape === undefined || shape === 'aws' ? ['region'] : []), 'timeoutMs'];
+}
+
+function parseUpstream(input: unknown, field: string, format?: keyof typeof ROUTE_FORMATS): UpstreamConfig {
   const v = object(input, field);
-  onlyKeys(v, field, ['baseUrl', 'project', 'location', 'region', 'timeoutMs']);
+  onlyKeys(v, field, upstreamFields(format));
   const baseUrl = optionalString(
     v,
     'baseUrl',
@@ -163,12 +185,12 @@ function parseUpstreams(input: unknown, field: string): Partial<Record<RouteName
   const out: Partial<Record<RouteName, UpstreamConfig>> = {};
   for (const [route, upstream] of Object.entries(v)) {
     if (!isRouteName(route)) throw new ConfigError(`${field}.${route}`, `is not a route (expected ${listRouteNames()})`);
-    out[route] = parseUpstream(upstream, `${field}.${route}`);
+    out[route] = parseUpstream(upstream, `${field}.${route}`, ROUTES[route].format);
   }
   return out;
 }
 
-function parsePricing(input: unknown, field: string): { models: PriceEntry[] } {
+function parsePricing(input: unknown, field: string, providers: readonly string[]): { models: PriceEntry[] } {
   const v = object(input, field);
   onlyKeys(v, field, ['models']);
   if (v.models === undefined) return { models: [] };
@@ -176,7 +198,7 @@ function parsePricing(input: unknown, field: string): { models: PriceEntry[] } {
   if (v.models.length > 1000) throw new ConfigError(`${field}.models`, 'must have at most 1000 entries');
   const models = v.models.map((entry, i) => {
     try {
-      return parsePriceEntry(entry, `${field}.models[${i}]`);
+      return parsePriceEntry(entry, `${field}.models[${i}]`, providers);
     } catch (error) {
       if (error instanceof PriceEntryError) throw new ConfigError(error.field, error.message.slice(error.field.length + 1));
       throw error;
@@ -202,49 +224,147 @@ function parseCache(input: unknown, field: string): Partial<Record<Provider, Par
   const v = object(input, field);
   onlyKeys(v, field, PROVIDERS);
   const out: Partial<Record<Provider, Partial<CacheSettings>>> = {};
-  for (const [provider, settings] of Object.entries(v)) {
-    const f = `${field}.${provider}`;
-    const s = object(settings, f);
-    onlyKeys(s, f, ['ttl_seconds', 'cached_multiplier']);
-    out[provider as Provider] = assignDefined<Partial<CacheSettings>>(
-      {},
-      {
-        ttl_seconds: optionalNumber(s, 'ttl_seconds', f, { min: 0, max: 86_400 * 7, integer: true }),
-        cached_multiplier: optionalNumber(s, 'cached_multiplier', f, { min: 0, max: 1 }),
-      },
-    );
-  }
+  for (const [provider, settings] of Object.entries(v)) out[provider as Provider] = validateSection(CACHE_SETTINGS_SCHEMA, settings, `${field}.${provider}`);
   return out;
 }
+
+/** The `credentials.*File` settings, one per secret of a built-in credential (contracts/credential-kinds.ts). */
+const CREDENTIAL_SETTINGS = builtInSecrets().map(({ secret }) => secret.setting as CredentialFileSetting);
 
 function parseCredentials(input: unknown, field: string): CredentialsConfig {
   const v = object(input, field);
-  const keys = ['openaiApiKeyFile', 'anthropicApiKeyFile', 'googleCredentialsFile', 'awsAccessKeyIdFile', 'awsSecretAccessKeyFile', 'awsSessionTokenFile'] as const;
-  onlyKeys(v, field, keys);
+  onlyKeys(v, field, CREDENTIAL_SETTINGS);
   const out: CredentialsConfig = {};
-  for (const key of keys) {
+  for (const key of CREDENTIAL_SETTINGS) {
     const value = optionalString(v, key, field);
     if (value !== undefined) out[key] = value;
   }
-  if ((out.awsAccessKeyIdFile === undefined) !== (out.awsSecretAccessKeyFile === undefined)) {
-    throw new ConfigError(`${field}.awsSecretAccessKeyFile`, 'and awsAccessKeyIdFile must be set together');
+  for (const credential of Object.values(BUILT_IN_CREDENTIALS)) {
+    const [first, second] = CREDENTIAL_KINDS[credential.definition.kind].together ?? [];
+    if (first === undefined || second === undefined) continue;
+    const secrets = credential.secrets as Readonly<Record<string, { setting: string }>>;
+    const [a, b] = [secrets[first]!.setting as CredentialFileSetting, secrets[second]!.setting as CredentialFileSetting];
+    if ((out[a] === undefined) !== (out[b] === undefined)) throw new ConfigError(`${field}.${b}`, `and ${a} must be set together`);
   }
   return out;
 }
 
-function parseBreaker(input: unknown, field: string): Partial<BreakerConfig> {
+const ROUTE_FIELDS = ['name', 'format', 'baseUrl', 'provider', 'credential', 'headers', 'models', 'project', 'location', 'region', 'timeoutMs'] as const;
+const HEADER_NAME = /^[a-z0-9!#$%&'*+.^_`|~-]{1,128}$/;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]{0,1024}$/;
+/** Headers a route may not set: credentials (the route's credential sets its own) and those the proxy manages. */
+const FORBIDDEN_ROUTE_HEADERS = new Set([
+  'authorization',
+  'proxy-authorization',
+  'x-api-key',
+  'x-goog-api-key',
+  'api-key',
+  'cookie',
+  'host',
+  'connection',
+  'content-length',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'keep-alive',
+  'expect',
+  'traceparent',
+  'tracestate',
+]);
+const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,255}$/;
+
+function parseRouteHeaders(input: unknown, field: string, credentialHeader: string | undefined): Record<string, string> {
   const v = object(input, field);
-  onlyKeys(v, field, ['consecutiveFailures', 'failureRatio', 'minimumRequests', 'windowMs', 'openMs']);
-  return assignDefined<Partial<BreakerConfig>>(
-    {},
+  const entries = Object.entries(v);
+  if (entries.length > 32) throw new ConfigError(field, 'must have at most 32 headers');
+  const out: Record<string, string> = {};
+  for (const [name, value] of entries) {
+    const lower = name.toLowerCase();
+    if (!HEADER_NAME.test(lower)) throw new ConfigError(`${field}.${name}`, 'is not a valid header name');
+    if (FORBIDDEN_ROUTE_HEADERS.has(lower) || lower === credentialHeader || lower.startsWith('x-tollgate-')) {
+      throw new ConfigError(`${field}.${name}`, "is a header the proxy sets itself (a key goes in the route's credential, never in headers)");
+    }
+    if (typeof value !== 'string' || !HEADER_VALUE.test(value)) throw new ConfigError(`${field}.${name}`, 'must be a header value: at most 1024 characters, no line breaks');
+    out[lower] = value;
+  }
+  return out;
+}
+
+function parseModelList(input: unknown, field: string): string[] {
+  if (!Array.isArray(input)) throw new ConfigError(field, 'must be a list of model ids');
+  if (input.length > 1000) throw new ConfigError(field, 'must have at most 1000 entries');
+  return input.map((model, i) => {
+    if (typeof model !== 'string' || !MODEL_ID.test(model)) throw new ConfigError(`${field}[${i}]`, `must be a model id (got ${JSON.stringify(model)})`);
+    return model;
+  });
+}
+
+function parseRouteName(v: Obj, field: string): string {
+  const name = v.name;
+  if (typeof name !== 'string' || !CONFIGURED_ROUTE_NAME.test(name)) {
+    throw new ConfigError(`${field}.name`, `must be a route name: lower-case letters, digits and '-', at most 63 (got ${JSON.stringify(name)})`);
+  }
+  if (reservedRouteName(name)) throw new ConfigError(`${field}.name`, `${JSON.stringify(name)} is a built-in route (${listRouteNames()}) or reserved; choose another name`);
+  return name;
+}
+
+/** Upstream settings only some formats take: a setting the route's format would ignore is refused. */
+function checkUpstreamShape(v: Obj, field: string, format: keyof typeof ROUTE_FORMATS): void {
+  const shape = ROUTE_FORMATS[format].upstream;
+  const allowed = shape === 'vertex' ? ['project', 'location'] : shape === 'aws' ? ['region'] : [];
+  for (const key of ['project', 'location', 'region']) {
+    if (v[key] !== undefined && !allowed.includes(key)) throw new ConfigError(`${field}.${key}`, `is not a setting of format ${format}`);
+  }
+}
+
+function parseRoute(input: unknown, field: string): RouteEntry {
+  const v = object(input, field);
+  onlyKeys(v, field, ROUTE_FIELDS);
+  const name = parseRouteName(v, field);
+  const format = optionalEnum(v, 'format', field, ROUTE_FORMAT_NAMES);
+  if (format === undefined) throw new ConfigError(`${field}.format`, `is required: one of ${ROUTE_FORMAT_NAMES.join(', ')}`);
+  checkUpstreamShape(v, field, format);
+  if (v.baseUrl === undefined) throw new ConfigError(`${field}.baseUrl`, "is required: the upstream's http(s) base URL");
+  if (v.credential === undefined) throw new ConfigError(`${field}.credential`, 'is required: {kind: api-key | google-adc | aws-sigv4 | none, ...}');
+  const upstream = parseUpstream({ baseUrl: v.baseUrl, project: v.project, location: v.location, region: v.region, timeoutMs: v.timeoutMs }, field);
+  const credential = parseRouteCredential(v.credential, `${field}.credential`, name);
+  const credentialHeader = credential.kind === 'api-key' ? credential.header : undefined;
+  return assignDefined<RouteEntry>(
+    { name, format, baseUrl: upstream.baseUrl!, credential },
     {
-      consecutiveFailures: optionalNumber(v, 'consecutiveFailures', field, { min: 1, max: 10_000, integer: true }),
-      failureRatio: optionalNumber(v, 'failureRatio', field, { min: 0, max: 1, minExclusive: true }),
-      minimumRequests: optionalNumber(v, 'minimumRequests', field, { min: 1, max: 1_000_000, integer: true }),
-      windowMs: optionalNumber(v, 'windowMs', field, { min: 100, max: 3_600_000, integer: true }),
-      openMs: optionalNumber(v, 'openMs', field, { min: 10, max: 3_600_000, integer: true }),
+      provider: optionalString(v, 'provider', field, SHORT_NAME, "must be a provider name: lower-case letters, digits and '-'"),
+      headers: v.headers === undefined ? undefined : parseRouteHeaders(v.headers, `${field}.headers`, credentialHeader),
+      models: v.models === undefined ? undefined : parseModelList(v.models, `${field}.models`),
+      project: upstream.project,
+      location: upstream.location,
+      region: upstream.region,
+      timeoutMs: upstream.timeoutMs,
     },
   );
+}
+
+function parseRoutes(input: unknown, field: string): RouteEntry[] {
+  if (!Array.isArray(input)) throw new ConfigError(field, 'must be a list of routes');
+  if (input.length > 64) throw new ConfigError(field, 'must have at most 64 routes');
+  const seen = new Map<string, number>();
+  return input.map((entry, i) => {
+    const route = parseRoute(entry, `${field}[${i}]`);
+    const first = seen.get(route.name);
+    if (first !== undefined) throw new ConfigError(`${field}[${i}].name`, `repeats route ${route.name} (already at ${field}[${first}])`);
+    seen.set(route.name, i);
+    return route;
+  });
+}
+
+function parseBreaker(input: unknown, field: string): Partial<BreakerConfig> {
+  return validateSection(BREAKER_SCHEMA, input, field);
+}
+
+const RUNTIME_STORAGE_TUNING = storageSchema({ type: 'object', properties: {} });
+
+function pick(v: Obj, keys: readonly string[]): Obj {
+  return Object.fromEntries(keys.filter((key) => v[key] !== undefined).map((key) => [key, v[key]]));
 }
 
 function parseStorage(input: unknown, field: string): Partial<StorageConfig> {
@@ -253,6 +373,9 @@ function parseStorage(input: unknown, field: string): Partial<StorageConfig> {
   // `path` is the SQLite file and DuckDB's is `duckdb.path`: written together, `path` would be ignored and the
   // spans would go to another file than the one named.
   if (v.kind === 'duckdb' && v.path !== undefined) throw new ConfigError(`${field}.path`, `is the SQLite file; with kind duckdb set ${field}.duckdb.path`);
+  // The writer's tuning and its batchSize <= bufferSize rule are the CRD's own (runtime-config-schema.ts); the
+  // store kinds and their settings are the engine's (duckdb and a SQLite path are the local proxy's).
+  const tuning = validateSection<Partial<StorageConfig>>(RUNTIME_STORAGE_TUNING, pick(v, Object.keys(STORAGE_TUNING_PROPERTIES)), field);
   return assignDefined<Partial<StorageConfig>>(
     {},
     {
@@ -261,24 +384,13 @@ function parseStorage(input: unknown, field: string): Partial<StorageConfig> {
       bigquery: v.bigquery === undefined ? undefined : parseBigQueryStorage(v.bigquery, `${field}.bigquery`),
       firestore: v.firestore === undefined ? undefined : parseFirestoreStorage(v.firestore, `${field}.firestore`),
       path: optionalString(v, 'path', field),
-      bufferSize: optionalNumber(v, 'bufferSize', field, { min: 1, max: 1_000_000, integer: true }),
-      batchSize: optionalNumber(v, 'batchSize', field, { min: 1, max: 10_000, integer: true }),
-      flushIntervalMs: optionalNumber(v, 'flushIntervalMs', field, { min: 1, max: 60_000, integer: true }),
-      maxSpans: optionalNumber(v, 'maxSpans', field, { min: 0, max: 1_000_000_000, integer: true }),
+      ...tuning,
     },
   );
 }
 
 function parseGateway(input: unknown, field: string): Partial<GatewayConfig> {
-  const v = object(input, field);
-  onlyKeys(v, field, Object.values(GATEWAY_ROUTE_SETTINGS));
-  return assignDefined<Partial<GatewayConfig>>(
-    {},
-    {
-      anthropicRoute: optionalEnum(v, 'anthropicRoute', field, v1Routes('anthropic')),
-      googleRoute: optionalEnum(v, 'googleRoute', field, v1Routes('google')),
-    },
-  );
+  return validateSection(GATEWAY_SCHEMA, input, field);
 }
 
 // The runtime's command is a program the proxy runs: a string split on spaces (no shell, no quoting) or a list.
@@ -321,21 +433,7 @@ function parseLocal(input: unknown, field: string): NonNullable<RuntimeConfigPat
 }
 
 function parseMetrics(input: unknown, field: string): NonNullable<RuntimeConfigPatch['metrics']> {
-  const v = object(input, field);
-  onlyKeys(v, field, ['perUser']);
-  if (v.perUser === undefined) return {};
-  const perUser = object(v.perUser, `${field}.perUser`);
-  onlyKeys(perUser, `${field}.perUser`, ['enabled', 'maxUsers']);
-  if (perUser.enabled !== undefined && typeof perUser.enabled !== 'boolean') throw new ConfigError(`${field}.perUser.enabled`, 'must be true or false');
-  return {
-    perUser: assignDefined<Partial<MetricsConfig['perUser']>>(
-      {},
-      {
-        enabled: perUser.enabled,
-        maxUsers: optionalNumber(perUser, 'maxUsers', `${field}.perUser`, { min: 1, max: 10_000, integer: true }),
-      },
-    ),
-  };
+  return validateSection(METRICS_SCHEMA, input, field);
 }
 
 function parseOtlpEndpoint(value: string, field: string): string {
@@ -353,38 +451,44 @@ function parseOtlpEndpoint(value: string, field: string): string {
 }
 
 function parseTracing(input: unknown, field: string): TracingConfig {
-  const v = object(input, field);
-  onlyKeys(v, field, ['otlp']);
-  if (v.otlp === undefined) return {};
-  const o = object(v.otlp, `${field}.otlp`);
-  const at = `${field}.otlp`;
-  onlyKeys(o, at, ['endpoint', 'protocol', 'timeoutMs', 'compression', 'maxQueueSize', 'maxExportBatchSize', 'scheduledDelayMs']);
-  const endpoint = optionalString(o, 'endpoint', at);
-  const otlp = assignDefined<OtlpConfig>(
-    {},
-    {
-      endpoint: endpoint === undefined ? undefined : parseOtlpEndpoint(endpoint, `${at}.endpoint`),
-      protocol: optionalEnum(o, 'protocol', at, ['http/protobuf', 'grpc'] as const),
-      timeoutMs: optionalNumber(o, 'timeoutMs', at, { min: 100, max: 300_000, integer: true }),
-      compression: optionalEnum(o, 'compression', at, ['gzip', 'none'] as const),
-      maxQueueSize: optionalNumber(o, 'maxQueueSize', at, { min: 1, max: 1_000_000, integer: true }),
-      maxExportBatchSize: optionalNumber(o, 'maxExportBatchSize', at, { min: 1, max: 100_000, integer: true }),
-      scheduledDelayMs: optionalNumber(o, 'scheduledDelayMs', at, { min: 1, max: 600_000, integer: true }),
-    },
-  );
-  if (otlp.maxExportBatchSize !== undefined && otlp.maxQueueSize !== undefined && otlp.maxExportBatchSize > otlp.maxQueueSize) {
-    throw new ConfigError(`${at}.maxExportBatchSize`, `must not exceed maxQueueSize (${otlp.maxQueueSize})`);
-  }
-  return { otlp };
+  const otlp = (value: unknown, at: string) =>
+    validateSection(TRACING_SCHEMA.properties!.otlp!, value, at, { endpoint: (endpoint, f) => parseOtlpEndpoint(endpointText(endpoint, f), f) });
+  return validateSection(TRACING_SCHEMA, input, field, { otlp });
 }
 
-const SECTIONS = ['mode', 'server', 'upstreams', 'pricing', 'cache', 'credentials', 'breaker', 'storage', 'gateway', 'local', 'audit', 'budgets', 'metrics', 'tracing'] as const;
+function endpointText(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value.length === 0) throw new ConfigError(field, 'must be a non-empty string');
+  return value;
+}
+
+const SECTIONS = [
+  'mode',
+  'server',
+  'upstreams',
+  'routes',
+  'pricing',
+  'cache',
+  'credentials',
+  'breaker',
+  'storage',
+  'gateway',
+  'local',
+  'audit',
+  'budgets',
+  'metrics',
+  'tracing',
+] as const;
 
 /**
  * Checks a whole config patch. Throws ConfigError naming the first bad field; returns a clean copy
  * (unknown fields are errors, so a typo is never silently ignored).
  */
-export function parseRuntimeConfigPatch(input: unknown, sections: readonly string[] = SECTIONS): RuntimeConfigPatch {
+export interface PatchContext {
+  /** Providers of routes configured in other layers, which price entries may name besides this patch's routes'. */
+  routeProviders?: readonly string[];
+}
+
+export function parseRuntimeConfigPatch(input: unknown, sections: readonly string[] = SECTIONS, context: PatchContext = {}): RuntimeConfigPatch {
   if (input === null || input === undefined) return {};
   const v = object(input, 'config');
   onlyKeys(v, '', sections);
@@ -392,7 +496,11 @@ export function parseRuntimeConfigPatch(input: unknown, sections: readonly strin
   if (v.mode !== undefined) patch.mode = parseEngineMode(v.mode, 'mode');
   if (v.server !== undefined) patch.server = parseServer(v.server, 'server');
   if (v.upstreams !== undefined) patch.upstreams = parseUpstreams(v.upstreams, 'upstreams');
-  if (v.pricing !== undefined) patch.pricing = parsePricing(v.pricing, 'pricing');
+  if (v.routes !== undefined) patch.routes = parseRoutes(v.routes, 'routes');
+  if (v.pricing !== undefined) {
+    const routeProviders = [...(context.routeProviders ?? []), ...(patch.routes ?? []).map((route) => route.provider ?? route.name)];
+    patch.pricing = parsePricing(v.pricing, 'pricing', [...new Set([...PROVIDERS, ...routeProviders])]);
+  }
   if (v.cache !== undefined) patch.cache = parseCache(v.cache, 'cache');
   if (v.credentials !== undefined) patch.credentials = parseCredentials(v.credentials, 'credentials');
   if (v.breaker !== undefined) patch.breaker = parseBreaker(v.breaker, 'breaker');

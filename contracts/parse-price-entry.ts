@@ -3,7 +3,7 @@
 // `pricing.models[2].input_per_million must be a non-negative number`. Unknown fields are rejected so a typo
 // (`input_per_milion`) cannot silently leave a price at its default.
 
-import { PROVIDERS, type Provider } from './routes.ts';
+import { PROVIDERS } from './routes.ts';
 import { MAX_PRICE_PER_MILLION, type PriceEntry } from './price-entry.ts';
 import { PriceEntryError } from './price-entry-error.ts';
 import { isRecord } from './json-record.ts';
@@ -47,13 +47,14 @@ function nonEmptyString(value: unknown, path: string): string {
   return value.trim();
 }
 
-export function parsePriceEntry(value: unknown, path: string): PriceEntry {
+/** `providers`: the providers an entry may name: the built-in ones, and those of configured routes. */
+export function parsePriceEntry(value: unknown, path: string, providers: readonly string[] = PROVIDERS): PriceEntry {
   if (!isRecord(value)) throw new PriceEntryError(path, 'must be an object');
   rejectUnknown(value, ENTRY_FIELDS, path);
-  if (typeof value.provider !== 'string' || !(PROVIDERS as readonly string[]).includes(value.provider)) {
-    throw new PriceEntryError(`${path}.provider`, `must be one of ${PROVIDERS.join(', ')}`);
+  if (typeof value.provider !== 'string' || !providers.includes(value.provider)) {
+    throw new PriceEntryError(`${path}.provider`, `must be one of ${providers.join(', ')}`);
   }
-  const provider = value.provider as Provider;
+  const provider = value.provider;
   const model = nonEmptyString(value.model, `${path}.model`);
   if (value.disabled !== undefined && typeof value.disabled !== 'boolean') {
     throw new PriceEntryError(`${path}.disabled`, 'must be true or false');

@@ -1,4 +1,5 @@
 import type { PriceModelSpec } from './generated/price-entry-types.ts';
+import type { CacheSpec } from './generated/runtime-config-types.ts';
 
 /**
  * Highest price accepted, USD per million tokens, wherever prices enter (config file, config API, ProxyConfig:
@@ -13,12 +14,10 @@ export const MAX_PRICE_PER_MILLION = 100_000;
  * contracts/generated/, so contracts/ imports nothing outside itself, ADR 1204), and a field added there
  * reaches the validator's type here without a hand copy.
  */
-export type PriceEntry = PriceModelSpec;
+export type PriceEntry = Omit<PriceModelSpec, 'provider'> & {
+  /** A built-in provider (the CRD's enum), or in the runtime config also a configured route's provider. */
+  provider: PriceModelSpec['provider'] | (string & {});
+};
 
-/** Per-provider prompt-cache settings held in the runtime config. */
-export interface CacheSettings {
-  /** Cache time-to-live the proxy assumes/reports for this provider, in seconds. */
-  ttl_seconds: number;
-  /** Cached-read price as a fraction of the input price, used when an entry has no explicit cached price. */
-  cached_multiplier: number;
-}
+/** Per-provider prompt-cache settings held in the runtime config (runtime-config-schema.ts, ADR 0602). */
+export type CacheSettings = Required<CacheSpec>;

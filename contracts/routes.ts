@@ -12,11 +12,44 @@ export type RouteName = (typeof ROUTE_NAMES)[number];
 export const PROVIDERS = ['google', 'openai', 'anthropic', 'local'] as const;
 export type Provider = (typeof PROVIDERS)[number];
 
-/** `none`: the upstream takes no credential (a local model runtime on loopback). */
-export type CredentialKind = 'google-adc' | 'openai-api-key' | 'anthropic-api-key' | 'aws-sigv4' | 'none';
+import type { BuiltInCredentialId } from './credential-kinds.ts';
 
 /** Response wire format: decides which usage extractor reads the response. */
 export type WireFormat = 'gemini' | 'openai' | 'anthropic' | 'bedrock';
+
+/** Which upstream settings a format's routes take besides the base URL: Vertex AI's project and location, AWS's region. */
+export type UpstreamShape = 'vertex' | 'aws' | 'direct';
+
+export interface FormatSpec {
+  /** The usage extractor that reads its responses. */
+  wire: WireFormat;
+  upstream: UpstreamShape;
+  description: string;
+}
+
+/**
+ * The API formats the engine speaks, each one module in sidecar/src/routes/<format>/: what a caller sends on
+ * /proxy/<route>/*, how /v1 calls are translated for it, and which usage extractor reads its answers. A route,
+ * built-in or configured, names one.
+ */
+export const ROUTE_FORMATS = {
+  'gemini-vertex': { wire: 'gemini', upstream: 'vertex', description: "Gemini's native generateContent API on Vertex AI" },
+  'gemini-vertex-openai': { wire: 'openai', upstream: 'vertex', description: "Vertex AI's OpenAI-compatible chat completions surface" },
+  openai: { wire: 'openai', upstream: 'direct', description: 'the OpenAI API: chat completions, the Responses API, embeddings' },
+  'openai-chat': {
+    wire: 'openai',
+    upstream: 'direct',
+    description: 'an OpenAI-compatible chat completions API (/v1/chat/completions; /v1/embeddings and /v1/completions passed through)',
+  },
+  anthropic: { wire: 'anthropic', upstream: 'direct', description: 'the Anthropic Messages API (/v1/messages)' },
+  'anthropic-vertex': { wire: 'anthropic', upstream: 'vertex', description: 'the Anthropic Messages API, sent to Claude on Vertex AI as rawPredict' },
+  'anthropic-vertex-raw': { wire: 'anthropic', upstream: 'vertex', description: "Claude on Vertex AI's own rawPredict / streamRawPredict paths" },
+  bedrock: { wire: 'bedrock', upstream: 'aws', description: 'AWS Bedrock InvokeModel (and its event stream), SigV4-signed' },
+  ollama: { wire: 'openai', upstream: 'direct', description: "Ollama's HTTP API and its OpenAI-compatible /v1" },
+} as const satisfies Record<string, FormatSpec>;
+
+export type RouteFormat = keyof typeof ROUTE_FORMATS;
+export const ROUTE_FORMAT_NAMES = Object.keys(ROUTE_FORMATS) as RouteFormat[];
 
 /** The base-URL variable an official SDK reads, pointed at this route by the webhook (tollgate.dev/inject-env). */
 export interface SdkBaseUrl {
@@ -36,18 +69,26 @@ export interface V1Choice {
   label: string;
 }
 
+/**
+ * One route's facts as data. The built-in routes are the entries of the table below; a route added in the
+ * config (`routes`) becomes an entry of the same shape when the config is loaded (sidecar/src/routes/route-catalog.ts).
+ */
 export interface RouteSpec {
-  readonly provider: Provider;
+  /** Provider name in spans, logs and price entries: one of PROVIDERS for a built-in route, any name for a configured one. */
+  readonly provider: string;
   /** The service that runs the model, as OpenTelemetry's GenAI conventions spell it (`gen_ai.provider.name`). */
   readonly genAiProvider: string;
-  readonly credential: CredentialKind;
-  readonly format: WireFormat;
+  /** The built-in credential it uses (contracts/credential-kinds.ts); a configured route carries its own. */
+  readonly credential: BuiltInCredentialId;
+  readonly format: RouteFormat;
   /** Default upstream base URL; `{location}`/`{region}` are filled from the upstream config. */
   readonly defaultBaseUrl: string;
   readonly description: string;
   readonly sdkBaseUrl?: SdkBaseUrl;
   /** Absent: /v1 never routes here. */
   readonly v1?: V1Choice;
+  /** Headers sent upstream when the caller sent none. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 const TABLE = {
@@ -55,7 +96,7 @@ const TABLE = {
     provider: 'google',
     genAiProvider: 'gcp.vertex_ai',
     credential: 'google-adc',
-    format: 'gemini',
+    format: 'gemini-vertex',
     defaultBaseUrl: 'https://{location}-aiplatform.googleapis.com',
     description: 'Gemini on Vertex AI, native generateContent API',
     sdkBaseUrl: { variable: 'GOOGLE_VERTEX_BASE_URL', suffix: '', sdk: 'Google Gen AI (Gemini on Vertex AI)', rank: 5 },
@@ -65,7 +106,7 @@ const TABLE = {
     provider: 'google',
     genAiProvider: 'gcp.vertex_ai',
     credential: 'google-adc',
-    format: 'openai',
+    format: 'gemini-vertex-openai',
     defaultBaseUrl: 'https://{location}-aiplatform.googleapis.com',
     description: 'Vertex AI OpenAI-compatible chat completions surface',
     v1: { default: false, label: 'Vertex AI chat completions' },
@@ -84,7 +125,7 @@ const TABLE = {
     provider: 'anthropic',
     genAiProvider: 'gcp.vertex_ai',
     credential: 'google-adc',
-    format: 'anthropic',
+    format: 'anthropic-vertex',
     defaultBaseUrl: 'https://{location}-aiplatform.googleapis.com',
     description: 'Claude on Vertex AI, reached with the Anthropic Messages API (translated to rawPredict)',
     v1: { default: false, label: 'Vertex AI' },
@@ -93,7 +134,7 @@ const TABLE = {
     provider: 'anthropic',
     genAiProvider: 'gcp.vertex_ai',
     credential: 'google-adc',
-    format: 'anthropic',
+    format: 'anthropic-vertex-raw',
     defaultBaseUrl: 'https://{location}-aiplatform.googleapis.com',
     description: 'Claude on Vertex AI, native rawPredict / streamRawPredict paths',
     sdkBaseUrl: { variable: 'ANTHROPIC_VERTEX_BASE_URL', suffix: '/v1', sdk: 'Anthropic on Vertex AI', rank: 3 },
@@ -122,7 +163,7 @@ const TABLE = {
     provider: 'local',
     genAiProvider: 'local',
     credential: 'none',
-    format: 'openai',
+    format: 'ollama',
     // local.runtime.baseUrl, when set, is the route's upstream (routes/local)
     defaultBaseUrl: 'http://127.0.0.1:11434',
     description: "A local model runtime (Ollama's HTTP API and its OpenAI-compatible /v1)",
@@ -134,6 +175,14 @@ export const ROUTES: Readonly<Record<RouteName, RouteSpec>> = TABLE;
 
 export function isRouteName(value: string): value is RouteName {
   return Object.hasOwn(ROUTES, value);
+}
+
+/** A configured route's name: a DNS label, so it fits a URL path segment, a metric label and a snapshot credential name. */
+export const CONFIGURED_ROUTE_NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** Names a configured route may not take: the built-in routes, and `v1`, which spans use for the /v1 gateway. */
+export function reservedRouteName(name: string): boolean {
+  return isRouteName(name) || name === 'v1';
 }
 
 /** The routes /v1 may use for provider P's models, as a type: `V1Route<'anthropic'>` is `'gamma-direct' | 'gamma' | 'gamma-cloudb'`. */

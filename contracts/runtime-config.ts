@@ -5,7 +5,9 @@
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
 import type { AuditConfig } from './audit-config.ts';
 import type { BudgetsConfig } from './budget-config.ts';
-import type { Provider, RouteName, V1Route } from './routes.ts';
+import type { Provider, RouteFormat, RouteName } from './routes.ts';
+import type { BreakerSpec, GatewaySpec, OtlpSpec, PerUserMetricsSpec, TracingSpec } from './generated/runtime-config-types.ts';
+import type { CredentialDefinition, CredentialFileSetting } from './credential-kinds.ts';
 import type { BigQueryStorageConfig, DuckDbStorageConfig, FirestoreStorageConfig, StorageKind } from './storage-config.ts';
 import type { EngineMode, ServerAuthConfig } from './server-auth-config.ts';
 
@@ -22,32 +24,41 @@ export interface UpstreamConfig {
   timeoutMs?: number;
 }
 
-export interface CredentialsConfig {
-  /** File holding the OpenAI API key (a mounted Secret); re-read when it changes. Else OPENAI_API_KEY. */
-  openaiApiKeyFile?: string;
-  /** File holding the Anthropic API key; else ANTHROPIC_API_KEY. */
-  anthropicApiKeyFile?: string;
-  /**
-   * Google credentials JSON (service account key or external_account config) for the Vertex AI routes, as
-   * GOOGLE_APPLICATION_CREDENTIALS would name it; else Application Default Credentials.
-   */
-  googleCredentialsFile?: string;
-  /** Files holding a static AWS access key pair (and optional session token) for Bedrock; else the AWS default chain. */
-  awsAccessKeyIdFile?: string;
-  awsSecretAccessKeyFile?: string;
-  awsSessionTokenFile?: string;
+/**
+ * Files holding the built-in credentials' secrets (mounted Secrets, re-read when they change), one setting per
+ * secret of contracts/credential-kinds.ts's BUILT_IN_CREDENTIALS: openaiApiKeyFile (else OPENAI_API_KEY),
+ * anthropicApiKeyFile (else ANTHROPIC_API_KEY), googleCredentialsFile (a service account key or external_account
+ * config, as GOOGLE_APPLICATION_CREDENTIALS would name it; else ADC), awsAccessKeyIdFile, awsSecretAccessKeyFile
+ * and awsSessionTokenFile (else the AWS default chain).
+ */
+export type CredentialsConfig = { [K in CredentialFileSetting]?: string };
+
+/**
+ * A route added in the config (`routes`): /proxy/<name>/* with the behaviour of its format, metered, priced
+ * (price entries under its provider), breaker-protected and budgeted like a built-in one (docs/routes.md).
+ */
+export interface RouteEntry {
+  name: string;
+  format: RouteFormat;
+  /** The upstream's base URL; the caller's path after /proxy/<name> is appended. */
+  baseUrl: string;
+  /** Provider name in spans and price entries; default: the route's name. */
+  provider?: string;
+  credential: CredentialDefinition;
+  /** Headers sent upstream when the caller sent none (not secrets: GET /_local/api/config shows them). */
+  headers?: Record<string, string>;
+  /** Models /v1 sends here by their bare id (besides `<name>/<model>` and price entries of its provider). */
+  models?: string[];
+  /** Vertex AI formats: project and location. */
+  project?: string;
+  location?: string;
+  /** Bedrock: AWS region. */
+  region?: string;
+  timeoutMs?: number;
 }
 
-export interface BreakerConfig {
-  /** Consecutive failures that open the breaker. */
-  consecutiveFailures: number;
-  /** Failure ratio (0..1] over the rolling window that opens the breaker, once minimumRequests is reached. */
-  failureRatio: number;
-  minimumRequests: number;
-  windowMs: number;
-  /** How long the breaker stays open before one half-open probe is let through. */
-  openMs: number;
-}
+/** Generated from the one definition of contracts/runtime-config-schema.ts (ADR 0602); the merged config has every field. */
+export type BreakerConfig = Required<BreakerSpec>;
 
 export interface StorageConfig {
   /**
@@ -68,12 +79,8 @@ export interface StorageConfig {
   maxSpans: number;
 }
 
-export interface GatewayConfig {
-  /** Which route serves provider `anthropic` models on /v1/chat/completions. */
-  anthropicRoute: V1Route<'anthropic'>;
-  /** Which route serves provider `google` models on /v1/chat/completions. */
-  googleRoute: V1Route<'google'>;
-}
+/** Which route serves provider `anthropic` and `google` models on /v1/chat/completions (runtime-config-schema.ts). */
+export type GatewayConfig = Required<GatewaySpec>;
 
 /**
  * The gateway setting that picks the /v1 route of a provider with more than one. A provider without a
@@ -122,37 +129,28 @@ export interface ServerConfig {
   auth: ServerAuthConfig;
 }
 
+/**
+ * Per-user series (tollgate_user_*). Off by default: user ids come from request headers, so any caller could
+ * add series; on, the first maxUsers users get their own and later ones share `other` (ADR 1500).
+ */
 export interface MetricsConfig {
-  /**
-   * Per-user series (tollgate_user_*). Off by default: user ids come from request headers, so any caller could
-   * add series; on, the first maxUsers users get their own and later ones share `other` (ADR 1500).
-   */
-  perUser: { enabled: boolean; maxUsers: number };
+  perUser: Required<PerUserMetricsSpec>;
 }
 
 /** Where each call's span is also sent over OTLP (ADR 1501); OTEL_EXPORTER_OTLP_* fill what is not set. */
-export interface OtlpConfig {
-  /** The collector's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT: HTTP appends /v1/traces. */
-  endpoint?: string;
-  protocol?: 'http/protobuf' | 'grpc';
-  timeoutMs?: number;
-  compression?: 'gzip' | 'none';
-  /** Spans waiting or being sent at most; more are dropped and counted. */
-  maxQueueSize?: number;
-  maxExportBatchSize?: number;
-  scheduledDelayMs?: number;
-}
+export type OtlpConfig = OtlpSpec;
 
-export interface TracingConfig {
-  otlp?: OtlpConfig;
-}
+export type TracingConfig = TracingSpec;
 
 export interface RuntimeConfig {
   /** `server` turns inbound authentication on by default and stops trusting x-tollgate-user. */
   mode: EngineMode;
   server: ServerConfig;
   upstreams: Partial<Record<RouteName, UpstreamConfig>>;
+  /** Routes added in the config, by name; built-in routes are not listed. */
+  routes: RouteEntry[];
   pricing: { models: PriceEntry[] };
+  /** Per built-in provider; a configured route's provider has no cached-read discount unless its price entries name a cached price. */
   cache: Record<Provider, CacheSettings>;
   credentials: CredentialsConfig;
   breaker: BreakerConfig;

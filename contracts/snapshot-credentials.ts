@@ -3,9 +3,10 @@
 // writes each to a file and points its config at it (sidecar/src/config/snapshot-cache.ts). Both spell the
 // names from here: a name only one side knows would be a credential the sidecar ignores.
 
-/** The routes' credentials. */
-export const ROUTE_CREDENTIAL_NAMES = ['openaiApiKey', 'anthropicApiKey', 'googleServiceAccount', 'awsAccessKeyId', 'awsSecretAccessKey', 'awsSessionToken'] as const;
-export type RouteCredentialName = (typeof ROUTE_CREDENTIAL_NAMES)[number];
+import type { BuiltInSnapshotName, RouteSecretName } from './credential-kinds.ts';
+
+/** The built-in credentials' values (openaiApiKey, awsAccessKeyId, …), from the credential table. */
+export type RouteCredentialName = BuiltInSnapshotName;
 
 /** Span stores whose key file travels as a credential (spec.storage.<kind>.credentials). */
 export const STORAGE_CREDENTIAL_KINDS = ['bigquery', 'firestore'] as const;
@@ -25,4 +26,5 @@ export function auditCredentialName(sink: string, field: AuditCredentialField): 
   return `audit.${sink}.${field}`;
 }
 
-export type SnapshotCredentialName = RouteCredentialName | StorageCredentialName | AuditCredentialName;
+/** A configured route's secrets travel as `route.<name>.<role>` (credential-kinds.ts). */
+export type SnapshotCredentialName = RouteCredentialName | RouteSecretName | StorageCredentialName | AuditCredentialName;

@@ -7,11 +7,11 @@ import type { CrdSource, CrdVersionSource, SchemaNode } from './crd-schema.ts';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-/** The schema as the API server wants it: our `tsType` annotations removed, nothing else changed. */
+/** The schema as the API server wants it: our annotations (`tsType`, `hint`, `relations`) removed, nothing else changed. */
 export function toOpenApiSchema(node: SchemaNode): Json {
   const out: { [key: string]: Json } = {};
   for (const [key, value] of Object.entries(node)) {
-    if (key === 'tsType' || value === undefined) continue;
+    if (key === 'tsType' || key === 'hint' || key === 'relations' || value === undefined) continue;
     if (key === 'properties' || key === 'additionalProperties' || key === 'items') continue;
     out[key] = value as Json;
   }

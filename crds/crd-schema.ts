@@ -3,47 +3,9 @@
 // type and is stripped from the CRD. Keeping the source in the API server's own vocabulary means the YAML
 // renderer is a plain copy and nothing in between can drift from what the API server checks.
 
-export type SchemaType = 'object' | 'array' | 'string' | 'integer' | 'number' | 'boolean';
+import type { SchemaNode } from '../contracts/schema-node.ts';
 
-/** One `x-kubernetes-validations` entry: a CEL rule checked by the API server on every write. */
-export interface ValidationRule {
-  rule: string;
-  message: string;
-  /** JSONPath (relative to the node holding the rule) of the field the error is reported on. */
-  fieldPath?: string;
-  reason?: 'FieldValueInvalid' | 'FieldValueForbidden' | 'FieldValueRequired' | 'FieldValueDuplicate';
-}
-
-export interface SchemaNode {
-  type: SchemaType;
-  description?: string;
-  /**
-   * Name of the TypeScript type generated for this node (an interface for objects, an alias for string
-   * enums). Not part of the CRD. Nodes sharing a name must be identical.
-   */
-  tsType?: string;
-  format?: 'int32' | 'int64' | 'double' | 'date-time' | 'byte';
-  enum?: readonly (string | number)[];
-  pattern?: string;
-  minLength?: number;
-  maxLength?: number;
-  minimum?: number;
-  maximum?: number;
-  exclusiveMinimum?: boolean;
-  exclusiveMaximum?: boolean;
-  minItems?: number;
-  maxItems?: number;
-  minProperties?: number;
-  maxProperties?: number;
-  default?: unknown;
-  properties?: Readonly<Record<string, SchemaNode>>;
-  required?: readonly string[];
-  items?: SchemaNode;
-  additionalProperties?: SchemaNode;
-  'x-kubernetes-list-type'?: 'atomic' | 'set' | 'map';
-  'x-kubernetes-list-map-keys'?: readonly string[];
-  'x-kubernetes-validations'?: readonly ValidationRule[];
-}
+export type { SchemaNode, ValidationRule } from '../contracts/schema-node.ts';
 
 export interface PrinterColumn {
   name: string;

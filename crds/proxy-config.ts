@@ -6,8 +6,10 @@
 // each CEL rule from those bounds and refuses the CRD when it is unbounded or too expensive.
 
 import { MAX_PRICE_PER_MILLION } from '../contracts/price-entry.ts';
-import { describeV1Routes, PROVIDERS, ROUTE_NAMES, ROUTES, v1Routes, type RouteName } from '../contracts/routes.ts';
-import type { CrdSource, SchemaNode } from './crd-schema.ts';
+import { PROVIDERS, ROUTE_FORMAT_NAMES, ROUTE_FORMATS, ROUTE_NAMES, ROUTES, type RouteName } from '../contracts/routes.ts';
+import { BUILT_IN_CREDENTIALS, CREDENTIAL_KIND_NAMES, CREDENTIAL_KINDS, type BuiltInCredential } from '../contracts/credential-kinds.ts';
+import type { CrdSource, SchemaNode, ValidationRule } from './crd-schema.ts';
+import { BREAKER_SCHEMA, CACHE_SETTINGS_SCHEMA, GATEWAY_SCHEMA, int, METRICS_SCHEMA, storageSchema, TRACING_SCHEMA } from '../contracts/runtime-config-schema.ts';
 import { auditSpec } from './proxy-config-audit.ts';
 
 // Go's regexp (RE2) syntax, as the API server evaluates `pattern`.
@@ -23,10 +25,6 @@ const MAX_MODELS = 1000;
 
 function price(description: string): SchemaNode {
   return { type: 'number', description, minimum: 0, maximum: MAX_PRICE };
-}
-
-function int(description: string, minimum: number, maximum: number, format: 'int32' | 'int64' = 'int32'): SchemaNode {
-  return { type: 'integer', format, description, minimum, maximum };
 }
 
 /** One price entry; its type is generated into contracts/ as well, where the config validator and the engine share it. */
@@ -88,20 +86,7 @@ export const PRICE_ENTRY_SCHEMA: SchemaNode = {
   ],
 };
 
-const cacheSettings: SchemaNode = {
-  type: 'object',
-  tsType: 'CacheSpec',
-  description: "The provider's prompt cache.",
-  properties: {
-    ttl_seconds: int('Cache time-to-live the proxy assumes and reports, seconds.', 0, 604_800),
-    cached_multiplier: {
-      type: 'number',
-      description: 'Cached-read price as a fraction of the input price, for entries without cached_input_per_million.',
-      minimum: 0,
-      maximum: 1,
-    },
-  },
-};
+const cacheSettings = CACHE_SETTINGS_SCHEMA;
 
 const baseUrl: SchemaNode = {
   type: 'string',
@@ -162,8 +147,9 @@ const directUpstream: SchemaNode = {
 };
 
 function upstreamFor(route: RouteName): SchemaNode {
-  const { credential, description } = ROUTES[route];
-  const shape = credential === 'google-adc' ? vertexUpstream : credential === 'aws-sigv4' ? bedrockUpstream : directUpstream;
+  const { format, description } = ROUTES[route];
+  const upstream = ROUTE_FORMATS[format].upstream;
+  const shape = upstream === 'vertex' ? vertexUpstream : upstream === 'aws' ? bedrockUpstream : directUpstream;
   return { ...shape, description: `${shape.description} /proxy/${route}: ${description}.` };
 }
 
@@ -190,6 +176,33 @@ function secretKeyRef(description: string): SchemaNode {
   };
 }
 
+/** A built-in credential's Secret reference: one {secretName, key}, or one Secret with a key per secret (AWS). */
+function builtInCredentialRef(credential: BuiltInCredential): SchemaNode {
+  const description = credential.crdDescription ?? credential.label;
+  if (!credential.grouped) return secretKeyRef(description);
+  const secrets = Object.entries(credential.secrets);
+  return {
+    type: 'object',
+    tsType: 'AwsCredentialsRef',
+    description,
+    required: ['secretName'],
+    properties: {
+      secretName,
+      ...Object.fromEntries(
+        secrets.map(([role, secret]) => [
+          `${role}Key`,
+          secretKey(secret.optional ? `Key holding a ${roleWords(role)}, for temporary credentials.` : `Key holding the ${roleWords(role)}.`, secret.defaultKey),
+        ]),
+      ),
+    },
+  };
+}
+
+/** `accessKeyId` → `access key id`, for descriptions. */
+function roleWords(role: string): string {
+  return role.replace(/[A-Z]/g, (c) => ` ${c.toLowerCase()}`);
+}
+
 const credentials: SchemaNode = {
   type: 'object',
   tsType: 'CredentialsSpec',
@@ -197,60 +210,146 @@ const credentials: SchemaNode = {
     'Where credentials are kept: references to Secrets in the same namespace, never the values. The operator ' +
     'reads them and hands them to sidecars over the authenticated push channel. It reads only Secrets labelled ' +
     'tollgate.dev/credentials=true (kubectl label secret NAME tollgate.dev/credentials=true).',
+  // One field per built-in credential that has a secret (contracts/credential-kinds.ts).
+  properties: Object.fromEntries(
+    Object.values(BUILT_IN_CREDENTIALS as Readonly<Record<string, BuiltInCredential>>)
+      .filter((credential) => credential.crdField !== undefined)
+      .map((credential) => [credential.crdField!, builtInCredentialRef(credential)]),
+  ),
+};
+
+const HEADER_NAME = "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$";
+const ROUTE_NAME = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
+const RESERVED_ROUTE_NAMES = [...ROUTE_NAMES, 'v1'];
+
+/** Which settings and Secret references each credential kind takes; the others are refused for it. */
+const KIND_SETTINGS: Readonly<Record<string, readonly string[]>> = { 'api-key': ['header', 'prefix'], 'google-adc': ['scopes'], 'aws-sigv4': ['service', 'region'], none: [] };
+
+function kindRules(): readonly ValidationRule[] {
+  const all = [...new Set([...Object.values(KIND_SETTINGS).flat(), ...CREDENTIAL_KIND_NAMES.flatMap((kind) => Object.keys(CREDENTIAL_KINDS[kind].secrets))])];
+  return [
+    ...CREDENTIAL_KIND_NAMES.map((kind) => {
+      const own = new Set([...KIND_SETTINGS[kind]!, ...Object.keys(CREDENTIAL_KINDS[kind].secrets)]);
+      const others = all.filter((field) => !own.has(field));
+      return {
+        rule: `self.kind != '${kind}' || (${others.map((field) => `!has(self.${field})`).join(' && ')})`,
+        message: `credential kind ${kind} takes only ${own.size > 0 ? [...own].join(', ') : 'kind'}`,
+        reason: 'FieldValueForbidden' as const,
+      };
+    }),
+    {
+      rule: "self.kind != 'aws-sigv4' || has(self.service)",
+      message: 'an aws-sigv4 credential needs service (the signing name, e.g. bedrock)',
+      fieldPath: '.service',
+      reason: 'FieldValueRequired',
+    },
+    {
+      rule: "self.kind != 'aws-sigv4' || has(self.accessKeyId) == has(self.secretAccessKey)",
+      message: 'accessKeyId and secretAccessKey must be set together',
+      fieldPath: '.secretAccessKey',
+      reason: 'FieldValueInvalid',
+    },
+  ];
+}
+
+/** A configured route's credential: its kind's settings and a Secret reference per secret of the kind. */
+const routeCredential: SchemaNode = {
+  type: 'object',
+  tsType: 'RouteCredentialSpec',
+  description: "How the proxy authenticates to the route's upstream (docs/routes.md); keys come from Secrets, never the spec.",
+  required: ['kind'],
   properties: {
-    openaiApiKey: secretKeyRef('Secret key holding the OpenAI API key (route beta).'),
-    anthropicApiKey: secretKeyRef('Secret key holding the Anthropic API key (route gamma-direct).'),
-    googleServiceAccount: secretKeyRef(
-      'Secret key holding a Google service account key file (JSON) for the Vertex AI routes; ' + "when absent, the pod's Application Default Credentials are used.",
+    kind: { type: 'string', description: CREDENTIAL_KIND_NAMES.map((kind) => `${kind}: ${CREDENTIAL_KINDS[kind].description}`).join('; '), enum: CREDENTIAL_KIND_NAMES },
+    header: { type: 'string', description: 'api-key: the header the key goes in (default authorization).', maxLength: 128, pattern: HEADER_NAME },
+    prefix: { type: 'string', description: "api-key: written before the key (default 'Bearer ' in authorization, else none).", maxLength: 64 },
+    scopes: {
+      type: 'array',
+      description: 'google-adc: OAuth scopes (default cloud-platform).',
+      maxItems: 16,
+      items: { type: 'string', maxLength: 256, pattern: '^https://[^\\s]+$' },
+    },
+    service: { type: 'string', description: 'aws-sigv4: the signing name, e.g. bedrock.', maxLength: 63, pattern: SHORT_NAME },
+    region: { type: 'string', description: "aws-sigv4: the signing region; else the route's.", maxLength: 63, pattern: SHORT_NAME },
+    ...Object.fromEntries(
+      CREDENTIAL_KIND_NAMES.flatMap((kind) =>
+        Object.keys(CREDENTIAL_KINDS[kind].secrets).map((role) => [role, secretKeyRef(`${kind}: Secret key holding the ${roleWords(role)}.`)]),
+      ),
     ),
-    aws: {
+  },
+  'x-kubernetes-validations': kindRules(),
+};
+
+const routePrice: SchemaNode = {
+  ...PRICE_ENTRY_SCHEMA,
+  tsType: 'RoutePriceSpec',
+  description: "USD per million tokens for one of the route's models, priced under the route's provider.",
+  required: (PRICE_ENTRY_SCHEMA.required ?? []).filter((key) => key !== 'provider'),
+  properties: Object.fromEntries(Object.entries(PRICE_ENTRY_SCHEMA.properties ?? {}).filter(([key]) => key !== 'provider')),
+};
+
+const route: SchemaNode = {
+  type: 'object',
+  tsType: 'ConfiguredRouteSpec',
+  description: 'A route added by config: /proxy/<name>/* to an upstream speaking one of the formats the engine speaks.',
+  required: ['name', 'format', 'baseUrl', 'credential'],
+  properties: {
+    name: { type: 'string', description: 'The <name> of /proxy/<name>/*; not a built-in route.', maxLength: 63, pattern: ROUTE_NAME },
+    format: { type: 'string', description: ROUTE_FORMAT_NAMES.map((format) => `${format}: ${ROUTE_FORMATS[format].description}`).join('; '), enum: ROUTE_FORMAT_NAMES },
+    baseUrl: { ...baseUrl, description: "The upstream's base URL (for OpenAI-compatible APIs, what comes before /v1)." },
+    provider: { type: 'string', description: "Provider name in spans and prices; default: the route's name.", maxLength: 63, pattern: SHORT_NAME },
+    credential: routeCredential,
+    headers: {
       type: 'object',
-      tsType: 'AwsCredentialsRef',
-      description: "Secret holding AWS access keys for Bedrock (route gamma-cloudb); when absent, the pod's default AWS credential chain is used.",
-      required: ['secretName'],
-      properties: {
-        secretName,
-        accessKeyIdKey: secretKey('Key holding the access key id.', 'AWS_ACCESS_KEY_ID'),
-        secretAccessKeyKey: secretKey('Key holding the secret access key.', 'AWS_SECRET_ACCESS_KEY'),
-        sessionTokenKey: secretKey('Key holding a session token, for temporary credentials.'),
-      },
+      description: 'Headers sent upstream when the caller sent none (not secrets).',
+      maxProperties: 32,
+      additionalProperties: { type: 'string', maxLength: 1024 },
     },
+    models: {
+      type: 'array',
+      description: 'Models /v1 sends here by their bare id (besides <name>/<model>).',
+      maxItems: 256,
+      'x-kubernetes-list-type': 'set',
+      items: { type: 'string', minLength: 1, maxLength: 256, pattern: MODEL_ID },
+    },
+    prices: {
+      type: 'array',
+      description: "Prices of the route's models, under its provider (the pricing.models entries of the runtime config).",
+      maxItems: 256,
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['model'],
+      items: routePrice,
+    },
+    project: { type: 'string', description: 'Vertex AI formats: Google Cloud project id.', maxLength: 128, pattern: GCP_PROJECT },
+    location: { type: 'string', description: 'Vertex AI formats: location.', maxLength: 63, pattern: SHORT_NAME },
+    region: { type: 'string', description: 'bedrock: AWS region.', maxLength: 63, pattern: SHORT_NAME },
+    timeoutMs,
   },
+  'x-kubernetes-validations': [
+    {
+      rule: `!(self.name in ${JSON.stringify(RESERVED_ROUTE_NAMES).replaceAll('"', "'")})`,
+      message: `name must not be a built-in route (${RESERVED_ROUTE_NAMES.join(', ')})`,
+      fieldPath: '.name',
+      reason: 'FieldValueInvalid',
+    },
+  ],
 };
 
-const breaker: SchemaNode = {
-  type: 'object',
-  tsType: 'BreakerSpec',
-  description: 'Circuit breaker per upstream route.',
-  properties: {
-    consecutiveFailures: int('Consecutive failures that open the breaker.', 1, 10_000),
-    failureRatio: {
-      type: 'number',
-      description: 'Failure ratio over the rolling window that opens the breaker, once minimumRequests is reached.',
-      minimum: 0,
-      exclusiveMinimum: true,
-      maximum: 1,
-    },
-    minimumRequests: int('Requests in the window before failureRatio applies.', 1, 1_000_000),
-    windowMs: int('Rolling window, milliseconds.', 100, 3_600_000),
-    openMs: int('How long the breaker stays open before one half-open probe, milliseconds.', 10, 3_600_000),
-  },
+const routes: SchemaNode = {
+  type: 'array',
+  description: 'Routes added to the built-in ones (docs/routes.md); a name may appear once.',
+  maxItems: 64,
+  'x-kubernetes-list-type': 'map',
+  'x-kubernetes-list-map-keys': ['name'],
+  items: route,
 };
 
-const gateway: SchemaNode = {
-  type: 'object',
-  tsType: 'GatewaySpec',
-  description: 'Which route serves each provider on the OpenAI-compatible /v1/chat/completions endpoint.',
-  properties: {
-    anthropicRoute: { type: 'string', description: `${describeV1Routes('anthropic')}.`, enum: v1Routes('anthropic') },
-    googleRoute: { type: 'string', description: `${describeV1Routes('google')}.`, enum: v1Routes('google') },
-  },
-};
+const breaker = BREAKER_SCHEMA;
+const gateway = GATEWAY_SCHEMA;
 
 const BQ_ID = '^[A-Za-z0-9_]+$';
 const GCP_PROJECT_ID = '^[a-z][a-z0-9.:-]{1,127}$';
 
-const storage: SchemaNode = {
+const storage: SchemaNode = storageSchema({
   type: 'object',
   tsType: 'StorageSpec',
   description: 'Where sidecars keep trace spans (docs/span-stores.md).',
@@ -265,10 +364,6 @@ const storage: SchemaNode = {
       enum: ['sqlite', 'memory', 'bigquery', 'firestore'],
       default: 'sqlite',
     },
-    bufferSize: int('Spans waiting to be written; beyond this they are dropped, counted and logged.', 1, 1_000_000),
-    batchSize: int('Spans written per batch.', 1, 10_000),
-    flushIntervalMs: int('Longest wait before a partial batch is written, milliseconds.', 1, 60_000),
-    maxSpans: int('Keep at most this many spans in the sidecar (sqlite), dropping the oldest; 0 keeps all.', 0, 1_000_000_000),
     bigquery: {
       type: 'object',
       tsType: 'BigQueryStorageSpec',
@@ -300,67 +395,10 @@ const storage: SchemaNode = {
       },
     },
   },
-  'x-kubernetes-validations': [
-    {
-      rule: '!has(self.batchSize) || !has(self.bufferSize) || self.batchSize <= self.bufferSize',
-      message: 'batchSize must not exceed bufferSize',
-      fieldPath: '.batchSize',
-      reason: 'FieldValueInvalid',
-    },
-  ],
-};
+});
 
-const metrics: SchemaNode = {
-  type: 'object',
-  tsType: 'MetricsSpec',
-  description: 'Prometheus metrics of the sidecars (docs/observability.md).',
-  properties: {
-    perUser: {
-      type: 'object',
-      tsType: 'PerUserMetricsSpec',
-      description: 'Per-user series (tollgate_user_*): off by default, since user ids come from request headers.',
-      properties: {
-        enabled: { type: 'boolean', description: 'Give each user its own series.' },
-        maxUsers: int('Users with series of their own; later users are counted as other.', 1, 10_000),
-      },
-    },
-  },
-};
-
-const tracing: SchemaNode = {
-  type: 'object',
-  tsType: 'TracingSpec',
-  description: 'Export of each call span to an OpenTelemetry collector; OTEL_EXPORTER_OTLP_* variables fill what is not set here.',
-  properties: {
-    otlp: {
-      type: 'object',
-      tsType: 'OtlpSpec',
-      description: 'OTLP exporter settings (docs/observability.md#otlp-traces).',
-      properties: {
-        endpoint: {
-          type: 'string',
-          description: 'Collector base URL, e.g. http://otel-collector.observability:4318 (HTTP appends /v1/traces). No credentials: those go in OTEL_EXPORTER_OTLP_HEADERS.',
-          maxLength: 2048,
-          pattern: '^https?://[^@/?#]+(/[^?#]*)?$',
-        },
-        protocol: { type: 'string', description: 'http/protobuf (default) or grpc.', enum: ['http/protobuf', 'grpc'] },
-        timeoutMs: int('Export timeout per batch, milliseconds.', 100, 300_000),
-        compression: { type: 'string', description: 'gzip or none.', enum: ['gzip', 'none'] },
-        maxQueueSize: int('Spans waiting or being sent at most; more are dropped and counted.', 1, 1_000_000),
-        maxExportBatchSize: int('Spans per export request.', 1, 100_000),
-        scheduledDelayMs: int('Longest wait before a partial batch is sent, milliseconds.', 1, 600_000),
-      },
-      'x-kubernetes-validations': [
-        {
-          rule: '!has(self.maxExportBatchSize) || !has(self.maxQueueSize) || self.maxExportBatchSize <= self.maxQueueSize',
-          message: 'maxExportBatchSize must not exceed maxQueueSize',
-          fieldPath: '.maxExportBatchSize',
-          reason: 'FieldValueInvalid',
-        },
-      ],
-    },
-  },
-};
+const metrics = METRICS_SCHEMA;
+const tracing = TRACING_SCHEMA;
 
 const spec: SchemaNode = {
   type: 'object',
@@ -396,6 +434,7 @@ const spec: SchemaNode = {
       description: 'Upstream endpoint per route (the <route> of /proxy/<route>/*).',
       properties: Object.fromEntries(ROUTE_NAMES.map((r) => [r, upstreamFor(r)])),
     },
+    routes,
     credentials,
     breaker,
     storage,

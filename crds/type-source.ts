@@ -175,10 +175,10 @@ export function renderSharedTypes(shared: SharedTypes, header: string): string {
   return `${header}\n${sharedWriter(shared).render()}\n`;
 }
 
-/** The CRDs' types; those in `shared` are imported from their file and exported again, not declared twice. */
-export function renderTypes(sources: readonly CrdSource[], shared?: SharedTypes): string {
-  const names = shared ? sharedWriter(shared).names() : [];
-  const writer = new TypeWriter(new Set(names));
+/** The CRDs' types; those in `shared` are imported from their files and exported again, not declared twice. */
+export function renderTypes(sources: readonly CrdSource[], shared: readonly SharedTypes[] = []): string {
+  const imports = shared.map((set) => ({ from: set.from, names: sharedWriter(set).names() }));
+  const writer = new TypeWriter(new Set(imports.flatMap((set) => set.names)));
   for (const source of sources) {
     const storage = source.versions.find((v) => v.storage);
     if (!storage) throw new Error(`CRD ${source.plural}.${source.group} has no storage version`);
@@ -197,6 +197,9 @@ export interface ${source.listKind} {
 }`,
     );
   }
-  const reexport = names.length > 0 ? `import type { ${names.join(', ')} } from '${shared!.from}';\nexport type { ${names.join(', ')} };\n\n` : '';
+  const reexport = imports
+    .filter((set) => set.names.length > 0)
+    .map((set) => `import type { ${set.names.join(', ')} } from '${set.from}';\nexport type { ${set.names.join(', ')} };\n\n`)
+    .join('');
   return `${HEADER}\n${reexport}${writer.render()}\n`;
 }

@@ -4,6 +4,9 @@
 import type { PriceModelSpec, ProviderName, LongContextPriceSpec } from '../../contracts/generated/price-entry-types.ts';
 export type { PriceModelSpec, ProviderName, LongContextPriceSpec };
 
+import type { CacheSpec, BreakerSpec, GatewaySpec, MetricsSpec, PerUserMetricsSpec, TracingSpec, OtlpSpec } from '../../contracts/generated/runtime-config-types.ts';
+export type { CacheSpec, BreakerSpec, GatewaySpec, MetricsSpec, PerUserMetricsSpec, TracingSpec, OtlpSpec };
+
 /** Pricing, upstreams, credential references, circuit breaker and span storage for the Tollgate sidecars of a namespace. Pods pick one with the annotation tollgate.dev/proxy-config; else the one named default. */
 export interface ProxyConfig {
   /** tollgate.dev/v1alpha1 */
@@ -39,6 +42,8 @@ export interface ProxyConfigSpec {
   cache?: CacheByProviderSpec;
   /** Upstream endpoint per route (the <route> of /proxy/<route>/*). */
   upstreams?: UpstreamsSpec;
+  /** Routes added to the built-in ones (docs/routes.md); a name may appear once. */
+  routes?: ConfiguredRouteSpec[];
   /** Where credentials are kept: references to Secrets in the same namespace, never the values. The operator reads them and hands them to sidecars over the authenticated push channel. It reads only Secrets labelled tollgate.dev/credentials=true (kubectl label secret NAME tollgate.dev/credentials=true). */
   credentials?: CredentialsSpec;
   /** Circuit breaker per upstream route. */
@@ -71,14 +76,6 @@ export interface CacheByProviderSpec {
   anthropic?: CacheSpec;
   /** The provider's prompt cache. */
   local?: CacheSpec;
-}
-
-/** The provider's prompt cache. */
-export interface CacheSpec {
-  /** Cache time-to-live the proxy assumes and reports, seconds. */
-  ttl_seconds?: number;
-  /** Cached-read price as a fraction of the input price, for entries without cached_input_per_million. */
-  cached_multiplier?: number;
 }
 
 /** Upstream endpoint per route (the <route> of /proxy/<route>/*). */
@@ -129,16 +126,58 @@ export interface BedrockUpstreamSpec {
   timeoutMs?: number;
 }
 
-/** Where credentials are kept: references to Secrets in the same namespace, never the values. The operator reads them and hands them to sidecars over the authenticated push channel. It reads only Secrets labelled tollgate.dev/credentials=true (kubectl label secret NAME tollgate.dev/credentials=true). */
-export interface CredentialsSpec {
-  /** Secret key holding the OpenAI API key (route beta). */
-  openaiApiKey?: SecretKeyRef;
-  /** Secret key holding the Anthropic API key (route gamma-direct). */
-  anthropicApiKey?: SecretKeyRef;
-  /** Secret key holding a Google service account key file (JSON) for the Vertex AI routes; when absent, the pod's Application Default Credentials are used. */
-  googleServiceAccount?: SecretKeyRef;
-  /** Secret holding AWS access keys for Bedrock (route gamma-cloudb); when absent, the pod's default AWS credential chain is used. */
-  aws?: AwsCredentialsRef;
+/** A route added by config: /proxy/<name>/* to an upstream speaking one of the formats the engine speaks. */
+export interface ConfiguredRouteSpec {
+  /** The <name> of /proxy/<name>/*; not a built-in route. */
+  name: string;
+  /** gemini-vertex: Gemini's native generateContent API on Vertex AI; gemini-vertex-openai: Vertex AI's OpenAI-compatible chat completions surface; openai: the OpenAI API: chat completions, the Responses API, embeddings; openai-chat: an OpenAI-compatible chat completions API (/v1/chat/completions; /v1/embeddings and /v1/completions passed through); anthropic: the Anthropic Messages API (/v1/messages); anthropic-vertex: the Anthropic Messages API, sent to Claude on Vertex AI as rawPredict; anthropic-vertex-raw: Claude on Vertex AI's own rawPredict / streamRawPredict paths; bedrock: AWS Bedrock InvokeModel (and its event stream), SigV4-signed; ollama: Ollama's HTTP API and its OpenAI-compatible /v1 */
+  format: 'gemini-vertex' | 'gemini-vertex-openai' | 'openai' | 'openai-chat' | 'anthropic' | 'anthropic-vertex' | 'anthropic-vertex-raw' | 'bedrock' | 'ollama';
+  /** The upstream's base URL (for OpenAI-compatible APIs, what comes before /v1). */
+  baseUrl: string;
+  /** Provider name in spans and prices; default: the route's name. */
+  provider?: string;
+  /** How the proxy authenticates to the route's upstream (docs/routes.md); keys come from Secrets, never the spec. */
+  credential: RouteCredentialSpec;
+  /** Headers sent upstream when the caller sent none (not secrets). */
+  headers?: Record<string, string>;
+  /** Models /v1 sends here by their bare id (besides <name>/<model>). */
+  models?: string[];
+  /** Prices of the route's models, under its provider (the pricing.models entries of the runtime config). */
+  prices?: RoutePriceSpec[];
+  /** Vertex AI formats: Google Cloud project id. */
+  project?: string;
+  /** Vertex AI formats: location. */
+  location?: string;
+  /** bedrock: AWS region. */
+  region?: string;
+  /** Per-request upstream timeout (headers and idle body), milliseconds. */
+  timeoutMs?: number;
+}
+
+/** How the proxy authenticates to the route's upstream (docs/routes.md); keys come from Secrets, never the spec. */
+export interface RouteCredentialSpec {
+  /** api-key: a static key in a request header; google-adc: a Google access token from Application Default Credentials or a service account key file; aws-sigv4: AWS SigV4 signing with the default AWS credential chain or static keys; none: no credential */
+  kind: 'api-key' | 'google-adc' | 'aws-sigv4' | 'none';
+  /** api-key: the header the key goes in (default authorization). */
+  header?: string;
+  /** api-key: written before the key (default 'Bearer ' in authorization, else none). */
+  prefix?: string;
+  /** google-adc: OAuth scopes (default cloud-platform). */
+  scopes?: string[];
+  /** aws-sigv4: the signing name, e.g. bedrock. */
+  service?: string;
+  /** aws-sigv4: the signing region; else the route's. */
+  region?: string;
+  /** api-key: Secret key holding the api key. */
+  apiKey?: SecretKeyRef;
+  /** google-adc: Secret key holding the service account. */
+  serviceAccount?: SecretKeyRef;
+  /** aws-sigv4: Secret key holding the access key id. */
+  accessKeyId?: SecretKeyRef;
+  /** aws-sigv4: Secret key holding the secret access key. */
+  secretAccessKey?: SecretKeyRef;
+  /** aws-sigv4: Secret key holding the session token. */
+  sessionToken?: SecretKeyRef;
 }
 
 export interface SecretKeyRef {
@@ -146,6 +185,40 @@ export interface SecretKeyRef {
   secretName: string;
   /** Key within the Secret. */
   key: string;
+}
+
+/** USD per million tokens for one of the route's models, priced under the route's provider. */
+export interface RoutePriceSpec {
+  /** Canonical model id, e.g. claude-sonnet-4, gemini-2.5-flash, gpt-4o. */
+  model: string;
+  /** Other ids of the same model on other routes (claude-sonnet-4@20250514, anthropic.claude-...-v1:0). */
+  aliases?: string[];
+  /** Hide this model (a built-in default included) from pricing and from GET /v1/models. */
+  disabled?: boolean;
+  /** Price of input tokens. */
+  input_per_million: number;
+  /** Price of output tokens. */
+  output_per_million: number;
+  /** Price of cached-read input tokens; when absent, the input price times the provider's cached_multiplier. */
+  cached_input_per_million?: number;
+  /** Price of cache writes (Anthropic 5-minute writes); when absent, the input price. */
+  cache_write_per_million?: number;
+  /** Price of 1-hour cache writes (Anthropic); when absent, cache_write_per_million. */
+  cache_write_1h_per_million?: number;
+  /** Long-context tier: when the prompt exceeds threshold_tokens, the whole request is priced here. */
+  long_context?: LongContextPriceSpec;
+}
+
+/** Where credentials are kept: references to Secrets in the same namespace, never the values. The operator reads them and hands them to sidecars over the authenticated push channel. It reads only Secrets labelled tollgate.dev/credentials=true (kubectl label secret NAME tollgate.dev/credentials=true). */
+export interface CredentialsSpec {
+  /** Secret key holding a Google service account key file (JSON) for the Vertex AI routes; when absent, the pod's Application Default Credentials are used. */
+  googleServiceAccount?: SecretKeyRef;
+  /** Secret key holding the OpenAI API key (route beta). */
+  openaiApiKey?: SecretKeyRef;
+  /** Secret key holding the Anthropic API key (route gamma-direct). */
+  anthropicApiKey?: SecretKeyRef;
+  /** Secret holding AWS access keys for Bedrock (route gamma-cloudb); when absent, the pod's default AWS credential chain is used. */
+  aws?: AwsCredentialsRef;
 }
 
 /** Secret holding AWS access keys for Bedrock (route gamma-cloudb); when absent, the pod's default AWS credential chain is used. */
@@ -160,24 +233,14 @@ export interface AwsCredentialsRef {
   sessionTokenKey?: string;
 }
 
-/** Circuit breaker per upstream route. */
-export interface BreakerSpec {
-  /** Consecutive failures that open the breaker. */
-  consecutiveFailures?: number;
-  /** Failure ratio over the rolling window that opens the breaker, once minimumRequests is reached. */
-  failureRatio?: number;
-  /** Requests in the window before failureRatio applies. */
-  minimumRequests?: number;
-  /** Rolling window, milliseconds. */
-  windowMs?: number;
-  /** How long the breaker stays open before one half-open probe, milliseconds. */
-  openMs?: number;
-}
-
 /** Where sidecars keep trace spans (docs/span-stores.md). */
 export interface StorageSpec {
   /** sqlite (a file in the sidecar's state volume), bigquery (a shared day-partitioned table), firestore (a shared collection), or memory (a bounded ring, for tests and ephemeral pods). DuckDB is for the local proxy: the sidecar image does not carry it. Default: "sqlite". */
   kind?: StorageKind;
+  /** kind bigquery: the table, created with its dataset when missing (partitioned by day on start_time, clustered by project_id and trace_id). */
+  bigquery?: BigQueryStorageSpec;
+  /** kind firestore: one document per span in a collection. */
+  firestore?: FirestoreStorageSpec;
   /** Spans waiting to be written; beyond this they are dropped, counted and logged. */
   bufferSize?: number;
   /** Spans written per batch. */
@@ -186,10 +249,6 @@ export interface StorageSpec {
   flushIntervalMs?: number;
   /** Keep at most this many spans in the sidecar (sqlite), dropping the oldest; 0 keeps all. */
   maxSpans?: number;
-  /** kind bigquery: the table, created with its dataset when missing (partitioned by day on start_time, clustered by project_id and trace_id). */
-  bigquery?: BigQueryStorageSpec;
-  /** kind firestore: one document per span in a collection. */
-  firestore?: FirestoreStorageSpec;
 }
 
 /** sqlite (a file in the sidecar's state volume), bigquery (a shared day-partitioned table), firestore (a shared collection), or memory (a bounded ring, for tests and ephemeral pods). DuckDB is for the local proxy: the sidecar image does not carry it. */
@@ -223,14 +282,6 @@ export interface FirestoreStorageSpec {
   collection?: string;
   /** Secret key holding a service account key (JSON); else the pod's Application Default Credentials (Workload Identity). */
   credentials?: SecretKeyRef;
-}
-
-/** Which route serves each provider on the OpenAI-compatible /v1/chat/completions endpoint. */
-export interface GatewaySpec {
-  /** gamma-direct (Anthropic API), gamma (Vertex AI) or gamma-cloudb (Bedrock). */
-  anthropicRoute?: 'gamma-direct' | 'gamma' | 'gamma-cloudb';
-  /** alpha (native generateContent, translated) or alpha-compat (Vertex AI chat completions). */
-  googleRoute?: 'alpha' | 'alpha-compat';
 }
 
 /** Forward the Tetragon runtime-security events of each sidecar's own pod to several sinks. The sidecar reads the node's Tetragon agent (the hostPath socket when the chart allows it, else the node IP on port 54321). */
@@ -334,44 +385,6 @@ export interface AuditRetrySpec {
 export interface AuditDeadLetterSpec {
   /** Size bound of the dead-letter file; past it events are dropped and counted. */
   maxBytes?: number;
-}
-
-/** Prometheus metrics of the sidecars (docs/observability.md). */
-export interface MetricsSpec {
-  /** Per-user series (tollgate_user_*): off by default, since user ids come from request headers. */
-  perUser?: PerUserMetricsSpec;
-}
-
-/** Per-user series (tollgate_user_*): off by default, since user ids come from request headers. */
-export interface PerUserMetricsSpec {
-  /** Give each user its own series. */
-  enabled?: boolean;
-  /** Users with series of their own; later users are counted as other. */
-  maxUsers?: number;
-}
-
-/** Export of each call span to an OpenTelemetry collector; OTEL_EXPORTER_OTLP_* variables fill what is not set here. */
-export interface TracingSpec {
-  /** OTLP exporter settings (docs/observability.md#otlp-traces). */
-  otlp?: OtlpSpec;
-}
-
-/** OTLP exporter settings (docs/observability.md#otlp-traces). */
-export interface OtlpSpec {
-  /** Collector base URL, e.g. http://otel-collector.observability:4318 (HTTP appends /v1/traces). No credentials: those go in OTEL_EXPORTER_OTLP_HEADERS. */
-  endpoint?: string;
-  /** http/protobuf (default) or grpc. */
-  protocol?: 'http/protobuf' | 'grpc';
-  /** Export timeout per batch, milliseconds. */
-  timeoutMs?: number;
-  /** gzip or none. */
-  compression?: 'gzip' | 'none';
-  /** Spans waiting or being sent at most; more are dropped and counted. */
-  maxQueueSize?: number;
-  /** Spans per export request. */
-  maxExportBatchSize?: number;
-  /** Longest wait before a partial batch is sent, milliseconds. */
-  scheduledDelayMs?: number;
 }
 
 /** Written by the operator through the status subresource. */

@@ -3,7 +3,8 @@
 // checked with the sidecar's own validator, so a spec the sidecar would refuse is rejected here first, with
 // the same field-naming message.
 
-import type { ProxyConfigSpec, SecretKeyRef } from '../../crds/index.ts';
+import type { ConfiguredRouteSpec, ProxyConfigSpec, SecretKeyRef } from '../../crds/index.ts';
+import { BUILT_IN_CREDENTIALS, CREDENTIAL_KINDS, routeSecretName, type BuiltInCredential } from '../../contracts/credential-kinds.ts';
 import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../contracts/config-schema.ts';
 import { CREDENTIALS_LABEL_SELECTOR } from './controller/secret-object.ts';
 import { type SnapshotCredentialName, storageCredentialName } from '../../contracts/snapshot-credentials.ts';
@@ -35,6 +36,12 @@ export function render(spec: ProxyConfigSpec | undefined): RenderedConfig {
   if (s.pricing?.models) draft.pricing = { models: s.pricing.models.map((m) => defined({ ...m })) };
   if (s.cache) draft.cache = structuredClone(s.cache);
   if (s.upstreams) draft.upstreams = structuredClone(s.upstreams);
+  const routes = s.routes ? renderRoutes(s.routes) : undefined;
+  if (routes) {
+    draft.routes = routes.routes;
+    // A route's prices are price entries under its provider.
+    if (routes.prices.length > 0) draft.pricing = { models: [...((draft.pricing as { models?: unknown[] } | undefined)?.models ?? []), ...routes.prices] };
+  }
   if (s.breaker) draft.breaker = defined({ ...s.breaker });
   const storageRefs: CredentialRef[] = [];
   if (s.storage) {
@@ -57,24 +64,52 @@ export function render(spec: ProxyConfigSpec | undefined): RenderedConfig {
   // credentials.*File at them.
   const patch = parseRuntimeConfigPatch(draft);
 
-  const refs: CredentialRef[] = [];
-  const c = s.credentials ?? {};
-  if (c.openaiApiKey) refs.push({ name: 'openaiApiKey', field: 'credentials.openaiApiKey', ...c.openaiApiKey });
-  if (c.anthropicApiKey) refs.push({ name: 'anthropicApiKey', field: 'credentials.anthropicApiKey', ...c.anthropicApiKey });
-  if (c.googleServiceAccount) {
-    refs.push({ name: 'googleServiceAccount', field: 'credentials.googleServiceAccount', ...c.googleServiceAccount });
-  }
-  if (c.aws) {
-    const { secretName } = c.aws;
-    refs.push({ name: 'awsAccessKeyId', field: 'credentials.aws.accessKeyIdKey', secretName, key: c.aws.accessKeyIdKey ?? 'AWS_ACCESS_KEY_ID' });
-    refs.push({ name: 'awsSecretAccessKey', field: 'credentials.aws.secretAccessKeyKey', secretName, key: c.aws.secretAccessKeyKey ?? 'AWS_SECRET_ACCESS_KEY' });
-    if (c.aws.sessionTokenKey) {
-      refs.push({ name: 'awsSessionToken', field: 'credentials.aws.sessionTokenKey', secretName, key: c.aws.sessionTokenKey });
-    }
-  }
+  const refs: CredentialRef[] = builtInCredentialRefs(s.credentials);
+  if (routes) refs.push(...routes.refs);
   if (audit) refs.push(...audit.refs);
   refs.push(...storageRefs);
   return { patch, credentialRefs: refs };
+}
+
+/** The built-in credentials' Secret references (spec.credentials), one per secret of the credential table. */
+function builtInCredentialRefs(spec: ProxyConfigSpec['credentials']): CredentialRef[] {
+  const c = (spec ?? {}) as Record<string, (SecretKeyRef & Record<string, string>) | undefined>;
+  const refs: CredentialRef[] = [];
+  for (const credential of Object.values(BUILT_IN_CREDENTIALS as Readonly<Record<string, BuiltInCredential>>)) {
+    const ref = credential.crdField === undefined ? undefined : c[credential.crdField];
+    if (ref === undefined) continue;
+    for (const [role, secret] of Object.entries(credential.secrets)) {
+      const name = secret.snapshot as CredentialRef['name'];
+      if (!credential.grouped) {
+        refs.push({ name, field: `credentials.${credential.crdField}`, secretName: ref.secretName, key: ref.key });
+        continue;
+      }
+      const key = ref[`${role}Key`] ?? secret.defaultKey;
+      if (key !== undefined) refs.push({ name, field: `credentials.${credential.crdField}.${role}Key`, secretName: ref.secretName, key });
+    }
+  }
+  return refs;
+}
+
+/**
+ * spec.routes → the runtime config's routes (without their Secret references), the price entries of their
+ * `prices`, and the Secret keys their credentials name (snapshot names `route.<name>.<role>`).
+ */
+function renderRoutes(specs: readonly ConfiguredRouteSpec[]): { routes: unknown[]; prices: unknown[]; refs: CredentialRef[] } {
+  const refs: CredentialRef[] = [];
+  const prices: unknown[] = [];
+  const routes = specs.map((spec, i) => {
+    const { prices: routePrices, credential, ...route } = spec;
+    const roles = Object.keys(CREDENTIAL_KINDS[credential.kind].secrets);
+    const settings = Object.fromEntries(Object.entries(credential).filter(([key]) => !roles.includes(key)));
+    for (const role of roles) {
+      const ref = (credential as unknown as Record<string, SecretKeyRef | undefined>)[role];
+      if (ref) refs.push({ name: routeSecretName(spec.name, role), field: `routes[${i}].credential.${role}`, secretName: ref.secretName, key: ref.key });
+    }
+    for (const price of routePrices ?? []) prices.push(defined({ provider: spec.provider ?? spec.name, ...price }));
+    return defined({ ...structuredClone(route), credential: settings });
+  });
+  return { routes, prices, refs };
 }
 
 /** What resolveCredentials needs of a Secret: its data (base64 values, as the API returns them). */
@@ -113,14 +148,11 @@ export function resolveCredentials(refs: readonly CredentialRef[], secret: (name
 
 /** The Secrets (by name, in the ProxyConfig's namespace) a spec refers to; used to map Secret events to ProxyConfigs. */
 export function referencedSecrets(spec: ProxyConfigSpec | undefined): string[] {
-  const c = spec?.credentials ?? {};
   return [
     ...new Set(
       [
-        c.openaiApiKey?.secretName,
-        c.anthropicApiKey?.secretName,
-        c.googleServiceAccount?.secretName,
-        c.aws?.secretName,
+        ...builtInCredentialRefs(spec?.credentials).map((ref) => ref.secretName),
+        ...(spec?.routes ? renderRoutes(spec.routes).refs.map((ref) => ref.secretName) : []),
         ...auditSecrets(spec?.audit),
         spec?.storage?.bigquery?.credentials?.secretName,
         spec?.storage?.firestore?.credentials?.secretName,

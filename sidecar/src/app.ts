@@ -15,7 +15,7 @@ import { followCredentialSettings } from './auth/live-credentials.ts';
 import type { ConfigStore } from './config/config-store.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { CallMeter } from './metering/call-meter.ts';
-import type { CredentialKind } from '../../contracts/routes.ts';
+import type { BuiltInCredentialId } from '../../contracts/credential-kinds.ts';
 import { gatewayRoutes } from './http/gateway.ts';
 import { ResponseStore } from './responses/response-store.ts';
 import { listenerOptions } from './http/listener-options.ts';
@@ -74,7 +74,7 @@ export interface EngineOptions {
   logger: Logger;
   env?: NodeJS.ProcessEnv;
   /** Replace the credential providers (tests of the engine that are not about credentials). */
-  credentials?: Record<CredentialKind, CredentialProvider>;
+  credentials?: Record<BuiltInCredentialId, CredentialProvider>;
   /** Budgets kept elsewhere (a sidecar's come from the operator); default: the config's ledger. */
   budgets?: BudgetEnforcer;
   /** The span store, opened by the caller (openSpanStore); else the configured one is opened here. */
@@ -95,7 +95,7 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   const spans = opened.store;
   const writer = new SpanWriter(spans, { ...config.storage, ...(opened.retry ? { retry: opened.retry } : {}) }, logger);
   const credentials = opts.credentials ?? createCredentialProviders({ credentials: config.credentials, upstreams: () => store.get().upstreams, logger, env });
-  const client = new UpstreamClient({ credentials, breaker: config.breaker, logger });
+  const client = new UpstreamClient({ credentials, breaker: config.breaker, logger, env });
   const lifecycle = new Lifecycle();
   const budgets = opts.budgets ?? (await openLedgerBudgets(config.budgets, config.storage, logger));
   const meter = new CallMeter(writer, logger, lifecycle, budgets);

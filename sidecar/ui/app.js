@@ -370,6 +370,26 @@ function pricingView() {
       ),
     );
     $('#price-models').replaceChildren(...models.map((entry) => el('option', { value: entry.model })));
+    // Prices may also be set for the providers of routes added in the config.
+    const providers = [...new Set(['openai', 'anthropic', 'google', 'local', ...answer.routes.map((route) => route.provider)])];
+    const select = priceForm.elements.provider;
+    const chosen = select.value;
+    select.replaceChildren(...providers.map((provider) => el('option', { text: provider })));
+    select.value = providers.includes(chosen) ? chosen : 'openai';
+    $('#routes tbody').replaceChildren(
+      ...answer.routes.map((route) =>
+        el(
+          'tr',
+          { 'data-route': route.name },
+          el('th', { scope: 'row', text: route.name }),
+          el('td', { text: route.format }),
+          el('td', { text: route.provider }),
+          el('td', { text: route.baseUrl }),
+          el('td', { text: route.credential }),
+          el('td', { text: route.configured ? 'config' : 'built-in' }),
+        ),
+      ),
+    );
     fillCache();
   }
 

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import { chromium, type Browser } from 'playwright-core';
-import { CommandError, onPath, run } from '../cluster-node/host-command.ts';
+import { CommandError, onPath, run } from '../kind/host-command.ts';
 
 export const CHROMIUM = process.env.TOLLGATE_CHROMIUM ?? '/usr/bin/chromium';
 

@@ -57,6 +57,8 @@ beforeAll(async () => {
     configYaml: `
 upstreams:
   beta: { baseUrl: "${openai.url}" }
+routes:
+  - { name: llama, format: openai-chat, baseUrl: "http://127.0.0.1:${await freePort()}", credential: { kind: none } }
 local:
   runtime: { baseUrl: "http://127.0.0.1:${await freePort()}" }
 storage: { kind: sqlite, path: spans.db }
@@ -155,6 +157,12 @@ describe('the management UI at /_local/', () => {
     expect(await page.locator('#price-output-error').textContent()).toBe('');
     const priceRow = page.locator('#prices tbody tr[data-model="gpt-4o-mini"] td');
     expect(await priceRow.allTextContents()).toEqual(['openai', '10', '—', '20', 'override', 'Edit']);
+
+    // Every route, the configured one too, with where it goes and how it authenticates; its provider can be priced.
+    const routeCells = await page.locator('#routes tbody tr[data-route="llama"] > *').allTextContents();
+    expect(routeCells).toEqual(['llama', 'openai-chat', 'llama', expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), 'none', 'config']);
+    expect(await page.locator('#routes tbody tr[data-route="beta"] > *').allTextContents()).toEqual(['beta', 'openai', 'openai', openai.url, 'api-key', 'built-in']);
+    expect(await page.locator('#price-provider option').allTextContents()).toEqual(['openai', 'anthropic', 'google', 'local', 'llama']);
 
     // The cache form: a TTL that is not a number is named next to its field, and nothing changes.
     await page.locator('#cache-provider').selectOption('anthropic');

@@ -129,6 +129,42 @@ describe('ProxyConfig CRD on a real API server', () => {
       says: /Unsupported value: "mistral".*"google", "openai", "anthropic", "local"/,
     },
     {
+      what: 'a route named like a built-in route',
+      spec: sampleWith((s) => (s.routes[0].name = 'beta')),
+      field: 'spec.routes[0].name',
+      says: /name must not be a built-in route/,
+    },
+    {
+      what: 'two routes of one name',
+      spec: sampleWith((s) => s.routes.push({ ...s.routes[0] })),
+      field: 'spec.routes[1]',
+      says: /Duplicate value.*mistral/,
+    },
+    {
+      what: 'a route of an unknown format',
+      spec: sampleWith((s) => (s.routes[0].format = 'cohere')),
+      field: 'spec.routes[0].format',
+      says: /Unsupported value: "cohere"/,
+    },
+    {
+      what: 'a route credential of an unknown kind',
+      spec: sampleWith((s) => (s.routes[0].credential.kind = 'oauth')),
+      field: 'spec.routes[0].credential.kind',
+      says: /Unsupported value: "oauth"/,
+    },
+    {
+      what: 'a route credential with a setting of another kind',
+      spec: sampleWith((s) => (s.routes[0].credential.service = 'bedrock')),
+      field: 'spec.routes[0].credential',
+      says: /credential kind api-key takes only header, prefix, apiKey/,
+    },
+    {
+      what: 'a route whose base URL is not http(s)',
+      spec: sampleWith((s) => (s.routes[0].baseUrl = 'ftp://files.example')),
+      field: 'spec.routes[0].baseUrl',
+      says: /must be an absolute http or https URL/,
+    },
+    {
       what: 'a price entry without an output price',
       spec: sampleWith((s) => delete s.pricing.models[3].output_per_million),
       field: 'spec.pricing.models[3].output_per_million',
@@ -321,6 +357,11 @@ describe('ProxyConfig CRD on a real API server', () => {
       what: 'an unknown route',
       spec: sampleWith((s) => (s.upstreams.delta = { timeoutMs: 1000 })),
       field: 'spec.upstreams.delta',
+    },
+    {
+      what: "a key's value in a route's credential",
+      spec: sampleWith((s) => (s.routes[0].credential.value = 'sk-mistral-0123456789')),
+      field: 'spec.routes[0].credential.value',
     },
     {
       what: 'a credential value beside a Secret reference',

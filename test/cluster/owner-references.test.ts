@@ -1,7 +1,7 @@
 // What the operator creates at run time names its Deployment as owner (ADR 0807), so `helm uninstall` (which
 // deletes the Deployment) lets the garbage collector delete it. There is no kube-controller-manager here, so no
 // garbage collector: this test checks the references themselves, against a real kube-apiserver and with the
-// chart's RBAC; the real-node test (test/cluster-node) checks that the objects are gone after an uninstall.
+// chart's RBAC; the kind test (test/kind) checks that the objects are gone after an uninstall.
 //
 // The upgrade path first: an operator without --owner-deployment (as before this change) creates the Lease,
 // the push EndpointSlice, the TLS Secret and a budget ledger; the next operator, with the flag, adds the

@@ -5,6 +5,7 @@
 
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
 import { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +15,8 @@ import { sampleValue, sampleSum } from '../support/prometheus-text.ts';
 import { ConfigStore } from '../../sidecar/src/config/config-store.ts';
 import { type PushClient, startPushClient } from '../../sidecar/src/config/push-client.ts';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
+import { startFakeUpstream } from '../fakes/llm-upstream.ts';
+import { findSpan } from '../support/spans.ts';
 import { freePort } from '../control-plane/free-port.ts';
 import { startManagedProcess, type ManagedProcess } from '../control-plane/managed-process.ts';
 import {
@@ -98,6 +101,32 @@ describe('config push to sidecars', () => {
     const s = { pod, store, client, stateDir, seen };
     sidecars.push(s);
     return s;
+  };
+
+  /** A real `tollgate proxy` process as the sidecar of a pod, taking its config from the operator. */
+  const podProxy = async (namespace: string, name: string): Promise<{ port: number; work: string }> => {
+    const pod = await podWithToken(api, { namespace, name, dir: dir.path });
+    const port = await freePort();
+    const work = join(dir.path, name);
+    mkdirSync(work);
+    processes.push(
+      startManagedProcess({
+        name: 'tollgate proxy',
+        command: 'sh',
+        args: ['-c', `cd "${work}" && exec "${process.execPath}" "${CLI}" proxy --port ${port}`],
+        logPath: join(dir.path, `${name}.log`),
+        env: {
+          ...process.env,
+          TOLLGATE_OPERATOR_ADDRESS: `127.0.0.1:${grpcPort}`,
+          TOLLGATE_OPERATOR_CA_FILE: caFile,
+          TOLLGATE_TOKEN_FILE: pod.tokenFile,
+          TOLLGATE_STATE_DIR: join(work, 'state'),
+          TOLLGATE_POD_NAME: name,
+          TOLLGATE_POD_NAMESPACE: namespace,
+        },
+      }),
+    );
+    return { port, work };
   };
 
   beforeAll(async () => {
@@ -310,27 +339,7 @@ describe('config push to sidecars', () => {
   });
 
   it('a real `tollgate proxy` process takes its config from the operator and follows changes', async () => {
-    const pod = await podWithToken(api, { namespace: 'team-a', name: 'proxy-1', dir: dir.path });
-    const port = await freePort();
-    const work = join(dir.path, 'proxy-1');
-    mkdirSync(work);
-    processes.push(
-      startManagedProcess({
-        name: 'tollgate proxy',
-        command: 'sh',
-        args: ['-c', `cd "${work}" && exec "${process.execPath}" "${CLI}" proxy --port ${port}`],
-        logPath: join(dir.path, 'proxy-1.log'),
-        env: {
-          ...process.env,
-          TOLLGATE_OPERATOR_ADDRESS: `127.0.0.1:${grpcPort}`,
-          TOLLGATE_OPERATOR_CA_FILE: caFile,
-          TOLLGATE_TOKEN_FILE: pod.tokenFile,
-          TOLLGATE_STATE_DIR: join(work, 'state'),
-          TOLLGATE_POD_NAME: 'proxy-1',
-          TOLLGATE_POD_NAMESPACE: 'team-a',
-        },
-      }),
-    );
+    const { port, work } = await podProxy('team-a', 'proxy-1');
     const price = async () => {
       const response = await fetch(`http://127.0.0.1:${port}/_local/api/config`);
       const body = (await response.json()) as { config: { pricing: { overrides: { model: string; input_per_million: number }[] } } };
@@ -340,5 +349,64 @@ describe('config push to sidecars', () => {
     await putProxyConfig(api, 'team-a', 'default', { ...gpt4o(5.55), ...withKey });
     await eventually('the proxy follows the change', async () => (await price()) === 5.55, 10_000);
     expect(readFileSync(join(work, 'state', 'credentials', 'openai-api-key'), 'utf8')).toBe(OPENAI_KEY);
+  });
+
+  it('a route added only through a ProxyConfig reaches a running `tollgate proxy`, keyed from its Secret and metered there', async () => {
+    const ROUTE_KEY = 'sk-route-from-secret-42';
+    const CLAUDE_KEY = 'sk-claude-gateway-from-secret';
+    const upstream = await startFakeUpstream('openai', { expectApiKey: ROUTE_KEY });
+    const claude = await startFakeUpstream('anthropic', { expectApiKey: CLAUDE_KEY });
+    upstream.behave({ usage: { input: 1000, output: 200 } });
+    try {
+      await ensureNamespace(api, 'team-c');
+      await putSecret(api, 'team-c', 'route-keys', { mistral: ROUTE_KEY, claude: CLAUDE_KEY });
+      await putProxyConfig(api, 'team-c', 'default', {
+        routes: [
+          {
+            name: 'mistral',
+            format: 'openai-chat',
+            baseUrl: upstream.url,
+            credential: { kind: 'api-key', apiKey: { secretName: 'route-keys', key: 'mistral' } },
+            models: ['mistral-large-latest'],
+            prices: [{ model: 'mistral-large-latest', input_per_million: 2, output_per_million: 6 }],
+          },
+          {
+            name: 'claude-gw',
+            format: 'anthropic',
+            baseUrl: claude.url,
+            credential: { kind: 'api-key', header: 'x-api-key', apiKey: { secretName: 'route-keys', key: 'claude' } },
+            headers: { 'anthropic-version': '2023-06-01' },
+          },
+        ],
+      });
+      const { port, work } = await podProxy('team-c', 'proxy-2');
+      const url = `http://127.0.0.1:${port}`;
+      const call = () =>
+        fetch(`${url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-tollgate-user': 'dana' },
+          body: JSON.stringify({ model: 'mistral-large-latest', messages: [{ role: 'user', content: 'hi' }] }),
+        }).catch(() => undefined);
+      // Before the snapshot arrives the model is unknown (or the proxy not yet up); after it, the route serves it.
+      let res: Response | undefined;
+      await eventually('the route from the ProxyConfig to serve its model', async () => (res = await call())?.status === 200, 60_000);
+      expect(upstream.requests.at(-1)!.headers.authorization).toBe(`Bearer ${ROUTE_KEY}`);
+      const span = await findSpan(url, { spanId: res!.headers.get('x-proxy-span-id')! });
+      expect(span).toMatchObject({ route: 'mistral', provider: 'mistral', model: 'mistral-large-latest', user_id: 'dana', status: 'ok' });
+      // 1000 × 2 + 200 × 6 USD per million, from the route's prices in the ProxyConfig
+      expect(span.cost_usd).toBeCloseTo(3200 / 1e6, 12);
+      expect(readFileSync(join(work, 'state', 'credentials', 'route-mistral-api-key'), 'utf8')).toBe(ROUTE_KEY);
+      // An Anthropic-compatible route of the same ProxyConfig, called with the Anthropic SDK.
+      const message = await new Anthropic({ baseURL: `${url}/proxy/claude-gw`, apiKey: 'placeholder', maxRetries: 0 }).messages.create({
+        model: 'claude-sonnet-4-20250514',
+        max_tokens: 32,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(message.type).toBe('message');
+      expect(claude.requests.at(-1)!.headers['x-api-key']).toBe(CLAUDE_KEY);
+    } finally {
+      await upstream.close();
+      await claude.close();
+    }
   });
 });

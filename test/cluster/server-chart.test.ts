@@ -3,7 +3,7 @@
 // as a real `tollgate proxy` with the Deployment's own arguments (it must come up in server mode and refuse a
 // call without a token); and `helm install` into a real kube-apiserver.
 //
-// This control plane has no kubelet, so the Deployment's pods never run here; test/cluster-node runs pods.
+// This control plane has no kubelet, so the Deployment's pods never run here; test/kind runs pods.
 
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -21,7 +21,7 @@ export async function ensureControlPlaneBinaries(): Promise<string> {
 }
 
 /** Runs `build.sh TARGET` and returns the folder it prints last. */
-export async function runBuildScript(target: 'control-plane' | 'node'): Promise<string> {
+export async function runBuildScript(target: 'control-plane' | 'kind'): Promise<string> {
   const child = spawn('bash', [BUILD_SCRIPT, target], { stdio: ['ignore', 'pipe', 'inherit'] });
   let stdout = '';
   child.stdout.setEncoding('utf8');

@@ -178,7 +178,8 @@ describe('span stores, end to end', () => {
     expect(csv.stdout.trimEnd().split('\n')).toHaveLength(4);
     const bad = await spendCli(['--config', config, '--group-by', 'team']);
     expect(bad).toMatchObject({ code: 2, stderr: 'tollgate spend: --group-by must be one of user, model, project, provider (got "team")\n' });
-  });
+    // Six CLI processes, each loading a store's client: a loaded CI machine needs more than the default 20 s.
+  }, 90_000);
 
   it('tollgate spend on a DuckDB file asks the proxy that holds it, and reads the file itself once the proxy stops', async () => {
     const config = join(dirs.duckdb, 'cli.yaml');
@@ -192,5 +193,5 @@ describe('span stores, end to end', () => {
     const direct = await spendCli(['--config', config, '--format', 'json']);
     expect({ code: direct.code, stderr: direct.stderr }).toEqual({ code: 0, stderr: '' });
     expect((JSON.parse(direct.stdout) as SpendReport).rows).toEqual(expected);
-  });
+  }, 90_000);
 });

@@ -8,7 +8,7 @@ import type { ReplyContent } from './llm-reply-content.ts';
 import { sseEvent, writeJson, writeJsonWithText, writeStream } from './llm-reply-writer.ts';
 import type { StreamPlan } from './llm-reply-writer.ts';
 import { sendBehaviourError, sendGoogleError, sendOpenAiError } from './llm-errors.ts';
-import { bearerToken, jsonObject } from './llm-request.ts';
+import { bearerToken, jsonObject, requestHeader } from './llm-request.ts';
 import { responses } from './llm-openai-responses.ts';
 import type { FakeExchange, FakeUsage } from './llm-upstream.ts';
 
@@ -25,15 +25,28 @@ const snapshots: Record<string, string> = {
   'o4-mini': 'o4-mini-2025-04-16',
 };
 
+/** Credentials a request may carry; a server that takes none sees none of them from a proxy. */
+const CREDENTIAL_HEADERS = ['authorization', 'api-key', 'x-api-key', 'x-goog-api-key'];
+
 export async function handleOpenAi(x: FakeExchange): Promise<void> {
+  if (x.opts.anonymous) {
+    const carried = CREDENTIAL_HEADERS.find((name) => requestHeader(x.req, name) !== undefined);
+    if (carried !== undefined) return sendOpenAiError(x.res, 400, `this server takes no credential, but the request carries ${carried}`, { code: null });
+    return openAiPaths(x);
+  }
   const key = x.opts.expectApiKey ?? x.opts.expectBearer;
-  const token = bearerToken(x.req);
+  const header = x.opts.apiKeyHeader;
+  const token = header === undefined ? bearerToken(x.req) : (requestHeader(x.req, header) ?? null);
   if (token === null) {
     return sendOpenAiError(x.res, 401, 'No API key provided: send it as `Authorization: Bearer <key>`.', { code: null });
   }
   if (key !== undefined && token !== key) {
     return sendOpenAiError(x.res, 401, `Incorrect API key provided: ${redact(token)}.`);
   }
+  return openAiPaths(x);
+}
+
+async function openAiPaths(x: FakeExchange): Promise<void> {
   if (x.req.method === 'GET' && x.path === '/v1/models') return listModels(x);
   if (x.req.method === 'POST' && x.path === '/v1/chat/completions') return chatCompletions(x, 'openai');
   if (x.req.method === 'POST' && x.path === '/v1/responses') return responses(x);

@@ -110,6 +110,10 @@ export interface FakeUpstreamOptions {
   port?: number;
   expectBearer?: string;
   expectApiKey?: string;
+  /** openai: the key arrives bare in this header (Azure OpenAI's `api-key`) instead of `Authorization: Bearer`. */
+  apiKeyHeader?: string;
+  /** openai: a local server that takes no credential and refuses a request carrying one (a leaked caller key). */
+  anonymous?: boolean;
   aws?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string; region: string };
 }
 

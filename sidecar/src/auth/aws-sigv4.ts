@@ -111,10 +111,17 @@ export interface AwsSigV4Options {
   env: NodeJS.ProcessEnv;
   /** The credential chain; the SDK's default chain unless given. */
   credentials?: CredentialSource;
+  /** The credential's id in errors and metrics; default aws-sigv4 (the built-in one). */
+  id?: string;
+  /** The signing name; default bedrock. */
+  service?: string;
+  /** Where a missing region is set, for the message. */
+  regionSetting?: string;
 }
 
 export function createAwsSigV4Provider(options: AwsSigV4Options): CredentialProvider {
   const { logger, env } = options;
+  const id = options.id ?? 'aws-sigv4';
   // The AWS SDK is loaded on the first Bedrock call: a proxy that never uses gamma-cloudb never pays its memory.
   let chain: Promise<CredentialSource> | null = null;
   const source: CredentialSource =
@@ -143,7 +150,7 @@ export function createAwsSigV4Provider(options: AwsSigV4Options): CredentialProv
     if (!signer) {
       const Signer = await (signerClass ??= import('@smithy/signature-v4').then((m) => m.SignatureV4));
       signer = new Signer({
-        service: BEDROCK_SIGNING_NAME,
+        service: options.service ?? BEDROCK_SIGNING_NAME,
         region,
         credentials: () => cache.get(),
         sha256: Sha256Hash,
@@ -156,18 +163,18 @@ export function createAwsSigV4Provider(options: AwsSigV4Options): CredentialProv
   }
 
   return {
-    kind: 'aws-sigv4',
+    kind: id,
     async apply(req: OutgoingRequest): Promise<void> {
       const region = resolveAwsRegion(options.upstream(), env);
       if (!region) {
-        throw new CredentialError('aws-sigv4', 'no AWS region: set upstreams.gamma-cloudb.region or AWS_REGION');
+        throw new CredentialError(id, `no AWS region: set ${options.regionSetting ?? 'upstreams.gamma-cloudb.region'} or AWS_REGION`);
       }
       try {
         await cache.get();
       } catch (error) {
         const summary = summarizeError(error);
-        logger.error({ err: summary, credential: 'aws-sigv4' }, 'failed to get AWS credentials');
-        throw new CredentialError('aws-sigv4', `failed to get AWS credentials: ${summary.message}`, { cause: error });
+        logger.error({ err: summary, credential: id }, 'failed to get AWS credentials');
+        throw new CredentialError(id, `failed to get AWS credentials: ${summary.message}`, { cause: error });
       }
 
       req.url.pathname = encodeAwsPath(req.url.pathname);

@@ -1,5 +1,3 @@
-import type { CredentialKind } from '../../../contracts/routes.ts';
-
 /**
  * The proxy could not obtain or attach the upstream credential. Its code matches the engine's
  * `credential_unavailable` error code, so the call becomes a 502 naming the cause. The message never
@@ -7,9 +5,10 @@ import type { CredentialKind } from '../../../contracts/routes.ts';
  */
 export class CredentialError extends Error {
   readonly code = 'credential_unavailable' as const;
-  readonly kind: CredentialKind;
+  /** The credential's id: a built-in one (openai-api-key, google-adc, …) or `route:<name>`. */
+  readonly kind: string;
 
-  constructor(kind: CredentialKind, message: string, options?: { cause?: unknown }) {
+  constructor(kind: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'CredentialError';
     this.kind = kind;

@@ -12,7 +12,7 @@ import { setHeader } from './header-record.ts';
 import { RefreshingCache } from './refreshing-cache.ts';
 import { WatchedSecretFile } from './watched-secret-file.ts';
 
-export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
+import { CLOUD_PLATFORM_SCOPE } from '../../../contracts/credential-kinds.ts';
 
 /** Same as the library's own eager-refresh threshold, so our early refresh really fetches a new token. */
 const REFRESH_MARGIN_MS = 5 * 60_000;
@@ -29,6 +29,10 @@ export interface GoogleAdcOptions {
    * the token minted with the old one.
    */
   credentialsFile?: string;
+  /** OAuth scopes; default cloud-platform. */
+  scopes?: readonly string[];
+  /** The credential's id in errors and metrics; default google-adc (the built-in one). */
+  id?: string;
 }
 
 interface TokenExpiry {
@@ -59,7 +63,7 @@ export function createGoogleAdcProvider(options: GoogleAdcOptions): CredentialPr
         new GoogleAuth({
           ...options.authOptions,
           ...(credentials ? { credentials } : {}),
-          scopes: [CLOUD_PLATFORM_SCOPE],
+          scopes: [...(options.scopes ?? [CLOUD_PLATFORM_SCOPE])],
           ...(options.projectId ? { projectId: options.projectId } : {}),
           clientOptions: { eagerRefreshThresholdMillis: REFRESH_MARGIN_MS, ...options.authOptions?.clientOptions },
         }),
@@ -81,7 +85,7 @@ export function createGoogleAdcProvider(options: GoogleAdcOptions): CredentialPr
   });
 
   return {
-    kind: 'google-adc',
+    kind: options.id ?? 'google-adc',
     async apply(req: OutgoingRequest): Promise<void> {
       // A rotated credentials file: the cached token belongs to the old credential.
       if (file && builtFrom !== undefined && file.value !== undefined && file.value !== builtFrom) cache.invalidate();
@@ -90,8 +94,8 @@ export function createGoogleAdcProvider(options: GoogleAdcOptions): CredentialPr
         token = await cache.get();
       } catch (error) {
         const summary = summarizeError(error);
-        logger.error({ err: summary, credential: 'google-adc' }, 'failed to get ADC token');
-        throw new CredentialError('google-adc', `failed to get ADC token: ${summary.message}`, { cause: error });
+        logger.error({ err: summary, credential: options.id ?? 'google-adc' }, 'failed to get ADC token');
+        throw new CredentialError(options.id ?? 'google-adc', `failed to get ADC token: ${summary.message}`, { cause: error });
       }
       setHeader(req.headers, 'authorization', `Bearer ${token}`);
     },

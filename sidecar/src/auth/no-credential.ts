@@ -3,9 +3,9 @@
 
 import type { CredentialProvider } from './credential-provider.ts';
 
-export function createNoCredentialProvider(): CredentialProvider {
+export function createNoCredentialProvider(id = 'none'): CredentialProvider {
   return {
-    kind: 'none',
+    kind: id,
     apply: async () => undefined,
     problem: () => null,
     close: () => undefined,

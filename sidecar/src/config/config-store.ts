@@ -10,7 +10,8 @@ import { DEFAULT_PRICES } from '../pricing/default-prices.ts';
 import { mergePriceEntries, PriceTable } from '../pricing/price-table.ts';
 import { defaultV1Route, type Provider, type RouteName } from '../../../contracts/routes.ts';
 import type { RuntimeConfigPatch } from '../../../contracts/config-schema.ts';
-import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
+import type { RouteEntry, RuntimeConfig } from '../../../contracts/runtime-config.ts';
+import { routeCatalog, wireFormat } from '../routes/route-catalog.ts';
 import { defaultServerAuth } from '../../../contracts/server-auth-config.ts';
 
 export type ConfigLayer = 'file' | 'operator' | 'api';
@@ -30,6 +31,7 @@ export function defaultRuntimeConfig(): RuntimeConfig {
       auth: defaultServerAuth(),
     },
     upstreams: {},
+    routes: [],
     pricing: { models: [] },
     cache: structuredClone(DEFAULT_CACHE_SETTINGS),
     credentials: {},
@@ -56,6 +58,7 @@ export function applyPatch(base: RuntimeConfig, patch: RuntimeConfigPatch): Runt
       next.upstreams[route] = { ...next.upstreams[route], ...upstream };
     }
   }
+  if (patch.routes) next.routes = mergeRoutes(next.routes, patch.routes);
   if (patch.pricing) next.pricing.models = mergePriceEntries(next.pricing.models, patch.pricing.models);
   if (patch.cache) {
     for (const [provider, settings] of Object.entries(patch.cache) as [Provider, object][]) {
@@ -64,7 +67,11 @@ export function applyPatch(base: RuntimeConfig, patch: RuntimeConfigPatch): Runt
   }
   if (patch.credentials) Object.assign(next.credentials, patch.credentials);
   if (patch.breaker) Object.assign(next.breaker, patch.breaker);
-  if (patch.storage) Object.assign(next.storage, patch.storage);
+  if (patch.storage) {
+    Object.assign(next.storage, patch.storage);
+    // A batch size nobody set follows a smaller buffer (an explicit one larger than its buffer is refused).
+    if (patch.storage.batchSize === undefined && next.storage.batchSize > next.storage.bufferSize) next.storage.batchSize = next.storage.bufferSize;
+  }
   if (patch.gateway) Object.assign(next.gateway, patch.gateway);
   if (patch.local) {
     const { runtime, ...local } = patch.local;
@@ -148,7 +155,10 @@ export class ConfigStore {
       const patch = this.#layers.get(name);
       if (patch) config = applyPatch(config, patch);
     }
-    const prices = new PriceTable(mergePriceEntries(DEFAULT_PRICES, config.pricing.models), config.cache);
+    // The routes are bound to their formats here, once per config: calls only look them up (route-catalog.ts).
+    const routes = routeCatalog(config);
+    const wire = new Map(routes.configured().map((route) => [route.provider, wireFormat(route)] as const));
+    const prices = new PriceTable(mergePriceEntries(DEFAULT_PRICES, config.pricing.models), config.cache, wire);
     return Object.freeze({ config, prices, revision });
   }
 }
@@ -160,6 +170,8 @@ function mergePatches(a: RuntimeConfigPatch, b: RuntimeConfigPatch): RuntimeConf
     if (value === undefined) continue;
     if (typeof value !== 'object') {
       (out as Record<string, unknown>)[key] = value; // mode
+    } else if (key === 'routes') {
+      out.routes = mergeRoutes(out.routes ?? [], value as RouteEntry[]);
     } else if (key === 'pricing') {
       out.pricing = { models: mergePriceEntries(out.pricing?.models ?? [], (value as { models: [] }).models) };
     } else if (key === 'audit') {
@@ -173,6 +185,17 @@ function mergePatches(a: RuntimeConfigPatch, b: RuntimeConfigPatch): RuntimeConf
     } else {
       (out as Record<string, unknown>)[key] = { ...(out[key] as object | undefined), ...value };
     }
+  }
+  return out;
+}
+
+/** A later source's route replaces an earlier one of the same name; new names are added in order. */
+function mergeRoutes(base: readonly RouteEntry[], later: readonly RouteEntry[]): RouteEntry[] {
+  const out = base.map((route) => structuredClone(route));
+  for (const route of later) {
+    const at = out.findIndex((existing) => existing.name === route.name);
+    if (at === -1) out.push(structuredClone(route));
+    else out[at] = structuredClone(route);
   }
   return out;
 }

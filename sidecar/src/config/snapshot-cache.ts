@@ -9,11 +9,12 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError } from '../../../contracts/config-error.ts';
 import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../../contracts/config-schema.ts';
+import { builtInSecrets, BUILT_IN_CREDENTIALS, CREDENTIAL_KINDS, parseRouteSecretName, type CredentialSecret } from '../../../contracts/credential-kinds.ts';
+import type { CredentialsConfig, RouteEntry } from '../../../contracts/runtime-config.ts';
 import {
   AUDIT_CREDENTIAL_FIELDS,
   type AuditCredentialField,
   auditCredentialName,
-  type RouteCredentialName,
   STORAGE_CREDENTIAL_KINDS,
   storageCredentialName,
 } from '../../../contracts/snapshot-credentials.ts';
@@ -43,15 +44,20 @@ export class SnapshotRejectedError extends Error {
   }
 }
 
-/** A route credential's name → its file; each file is named in the runtime config's credentials section. */
-const CREDENTIAL_FILES: Record<RouteCredentialName, string> = {
-  openaiApiKey: 'openai-api-key',
-  anthropicApiKey: 'anthropic-api-key',
-  googleServiceAccount: 'google-service-account.json',
-  awsAccessKeyId: 'aws-access-key-id',
-  awsSecretAccessKey: 'aws-secret-access-key',
-  awsSessionToken: 'aws-session-token',
-};
+/** `googleServiceAccount` → `google-service-account`. */
+function kebab(name: string): string {
+  return name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+/**
+ * A built-in credential's secret (its snapshot name) → its file, from the credential table; each file is named in
+ * the runtime config's credentials section. A service account key keeps the .json its readers expect.
+ */
+const CREDENTIAL_FILES = new Map<string, string>(
+  builtInSecrets().map(({ role, secret }) => [secret.snapshot, `${kebab(secret.snapshot)}${role === 'serviceAccount' ? '.json' : ''}`]),
+);
+/** A configured route's secret (`route.<name>.<role>`) → route-<name>-<role> files. */
+const ROUTE_FILE_PREFIX = 'route-';
 
 const MAX_CREDENTIAL_BYTES = 64 * 1024;
 
@@ -88,7 +94,9 @@ export class SnapshotCache {
     if (audit) return join(this.credentialsDir, `${AUDIT_FILE_PREFIX}${audit[1]}-${audit[3]}`);
     const storage = STORAGE_CREDENTIAL.exec(name);
     if (storage) return join(this.credentialsDir, `storage-${storage[1]}-credentials.json`);
-    const file = Object.hasOwn(CREDENTIAL_FILES, name) ? CREDENTIAL_FILES[name as RouteCredentialName] : undefined;
+    const route = parseRouteSecretName(name);
+    if (route) return join(this.credentialsDir, `${ROUTE_FILE_PREFIX}${route.route}-${kebab(route.role)}${route.role === 'serviceAccount' ? '.json' : ''}`);
+    const file = CREDENTIAL_FILES.get(name);
     return file ? join(this.credentialsDir, file) : undefined;
   }
 
@@ -130,14 +138,14 @@ export class SnapshotCache {
     };
     await mkdir(this.stateDir, { recursive: true, mode: 0o700 });
     await atomicWrite(this.snapshotFile, Buffer.from(JSON.stringify(file, null, 2)));
-    for (const name of Object.keys(CREDENTIAL_FILES) as RouteCredentialName[]) {
+    for (const name of CREDENTIAL_FILES.keys()) {
       if (!snapshot.credentialNames.includes(name)) await rm(this.credentialFile(name)!, { force: true });
     }
     const kept = new Set(snapshot.credentialNames.map((name) => this.credentialFile(name)));
     const present = await readdir(this.credentialsDir).catch(() => [] as string[]);
     for (const file of present) {
       const path = join(this.credentialsDir, file);
-      if (file.startsWith(AUDIT_FILE_PREFIX) && !kept.has(path)) await rm(path, { force: true });
+      if ((file.startsWith(AUDIT_FILE_PREFIX) || file.startsWith(ROUTE_FILE_PREFIX)) && !kept.has(path)) await rm(path, { force: true });
     }
   }
 
@@ -187,22 +195,9 @@ export class SnapshotCache {
   }
 
   #withCredentialFiles(patch: RuntimeConfigPatch, names: readonly string[]): RuntimeConfigPatch {
-    const credentials = { ...patch.credentials };
-    // Typed names: a credential the contract does not know is a compile error here, not a file nobody reads.
-    const file = (name: RouteCredentialName) => (names.includes(name) ? this.credentialFile(name) : undefined);
-    const openai = file('openaiApiKey');
-    if (openai) credentials.openaiApiKeyFile = openai;
-    const anthropic = file('anthropicApiKey');
-    if (anthropic) credentials.anthropicApiKeyFile = anthropic;
-    const google = file('googleServiceAccount');
-    if (google) credentials.googleCredentialsFile = google;
-    const [awsKeyId, awsSecret, awsSession] = [file('awsAccessKeyId'), file('awsSecretAccessKey'), file('awsSessionToken')];
-    if (awsKeyId && awsSecret) {
-      credentials.awsAccessKeyIdFile = awsKeyId;
-      credentials.awsSecretAccessKeyFile = awsSecret;
-      if (awsSession) credentials.awsSessionTokenFile = awsSession;
-    }
-    let withFiles = patch.audit ? { ...patch, audit: this.#withAuditFiles(patch.audit, names) } : patch;
+    const credentials = this.#builtInFiles(patch.credentials, names);
+    let withFiles = patch.routes ? { ...patch, routes: patch.routes.map((route) => this.#withRouteFiles(route, names)) } : patch;
+    withFiles = patch.audit ? { ...withFiles, audit: this.#withAuditFiles(patch.audit, names) } : withFiles;
     for (const kind of STORAGE_CREDENTIAL_KINDS) {
       const name = storageCredentialName(kind);
       if (names.includes(name)) {
@@ -210,6 +205,32 @@ export class SnapshotCache {
       }
     }
     return Object.keys(credentials).length ? { ...withFiles, credentials } : withFiles;
+  }
+
+  /**
+   * Points the credentials.*File settings at the files of the built-in credentials' secrets the operator sent,
+   * from the credential table; secrets that only work together (AWS's key pair) are used only together.
+   */
+  #builtInFiles(base: CredentialsConfig | undefined, names: readonly string[]): CredentialsConfig {
+    const credentials: Record<string, string> = { ...base };
+    for (const credential of Object.values(BUILT_IN_CREDENTIALS)) {
+      const secrets = credential.secrets as Readonly<Record<string, CredentialSecret>>;
+      const together = CREDENTIAL_KINDS[credential.definition.kind].together ?? [];
+      if (together.some((role) => !names.includes(secrets[role]!.snapshot))) continue;
+      for (const secret of Object.values(secrets)) if (names.includes(secret.snapshot)) credentials[secret.setting] = this.credentialFile(secret.snapshot)!;
+    }
+    return credentials;
+  }
+
+  /** Points a configured route's credential at the files of the secrets the operator sent for it. */
+  #withRouteFiles(route: RouteEntry, names: readonly string[]): RouteEntry {
+    const fields = CREDENTIAL_KINDS[route.credential.kind].secrets;
+    const credential: Record<string, unknown> = { ...route.credential };
+    for (const [role, field] of Object.entries(fields)) {
+      const name = `route.${route.name}.${role}`;
+      if (names.includes(name)) credential[field] = this.credentialFile(name)!;
+    }
+    return { ...route, credential: credential as unknown as RouteEntry['credential'] };
   }
 
   /** Points each audit sink at the files of the secrets the operator sent for it. */

@@ -4,11 +4,11 @@
 // pivot and answer as a `message` or the Messages event stream. Errors in Anthropic's shape, so the
 // Anthropic SDKs raise their typed exceptions.
 
-import { ROUTES } from '../../../contracts/routes.ts';
 import { randomId } from '../http/gateway-ids.ts';
 import { anthropicRequestUser } from '../routes/request-user.ts';
 import type { MessagesOperation } from '../routes/route-module.ts';
 import { v1Surface } from '../routes/v1-plan.ts';
+import { upstreamOf } from '../routes/upstream-base-url.ts';
 import { anthropicUpstreamErrorBody } from '../translate/anthropic-error.ts';
 import { OPENAI_CHAT_RESPONSE } from '../translate/chat-responses.ts';
 import { messagesToChat } from '../translate/messages-request.ts';
@@ -61,13 +61,13 @@ function betas(call: ApiCall): string[] {
 }
 
 function nativePlan(call: ApiCall, operation: MessagesOperation): ApiPlan | undefined {
-  const { route, surface } = v1Surface(call.target, call.config);
+  const { route, module, surface } = v1Surface(call.target, call.config);
   if (surface.messages === undefined) return undefined;
   const plan = surface.messages(
-    { request: call.request, requested: call.target.requested, entry: call.target.entry, upstream: call.config.upstreams[route], env: call.env, betas: betas(call) },
+    { request: call.request, requested: call.target.requested, entry: call.target.entry, upstream: upstreamOf(module, call.config), env: call.env, betas: betas(call) },
     operation,
   );
-  return { ...plan, route, provider: ROUTES[route].provider, stream: call.request.stream === true, translation: 'passthrough', answer: NATIVE_ANSWER };
+  return { ...plan, route, provider: module.provider, stream: call.request.stream === true, translation: 'passthrough', answer: NATIVE_ANSWER };
 }
 
 export const messagesApi: GatewayApi = {
@@ -77,8 +77,8 @@ export const messagesApi: GatewayApi = {
   plan(call) {
     const native = nativePlan(call, 'messages');
     if (native !== undefined) return native;
-    const { route, surface } = v1Surface(call.target, call.config);
-    return planThroughChat(call, route, surface, { ...messagesToChat(call.request), names: NAMES }, TRANSLATED_ANSWER);
+    const { module, surface } = v1Surface(call.target, call.config);
+    return planThroughChat(call, module, surface, { ...messagesToChat(call.request), names: NAMES }, TRANSLATED_ANSWER);
   },
 };
 
@@ -89,7 +89,7 @@ export const countTokensApi: GatewayApi = {
   plan(call) {
     const native = nativePlan(call, 'count_tokens');
     if (native !== undefined) return native;
-    const { route, surface } = v1Surface(call.target, call.config);
+    const { route, module, surface } = v1Surface(call.target, call.config);
     if (surface.countTokens === undefined) {
       throw new GatewayError(
         400,
@@ -105,13 +105,13 @@ export const countTokensApi: GatewayApi = {
         request: translated.chat,
         requested: call.target.requested,
         entry: call.target.entry,
-        upstream: call.config.upstreams[route],
+        upstream: upstreamOf(module, call.config),
         env: call.env,
         extensions: translated.extensions,
       });
     } catch (error) {
       throw error instanceof GatewayError ? inCallerTerms(error, { ...translated, names: NAMES }) : error;
     }
-    return { ...plan, route, provider: ROUTES[route].provider, stream: false, translation: 'count_tokens', answer: COUNT_ANSWER };
+    return { ...plan, route, provider: module.provider, stream: false, translation: 'count_tokens', answer: COUNT_ANSWER };
   },
 };

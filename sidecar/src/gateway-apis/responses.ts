@@ -3,7 +3,6 @@
 // through the chat pivot, its answer written as a `response` or the Responses event stream, and kept in the
 // response store for previous_response_id unless the caller said store: false.
 
-import { ROUTES } from '../../../contracts/routes.ts';
 import { randomId } from '../http/gateway-ids.ts';
 import type { ResponseStore } from '../responses/response-store.ts';
 import { openAiRequestUser } from '../routes/request-user.ts';
@@ -41,7 +40,7 @@ export function responsesApi(store: ResponseStore): GatewayApi {
     errors: OPENAI_API_ERRORS,
     requestUser: openAiRequestUser,
     plan(call) {
-      const { route, surface } = v1Surface(call.target, call.config);
+      const { route, module, surface } = v1Surface(call.target, call.config);
       const history = storedConversation(store, call, surface.responsesPath !== undefined);
       const stream = call.request.stream === true;
       if (surface.responsesPath !== undefined) {
@@ -53,7 +52,7 @@ export function responsesApi(store: ResponseStore): GatewayApi {
           body.input = [...history.filter((item) => !isTollgateReasoning(item)).map(({ id: _id, ...item }) => item), ...inputItems(call.request)];
           delete body.previous_response_id;
         }
-        return { ...nativePlan(model, surface.responsesPath, body), route, provider: ROUTES[route].provider, stream, translation: 'passthrough', answer: NATIVE_ANSWER };
+        return { ...nativePlan(model, surface.responsesPath, body), route, provider: module.provider, stream, translation: 'passthrough', answer: NATIVE_ANSWER };
       }
       const translated = responsesToChat(call.request, history ?? []);
       const answer = new ResponsesAnswer({
@@ -64,7 +63,7 @@ export function responsesApi(store: ResponseStore): GatewayApi {
         summaries: translated.extensions.reasoning?.summaries ?? false,
         encrypted: includesEncryptedReasoning(call.request),
       });
-      return planThroughChat(call, route, surface, { ...translated, names: NAMES }, answer);
+      return planThroughChat(call, module, surface, { ...translated, names: NAMES }, answer);
     },
   };
 }

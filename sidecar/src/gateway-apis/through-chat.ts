@@ -2,8 +2,8 @@
 // chat request and its extensions, is planned by the route as a chat call would be, and the route's answer
 // (its own format, or OpenAI's chat format) comes back through the chat pivot to the caller's API.
 
-import { ROUTES, type RouteName } from '../../../contracts/routes.ts';
-import type { V1RoutePlan, V1Surface } from '../routes/route-module.ts';
+import type { RouteModule, V1RoutePlan, V1Surface } from '../routes/route-module.ts';
+import { upstreamOf } from '../routes/upstream-base-url.ts';
 import type { ChatExtensions } from '../translate/chat-extensions.ts';
 import { OPENAI_CHAT_RESPONSE } from '../translate/chat-responses.ts';
 import { GatewayError } from '../translate/openai-error.ts';
@@ -18,9 +18,9 @@ export interface TranslatedRequest {
   names: Readonly<Record<string, string>>;
 }
 
-export function planThroughChat(call: ApiCall, route: RouteName, surface: V1Surface, translated: TranslatedRequest, answer: CallerAnswer): ApiPlan {
+export function planThroughChat(call: ApiCall, route: RouteModule, surface: V1Surface, translated: TranslatedRequest, answer: CallerAnswer): ApiPlan {
   const { target, config, env } = call;
-  const v1Call = { request: translated.chat, requested: target.requested, entry: target.entry, upstream: config.upstreams[route], env, extensions: translated.extensions };
+  const v1Call = { request: translated.chat, requested: target.requested, entry: target.entry, upstream: upstreamOf(route, config), env, extensions: translated.extensions };
   let plan: V1RoutePlan;
   try {
     plan = surface.plan(v1Call);
@@ -33,8 +33,8 @@ export function planThroughChat(call: ApiCall, route: RouteName, surface: V1Surf
     response,
     // The answer's usage is the caller's to read (response.completed, message_delta): always asked for.
     includeUsage: true,
-    route,
-    provider: ROUTES[route].provider,
+    route: route.name,
+    provider: route.provider,
     stream: translated.chat.stream === true,
     translation: response.name,
     extensions: translated.extensions,

@@ -8,7 +8,7 @@ import { answerClosed } from './caller-connection.ts';
 import type { Logger } from 'pino';
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import { ROUTES } from '../../../contracts/routes.ts';
+import type { WireFormat } from '../../../contracts/routes.ts';
 import { isRecord } from '../../../contracts/json-record.ts';
 import { ProxyError } from '../errors.ts';
 import type { MeteredCall } from '../metering/call-meter.ts';
@@ -30,6 +30,8 @@ export const MAX_TRANSLATED_BODY_BYTES = 32 * 1024 * 1024;
 const MAX_ERROR_BODY_BYTES = 1024 * 1024;
 
 export interface RelayContext {
+  /** How the route's answers are framed, for the usage extractor. */
+  wire: WireFormat;
   res: ServerResponse;
   upstream: UpstreamResponse;
   call: MeteredCall;
@@ -81,7 +83,7 @@ export function relay(ctx: RelayContext): Promise<void> {
 }
 
 function extractorFor(ctx: RelayContext) {
-  return responseExtractor(ROUTES[ctx.plan.route].format, ctx.upstream, ctx.plan.stripInjectedUsage, ctx.logger);
+  return responseExtractor(ctx.wire, ctx.upstream, ctx.plan.stripInjectedUsage, ctx.logger);
 }
 
 /** Reads a whole upstream body, bounded; `onChunk` sees every chunk first. */

@@ -11,7 +11,7 @@
 import { estimateInputTokens } from '../usage/usage-estimate.ts';
 import type { Logger } from 'pino';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { ConfigStore } from '../config/config-store.ts';
+import type { ConfigSnapshot, ConfigStore } from '../config/config-store.ts';
 import { ProxyError } from '../errors.ts';
 import { isJsonContentType, notJsonMessage } from '../inbound/json-content-type.ts';
 import { spanUserId } from '../inbound/identity/caller-user.ts';
@@ -26,10 +26,11 @@ import { relay } from './gateway-relay.ts';
 import { answerClosed, answerFinished, closeConnectionAfter } from './caller-connection.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
 import { sendFailure, sendJson } from './json-answer.ts';
-import { findModel, routeFor, type GatewayPlan } from '../routes/v1-plan.ts';
+import { findModel, routeFor, type GatewayPlan, type GatewayTarget } from '../routes/v1-plan.ts';
+import { routeCatalog, wireFormat } from '../routes/route-catalog.ts';
+import { upstreamOf } from '../routes/upstream-base-url.ts';
 import type { LocalModelCatalog } from '../local/local-models.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
-import type { Provider } from '../../../contracts/routes.ts';
 import { parseJsonObject } from '../formats/json-object.ts';
 import { upstreamRequestHeaders } from './proxy-headers.ts';
 import { callerLeft, hasBody, readBoundedBody } from './request-body.ts';
@@ -113,6 +114,8 @@ async function listModels(opts: GatewayRoutesOptions): Promise<ModelObject[]> {
       if (prices.resolve(override.provider, id) !== undefined) add(id, override.provider);
     }
   }
+  // A configured route's listed models, and every model under `<route>/<model>` needs no listing.
+  for (const route of routeCatalog(config).configured()) for (const model of route.models) add(model, route.provider);
   const priced = [...listed.values()];
   if (!opts.localModels) return priced;
   const ids = new Set(priced.map((model) => model.id.toLowerCase()));
@@ -138,14 +141,29 @@ function localEntry(model: string): PriceEntry {
   return { provider: 'local', model, input_per_million: 0, output_per_million: 0 };
 }
 
-/** The price entry a requested model resolves to, else the local runtime's model of that name. */
-async function resolveModel(opts: GatewayRoutesOptions, prices: Parameters<typeof findModel>[0], requested: string): Promise<{ entry: PriceEntry; provider: Provider }> {
-  const priced = findModel(prices, requested);
-  if (priced) return priced;
+/** A configured route's model without a price entry: called and metered, costed 0 and logged as unpriced. */
+function unpricedEntry(provider: string, model: string): PriceEntry {
+  return { provider, model, input_per_million: 0, output_per_million: 0 };
+}
+
+/**
+ * Where a requested model goes: a configured route named by its prefix (`<route>/<model>`) or listing it, else
+ * the price entry it resolves to (built-in providers first), else the local runtime's model of that name.
+ */
+async function resolveModel(opts: GatewayRoutesOptions, snapshot: ConfigSnapshot, requested: string): Promise<GatewayTarget> {
+  const { prices, config } = snapshot;
+  const catalog = routeCatalog(config);
+  const configured = catalog.configuredForModel(requested);
+  if (configured) {
+    const { route, model } = configured;
+    return { entry: prices.resolve(route.provider, model) ?? unpricedEntry(route.provider, model), provider: route.provider, requested: model, route: route.name };
+  }
+  const priced = findModel(prices, requested, catalog.configuredProviders);
+  if (priced) return { ...priced, requested };
   if (!opts.localModels) throw modelNotFound(requested, false, null);
   const local = await opts.localModels.find(requested);
   if (local.model === undefined) throw modelNotFound(requested, true, local.problem);
-  return { entry: localEntry(requested), provider: 'local' };
+  return { entry: localEntry(requested), provider: 'local', requested };
 }
 
 function parseRequest(body: Buffer): Record<string, unknown> {
@@ -198,7 +216,7 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
     if (typeof requested !== 'string' || requested === '') {
       throw new GatewayError(400, 'you must provide a model parameter', { param: 'model', code: 'missing_required_parameter' });
     }
-    const found = await resolveModel(opts, snapshot.prices, requested);
+    const found = await resolveModel(opts, snapshot, requested);
     const start = {
       provider: found.provider,
       operation: api.operation,
@@ -208,16 +226,22 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
     };
     let planned: ApiPlan;
     try {
-      planned = api.plan({ request: chat, target: { ...found, requested }, config, env: opts.env ?? process.env, headers: request.headers, user: start.userId });
+      planned = api.plan({ request: chat, target: found, config, env: opts.env ?? process.env, headers: request.headers, user: start.userId });
       plan = planned;
     } catch (error) {
-      const route = routeFor(found.provider, config.gateway) ?? 'v1';
+      const module = routeCatalog(config).get(found.route ?? routeFor(found.provider, config.gateway) ?? '');
       const message = error instanceof GatewayError ? `invalid_request: ${error.message}` : error instanceof ProxyError ? `${error.code}: ${error.message}` : String(error);
-      call = opts.meter.start({ ...start, route, model: requested, projectId: projectHeader ?? (route === 'v1' ? null : (config.upstreams[route]?.project ?? null)) });
+      call = opts.meter.start({
+        ...start,
+        route: module?.name ?? 'v1',
+        model: requested,
+        projectId: projectHeader ?? (module ? (upstreamOf(module, config)?.project ?? null) : null),
+      });
       call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: message });
       throw error;
     }
-    call = opts.meter.start({ ...start, route: planned.route, model: planned.model, projectId: projectHeader ?? config.upstreams[planned.route]?.project ?? null });
+    const module = routeCatalog(config).get(planned.route)!;
+    call = opts.meter.start({ ...start, route: planned.route, model: planned.model, projectId: projectHeader ?? upstreamOf(module, config)?.project ?? null });
     // A spent budget refuses the call here, from memory, before anything goes upstream (ADR 1300).
     const refusal = budgetRefusalFor(opts.budgets, call.call, Date.now());
     if (refusal) {
@@ -245,6 +269,7 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
     relaying = true;
     const sent = planned.body;
     await relay({
+      wire: wireFormat(module),
       res,
       upstream,
       call,

@@ -2,10 +2,14 @@
 // runtime config and recent spans.
 
 import type { FastifyPluginAsync } from 'fastify';
+import { CREDENTIAL_KIND_NAMES, type CredentialKindName } from '../../../contracts/credential-kinds.ts';
+import { credentialSourceFields } from '../../../contracts/route-credential-schema.ts';
 import { ConfigError } from '../../../contracts/config-error.ts';
 import { parseRuntimeConfigPatch } from '../../../contracts/config-schema.ts';
 import { isRecord } from '../../../contracts/json-record.ts';
 import type { ConfigStore, ConfigSnapshot } from '../config/config-store.ts';
+import { routeCatalog } from '../routes/route-catalog.ts';
+import { routeBaseUrl } from '../routes/upstream-base-url.ts';
 import { parseJsonWithUniqueKeys } from '../config/unique-key-json.ts';
 import { JSON_MEDIA_TYPE, notJsonMessage } from '../inbound/json-content-type.ts';
 import { spanToJson } from '../spans/span-json.ts';
@@ -30,7 +34,7 @@ export interface ManagementOptions {
  * purpose: the API has no authentication, and a credential file path set here would make the proxy send any
  * local file it can read as a key (ADR 1003). Credential files come from the config file and the operator.
  */
-const API_SECTIONS = ['pricing', 'cache', 'upstreams', 'breaker', 'gateway', 'budgets'] as const;
+const API_SECTIONS = ['pricing', 'cache', 'upstreams', 'routes', 'breaker', 'gateway', 'budgets'] as const;
 
 const TRACES_MAX = 200;
 /**
@@ -44,6 +48,15 @@ function configView(snapshot: ConfigSnapshot) {
   const { config } = snapshot;
   return {
     revision: snapshot.revision,
+    // every route the engine serves, built-in and configured: where it goes and how it authenticates (never a key)
+    routes: [...routeCatalog(config).all()].map((route) => ({
+      name: route.name,
+      format: route.spec.format,
+      provider: route.provider,
+      baseUrl: routeBaseUrl(route, config),
+      credential: route.credential.kind,
+      configured: route.configured,
+    })),
     config: {
       ...config,
       // effective prices: built-in defaults merged with every override
@@ -95,7 +108,9 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
           "cannot be set through this API, which has no authentication: whoever set it would receive every call's span; set it in the config file or the ProxyConfig",
         );
       }
-      patch = parseRuntimeConfigPatch(body, API_SECTIONS);
+      refuseCredentialSources(body.routes);
+      const routeProviders = opts.store.get().routes.map((route) => route.provider ?? route.name);
+      patch = parseRuntimeConfigPatch(body, API_SECTIONS, { routeProviders });
       if (patch.budgets?.ledger) {
         throw new ConfigError('budgets.ledger', 'is read when the proxy starts: set it in the config file');
       }
@@ -161,3 +176,23 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
     }
   });
 };
+
+/**
+ * A route added through this API may not say where its key is (a file, an environment variable): whoever can
+ * reach the port would pick which secret the proxy sends. Its api-key is read from <NAME>_API_KEY (ADR 1003).
+ */
+function refuseCredentialSources(routes: unknown): void {
+  if (!Array.isArray(routes)) return;
+  routes.forEach((route: unknown, i) => {
+    const credential = isRecord(route) && isRecord(route.credential) ? route.credential : undefined;
+    if (!credential || typeof credential.kind !== 'string' || !(CREDENTIAL_KIND_NAMES as readonly string[]).includes(credential.kind)) return;
+    for (const key of credentialSourceFields(credential.kind as CredentialKindName)) {
+      if (Object.hasOwn(credential, key)) {
+        throw new ConfigError(
+          `routes[${i}].credential.${key}`,
+          'cannot be set through this API, which has no authentication: an api-key route added here reads <NAME>_API_KEY; name files and variables in the config file or the ProxyConfig',
+        );
+      }
+    }
+  });
+}

@@ -14,9 +14,10 @@ import { finishFailedCall } from '../metering/call-outcome.ts';
 import type { ConfigSnapshot, ConfigStore } from '../config/config-store.ts';
 import { isJsonContentType, notJsonMessage } from '../inbound/json-content-type.ts';
 import { planUpstreamRequest, type UpstreamRequestPlan } from '../routes/native-plan.ts';
-import { ROUTE_MODULES } from '../routes/route-modules.ts';
+import type { RouteModule } from '../routes/route-module.ts';
+import { routeCatalog, wireFormat } from '../routes/route-catalog.ts';
+import { upstreamOf } from '../routes/upstream-base-url.ts';
 import { relayStream, responseExtractor } from '../relay.ts';
-import { isRouteName, ROUTE_NAMES, type RouteName } from '../../../contracts/routes.ts';
 import { spanUserId } from '../inbound/identity/caller-user.ts';
 import { formatTraceparent, startSpanContext, type TraceContext } from '../spans/trace-context.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
@@ -76,10 +77,13 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
   // Its own header, because providers answer with an x-request-id of their own that callers quote to them.
   res.setHeader('x-proxy-request-id', request.id);
   const trace = startSpanContext(headerValue(request.headers, 'traceparent'), headerValue(request.headers, 'tracestate'));
-  const { route, rest, query } = splitUrl(request.raw.url ?? '/');
-  if (!isRouteName(route)) {
-    const known = ROUTE_NAMES.join(', ');
-    sendProxyError(res, new ProxyError('unknown_route', `unknown route ${JSON.stringify(route)}: use /proxy/<route>/... with one of ${known}`), trace);
+  const { route: name, rest, query } = splitUrl(request.raw.url ?? '/');
+  // One config snapshot for the whole call: a config push mid-call changes nothing for this call.
+  const snapshot = opts.store.current();
+  const route = routeCatalog(snapshot.config).get(name);
+  if (route === undefined) {
+    const known = routeCatalog(snapshot.config).names().join(', ');
+    sendProxyError(res, new ProxyError('unknown_route', `unknown route ${JSON.stringify(name)}: use /proxy/<route>/... with one of ${known}`), trace);
     request.raw.resume();
     return;
   }
@@ -89,7 +93,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     request.raw.resume();
     return;
   }
-  await proxyCall({ request, res, opts, route, rest, query, trace, snapshot: opts.store.current(), caller: new CallerEnd(res) });
+  await proxyCall({ request, res, opts, route, rest, query, trace, snapshot, caller: new CallerEnd(res) });
 }
 
 /** One call on a known route, and everything its steps share. */
@@ -97,7 +101,7 @@ interface ProxyCall {
   request: FastifyRequest;
   res: ServerResponse;
   opts: ProxyRoutesOptions;
-  route: RouteName;
+  route: RouteModule;
   rest: string;
   query: string;
   trace: TraceContext;
@@ -146,7 +150,7 @@ async function proxyCall(call: ProxyCall): Promise<void> {
       rest: call.rest,
       query: call.query,
       body: body.bytes,
-      upstream: call.snapshot.config.upstreams[route],
+      upstream: upstreamOf(route, call.snapshot.config),
       env: opts.env ?? process.env,
     });
     metered = startMetering(call, plan);
@@ -172,7 +176,7 @@ interface CallBody {
 async function callBody(call: ProxyCall): Promise<CallBody> {
   const { request, caller } = call;
   const { server } = call.snapshot.config;
-  const module = ROUTE_MODULES[call.route];
+  const module = call.route;
   if (!hasBody(request.raw)) return { bytes: null, stream: null, limiter: null };
   if (module.body === 'json' && !isJsonContentType(headerValue(request.headers, 'content-type'))) {
     throw new ProxyError('unsupported_media_type', notJsonMessage(headerValue(request.headers, 'content-type')));
@@ -198,12 +202,12 @@ function startMetering(call: ProxyCall, plan: UpstreamRequestPlan): MeteredCall 
   const { request, route, snapshot } = call;
   const { config } = snapshot;
   return call.opts.meter.start({
-    route,
-    provider: ROUTE_MODULES[route].provider,
+    route: route.name,
+    provider: route.provider,
     model: plan.model,
     operation: plan.operation,
     userId: spanUserId(request, config.mode, plan.bodyUserId),
-    projectId: projectOf(call) ?? config.upstreams[route]?.project ?? null,
+    projectId: projectOf(call) ?? upstreamOf(route, config)?.project ?? null,
     requestId: request.id,
     trace: call.trace,
   });
@@ -221,7 +225,7 @@ function refusedOverBudget(call: ProxyCall, metered: MeteredCall, streaming: boo
   metered.finish({ prices: call.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
   if (streaming) call.request.raw.unpipe();
   call.request.raw.resume();
-  sendBudgetRefusal(call.res, ROUTE_MODULES[call.route].errors, refusal, call.trace);
+  sendBudgetRefusal(call.res, call.route.errors, refusal, call.trace);
   return true;
 }
 
@@ -233,7 +237,7 @@ async function forward(call: ProxyCall, metered: MeteredCall, plan: UpstreamRequ
   if (trace.tracestate) headers.tracestate = trace.tracestate;
   if (plan.body !== null && plan.body !== body.bytes) headers['content-type'] = 'application/json';
   const upstream = await call.opts.client.send(snapshot.config, {
-    route,
+    route: route.name,
     method: request.method,
     path: plan.path,
     headers,
@@ -243,7 +247,7 @@ async function forward(call: ProxyCall, metered: MeteredCall, plan: UpstreamRequ
   metered.attachUpstream(upstream.timing);
   const headersOut = downstreamResponseHeaders(upstream.headers, plan.stripInjectedUsage);
   Object.assign(headersOut, spanHeaders(trace));
-  const extractor = responseExtractor(ROUTE_MODULES[route].spec.format, upstream, plan.stripInjectedUsage, request.log as unknown as Logger);
+  const extractor = responseExtractor(wireFormat(route), upstream, plan.stripInjectedUsage, request.log as unknown as Logger);
   call.caller.relaying = true;
   const sent = plan.body ?? body.bytes;
   const estimateInput = () => estimateInputTokens(sent, sent === null ? (body.limiter?.bytes ?? 0) : sent.length);
@@ -256,12 +260,12 @@ async function forward(call: ProxyCall, metered: MeteredCall, plan: UpstreamRequ
  */
 function failCall(call: ProxyCall, metered: MeteredCall | null, error: unknown): void {
   const { request, route, snapshot } = call;
-  const proxyError = call.caller.error ?? (error instanceof ProxyError ? error : toProxyError(route, error));
+  const proxyError = call.caller.error ?? (error instanceof ProxyError ? error : toProxyError(route.name, error));
   const failed =
     metered ??
     call.opts.meter.start({
-      route,
-      provider: ROUTE_MODULES[route].provider,
+      route: route.name,
+      provider: route.provider,
       model: 'unknown',
       operation: 'chat',
       userId: spanUserId(request, snapshot.config.mode, null),

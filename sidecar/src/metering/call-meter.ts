@@ -4,7 +4,6 @@
 
 import type { Logger } from 'pino';
 import type { PriceTable } from '../pricing/price-table.ts';
-import type { Provider, RouteName } from '../../../contracts/routes.ts';
 import type { Span, SpanStatus } from '../spans/span.ts';
 import type { SpanWriter } from '../spans/span-writer.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
@@ -13,8 +12,9 @@ import type { TokenUsage } from '../usage/usage.ts';
 import type { UpstreamTiming } from '../upstream/upstream-client.ts';
 
 export interface CallStart {
-  route: RouteName | 'v1';
-  provider: Provider | 'unknown';
+  /** A route's name, or `v1` for a /v1 call refused before it reached one. */
+  route: string;
+  provider: string;
   model: string;
   operation: string;
   userId: string | null;

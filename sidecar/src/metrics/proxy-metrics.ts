@@ -12,7 +12,7 @@ import { MetricsExposition } from '../../../contracts/metrics-exposition.ts';
 import type { CallObserver, CallTimings, MeteringStats } from '../metering/call-meter.ts';
 
 export type { CallTimings } from '../metering/call-meter.ts';
-import { ROUTES, type CredentialKind } from '../../../contracts/routes.ts';
+import { isRouteName, ROUTES } from '../../../contracts/routes.ts';
 import type { Span, SpanStatus } from '../spans/span.ts';
 import type { SpanWriterStats } from '../spans/span-writer.ts';
 import type { BudgetStanding } from '../budgets/budget-book.ts';
@@ -128,7 +128,7 @@ export class ProxyMetrics implements CallObserver {
   #sources: ProxyMetricSources = {};
   #models = new Map<string, Map<string, Map<string, ModelSeries>>>();
   #latency = new Map<string, Map<string, LatencySeries>>();
-  #credentialFailures = new Map<CredentialKind, CounterSeries>();
+  #credentialFailures = new Map<string, CounterSeries>();
   #perUser: PerUserMetrics = { enabled: false, maxUsers: 0 };
   #users = new Map<string, { requests: CounterSeries; cost: CounterSeries }>();
   #startupSeconds = Number.NaN;
@@ -379,7 +379,8 @@ export class ProxyMetrics implements CallObserver {
     if (firstByte >= 0) latency.firstByte.observe(firstByte);
 
     if (span.status === 'error' && span.error !== null && span.error.startsWith(CREDENTIAL_FAILURE) && route !== 'v1') {
-      const kind = ROUTES[route].credential;
+      // a configured route's own credential is labelled with its route (at most 64 of them)
+      const kind = isRouteName(route) ? ROUTES[route].credential : `route:${route}`;
       let failures = this.#credentialFailures.get(kind);
       if (failures === undefined) this.#credentialFailures.set(kind, (failures = this.families.credentialFailures.series(kind)));
       failures.value++;

@@ -5,7 +5,7 @@
 // divided once and rounded to 10⁻¹⁰ USD. Summing float products instead drifts (0.1 + 0.2 …) and, over the
 // millions of spans a budget adds up, shows in totals. See docs/decisions/0203-cost-arithmetic.md.
 
-import type { Provider } from '../../../contracts/routes.ts';
+import type { WireFormat } from '../../../contracts/routes.ts';
 import type { TokenUsage } from '../usage/usage.ts';
 import type { CacheSettings, PriceEntry } from '../../../contracts/price-entry.ts';
 
@@ -79,16 +79,24 @@ function anthropicPico(usage: TokenUsage, rates: Rates): bigint {
   return uncached * rates.input + (write - write1h) * rates.cacheWrite5m + write1h * rates.cacheWrite1h + read * rates.cachedRead + tokens(usage.outputTokens) * rates.output;
 }
 
-/** Cost in pico-dollars of one call priced by `entry`. */
-export function costPico(provider: Provider, entry: PriceEntry, usage: TokenUsage, cache: CacheSettings): bigint {
-  if (provider === 'local') return 0n;
+/** The formula of a built-in provider; a configured route's provider is costed by its wire format's. */
+const BUILT_IN_FORMULA: Readonly<Record<string, WireFormat | 'free'>> = { google: 'gemini', openai: 'openai', anthropic: 'anthropic', local: 'free' };
+
+/**
+ * Cost in pico-dollars of one call priced by `entry`. `wire` is the usage format of a configured route's
+ * provider (its cached and cache-write tokens are counted as that format counts them); default openai.
+ */
+export function costPico(provider: string, entry: PriceEntry, usage: TokenUsage, cache: CacheSettings, wire?: WireFormat): bigint {
+  const formula = BUILT_IN_FORMULA[provider] ?? wire ?? 'openai';
+  if (formula === 'free') return 0n;
   const rates = ratesFor(entry, usage.inputTokens, cache);
-  switch (provider) {
-    case 'google':
+  switch (formula) {
+    case 'gemini':
       return geminiPico(usage, rates);
     case 'openai':
       return openAiPico(usage, rates);
     case 'anthropic':
+    case 'bedrock':
       return anthropicPico(usage, rates);
   }
 }
@@ -98,6 +106,6 @@ export function picoToUsd(pico: bigint): number {
   return Number((pico + 50n) / 100n) / 1e10;
 }
 
-export function costUsd(provider: Provider, entry: PriceEntry, usage: TokenUsage, cache: CacheSettings): number {
-  return picoToUsd(costPico(provider, entry, usage, cache));
+export function costUsd(provider: string, entry: PriceEntry, usage: TokenUsage, cache: CacheSettings, wire?: WireFormat): number {
+  return picoToUsd(costPico(provider, entry, usage, cache, wire));
 }

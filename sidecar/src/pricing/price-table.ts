@@ -2,7 +2,7 @@
 // a model has on any route. Rebuilt (not mutated) when the runtime config changes, so a lookup never sees a
 // half-applied update.
 
-import type { Provider } from '../../../contracts/routes.ts';
+import type { Provider, WireFormat } from '../../../contracts/routes.ts';
 import type { TokenUsage } from '../usage/usage.ts';
 import { costUsd } from './cost.ts';
 import { DEFAULT_CACHE_SETTINGS } from './default-cache.ts';
@@ -16,7 +16,7 @@ function ids(entry: PriceEntry): string[] {
   return [entry.model, ...(entry.aliases ?? [])];
 }
 
-function keysOf(provider: Provider, id: string): string[] {
+function keysOf(provider: string, id: string): string[] {
   const exact = `${provider}\u0000${id.trim().toLowerCase()}`;
   const normalised = `${provider}\u0000${normaliseModelId(id)}`;
   return exact === normalised ? [exact] : [exact, normalised];
@@ -84,14 +84,20 @@ export function mergePriceEntries(defaults: readonly PriceEntry[], overrides: re
   return merged;
 }
 
+/** A configured route's provider: cached reads at the input price unless its entries name a cached price. */
+const NO_CACHE_DISCOUNT: CacheSettings = { ttl_seconds: 0, cached_multiplier: 1 };
+
 export class PriceTable {
   readonly #entries: readonly PriceEntry[];
   readonly #index = new Map<string, PriceEntry>();
   readonly #cache: Record<Provider, CacheSettings>;
+  readonly #wire: ReadonlyMap<string, WireFormat>;
 
-  constructor(entries: readonly PriceEntry[], cache: Record<Provider, CacheSettings>) {
+  /** `wire`: the usage format of each configured route's provider, which picks its cost formula. */
+  constructor(entries: readonly PriceEntry[], cache: Record<Provider, CacheSettings>, wire: ReadonlyMap<string, WireFormat> = new Map()) {
     this.#entries = entries.map(copyEntry);
     this.#cache = cache;
+    this.#wire = wire;
     // Exact ids first, so an alias listed verbatim wins over another entry's normalised id.
     for (const entry of this.#entries) {
       for (const id of ids(entry)) this.#index.set(`${entry.provider}\u0000${id.trim().toLowerCase()}`, entry);
@@ -105,7 +111,7 @@ export class PriceTable {
   }
 
   /** The entry pricing `model` on `provider`'s routes; undefined when unknown or disabled. */
-  resolve(provider: Provider, model: string): PriceEntry | undefined {
+  resolve(provider: string, model: string): PriceEntry | undefined {
     if (typeof model !== 'string' || model.trim() === '') return undefined;
     const entry = this.#index.get(`${provider}\u0000${model.trim().toLowerCase()}`) ?? this.#index.get(`${provider}\u0000${normaliseModelId(model)}`);
     return entry === undefined || entry.disabled === true ? undefined : entry;
@@ -113,12 +119,12 @@ export class PriceTable {
 
   /** Cost of one call. Provider `local` is free and counts as priced; an unknown model costs 0, unpriced. */
   /** `model` is the entry's canonical id when one priced the call (the metrics' bounded model label). */
-  cost(provider: Provider, model: string, usage: TokenUsage): { costUsd: number; priced: boolean; model?: string } {
+  cost(provider: string, model: string, usage: TokenUsage): { costUsd: number; priced: boolean; model?: string } {
     if (provider === 'local') return { costUsd: 0, priced: true };
     const entry = this.resolve(provider, model);
     if (entry === undefined) return { costUsd: 0, priced: false };
-    const cache = this.#cache[provider] ?? DEFAULT_CACHE_SETTINGS[provider];
-    return { costUsd: costUsd(provider, entry, usage, cache), priced: true, model: entry.model };
+    const cache = this.#cache[provider as Provider] ?? DEFAULT_CACHE_SETTINGS[provider as Provider] ?? NO_CACHE_DISCOUNT;
+    return { costUsd: costUsd(provider, entry, usage, cache, this.#wire.get(provider)), priced: true, model: entry.model };
   }
 
   /** Enabled entries, for GET /v1/models. */

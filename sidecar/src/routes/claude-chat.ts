@@ -2,12 +2,11 @@
 // Anthropic Messages API; each route then wraps it in its own envelope (model in the body or the path, its
 // anthropic_version, how streaming is asked for).
 
-import type { RouteName } from '../../../contracts/routes.ts';
 import type { ChatResponseTranslation } from '../translate/chat-responses.ts';
 import { toAnthropicRequest, type AnthropicRequest } from '../translate/openai-anthropic.ts';
 import type { V1Call, V1RoutePlan } from './route-module.ts';
 
-export function chatToMessages(call: V1Call, route: RouteName, imageUrls: boolean): AnthropicRequest {
+export function chatToMessages(call: V1Call, route: string, imageUrls: boolean): AnthropicRequest {
   return toAnthropicRequest(call.request, { imageUrls, route, extensions: call.extensions });
 }
 

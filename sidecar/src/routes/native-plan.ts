@@ -3,7 +3,7 @@
 
 import type { RouteName } from '../../../contracts/routes.ts';
 import { ProxyError } from '../errors.ts';
-import type { NativeCall, UpstreamRequestPlan } from './route-module.ts';
+import type { NativeCall, RouteModule, UpstreamRequestPlan } from './route-module.ts';
 import { ROUTE_MODULES } from './route-modules.ts';
 
 export type { UpstreamRequestPlan } from './route-module.ts';
@@ -46,9 +46,10 @@ function hasEncodedDotSegment(rest: string): boolean {
   return false;
 }
 
-/** Plans the upstream request for a call. `call.body` is given only for routes that read it. */
-export function planUpstreamRequest(route: RouteName, call: Omit<NativeCall, 'env'> & { env?: NodeJS.ProcessEnv }): UpstreamRequestPlan {
+/** Plans the upstream request for a call on a route (a built-in one by name). `call.body` is given only for routes that read it. */
+export function planUpstreamRequest(route: RouteName | RouteModule, call: Omit<NativeCall, 'env'> & { env?: NodeJS.ProcessEnv }): UpstreamRequestPlan {
   checkPathSegments(call.rest);
   checkNoFragment(call.rest, call.query);
-  return ROUTE_MODULES[route].planNative({ ...call, env: call.env ?? process.env });
+  const module = typeof route === 'string' ? ROUTE_MODULES[route] : route;
+  return module.planNative({ ...call, env: call.env ?? process.env });
 }

@@ -4,7 +4,8 @@
 // (contracts/routes.ts). The engine (http/proxy.ts, http/gateway.ts) iterates ROUTE_MODULES and never
 // branches on a route name.
 
-import { ROUTES, type Provider, type RouteName, type RouteSpec } from '../../../contracts/routes.ts';
+import type { RouteFormat, RouteSpec } from '../../../contracts/routes.ts';
+import type { CredentialDefinition } from '../../../contracts/credential-kinds.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
 import type { RuntimeConfig, UpstreamConfig } from '../../../contracts/runtime-config.ts';
 import type { ChatExtensions } from '../translate/chat-extensions.ts';
@@ -83,7 +84,7 @@ export interface V1RoutePlan {
    * A native surface whose upstream frames its stream differently from the API's own (Claude on Bedrock: the
    * Messages events inside AWS's event stream): the stream as the caller's API frames it.
    */
-  reframe?: (route: RouteName) => ChatStreamTranslator;
+  reframe?: (route: string) => ChatStreamTranslator;
 }
 
 /** What a native surface is asked for: a Messages call, or its token count. */
@@ -112,10 +113,24 @@ export function nativePlan(model: string, path: string, body: Record<string, unk
   return { model, path, body: Buffer.from(JSON.stringify(body)), headers, response: null, includeUsage: false, jsonMode: false, stripInjectedUsage: false };
 }
 
+/** A route's table facts: a built-in entry of contracts/routes.ts, or one made from a configured route. */
+export type RouteFacts = Omit<RouteSpec, 'credential'>;
+
 export interface RouteModule {
-  readonly name: RouteName;
-  readonly spec: RouteSpec;
-  readonly provider: Provider;
+  readonly name: string;
+  readonly spec: RouteFacts;
+  readonly provider: string;
+  /** Its credential: a built-in one's id, or `route:<name>` for a configured route's own. */
+  readonly credentialId: string;
+  readonly credential: CredentialDefinition;
+  /** Added in the config (not a built-in entry). */
+  readonly configured: boolean;
+  /** Model ids /v1 sends here by their bare id (a configured route's `models`). */
+  readonly models: readonly string[];
+  /** Headers sent upstream when the caller sent none. */
+  readonly headers: readonly (readonly [string, string])[];
+  /** The upstream settings of a configured route (a built-in one's are upstreams.<route>). */
+  readonly upstream?: UpstreamConfig;
   readonly body: BodyHandling;
   /** The error shape its callers' SDKs understand (refusals the engine makes on this route's behalf). */
   readonly errors: ErrorShape;
@@ -126,7 +141,18 @@ export interface RouteModule {
   baseUrlFromConfig?(config: RuntimeConfig): string;
 }
 
-/** A route module, its table facts (spec, provider) filled in from the route table. */
-export function defineRoute(name: RouteName, parts: Omit<RouteModule, 'name' | 'spec' | 'provider'>): RouteModule {
-  return { name, spec: ROUTES[name], provider: ROUTES[name].provider, ...parts };
+/** What a format does, for one route: its body handling, planning, /v1 surface and error shape. */
+export type RouteBehaviour = Pick<RouteModule, 'body' | 'errors' | 'planNative' | 'v1' | 'baseUrlFromConfig'>;
+
+/**
+ * A format's module: the behaviour of any route of that format, given the route's name (which messages and
+ * settings name). Built once per route when the route table or the config is loaded, never per call.
+ */
+export interface FormatModule {
+  readonly format: RouteFormat;
+  behaviour(route: string): RouteBehaviour;
+}
+
+export function defineFormat(format: RouteFormat, behaviour: (route: string) => RouteBehaviour): FormatModule {
+  return { format, behaviour };
 }

@@ -4,19 +4,20 @@
 // the same routes (sidecar/src/gateway-apis/).
 
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
-import { defaultV1Route, type Provider, type RouteName } from '../../../contracts/routes.ts';
+import { defaultV1Route, type Provider } from '../../../contracts/routes.ts';
 import { GATEWAY_ROUTE_SETTINGS, type GatewayConfig, type RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { GatewayError } from '../translate/openai-error.ts';
 import { planOpenAiPassThrough } from './openai-chat-route.ts';
 import type { ChatExtensions } from '../translate/chat-extensions.ts';
 import type { ChatResponseTranslation } from '../translate/chat-responses.ts';
-import type { V1PassThroughOperation, V1RoutePlan, V1Surface } from './route-module.ts';
-import { ROUTE_MODULES } from './route-modules.ts';
+import type { RouteModule, V1PassThroughOperation, V1RoutePlan, V1Surface } from './route-module.ts';
+import { routeCatalog } from './route-catalog.ts';
+import { upstreamOf } from './upstream-base-url.ts';
 
 export interface GatewayPlan extends V1RoutePlan {
-  route: RouteName;
-  provider: Provider;
+  route: string;
+  provider: string;
   stream: boolean;
   /**
    * How the answer is read: passed through (the upstream speaks the caller's API), translated from the
@@ -27,22 +28,26 @@ export interface GatewayPlan extends V1RoutePlan {
   extensions?: ChatExtensions | undefined;
 }
 
-/** Which provider's entry answers first when several have the same id. */
+/** Which provider's entry answers first when several have the same id; configured routes' providers come after. */
 const PROVIDER_ORDER: readonly Provider[] = ['openai', 'anthropic', 'google', 'local'];
 
-/** The enabled price entry for a requested model id, on whichever provider has it. */
-export function findModel(prices: PriceTable, model: string): { entry: PriceEntry; provider: Provider } | undefined {
+/** The enabled price entry for a requested model id, on whichever provider has it (built-in ones first, then `others`). */
+export function findModel(prices: PriceTable, model: string, others: Iterable<string> = []): { entry: PriceEntry; provider: string } | undefined {
   for (const provider of PROVIDER_ORDER) {
+    const entry = prices.resolve(provider, model);
+    if (entry) return { entry, provider };
+  }
+  for (const provider of others) {
     const entry = prices.resolve(provider, model);
     if (entry) return { entry, provider };
   }
   return undefined;
 }
 
-/** The route serving a provider's models on /v1: the gateway setting's choice, else the table's default. */
-export function routeFor(provider: Provider, gateway: GatewayConfig): RouteName | undefined {
-  const setting = (GATEWAY_ROUTE_SETTINGS as Partial<Record<Provider, keyof GatewayConfig>>)[provider];
-  return setting ? gateway[setting] : defaultV1Route(provider);
+/** The route serving a built-in provider's models on /v1: the gateway setting's choice, else the table's default. */
+export function routeFor(provider: string, gateway: GatewayConfig): string | undefined {
+  const setting = (GATEWAY_ROUTE_SETTINGS as Partial<Record<string, keyof GatewayConfig>>)[provider];
+  return setting ? gateway[setting] : defaultV1Route(provider as Provider);
 }
 
 /** What a /v1 call asks for: a chat completion, or an operation passed through to routes that serve it. */
@@ -51,21 +56,25 @@ export type GatewayOperation = 'chat' | V1PassThroughOperation;
 /** A model the caller asked for, and the price entry and provider it resolved to. */
 export interface GatewayTarget {
   entry: PriceEntry;
-  provider: Provider;
+  provider: string;
   requested: string;
+  /** A configured route the model was found on (its model list or `<route>/<model>`); else the provider's route. */
+  route?: string;
 }
 
-/** The route serving a target's provider on /v1, and that route's /v1 surface. Throws GatewayError when there is none. */
-export function v1Surface(target: GatewayTarget, config: RuntimeConfig): { route: RouteName; surface: V1Surface } {
-  const route = routeFor(target.provider, config.gateway);
-  const surface = route === undefined ? undefined : ROUTE_MODULES[route].v1;
-  if (route === undefined || surface === undefined) {
+/** The route serving a target on /v1, and that route's /v1 surface. Throws GatewayError when there is none. */
+export function v1Surface(target: GatewayTarget, config: RuntimeConfig): { route: string; module: RouteModule; surface: V1Surface } {
+  const catalog = routeCatalog(config);
+  const name = target.route ?? routeFor(target.provider, config.gateway) ?? catalog.configuredForProvider(target.provider)?.name;
+  const module = name === undefined ? undefined : catalog.get(name);
+  const surface = module?.v1;
+  if (module === undefined || surface === undefined) {
     throw new GatewayError(400, `model ${target.requested} is served by provider ${target.provider}, which the /v1 gateway does not route`, {
       param: 'model',
       code: 'model_not_available',
     });
   }
-  return { route, surface };
+  return { route: module.name, module, surface };
 }
 
 /** Plans one call. Throws GatewayError (the request) or ProxyError (the configuration). */
@@ -76,8 +85,8 @@ export function planGatewayCall(
   env: NodeJS.ProcessEnv,
   operation: GatewayOperation = 'chat',
 ): GatewayPlan {
-  const { route, surface } = v1Surface(target, config);
-  const call = { request, requested: target.requested, entry: target.entry, upstream: config.upstreams[route], env };
+  const { route, module, surface } = v1Surface(target, config);
+  const call = { request, requested: target.requested, entry: target.entry, upstream: upstreamOf(module, config), env };
   let plan: V1RoutePlan;
   if (operation === 'chat') {
     plan = surface.plan(call);
@@ -86,7 +95,7 @@ export function planGatewayCall(
     if (path === undefined) {
       throw new GatewayError(
         400,
-        `model ${target.requested} (provider ${target.provider}) is not served on /v1/${operation}: the gateway passes it through for the local runtime's models only`,
+        `model ${target.requested} (provider ${target.provider}) is not served on /v1/${operation}: the gateway passes it through for the local runtime's and OpenAI-compatible routes' models only`,
         {
           param: 'model',
           code: 'model_not_available',

@@ -12,7 +12,7 @@ import { OTLPTraceExporter as HttpProtobufTraceExporter } from '@opentelemetry/e
 import { defaultResource, detectResources, envDetector, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
-import { ROUTES } from '../../../contracts/routes.ts';
+import { isRouteName, ROUTES } from '../../../contracts/routes.ts';
 import type { Span } from './span.ts';
 import type { OtlpSettings, OtlpStats } from './otlp-settings.ts';
 
@@ -22,7 +22,9 @@ import type { OtlpSettings, OtlpStats } from './otlp-settings.ts';
  */
 function genAiProviderName(span: Span): string {
   if (span.provider === 'local') return 'local';
-  return span.route === 'v1' ? 'tollgate' : ROUTES[span.route].genAiProvider;
+  if (span.route === 'v1') return 'tollgate';
+  // a configured route's service is its provider
+  return isRouteName(span.route) ? ROUTES[span.route].genAiProvider : span.provider;
 }
 
 function hrTime(epochMs: number): HrTime {
@@ -99,11 +101,12 @@ class ExportedSpan implements ReadableSpan {
       'tollgate.status': span.status,
       'tollgate.cost_usd': span.costUsd,
       'tollgate.priced': span.priced,
-      'tollgate.usage.estimated': span.usageEstimated,
       'tollgate.request_id': span.requestId,
       'tollgate.usage.reasoning_tokens': span.reasoningTokens,
     };
     if (span.responseModel !== null) attributes['gen_ai.response.model'] = span.responseModel;
+    // Only when set: an estimate is rare, and every span's attributes cross the network.
+    if (span.usageEstimated) attributes['tollgate.usage.estimated'] = true;
     if (span.statusCode !== null) attributes['http.response.status_code'] = span.statusCode;
     if (span.status !== 'ok') attributes['error.type'] = errorType(span);
     if (span.userId !== null) attributes['enduser.id'] = span.userId;

@@ -6,7 +6,6 @@
 // every reader fills a missing or null value with the column's `missing` value, so rows written by an older
 // version read back whole.
 
-import type { Provider, RouteName } from '../../../contracts/routes.ts';
 import type { Span, SpanStatus } from './span.ts';
 
 export type ColumnType = 'string' | 'int' | 'float' | 'bool' | 'timestamp';
@@ -157,8 +156,8 @@ export function recordToSpan(row: Readonly<Record<string, unknown>>): Span {
     operation: text('gen_ai_operation_name'),
     model: text('gen_ai_request_model'),
     responseModel: nullableText('gen_ai_response_model'),
-    provider: text('gen_ai_provider_name') as Provider,
-    route: text('route') as RouteName | 'v1',
+    provider: text('gen_ai_provider_name'),
+    route: text('route'),
     userId: nullableText('user_id'),
     projectId: nullableText('project_id'),
     requestId: text('request_id'),

@@ -103,11 +103,14 @@ export class SpanWriter {
         throw new RangeError(`span writer ${key} must be a positive integer, got ${opts[key]}`);
       }
     }
+    // The config validator refuses this (storage.batchSize must not exceed bufferSize, as the CRD's rule says):
+    // a writer is never built with a batch its buffer could not fill.
+    if (opts.batchSize > opts.bufferSize) throw new RangeError(`span writer batchSize ${opts.batchSize} must not exceed bufferSize ${opts.bufferSize}`);
     this.#store = store;
     this.#logger = logger;
     this.#now = now;
     this.#capacity = opts.bufferSize;
-    this.#batchSize = Math.min(opts.batchSize, opts.bufferSize);
+    this.#batchSize = opts.batchSize;
     this.#ring = new Array<Span | undefined>(this.#capacity);
     this.#retryPolicy = opts.retry ?? RETRY_ONCE;
     this.#closeTimeoutMs = opts.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS;

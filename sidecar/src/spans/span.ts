@@ -1,5 +1,3 @@
-import type { Provider, RouteName } from '../../../contracts/routes.ts';
-
 /**
  * How a proxied call ended:
  * - `ok`: the upstream answered 2xx/3xx and the response reached the caller whole.
@@ -21,8 +19,9 @@ export interface Span {
   model: string;
   responseModel: string | null;
   /** `unknown` only for a /v1 call refused before its model named a provider (bad JSON, unknown model). */
-  provider: Provider | 'unknown';
-  route: RouteName | 'v1';
+  provider: string;
+  /** A route's name, or `v1` for a /v1 call refused before it reached one. */
+  route: string;
   userId: string | null;
   projectId: string | null;
   requestId: string;

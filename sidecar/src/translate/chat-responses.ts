@@ -2,7 +2,6 @@
 // which a route module names for its /v1 calls. A streamed answer is handed to an encoder that writes the
 // caller's events (OpenAI chat SSE by default; the Responses or Messages events for their callers).
 
-import type { RouteName } from '../../../contracts/routes.ts';
 import { bedrockHeaderUsage, type ResponseHeaders } from '../usage/bedrock.ts';
 import { anthropicSseChatStream, bedrockChatStream, geminiSseChatStream, openAiSseChatStream, type ChatStreamTranslator, type ChunkEncoder } from './chat-stream.ts';
 import { AnthropicChunkTranslator, fromAnthropicMessage } from './openai-anthropic.ts';
@@ -28,7 +27,7 @@ export interface ResponseShaping {
 export interface ChatResponseTranslation {
   readonly name: 'anthropic' | 'gemini' | 'openai';
   fromJson(document: Record<string, unknown>, shaping: ResponseShaping): ChatCompletion;
-  stream(route: RouteName, identity: ChunkIdentity, shaping: ResponseShaping, encoder?: ChunkEncoder): ChatStreamTranslator;
+  stream(route: string, identity: ChunkIdentity, shaping: ResponseShaping, encoder?: ChunkEncoder): ChatStreamTranslator;
 }
 
 /** Gemini's generateContent JSON and its SSE (?alt=sse). */

@@ -9,13 +9,20 @@ import { CredentialError } from '../auth/credential-provider.ts';
 import type { BreakerConfig, RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import { ProxyError } from '../errors.ts';
 import { routeBaseUrl } from '../routes/upstream-base-url.ts';
-import { ROUTE_NAMES, ROUTES, type CredentialKind, type RouteName } from '../../../contracts/routes.ts';
+import { ROUTE_NAMES } from '../../../contracts/routes.ts';
+import type { BuiltInCredentialId } from '../../../contracts/credential-kinds.ts';
+import { createCredentialProvider } from '../auth/credential-provider.ts';
+import { hasHeader } from '../auth/header-record.ts';
+import type { RouteModule } from '../routes/route-module.ts';
+import { routeCatalog, type RouteCatalog } from '../routes/route-catalog.ts';
+import { upstreamOf } from '../routes/upstream-base-url.ts';
 import { CircuitBreaker } from './breaker.ts';
 import { credentialSecrets, scrubBody, scrubHeaders } from './credential-echo.ts';
 import { Agent, request, undiciErrors } from './undici-agent.ts';
 
 export interface UpstreamSend {
-  route: RouteName;
+  /** A route of the config's route catalog (built-in or configured). */
+  route: string;
   method: string;
   /** Path and query relative to the route's base URL. */
   path: string;
@@ -52,14 +59,29 @@ interface ResolvedBase {
 
 export class UpstreamClient {
   readonly #agent: Agent;
-  readonly #credentials: Record<CredentialKind, CredentialProvider>;
-  readonly #breakers: Record<RouteName, CircuitBreaker>;
-  readonly #bases = new WeakMap<RuntimeConfig, Map<RouteName, ResolvedBase>>();
+  readonly #credentials: Record<BuiltInCredentialId, CredentialProvider>;
+  /** Configured routes' own credentials by route name, with the definition they were built from. */
+  readonly #routeCredentials = new Map<string, { key: string; provider: CredentialProvider }>();
+  /** The same, per bound route (rebuilt with each config): one WeakMap lookup per call. */
+  readonly #routeCredentialOf = new WeakMap<RouteModule, CredentialProvider>();
+  readonly #breakers = new Map<string, CircuitBreaker>();
+  readonly #bases = new WeakMap<RuntimeConfig, Map<string, ResolvedBase>>();
+  readonly #logger: Logger;
+  readonly #env: NodeJS.ProcessEnv;
   #breakerConfig: BreakerConfig;
 
-  constructor(opts: { credentials: Record<CredentialKind, CredentialProvider>; breaker: BreakerConfig; logger: Logger; agent?: Agent }) {
+  constructor(opts: {
+    credentials: Record<BuiltInCredentialId, CredentialProvider>;
+    breaker: BreakerConfig;
+    logger: Logger;
+    agent?: Agent;
+    /** Where configured routes' api-key variables are read; process.env when absent. */
+    env?: NodeJS.ProcessEnv;
+  }) {
     this.#credentials = opts.credentials;
     this.#breakerConfig = opts.breaker;
+    this.#logger = opts.logger;
+    this.#env = opts.env ?? process.env;
     this.#agent =
       opts.agent ??
       new Agent({
@@ -67,14 +89,59 @@ export class UpstreamClient {
         keepAliveTimeout: 30_000,
         connect: { timeout: 10_000 },
       });
-    const breakers = {} as Record<RouteName, CircuitBreaker>;
-    for (const route of ROUTE_NAMES) breakers[route] = new CircuitBreaker(route, opts.breaker, opts.logger);
-    this.#breakers = breakers;
+    for (const route of ROUTE_NAMES) this.#breakers.set(route, new CircuitBreaker(route, opts.breaker, opts.logger));
+  }
+
+  /**
+   * Follows the config's configured routes: a breaker for each, and the providers of routes that were removed
+   * or whose credential changed are closed.
+   */
+  syncRoutes(catalog: RouteCatalog): void {
+    const configured = new Map(catalog.configured().map((route) => [route.name, route]));
+    for (const [name, held] of this.#routeCredentials) {
+      const route = configured.get(name);
+      if (route === undefined || JSON.stringify(route.credential) !== held.key) {
+        held.provider.close();
+        this.#routeCredentials.delete(name);
+      }
+    }
+    for (const name of this.#breakers.keys()) if (!catalog.get(name)) this.#breakers.delete(name);
+    for (const name of configured.keys()) this.#breaker(name);
+  }
+
+  #breaker(route: string): CircuitBreaker {
+    let breaker = this.#breakers.get(route);
+    if (breaker === undefined) this.#breakers.set(route, (breaker = new CircuitBreaker(route, this.#breakerConfig, this.#logger)));
+    return breaker;
+  }
+
+  #credentialOf(route: RouteModule): CredentialProvider {
+    if (!route.configured) return this.#credentials[route.credentialId as BuiltInCredentialId];
+    const bound = this.#routeCredentialOf.get(route);
+    if (bound !== undefined) return bound;
+    const key = JSON.stringify(route.credential);
+    let held = this.#routeCredentials.get(route.name);
+    if (held?.key !== key) {
+      held?.provider.close();
+      const provider = createCredentialProvider(route.credential, {
+        id: route.credentialId,
+        label: `API key of route ${route.name}`,
+        fileSetting: `the file of route ${route.name}'s credential`,
+        upstream: () => route.upstream,
+        regionSetting: `the region of route ${route.name}`,
+        logger: this.#logger.child({ component: 'credentials', route: route.name }),
+        env: this.#env,
+      });
+      held = { key, provider };
+      this.#routeCredentials.set(route.name, held);
+    }
+    this.#routeCredentialOf.set(route, held.provider);
+    return held.provider;
   }
 
   /** Swaps credential providers (new key files pushed by the operator); the replaced ones are closed. */
-  replaceCredentials(next: Partial<Record<CredentialKind, CredentialProvider>>): void {
-    for (const [kind, provider] of Object.entries(next) as [CredentialKind, CredentialProvider][]) {
+  replaceCredentials(next: Partial<Record<BuiltInCredentialId, CredentialProvider>>): void {
+    for (const [kind, provider] of Object.entries(next) as [BuiltInCredentialId, CredentialProvider][]) {
       const previous = this.#credentials[kind];
       this.#credentials[kind] = provider;
       if (previous !== provider) previous.close();
@@ -85,18 +152,18 @@ export class UpstreamClient {
   updateBreakerConfig(config: BreakerConfig): void {
     if (JSON.stringify(config) === JSON.stringify(this.#breakerConfig)) return;
     this.#breakerConfig = config;
-    for (const breaker of Object.values(this.#breakers)) breaker.updateConfig(config);
+    for (const breaker of this.#breakers.values()) breaker.updateConfig(config);
   }
 
-  breakerStates(): Record<RouteName, string> {
-    const out = {} as Record<RouteName, string>;
-    for (const route of ROUTE_NAMES) out[route] = this.#breakers[route].state();
+  breakerStates(): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [route, breaker] of this.#breakers) out[route] = breaker.state();
     return out;
   }
 
   credentialProblems(): string[] {
     const problems: string[] = [];
-    for (const provider of Object.values(this.#credentials)) {
+    for (const provider of [...Object.values(this.#credentials), ...[...this.#routeCredentials.values()].map((held) => held.provider)]) {
       const problem = provider.problem();
       if (problem) problems.push(problem);
     }
@@ -104,7 +171,9 @@ export class UpstreamClient {
   }
 
   async send(config: RuntimeConfig, req: UpstreamSend): Promise<UpstreamResponse> {
-    const breaker = this.#breakers[req.route];
+    const route = routeCatalog(config).get(req.route);
+    if (route === undefined) throw new ProxyError('unknown_route', `unknown route ${JSON.stringify(req.route)}`);
+    const breaker = this.#breakers.get(route.name) ?? this.#breaker(route.name);
     if (!breaker.tryAcquire()) {
       throw new ProxyError('circuit_open', `circuit breaker for upstream ${req.route} is open after repeated failures; retry later`);
     }
@@ -120,9 +189,11 @@ export class UpstreamClient {
     };
     try {
       // Inside the try: whatever throws after tryAcquire must still settle, or a half-open probe stays taken.
-      const base = this.#base(config, req.route);
+      const base = this.#base(config, route);
       const path = base.prefix + req.path;
-      const credential = this.#credentials[ROUTES[req.route].credential];
+      const credential = this.#credentialOf(route);
+      const { headers } = route;
+      for (let i = 0; i < headers.length; i++) if (!hasHeader(req.headers, headers[i]![0])) req.headers[headers[i]![0]] = headers[i]![1];
       // SigV4 signs the path in the encoding AWS expects and may rewrite it: send exactly what was signed.
       const outgoing = {
         method: req.method,
@@ -138,7 +209,7 @@ export class UpstreamClient {
         if (error instanceof CredentialError) throw new ProxyError('credential_unavailable', error.message, { cause: error });
         throw error;
       }
-      const timeout = config.upstreams[req.route]?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+      const timeout = upstreamOf(route, config)?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
       timing.startedAt = performance.now();
       const response = await request(this.#agent, {
         origin: base.origin,
@@ -182,20 +253,21 @@ export class UpstreamClient {
 
   async close(): Promise<void> {
     for (const provider of Object.values(this.#credentials)) provider.close();
+    for (const held of this.#routeCredentials.values()) held.provider.close();
     await this.#agent.close();
   }
 
-  #base(config: RuntimeConfig, route: RouteName): ResolvedBase {
+  #base(config: RuntimeConfig, route: RouteModule): ResolvedBase {
     let perConfig = this.#bases.get(config);
     if (!perConfig) {
       perConfig = new Map();
       this.#bases.set(config, perConfig);
     }
-    let base = perConfig.get(route);
+    let base = perConfig.get(route.name);
     if (!base) {
       const url = new URL(routeBaseUrl(route, config));
       base = { origin: url.origin, prefix: url.pathname === '/' ? '' : url.pathname.replace(/\/+$/, '') };
-      perConfig.set(route, base);
+      perConfig.set(route.name, base);
     }
     return base;
   }

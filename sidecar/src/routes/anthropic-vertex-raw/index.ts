@@ -1,0 +1,13 @@
+// Format anthropic-vertex-raw (route gamma-cloud): Claude on Vertex AI on its native rawPredict / streamRawPredict paths, as the Anthropic
+// Vertex SDKs send them. The body passes through unread; /v1 uses format anthropic-vertex for Claude on Vertex AI.
+
+import { ANTHROPIC_ERRORS } from '../error-shape.ts';
+import { forwardedAsIs } from '../native-request.ts';
+import { defineFormat } from '../route-module.ts';
+import { vertexPathModel } from '../vertex-ai.ts';
+
+export const anthropicVertexRaw = defineFormat('anthropic-vertex-raw', () => ({
+  body: 'stream',
+  errors: ANTHROPIC_ERRORS,
+  planNative: ({ rest, query }) => forwardedAsIs(rest + query, null, vertexPathModel(rest), 'chat'),
+}));

@@ -1,0 +1,39 @@
+// Format anthropic (route gamma-direct): the Anthropic API. Every path is forwarded; the body is read for the model and user.
+// On /v1, chat and Responses calls are translated to the Messages API; Messages calls pass through.
+
+import { ANTHROPIC_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
+import { chatToMessages, claudePlan } from '../claude-chat.ts';
+import { claudeModelId, isAnthropicApiClaudeId, type ClaudeIdForm } from '../claude-model-ids.ts';
+import { ANTHROPIC_ERRORS } from '../error-shape.ts';
+import { bodyModel, forwardedAsIs, parseRouteJson } from '../native-request.ts';
+import { anthropicRequestUser } from '../request-user.ts';
+import { defineFormat, nativePlan } from '../route-module.ts';
+
+/** Anthropic API ids: claude-sonnet-4-20250514; the bare family id of the price table is not one. */
+const ID_FORM: ClaudeIdForm = { fits: isAnthropicApiClaudeId, canonicalIsApiId: false, described: 'an Anthropic API id' };
+
+export const anthropic = defineFormat('anthropic', (route) => {
+  const modelId = (requested: string, entry: Parameters<typeof claudeModelId>[3]): string => claudeModelId(route, ID_FORM, requested, entry);
+  return {
+    body: 'json',
+    errors: ANTHROPIC_ERRORS,
+    planNative({ rest, query, body }) {
+      if (!body || body.length === 0) return forwardedAsIs(rest + query, body, 'unknown', 'chat');
+      const json = parseRouteJson(body, route);
+      return forwardedAsIs(rest + query, body, bodyModel(json, route, false), 'chat', anthropicRequestUser(json));
+    },
+    v1: {
+      modelId,
+      plan(call) {
+        const model = modelId(call.requested, call.entry);
+        const translated = chatToMessages(call, route, true);
+        translated.body.model = model;
+        return claudePlan(translated, { model, path: '/v1/messages' }, ANTHROPIC_CHAT_RESPONSE);
+      },
+      messages(call, operation) {
+        const model = modelId(call.requested, call.entry);
+        return nativePlan(model, operation === 'count_tokens' ? '/v1/messages/count_tokens' : '/v1/messages', { ...call.request, model });
+      },
+    },
+  };
+});

@@ -1,0 +1,68 @@
+// Format bedrock (route gamma-cloudb): Claude on AWS Bedrock (InvokeModel), SigV4-signed. The body is read whole only to be
+// signed; the model is in the path, which is sent percent-encoded the way AWS SDKs send it.
+
+import type { PriceEntry } from '../../../../contracts/price-entry.ts';
+import { encodeAwsPath } from '../../auth/aws-sigv4.ts';
+import { BEDROCK_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
+import { chatToMessages, claudePlan } from '../claude-chat.ts';
+import { claudeModelId, isBedrockClaudeId, type ClaudeIdForm } from '../claude-model-ids.ts';
+import { ANTHROPIC_ERRORS } from '../error-shape.ts';
+import { forwardedAsIs } from '../native-request.ts';
+import { BedrockMessagesStream } from '../../translate/bedrock-messages.ts';
+import { GatewayError } from '../../translate/openai-error.ts';
+import { defineFormat, nativePlan } from '../route-module.ts';
+
+export const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
+
+const BEDROCK_MODEL = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream|converse|converse-stream)$/;
+/** Bedrock ids: anthropic.claude-…-v1:0, a region prefix (us.anthropic.…) or an inference profile ARN. */
+const ID_FORM: ClaudeIdForm = { fits: isBedrockClaudeId, canonicalIsApiId: true, described: "a Bedrock id ('anthropic.…' or a region prefix)" };
+
+/** InvokeModelWithResponseStream answers in AWS's event stream, each event's payload JSON. */
+const STREAM_ACCEPT: Readonly<Record<string, string>> = { accept: 'application/vnd.amazon.eventstream', 'x-amzn-bedrock-accept': 'application/json' };
+
+export const bedrock = defineFormat('bedrock', (route) => {
+  const modelId = (requested: string, entry: PriceEntry): string => claudeModelId(route, ID_FORM, requested, entry);
+  return {
+    body: 'read',
+    errors: ANTHROPIC_ERRORS,
+    planNative({ rest, query, body }) {
+      const path = encodeAwsPath(rest);
+      const match = BEDROCK_MODEL.exec(path);
+      return forwardedAsIs(path + query, body, match ? decodeURIComponent(match[1]!) : 'unknown', 'chat');
+    },
+    v1: {
+      modelId,
+      plan(call) {
+        const model = modelId(call.requested, call.entry);
+        const translated = chatToMessages(call, route, false);
+        // The path decides streaming; `model` and `stream` in the body are refused.
+        delete translated.body.stream;
+        translated.body.anthropic_version = BEDROCK_ANTHROPIC_VERSION;
+        const path = encodeAwsPath(`/model/${encodeURIComponent(model)}/${translated.stream ? 'invoke-with-response-stream' : 'invoke'}`);
+        const headers: Record<string, string> = translated.stream ? STREAM_ACCEPT : {};
+        return claudePlan(translated, { model, path, headers }, BEDROCK_CHAT_RESPONSE);
+      },
+      messages(call, operation) {
+        if (operation === 'count_tokens') {
+          throw new GatewayError(400, `token counting is not served for Claude on Bedrock (route ${route}): count with the Anthropic API or Vertex AI route`, {
+            code: 'unsupported_operation',
+          });
+        }
+        const model = modelId(call.requested, call.entry);
+        const body: Record<string, unknown> = { ...call.request };
+        const stream = body.stream === true;
+        delete body.model;
+        delete body.stream;
+        if (body.anthropic_version === undefined) body.anthropic_version = BEDROCK_ANTHROPIC_VERSION;
+        // Bedrock reads betas from the body, not the anthropic-beta header.
+        if (call.betas !== undefined && call.betas.length > 0)
+          body.anthropic_beta = [...(Array.isArray(body.anthropic_beta) ? (body.anthropic_beta as unknown[]) : []), ...call.betas];
+        const path = encodeAwsPath(`/model/${encodeURIComponent(model)}/${stream ? 'invoke-with-response-stream' : 'invoke'}`);
+        const plan = nativePlan(model, path, body, stream ? STREAM_ACCEPT : {});
+        if (stream) plan.reframe = (route) => new BedrockMessagesStream(route);
+        return plan;
+      },
+    },
+  };
+});

@@ -1,0 +1,44 @@
+// Format gemini-vertex (route alpha): Gemini on Vertex AI, native generateContent API. The body passes through unread (the model
+// is in the path); /v1 calls are translated to generateContent and back, a Messages token count to countTokens.
+
+import { GEMINI_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
+import { toGeminiRequest } from '../../translate/openai-gemini.ts';
+import { GOOGLE_ERRORS } from '../error-shape.ts';
+import { forwardedAsIs } from '../native-request.ts';
+import { defineFormat, nativePlan } from '../route-module.ts';
+import { geminiModelId, vertexLocationPath, vertexModelSegment, vertexPathModel } from '../vertex-ai.ts';
+
+export const geminiVertex = defineFormat('gemini-vertex', (route) => ({
+  body: 'stream',
+  errors: GOOGLE_ERRORS,
+  planNative: ({ rest, query }) => forwardedAsIs(rest + query, null, vertexPathModel(rest), 'generate_content'),
+  v1: {
+    modelId: (requested) => geminiModelId(requested),
+    plan(call) {
+      const model = geminiModelId(call.requested);
+      const stream = call.request.stream === true;
+      const translated = toGeminiRequest(call.request, call.extensions);
+      const method = stream ? 'streamGenerateContent?alt=sse' : 'generateContent';
+      return {
+        model,
+        path: `${vertexLocationPath(route, call.upstream, call.env)}/publishers/google/models/${vertexModelSegment(model)}:${method}`,
+        body: Buffer.from(JSON.stringify(translated.body)),
+        headers: { accept: stream ? 'text/event-stream' : 'application/json' },
+        response: GEMINI_CHAT_RESPONSE,
+        includeUsage: translated.includeUsage,
+        jsonMode: false,
+        stripInjectedUsage: false,
+      };
+    },
+    countTokens(call) {
+      const model = geminiModelId(call.requested);
+      // countTokens takes the prompt's parts of a generateContent body: its contents, system instruction and tools.
+      const { contents, systemInstruction, tools } = toGeminiRequest(call.request, call.extensions).body;
+      return nativePlan(model, `${vertexLocationPath(route, call.upstream, call.env)}/publishers/google/models/${vertexModelSegment(model)}:countTokens`, {
+        contents,
+        ...(systemInstruction !== undefined ? { systemInstruction } : {}),
+        ...(tools !== undefined ? { tools } : {}),
+      });
+    },
+  },
+}));

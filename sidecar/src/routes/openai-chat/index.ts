@@ -1,0 +1,20 @@
+// Format openai-chat: any OpenAI-compatible chat completions API (Mistral, DeepSeek, Groq, Together, Azure
+// OpenAI's v1 API, vLLM, llama.cpp's server, …). The route's base URL is what comes before `/v1`. Native calls
+// are planned like the OpenAI API's; on /v1, chat calls pass through with the route's model id, the Responses
+// and Messages APIs arrive translated into chat (such servers do not speak them), and /v1/embeddings and
+// /v1/completions pass through.
+
+import { OPENAI_ERRORS } from '../error-shape.ts';
+import { planOpenAiNative, planOpenAiPassThrough } from '../openai-chat-route.ts';
+import { defineFormat } from '../route-module.ts';
+
+export const openAiChat = defineFormat('openai-chat', (route) => ({
+  body: 'json',
+  errors: OPENAI_ERRORS,
+  planNative: (call) => planOpenAiNative(route, call),
+  v1: {
+    modelId: (requested) => requested,
+    plan: (call) => planOpenAiPassThrough(call, call.requested, '/v1/chat/completions'),
+    passThrough: { embeddings: '/v1/embeddings', completions: '/v1/completions' },
+  },
+}));
