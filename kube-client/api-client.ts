@@ -65,7 +65,7 @@ export class KubeApi {
   }
 
   /** Authentication headers (tokens re-read as client-node's authenticators do) and the shared pool for the TLS material. */
-  async #prepare(url: URL, method: string): Promise<Prepared> {
+  async #prepare(url: URL, method: Method): Promise<Prepared> {
     const options: HttpsRequestOptions = {};
     await this.kubeConfig.applyToHTTPSOptions(options);
     const connect = this.kubeConfig.createDispatcherOptions(this.kubeConfig.getCurrentCluster(), {
@@ -74,9 +74,9 @@ export class KubeApi {
     });
     if (connect.type !== 'agent' && connect.type !== 'none') {
       // Through a proxy: client-node's own per-request dispatcher, as before.
-      const ctx = new RequestContext(url.toString(), method as never);
+      const ctx = new RequestContext(url.toString(), method);
       await this.kubeConfig.applySecurityAuthentication(ctx);
-      return { headers: ctx.getHeaders() as Record<string, string>, dispatcher: ctx.getDispatcher() as Dispatcher | undefined };
+      return { headers: ctx.getHeaders(), dispatcher: ctx.getDispatcher() };
     }
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(options.headers ?? {})) if (value !== undefined) headers[name] = String(value);

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatUsd, parseUsd, unitsFromCostUsd } from '../../contracts/money.ts';
 import { BUDGET_POLICY, type BudgetPolicy } from '../../crds/index.ts';
+import { LEDGER_LABEL, LedgerStore } from '../../operator/src/budgets/ledger-store.ts';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
 import { freePort } from '../control-plane/free-port.ts';
 import { startManagedProcess, type ManagedProcess } from '../control-plane/managed-process.ts';
@@ -344,20 +345,16 @@ describe('a BudgetPolicy caps a user across two sidecars', () => {
     expect((await cp.kubectl(['delete', 'budgetpolicy', 'nightly', '-n', NS])).code).toBe(0);
   });
 
-  it('the ledger is in the API server: a ConfigMap per policy in the operator namespace, with the pods’ watermarks', async () => {
-    const list = await api.get<{ items: { metadata: { annotations?: Record<string, string> }; data?: Record<string, string> }[] }>(
-      `/api/v1/namespaces/${OPERATOR_NAMESPACE}/configmaps`,
-      {
-        query: { labelSelector: 'tollgate.dev/budget-ledger=true' },
-      },
-    );
-    expect(list.items).toHaveLength(1);
-    expect(list.items[0]!.metadata.annotations?.['tollgate.dev/budget-policy']).toBe('shop/checkout-monthly');
-    const doc = JSON.parse(list.items[0]!.data!['ledger.json']!) as { applied: Record<string, { seq: number; pod: string }> };
-    expect(
-      Object.values(doc.applied)
-        .map((w) => w.pod)
-        .sort(),
-    ).toEqual(['shop/checkout-a', 'shop/checkout-b']);
+  it('the ledger is in the API server: patches and a base in ConfigMaps of the operator namespace, with the pods’ watermarks', async () => {
+    const list = await api.get<{ items: { metadata: { name: string } }[] }>(`/api/v1/namespaces/${OPERATOR_NAMESPACE}/configmaps`, {
+      query: { labelSelector: `${LEDGER_LABEL}=true` },
+    });
+    expect(list.items.length).toBeGreaterThan(0);
+    for (const cm of list.items) expect(cm.metadata.name).toMatch(/^tollgate-budget-(log-\d{12}|base-\d+-\d+|ledger)$/);
+    // Read back as a new leader reads it.
+    const loaded = await new LedgerStore(api, OPERATOR_NAMESPACE).load();
+    expect([...loaded.state.policies.keys()]).toEqual(['shop/checkout-monthly']);
+    const ledger = loaded.state.policies.get('shop/checkout-monthly')!;
+    expect([...ledger.applied.values()].map((w) => w.pod).sort()).toEqual(['shop/checkout-a', 'shop/checkout-b']);
   });
 });

@@ -5,7 +5,7 @@
 // Accepted/Rejected Events only when the Ready condition changes.
 
 import type { Logger } from 'pino';
-import { formatUsd, parseUsd, unitsToUsd } from '../../../contracts/money.ts';
+import { formatUsd, unitsToUsd } from '../../../contracts/money.ts';
 import { periodBounds } from '../../../contracts/budget-period.ts';
 import { BUDGET_POLICY, type BudgetPolicy, type BudgetPolicyStatus } from '../../../crds/index.ts';
 import { isStatus, type KubeApi, objectKey } from '../../../kube-client/api-client.ts';
@@ -14,7 +14,7 @@ import type { EventRecorder, ObjectReference } from '../../../kube-client/event-
 import type { Informer } from '../../../kube-client/informer.ts';
 import { ConfigError } from '../../../contracts/config-error.ts';
 import { type CompiledPolicy, compilePolicy } from '../../../contracts/budget-policies.ts';
-import { isGrantActive, percentUsed } from '../../../contracts/budget-grants.ts';
+import { percentUsed } from '../../../contracts/budget-grants.ts';
 import { objectReference, setReady, type Verdict, verdictEvent, writeStatus } from '../kube/ready-condition.ts';
 import { type ReconcileResult, runWorkers, WorkQueue, type Workers } from '../kube/work-queue.ts';
 import type { BudgetStreams } from '../push/push-server.ts';
@@ -263,7 +263,7 @@ function announceAlert(alert: BudgetAlert, context: ControllerContext): void {
 }
 
 /** Whether the pod still exists as the same pod (a new pod of the same name has another UID). */
-async function podExists(api: KubeApi, pod: { namespace: string; name: string; uid: string }): Promise<boolean> {
+export async function podExists(api: KubeApi, pod: { namespace: string; name: string; uid: string }): Promise<boolean> {
   try {
     const found = await api.get<{ metadata?: { uid?: string } }>(`/api/v1/namespaces/${pod.namespace}/pods/${pod.name}`);
     return found.metadata?.uid === pod.uid;

@@ -171,7 +171,7 @@ export class ClusterLedger {
 
   #startTimers(): void {
     this.#writeTimer ??= setInterval(() => this.#seal(), this.#opts.writeIntervalMs ?? 1_000);
-    this.#pruneTimer ??= setInterval(() => void this.#prune(), PRUNE_EVERY_MS);
+    this.#pruneTimer ??= setInterval(() => void this.prune(), PRUNE_EVERY_MS);
     this.#writeTimer.unref();
     this.#pruneTimer.unref();
   }
@@ -302,10 +302,16 @@ export class ClusterLedger {
     const { key, policy, amount } = valid;
     if ((this.#state.policies.get(key)?.applied.get(source.podUid)?.seq ?? 0) >= report.sequence) return key; // applied here before
     const current = this.#boundsOf(key, at)!;
-    const periodStart = valid.reported === current.start || valid.reported === current.previousStart ? valid.reported : periodBounds(policy.config.period, policy.config.timeZone, valid.reported).start;
+    const periodStart =
+      valid.reported === current.start || valid.reported === current.previousStart
+        ? valid.reported
+        : periodBounds(policy.config.period, policy.config.timeZone, valid.reported).start;
     if (periodStart < current.previousStart) {
       const log = { pod: `${source.namespace}/${source.pod}`, policy: key, user_id: entry.userId, sequence: report.sequence };
-      this.#opts.logger.warn({ ...log, amount_usd: formatUsd(amount), period_start: new Date(periodStart).toISOString() }, 'spend for a closed period recorded only in the span store');
+      this.#opts.logger.warn(
+        { ...log, amount_usd: formatUsd(amount), period_start: new Date(periodStart).toISOString() },
+        'spend for a closed period recorded only in the span store',
+      );
       return key;
     }
     const ledger = this.#state.policy(key);
@@ -326,7 +332,16 @@ export class ClusterLedger {
     usage.alerted = crossed.at(-1)!;
     this.#state.touchUser(key, bounds.start, userId);
     for (const threshold of crossed) {
-      this.#epoch.alerts.push({ policy: key, userId, threshold, periodStart: bounds.start, periodEnd: bounds.end, spent: usage.spent, limit: policy.limit, limitUsed: usage.limitUsed });
+      this.#epoch.alerts.push({
+        policy: key,
+        userId,
+        threshold,
+        periodStart: bounds.start,
+        periodEnd: bounds.end,
+        spent: usage.spent,
+        limit: policy.limit,
+        limitUsed: usage.limitUsed,
+      });
     }
   }
 
@@ -414,7 +429,10 @@ export class ClusterLedger {
             continue;
           }
           const message = error instanceof Error ? error.message : String(error);
-          this.#opts.logger.error({ err: message, retryInMs: this.#retryDelay }, 'failed to deduct spend: the budget ledger write failed; the reports stay unacknowledged and it is retried');
+          this.#opts.logger.error(
+            { err: message, retryInMs: this.#retryDelay },
+            'failed to deduct spend: the budget ledger write failed; the reports stay unacknowledged and it is retried',
+          );
           if (this.#stopped) return;
           await new Promise((resolve) => setTimeout(resolve, this.#retryDelay));
           this.#retryDelay = Math.min(RETRY_MAX_MS, this.#retryDelay * 2);
@@ -462,11 +480,13 @@ export class ClusterLedger {
     this.#opts.reloaded();
   }
 
-  /** Drops the watermarks of pods that are gone (their outbox went with them: they can never resend). */
-  async #prune(): Promise<void> {
-    const { podExists, connectedPods } = this.#opts;
-    if (!podExists) return;
-    const connected = connectedPods?.() ?? new Set<string>();
+  /**
+   * Drops the watermarks of pods that are gone (their outbox went with them: they can never resend); the next
+   * patch says so. A timer calls it every few minutes; tests call it directly.
+   */
+  async prune(): Promise<void> {
+    if (!this.#opts.podExists) return;
+    const connected = this.#opts.connectedPods?.() ?? new Set<string>();
     const before = this.#now() - PRUNE_AFTER_MS;
     const candidates = new Map<string, string>();
     for (const ledger of this.#state.policies.values()) {
@@ -476,7 +496,7 @@ export class ClusterLedger {
     for (const [uid, pod] of candidates) {
       const [namespace, name] = pod.split('/') as [string, string];
       try {
-        if (!(await podExists(namespace, name, uid))) gone.push(uid);
+        if (!(await this.#opts.podExists(namespace, name, uid))) gone.push(uid);
       } catch (error) {
         this.#opts.logger.debug({ pod, err: (error as Error).message }, 'cannot check a pod for its budget watermark; later');
       }
@@ -500,7 +520,7 @@ function addTo(map: Map<string, Set<string>>, key: string, value: string): void 
 }
 
 function userUsage(userId: string, periodStart: number, usage: UsageRecord, grantsUsed: Map<string, bigint> | undefined): UserUsage {
-  return { userId, periodStart, spent: usage.spent, limitUsed: usage.limitUsed, alerted: usage.alerted, grantsUsed: grantsUsed ?? new Map() };
+  return { userId, periodStart, spent: usage.spent, limitUsed: usage.limitUsed, alerted: usage.alerted, grantsUsed: grantsUsed ?? new Map<string, bigint>() };
 }
 
 /** The user's grants in the policy, with what each absorbed so far. */

@@ -224,8 +224,7 @@ export class LedgerState {
         for (const [userId, u] of users) {
           const value: [string, string, number] = [u.spent.toString(), u.limitUsed.toString(), u.alerted];
           const target = room(userId.length + value[0].length + value[1].length + 16);
-          ((target.policies[key] ??= {}).periods ??= {})[iso] ??= {};
-          target.policies[key].periods![iso]![userId] = value;
+          (((target.policies[key] ??= {}).periods ??= {})[iso] ??= {})[userId] = value;
         }
       }
       for (const [userId, grants] of ledger.grantsUsed) {
