@@ -7,9 +7,9 @@ import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync
 import { join, resolve } from 'node:path';
 import { Agent, fetch } from 'undici';
 import { createCertificateAuthority, issueCertificate } from '../../contracts/pki.ts';
-import { BUDGET_POLICY, PROXY_CONFIG } from '../../crds/index.ts';
+import { PROXY_CONFIG } from '../../crds/index.ts';
 import { KubeApi } from '../../kube-client/api-client.ts';
-import type { FleetPod } from '../../test/cluster/sidecar-fleet.ts';
+import { createFleetPod, fleetBudgetPolicyYaml, type FleetPod } from '../../test/cluster/sidecar-fleet.ts';
 import { asChartServiceAccount } from '../../test/cluster/chart-rbac.ts';
 import { installOperatorPrerequisites, leaseHolder, OPERATOR_NAMESPACE, putSecret } from '../../test/cluster/operator-fixtures.ts';
 import { webhookConfiguration } from '../../test/cluster/webhook-fixtures.ts';
@@ -237,26 +237,10 @@ export class ClusterBed {
     const created: FleetPod[] = [];
     const next = () => (this.#pods < count ? this.#pods++ : undefined);
     const worker = async () => {
-      for (let i = next(); i !== undefined; i = next()) created.push(await this.#pod(i));
+      for (let i = next(); i !== undefined; i = next()) created.push(await createFleetPod(this.api, FLEET_NAMESPACE, i));
     };
     await Promise.all(Array.from({ length: concurrency }, worker));
     return created.sort((a, b) => Number(a.name.slice(4)) - Number(b.name.slice(4)));
-  }
-
-  async #pod(i: number): Promise<FleetPod> {
-    const name = `sim-${i}`;
-    const pod = await this.api.post<{ metadata: { uid: string } }>(`/api/v1/namespaces/${FLEET_NAMESPACE}/pods`, {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name, labels: { app: `app-${Math.floor(i / 10)}`, 'tollgate.dev/fleet': 'true' } },
-      spec: { serviceAccountName: 'app', containers: [{ name: 'app', image: 'example.invalid/app:1' }] },
-    });
-    const token = await this.api.post<{ status: { token: string } }>(`/api/v1/namespaces/${FLEET_NAMESPACE}/serviceaccounts/app/token`, {
-      apiVersion: 'authentication.k8s.io/v1',
-      kind: 'TokenRequest',
-      spec: { audiences: ['tollgate'], expirationSeconds: 24 * 3600, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name, uid: pod.metadata.uid } },
-    });
-    return { namespace: FLEET_NAMESPACE, name, uid: pod.metadata.uid, token: token.status.token };
   }
 
   proxyConfigYaml(inputPerMillion: number): string {
@@ -276,15 +260,7 @@ spec:
   }
 
   budgetPolicyYaml(limitUsd: string): string {
-    return `apiVersion: ${BUDGET_POLICY.apiVersion}
-kind: ${BUDGET_POLICY.kind}
-metadata: { name: everyone, namespace: ${FLEET_NAMESPACE} }
-spec:
-  users: ["*"]
-  limitUsd: "${limitUsd}"
-  period: month
-  alertThresholds: [100]
-`;
+    return fleetBudgetPolicyYaml(FLEET_NAMESPACE, limitUsd);
   }
 
   async stop(): Promise<void> {

@@ -23,7 +23,7 @@ import {
   tempDir,
   type OperatorProcess,
 } from './operator-fixtures.ts';
-import { type FleetPod, SidecarFleet } from './sidecar-fleet.ts';
+import { createFleetPod, fleetBudgetPolicyYaml, type FleetPod, SidecarFleet } from './sidecar-fleet.ts';
 
 const NS = 'fleet';
 const SIDECARS = 200;
@@ -46,35 +46,9 @@ spec:
       - { provider: openai, model: gpt-4o-mini, input_per_million: ${inputPerMillion}, output_per_million: 0.6 }
 `;
 
-const budgetPolicyYaml = `apiVersion: ${BUDGET_POLICY.apiVersion}
-kind: ${BUDGET_POLICY.kind}
-metadata: { name: everyone, namespace: ${NS} }
-spec:
-  users: ["*"]
-  limitUsd: "1000"
-  period: month
-  alertThresholds: [100]
-`;
-
 async function apply(yaml: string): Promise<void> {
   const applied = await cp.kubectl(['apply', '-f', '-'], { input: yaml });
   expect(applied.code, applied.stderr).toBe(0);
-}
-
-async function fleetPod(i: number): Promise<FleetPod> {
-  const name = `sim-${i}`;
-  const pod = await api.post<{ metadata: { uid: string } }>(`/api/v1/namespaces/${NS}/pods`, {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, labels: { app: `app-${Math.floor(i / 10)}` } },
-    spec: { serviceAccountName: 'app', containers: [{ name: 'app', image: 'example.invalid/app:1' }] },
-  });
-  const token = await api.post<{ status: { token: string } }>(`/api/v1/namespaces/${NS}/serviceaccounts/app/token`, {
-    apiVersion: 'authentication.k8s.io/v1',
-    kind: 'TokenRequest',
-    spec: { audiences: ['tollgate'], expirationSeconds: 3600, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name, uid: pod.metadata.uid } },
-  });
-  return { namespace: NS, name, uid: pod.metadata.uid, token: token.status.token };
 }
 
 function totals(): { charged: bigint; acknowledged: bigint } {
@@ -102,7 +76,7 @@ beforeAll(async () => {
   await apply(proxyConfigYaml(0.15));
   const caPem = readFileSync(await operatorCaFile(api, dir.path), 'utf8');
   const pods: FleetPod[] = [];
-  for (let i = 0; i < SIDECARS; i += 20) pods.push(...(await Promise.all(Array.from({ length: 20 }, (_, k) => fleetPod(i + k)))));
+  for (let i = 0; i < SIDECARS; i += 20) pods.push(...(await Promise.all(Array.from({ length: 20 }, (_, k) => createFleetPod(api, NS, i + k)))));
   fleet = new SidecarFleet({ address: `127.0.0.1:${grpcPort}`, caPem, reconnect: { baseMs: 200, maxMs: 2_000 } });
   fleet.add(pods);
 });
@@ -133,7 +107,7 @@ describe(`${SIDECARS} sidecars on one operator`, () => {
   });
 
   it('spend reported across a kill -9 of the leader is in the ledger exactly once, every charge acknowledged', async () => {
-    await apply(budgetPolicyYaml);
+    await apply(fleetBudgetPolicyYaml(NS, '1000'));
     const path = `/apis/${BUDGET_POLICY.group}/${BUDGET_POLICY.version}/namespaces/${NS}/${BUDGET_POLICY.plural}/everyone`;
     await waitFor('the BudgetPolicy to be Ready', async () => (await api.get<BudgetPolicy>(path)).status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True', 60_000);
     const periodStart = new Date(periodBounds('month', 'UTC', Date.now()).start).toISOString();

@@ -18,6 +18,8 @@ import {
   type SidecarMessage,
   type SpendEntryMessage,
 } from '../../contracts/push-protocol.ts';
+import { BUDGET_POLICY } from '../../crds/index.ts';
+import type { KubeApi } from '../../kube-client/api-client.ts';
 import { DEFAULT_RECONNECT, type ReconnectPolicy, reconnectDelay, streamOutcome } from '../../sidecar/src/config/push-client.ts';
 
 export interface FleetPod {
@@ -26,6 +28,39 @@ export interface FleetPod {
   uid: string;
   /** A projected token (audience tollgate) bound to the pod. */
   token: string;
+}
+
+/**
+ * Pod `sim-<i>` of the fleet (Pending forever: no kubelet runs it) in `namespace`, whose ServiceAccount `app`
+ * exists, labelled by app (10 pods each), with a projected token bound to it.
+ */
+export async function createFleetPod(api: KubeApi, namespace: string, i: number): Promise<FleetPod> {
+  const name = `sim-${i}`;
+  const pod = await api.post<{ metadata: { uid: string } }>(`/api/v1/namespaces/${namespace}/pods`, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, labels: { app: `app-${Math.floor(i / 10)}`, 'tollgate.dev/fleet': 'true' } },
+    spec: { serviceAccountName: 'app', containers: [{ name: 'app', image: 'example.invalid/app:1' }] },
+  });
+  const token = await api.post<{ status: { token: string } }>(`/api/v1/namespaces/${namespace}/serviceaccounts/app/token`, {
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenRequest',
+    spec: { audiences: ['tollgate'], expirationSeconds: 24 * 3600, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name, uid: pod.metadata.uid } },
+  });
+  return { namespace, name, uid: pod.metadata.uid, token: token.status.token };
+}
+
+/** BudgetPolicy `everyone` of the namespace: every user of every pod, `limitUsd` a month. */
+export function fleetBudgetPolicyYaml(namespace: string, limitUsd: string): string {
+  return `apiVersion: ${BUDGET_POLICY.apiVersion}
+kind: ${BUDGET_POLICY.kind}
+metadata: { name: everyone, namespace: ${namespace} }
+spec:
+  users: ["*"]
+  limitUsd: "${limitUsd}"
+  period: month
+  alertThresholds: [100]
+`;
 }
 
 export interface FleetOptions {
