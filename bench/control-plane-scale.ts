@@ -13,7 +13,7 @@
 //
 // Options: --n LIST, --per-process N (simulated sidecars per load generator, default 500), --skip LIST (rest,
 // price, budget, failover, webhook), --rest-seconds, --budget-seconds, --price-changes, --users, --source (run
-// the operator and webhook from TypeScript source instead of dist/), --operator-node-args "FLAGS" (e.g.
+// the operator and webhook from TypeScript source instead of dist/), --operator-node-args="FLAGS" (e.g.
 // --cpu-prof --cpu-prof-dir=DIR), --json FILE, --keep (leave the log folder).
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -4,6 +4,7 @@
 //
 //   ./tollgatew node bench/side-by-side.ts --quick --node-args="--cpu-prof --cpu-prof-dir=/tmp/prof"
 //   ./tollgatew node bench/cpu-profile.ts /tmp/prof/*.cpuprofile
+//   ./tollgatew node bench/cpu-profile.ts --by-file /tmp/prof/*.cpuprofile   # Tollgate's modules and packages by file
 //
 // The sidecar writes its profile when it exits after the benchmark's SIGTERM; with several files (the span
 // writer's worker has its own when it runs) each is reported on its own.
@@ -21,7 +22,9 @@ interface CpuProfile {
   timeDeltas: number[];
 }
 
-const TOLLGATE_PARTS = ['/sidecar/src/', '/contracts/', '/cmd/'];
+const TOLLGATE_PARTS = ['/sidecar/src/', '/contracts/', '/cmd/', '/operator/', '/webhook/', '/kube-client/'];
+/** --by-file: Tollgate's modules and npm packages by file (the operator's profile: which part of it), not in one row. */
+let byFile = false;
 
 /** The owner a sample's function is counted under. */
 function ownerOf(frame: { functionName: string; url: string }): string | null {
@@ -32,8 +35,9 @@ function ownerOf(frame: { functionName: string; url: string }): string | null {
   if (url === '') return `native: ${functionName || '(anonymous)'}`;
   if (url.startsWith('node:')) return "Node's internals (node:*)";
   const pkg = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
-  if (pkg) return pkg[1]!;
-  if (TOLLGATE_PARTS.some((part) => url.includes(part))) return "Tollgate's own modules";
+  if (pkg) return byFile ? url.slice(url.indexOf('/node_modules/') + 1) : pkg[1]!;
+  const part = TOLLGATE_PARTS.find((p) => url.includes(p));
+  if (part) return byFile ? url.slice(url.indexOf(part) + 1) : "Tollgate's own modules";
   return `other: ${url}`;
 }
 
@@ -72,7 +76,8 @@ function report(file: string): void {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const files = process.argv.slice(2);
+  byFile = process.argv.includes('--by-file');
+  const files = process.argv.slice(2).filter((arg) => arg !== '--by-file');
   if (files.length === 0) {
     console.error('usage: node bench/cpu-profile.ts FILE.cpuprofile ...');
     process.exit(2);
