@@ -98,6 +98,8 @@ const COMPACT_EVERY_MS = 60_000;
 const PRUNE_AFTER_MS = 10 * 60_000;
 const PRUNE_EVERY_MS = 5 * 60_000;
 const PRUNE_CHECKS_PER_ROUND = 50;
+/** How long a policy's used-up users are kept when nothing changes (grants expire with time). */
+const EXHAUSTED_KEPT_MS = 1_000;
 
 interface QueuedReport {
   source: SpendSource;
@@ -144,6 +146,8 @@ export class ClusterLedger {
   #pruneTimer: NodeJS.Timeout | null = null;
   #retryDelay = RETRY_MIN_MS;
   #bounds = new Map<string, Bounds>();
+  /** Policy key → its used-up users as last computed (exhausted()). */
+  #exhausted = new Map<string, { policy: CompiledPolicy; at: number; users: UserUsage[] }>();
   #stopped = false;
 
   constructor(opts: ClusterLedgerOptions) {
@@ -155,6 +159,7 @@ export class ClusterLedger {
   async load(): Promise<void> {
     const loaded = await this.#opts.store.load();
     this.#state = loaded.state;
+    this.#exhausted.clear();
     this.#base = loaded.base;
     this.#next = loaded.next;
     this.#manifestVersion = loaded.manifestVersion;
@@ -223,11 +228,20 @@ export class ClusterLedger {
     for (const [userId, usage] of ledger.periods.get(bounds.start) ?? []) yield userUsage(userId, bounds.start, usage, ledger.grantsUsed.get(userId));
   }
 
-  /** Users of the policy whose budget is used up now (every sidecar enforcing it must know them). */
+  /**
+   * Users of the policy whose budget is used up now (every sidecar enforcing it must know them). Finding them
+   * takes a pass over every user of the policy, and every connecting sidecar asks: the answer is kept until the
+   * policy's usage or config changes, or for a second at most (a grant can expire meanwhile). A new leader's
+   * 2,000 reconnecting sidecars spent a quarter of its CPU on these passes (BENCHMARKS.md).
+   */
   exhausted(policyKey: string, at: number): UserUsage[] {
     const policy = this.#opts.policy(policyKey);
     if (!policy?.blocks) return [];
-    return [...this.usage(policyKey, at)].filter((u) => remainingUnits(policy, u, at) <= 0n);
+    const kept = this.#exhausted.get(policyKey);
+    if (kept?.policy === policy && at >= kept.at && at - kept.at < EXHAUSTED_KEPT_MS) return kept.users;
+    const users = [...this.usage(policyKey, at)].filter((u) => remainingUnits(policy, u, at) <= 0n);
+    this.#exhausted.set(policyKey, { policy, at, users });
+    return users;
   }
 
   /** Users of the policy in the current period. */
@@ -240,6 +254,7 @@ export class ClusterLedger {
   removePolicy(policyKey: string): void {
     this.#state.remove(policyKey);
     this.#bounds.delete(policyKey);
+    this.#exhausted.delete(policyKey);
   }
 
   async stop(): Promise<void> {
@@ -317,6 +332,7 @@ export class ClusterLedger {
     const ledger = this.#state.policy(key);
     const grants = grantsOf(policy, entry.userId, ledger.grantsUsed.get(entry.userId));
     const usage = this.#state.charge(key, periodStart, entry.userId, splitCharge(grants, amount, Math.max(at, periodStart)));
+    this.#exhausted.delete(key);
     // Only the current period alerts; a late report for the previous one just completes its record.
     if (periodStart === current.start) this.#noteAlerts({ key, policy, userId: entry.userId, usage, bounds: current });
     if (ledger.periods.size > 2) this.#state.prunePeriods(key, current.previousStart);

@@ -74,6 +74,8 @@ export interface RegistryOptions {
 export class SidecarRegistry {
   #opts: Required<Omit<RegistryOptions, 'counter'>>;
   #connections = new Map<string, ConnectionState>();
+  /** Pod → its streams, oldest first: a connect looks at its pod's, not at every stream (2,000 reconnecting at once). */
+  #byPod = new Map<string, Set<ConnectionState>>();
   #snapshots = new Map<string, Snapshot>();
   #pending = new Map<string, { timer: NodeJS.Timeout; firstAt: number }>();
 
@@ -94,6 +96,10 @@ export class SidecarRegistry {
     this.#evictOldestOfPod(conn);
     const state: ConnectionState = { conn, source: this.#select(conn) };
     this.#connections.set(conn.id, state);
+    const key = podKey(conn);
+    const streams = this.#byPod.get(key);
+    if (streams) streams.add(state);
+    else this.#byPod.set(key, new Set([state]));
     this.#opts.logger.info({ pod: `${conn.namespace}/${conn.podName}`, source: state.source || '(built-in)' }, 'sidecar connected');
     this.#sendCurrent(state);
     this.#countsChanged(state.source);
@@ -104,6 +110,9 @@ export class SidecarRegistry {
     const state = this.#connections.get(id);
     if (!state) return;
     this.#connections.delete(id);
+    const streams = this.#byPod.get(podKey(state.conn));
+    streams?.delete(state);
+    if (streams?.size === 0) this.#byPod.delete(podKey(state.conn));
     this.#opts.logger.info({ pod: `${state.conn.namespace}/${state.conn.podName}` }, 'sidecar disconnected');
     this.#countsChanged(state.source);
   }
@@ -193,13 +202,13 @@ export class SidecarRegistry {
     for (const { timer } of this.#pending.values()) clearTimeout(timer);
     this.#pending.clear();
     this.#connections.clear();
+    this.#byPod.clear();
     this.#snapshots.clear();
   }
 
-  /** Makes room for one more stream of conn's pod, oldest first (Map order is connection order). */
+  /** Makes room for one more stream of conn's pod, oldest first (Set order is connection order). */
   #evictOldestOfPod(conn: SidecarConnection): void {
-    const key = conn.podUid ?? `${conn.namespace}/${conn.podName}`;
-    const same = [...this.#connections.values()].filter((s) => (s.conn.podUid ?? `${s.conn.namespace}/${s.conn.podName}`) === key);
+    const same = [...(this.#byPod.get(podKey(conn)) ?? [])];
     for (const old of same.slice(0, Math.max(0, same.length - MAX_STREAMS_PER_POD + 1))) {
       this.#opts.logger.warn({ pod: `${conn.namespace}/${conn.podName}`, streams: same.length + 1 }, 'too many push streams from one pod; closing the oldest');
       this.disconnect(old.conn.id);
@@ -269,6 +278,10 @@ export class SidecarRegistry {
   #countsChanged(source: string): void {
     if (source !== BUILTIN_SOURCE) this.#opts.listener.countsChanged(source);
   }
+}
+
+function podKey(conn: SidecarConnection): string {
+  return conn.podUid ?? `${conn.namespace}/${conn.podName}`;
 }
 
 function namespaceOf(source: string): string {
