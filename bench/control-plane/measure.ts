@@ -173,7 +173,12 @@ export interface TimelinePoint {
  * Samples the named processes' CPU (and what `extra` reports) every `everyMs` until `stop` resolves: where a
  * phase's time went, on a machine whose other tenants take their share too.
  */
-export async function timeline(pids: Record<string, number | number[]>, everyMs: number, stop: Promise<unknown>, extra: () => Promise<Record<string, unknown>>): Promise<TimelinePoint[]> {
+export async function timeline(
+  pids: Record<string, number | number[]>,
+  everyMs: number,
+  stop: Promise<unknown>,
+  extra: () => Promise<Record<string, unknown>>,
+): Promise<TimelinePoint[]> {
   const points: TimelinePoint[] = [];
   const started = Date.now();
   let done = false;

@@ -315,7 +315,15 @@ export async function failover(ctx: RunContext, n: number): Promise<FailoverResu
   const server = activity(before, await serverCounters(bed.cp));
   bed.startOperator(leader.identity);
   const d = distribution(backAfter);
-  return { allBackSeconds: backAfter.length === n ? d.max : NaN, medianBackSeconds: d.p50, leaseTakenSeconds, server, realCalls: real.calls, realFailures: real.failures, timeline: points };
+  return {
+    allBackSeconds: backAfter.length === n ? d.max : NaN,
+    medianBackSeconds: d.p50,
+    leaseTakenSeconds,
+    server,
+    realCalls: real.calls,
+    realFailures: real.failures,
+    timeline: points,
+  };
 }
 
 export interface AdmissionResult {

@@ -122,7 +122,11 @@ describe('the operator names its Deployment as the owner of what it creates', ()
     expect(loaded.state.policies.get('shop/older')?.periods.get(Date.parse('2026-11-01T00:00:00.000Z'))?.get('alice')?.spent).toBe(7n);
     loaded.state.charge('shop/newer', Date.parse('2026-11-01T00:00:00.000Z'), 'bob', { amount: 5n, limitPart: 5n, grantParts: [] });
     await store.writePatch(loaded.next, loaded.base, JSON.stringify(loaded.state.takePatch()));
-    await store.compact(loaded.next, loaded.state.chunks(700 * 1024).map((p) => JSON.stringify(p)), { base: loaded.base, manifestVersion: loaded.manifestVersion });
+    await store.compact(
+      loaded.next,
+      loaded.state.chunks(700 * 1024).map((p) => JSON.stringify(p)),
+      { base: loaded.base, manifestVersion: loaded.manifestVersion },
+    );
     const stored = await api.get<{ items: Array<Owned & { metadata: { name: string } }> }>(`${NS}/configmaps`, { query: { labelSelector: `${LEDGER_LABEL}=true` } });
     expect(stored.items.map((cm) => cm.metadata.name).sort()).toEqual([`tollgate-budget-base-${loaded.next}-0`, 'tollgate-budget-ledger']);
     for (const cm of stored.items) expect(cm.metadata.ownerReferences, cm.metadata.name).toEqual([owner]);

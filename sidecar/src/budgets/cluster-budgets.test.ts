@@ -89,7 +89,9 @@ describe('a sidecar’s budgets from the operator', () => {
     budgets.spendAck(0);
     expect(reports().map((r) => r.sequence)).toEqual(['1']);
     // Applied (its spend is in the usage), not yet in the operator's ledger: report 2 may go.
-    budgets.budgetState(state({ usage: [{ policy: POLICY, userId: 'alice', periodStart: NOV, spent: '10000000', limitUsed: '10000000', alerted: 0, grants: [] }], includesSequence: '1' }));
+    budgets.budgetState(
+      state({ usage: [{ policy: POLICY, userId: 'alice', periodStart: NOV, spent: '10000000', limitUsed: '10000000', alerted: 0, grants: [] }], includesSequence: '1' }),
+    );
     expect(reports().map((r) => r.sequence)).toEqual(['1', '2']);
     expect(budgets.health()).toMatchObject({ includesSequence: 1, acknowledgedSequence: 0, pendingDeductions: 2 });
     budgets.spendAck(2);
@@ -102,7 +104,9 @@ describe('a sidecar’s budgets from the operator', () => {
     budgets.charge('alice', 0.006, T0);
     budgets.attached((m) => sent.push(m)); // report 1
     // The old leader applied it: alice's usage has it, so it is no longer this pod's own.
-    budgets.budgetState(state({ usage: [{ policy: POLICY, userId: 'alice', periodStart: NOV, spent: '60000000', limitUsed: '60000000', alerted: 0, grants: [] }], includesSequence: '1' }));
+    budgets.budgetState(
+      state({ usage: [{ policy: POLICY, userId: 'alice', periodStart: NOV, spent: '60000000', limitUsed: '60000000', alerted: 0, grants: [] }], includesSequence: '1' }),
+    );
     expect(budgets.get('alice', T0)).toMatchObject({ spent_usd: 0.006 });
     // The leader dies before writing it. The new one starts from its ledger: alice unknown, nothing of this pod.
     budgets.detached();

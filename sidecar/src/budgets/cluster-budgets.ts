@@ -277,7 +277,13 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
     for (const row of this.#outbox.pending()) {
       if (row.sequence === null || row.sequence <= this.#included) continue;
       // The grant split is not kept on disk: charged to the limit until the operator's usage has it (seconds).
-      this.#addOverlay({ policy: row.policy, userId: row.userId, periodStart: row.periodStart, split: { amount: row.amount, limitPart: row.amount, grantParts: [] }, sequence: row.sequence });
+      this.#addOverlay({
+        policy: row.policy,
+        userId: row.userId,
+        periodStart: row.periodStart,
+        split: { amount: row.amount, limitPart: row.amount, grantParts: [] },
+        sequence: row.sequence,
+      });
     }
   }
 
