@@ -8,7 +8,7 @@
 // latency at 20 and 100 pod creations per second. Results in BENCHMARKS.md.
 //
 //   ./tollgatew npm run build                                   # the operator and webhook run from dist/, as the image does
-//   ./tollgatew node bench/control-plane-scale.ts               # N = 100, 500, 1000, 2000 (about half an hour)
+//   ./tollgatew node bench/control-plane-scale.ts               # N = 100, 500, 1000, 2000 (about 16 minutes)
 //   ./tollgatew node bench/control-plane-scale.ts --n 100,500 --skip failover --json /tmp/scale.json
 //
 // Options: --n LIST, --per-process N (simulated sidecars per load generator, default 500), --skip LIST (rest,
