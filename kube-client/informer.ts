@@ -28,6 +28,8 @@ export interface InformerOptions<T extends KubeObject> {
   /** Period of the safety-net resync (every object handed to `update` again). */
   resyncMs?: number;
   labelSelector?: string;
+  /** e.g. `metadata.name=x`: RBAC that names one object (resourceNames) allows list and watch only with it. */
+  fieldSelector?: string;
 }
 
 const DEFAULT_RESTART: BackoffPolicy = { baseMs: 500, maxMs: 30_000, jitter: 0.5 };
@@ -177,7 +179,7 @@ export class Informer<T extends KubeObject> {
     let resourceVersion = '';
     do {
       const page = await this.#opts.api.get<List<T>>(this.#opts.path, {
-        query: { limit: PAGE_SIZE, continue: cont, labelSelector: this.#opts.labelSelector },
+        query: { limit: PAGE_SIZE, continue: cont, labelSelector: this.#opts.labelSelector, fieldSelector: this.#opts.fieldSelector },
         signal,
       });
       this.#lastActivityAt = Date.now();
@@ -234,6 +236,7 @@ export class Informer<T extends KubeObject> {
           // Like client-go: 5–10 minutes, randomised so that watches of many clients do not expire together.
           timeoutSeconds: Math.floor(300 + Math.random() * 300),
           labelSelector: this.#opts.labelSelector,
+          fieldSelector: this.#opts.fieldSelector,
         },
         signal,
       );

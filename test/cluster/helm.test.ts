@@ -109,7 +109,7 @@ describe('helm lint and template', () => {
     expect(manifests.filter((m) => m.kind === 'Certificate')).toEqual([]);
   });
 
-  it('renders cert-manager mode: Certificates, CA injection annotation, file certificates, no Secret RBAC', async () => {
+  it('renders cert-manager mode: Certificates, CA injection annotation, file certificates, no webhook Secret RBAC', async () => {
     const manifests = await template('cert-manager-values.yaml');
     const config = find(manifests, 'MutatingWebhookConfiguration', RELEASE) as Manifest & { webhooks: Array<Record<string, unknown>> };
     expect(config.metadata.annotations).toEqual({ 'cert-manager.io/inject-ca-from': `${NS}/tollgate-webhook` });
@@ -124,7 +124,10 @@ describe('helm lint and template', () => {
     });
     expect(containerArgs(find(manifests, 'Deployment', 'tollgate-webhook'))).toEqual(expect.arrayContaining(['--cert-mode=files', '--failure-policy=Fail']));
     expect(containerArgs(find(manifests, 'Deployment', 'tollgate-operator'))).toContain('--tls-cert=/etc/tollgate/operator-tls/tls.crt');
-    expect(manifests.some((m) => m.kind === 'Role' && m.metadata.name === 'tollgate-webhook')).toBe(false);
+    expect(containerArgs(find(manifests, 'Deployment', 'tollgate-operator'))).toContain('--tls-ca=/etc/tollgate/operator-tls/ca.crt');
+    // The webhook's Role only reads the CA the operator publishes: no Secret or Deployment access.
+    const role = find(manifests, 'Role', 'tollgate-webhook') as Manifest & { rules: Array<{ resources: string[] }> };
+    expect(role.rules.flatMap((r) => r.resources)).toEqual(['configmaps']);
     // The webhook creates nothing here (cert-manager owns its Secret), so it needs no owner and no Deployment access.
     expect(containerArgs(find(manifests, 'Deployment', 'tollgate-webhook'))).not.toContain('--owner-deployment=tollgate-webhook');
   });

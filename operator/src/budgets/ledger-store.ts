@@ -6,10 +6,14 @@
 // One document holds a policy's current and previous period (spend, limit used, alerts per user), what each
 // grant has absorbed, and for every sidecar (pod UID) the last spend report applied to it: the watermark
 // that makes a resent report a no-op. Amounts are decimal strings of ledger units (bigint-safe JSON).
+//
+// The ledger outlives the release (ADR 0811): unlike everything else the operator creates, its ConfigMaps name
+// no owner, so `helm uninstall` and a reinstall keep every user's spend in the period. Deleting it is a choice:
+// `kubectl delete configmaps -n <namespace> -l tollgate.dev/budget-ledger=true`.
 
 import { createHash } from 'node:crypto';
 import { type KubeApi, isStatus } from '../../../kube-client/api-client.ts';
-import { hasOwnerReference, type OwnerReference, withOwnerReference } from '../../../kube-client/owner-reference.ts';
+import type { OwnerReference } from '../../../kube-client/owner-reference.ts';
 
 export interface UserUsageDoc {
   spent: string;
@@ -70,7 +74,10 @@ export class LedgerStore {
   readonly #namespace: string;
   readonly #owner: OwnerReference | undefined;
 
-  /** `owner`, when given, is named in every ledger's ownerReferences, so uninstalling deletes them (ADR 0807). */
+  /**
+   * `owner`: the operator's Deployment. Ledgers written by releases that named it as their owner (ADR 0807)
+   * lose that reference when listed, so the garbage collector no longer deletes them with the Deployment.
+   */
   constructor(api: KubeApi, namespace: string, owner?: OwnerReference) {
     this.#api = api;
     this.#namespace = namespace;
@@ -90,7 +97,7 @@ export class LedgerStore {
         query: { labelSelector: `${LEDGER_LABEL}=true`, limit: 200, continue: cont },
       });
       for (const cm of page.items) {
-        const stored = parse(await this.#adopt(cm));
+        const stored = parse(await this.#disown(cm));
         if (stored) out.set(stored.doc.policy, stored);
       }
       cont = page.metadata?.continue || undefined;
@@ -99,18 +106,26 @@ export class LedgerStore {
   }
 
   /**
-   * A ledger written before the chart named an owner gets the reference now, when the new leader loads it, so
-   * an idle policy's ledger is not left behind by an uninstall. Returned as written (its new resourceVersion).
+   * A ledger written by a release that owned it by the operator's Deployment (this one, or one uninstalled
+   * since: same name, another UID) is released from it now, when the new leader loads it, so an idle policy's
+   * ledger outlives an uninstall too. Returned as written (its new resourceVersion).
    */
-  async #adopt(cm: ConfigMap): Promise<ConfigMap> {
-    if (hasOwnerReference(cm.metadata, this.#owner)) return cm;
+  async #disown(cm: ConfigMap): Promise<ConfigMap> {
+    const owners = cm.metadata.ownerReferences ?? [];
+    const kept = owners.filter((ref) => !this.#isOperatorDeployment(ref));
+    if (kept.length === owners.length) return cm;
+    const metadata = { ...cm.metadata, ownerReferences: kept };
     try {
-      return await this.#api.put<ConfigMap>(this.#path(cm.metadata.name), { ...cm, apiVersion: 'v1', kind: 'ConfigMap', metadata: withOwnerReference(cm.metadata, this.#owner) });
+      return await this.#api.put<ConfigMap>(this.#path(cm.metadata.name), { ...cm, apiVersion: 'v1', kind: 'ConfigMap', metadata });
     } catch (error) {
-      // Someone wrote it meanwhile: keep what was listed; its next write (from this store) adds the owner.
+      // Someone wrote it meanwhile: keep what was listed; this store's next write drops the reference.
       if (isStatus(error, 409)) return cm;
       throw error;
     }
+  }
+
+  #isOperatorDeployment(ref: OwnerReference): boolean {
+    return !!this.#owner && ref.kind === 'Deployment' && ref.apiVersion.startsWith('apps/') && (ref.uid === this.#owner.uid || ref.name === this.#owner.name);
   }
 
   async get(policy: string): Promise<StoredLedger | undefined> {
@@ -134,16 +149,14 @@ export class LedgerStore {
     const body: ConfigMap = {
       apiVersion: 'v1',
       kind: 'ConfigMap',
-      metadata: withOwnerReference(
-        {
-          name,
-          namespace: this.#namespace,
-          labels: { [LEDGER_LABEL]: 'true', 'app.kubernetes.io/part-of': 'tollgate', 'app.kubernetes.io/component': 'budget-ledger' },
-          annotations: { [POLICY_ANNOTATION]: doc.policy },
-          ...(resourceVersion ? { resourceVersion } : {}),
-        },
-        this.#owner,
-      ),
+      // No ownerReferences: a PUT replaces metadata whole, so this also drops one an older release set.
+      metadata: {
+        name,
+        namespace: this.#namespace,
+        labels: { [LEDGER_LABEL]: 'true', 'app.kubernetes.io/part-of': 'tollgate', 'app.kubernetes.io/component': 'budget-ledger' },
+        annotations: { [POLICY_ANNOTATION]: doc.policy },
+        ...(resourceVersion ? { resourceVersion } : {}),
+      },
       data: { [DATA_KEY]: text },
     };
     try {
