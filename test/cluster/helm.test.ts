@@ -83,11 +83,23 @@ describe('helm lint and template', () => {
     expect(result.code).toBe(0);
   });
 
-  it('renders the defaults: two webhook entries, self-managed TLS, 2 replicas each, PDBs', async () => {
+  it('renders the defaults: two webhook entries and the self-test one, self-managed TLS, 2 replicas each, PDBs', async () => {
     const manifests = await template('default-values.yaml');
     const config = find(manifests, 'MutatingWebhookConfiguration', RELEASE) as Manifest & { webhooks: Array<Record<string, unknown>> };
-    expect(config.webhooks.map((w) => w.name)).toEqual(['namespace.inject.tollgate.dev', 'pod.inject.tollgate.dev']);
-    for (const w of config.webhooks) {
+    expect(config.webhooks.map((w) => w.name)).toEqual(['namespace.inject.tollgate.dev', 'pod.inject.tollgate.dev', 'selftest.inject.tollgate.dev']);
+    // The self-test entry (ADR 0812): only labelled pods of the release namespace, and never Tollgate's own.
+    expect(config.webhooks[2]).toMatchObject({
+      failurePolicy: 'Fail',
+      namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: [NS] }] },
+      objectSelector: {
+        matchExpressions: [
+          { key: 'tollgate.dev/selftest', operator: 'In', values: ['true'] },
+          { key: 'app.kubernetes.io/part-of', operator: 'NotIn', values: ['tollgate'] },
+        ],
+      },
+      clientConfig: { service: { name: 'tollgate-webhook', namespace: NS, path: '/mutate' } },
+    });
+    for (const w of config.webhooks.slice(0, 2)) {
       expect(w).toMatchObject({
         sideEffects: 'None',
         timeoutSeconds: 5,
@@ -113,7 +125,7 @@ describe('helm lint and template', () => {
     const manifests = await template('cert-manager-values.yaml');
     const config = find(manifests, 'MutatingWebhookConfiguration', RELEASE) as Manifest & { webhooks: Array<Record<string, unknown>> };
     expect(config.metadata.annotations).toEqual({ 'cert-manager.io/inject-ca-from': `${NS}/tollgate-webhook` });
-    expect(config.webhooks).toHaveLength(1);
+    expect(config.webhooks.map((w) => w.name)).toEqual(['namespace.inject.tollgate.dev', 'selftest.inject.tollgate.dev']);
     expect(config.webhooks[0]).toMatchObject({ failurePolicy: 'Fail' });
     expect(find(manifests, 'Certificate', 'tollgate-webhook')).toMatchObject({
       spec: {
@@ -178,6 +190,8 @@ describe('helm install into the real control plane', () => {
       '-n',
       NS,
       '--create-namespace',
+      // No kube-controller-manager runs here, so the post-install self-test Job would never run (the kind suite runs it).
+      '--no-hooks',
       '--set',
       'defaultProxyConfig.enabled=true',
       '--set',
@@ -261,6 +275,7 @@ describe('helm install into the real control plane', () => {
     expect(config.webhooks?.map((w) => [w.name, w.failurePolicy, w.timeoutSeconds, w.sideEffects])).toEqual([
       ['namespace.inject.tollgate.dev', 'Ignore', 5, 'None'],
       ['pod.inject.tollgate.dev', 'Ignore', 5, 'None'],
+      ['selftest.inject.tollgate.dev', 'Fail', 5, 'None'],
     ]);
 
     const proxyConfig = await kc
@@ -275,6 +290,9 @@ describe('helm install into the real control plane', () => {
     expect(await can(['patch', 'mutatingwebhookconfigurations/other'])).toBe('no');
     expect(await can(['update', 'secrets/tollgate-webhook-tls', '-n', NS])).toBe('yes');
     expect(await can(['get', 'secrets/tollgate-operator-tls', '-n', NS])).toBe('no');
+    // The operator's CA comes from the ConfigMap it publishes, watched by name (ADR 0809).
+    expect(await can(['watch', 'configmaps/tollgate-operator-ca', '-n', NS])).toBe('yes');
+    expect(await can(['get', 'configmaps/other', '-n', NS])).toBe('no');
     expect(await can(['get', 'secrets', '-n', 'shop'])).toBe('no');
     // whether a pod's ProxyConfig enables audit (docs/audit.md)
     expect(await can(['get', 'proxyconfigs.tollgate.dev', '-n', 'shop'])).toBe('yes');
