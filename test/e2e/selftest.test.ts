@@ -27,10 +27,9 @@ describe('tollgate selftest against a running proxy', () => {
   let proxy: ProxyProcess;
   let upstreamPort: number;
   const call = (extra: string[], key = KEY) =>
-    selftest(
-      ['call', `--sidecar-port=${proxy.port}`, `--upstream-port=${upstreamPort}`, '--proxy-config=tollgate-system/tollgate-selftest', '--timeout=3', ...extra],
-      { SELFTEST_PROVIDER_KEY: key },
-    );
+    selftest(['call', `--sidecar-port=${proxy.port}`, `--upstream-port=${upstreamPort}`, '--proxy-config=tollgate-system/tollgate-selftest', '--timeout=3', ...extra], {
+      SELFTEST_PROVIDER_KEY: key,
+    });
 
   beforeAll(async () => {
     upstreamPort = await freePort();
