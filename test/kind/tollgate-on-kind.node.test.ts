@@ -11,6 +11,7 @@
 // cluster takes about a minute to come up; see docs/real-node.md for how it is built and how to keep one up to
 // look around.
 
+import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { chartSidecarLimitMb } from '../../bench/side-by-side.ts';
@@ -329,7 +330,9 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
       ].sort(),
     );
     const ownerOf = (o: OwnedObject) =>
-      o.metadata.labels?.['tollgate.dev/budget-ledger'] === 'true' ? [] : [o.metadata.name === 'tollgate-webhook-tls' ? 'Deployment/tollgate-webhook' : 'Deployment/tollgate-operator'];
+      o.metadata.labels?.['tollgate.dev/budget-ledger'] === 'true'
+        ? []
+        : [o.metadata.name === 'tollgate-webhook-tls' ? 'Deployment/tollgate-webhook' : 'Deployment/tollgate-operator'];
     for (const o of before) expect(o.metadata.ownerReferences?.map((r) => `${r.kind}/${r.name}`) ?? [], named(o)).toEqual(ownerOf(o));
     // The spend the ledger holds once every sidecar's reports are in: what the sidecar's span store holds.
     const [pod] = (await runningAppPods(node)).map((p) => p.name);
@@ -461,14 +464,17 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
     return { calls, failed: calls - ok, lostUsd: spans.costUsd - spent };
   }
 
-  /** After a change of release: the expected operator leads, and both old sidecars take a price and keep refusing CAPPED_USER. */
-  async function releaseServes(operatorImage: string, price: number): Promise<void> {
+  /**
+   * After a change of release: the expected operator leads, and both old sidecars take a price (from a
+   * ProxyConfig that may also use a field they do not know) and keep refusing CAPPED_USER.
+   */
+  async function releaseServes(operatorImage: string, price: number, opts: { withRoute?: boolean } = {}): Promise<void> {
     const leader = await eventually('the expected release to lead', async () => {
       const now = await operatorLeader(node);
       return now.image === operatorImage ? now : undefined;
     });
     expect(leader.holder).not.toBe('');
-    await apply(proxyConfigManifest(price));
+    await apply(proxyConfigManifest(price, opts));
     for (const pod of appPods) {
       await eventually(`${pod}'s old sidecar to take the new price`, async () => ((await costOfNextCallIn(node, pod)) === price ? true : undefined), 90_000);
       expect((await appClientIn<{ status: number }>(node, pod, ['call', MODEL, CAPPED_USER])).status).toBe(429);
@@ -480,10 +486,20 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
     let seconds = 0;
     const figures = await underSteadyCalls('steady-upgrade', async () => {
       const started = Date.now();
+      // As docs/kubernetes.md says: Helm never upgrades CRDs, so the new ones go first (here they are already the
+      // new ones, the suite's first install put them there; applying them is what an upgrade does).
+      await kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(CHART, 'crds')]);
       const upgraded = await node.helm(['upgrade', RELEASE, CHART, '-n', NAMESPACE, '--wait', '--timeout', '5m']);
       seconds = (Date.now() - started) / 1000;
       expect(upgraded.code, `${upgraded.stderr}\n${await node.describe()}`).toBe(0);
-      await releaseServes(images.tollgate.ref, 13);
+      // A price change in a ProxyConfig that also adds a configured route, which the old sidecars' validator
+      // refuses: the new operator sends them the config without it and says so (ADR 0723).
+      await releaseServes(images.tollgate.ref, 13, { withRoute: true });
+      const withheld = await eventually('a ConfigWithheld Event', async () => {
+        const events = await getJson<{ items: Array<{ reason: string; note: string; regarding: { name: string } }> }>(['get', 'events.events.k8s.io', '-n', APP_NAMESPACE]);
+        return events.items.find((e) => e.reason === 'ConfigWithheld' && e.regarding.name === 'default');
+      });
+      expect(withheld.note).toContain('routes (fake-compat)');
     });
     console.info(
       `[node] helm upgrade ${previous.commit.slice(0, 12)} → this release: ${seconds.toFixed(1)} s; ${figures.calls} calls from ${appPods.length} old sidecars, ` +
