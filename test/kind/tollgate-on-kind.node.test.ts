@@ -489,7 +489,9 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
       // As docs/kubernetes.md says: Helm never upgrades CRDs, so the new ones go first (here they are already the
       // new ones, the suite's first install put them there; applying them is what an upgrade does).
       await kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(CHART, 'crds')]);
-      const upgraded = await node.helm(['upgrade', RELEASE, CHART, '-n', NAMESPACE, '--wait', '--timeout', '5m']);
+      // --reset-values: the previous install's only values were its image tags (standing in for that chart's
+      // appVersion); without a value flag Helm would reuse them and run the previous images under this chart.
+      const upgraded = await node.helm(['upgrade', RELEASE, CHART, '-n', NAMESPACE, '--reset-values', '--wait', '--timeout', '5m']);
       seconds = (Date.now() - started) / 1000;
       expect(upgraded.code, `${upgraded.stderr}\n${await node.describe()}`).toBe(0);
       // A price change in a ProxyConfig that also adds a configured route, which the old sidecars' validator
