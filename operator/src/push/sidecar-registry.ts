@@ -47,7 +47,7 @@ export interface RegistryListener {
   pushed(source: string, version: string, sidecars: number): void;
   /** A sidecar refused a snapshot (once per sidecar and version). */
   rejected(source: string, pod: { namespace: string; name: string; uid?: string | undefined }, version: string, reason: string): void;
-  /** A sidecar of an older config revision was sent `version` without `fields` (once per sidecar and version). */
+  /** A sidecar of an older config revision was sent `version` without `fields` (once per stream and version). */
   withheld(source: string, pod: { namespace: string; name: string; uid?: string | undefined }, version: string, revision: number, fields: string[]): void;
 }
 
