@@ -309,8 +309,20 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
     );
     for (const stage of ['injection: ok', 'config: ok', 'credentials: ok', 'metering: ok']) expect(passed.stdout).toContain(stage);
     console.info(`[node] helm test: ${passed.stdout.split('\n').find((l) => l.startsWith('metering:'))}`);
-    // Its Secret, ProxyConfig and Pod are deleted when it passes.
-    expect((await kubectl(['get', 'pods,secrets,proxyconfigs', '-n', NAMESPACE, '-l', 'app.kubernetes.io/component=selftest', '-o', 'name'])).trim()).toBe('');
+    // Its Secret and ProxyConfig are deleted when it passes; its Pod stays, Succeeded, until the next helm test
+    // (so that --logs can read it), and goes with the command the docs give.
+    const left = await kubectl([
+      'get',
+      'pods,secrets,proxyconfigs',
+      '-n',
+      NAMESPACE,
+      '-l',
+      'app.kubernetes.io/component=selftest',
+      '-o',
+      'jsonpath={range .items[*]}{.kind}/{.metadata.name}={.status.phase} {end}',
+    ]);
+    expect(left.trim()).toBe('Pod/tollgate-selftest=Succeeded');
+    await kubectl(['delete', 'pod', '-n', NAMESPACE, '-l', 'app.kubernetes.io/component=selftest']);
   });
 
   it("helm uninstall leaves nothing of Tollgate behind but the CRDs, the user's own resources and the budget ledger", async () => {
