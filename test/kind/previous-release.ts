@@ -33,8 +33,8 @@ export function recordedPreviousCommit(): string {
   return commit;
 }
 
-/** The recorded commit's tree in the cache, extracted once. */
-async function previousTree(commit: string): Promise<string> {
+/** The recorded commit's tree in the cache, extracted once (also run from source by test/cluster/operator-behind.test.ts). */
+export async function previousTree(commit: string): Promise<string> {
   const dir = tollgateCache('kind', 'previous', commit.slice(0, 12));
   if (existsSync(join(dir, '.complete'))) return dir;
   const known = await run('git', ['-C', ROOT, 'cat-file', '-e', `${commit}^{commit}`], { okCodes: [0, 1, 128] });
