@@ -10,6 +10,7 @@ commands:
   spend      spend per user, model, project or provider from the span store  tollgate spend --help
   operator   run the operator (ProxyConfig reconciler and config push)    tollgate operator --help
   webhook    run the sidecar injection webhook                            tollgate webhook --help
+  selftest   check injection, config push and metering from an injected pod (the chart's hooks and helm test)
   crds       print the CustomResourceDefinitions (tollgate crds | kubectl apply -f -)
 `;
 
@@ -35,6 +36,8 @@ async function run(argv: string[]): Promise<number> {
       return (await load(command, () => import('../operator/src/main.ts'))).main(rest);
     case 'webhook':
       return (await load(command, () => import('../webhook/src/main.ts'))).main(rest);
+    case 'selftest':
+      return (await load(command, () => import('../webhook/src/selftest/main.ts'))).main(rest);
     case 'crds':
       process.stdout.write((await load(command, () => import('../crds/index.ts'))).crdManifests());
       return 0;

@@ -13,6 +13,8 @@ export interface Hello {
   podNamespace?: string;
   currentVersion?: string;
   sidecarVersion?: string;
+  /** 0 or absent from sidecars released before config revisions (contracts/config-revisions.ts). */
+  configRevision?: number;
 }
 
 export interface AuditSinkReport {

@@ -336,7 +336,8 @@ const route: SchemaNode = {
 
 const routes: SchemaNode = {
   type: 'array',
-  description: 'Routes added to the built-in ones (docs/routes.md); a name may appear once.',
+  description:
+    'Routes added to the built-in ones (docs/routes.md); a name may appear once. Sidecars of releases before routes get the rest of the config without them and their prices (a ConfigWithheld Event names each such pod).',
   maxItems: 64,
   'x-kubernetes-list-type': 'map',
   'x-kubernetes-list-map-keys': ['name'],

@@ -30,6 +30,8 @@ export interface InformerOptions<T extends KubeObject> {
   labelSelector?: string;
   /** List and watch the objects' metadata only (PartialObjectMetadata). */
   metadataOnly?: boolean;
+  /** e.g. `metadata.name=x`: RBAC that names one object (resourceNames) allows list and watch only with it. */
+  fieldSelector?: string;
 }
 
 const DEFAULT_RESTART: BackoffPolicy = { baseMs: 500, maxMs: 30_000, jitter: 0.5 };
@@ -179,7 +181,7 @@ export class Informer<T extends KubeObject> {
     let resourceVersion = '';
     do {
       const page = await this.#opts.api.get<List<T>>(this.#opts.path, {
-        query: { limit: PAGE_SIZE, continue: cont, labelSelector: this.#opts.labelSelector },
+        query: { limit: PAGE_SIZE, continue: cont, labelSelector: this.#opts.labelSelector, fieldSelector: this.#opts.fieldSelector },
         signal,
         ...(this.#opts.metadataOnly ? { accept: PARTIAL_METADATA_LIST } : {}),
       });
@@ -237,6 +239,7 @@ export class Informer<T extends KubeObject> {
           // Like client-go: 5–10 minutes, randomised so that watches of many clients do not expire together.
           timeoutSeconds: Math.floor(300 + Math.random() * 300),
           labelSelector: this.#opts.labelSelector,
+          fieldSelector: this.#opts.fieldSelector,
         },
         signal,
         this.#opts.metadataOnly ? PARTIAL_METADATA : undefined,

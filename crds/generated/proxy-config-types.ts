@@ -42,7 +42,7 @@ export interface ProxyConfigSpec {
   cache?: CacheByProviderSpec;
   /** Upstream endpoint per route (the <route> of /proxy/<route>/*). */
   upstreams?: UpstreamsSpec;
-  /** Routes added to the built-in ones (docs/routes.md); a name may appear once. */
+  /** Routes added to the built-in ones (docs/routes.md); a name may appear once. Sidecars of releases before routes get the rest of the config without them and their prices (a ConfigWithheld Event names each such pod). */
   routes?: ConfiguredRouteSpec[];
   /** Where credentials are kept: references to Secrets in the same namespace, never the values. The operator reads them and hands them to sidecars over the authenticated push channel. It reads only Secrets labelled tollgate.dev/credentials=true (kubectl label secret NAME tollgate.dev/credentials=true). */
   credentials?: CredentialsSpec;

@@ -14,6 +14,7 @@ import type { LeaderEndpoint } from './kube/leader-endpoint.ts';
 import type { OperatorCaches } from './operator-caches.ts';
 import type { OperatorOptions } from './operator.ts';
 import { type PushServer, startPushServer } from './push/push-server.ts';
+import type { CaPublication } from './tls/ca-publication.ts';
 import { loadServingCertificate } from './tls/serving-certificate.ts';
 
 export interface LeaderWork {
@@ -28,6 +29,7 @@ interface LeadershipContext {
   api: KubeApi;
   recorder: EventRecorder;
   caches: OperatorCaches;
+  caPublication: CaPublication;
   leaderEndpoint: LeaderEndpoint | undefined;
 }
 
@@ -93,6 +95,9 @@ export class Leadership {
     const work: LeaderWork = { proxyConfigs, budgets };
     this.#work = work;
     const tls = await loadServingCertificate(opts.tls, api, opts.logger, opts.owner);
+    if (signal.aborted) return;
+    // Before the push server: the webhook injects sidecars only once it has the CA they will need to trust.
+    if (tls.caPem) await this.#context.caPublication.publish(tls.caPem);
     if (signal.aborted) return;
     work.server = await startPushServer({
       api,

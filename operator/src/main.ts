@@ -53,6 +53,7 @@ export async function main(argv: string[]): Promise<number> {
     grpcHost: settings.grpcHost,
     grpcPort: settings.grpcPort,
     tls: settings.tls,
+    caConfigMap: settings.caConfigMap,
     ...(owner ? { owner } : {}),
     ...(settings.watchNamespace ? { watchNamespace: settings.watchNamespace } : {}),
     ...(settings.leaderEndpoint ? { leaderEndpoint: settings.leaderEndpoint } : {}),

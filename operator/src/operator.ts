@@ -14,7 +14,8 @@ import { LeaderEndpoint } from './kube/leader-endpoint.ts';
 import type { ProbedInformer } from './health/health-server.ts';
 import { Leadership } from './leadership.ts';
 import { OperatorCaches } from './operator-caches.ts';
-import type { TlsSource } from './tls/serving-certificate.ts';
+import { CaPublication } from './tls/ca-publication.ts';
+import { storedCa, type TlsSource } from './tls/serving-certificate.ts';
 import type { OperatorMetrics } from './metrics/operator-metrics.ts';
 
 export interface OperatorOptions {
@@ -26,6 +27,8 @@ export interface OperatorOptions {
   grpcHost: string;
   grpcPort: number;
   tls: TlsSource;
+  /** The ConfigMap (in leaseNamespace) the CA sidecars trust is published in, for the webhook (ADR 0809). */
+  caConfigMap?: string;
   /**
    * Named in the ownerReferences of everything the operator creates (Lease, EndpointSlice, TLS Secret, ledger
    * ConfigMaps), so the garbage collector deletes them with it (ADR 0807). Absent: no owner (outside a cluster).
@@ -60,7 +63,15 @@ export function startOperator(opts: OperatorOptions): Operator {
   const api = new KubeApi(opts.kubeConfig);
   const recorder = new EventRecorder(api, { reportingController: 'tollgate.dev/operator', reportingInstance: opts.identity, logger });
   const caches = new OperatorCaches(api, logger, opts.watchNamespace);
-  const leadership = new Leadership({ opts, api, recorder, caches, leaderEndpoint: leaderEndpoint(api, opts) });
+  const caPublication = new CaPublication({
+    api,
+    namespace: opts.leaseNamespace,
+    name: opts.caConfigMap ?? 'tollgate-operator-ca',
+    logger: opts.logger,
+    owner: opts.owner,
+  });
+  const leadership = new Leadership({ opts, api, recorder, caches, caPublication, leaderEndpoint: leaderEndpoint(api, opts) });
+  void publishStoredCa(opts, api, caPublication);
   ProxyConfigController.watch(caches, () => leadership.work?.proxyConfigs);
   BudgetPolicyController.watch(caches.budgetPolicies, () => leadership.work?.budgets);
   caches.start();
@@ -97,6 +108,20 @@ export function startOperator(opts: OperatorOptions): Operator {
       await caches.stop();
     },
   };
+}
+
+/**
+ * Every replica, leader or not, publishes the CA the leader keeps if the ConfigMap is missing: after an upgrade
+ * from a release that did not publish it, the webhook need not wait for a new replica to take the Lease.
+ */
+async function publishStoredCa(opts: OperatorOptions, api: KubeApi, publication: CaPublication): Promise<void> {
+  try {
+    const ca = await storedCa(opts.tls, api);
+    if (ca) await publication.publish(ca, { onlyIfMissing: true });
+  } catch (error) {
+    // The leader publishes it anyway; this replica only tried to be early.
+    opts.logger.info({ err: error instanceof Error ? error.message : String(error) }, 'could not publish the stored operator CA; the leader will');
+  }
 }
 
 /** The push Service's EndpointSlice, which the leader points at itself; none outside a cluster. */

@@ -21,6 +21,7 @@ describe('parseOperatorArgs', () => {
         dnsNames: ['tollgate-operator.tg.svc', 'tollgate-operator.tg.svc.cluster.local'],
         ipAddresses: ['127.0.0.1'],
       },
+      caConfigMap: 'tollgate-operator-ca',
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
@@ -34,6 +35,13 @@ describe('parseOperatorArgs', () => {
     expect(s).toMatchObject({ kubeconfig: '/k', identity: 'me', grpcPort: 0, namespace: 'tollgate-system' });
     expect(parse([], {}).identity).toBe('host-42');
     expect(parse(['--health-host=127.0.0.1', '--health-port=0'])).toMatchObject({ healthHost: '127.0.0.1', healthPort: 0 });
+  });
+
+  it('publishes the CA sidecars trust in a ConfigMap; with certificate files, the CA is a file too', () => {
+    expect(parse(['--ca-config-map=rel-tollgate-operator-ca']).caConfigMap).toBe('rel-tollgate-operator-ca');
+    expect(parse(['--tls-cert=c.pem', '--tls-key=k.pem', '--tls-ca=ca.pem']).tls).toEqual({ kind: 'files', certFile: 'c.pem', keyFile: 'k.pem', caFile: 'ca.pem' });
+    expect(() => parse(['--tls-ca=ca.pem'])).toThrow(/--tls-ca goes with --tls-cert and --tls-key/);
+    expect(() => parse(['--ca-config-map=CA'])).toThrow(/--ca-config-map must be a ConfigMap name \(got "CA"\)/);
   });
 
   it('publishes the leader endpoint only when it knows its pod IP (flag, else $POD_IP)', () => {

@@ -23,7 +23,11 @@ options:
   --health-port PORT       its port (default: 8081)
   --tls-cert PATH          serving certificate (PEM); with --tls-key. Without both, the operator
   --tls-key PATH           generates a CA and certificate and keeps them in --tls-secret
+  --tls-ca PATH            with --tls-cert: the CA sidecars trust (e.g. cert-manager's ca.crt), published
+                           in --ca-config-map
   --tls-secret NAME        Secret for the generated certificate, key and ca.crt (default: tollgate-operator-tls)
+  --ca-config-map NAME     ConfigMap (in --namespace) the operator publishes its CA in, for the webhook to
+                           give every sidecar (default: tollgate-operator-ca)
   --tls-dns-name NAME      DNS name in the generated certificate, repeatable
                            (default: tollgate-operator.NS.svc and tollgate-operator.NS.svc.cluster.local)
   --tls-ip IP              IP address in the generated certificate, repeatable (default: 127.0.0.1)
@@ -61,6 +65,8 @@ export interface OperatorSettings {
   healthHost: string;
   healthPort: number;
   tls: TlsSource;
+  /** The ConfigMap holding the CA sidecars trust (ADR 0809). */
+  caConfigMap: string;
   watchNamespace?: string;
   /** The operator's own Deployment, owner of what it creates (ADR 0807). */
   ownerDeployment?: string;
@@ -73,6 +79,7 @@ export interface OperatorSettings {
 }
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
 function port(value: string, flag: string): number {
@@ -108,9 +115,11 @@ export function parseOperatorArgs(argv: string[], env: Record<string, string | u
   const kubeconfig = values.kubeconfig ?? env.KUBECONFIG;
   const podIP = podIpOf(values, env);
   const ownerDeployment = values['owner-deployment'];
-  if (ownerDeployment !== undefined && !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(ownerDeployment)) {
+  if (ownerDeployment !== undefined && !DNS_SUBDOMAIN.test(ownerDeployment)) {
     throw new UsageError(`--owner-deployment must be a Deployment name (got ${JSON.stringify(ownerDeployment)})`);
   }
+  const caConfigMap = values['ca-config-map'] ?? 'tollgate-operator-ca';
+  if (!DNS_SUBDOMAIN.test(caConfigMap)) throw new UsageError(`--ca-config-map must be a ConfigMap name (got ${JSON.stringify(caConfigMap)})`);
   const pushService = values['push-service'] ?? 'tollgate-operator';
   if (!DNS_LABEL.test(pushService) || pushService.length > 63) throw new UsageError(`--push-service must be a Service name (got ${JSON.stringify(pushService)})`);
   return {
@@ -124,6 +133,7 @@ export function parseOperatorArgs(argv: string[], env: Record<string, string | u
     healthHost: values['health-host'] ?? '0.0.0.0',
     healthPort: port(values['health-port'] ?? '8081', '--health-port'),
     tls,
+    caConfigMap,
     ...(values['watch-namespace'] ? { watchNamespace: namespaceName(values['watch-namespace'], '--watch-namespace') } : {}),
     ...(ownerDeployment ? { ownerDeployment } : {}),
     ...(podIP ? { leaderEndpoint: { service: pushService, podIP } } : {}),
@@ -137,7 +147,10 @@ type OperatorFlags = ReturnType<typeof parse>['values'];
 /** The push server's certificate: files, or a self-managed Secret in the operator's namespace. */
 function tlsSource(values: OperatorFlags, namespace: string): TlsSource {
   if (!!values['tls-cert'] !== !!values['tls-key']) throw new UsageError('--tls-cert and --tls-key must be given together');
-  if (values['tls-cert'] && values['tls-key']) return { kind: 'files', certFile: values['tls-cert'], keyFile: values['tls-key'] };
+  if (values['tls-ca'] && !values['tls-cert']) throw new UsageError('--tls-ca goes with --tls-cert and --tls-key');
+  if (values['tls-cert'] && values['tls-key']) {
+    return { kind: 'files', certFile: values['tls-cert'], keyFile: values['tls-key'], ...(values['tls-ca'] ? { caFile: values['tls-ca'] } : {}) };
+  }
   return {
     kind: 'secret',
     namespace,
@@ -185,6 +198,8 @@ function parse(argv: string[]) {
       'tls-cert': { type: 'string' },
       'tls-key': { type: 'string' },
       'tls-secret': { type: 'string' },
+      'tls-ca': { type: 'string' },
+      'ca-config-map': { type: 'string' },
       'tls-dns-name': { type: 'string', multiple: true },
       'tls-ip': { type: 'string', multiple: true },
       'watch-namespace': { type: 'string' },

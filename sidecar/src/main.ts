@@ -147,7 +147,7 @@ async function startProxy(args: ProxyArgs, env: NodeJS.ProcessEnv, logger: pino.
 async function openEngine(store: ConfigStore, logger: pino.Logger, link: OperatorLink | null): Promise<Engine> {
   try {
     const spans = await openSpanStore(store.get().storage, { logger, env: process.env, purpose: 'proxy' });
-    return await buildEngine({ store, logger, spans, ...(link ? { budgets: link.budgets } : {}) });
+    return await buildEngine({ store, logger, spans, ...(link?.budgets ? { budgets: link.budgets } : {}) });
   } catch (error) {
     if (!(error instanceof BudgetLedgerOpenError) && !(error instanceof SpanStoreOpenError) && !(error instanceof ConfigError)) throw error;
     await link?.stop();

@@ -2,6 +2,10 @@
 // operator's push and, since the operator keeps the budgets ledger, enforces the budgets it sends and reports
 // spend back. The last good snapshot (kept on disk) applies before the engine starts, so a pod that restarts
 // while the operator is unreachable serves with the config it last had.
+//
+// The central server (server mode) follows a ProxyConfig the same way (ADR 0813), for config only: its budgets
+// stay the ones its config file names (its ledger is shared by its replicas, and its users are identities,
+// not pods).
 
 import type { Logger } from 'pino';
 import type { AuditReport } from '../../contracts/push-protocol.ts';
@@ -13,11 +17,12 @@ import type { ConfigStore } from './config/config-store.ts';
 import type { PushClient } from './config/push-client.ts';
 
 export class OperatorLink {
-  readonly budgets: ClusterBudgets;
+  /** The operator's budgets, for a sidecar; undefined in server mode. */
+  readonly budgets: ClusterBudgets | undefined;
   #client: PushClient | undefined;
   #auditReporter: AuditReporter | undefined;
 
-  private constructor(budgets: ClusterBudgets) {
+  private constructor(budgets: ClusterBudgets | undefined) {
     this.budgets = budgets;
   }
 
@@ -26,7 +31,7 @@ export class OperatorLink {
     const address = env[PROXY_ENV.operatorAddress];
     if (!address) return null;
     const stateDir = env[PROXY_ENV.stateDir] ?? SIDECAR_STATE_DIR;
-    const link = new OperatorLink(new ClusterBudgets({ stateDir, logger }));
+    const link = new OperatorLink(store.get().mode === 'server' ? undefined : new ClusterBudgets({ stateDir, logger }));
     // Loaded only in a pod: the local proxy never speaks gRPC to an operator.
     const { startPushClient } = await import('./config/push-client.ts');
     const podName = env[PROXY_ENV.podName];
@@ -39,7 +44,7 @@ export class OperatorLink {
       store,
       logger,
       auditReport: () => link.#auditReport(),
-      budgets: link.budgets,
+      ...(link.budgets ? { budgets: link.budgets } : {}),
       ...(podName ? { podName } : {}),
       ...(podNamespace ? { podNamespace } : {}),
     });

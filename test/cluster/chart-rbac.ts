@@ -16,6 +16,7 @@ export const RELEASE = 'tollgate';
 export const CHART_NAMES = {
   operator: 'tollgate-operator',
   operatorTlsSecret: 'tollgate-operator-tls',
+  operatorCaConfigMap: 'tollgate-operator-ca',
   webhook: 'tollgate-webhook',
   webhookTlsSecret: 'tollgate-webhook-tls',
   webhookConfiguration: 'tollgate',

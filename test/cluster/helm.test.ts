@@ -83,11 +83,23 @@ describe('helm lint and template', () => {
     expect(result.code).toBe(0);
   });
 
-  it('renders the defaults: two webhook entries, self-managed TLS, 2 replicas each, PDBs', async () => {
+  it('renders the defaults: two webhook entries and the self-test one, self-managed TLS, 2 replicas each, PDBs', async () => {
     const manifests = await template('default-values.yaml');
     const config = find(manifests, 'MutatingWebhookConfiguration', RELEASE) as Manifest & { webhooks: Array<Record<string, unknown>> };
-    expect(config.webhooks.map((w) => w.name)).toEqual(['namespace.inject.tollgate.dev', 'pod.inject.tollgate.dev']);
-    for (const w of config.webhooks) {
+    expect(config.webhooks.map((w) => w.name)).toEqual(['namespace.inject.tollgate.dev', 'pod.inject.tollgate.dev', 'selftest.inject.tollgate.dev']);
+    // The self-test entry (ADR 0812): only labelled pods of the release namespace, and never Tollgate's own.
+    expect(config.webhooks[2]).toMatchObject({
+      failurePolicy: 'Fail',
+      namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: [NS] }] },
+      objectSelector: {
+        matchExpressions: [
+          { key: 'tollgate.dev/selftest', operator: 'In', values: ['true'] },
+          { key: 'app.kubernetes.io/part-of', operator: 'NotIn', values: ['tollgate'] },
+        ],
+      },
+      clientConfig: { service: { name: 'tollgate-webhook', namespace: NS, path: '/mutate' } },
+    });
+    for (const w of config.webhooks.slice(0, 2)) {
       expect(w).toMatchObject({
         sideEffects: 'None',
         timeoutSeconds: 5,
@@ -109,11 +121,11 @@ describe('helm lint and template', () => {
     expect(manifests.filter((m) => m.kind === 'Certificate')).toEqual([]);
   });
 
-  it('renders cert-manager mode: Certificates, CA injection annotation, file certificates, no Secret RBAC', async () => {
+  it('renders cert-manager mode: Certificates, CA injection annotation, file certificates, no webhook Secret RBAC', async () => {
     const manifests = await template('cert-manager-values.yaml');
     const config = find(manifests, 'MutatingWebhookConfiguration', RELEASE) as Manifest & { webhooks: Array<Record<string, unknown>> };
     expect(config.metadata.annotations).toEqual({ 'cert-manager.io/inject-ca-from': `${NS}/tollgate-webhook` });
-    expect(config.webhooks).toHaveLength(1);
+    expect(config.webhooks.map((w) => w.name)).toEqual(['namespace.inject.tollgate.dev', 'selftest.inject.tollgate.dev']);
     expect(config.webhooks[0]).toMatchObject({ failurePolicy: 'Fail' });
     expect(find(manifests, 'Certificate', 'tollgate-webhook')).toMatchObject({
       spec: {
@@ -124,7 +136,10 @@ describe('helm lint and template', () => {
     });
     expect(containerArgs(find(manifests, 'Deployment', 'tollgate-webhook'))).toEqual(expect.arrayContaining(['--cert-mode=files', '--failure-policy=Fail']));
     expect(containerArgs(find(manifests, 'Deployment', 'tollgate-operator'))).toContain('--tls-cert=/etc/tollgate/operator-tls/tls.crt');
-    expect(manifests.some((m) => m.kind === 'Role' && m.metadata.name === 'tollgate-webhook')).toBe(false);
+    expect(containerArgs(find(manifests, 'Deployment', 'tollgate-operator'))).toContain('--tls-ca=/etc/tollgate/operator-tls/ca.crt');
+    // The webhook's Role only reads the CA the operator publishes: no Secret or Deployment access.
+    const role = find(manifests, 'Role', 'tollgate-webhook') as Manifest & { rules: Array<{ resources: string[] }> };
+    expect(role.rules.flatMap((r) => r.resources)).toEqual(['configmaps']);
     // The webhook creates nothing here (cert-manager owns its Secret), so it needs no owner and no Deployment access.
     expect(containerArgs(find(manifests, 'Deployment', 'tollgate-webhook'))).not.toContain('--owner-deployment=tollgate-webhook');
   });
@@ -175,6 +190,8 @@ describe('helm install into the real control plane', () => {
       '-n',
       NS,
       '--create-namespace',
+      // No kube-controller-manager runs here, so the post-install self-test Job would never run (the kind suite runs it).
+      '--no-hooks',
       '--set',
       'defaultProxyConfig.enabled=true',
       '--set',
@@ -258,6 +275,7 @@ describe('helm install into the real control plane', () => {
     expect(config.webhooks?.map((w) => [w.name, w.failurePolicy, w.timeoutSeconds, w.sideEffects])).toEqual([
       ['namespace.inject.tollgate.dev', 'Ignore', 5, 'None'],
       ['pod.inject.tollgate.dev', 'Ignore', 5, 'None'],
+      ['selftest.inject.tollgate.dev', 'Fail', 5, 'None'],
     ]);
 
     const proxyConfig = await kc
@@ -272,6 +290,9 @@ describe('helm install into the real control plane', () => {
     expect(await can(['patch', 'mutatingwebhookconfigurations/other'])).toBe('no');
     expect(await can(['update', 'secrets/tollgate-webhook-tls', '-n', NS])).toBe('yes');
     expect(await can(['get', 'secrets/tollgate-operator-tls', '-n', NS])).toBe('no');
+    // The operator's CA comes from the ConfigMap it publishes, watched by name (ADR 0809).
+    expect(await can(['watch', 'configmaps/tollgate-operator-ca', '-n', NS])).toBe('yes');
+    expect(await can(['get', 'configmaps/other', '-n', NS])).toBe('no');
     expect(await can(['get', 'secrets', '-n', 'shop'])).toBe('no');
     // whether a pod's ProxyConfig enables audit (docs/audit.md)
     expect(await can(['get', 'proxyconfigs.tollgate.dev', '-n', 'shop'])).toBe('yes');

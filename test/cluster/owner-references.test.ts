@@ -1,11 +1,15 @@
 // What the operator creates at run time names its Deployment as owner (ADR 0807), so `helm uninstall` (which
-// deletes the Deployment) lets the garbage collector delete it. There is no kube-controller-manager here, so no
-// garbage collector: this test checks the references themselves, against a real kube-apiserver and with the
-// chart's RBAC; the kind test (test/kind) checks that the objects are gone after an uninstall.
+// deletes the Deployment) lets the garbage collector delete it; all but the budget ledger, which outlives the
+// release (ADR 0811). There is no kube-controller-manager here, so no garbage collector: this test checks the
+// references themselves, against a real kube-apiserver and with the chart's RBAC; the kind test (test/kind)
+// checks that the objects are gone after an uninstall and that the ledger is not.
 //
-// The upgrade path first: an operator without --owner-deployment (as before this change) creates the Lease,
-// the push EndpointSlice, the TLS Secret and a budget ledger; the next operator, with the flag, adds the
-// reference to each of them without replacing what they hold.
+// The API server runs the OwnerReferencesPermissionEnforcement admission plugin, which some clusters enable:
+// only who may delete an object may set its owner references (ADR 0810). The chart's Roles grant that.
+//
+// The upgrade path first: an operator without --owner-deployment (as before ADR 0807) creates the Lease, the
+// push EndpointSlice, the TLS Secret and the CA ConfigMap; the next operator, with the flag, adds the reference
+// to each of them without replacing what they hold.
 
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +24,7 @@ const PATHS = {
   lease: `/apis/coordination.k8s.io/v1/namespaces/${OPERATOR_NAMESPACE}/leases/${CHART_NAMES.operator}`,
   endpointSlice: `/apis/discovery.k8s.io/v1/namespaces/${OPERATOR_NAMESPACE}/endpointslices/${CHART_NAMES.operator}`,
   tlsSecret: `${NS}/secrets/${CHART_NAMES.operatorTlsSecret}`,
+  caConfigMap: `${NS}/configmaps/${CHART_NAMES.operatorCaConfigMap}`,
 };
 
 interface Owned {
@@ -51,7 +56,7 @@ describe('the operator names its Deployment as the owner of what it creates', ()
 
   beforeAll(async () => {
     dir = tempDir('tollgate-owner-references-test-');
-    cp = await startControlPlane();
+    cp = await startControlPlane({ admissionPlugins: ['OwnerReferencesPermissionEnforcement'] });
     api = new KubeApi(cp.kubeConfig);
     kubeconfig = await installOperatorPrerequisites(cp, dir.path);
     // The chart's Deployment, as an object only: no controller-manager runs it here.
@@ -73,11 +78,29 @@ describe('the operator names its Deployment as the owner of what it creates', ()
     dir?.remove();
   });
 
-  it('an operator from before owner references leaves the Lease, the EndpointSlice and the TLS Secret without one', async () => {
+  it('the admission plugin is on: a client that may not delete an object may not name its owner', async () => {
+    // The control: a Role with every ConfigMap verb but delete. Without the plugin this create would pass.
+    await cp.kubectl(['create', 'role', 'no-delete', '-n', OPERATOR_NAMESPACE, '--verb=get,create,update', '--resource=configmaps']);
+    await cp.kubectl(['create', 'rolebinding', 'no-delete', '-n', OPERATOR_NAMESPACE, '--role=no-delete', '--user=no-delete']);
+    const limited = new KubeApi(await cp.userKubeConfig('no-delete'));
+    // The plugin lets anyone name an owner on create (they could have not created it at all); changing the
+    // owners of an existing object, as an upgrade's first write does, needs delete on it.
+    const created = await limited.post<{ metadata: Record<string, unknown> }>(`${NS}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'owned' } });
+    const owners = [{ apiVersion: 'apps/v1', kind: 'Deployment', name: CHART_NAMES.operator, uid: deploymentUid }];
+    const refused = await limited.put(`${NS}/configmaps/owned`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { ...created.metadata, ownerReferences: owners } }).then(
+      () => undefined,
+      (error: unknown) => error as { statusCode?: number; message: string },
+    );
+    expect(refused?.statusCode).toBe(403);
+    expect(refused?.message).toMatch(/cannot set an ownerRef on a resource you can't delete/);
+  });
+
+  it('an operator from before owner references leaves the Lease, the EndpointSlice, the TLS Secret and the CA ConfigMap without one', async () => {
     const old = start('operator-old', []);
     await eventually('operator-old to lead', async () => (await leaseHolder(api, CHART_NAMES.operator)) === 'operator-old', 60_000);
     await eventually('the push EndpointSlice', () => api.get(PATHS.endpointSlice).catch(() => undefined), 60_000);
     await eventually('the operator TLS Secret', () => api.get(PATHS.tlsSecret).catch(() => undefined));
+    await eventually('the operator CA ConfigMap', () => api.get(PATHS.caConfigMap).catch(() => undefined));
     for (const path of Object.values(PATHS)) expect(await ownersOf(path), path).toEqual([]);
     await old.stop(10_000);
   });
@@ -105,15 +128,17 @@ describe('the operator names its Deployment as the owner of what it creates', ()
     expect(ownedByDeployment(await ownersOf(PATHS.endpointSlice))).toBe(true);
   });
 
-  it('every budget ledger object names the owner, and a ledger of an older operator is folded into it and deleted', async () => {
+  it('budget ledger objects name no owner, and the ledger of an older release that owned it is released, folded in and kept for a rollback', async () => {
     const asOperator = new KubeApi(loadKubeConfig(kubeconfig));
     const owner: OwnerReference = { apiVersion: 'apps/v1', kind: 'Deployment', name: CHART_NAMES.operator, uid: deploymentUid };
-    // What an operator before ADR 1307 left: one ConfigMap per policy, without an owner.
+    // What an operator before ADR 1307 and ADR 0811 left: one ConfigMap per policy, owned by the operator's
+    // Deployment (a reinstall's, so another UID).
     const older = { policy: 'shop/older', periods: { '2026-11-01T00:00:00.000Z': { alice: { spent: '7', limitUsed: '7', alerted: 0 } } }, grantsUsed: {}, applied: {} };
+    const olderName = 'tollgate-budget-0123456789abcdef0123';
     await asOperator.post(`${NS}/configmaps`, {
       apiVersion: 'v1',
       kind: 'ConfigMap',
-      metadata: { name: 'tollgate-budget-0123456789abcdef0123', labels: { [LEDGER_LABEL]: 'true' } },
+      metadata: { name: olderName, labels: { [LEDGER_LABEL]: 'true' }, ownerReferences: [{ ...owner, uid: '5f0c2ad4-0000-4000-8000-000000000001' }] },
       data: { 'ledger.json': JSON.stringify(older) },
     });
     const store = new LedgerStore(asOperator, OPERATOR_NAMESPACE, owner);
@@ -128,8 +153,8 @@ describe('the operator names its Deployment as the owner of what it creates', ()
       { base: loaded.base, manifestVersion: loaded.manifestVersion },
     );
     const stored = await api.get<{ items: Array<Owned & { metadata: { name: string } }> }>(`${NS}/configmaps`, { query: { labelSelector: `${LEDGER_LABEL}=true` } });
-    expect(stored.items.map((cm) => cm.metadata.name).sort()).toEqual([`tollgate-budget-base-${loaded.next}-0`, 'tollgate-budget-ledger']);
-    for (const cm of stored.items) expect(cm.metadata.ownerReferences, cm.metadata.name).toEqual([owner]);
+    expect(stored.items.map((cm) => cm.metadata.name).sort()).toEqual([olderName, `tollgate-budget-base-${loaded.next}-0`, 'tollgate-budget-ledger']);
+    for (const cm of stored.items) expect(cm.metadata.ownerReferences ?? [], cm.metadata.name).toEqual([]);
     const again = await store.load();
     expect([...again.state.policies.keys()].sort()).toEqual(['shop/newer', 'shop/older']);
   });

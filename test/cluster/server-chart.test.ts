@@ -19,7 +19,13 @@ const GOLDEN = join(import.meta.dirname, 'testdata', 'server-chart.golden.yaml')
 const RELEASE = 'tollgate';
 const NS = 'tollgate-system';
 const KUBE_VERSION = ['--kube-version', '1.34.0'];
-const SERVER_TEMPLATES = ['templates/server-config.yaml', 'templates/server-deployment.yaml', 'templates/server-service.yaml', 'templates/server-availability.yaml'];
+const SERVER_TEMPLATES = [
+  'templates/server-config.yaml',
+  'templates/server-deployment.yaml',
+  'templates/server-service.yaml',
+  'templates/server-availability.yaml',
+  'templates/server-proxy-config.yaml',
+];
 
 type Manifest = { kind: string; metadata: { name: string; labels?: Record<string, string> }; [key: string]: unknown };
 
@@ -63,6 +69,7 @@ describe('helm template with server.enabled', () => {
       'Deployment/tollgate-server',
       'HorizontalPodAutoscaler/tollgate-server',
       'PodDisruptionBudget/tollgate-server',
+      'ProxyConfig/tollgate-server',
       'Service/tollgate-server',
       'ServiceAccount/tollgate-server',
     ]);
@@ -91,6 +98,34 @@ describe('helm template with server.enabled', () => {
     const rendered = (await template('--set', 'server.enabled=true', '--set', 'server.replicas=3', '--set-json', 'server.config.server.auth={"accessTokens":{}}')).filter(isServer);
     expect(rendered.find((m) => m.kind === 'Deployment')).toMatchObject({ spec: { replicas: 3 } });
     expect(rendered.some((m) => m.kind === 'HorizontalPodAutoscaler')).toBe(false);
+  });
+
+  it('a price or upstream change in the values changes its ProxyConfig and rolls no pod; an auth change rolls them', async () => {
+    const base = ['-f', join(CHART, 'ci', 'server-values.yaml')];
+    const render = async (...set: string[]) => {
+      const all = (await template(...base, ...set)).filter(isServer);
+      const deployment = all.find((m) => m.kind === 'Deployment') as unknown as V1Deployment;
+      return { checksum: deployment.spec!.template.metadata!.annotations!['checksum/config'], proxyConfig: all.find((m) => m.kind === 'ProxyConfig') as { spec?: unknown } };
+    };
+    const before = await render();
+    const priced = await render('--set-json', 'server.config.pricing={"models":[{"provider":"openai","model":"gpt-4o-mini","input_per_million":0.2,"output_per_million":0.8}]}');
+    expect(priced.checksum).toBe(before.checksum);
+    expect(priced.proxyConfig.spec).toMatchObject({ pricing: { models: [{ model: 'gpt-4o-mini', input_per_million: 0.2 }] } });
+    const moved = await render('--set', 'server.config.upstreams.alpha.location=europe-west4');
+    expect(moved.checksum).toBe(before.checksum);
+    const auth = await render('--set-json', 'server.config.server.auth.admins=["someone-else@corp.example"]');
+    expect(auth.checksum).not.toBe(before.checksum);
+    // Without the ProxyConfig, the config file is all there is: every change rolls the pods.
+    const off = await render('--set', 'server.proxyConfig.enabled=false');
+    const offPriced = await render('--set', 'server.proxyConfig.enabled=false', '--set-json', 'server.config.pricing={"models":[]}');
+    expect(off.proxyConfig).toBeUndefined();
+    expect(offPriced.checksum).not.toBe(off.checksum);
+  });
+
+  it('refuses the server ProxyConfig when the operator watches another namespace', async () => {
+    const result = await cp.helm(['template', RELEASE, CHART, '-n', NS, ...KUBE_VERSION, '-f', join(CHART, 'ci', 'server-values.yaml'), '--set', 'operator.watchNamespace=shop']);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('the operator watches only shop, so it never sees the server');
   });
 
   it('refuses a server with no way to identify callers, and keys the chart sets itself', async () => {
@@ -154,13 +189,14 @@ describe('helm template with server.enabled', () => {
 
 describe('helm install with server.enabled into the real control plane', () => {
   beforeAll(async () => {
-    const result = await cp.helm(['install', RELEASE, CHART, '-n', NS, '--create-namespace', '-f', join(CHART, 'ci', 'server-values.yaml')]);
+    // --no-hooks: no kube-controller-manager here runs the post-install self-test Job (the kind suite runs it).
+    const result = await cp.helm(['install', RELEASE, CHART, '-n', NS, '--create-namespace', '--no-hooks', '-f', join(CHART, 'ci', 'server-values.yaml')]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('STATUS: deployed');
   });
 
-  it('created the server Deployment, Service, ConfigMap, ServiceAccount, PDB and HPA', async () => {
+  it('created the server Deployment, Service, ConfigMap, ProxyConfig, ServiceAccount, PDB and HPA', async () => {
     const apps = kc.makeApiClient(AppsV1Api);
     const deployment = await apps.readNamespacedDeployment({ namespace: NS, name: 'tollgate-server' });
     const container = deployment.spec!.template.spec!.containers[0]!;
@@ -177,6 +213,8 @@ describe('helm install with server.enabled into the real control plane', () => {
     expect(service.spec?.ports).toEqual([expect.objectContaining({ name: 'http', port: 80, targetPort: 'http' })]);
     const configMap = await core.readNamespacedConfigMap({ namespace: NS, name: 'tollgate-server' });
     expect(parseYaml(configMap.data!['tollgate.yaml']!)).toMatchObject({ mode: 'server' });
+    const proxyConfig = await cp.kubectl(['get', 'proxyconfig', '-n', NS, 'tollgate-server', '-o', 'jsonpath={.spec.upstreams.alpha.location}']);
+    expect(proxyConfig.stdout).toBe('us-central1');
     const account = await core.readNamespacedServiceAccount({ namespace: NS, name: 'tollgate-server' });
     expect(account.metadata?.annotations?.['iam.gke.io/gcp-service-account']).toBe('tollgate@proj.iam.gserviceaccount.com');
 

@@ -2,6 +2,7 @@
 // way envtest runs webhooks (the API server calls https://127.0.0.1:PORT/mutate), plus small API helpers.
 
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -38,7 +39,7 @@ export async function operatorCaFile(): Promise<{ path: string; pem: string }> {
   return { path, pem: ca.certPem };
 }
 
-export function testWebhookOptions(opts: { port: number; namespace: string; webhookConfigName: string; operatorCaFile: string; tlsSecret?: string }): WebhookOptions {
+export function testWebhookOptions(opts: { port: number; namespace: string; webhookConfigName: string; operatorCaFile?: string; tlsSecret?: string }): WebhookOptions {
   return {
     host: '127.0.0.1',
     port: opts.port,
@@ -52,7 +53,8 @@ export function testWebhookOptions(opts: { port: number; namespace: string; webh
     webhookConfigName: opts.webhookConfigName,
     caValidityHours: 24 * 365,
     certValidityHours: 24 * 7,
-    operatorCaFile: opts.operatorCaFile,
+    ...(opts.operatorCaFile ? { operatorCaFile: opts.operatorCaFile } : {}),
+    operatorCaConfigMap: 'tollgate-operator-ca',
     sidecar: {
       image: SIDECAR_IMAGE,
       version: '0.1.0',
@@ -164,4 +166,17 @@ export function webhookConfiguration(input: WebhookConfigurationInput): object {
       },
     ],
   };
+}
+
+/** GET over the webhook's TLS port, as the kubelet's probe does (it does not verify the certificate). */
+export function probeWebhook(port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({ host: '127.0.0.1', port, path, rejectUnauthorized: false }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }

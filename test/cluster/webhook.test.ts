@@ -5,7 +5,7 @@
 
 import { connect } from 'node:tls';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request as httpsRequest, type Server } from 'node:https';
+import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
@@ -25,6 +25,7 @@ import {
   ensureNamespace,
   eventsAbout,
   operatorCaFile,
+  probeWebhook,
   startLocalWebhook,
   testWebhookOptions,
   waitFor,
@@ -73,7 +74,8 @@ async function setFailurePolicy(policy: 'Ignore' | 'Fail'): Promise<void> {
 }
 
 beforeAll(async () => {
-  cp = await startControlPlane();
+  // With the admission plugin some clusters enable: adding the owner to an older Secret needs delete on it (ADR 0810).
+  cp = await startControlPlane({ admissionPlugins: ['OwnerReferencesPermissionEnforcement'] });
   kc = cp.kubeConfig;
   log = capturedLogger();
   operatorCa = await operatorCaFile();
@@ -379,21 +381,8 @@ describe('certificate rotation', () => {
 });
 
 describe('readiness and ownership', () => {
-  /** GET over the webhook's TLS port, as the kubelet's probe does (it does not verify the certificate). */
-  function probe(probePort: number, path: string): Promise<{ status: number; body: string }> {
-    return new Promise((resolve, reject) => {
-      const req = httpsRequest({ host: '127.0.0.1', port: probePort, path, rejectUnauthorized: false }, (res) => {
-        let body = '';
-        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
-      req.on('error', reject);
-      req.end();
-    });
-  }
-
   it('is ready while its caBundle is in the configuration and the operator CA is loaded', async () => {
-    expect(await probe(port, '/readyz')).toEqual({ status: 200, body: JSON.stringify({ status: 'ok' }) });
+    expect(await probeWebhook(port, '/readyz')).toEqual({ status: 200, body: JSON.stringify({ status: 'ok' }) });
   });
 
   it('a replica that has no operator CA yet is live but not ready, names what it waits for, and becomes ready when the CA appears', async () => {
@@ -407,13 +396,13 @@ describe('readiness and ownership', () => {
       { certificateIntervalMs: 250 },
     );
     try {
-      expect((await probe(secondPort, '/healthz')).status).toBe(200);
-      const notReady = await probe(secondPort, '/readyz');
+      expect((await probeWebhook(secondPort, '/healthz')).status).toBe(200);
+      const notReady = await probeWebhook(secondPort, '/readyz');
       expect(notReady.status).toBe(503);
       expect(JSON.parse(notReady.body)).toEqual({ status: 'not ready', waiting: [`the operator's CA (${caPath}): sidecars cannot be injected without it`] });
       // Written as the kubelet writes a Secret volume's file: the next probe sees it, no poll interval to wait out.
       writeFileSync(caPath, operatorCa.pem);
-      expect((await probe(secondPort, '/readyz')).status).toBe(200);
+      expect((await probeWebhook(secondPort, '/readyz')).status).toBe(200);
     } finally {
       await second.stop();
       rmSync(dir, { recursive: true, force: true });
@@ -426,7 +415,7 @@ describe('readiness and ownership', () => {
     try {
       await admissionApi().deleteMutatingWebhookConfiguration({ name: CONFIG_NAME });
       await webhook!.certificates!.reconcile();
-      const notReady = await probe(port, '/readyz');
+      const notReady = await probeWebhook(port, '/readyz');
       expect(notReady.status).toBe(503);
       expect(JSON.parse(notReady.body).waiting).toEqual([`our caBundle in MutatingWebhookConfiguration ${CONFIG_NAME}: the API server would not trust this server`]);
       // Re-created without a caBundle (as `helm upgrade` may leave it): the next pass patches it in, then ready.
@@ -434,7 +423,7 @@ describe('readiness and ownership', () => {
         body: webhookConfiguration({ name: CONFIG_NAME, url: `https://127.0.0.1:${port}/mutate`, ownNamespace: OWN_NAMESPACE }),
       });
       await webhook!.certificates!.reconcile();
-      expect((await probe(port, '/readyz')).status).toBe(200);
+      expect((await probeWebhook(port, '/readyz')).status).toBe(200);
       const config = await admissionApi().readMutatingWebhookConfiguration({ name: CONFIG_NAME });
       expect(Buffer.from(config.webhooks![0]!.clientConfig.caBundle ?? '', 'base64').toString()).toBe(webhook!.certificates!.caBundle);
     } finally {

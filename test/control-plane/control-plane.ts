@@ -72,7 +72,7 @@ export function etcdArgs(opts: { port: number; dataDir: string }): string[] {
   ];
 }
 
-export function apiServerArgs(opts: { port: number; etcdPort: number; files: CredentialFiles; certDir: string }): string[] {
+export function apiServerArgs(opts: { port: number; etcdPort: number; files: CredentialFiles; certDir: string; admissionPlugins?: readonly string[] }): string[] {
   const { files } = opts;
   const server = `https://127.0.0.1:${opts.port}`;
   return [
@@ -89,6 +89,8 @@ export function apiServerArgs(opts: { port: number; etcdPort: number; files: Cre
     '--authorization-mode=RBAC',
     // No controller-manager creates ServiceAccounts, so the plugin would reject every pod.
     '--disable-admission-plugins=ServiceAccount',
+    // Beyond the default set, e.g. OwnerReferencesPermissionEnforcement, which some clusters turn on.
+    ...(opts.admissionPlugins?.length ? [`--enable-admission-plugins=${opts.admissionPlugins.join(',')}`] : []),
     `--service-account-issuer=${server}/`,
     `--service-account-key-file=${files.serviceAccountPublicKey}`,
     `--service-account-signing-key-file=${files.serviceAccountPrivateKey}`,
@@ -123,7 +125,13 @@ function memoryBackedTmp(): string {
   return tmpdir();
 }
 
-export async function startControlPlane(opts: { binDir?: string } = {}): Promise<ControlPlane> {
+export interface ControlPlaneOptions {
+  binDir?: string;
+  /** Admission plugins to enable on top of kube-apiserver's defaults (e.g. OwnerReferencesPermissionEnforcement). */
+  admissionPlugins?: readonly string[];
+}
+
+export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const binDir = await resolveBinDir(opts.binDir);
   const keep = process.env.TOLLGATE_KEEP_CONTROL_PLANE === '1';
   const dataParent = memoryBackedTmp();
@@ -191,7 +199,7 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
       const proc = startManagedProcess({
         name: 'kube-apiserver',
         command: join(binDir, 'kube-apiserver'),
-        args: apiServerArgs({ port, etcdPort, files, certDir }),
+        args: apiServerArgs({ port, etcdPort, files, certDir, ...(opts.admissionPlugins ? { admissionPlugins: opts.admissionPlugins } : {}) }),
         logPath: join(workDir, 'kube-apiserver.log'),
       });
       try {

@@ -48,7 +48,8 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   const lock = await acquireHostLock(MACHINE_LOCK, 'kind');
   let assets: KindAssets;
   try {
-    assets = await prepareKindAssets((line) => process.stderr.write(`[kind] ${line}\n`), binaries);
+    // The previous release's chart and images too: the one-node suite upgrades from it (ADR 0113).
+    assets = await prepareKindAssets((line) => process.stderr.write(`[kind] ${line}\n`), binaries, { previousRelease: true });
   } finally {
     lock.release();
   }

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { ensureControlPlaneBinaries, runBuildScript } from '../control-plane/binaries.ts';
 import { dockerEngineUp } from './docker-engine.ts';
 import { run } from './host-command.ts';
+import { buildPreviousRelease, type PreviousRelease } from './previous-release.ts';
 import { buildTollgateImages, inspectImage, type TollgateImages } from './tollgate-images.ts';
 
 /** kind v0.33.0's published image for Kubernetes 1.34 (1.35 and later refuse cgroup v1 hosts). */
@@ -30,6 +31,8 @@ export interface KindAssets {
   kindBin: string;
   nodeImage: NodeImage;
   images: TollgateImages;
+  /** The release the one-node suite upgrades from (ADR 0113); only when asked for. */
+  previous?: PreviousRelease;
 }
 
 async function nodeImage(controlPlaneBin: string, kindBin: string, log: (line: string) => void): Promise<NodeImage> {
@@ -60,9 +63,10 @@ export async function kindBinaries(): Promise<KindBinaries> {
 }
 
 /** Docker, the node image and Tollgate's images: the steps that change the machine (callers hold MACHINE_LOCK). */
-export async function prepareKindAssets(log: (line: string) => void, binaries: KindBinaries): Promise<KindAssets> {
+export async function prepareKindAssets(log: (line: string) => void, binaries: KindBinaries, opts: { previousRelease?: boolean } = {}): Promise<KindAssets> {
   await dockerEngineUp();
   const node = await nodeImage(binaries.controlPlaneBin, binaries.kindBin, log);
   const images = await buildTollgateImages(log);
-  return { ...binaries, nodeImage: node, images };
+  const previous = opts.previousRelease ? await buildPreviousRelease(images, log) : undefined;
+  return { ...binaries, nodeImage: node, images, ...(previous ? { previous } : {}) };
 }

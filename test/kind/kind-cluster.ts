@@ -4,6 +4,7 @@
 // ~/.kube/config, and holds the machine's cluster lock while a test runs, so two runs never share a machine's
 // Docker daemon, nor tear it down under each other.
 
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -29,6 +30,8 @@ export interface KindCluster {
   kubeConfig: KubeConfig;
   kubectl(args: string[], opts?: { input?: string }): Promise<ToolResult>;
   helm(args: string[], opts?: { input?: string }): Promise<ToolResult>;
+  /** kubectl left running with its stdin open (e.g. `exec -i` of a command that runs until stdin closes). */
+  kubectlProcess(args: string[]): ChildProcessWithoutNullStreams;
   /** The node containers' names (= the Kubernetes node names). */
   nodes(): Promise<string[]>;
   /** What a failure message needs: nodes, pods and recent events. */
@@ -43,6 +46,8 @@ export interface CreateOptions {
   workers: number;
   assets: KindAssets;
   log: (line: string) => void;
+  /** Loaded beside Tollgate's images (the previous release's, for the upgrade steps). */
+  extraImages?: string[];
 }
 
 const stateDir = (name: string) => tollgateCache('kind', 'clusters', name);
@@ -139,6 +144,7 @@ function handle(name: string, assets: Pick<KindAssets, 'controlPlaneBin' | 'kind
     kubeConfig,
     kubectl,
     helm: (args, opts = {}) => runTool(join(assets.controlPlaneBin, 'helm'), args, { env, ...opts }),
+    kubectlProcess: (args) => spawn(join(assets.controlPlaneBin, 'kubectl'), args, { env, stdio: 'pipe' }),
     async nodes() {
       return (await run(kind, ['get', 'nodes', '--name', name])).stdout.split('\n').filter(Boolean).sort();
     },
@@ -191,8 +197,9 @@ export async function createKindCluster(opts: CreateOptions): Promise<KindCluste
   if (!assets.nodeImage.kindnet) await configurePodNetwork(cluster, log);
   log(`cluster ${name} Ready in ${Math.round((Date.now() - started) / 1000)} s`);
   const { images } = assets;
+  const refs = [images.tollgate.ref, images.sidecar.ref, images.testTools.ref, ...(opts.extraImages ?? [])];
   const loaded = Date.now();
-  await run(kind, ['load', 'docker-image', '--name', name, images.tollgate.ref, images.sidecar.ref, images.testTools.ref]);
-  log(`kind load docker-image: ${images.tollgate.ref}, ${images.sidecar.ref}, ${images.testTools.ref} in ${Math.round((Date.now() - loaded) / 1000)} s`);
+  await run(kind, ['load', 'docker-image', '--name', name, ...refs]);
+  log(`kind load docker-image: ${refs.join(', ')} in ${Math.round((Date.now() - loaded) / 1000)} s`);
   return cluster;
 }

@@ -104,7 +104,18 @@ export function appNamespaceManifests(): string {
     .join('---\n');
 }
 
-export function proxyConfigManifest(inputPerMillion: number): string {
+/**
+ * The app namespace's ProxyConfig. `withRoute` adds a configured route (`/proxy/fake-compat/*`, ADR 0723's
+ * revision 2) with a price under its own provider: a field sidecars from before it do not know.
+ */
+export function proxyConfigManifest(inputPerMillion: number, opts: { withRoute?: boolean } = {}): string {
+  const route = {
+    name: 'fake-compat',
+    format: 'openai-chat',
+    baseUrl: FAKE_BASE_URL,
+    credential: { kind: 'api-key', apiKey: { secretName: 'llm-keys', key: 'openai' } },
+    prices: [{ model: MODEL, input_per_million: inputPerMillion * 2, output_per_million: 0 }],
+  };
   return stringify({
     apiVersion: 'tollgate.dev/v1alpha1',
     kind: 'ProxyConfig',
@@ -113,6 +124,7 @@ export function proxyConfigManifest(inputPerMillion: number): string {
       pricing: { models: [{ provider: 'openai', model: MODEL, input_per_million: inputPerMillion, output_per_million: 0 }] },
       upstreams: { beta: { baseUrl: FAKE_BASE_URL } },
       credentials: { openaiApiKey: { secretName: 'llm-keys', key: 'openai' } },
+      ...(opts.withRoute ? { routes: [route] } : {}),
     },
   });
 }

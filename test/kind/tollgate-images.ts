@@ -72,12 +72,17 @@ async function buildKitAvailable(): Promise<boolean> {
   return (await run('docker', ['buildx', 'version'], { okCodes: [0, 1, 125] })).code === 0;
 }
 
+/** Docker's classic builder on the stand-in base or without buildx; BuildKit otherwise. */
+export async function dockerBuildEnv(standIn: boolean): Promise<{ env: NodeJS.ProcessEnv; classic: boolean }> {
+  const classic = standIn || !(await buildKitAvailable());
+  return { env: { ...process.env, DOCKER_BUILDKIT: classic ? '0' : '1' }, classic };
+}
+
 export async function buildTollgateImages(log: (line: string) => void): Promise<TollgateImages> {
   const baseRef = (await run('bash', [join(import.meta.dirname, 'local-images.sh'), 'node-base'], { showProgress: true })).stdout.trim().split('\n').at(-1)!;
   const baseConfig = await inspectImage(baseRef);
   const standIn = Boolean(baseConfig.Labels?.['dev.tollgate.stand-in']);
-  const classic = standIn || !(await buildKitAvailable());
-  const env = { ...process.env, DOCKER_BUILDKIT: classic ? '0' : '1' };
+  const { env, classic } = await dockerBuildEnv(standIn);
   const refs = chartImageRefs();
   const build = async (args: string[]) => {
     const started = Date.now();

@@ -1,11 +1,18 @@
 // Tollgate on a kind cluster (issue 26, ADR 0112): the chart installed with the images `docker build` made from
-// the repository's Dockerfile, the webhook injecting the sidecar into a real running pod, calls from the app
+// the repository's Dockerfile (install to Ready timed, and a pod created the moment `helm install --wait`
+// returns has its sidecar), the webhook injecting the sidecar into a real running pod, calls from the app
 // container through the sidecar to a fake upstream pod, a live price change, the sidecar's memory under load
-// against the chart's limit, an operator outage, `helm uninstall`, and the cluster deleted at the end.
+// against the chart's limit, an operator outage, `helm test`, `helm uninstall` (the budget ledger stays), and
+// then day two (issue 27, ADR 0113) on the same cluster: the previous release installed over the kept ledger,
+// the app's pods given its sidecars, `helm upgrade` to this release and `helm rollback` to the previous one
+// while those pods keep a steady stream of metered calls going; the cluster deleted at the end.
 //
-// The steps build on each other, like a platform team's first afternoon with Tollgate. The cluster takes
-// about a minute to come up; see docs/real-node.md for how it is built and how to keep one up to look around.
+// The steps build on each other, like a platform team's first afternoon and second day with Tollgate. The
+// cluster takes about a minute to come up; see docs/real-node.md for how it is built and how to keep one up to
+// look around.
 
+import { join } from 'node:path';
+import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { chartSidecarLimitMb } from '../../bench/side-by-side.ts';
 import { eventually } from '../cluster/operator-fixtures.ts';
@@ -32,7 +39,22 @@ import {
   resetMemoryPeak,
   waitForInjection,
 } from './tollgate-fixtures.ts';
-import { helmInstall, NAMESPACE, RELEASE } from './tollgate-install.ts';
+import { CHART, helmInstall, NAMESPACE, RELEASE } from './tollgate-install.ts';
+import {
+  appClientIn,
+  cappedPolicyManifest,
+  costOfNextCallIn,
+  ledgerSpentUsd,
+  operatorLeader,
+  runningAppPods,
+  spansOf,
+  spendIn,
+  startSteadyCalls,
+  type SteadyResult,
+} from './upgrade-fixtures.ts';
+
+/** A user whose budget blocks (BudgetPolicy `capped`): refused before, during and after upgrade and rollback. */
+const CAPPED_USER = 'capped-user';
 
 const skipReason = inject('kindSkipReason');
 const assets = inject('kindAssets');
@@ -56,8 +78,9 @@ interface CallResult {
 describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => {
   let node: KindCluster;
   let lock: HostLock | undefined;
-  // null when the machine cannot run kind: the suite is then skipped and this is never read.
+  // null when the machine cannot run kind: the suite is then skipped and these are never read.
   const images = (assets as KindAssets).images;
+  const previous = (assets as KindAssets).previous!;
 
   const kubectl = async (args: string[], input?: string): Promise<string> => {
     const r = await node.kubectl(args, input === undefined ? {} : { input });
@@ -75,11 +98,31 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
     return { call, span: traces.body.spans.find((s) => s.span_id === call.headers['x-proxy-span-id']) };
   }
   const costOfNextCall = async () => (await callAndSpan()).span?.cost_usd;
-  let webhookReadyAt = 0;
+
+  const runtimeKinds = 'secrets,leases.coordination.k8s.io,endpointslices.discovery.k8s.io,configmaps';
+  /** What the operator and the webhook created at run time in the release namespace: not Helm's, not Kubernetes'. */
+  const runtimeObjects = async () =>
+    (await getJson<{ items: OwnedObject[] }>(['get', runtimeKinds, '-n', NAMESPACE])).items.filter(
+      (o) =>
+        !(o.kind === 'ConfigMap' && o.metadata.name === 'kube-root-ca.crt') &&
+        o.metadata.labels?.owner !== 'helm' &&
+        !o.metadata.labels?.['app.kubernetes.io/managed-by']?.startsWith('Helm') &&
+        !o.metadata.labels?.['endpointslice.kubernetes.io/managed-by']?.startsWith('endpointslice-controller'),
+    );
+  const named = (o: OwnedObject) => `${o.kind}/${o.metadata.name.replace(/^tollgate-budget-[0-9a-f]+$/, 'tollgate-budget-…')}`;
+  /** The period's spend of all users under the BudgetPolicy `roomy`, as the operator writes it from the ledger. */
+  const roomySpentUsd = async () => (await kubectl(['get', 'budgetpolicy', '-n', APP_NAMESPACE, 'roomy', '-o', 'jsonpath={.status.spentUsd}'])).trim();
+  let spentBeforeUninstall = '';
 
   beforeAll(async () => {
     lock = await acquireHostLock(MACHINE_LOCK, 'kind');
-    node = await createKindCluster({ name: TEST_CLUSTER, workers: 0, assets: assets!, log: (line) => process.stderr.write(`[kind] ${line}\n`) });
+    node = await createKindCluster({
+      name: TEST_CLUSTER,
+      workers: 0,
+      assets: assets!,
+      extraImages: [previous.images.tollgate, previous.images.sidecar],
+      log: (line) => process.stderr.write(`[kind] ${line}\n`),
+    });
   }, 30 * 60_000);
 
   afterAll(async () => {
@@ -90,22 +133,34 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
     }
   }, 300_000);
 
-  it('installs the chart with the images docker build made; the operator and the webhook become Ready', async () => {
+  it('installs the chart with the images docker build made; a pod created as helm install --wait returns has its sidecar', async () => {
+    // The labelled namespace exists first, as on a cluster that already runs workloads.
+    await apply(stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: APP_NAMESPACE, labels: { 'tollgate.dev/injection': 'enabled' } } }));
     const installStarted = Date.now();
-    const installed = await helmInstall(node);
+    const installed = await helmInstall(node, ['--wait', '--timeout', '5m']);
+    const readyAfter = (Date.now() - installStarted) / 1000;
+    expect(installed.code, `${installed.stderr}\n${await node.describe()}`).toBe(0);
     expect(installed.stderr).toBe('');
     expect(installed.stdout).toContain('STATUS: deployed');
-    for (const deployment of ['tollgate-operator', 'tollgate-webhook']) {
-      const rollout = await node.kubectl(['rollout', 'status', '-n', NAMESPACE, `deployment/${deployment}`, '--timeout=240s']);
-      expect(rollout.code, `${rollout.stderr}\n${await node.describe()}`).toBe(0);
-    }
-    webhookReadyAt = Date.now();
-    // The webhook is Ready only once the operator's CA has reached its Secret volume (ADR 0808).
-    console.info(`[node] operator and webhook Ready ${Math.round((webhookReadyAt - installStarted) / 1000)} s after helm install started`);
-    const pods = await getJson<{ items: Array<{ spec: { containers: Array<{ image: string; imagePullPolicy: string }> } }> }>(['get', 'pods', '-n', NAMESPACE]);
+    // No waiting here: --wait covered the webhook's readiness, its CA (ADR 0809) and the Service's endpoints
+    // (the post-install hook's pod had to be injected, ADR 0812). Created for real, not a dry run.
+    const first = JSON.parse(await kubectl(['create', '-o', 'json', '-f', '-'], probePod(images.testTools.ref))) as PodJson;
+    expect(first.spec.initContainers?.map((c) => c.name)).toContain('tollgate-proxy');
+    await kubectl(['delete', 'pod', '-n', APP_NAMESPACE, 'injection-probe', '--wait=false']);
+    console.info(`[node] install to Ready: ${readyAfter.toFixed(1)} s (helm install --wait, the injection hook included); the next pod got its sidecar`);
+    const pods = await getJson<{ items: Array<{ spec: { containers: Array<{ image: string; imagePullPolicy: string }> } }> }>([
+      'get',
+      'pods',
+      '-n',
+      NAMESPACE,
+      '-l',
+      'app.kubernetes.io/part-of=tollgate',
+    ]);
     expect(pods.items).toHaveLength(4);
     // The chart's defaults: the images are on every node (kind load), so IfNotPresent pulls nothing.
     for (const pod of pods.items) expect(pod.spec.containers[0]).toMatchObject({ image: images.tollgate.ref, imagePullPolicy: 'IfNotPresent' });
+    // The hook Job succeeded and was deleted (helm.sh/hook-delete-policy hook-succeeded).
+    expect((await kubectl(['get', 'jobs', '-n', NAMESPACE, '-o', 'name'])).trim()).toBe('');
   });
 
   it('runs the operator image as the Dockerfile lays it out: entry point, user, environment, read-only root', async () => {
@@ -126,8 +181,6 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
     await apply(fakeUpstreamManifests(images.testTools.ref));
     await apply(appNamespaceManifests());
     await apply(proxyConfigManifest(2));
-    await waitForInjection(node, images.testTools.ref);
-    console.info(`[node] injection ready ${Math.round((Date.now() - webhookReadyAt) / 1000)} s after the webhook's rollout was Ready`);
 
     await apply(appDeployment(images.testTools.ref));
     const rollout = await node.kubectl(['rollout', 'status', '-n', APP_NAMESPACE, 'deployment/chat', '--timeout=180s']);
@@ -232,48 +285,94 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
     }
   });
 
-  it("helm uninstall leaves nothing of Tollgate behind but the CRDs and the user's own resources", async () => {
+  it('helm test makes one metered call through an injected pod, and fails naming injection when the webhook is gone', async () => {
+    // With no webhook replica, the self-test pod's creation is refused (its webhook entry fails closed, ADR 0812).
+    await kubectl(['scale', '-n', NAMESPACE, 'deployment/tollgate-webhook', '--replicas=0']);
+    await kubectl(['wait', '-n', NAMESPACE, '--for=delete', 'pod', '-l', 'app.kubernetes.io/component=webhook', '--timeout=120s']);
+    const refused = await node.helm(['test', RELEASE, '-n', NAMESPACE, '--timeout', '2m']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('selftest.inject.tollgate.dev');
+    console.info(`[node] helm test without a webhook: ${refused.stderr.trim().split('\n').at(-1)}`);
+    await kubectl(['scale', '-n', NAMESPACE, 'deployment/tollgate-webhook', '--replicas=2']);
+    const rollout = await node.kubectl(['rollout', 'status', '-n', NAMESPACE, 'deployment/tollgate-webhook', '--timeout=180s']);
+    expect(rollout.code, rollout.stderr).toBe(0);
+    // Ready again, and the Service's endpoints follow within a moment; the test pod is refused until they do.
+    const passed = await eventually(
+      'helm test to pass',
+      async () => {
+        const r = await node.helm(['test', RELEASE, '-n', NAMESPACE, '--logs', '--timeout', '3m']);
+        if (r.code === 0) return r;
+        if (!r.stderr.includes('no endpoints available')) throw new Error(`helm test failed: ${r.stderr}\n${r.stdout}`);
+        return undefined;
+      },
+      60_000,
+    );
+    for (const stage of ['injection: ok', 'config: ok', 'credentials: ok', 'metering: ok']) expect(passed.stdout).toContain(stage);
+    console.info(`[node] helm test: ${passed.stdout.split('\n').find((l) => l.startsWith('metering:'))}`);
+    // Its Secret and ProxyConfig are deleted when it passes; its Pod stays, Succeeded, until the next helm test
+    // (so that --logs can read it), and goes with the command the docs give.
+    const left = await kubectl([
+      'get',
+      'pods,secrets,proxyconfigs',
+      '-n',
+      NAMESPACE,
+      '-l',
+      'app.kubernetes.io/component=selftest',
+      '-o',
+      'jsonpath={range .items[*]}{.kind}/{.metadata.name}={.status.phase} {end}',
+    ]);
+    expect(left.trim()).toBe('Pod/tollgate-selftest=Succeeded');
+    await kubectl(['delete', 'pod', '-n', NAMESPACE, '-l', 'app.kubernetes.io/component=selftest']);
+  });
+
+  it("helm uninstall leaves nothing of Tollgate behind but the CRDs, the user's own resources and the budget ledger", async () => {
     // What the operator and the webhook created at run time, which the chart does not list (ADR 0807). Each
-    // names its component's Deployment as owner, so the garbage collector deletes it after the Deployment.
-    const runtimeKinds = 'secrets,leases.coordination.k8s.io,endpointslices.discovery.k8s.io,configmaps';
-    const inNamespace = async () =>
-      (await getJson<{ items: Array<OwnedObject> }>(['get', runtimeKinds, '-n', NAMESPACE])).items
-        // Every namespace gets this one from kube-controller-manager; it is not Tollgate's.
-        .filter((o) => !(o.kind === 'ConfigMap' && o.metadata.name === 'kube-root-ca.crt'));
-    const ledgerWritten = async () => (await inNamespace()).filter((o) => o.metadata.labels?.['tollgate.dev/budget-ledger'] === 'true');
-    await eventually('the operator to have written the budget ledger', async () => ((await ledgerWritten()).length > 0 ? true : undefined), 60_000);
-    const before = await inNamespace();
-    const runtime = before.filter(
-      (o) =>
-        // Helm's own release record, and what the chart rendered, are Helm's to delete.
-        o.metadata.labels?.owner !== 'helm' &&
-        !o.metadata.labels?.['app.kubernetes.io/managed-by']?.startsWith('Helm') &&
-        !o.metadata.labels?.['endpointslice.kubernetes.io/managed-by']?.startsWith('endpointslice-controller'),
+    // names its component's Deployment as owner, so the garbage collector deletes it after the Deployment;
+    // all but the budget ledger, which names no owner and outlives the release (ADR 0811).
+    const before = await runtimeObjects();
+    expect(before.filter((o) => o.metadata.labels?.['tollgate.dev/budget-ledger'] === 'true')).not.toHaveLength(0);
+    expect(before.map(named).sort()).toEqual(
+      [
+        'ConfigMap/tollgate-budget-…',
+        'ConfigMap/tollgate-operator-ca',
+        'EndpointSlice/tollgate-operator',
+        'Lease/tollgate-operator',
+        'Secret/tollgate-operator-tls',
+        'Secret/tollgate-webhook-tls',
+      ].sort(),
     );
-    const named = (o: OwnedObject) => `${o.kind}/${o.metadata.name.replace(/^tollgate-budget-[0-9a-f]+$/, 'tollgate-budget-…')}`;
-    expect(runtime.map(named).sort()).toEqual(
-      ['ConfigMap/tollgate-budget-…', 'EndpointSlice/tollgate-operator', 'Lease/tollgate-operator', 'Secret/tollgate-operator-tls', 'Secret/tollgate-webhook-tls'].sort(),
+    const ownerOf = (o: OwnedObject) =>
+      o.metadata.labels?.['tollgate.dev/budget-ledger'] === 'true'
+        ? []
+        : [o.metadata.name === 'tollgate-webhook-tls' ? 'Deployment/tollgate-webhook' : 'Deployment/tollgate-operator'];
+    for (const o of before) expect(o.metadata.ownerReferences?.map((r) => `${r.kind}/${r.name}`) ?? [], named(o)).toEqual(ownerOf(o));
+    // The spend the ledger holds once every sidecar's reports are in: what the sidecar's span store holds.
+    const [pod] = (await runningAppPods(node)).map((p) => p.name);
+    await eventually(
+      'the ledger to hold every span of the app pod',
+      async () => {
+        const rows = await spendIn(node, pod!);
+        const spent = Number(await roomySpentUsd());
+        return Math.abs(rows.reduce((n, r) => n + r.cost_usd, 0) - spent) < 1e-6 ? true : undefined;
+      },
+      60_000,
     );
-    for (const o of runtime)
-      expect(
-        o.metadata.ownerReferences?.map((r) => `${r.kind}/${r.name}`),
-        named(o),
-      ).toEqual([o.kind === 'Secret' && o.metadata.name === 'tollgate-webhook-tls' ? 'Deployment/tollgate-webhook' : 'Deployment/tollgate-operator']);
+    spentBeforeUninstall = await roomySpentUsd();
 
     const uninstalled = await node.helm(['uninstall', RELEASE, '-n', NAMESPACE, '--wait', '--timeout', '3m']);
     expect(uninstalled.code, uninstalled.stderr).toBe(0);
     const webhooks = await kubectl(['get', 'mutatingwebhookconfigurations,validatingwebhookconfigurations', '-o', 'name']);
     expect(webhooks.trim()).toBe('');
-    // The garbage collector works after helm returns: poll the API until the namespace holds nothing of ours.
+    // The garbage collector works after helm returns: poll the API until the namespace holds nothing of ours but the ledger.
     const left = await eventually(
       'the garbage collector to delete what the operator and the webhook created',
       async () => {
-        const now = await inNamespace();
-        return now.length === 0 ? now : undefined;
+        const now = (await runtimeObjects()).map(named);
+        return now.length === 1 ? now : undefined;
       },
       120_000,
-    ).catch(async () => (await inNamespace()).map(named));
-    expect(left).toEqual([]);
+    ).catch(async () => (await runtimeObjects()).map(named));
+    expect(left).toEqual(['ConfigMap/tollgate-budget-…']);
     expect(
       (await kubectl(['get', 'deployments,services,serviceaccounts,roles,rolebindings', '-n', NAMESPACE, '-o', 'name', '-l', 'app.kubernetes.io/part-of=tollgate'])).trim(),
     ).toBe('');
@@ -295,6 +394,148 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
       spec: { initContainers?: unknown[] };
     };
     expect(dryRun.spec.initContainers).toBeUndefined();
+  });
+
+  // Day two (ADR 0113): the previous release, its sidecars in the app's pods, then upgrade and rollback.
+  let appPods: string[] = [];
+
+  it('the previous release installs over the kept ledger and carries on from its spend; the app gets its sidecars', async () => {
+    const started = Date.now();
+    const installed = await node.helm([
+      'install',
+      RELEASE,
+      previous.chart,
+      '-n',
+      NAMESPACE,
+      '--set',
+      `image.tag=${previous.tag}`,
+      '--set',
+      `sidecar.image.tag=${previous.tag}`,
+      '--wait',
+      '--timeout',
+      '5m',
+    ]);
+    expect(installed.code, `${installed.stderr}\n${await node.describe()}`).toBe(0);
+    console.info(`[node] previous release ${previous.commit.slice(0, 12)} installed and Ready in ${Math.round((Date.now() - started) / 1000)} s`);
+    // Its operator loads the ledger the uninstall kept: the period's spend carries on where it was (ADR 0811).
+    await eventually('the reinstalled operator to report the spend the ledger kept', async () => ((await roomySpentUsd()) === spentBeforeUninstall ? true : undefined), 120_000);
+    // That release has no injection hook: wait for the webhook Service as its users would have to.
+    await waitForInjection(node, images.testTools.ref);
+    await kubectl(['scale', '-n', APP_NAMESPACE, 'deployment/chat', '--replicas=2']);
+    await kubectl(['rollout', 'restart', '-n', APP_NAMESPACE, 'deployment/chat']);
+    const rollout = await node.kubectl(['rollout', 'status', '-n', APP_NAMESPACE, 'deployment/chat', '--timeout=180s']);
+    expect(rollout.code, rollout.stderr).toBe(0);
+    const pods = await eventually('two app pods', async () => {
+      const running = await runningAppPods(node);
+      return running.length === 2 ? running : undefined;
+    });
+    for (const pod of pods) expect(pod.sidecarImage).toBe(previous.images.sidecar);
+    appPods = pods.map((p) => p.name);
+    for (const pod of appPods) await eventually(`${pod} to run the ProxyConfig's price`, async () => ((await costOfNextCallIn(node, pod)) === 11 ? true : undefined), 90_000);
+  });
+
+  it('a blocking budget refuses its user on every old sidecar', async () => {
+    await apply(cappedPolicyManifest(CAPPED_USER, '20'));
+    for (const pod of appPods) {
+      const refused = await eventually(
+        `${CAPPED_USER} to be refused in ${pod}`,
+        async () => {
+          const call = await appClientIn<{ status: number; body: string }>(node, pod, ['call', MODEL, CAPPED_USER]);
+          return call.status === 429 ? call : undefined;
+        },
+        90_000,
+      );
+      expect(refused.body).toContain('budget_exceeded');
+    }
+  });
+
+  /** A steady stream from every app pod around `step`; then: none failed, every call a span, every span in the ledger. */
+  async function underSteadyCalls(user: string, step: () => Promise<void>): Promise<{ calls: number; failed: number; lostUsd: number }> {
+    const steady = startSteadyCalls(node, appPods, user, 200);
+    let results: SteadyResult[];
+    try {
+      await step();
+    } finally {
+      results = await steady.stop();
+    }
+    const calls = results.reduce((n, r) => n + r.total, 0);
+    const ok = results.reduce((n, r) => n + (r.statuses['200'] ?? 0), 0);
+    expect(results.flatMap((r) => r.failures.map((f) => ({ pod: r.pod, ...f })))).toEqual([]);
+    expect(ok).toBe(calls);
+    const spans = await spansOf(node, appPods, user);
+    expect(spans.calls).toBe(ok);
+    // Spend reaches the ledger through the operator: wait for the last reports, then compare to the spans.
+    const spent = await eventually(
+      `the ledger to hold ${user}'s spend`,
+      async () => {
+        const inLedger = await ledgerSpentUsd(node, `${APP_NAMESPACE}/roomy`, user);
+        return Math.abs(inLedger - spans.costUsd) < 1e-6 ? inLedger : undefined;
+      },
+      90_000,
+    ).catch(async () => ledgerSpentUsd(node, `${APP_NAMESPACE}/roomy`, user));
+    return { calls, failed: calls - ok, lostUsd: spans.costUsd - spent };
+  }
+
+  /**
+   * After a change of release: the expected operator leads, and both old sidecars take a price (from a
+   * ProxyConfig that may also use a field they do not know) and keep refusing CAPPED_USER.
+   */
+  async function releaseServes(operatorImage: string, price: number, opts: { withRoute?: boolean } = {}): Promise<void> {
+    const leader = await eventually('the expected release to lead', async () => {
+      const now = await operatorLeader(node);
+      return now.image === operatorImage ? now : undefined;
+    });
+    expect(leader.holder).not.toBe('');
+    await apply(proxyConfigManifest(price, opts));
+    for (const pod of appPods) {
+      await eventually(`${pod}'s old sidecar to take the new price`, async () => ((await costOfNextCallIn(node, pod)) === price ? true : undefined), 90_000);
+      expect((await appClientIn<{ status: number }>(node, pod, ['call', MODEL, CAPPED_USER])).status).toBe(429);
+    }
+    expect((await runningAppPods(node)).map((p) => [p.name, p.sidecarImage])).toEqual(appPods.map((p) => [p, previous.images.sidecar]));
+  }
+
+  it('helm upgrade to this release under a steady stream of calls: none fails, no span or spend is lost, the budget holds, old sidecars follow the new operator', async () => {
+    let seconds = 0;
+    const figures = await underSteadyCalls('steady-upgrade', async () => {
+      const started = Date.now();
+      // As docs/kubernetes.md says: Helm never upgrades CRDs, so the new ones go first (here they are already the
+      // new ones, the suite's first install put them there; applying them is what an upgrade does).
+      await kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(CHART, 'crds')]);
+      // --reset-values: the previous install's only values were its image tags (standing in for that chart's
+      // appVersion); without a value flag Helm would reuse them and run the previous images under this chart.
+      const upgraded = await node.helm(['upgrade', RELEASE, CHART, '-n', NAMESPACE, '--reset-values', '--wait', '--timeout', '5m']);
+      seconds = (Date.now() - started) / 1000;
+      expect(upgraded.code, `${upgraded.stderr}\n${await node.describe()}`).toBe(0);
+      // A price change in a ProxyConfig that also adds a configured route, which the old sidecars' validator
+      // refuses: the new operator sends them the config without it and says so (ADR 0723).
+      await releaseServes(images.tollgate.ref, 13, { withRoute: true });
+      const withheld = await eventually('a ConfigWithheld Event', async () => {
+        const events = await getJson<{ items: Array<{ reason: string; note: string; regarding: { name: string } }> }>(['get', 'events.events.k8s.io', '-n', APP_NAMESPACE]);
+        return events.items.find((e) => e.reason === 'ConfigWithheld' && e.regarding.name === 'default');
+      });
+      expect(withheld.note).toContain('routes (fake-compat)');
+    });
+    console.info(
+      `[node] helm upgrade ${previous.commit.slice(0, 12)} → this release: ${seconds.toFixed(1)} s; ${figures.calls} calls from ${appPods.length} old sidecars, ` +
+        `${figures.failed} failed, lost spend $${figures.lostUsd.toFixed(10)}`,
+    );
+    expect(figures.lostUsd).toBeCloseTo(0, 6);
+  });
+
+  it('helm rollback to the previous release the same way', async () => {
+    let seconds = 0;
+    const figures = await underSteadyCalls('steady-rollback', async () => {
+      const started = Date.now();
+      const rolledBack = await node.helm(['rollback', RELEASE, '1', '-n', NAMESPACE, '--wait', '--timeout', '5m']);
+      seconds = (Date.now() - started) / 1000;
+      expect(rolledBack.code, `${rolledBack.stderr}\n${await node.describe()}`).toBe(0);
+      await releaseServes(previous.images.tollgate, 17);
+    });
+    console.info(
+      `[node] helm rollback → ${previous.commit.slice(0, 12)}: ${seconds.toFixed(1)} s; ${figures.calls} calls from ${appPods.length} old sidecars, ` +
+        `${figures.failed} failed, lost spend $${figures.lostUsd.toFixed(10)}`,
+    );
+    expect(figures.lostUsd).toBeCloseTo(0, 6);
   });
 
   it('kind delete cluster leaves no node container behind', async () => {

@@ -20,5 +20,11 @@ export const ANNOTATIONS = {
 
 export const SIDECAR_CONTAINER_NAME = 'tollgate-proxy';
 
+/**
+ * Pod label of the chart's self-test pods (ADR 0812): the one kind of pod injected in Tollgate's own namespace,
+ * through a webhook entry that matches nothing else.
+ */
+export const SELFTEST_LABEL = 'tollgate.dev/selftest';
+
 /** Namespaces the webhook never touches, whatever their labels say. */
 export const SYSTEM_NAMESPACES: ReadonlySet<string> = new Set(['kube-system', 'kube-public', 'kube-node-lease']);

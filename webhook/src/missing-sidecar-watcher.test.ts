@@ -52,4 +52,13 @@ describe('the pods the missing-sidecar watcher caches', () => {
   ])('give the same skip decision as the full pod: %s', (_case, full, labels) => {
     expect(skipReason(context(slimPod(full), labels))?.reason).toBe(skipReason(context(full, labels))?.reason);
   });
+
+  it("skip every pod of Tollgate's own namespace but the chart's self-test pods, which opt in (ADR 0812)", () => {
+    const own = (p: Pod) => ({ pod: p, namespace: 'tollgate-system', namespaceLabels: {}, ownNamespace: 'tollgate-system' });
+    const selftest = pod({ annotations: { 'tollgate.dev/inject': 'true' } });
+    selftest.metadata.labels = { ...selftest.metadata.labels, 'tollgate.dev/selftest': 'true' };
+    expect(skipReason(own(pod({ annotations: { 'tollgate.dev/inject': 'true' } })))?.reason).toBe('TollgateNamespace');
+    expect(skipReason(own(selftest))).toBeUndefined();
+    expect(skipReason(own(slimPod(selftest)))).toBeUndefined();
+  });
 });

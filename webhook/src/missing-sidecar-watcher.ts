@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type { KubeApi, KubeObject } from '../../kube-client/api-client.ts';
 import { Informer } from '../../kube-client/informer.ts';
 import type { NamespaceLabelLookup } from './admission/namespace-labels.ts';
-import { ANNOTATIONS } from './annotations.ts';
+import { ANNOTATIONS, SELFTEST_LABEL } from './annotations.ts';
 import { eventTarget } from './events/event-target.ts';
 import type { PodEventQueue } from './events/pod-event-queue.ts';
 import { skipReason } from './predicates.ts';
@@ -48,6 +48,8 @@ export function slimPod(pod: WatchedPod): WatchedPod {
       name: metadata.name,
       ...definedFields({ namespace: metadata.namespace, uid: metadata.uid, resourceVersion: metadata.resourceVersion }),
       annotations,
+      // The one label the skip predicates read.
+      ...(metadata.labels?.[SELFTEST_LABEL] !== undefined ? { labels: { [SELFTEST_LABEL]: metadata.labels[SELFTEST_LABEL] } } : {}),
       ...(metadata.deletionTimestamp ? { deletionTimestamp: metadata.deletionTimestamp } : {}),
       ...(pod.metadata.ownerReferences ? { ownerReferences: pod.metadata.ownerReferences } : {}),
     },

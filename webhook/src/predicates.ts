@@ -3,7 +3,7 @@
 // watcher, which must agree on which pods were meant to get the sidecar.
 
 import type { V1Pod } from '@kubernetes/client-node';
-import { ANNOTATIONS, NAMESPACE_INJECTION_LABEL, SIDECAR_CONTAINER_NAME, SYSTEM_NAMESPACES } from './annotations.ts';
+import { ANNOTATIONS, NAMESPACE_INJECTION_LABEL, SELFTEST_LABEL, SIDECAR_CONTAINER_NAME, SYSTEM_NAMESPACES } from './annotations.ts';
 
 export interface PodContext {
   pod: V1Pod;
@@ -57,7 +57,8 @@ const PREDICATES: readonly SkipPredicate[] = [
   },
   {
     reason: 'TollgateNamespace',
-    applies: (ctx) => ctx.namespace === ctx.ownNamespace,
+    // The chart's self-test pods are the exception: they check that injection works (ADR 0812).
+    applies: (ctx) => ctx.namespace === ctx.ownNamespace && ctx.pod.metadata?.labels?.[SELFTEST_LABEL] !== 'true',
     message: (ctx) => `namespace ${ctx.namespace} is Tollgate's own namespace`,
     report: () => false,
   },

@@ -20,7 +20,10 @@ export interface WebhookOptions {
   webhookConfigName: string;
   caValidityHours: number;
   certValidityHours: number;
-  operatorCaFile: string;
+  /** Read from this file instead of operatorCaConfigMap (outside a cluster). */
+  operatorCaFile?: string;
+  /** The ConfigMap in `namespace` the operator publishes its CA in (ADR 0809). */
+  operatorCaConfigMap: string;
   /** The webhook's own Deployment (in `namespace`): owner of the TLS Secret it creates (ADR 0807). */
   ownerDeployment?: string;
   sidecar: SidecarDefaults;
@@ -46,7 +49,9 @@ export const WEBHOOK_USAGE = `usage: tollgate webhook [options]      (every opti
   --owner-deployment NAME       the Deployment this webhook runs in (namespace --namespace); the TLS Secret
                                 names it as its owner, so uninstalling deletes the Secret (default: no owner)
   --operator-address HOST:PORT  the operator's gRPC config-push address, given to every sidecar (required)
-  --operator-ca-file FILE       the operator's CA certificate, given to every sidecar (required)
+  --operator-ca-config-map NAME the ConfigMap (in --namespace) the operator publishes its CA in, watched
+                                through the API and given to every sidecar (default tollgate-operator-ca)
+  --operator-ca-file FILE       read the operator's CA from this file instead (outside a cluster)
   --sidecar-image REF           sidecar image (required)
   --sidecar-version V           version recorded in tollgate.dev/status (default: the image tag)
   --sidecar-port N              sidecar port (default ${DEFAULT_PORT})
@@ -76,6 +81,7 @@ const STRING_OPTIONS = [
   'owner-deployment',
   'operator-address',
   'operator-ca-file',
+  'operator-ca-config-map',
   'sidecar-image',
   'sidecar-version',
   'sidecar-port',
@@ -163,7 +169,8 @@ export function parseWebhookOptions(argv: string[], env: NodeJS.ProcessEnv): Web
     webhookConfigName: get('webhook-config-name', 'tollgate')!,
     caValidityHours: integer('ca-validity-hours', 24 * 365, 1, 24 * 365 * 10),
     certValidityHours: integer('cert-validity-hours', 24 * 7, 1, 24 * 365),
-    operatorCaFile: required('operator-ca-file'),
+    ...(get('operator-ca-file') ? { operatorCaFile: get('operator-ca-file')! } : {}),
+    operatorCaConfigMap: get('operator-ca-config-map', 'tollgate-operator-ca')!,
     ...(ownerDeployment ? { ownerDeployment } : {}),
     sidecar: {
       image,

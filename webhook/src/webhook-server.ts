@@ -13,7 +13,7 @@ import { buildWebhookApp, reloadServingCertificate } from './app.ts';
 import { clusterSupportsNativeSidecars } from './cluster-version.ts';
 import { createPodEventQueue, type PodEventQueue } from './events/pod-event-queue.ts';
 import { missingSidecarWatcher, type MissingSidecarWatcher } from './missing-sidecar-watcher.ts';
-import { operatorCaFromFile } from './operator-ca.ts';
+import { operatorCaFromConfigMap, operatorCaFromFile } from './operator-ca.ts';
 import type { KeyPairPem } from '../../contracts/pki.ts';
 import { certificateFiles, type CertificateFiles } from './tls/certificate-files.ts';
 import { selfManagedCertificates, type SelfManagedCertificates } from './tls/self-managed-certificates.ts';
@@ -86,7 +86,9 @@ export async function startWebhook(options: WebhookOptions, runtime: WebhookRunt
 
   const namespaceLabels = cachedNamespaceLabels(api);
   const events = createPodEventQueue({ api, logger });
-  const operatorCa = operatorCaFromFile(options.operatorCaFile, logger);
+  const operatorCa = options.operatorCaFile
+    ? operatorCaFromFile(options.operatorCaFile, logger)
+    : operatorCaFromConfigMap({ api, namespace: options.namespace, name: options.operatorCaConfigMap, logger });
   const metrics = runtime.metrics ?? new WebhookMetrics();
   const admission: PodAdmissionDeps = {
     metrics,
@@ -116,7 +118,7 @@ export async function startWebhook(options: WebhookOptions, runtime: WebhookRunt
 
   const selfManaged = certificates;
   const notReady = (): string[] => [
-    ...(operatorCa.loaded() ? [] : [`the operator's CA (${options.operatorCaFile}): sidecars cannot be injected without it`]),
+    ...(operatorCa.loaded() ? [] : [`the operator's CA (${operatorCa.describe()}): sidecars cannot be injected without it`]),
     ...(selfManaged && selfManaged.caBundle === ''
       ? [`our caBundle in MutatingWebhookConfiguration ${options.webhookConfigName}: the API server would not trust this server`]
       : []),

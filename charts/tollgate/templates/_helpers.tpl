@@ -11,6 +11,7 @@
 {{- define "tollgate.webhookName" -}}{{ include "tollgate.fullname" . }}-webhook{{- end -}}
 {{- define "tollgate.serverName" -}}{{ include "tollgate.fullname" . }}-server{{- end -}}
 {{- define "tollgate.operatorTlsSecret" -}}{{ include "tollgate.fullname" . }}-operator-tls{{- end -}}
+{{- define "tollgate.operatorCaConfigMap" -}}{{ include "tollgate.fullname" . }}-operator-ca{{- end -}}
 {{- define "tollgate.webhookTlsSecret" -}}{{ include "tollgate.fullname" . }}-webhook-tls{{- end -}}
 
 {{- define "tollgate.labels" -}}

@@ -11,13 +11,17 @@
 // The leader reads the base named in the manifest and every patch after it. Every object is labelled
 // tollgate.dev/budget-ledger=true and carries the generation of the base it belongs to, so one
 // deletecollection removes what a compaction replaced. A ledger written by an older operator (one ConfigMap per
-// BudgetPolicy, ADR 1302) is read as the base until the first compaction, which removes it. Creating a patch
+// BudgetPolicy, ADR 1302) is read as the base until the first compaction, and then kept as it was, so a
+// rollback to that release finds the spend it had left. Creating a patch
 // with a sequence number that exists (a deposed leader still writing) and updating a manifest that changed are
 // conflicts: the ledger is read again.
+//
+// The ledger outlives the release (ADR 0811): unlike everything else the operator creates, its ConfigMaps name
+// no owner, so `helm uninstall` and a reinstall keep every user's spend in the period. Deleting it is a choice:
+// `kubectl delete configmaps -n <namespace> -l tollgate.dev/budget-ledger=true`.
 
-import type { KubeApi } from '../../../kube-client/api-client.ts';
-import { isStatus } from '../../../kube-client/api-client.ts';
-import { type OwnerReference, withOwnerReference } from '../../../kube-client/owner-reference.ts';
+import { type KubeApi, isStatus } from '../../../kube-client/api-client.ts';
+import type { OwnerReference } from '../../../kube-client/owner-reference.ts';
 import { type LedgerPatch, LedgerState, type PolicyPatch } from './ledger-state.ts';
 
 export const LEDGER_LABEL = 'tollgate.dev/budget-ledger';
@@ -32,7 +36,7 @@ export const MAX_PART_BYTES = 700 * 1024;
 
 export class LedgerConflictError extends Error {}
 
-interface ConfigMap {
+export interface LedgerConfigMap {
   apiVersion?: string;
   kind?: string;
   metadata: { name: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string>; ownerReferences?: OwnerReference[] };
@@ -66,7 +70,10 @@ export class LedgerStore {
   readonly #namespace: string;
   readonly #owner: OwnerReference | undefined;
 
-  /** `owner`, when given, is named in every ledger object's ownerReferences, so uninstalling deletes them (ADR 0807). */
+  /**
+   * `owner`: the operator's Deployment. Ledger objects written by releases that named it as their owner (ADR 0807)
+   * lose that reference when the leader loads them, so the garbage collector no longer deletes them with it.
+   */
   constructor(api: KubeApi, namespace: string, owner?: OwnerReference) {
     this.#api = api;
     this.#namespace = namespace;
@@ -78,49 +85,14 @@ export class LedgerStore {
   }
 
   async load(): Promise<LoadedLedger> {
+    // The manifest first: its resourceVersion guards the next compaction, and patches listed after it are newer.
     const manifestMap = await this.#get(MANIFEST_NAME);
-    const manifest = manifestMap ? (JSON.parse(manifestMap.data?.[DATA_KEY] ?? '{}') as Manifest) : undefined;
-    const base = manifest?.base ?? 0;
-    const parts = new Map<number, LedgerPatch>();
-    const patches: { seq: number; patch: LedgerPatch; bytes: number }[] = [];
-    const legacy: Record<string, PolicyPatch>[] = [];
-    const stale: string[] = [];
-    for (const cm of await this.#list()) {
-      const name = cm.metadata.name;
-      const text = cm.data?.[DATA_KEY] ?? '';
-      if (name === MANIFEST_NAME) continue;
-      if (name.startsWith(LOG_PREFIX)) {
-        const seq = Number(name.slice(LOG_PREFIX.length));
-        if (seq > base) patches.push({ seq, patch: JSON.parse(text) as LedgerPatch, bytes: text.length });
-        else stale.push(name);
-      } else if (name.startsWith(BASE_PREFIX)) {
-        const [gen, index] = name.slice(BASE_PREFIX.length).split('-').map(Number) as [number, number];
-        if (manifest && gen === base) parts.set(index, JSON.parse(text) as LedgerPatch);
-        else stale.push(name);
-      } else if (!manifest) {
-        const doc = legacyPatch(text);
-        if (doc) legacy.push(doc);
-      } else stale.push(name);
-    }
-    if (manifest && parts.size !== manifest.parts) {
-      throw new Error(`the budget ledger's base ${base} has ${parts.size} of its ${manifest.parts} parts in the API server; it cannot be read`);
-    }
-    const state = new LedgerState();
-    for (const doc of legacy) state.applyPatch({ v: 2, policies: doc });
-    for (let i = 0; i < parts.size; i++) state.applyPatch(parts.get(i)!);
-    patches.sort((a, b) => a.seq - b.seq);
-    for (const { patch } of patches) state.applyPatch(patch);
+    const items = await this.#list();
+    for (const cm of items) await this.#disown(cm);
+    const { stale, ...read } = readLedger(manifestMap, items);
     // What a crash between writing and deleting left behind; harmless, but not worth keeping.
     await Promise.all(stale.map((name) => this.#delete(name)));
-    return {
-      state,
-      base,
-      next: Math.max(base, patches.at(-1)?.seq ?? 0) + 1,
-      manifestVersion: manifestMap?.metadata.resourceVersion,
-      patches: patches.length,
-      patchBytes: patches.reduce((n, p) => n + p.bytes, 0),
-      legacy: legacy.length > 0,
-    };
+    return { ...read, manifestVersion: manifestMap?.metadata.resourceVersion };
   }
 
   /** Creates patch `seq` (JSON of a LedgerPatch). A patch of that number already there is a LedgerConflictError. */
@@ -136,44 +108,62 @@ export class LedgerStore {
   /**
    * Writes the whole ledger as of patch `gen` as the new base, switches the manifest to it (with the manifest's
    * resourceVersion: a changed manifest is a LedgerConflictError), then deletes the base and patches it replaces
-   * and any ledger of an older operator. Returns the manifest's new resourceVersion.
+   * (an older operator's ledger stays, for a rollback). Returns the manifest's new resourceVersion.
    */
   async compact(gen: number, parts: string[], previous: { base: number; manifestVersion: string | undefined }): Promise<string> {
     for (const [i, json] of parts.entries()) await this.#put(this.#configMap(`${BASE_PREFIX}${gen}-${i}`, { [PART_LABEL]: 'base', [BASE_LABEL]: String(gen) }, json));
     const manifest: Manifest = { v: 2, base: gen, parts: parts.length };
     const body = this.#configMap(MANIFEST_NAME, { [PART_LABEL]: 'manifest' }, JSON.stringify(manifest));
-    let written: ConfigMap;
+    let written: LedgerConfigMap;
     try {
       written = previous.manifestVersion
-        ? await this.#api.put<ConfigMap>(this.#path(MANIFEST_NAME), { ...body, metadata: { ...body.metadata, resourceVersion: previous.manifestVersion } })
-        : await this.#api.post<ConfigMap>(this.#path(), body);
+        ? await this.#api.put<LedgerConfigMap>(this.#path(MANIFEST_NAME), { ...body, metadata: { ...body.metadata, resourceVersion: previous.manifestVersion } })
+        : await this.#api.post<LedgerConfigMap>(this.#path(), body);
     } catch (error) {
       if (isStatus(error, 409)) throw new LedgerConflictError('the budget ledger manifest was changed by someone else (another operator replica?)');
       throw error;
     }
     await this.#deleteWhere(`${LEDGER_LABEL}=true,${BASE_LABEL}=${previous.base}`);
-    await this.#deleteWhere(`${LEDGER_LABEL}=true,!${PART_LABEL}`);
     return written.metadata.resourceVersion ?? '';
   }
 
-  #configMap(name: string, labels: Record<string, string>, json: string): ConfigMap {
+  #configMap(name: string, labels: Record<string, string>, json: string): LedgerConfigMap {
     return {
       apiVersion: 'v1',
       kind: 'ConfigMap',
-      metadata: withOwnerReference(
-        {
-          name,
-          namespace: this.#namespace,
-          labels: { [LEDGER_LABEL]: 'true', ...labels, 'app.kubernetes.io/part-of': 'tollgate', 'app.kubernetes.io/component': 'budget-ledger' },
-        },
-        this.#owner,
-      ),
+      // No ownerReferences (ADR 0811): the ledger outlives the operator's Deployment.
+      metadata: {
+        name,
+        namespace: this.#namespace,
+        labels: { [LEDGER_LABEL]: 'true', ...labels, 'app.kubernetes.io/part-of': 'tollgate', 'app.kubernetes.io/component': 'budget-ledger' },
+      },
       data: { [DATA_KEY]: json },
     };
   }
 
+  /**
+   * A ledger object written by a release that owned it by the operator's Deployment (this one, or one
+   * uninstalled since: same name, another UID) is released from it when the leader loads it, so a ledger that
+   * no write touches again outlives an uninstall too.
+   */
+  async #disown(cm: LedgerConfigMap): Promise<void> {
+    const owners = cm.metadata.ownerReferences ?? [];
+    const kept = owners.filter((ref) => !this.#isOperatorDeployment(ref));
+    if (kept.length === owners.length) return;
+    try {
+      await this.#api.put(this.#path(cm.metadata.name), { ...cm, apiVersion: 'v1', kind: 'ConfigMap', metadata: { ...cm.metadata, ownerReferences: kept } });
+    } catch (error) {
+      // Changed or deleted meanwhile (a compaction, another replica): the next load looks again.
+      if (!isStatus(error, 409) && !isStatus(error, 404)) throw error;
+    }
+  }
+
+  #isOperatorDeployment(ref: OwnerReference): boolean {
+    return !!this.#owner && ref.kind === 'Deployment' && ref.apiVersion.startsWith('apps/') && (ref.uid === this.#owner.uid || ref.name === this.#owner.name);
+  }
+
   /** Creates, or replaces what an interrupted compaction left under the same name. */
-  async #put(body: ConfigMap): Promise<void> {
+  async #put(body: LedgerConfigMap): Promise<void> {
     try {
       await this.#api.post(this.#path(), body);
     } catch (error) {
@@ -182,21 +172,21 @@ export class LedgerStore {
     }
   }
 
-  async #get(name: string): Promise<ConfigMap | undefined> {
+  async #get(name: string): Promise<LedgerConfigMap | undefined> {
     try {
-      return await this.#api.get<ConfigMap>(this.#path(name));
+      return await this.#api.get<LedgerConfigMap>(this.#path(name));
     } catch (error) {
       if (isStatus(error, 404)) return undefined;
       throw error;
     }
   }
 
-  async #list(): Promise<ConfigMap[]> {
-    const out: ConfigMap[] = [];
+  async #list(): Promise<LedgerConfigMap[]> {
+    const out: LedgerConfigMap[] = [];
     let cont: string | undefined;
     do {
       // Parts are up to 700 KB each: small pages keep one response to a few MB.
-      const page = await this.#api.get<{ items: ConfigMap[]; metadata?: { continue?: string } }>(this.#path(), {
+      const page = await this.#api.get<{ items: LedgerConfigMap[]; metadata?: { continue?: string } }>(this.#path(), {
         query: { labelSelector: `${LEDGER_LABEL}=true`, limit: 8, continue: cont },
       });
       out.push(...page.items);
@@ -216,6 +206,56 @@ export class LedgerStore {
   async #deleteWhere(labelSelector: string): Promise<void> {
     await this.#api.request('DELETE', this.#path(), { query: { labelSelector } });
   }
+}
+
+/**
+ * The ledger held by `items` (every ConfigMap labelled tollgate.dev/budget-ledger=true) under the manifest
+ * `manifestMap`, read as a new leader reads it; `stale` names the objects a compaction replaced. Without I/O, so a
+ * test can read a cluster's ledger as the operator does.
+ */
+export function readLedger(manifestMap: LedgerConfigMap | undefined, items: LedgerConfigMap[]): Omit<LoadedLedger, 'manifestVersion'> & { stale: string[] } {
+  const manifest = manifestMap ? (JSON.parse(manifestMap.data?.[DATA_KEY] ?? '{}') as Manifest) : undefined;
+  const base = manifest?.base ?? 0;
+  const parts = new Map<number, LedgerPatch>();
+  const patches: { seq: number; patch: LedgerPatch; bytes: number }[] = [];
+  const legacy: Record<string, PolicyPatch>[] = [];
+  const stale: string[] = [];
+  for (const cm of items) {
+    const name = cm.metadata.name;
+    const text = cm.data?.[DATA_KEY] ?? '';
+    if (name === MANIFEST_NAME) continue;
+    if (name.startsWith(LOG_PREFIX)) {
+      const seq = Number(name.slice(LOG_PREFIX.length));
+      if (seq > base) patches.push({ seq, patch: JSON.parse(text) as LedgerPatch, bytes: text.length });
+      else stale.push(name);
+    } else if (name.startsWith(BASE_PREFIX)) {
+      const [gen, index] = name.slice(BASE_PREFIX.length).split('-').map(Number) as [number, number];
+      if (manifest && gen === base) parts.set(index, JSON.parse(text) as LedgerPatch);
+      else stale.push(name);
+    } else if (!manifest) {
+      const doc = legacyPatch(text);
+      if (doc) legacy.push(doc);
+    }
+    // An older operator's ledger under a manifest is neither read nor deleted: it is what that release reads
+    // again after a `helm rollback` (ADR 1307).
+  }
+  if (manifest && parts.size !== manifest.parts) {
+    throw new Error(`the budget ledger's base ${base} has ${parts.size} of its ${manifest.parts} parts in the API server; it cannot be read`);
+  }
+  const state = new LedgerState();
+  for (const doc of legacy) state.applyPatch({ v: 2, policies: doc });
+  for (let i = 0; i < parts.size; i++) state.applyPatch(parts.get(i)!);
+  patches.sort((a, b) => a.seq - b.seq);
+  for (const { patch } of patches) state.applyPatch(patch);
+  return {
+    state,
+    base,
+    next: Math.max(base, patches.at(-1)?.seq ?? 0) + 1,
+    patches: patches.length,
+    patchBytes: patches.reduce((n, p) => n + p.bytes, 0),
+    legacy: legacy.length > 0,
+    stale,
+  };
 }
 
 /** A ledger ConfigMap of an older operator (one per policy, ADR 1302) as a patch of its policy, or undefined. */

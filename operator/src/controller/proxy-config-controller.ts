@@ -165,6 +165,19 @@ export class ProxyConfigController {
 /** What the registry reports becomes status (counts), a log line and Events on the ProxyConfig. */
 function pushEvents(deps: Pick<ControllerDeps, 'logger' | 'recorder' | 'proxyConfigs'>, queue: WorkQueue): RegistryListener {
   const { logger, recorder, proxyConfigs } = deps;
+  /** A Warning on the ProxyConfig `source` about one sidecar, with its pod as the related object. */
+  function podWarning(source: string, pod: { namespace: string; name: string; uid?: string | undefined }, reason: string, action: string, note: string): void {
+    const pc = proxyConfigs.get(source);
+    if (!pc) return;
+    void recorder.record({
+      regarding: proxyConfigRef(pc),
+      related: { apiVersion: 'v1', kind: 'Pod', name: pod.name, namespace: pod.namespace, ...(pod.uid ? { uid: pod.uid } : {}) },
+      type: 'Warning',
+      reason,
+      action,
+      note,
+    });
+  }
   return {
     countsChanged: (source) => queue.add(source),
     pushed: (source, version, count) => {
@@ -179,17 +192,15 @@ function pushEvents(deps: Pick<ControllerDeps, 'logger' | 'recorder' | 'proxyCon
         note: `Pushed config version ${version} to ${count} sidecar${count === 1 ? '' : 's'}`,
       });
     },
-    rejected: (source, pod, version, reason) => {
-      const pc = proxyConfigs.get(source);
-      if (!pc) return;
-      void recorder.record({
-        regarding: proxyConfigRef(pc),
-        related: { apiVersion: 'v1', kind: 'Pod', name: pod.name, namespace: pod.namespace, ...(pod.uid ? { uid: pod.uid } : {}) },
-        type: 'Warning',
-        reason: 'SidecarRejected',
-        action: 'Apply',
-        note: `Sidecar of pod ${pod.namespace}/${pod.name} rejected config version ${version}: ${reason}`,
-      });
-    },
+    rejected: (source, pod, version, reason) =>
+      podWarning(source, pod, 'SidecarRejected', 'Apply', `Sidecar of pod ${pod.namespace}/${pod.name} rejected config version ${version}: ${reason}`),
+    withheld: (source, pod, version, revision, fields) =>
+      podWarning(
+        source,
+        pod,
+        'ConfigWithheld',
+        'Push',
+        `Sidecar of pod ${pod.namespace}/${pod.name} runs config revision ${revision}, older than these settings of version ${version}: ${fields.join('; ')}. It got the rest; recreate the pod to run them`,
+      ),
   };
 }

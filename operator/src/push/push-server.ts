@@ -6,7 +6,15 @@
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { AUTHORIZATION, configPushService, MAX_SNAPSHOT_BYTES, type OperatorMessage, type SidecarMessage, type SpendReportMessage } from '../../../contracts/push-protocol.ts';
+import {
+  AUTHORIZATION,
+  configPushService,
+  MAX_SNAPSHOT_BYTES,
+  type Hello,
+  type OperatorMessage,
+  type SidecarMessage,
+  type SpendReportMessage,
+} from '../../../contracts/push-protocol.ts';
 import type { BudgetSidecar } from '../budgets/budget-distributor.ts';
 import type { SpendSource } from '../budgets/cluster-ledger.ts';
 import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
@@ -108,6 +116,16 @@ export async function startPushServer(opts: PushServerOptions): Promise<PushServ
   };
 }
 
+/** The Hello's pod is only a hint, and never used: the token decides. Worth a log line: it points at a misconfiguration. */
+function warnOnHelloMismatch(logger: Logger, greeting: Hello, identity: SidecarIdentity): void {
+  if ((greeting.podNamespace && greeting.podNamespace !== identity.namespace) || (greeting.podName && greeting.podName !== identity.podName)) {
+    logger.warn(
+      { claimed: `${greeting.podNamespace}/${greeting.podName}`, actual: `${identity.namespace}/${identity.podName}` },
+      'sidecar Hello does not match its token; using the token',
+    );
+  }
+}
+
 async function handleStream(call: Call, opts: PushServerOptions): Promise<void> {
   const { logger, registry } = opts;
   const id = randomUUID();
@@ -178,13 +196,7 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
   clearTimeout(timer);
   if (greeting === undefined) return;
   if (greeting === 'timeout') throw new StreamError(grpc.status.INVALID_ARGUMENT, 'expected Hello as the first message');
-  if ((greeting.podNamespace && greeting.podNamespace !== identity.namespace) || (greeting.podName && greeting.podName !== identity.podName)) {
-    // Only a hint, and never used: the token decides. Worth a log line because it points at a misconfiguration.
-    logger.warn(
-      { claimed: `${greeting.podNamespace}/${greeting.podName}`, actual: `${identity.namespace}/${identity.podName}` },
-      'sidecar Hello does not match its token; using the token',
-    );
-  }
+  warnOnHelloMismatch(logger, greeting, identity);
   if (call.cancelled || call.writableEnded) return;
 
   registered = true;
@@ -194,6 +206,9 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
     podName: identity.podName,
     podUid: identity.podUid,
     ...(annotation ? { annotation } : {}),
+    // Read from the Hello: what to leave out of each snapshot for it (ADR 0723), and its version for the log.
+    configRevision: greeting.configRevision ?? 0,
+    sidecarVersion: greeting.sidecarVersion ?? '',
     send: (snapshot: Snapshot) => {
       if (call.cancelled || call.writableEnded || call.destroyed) throw new Error('stream closed');
       call.write({ snapshot: { version: snapshot.version, configJson: snapshot.configJson, credentials: snapshot.credentials, source: snapshot.source } });

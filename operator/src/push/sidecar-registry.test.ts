@@ -1,5 +1,6 @@
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { CONFIG_REVISION } from '../../../contracts/config-revisions.ts';
 import { MAX_STREAMS_PER_POD, SidecarRegistry, STREAM_REPLACED } from './sidecar-registry.ts';
 import { BUILTIN_SNAPSHOT, buildSnapshot, type Snapshot } from './snapshot.ts';
 
@@ -15,12 +16,20 @@ function setup(existing: string[]) {
       countsChanged: (s) => events.push(`counts ${s}`),
       pushed: (s, v, n) => events.push(`pushed ${s} ${v} ${n}`),
       rejected: (s, pod, v, reason) => events.push(`rejected ${s} ${pod.namespace}/${pod.name} ${v} ${reason}`),
+      withheld: (s, pod, v, revision, fields) => events.push(`withheld ${s} ${pod.namespace}/${pod.name} ${v} r${revision} ${fields.join('; ')}`),
     },
   });
   const received = new Map<string, Snapshot[]>();
-  const connect = (id: string, namespace: string, annotation?: string) => {
+  const connect = (id: string, namespace: string, annotation?: string, configRevision?: number) => {
     received.set(id, []);
-    return registry.connect({ id, namespace, podName: id, ...(annotation ? { annotation } : {}), send: (s) => received.get(id)!.push(s) });
+    return registry.connect({
+      id,
+      namespace,
+      podName: id,
+      ...(annotation ? { annotation } : {}),
+      ...(configRevision ? { configRevision } : {}),
+      send: (s) => received.get(id)!.push(s),
+    });
   };
   return { registry, exists, events, received, connect };
 }
@@ -114,5 +123,43 @@ describe('SidecarRegistry', () => {
     expect(closed).toEqual([`s0: ${STREAM_REPLACED}`, `s1: ${STREAM_REPLACED}`]);
     expect(registry.counts('ns/default').connected).toBe(MAX_STREAMS_PER_POD + 1);
     registry.close();
+  });
+
+  it('sends a sidecar of an older config revision the snapshot without what it does not know, under the same version, and reports it once per stream and version', () => {
+    const { registry, received, connect, events } = setup(['ns/default']);
+    const withRoute = (price: number) =>
+      buildSnapshot(
+        'ns/default',
+        {
+          routes: [{ name: 'mistral', format: 'openai-chat', baseUrl: 'https://api.mistral.ai', credential: { kind: 'none' } }],
+          pricing: {
+            models: [
+              { provider: 'openai', model: 'gpt-4o', input_per_million: price, output_per_million: 1 },
+              { provider: 'mistral', model: 'mistral-small', input_per_million: 0.2, output_per_million: 0.6 },
+            ],
+          },
+        },
+        {},
+        [],
+      );
+    const v1 = withRoute(1);
+    registry.publish(v1);
+    connect('old', 'ns');
+    connect('new', 'ns', undefined, CONFIG_REVISION);
+    const [old] = received.get('old')!;
+    expect(old!.version).toBe(v1.version);
+    expect(JSON.parse(old!.configJson)).toEqual({ pricing: { models: [{ provider: 'openai', model: 'gpt-4o', input_per_million: 1, output_per_million: 1 }] } });
+    expect(received.get('new')).toEqual([v1]);
+    const withheld = (v: string) => `withheld ns/default ns/old ${v} r1 routes (mistral); pricing.models of provider mistral`;
+    expect(events.filter((e) => e.startsWith('withheld'))).toEqual([withheld(v1.version)]);
+
+    // A reconnect is a new stream, reported again; a new version on it is reported once more.
+    registry.disconnect('old');
+    connect('old', 'ns');
+    const v2 = withRoute(2);
+    registry.publish(v2);
+    vi.advanceTimersByTime(10);
+    expect(JSON.parse(received.get('old')!.at(-1)!.configJson).pricing.models).toEqual([{ provider: 'openai', model: 'gpt-4o', input_per_million: 2, output_per_million: 1 }]);
+    expect(events.filter((e) => e.startsWith('withheld'))).toEqual([withheld(v1.version), withheld(v1.version), withheld(v2.version)]);
   });
 });

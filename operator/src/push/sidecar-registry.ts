@@ -4,6 +4,8 @@
 // becomes one push while any single change still reaches every sidecar well within two seconds.
 
 import type { Logger } from 'pino';
+import { CONFIG_REVISION, FIRST_CONFIG_REVISION, patchForRevision } from '../../../contracts/config-revisions.ts';
+import type { RuntimeConfigPatch } from '../../../contracts/config-schema.ts';
 import type { AuditReport } from '../../../contracts/push-protocol.ts';
 import { BUILTIN_SOURCE, selectConfig } from './config-selection.ts';
 import { BUILTIN_SNAPSHOT, redactSnapshot, type Snapshot } from './snapshot.ts';
@@ -16,6 +18,10 @@ export interface SidecarConnection {
   podUid?: string;
   /** The pod's tollgate.dev/proxy-config annotation when it connected. */
   annotation?: string;
+  /** The runtime config revision the sidecar understands (its Hello); absent: FIRST_CONFIG_REVISION (ADR 0723). */
+  configRevision?: number;
+  /** The sidecar's software version (its Hello), for logs. */
+  sidecarVersion?: string;
   /** Sends one snapshot on the stream; throws when the stream is gone. */
   send(snapshot: Snapshot): void;
   /** Ends the stream from the operator's side (the registry dropped it). */
@@ -41,6 +47,8 @@ export interface RegistryListener {
   pushed(source: string, version: string, sidecars: number): void;
   /** A sidecar refused a snapshot (once per sidecar and version). */
   rejected(source: string, pod: { namespace: string; name: string; uid?: string | undefined }, version: string, reason: string): void;
+  /** A sidecar of an older config revision was sent `version` without `fields` (once per stream and version). */
+  withheld(source: string, pod: { namespace: string; name: string; uid?: string | undefined }, version: string, revision: number, fields: string[]): void;
 }
 
 /** Counts for the operator's metrics: every snapshot sent, applied (ack) or refused (nack) by a sidecar. */
@@ -50,12 +58,20 @@ export interface SnapshotCounter {
   snapshotNacked(): void;
 }
 
+/** A snapshot as sidecars of one older config revision get it, and what was left out of it. */
+interface OlderSnapshot {
+  snapshot: Snapshot;
+  withheld: string[];
+}
+
 interface ConnectionState {
   conn: SidecarConnection;
   source: string;
   sentVersion?: string;
   ackedVersion?: string;
   rejectedVersion?: string | undefined;
+  /** The last version whose withheld fields were reported. */
+  withheldVersion?: string;
   audit?: AuditReport;
   /** What of the audit report the ProxyConfig's status shows; a change re-reconciles it. */
   auditSummary?: string;
@@ -78,6 +94,8 @@ export class SidecarRegistry {
   #byPod = new Map<string, Set<ConnectionState>>();
   #snapshots = new Map<string, Snapshot>();
   #pending = new Map<string, { timer: NodeJS.Timeout; firstAt: number }>();
+  /** Snapshots as sidecars of older config revisions get them, by revision; dropped with the snapshot. */
+  #older = new WeakMap<Snapshot, Map<number, OlderSnapshot>>();
 
   readonly #counter: SnapshotCounter | undefined;
 
@@ -100,7 +118,10 @@ export class SidecarRegistry {
     const streams = this.#byPod.get(key);
     if (streams) streams.add(state);
     else this.#byPod.set(key, new Set([state]));
-    this.#opts.logger.info({ pod: `${conn.namespace}/${conn.podName}`, source: state.source || '(built-in)' }, 'sidecar connected');
+    this.#opts.logger.info(
+      { pod: `${conn.namespace}/${conn.podName}`, source: state.source || '(built-in)', configRevision: revisionOf(conn), sidecarVersion: conn.sidecarVersion || undefined },
+      'sidecar connected',
+    );
     this.#sendCurrent(state);
     this.#countsChanged(state.source);
     return state.source;
@@ -264,7 +285,7 @@ export class SidecarRegistry {
     const snapshot = state.source === BUILTIN_SOURCE ? BUILTIN_SNAPSHOT : this.#snapshots.get(state.source);
     if (!snapshot || state.sentVersion === snapshot.version) return undefined;
     try {
-      state.conn.send(snapshot);
+      state.conn.send(this.#forRevision(state, snapshot));
       state.sentVersion = snapshot.version;
       this.#counter?.snapshotPushed();
       return snapshot;
@@ -275,6 +296,35 @@ export class SidecarRegistry {
     }
   }
 
+  /**
+   * The snapshot as the sidecar's config revision can take it (ADR 0723): what it predates is left out, under
+   * the same version (for a given sidecar, one version is always one content), and reported once per version.
+   */
+  #forRevision(state: ConnectionState, snapshot: Snapshot): Snapshot {
+    const revision = revisionOf(state.conn);
+    if (revision >= CONFIG_REVISION) return snapshot;
+    let byRevision = this.#older.get(snapshot);
+    if (!byRevision) this.#older.set(snapshot, (byRevision = new Map<number, OlderSnapshot>()));
+    let adapted = byRevision.get(revision);
+    if (!adapted) {
+      const { patch, withheld } = patchForRevision(JSON.parse(snapshot.configJson) as RuntimeConfigPatch, revision);
+      adapted = { snapshot: withheld.length ? { ...snapshot, configJson: JSON.stringify(patch) } : snapshot, withheld };
+      byRevision.set(revision, adapted);
+    }
+    if (adapted.withheld.length && state.withheldVersion !== snapshot.version) {
+      state.withheldVersion = snapshot.version;
+      const { conn } = state;
+      this.#opts.logger.warn(
+        { pod: `${conn.namespace}/${conn.podName}`, version: snapshot.version, configRevision: revision, withheld: adapted.withheld },
+        'config withheld from an older sidecar',
+      );
+      if (state.source !== BUILTIN_SOURCE) {
+        this.#opts.listener.withheld(state.source, { namespace: conn.namespace, name: conn.podName, uid: conn.podUid }, snapshot.version, revision, adapted.withheld);
+      }
+    }
+    return adapted.snapshot;
+  }
+
   #countsChanged(source: string): void {
     if (source !== BUILTIN_SOURCE) this.#opts.listener.countsChanged(source);
   }
@@ -282,6 +332,10 @@ export class SidecarRegistry {
 
 function podKey(conn: SidecarConnection): string {
   return conn.podUid ?? `${conn.namespace}/${conn.podName}`;
+}
+
+function revisionOf(conn: SidecarConnection): number {
+  return conn.configRevision || FIRST_CONFIG_REVISION;
 }
 
 function namespaceOf(source: string): string {

@@ -8,7 +8,9 @@ import { certificateNotAfter, createCertificateAuthority, issueCertificate } fro
 import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
 import { hasOwnerReference, type OwnerReference, withOwnerReference } from '../../../kube-client/owner-reference.ts';
 
-export type TlsSource = { kind: 'files'; certFile: string; keyFile: string } | { kind: 'secret'; namespace: string; name: string; dnsNames: string[]; ipAddresses: string[] };
+export type TlsSource =
+  | { kind: 'files'; certFile: string; keyFile: string; /** The CA sidecars trust (cert-manager's ca.crt), published for the webhook. */ caFile?: string }
+  | { kind: 'secret'; namespace: string; name: string; dnsNames: string[]; ipAddresses: string[] };
 
 export interface ServingCertificate {
   certPem: string;
@@ -22,8 +24,18 @@ const VALIDITY_HOURS = 24 * 365;
 /** `owner`, when given, is named in the generated Secret's ownerReferences (ADR 0807); an older Secret gets it here. */
 export async function loadServingCertificate(source: TlsSource, api: KubeApi, logger: Logger, owner?: OwnerReference): Promise<ServingCertificate> {
   if (source.kind === 'files') {
-    const [certPem, keyPem] = await Promise.all([readFile(source.certFile, 'utf8'), readFile(source.keyFile, 'utf8')]);
-    return { certPem, keyPem };
+    const [certPem, keyPem, caPem] = await Promise.all([
+      readFile(source.certFile, 'utf8'),
+      readFile(source.keyFile, 'utf8'),
+      // Some issuers write no ca.crt; the webhook then reports what it waits for, and the push still serves.
+      source.caFile
+        ? readFile(source.caFile, 'utf8').catch((error: unknown) => {
+            logger.warn({ file: source.caFile, err: (error as Error).message }, 'cannot read the CA file (--tls-ca); the webhook cannot give sidecars a CA');
+            return undefined;
+          })
+        : undefined,
+    ]);
+    return { certPem, keyPem, ...(caPem ? { caPem } : {}) };
   }
   const path = `/api/v1/namespaces/${source.namespace}/secrets/${source.name}`;
   let existing: { metadata: { resourceVersion?: string; ownerReferences?: OwnerReference[] }; data?: Record<string, string> } | undefined;
@@ -75,6 +87,19 @@ export async function loadServingCertificate(source: TlsSource, api: KubeApi, lo
   else await api.post(`/api/v1/namespaces/${source.namespace}/secrets`, secret);
   logger.info({ secret: `${source.namespace}/${source.name}`, dnsNames: source.dnsNames }, 'generated push server certificate');
   return { certPem: leaf.certPem, keyPem: leaf.keyPem, caPem: ca.certPem };
+}
+
+/** The CA the leader keeps in the Secret, if there is one yet (self-managed certificates only). */
+export async function storedCa(source: TlsSource, api: KubeApi): Promise<string | undefined> {
+  if (source.kind !== 'secret') return undefined;
+  try {
+    const secret = await api.get<{ data?: Record<string, string> }>(`/api/v1/namespaces/${source.namespace}/secrets/${source.name}`);
+    const ca = secret.data?.['ca.crt'];
+    return ca ? Buffer.from(ca, 'base64').toString('utf8') : undefined;
+  } catch (error) {
+    if (isStatus(error, 404)) return undefined;
+    throw error;
+  }
 }
 
 function expiresSoon(certPem: string): boolean {

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { BudgetLink } from '../budgets/cluster-budgets.ts';
 import type { ConfigStore } from './config-store.ts';
 import { type AuditReport, AUTHORIZATION, configPushService, MAX_SNAPSHOT_BYTES, type OperatorMessage, type SidecarMessage } from '../../../contracts/push-protocol.ts';
+import { CONFIG_REVISION } from '../../../contracts/config-revisions.ts';
 import { type PreparedSnapshot, SnapshotCache, SnapshotRejectedError } from './snapshot-cache.ts';
 
 export interface PushClientOptions {
@@ -286,6 +287,8 @@ function openStream(connection: Connection, client: grpc.Client, token: string, 
       podNamespace: opts.podNamespace ?? '',
       currentVersion: snapshots.running?.version ?? '',
       sidecarVersion: opts.sidecarVersion ?? '',
+      // The operator leaves out of each snapshot what this revision does not know (ADR 0723).
+      configRevision: CONFIG_REVISION,
     },
   });
 }
