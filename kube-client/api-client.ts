@@ -100,6 +100,17 @@ export class KubeApi {
     return this.#pool.agent;
   }
 
+  /**
+   * Stops reusing the pooled connections: after a watch went silent or a request timed out, the connection it
+   * used may be half-open, and so may its idle siblings (a NAT or load balancer that dropped them all). The
+   * next request opens a fresh one; requests in flight on the old pool finish or time out as they would.
+   */
+  dropConnections(): void {
+    const pool = this.#pool;
+    this.#pool = undefined;
+    void pool?.agent.close().catch(() => undefined);
+  }
+
   url(path: string, query: RequestOptions['query'] = {}): URL {
     const cluster = this.kubeConfig.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
@@ -117,9 +128,18 @@ export class KubeApi {
       body = JSON.stringify(opts.body);
       headers['content-type'] = opts.contentType ?? (method === 'PATCH' ? 'application/merge-patch+json' : 'application/json');
     }
-    const signal = opts.signal ? AbortSignal.any([opts.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]) : AbortSignal.timeout(REQUEST_TIMEOUT_MS);
-    const response = await fetch(url, { method, headers, signal, ...definedFields({ body, dispatcher }) });
-    const text = await response.text();
+    const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+    let text: string;
+    let response: Awaited<ReturnType<typeof fetch>>;
+    try {
+      response = await fetch(url, { method, headers, signal, ...definedFields({ body, dispatcher }) });
+      text = await response.text();
+    } catch (error) {
+      // A request that got no answer in time may have been sent on a half-open connection.
+      if (timeout.aborted) this.dropConnections();
+      throw error;
+    }
     if (response.status >= 200 && response.status < 300) return (text ? JSON.parse(text) : {}) as T;
     let reason = '';
     let message = `${method} ${path}: HTTP ${response.status}`;

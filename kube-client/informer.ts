@@ -159,6 +159,7 @@ export class Informer<T extends KubeObject> {
         }
         if (error instanceof StaleWatchError) {
           this.staleRestarts += 1;
+          this.#opts.api.dropConnections();
           log.warn({ path: this.#opts.path }, 'watch stale (no events or bookmarks); restarting it');
           continue;
         }
