@@ -3,7 +3,7 @@
 // returns has its sidecar), the webhook injecting the sidecar into a real running pod, calls from the app
 // container through the sidecar to a fake upstream pod, a live price change, the sidecar's memory under load
 // against the chart's limit, an operator outage, `helm test`, `helm uninstall` (the budget ledger stays), and
-// then day two (issue 27, ADR 0113) on the same cluster: the previous release installed over the kept ledger,
+// then day two (issue 27, ADR 0113) on the same cluster: a reinstall over the kept ledger, the previous release,
 // the app's pods given its sidecars, `helm upgrade` to this release and `helm rollback` to the previous one
 // while those pods keep a steady stream of metered calls going; the cluster deleted at the end.
 //
@@ -109,7 +109,9 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
         !o.metadata.labels?.['app.kubernetes.io/managed-by']?.startsWith('Helm') &&
         !o.metadata.labels?.['endpointslice.kubernetes.io/managed-by']?.startsWith('endpointslice-controller'),
     );
-  const named = (o: OwnedObject) => `${o.kind}/${o.metadata.name.replace(/^tollgate-budget-[0-9a-f]+$/, 'tollgate-budget-…')}`;
+  // The ledger is a manifest, base parts and patches whose number grows with the calls (ADR 1307): one name here.
+  const named = (o: OwnedObject) => (o.metadata.labels?.['tollgate.dev/budget-ledger'] === 'true' ? 'ConfigMap/tollgate-budget-…' : `${o.kind}/${o.metadata.name}`);
+  const namedOnce = (objects: OwnedObject[]) => [...new Set(objects.map(named))].sort();
   /** The period's spend of all users under the BudgetPolicy `roomy`, as the operator writes it from the ledger. */
   const roomySpentUsd = async () => (await kubectl(['get', 'budgetpolicy', '-n', APP_NAMESPACE, 'roomy', '-o', 'jsonpath={.status.spentUsd}'])).trim();
   let spentBeforeUninstall = '';
@@ -331,7 +333,7 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
     // all but the budget ledger, which names no owner and outlives the release (ADR 0811).
     const before = await runtimeObjects();
     expect(before.filter((o) => o.metadata.labels?.['tollgate.dev/budget-ledger'] === 'true')).not.toHaveLength(0);
-    expect(before.map(named).sort()).toEqual(
+    expect(namedOnce(before)).toEqual(
       [
         'ConfigMap/tollgate-budget-…',
         'ConfigMap/tollgate-operator-ca',
@@ -367,11 +369,11 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
     const left = await eventually(
       'the garbage collector to delete what the operator and the webhook created',
       async () => {
-        const now = (await runtimeObjects()).map(named);
+        const now = namedOnce(await runtimeObjects());
         return now.length === 1 ? now : undefined;
       },
       120_000,
-    ).catch(async () => (await runtimeObjects()).map(named));
+    ).catch(async () => namedOnce(await runtimeObjects()));
     expect(left).toEqual(['ConfigMap/tollgate-budget-…']);
     expect(
       (await kubectl(['get', 'deployments,services,serviceaccounts,roles,rolebindings', '-n', NAMESPACE, '-o', 'name', '-l', 'app.kubernetes.io/part-of=tollgate'])).trim(),
@@ -396,10 +398,24 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
     expect(dryRun.spec.initContainers).toBeUndefined();
   });
 
+  it('a reinstall carries on from the spend the uninstall kept; uninstalled again, one command deletes the ledger', async () => {
+    const installed = await helmInstall(node, ['--wait', '--timeout', '5m']);
+    expect(installed.code, `${installed.stderr}\n${await node.describe()}`).toBe(0);
+    // Its operator loads the ledger the uninstall kept: the period's spend carries on where it was (ADR 0811).
+    await eventually('the reinstalled operator to report the spend the ledger kept', async () => ((await roomySpentUsd()) === spentBeforeUninstall ? true : undefined), 120_000);
+    const uninstalled = await node.helm(['uninstall', RELEASE, '-n', NAMESPACE, '--wait', '--timeout', '3m']);
+    expect(uninstalled.code, uninstalled.stderr).toBe(0);
+    // The command docs/budgets.md gives. The previous release then starts from an empty ledger: it does not read
+    // this release's patch layout (ADR 1307), which is also why a rollback across it loses the spend in between.
+    await kubectl(['delete', 'configmaps', '-n', NAMESPACE, '-l', 'tollgate.dev/budget-ledger=true']);
+    // And the garbage collector has deleted what this release created at run time, so none of it meets the next.
+    await eventually('nothing of the release left in its namespace', async () => ((await runtimeObjects()).length === 0 ? true : undefined), 120_000);
+  });
+
   // Day two (ADR 0113): the previous release, its sidecars in the app's pods, then upgrade and rollback.
   let appPods: string[] = [];
 
-  it('the previous release installs over the kept ledger and carries on from its spend; the app gets its sidecars', async () => {
+  it('the previous release installs; the app gets its sidecars', async () => {
     const started = Date.now();
     const installed = await node.helm([
       'install',
@@ -417,8 +433,6 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
     ]);
     expect(installed.code, `${installed.stderr}\n${await node.describe()}`).toBe(0);
     console.info(`[node] previous release ${previous.commit.slice(0, 12)} installed and Ready in ${Math.round((Date.now() - started) / 1000)} s`);
-    // Its operator loads the ledger the uninstall kept: the period's spend carries on where it was (ADR 0811).
-    await eventually('the reinstalled operator to report the spend the ledger kept', async () => ((await roomySpentUsd()) === spentBeforeUninstall ? true : undefined), 120_000);
     // That release has no injection hook: wait for the webhook Service as its users would have to.
     await waitForInjection(node, images.testTools.ref);
     await kubectl(['scale', '-n', APP_NAMESPACE, 'deployment/chat', '--replicas=2']);
