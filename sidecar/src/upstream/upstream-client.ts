@@ -19,6 +19,7 @@ import { upstreamOf } from '../routes/upstream-base-url.ts';
 import { CircuitBreaker } from './breaker.ts';
 import { credentialSecrets, scrubBody, scrubHeaders } from './credential-echo.ts';
 import { Agent, request, undiciErrors } from './undici-agent.ts';
+import type { CallAbort } from './call-abort.ts';
 
 export interface UpstreamSend {
   /** A route of the config's route catalog (built-in or configured). */
@@ -29,7 +30,8 @@ export interface UpstreamSend {
   headers: Record<string, string>;
   /** A Buffer (read or rewritten body), the caller's stream passed through, or null. */
   body: Buffer | Readable | null;
-  signal: AbortSignal;
+  /** Ends the exchange early (the caller left, its body passed a limit). */
+  signal: CallAbort;
 }
 
 export interface UpstreamResponse {
@@ -210,6 +212,8 @@ export class UpstreamClient {
         throw error;
       }
       const timeout = upstreamOf(route, config)?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+      // Ended while the credential was applied: undici would not hear an 'abort' emitted before it listens.
+      if (req.signal.ended) throw req.signal.reason;
       timing.startedAt = performance.now();
       const response = await request(this.#agent, {
         origin: base.origin,
@@ -235,7 +239,7 @@ export class UpstreamClient {
     } catch (error) {
       // Aborted by the caller's side (it went away, or its body passed the limit): no verdict on the
       // upstream. Checked first, because undici rejects with the abort reason, which may be a ProxyError.
-      if (req.signal.aborted) {
+      if (req.signal.ended) {
         settle('abandoned');
         throw error;
       }
