@@ -34,6 +34,12 @@ export interface UpstreamSend {
   signal: CallAbort;
 }
 
+/** undici's timeouts for one request: the route's upstream timeout for the headers and between body reads. */
+function timeoutsOf(route: RouteModule, config: RuntimeConfig): { headersTimeout: number; bodyTimeout: number } {
+  const timeout = upstreamOf(route, config)?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  return { headersTimeout: timeout, bodyTimeout: timeout };
+}
+
 export interface UpstreamResponse {
   statusCode: number;
   headers: Record<string, string | string[] | undefined>;
@@ -211,7 +217,6 @@ export class UpstreamClient {
         if (error instanceof CredentialError) throw new ProxyError('credential_unavailable', error.message, { cause: error });
         throw error;
       }
-      const timeout = upstreamOf(route, config)?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
       // Ended while the credential was applied: undici would not hear an 'abort' emitted before it listens.
       if (req.signal.ended) throw req.signal.reason;
       timing.startedAt = performance.now();
@@ -222,8 +227,7 @@ export class UpstreamClient {
         headers: req.headers,
         body: req.body,
         signal: req.signal,
-        headersTimeout: timeout,
-        bodyTimeout: timeout,
+        ...timeoutsOf(route, config),
       });
       timing.headersAt = performance.now();
       // A 5xx is counted against the breaker at once; the exchange still ends when its body does.
