@@ -8,7 +8,8 @@
 //   ./tollgatew node bench/stage-profile.ts                         # 10 s per path, the sidecar image's flags
 //   options: --seconds N, --rounds N (interleaved runs of both paths, each its own processes; default 1),
 //            --dist DIR (a second compiled tree, e.g. a copy of dist/ before a change, measured in the same
-//            rounds as dist/: an A/B of two builds), --no-profile (CPU per call from /proc only, no profiler
+//            rounds as dist/: an A/B of two builds; --dist-env="NAME=VALUE ..." gives that build the image's
+//            environment as it was then), --no-profile (CPU per call from /proc only, no profiler
 //            overhead), --node-args="FLAGS" (a variant of dist/ with node flags after the image's, measured in
 //            the same rounds), --env="NAME=VALUE ..." (likewise, with environment over the image's; repeatable), --json FILE, --keep-profiles DIR (leave the .cpuprofile files there, for cpu-profile.ts)
 
@@ -226,6 +227,7 @@ if (import.meta.main) {
       seconds: { type: 'string', default: '10' },
       rounds: { type: 'string', default: '1' },
       dist: { type: 'string' },
+      'dist-env': { type: 'string' },
       'no-profile': { type: 'boolean', default: false },
       json: { type: 'string' },
       'keep-profiles': { type: 'string' },
@@ -251,7 +253,7 @@ if (import.meta.main) {
 
   const builds: Record<string, { dist?: string; nodeArgs: string[]; env?: Record<string, string> }> = {
     tollgate: { nodeArgs: [] },
-    ...(values.dist ? { 'tollgate --dist': { dist: resolve(values.dist), nodeArgs: [] } } : {}),
+    ...(values.dist ? { 'tollgate --dist': { dist: resolve(values.dist), nodeArgs: [], env: environment(values['dist-env'] ?? '') } } : {}),
     ...(variantArgs.length > 0 ? { [`tollgate ${variantArgs.join(' ')}`]: { nodeArgs: variantArgs } } : {}),
     ...Object.fromEntries((values.env ?? []).map((text) => [`tollgate ${text}`, { nodeArgs: [], env: environment(text) }])),
   };
