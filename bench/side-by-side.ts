@@ -80,6 +80,18 @@ export interface SideBySideReport {
   spansRecorded: number;
 }
 
+/** One path's two halves of a phase as one result: calls and errors summed, rates and percentiles averaged. */
+function bothHalves(halves: WrkResult[]): WrkResult {
+  const mean = (of: (r: WrkResult) => number) => halves.reduce((sum, r) => sum + of(r), 0) / halves.length;
+  return {
+    requestsPerSecond: mean((r) => r.requestsPerSecond),
+    p50Ms: mean((r) => r.p50Ms),
+    p99Ms: mean((r) => r.p99Ms),
+    requests: halves.reduce((sum, r) => sum + r.requests, 0),
+    errors: halves.reduce((sum, r) => sum + r.errors, 0),
+  };
+}
+
 function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }
@@ -181,13 +193,16 @@ export async function runSideBySide(opts: SideBySideOptions): Promise<SideBySide
     const nodeRelayIdle = processMemory(nodeRelay.pid);
     log(`idle: sidecar RSS ${idle.rssMb.toFixed(1)} MB, private ${idle.privateMb.toFixed(1)} MB`);
 
+    // Each path in two halves, the paths in one order and then in the reverse (ABBA): a neighbour's load that
+    // rises or falls during the phase weighs on every path alike, so the shares compare.
     const each = async (connections: number, seconds: number): Promise<PathLatency> => {
-      const out = {} as PathLatency;
-      for (const name of PATHS) {
-        out[name] = await wrk(paths[name], { connections, seconds, body: CHAT_BODY });
-        if (out[name].errors > 0) throw new Error(`${name} at ${connections} connections: ${out[name].errors} failed calls`);
+      const halves = Object.fromEntries(PATHS.map((name) => [name, [] as WrkResult[]])) as Record<PathName, WrkResult[]>;
+      for (const name of [...PATHS, ...[...PATHS].reverse()]) {
+        const half = await wrk(paths[name], { connections, seconds: Math.max(1, Math.round(seconds / 2)), body: CHAT_BODY });
+        if (half.errors > 0) throw new Error(`${name} at ${connections} connections: ${half.errors} failed calls`);
+        halves[name].push(half);
       }
-      return out;
+      return Object.fromEntries(PATHS.map((name) => [name, bothHalves(halves[name])])) as PathLatency;
     };
     log('warming up (JIT, connections)');
     await each(16, opts.quick ? 1 : 3);
