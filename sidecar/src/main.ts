@@ -80,9 +80,10 @@ const LOG_BATCH_BYTES = 4096;
 const LOG_FLUSH_MS = 100;
 
 /**
- * stdout, written in batches off the event loop. One synchronous write per `llm call` line was the costliest
- * part of the log line (a syscall on every call, bench/stage-profile.ts); batched, a write carries about ten
- * lines under load, and an idle proxy's line still leaves within LOG_FLUSH_MS. pino writes what is buffered
+ * stdout, written in batches off the event loop. pino's default destination wrote each `llm call` line on its
+ * own through libuv's thread pool (a write and a thread wake-up per call, the costliest part of the log line in
+ * bench/stage-profile.ts); batched, a write carries about ten lines under load, and an idle proxy's line still
+ * leaves within LOG_FLUSH_MS (ADR 0006). pino writes what is buffered
  * synchronously on exit (an uncaught error included); only a SIGKILL loses the last few lines, whose calls
  * are in the spans.
  */
