@@ -118,7 +118,10 @@ function leafStage(frame: { functionName: string; url: string }): Stage | null {
  * Sampled CPU per stage in µs, over the samples taken between `fromUs` and `toUs` (the profile's clock), and per
  * stage the self time of each function (`name file:line`), to see what a stage is made of.
  */
-export function timeByStage(profile: CpuProfile, window?: { fromUs: number; toUs: number }): { stages: Map<Stage, number>; functions: Map<Stage, Map<string, number>>; totalUs: number } {
+export function timeByStage(
+  profile: CpuProfile,
+  window?: { fromUs: number; toUs: number },
+): { stages: Map<Stage, number>; functions: Map<Stage, Map<string, number>>; totalUs: number } {
   const parent = new Map<number, number>();
   const byId = new Map<number, ProfileNode>();
   for (const node of profile.nodes) {
