@@ -1,14 +1,15 @@
-// Tollgate side by side with a bare relay, in one run on one machine: the same load generator (wrk) calls the
-// fast fake upstream directly, through nginx (proxy_pass) and through Tollgate started as the injected sidecar
-// (bench/sidecar-process.ts: the image's flags, config pushed by a stand-in operator, spans on tmpfs, log lines
-// at info). Overheads are reported next to the bare relay's, so numbers from a busy shared machine still
-// compare; memory is reported as RSS and as private memory (RssAnon).
+// Tollgate side by side with two bare relays, in one run on one machine: the same load generator (wrk) calls the
+// fast fake upstream directly, through nginx (proxy_pass), through a bare Node relay (bench/node-relay.ts:
+// node:http piping to an undici Pool, no logic: the same runtime and client as Tollgate) and through Tollgate
+// started as the injected sidecar (bench/sidecar-process.ts: the image's flags, config pushed by a stand-in
+// operator, spans on tmpfs, log lines at info). Overheads and throughput are reported next to both relays', so
+// numbers from a busy shared machine still compare; memory is reported as RSS and as private memory (RssAnon).
 //
 //   ./tollgatew npm run build
 //   ./tollgatew node bench/side-by-side.ts                  # the full run (about 6 minutes; BENCHMARKS.md used --minutes 10)
 //   ./tollgatew node bench/side-by-side.ts --quick          # seconds: what the test suite's smoke runs
 //   options: --seconds N (per latency/throughput phase), --minutes N (loaded-memory minutes), --json FILE,
-//            --record (write the measured throughput ratio to bench/recorded.json for the smoke),
+//            --record (write Tollgate's measured share of the bare Node relay to bench/recorded.json for the smoke),
 //            --node-args="FLAGS" (node flags after the ENTRYPOINT's, to try one before it goes in the Dockerfile),
 //            --env="NAME=VALUE ..." (environment over the image's, e.g. a malloc variable)
 
@@ -20,6 +21,7 @@ import { Pool } from 'undici';
 import { parse as parseYaml } from 'yaml';
 import { startFakeUpstream } from '../test/fakes/llm-upstream.ts';
 import { ensureBenchTools, REPLY_HEADER, startBareRelay } from './bare-relay.ts';
+import { startNodeRelay } from './node-relay.ts';
 import { peakMemory, processMemory, startSidecar, type ProcessMemory } from './sidecar-process.ts';
 import { wrk, type WrkResult } from './wrk.ts';
 
@@ -40,10 +42,19 @@ export interface SideBySideOptions {
   log: (line: string) => void;
 }
 
-export interface PathLatency {
-  direct: WrkResult;
-  relay: WrkResult;
-  tollgate: WrkResult;
+/** The measured paths: the upstream itself, nginx's relay, the bare Node relay, Tollgate. */
+const PATHS = ['direct', 'relay', 'nodeRelay', 'tollgate'] as const;
+type PathName = (typeof PATHS)[number];
+type Relayed = Exclude<PathName, 'direct'>;
+
+export type PathLatency = Record<PathName, WrkResult>;
+
+/** Tollgate's throughput as a share of each relay's, measured in the same minute. */
+export interface ThroughputShares {
+  /** Of nginx's relay. */
+  nginx: number;
+  /** Of the bare Node relay: the share bench/recorded.json keeps and the smoke guards. */
+  nodeRelay: number;
 }
 
 export interface SideBySideReport {
@@ -52,14 +63,9 @@ export interface SideBySideReport {
   loadAverage: { start: number[]; end: number[] };
   command: string;
   tollgate: { nodeArgs: string[]; env: Record<string, string> };
-  oneConnection: PathLatency & { addedP50Ms: { relay: number; tollgate: number }; addedP99Ms: { relay: number; tollgate: number } };
-  sixteenConnections: PathLatency & { throughputShareOfRelay: number; relayToTollgateThroughput: number };
-  streamingTtfbMs: {
-    direct: { p50: number; p99: number };
-    relay: { p50: number; p99: number };
-    tollgate: { p50: number; p99: number };
-    addedP50: { relay: number; tollgate: number };
-  };
+  oneConnection: PathLatency & { addedP50Ms: Record<Relayed, number>; addedP99Ms: Record<Relayed, number> };
+  sixteenConnections: PathLatency & { tollgateShare: ThroughputShares };
+  streamingTtfbMs: Record<PathName, { p50: number; p99: number }> & { addedP50: Record<Relayed, number> };
   memory: {
     idle: ProcessMemory;
     loadedMinutes: ProcessMemory[];
@@ -70,7 +76,20 @@ export interface SideBySideReport {
     chartLimitMb: number;
   };
   relay: { idle: ProcessMemory; loaded: ProcessMemory };
+  nodeRelay: { idle: ProcessMemory; loaded: ProcessMemory };
   spansRecorded: number;
+}
+
+/** One path's two halves of a phase as one result: calls and errors summed, rates and percentiles averaged. */
+function bothHalves(halves: WrkResult[]): WrkResult {
+  const mean = (of: (r: WrkResult) => number) => halves.reduce((sum, r) => sum + of(r), 0) / halves.length;
+  return {
+    requestsPerSecond: mean((r) => r.requestsPerSecond),
+    p50Ms: mean((r) => r.p50Ms),
+    p99Ms: mean((r) => r.p99Ms),
+    requests: halves.reduce((sum, r) => sum + r.requests, 0),
+    errors: halves.reduce((sum, r) => sum + r.errors, 0),
+  };
 }
 
 function pct(sorted: number[], p: number): number {
@@ -153,6 +172,7 @@ export async function runSideBySide(opts: SideBySideOptions): Promise<SideBySide
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-side-by-side-'));
   const startLoad = loadavg();
   const relay = await startBareRelay(dir);
+  const nodeRelay = await startNodeRelay(relay.upstreamUrl);
   const anthropic = await startFakeUpstream('anthropic', { expectApiKey: KEYS.anthropicApiKey });
   const sidecar = await startSidecar(dir, {
     config: { upstreams: { beta: { baseUrl: relay.upstreamUrl }, 'gamma-direct': { baseUrl: anthropic.url } } },
@@ -164,20 +184,25 @@ export async function runSideBySide(opts: SideBySideOptions): Promise<SideBySide
     const paths = {
       direct: `${relay.upstreamUrl}/v1/chat/completions`,
       relay: `${relay.relayUrl}/v1/chat/completions`,
+      nodeRelay: `${nodeRelay.url}/v1/chat/completions`,
       tollgate: `${sidecar.url}/proxy/beta/v1/chat/completions`,
     };
     await new Promise((r) => setTimeout(r, 2000));
     const idle = processMemory(sidecar.pid);
     const relayIdle = processMemory(relay.pids());
+    const nodeRelayIdle = processMemory(nodeRelay.pid);
     log(`idle: sidecar RSS ${idle.rssMb.toFixed(1)} MB, private ${idle.privateMb.toFixed(1)} MB`);
 
+    // Each path in two halves, the paths in one order and then in the reverse (ABBA): a neighbour's load that
+    // rises or falls during the phase weighs on every path alike, so the shares compare.
     const each = async (connections: number, seconds: number): Promise<PathLatency> => {
-      const out = {} as PathLatency;
-      for (const name of ['direct', 'relay', 'tollgate'] as const) {
-        out[name] = await wrk(paths[name], { connections, seconds, body: CHAT_BODY });
-        if (out[name].errors > 0) throw new Error(`${name} at ${connections} connections: ${out[name].errors} failed calls`);
+      const halves = Object.fromEntries(PATHS.map((name) => [name, [] as WrkResult[]])) as Record<PathName, WrkResult[]>;
+      for (const name of [...PATHS, ...[...PATHS].reverse()]) {
+        const half = await wrk(paths[name], { connections, seconds: Math.max(1, Math.round(seconds / 2)), body: CHAT_BODY });
+        if (half.errors > 0) throw new Error(`${name} at ${connections} connections: ${half.errors} failed calls`);
+        halves[name].push(half);
       }
-      return out;
+      return Object.fromEntries(PATHS.map((name) => [name, bothHalves(halves[name])])) as PathLatency;
     };
     log('warming up (JIT, connections)');
     await each(16, opts.quick ? 1 : 3);
@@ -190,6 +215,7 @@ export async function runSideBySide(opts: SideBySideOptions): Promise<SideBySide
     const streaming = {
       direct: await ttfb(relay.upstreamUrl, '/v1/chat/completions', ttfbCalls),
       relay: await ttfb(relay.relayUrl, '/v1/chat/completions', ttfbCalls),
+      nodeRelay: await ttfb(nodeRelay.url, '/v1/chat/completions', ttfbCalls),
       tollgate: await ttfb(sidecar.url, '/proxy/beta/v1/chat/completions', ttfbCalls),
     };
 
@@ -202,6 +228,7 @@ export async function runSideBySide(opts: SideBySideOptions): Promise<SideBySide
       loadedMinutes.push(processMemory(sidecar.pid));
     }
     const relayLoaded = processMemory(relay.pids());
+    const nodeRelayLoaded = processMemory(nodeRelay.pid);
 
     const streams = 200;
     log(`burst: ${streams} streams at once, 30 % of the callers leaving early`);
@@ -229,6 +256,11 @@ export async function runSideBySide(opts: SideBySideOptions): Promise<SideBySide
 
     const traces = (await (await fetch(`${sidecar.url}/_local/api/traces?limit=1`)).json()) as { count: number };
     const round = (n: number) => Math.round(n * 1000) / 1000;
+    const added = (of: (path: PathName) => number): Record<Relayed, number> => ({
+      relay: round(of('relay') - of('direct')),
+      nodeRelay: round(of('nodeRelay') - of('direct')),
+      tollgate: round(of('tollgate') - of('direct')),
+    });
     const report: SideBySideReport = {
       machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`,
       loadAverage: { start: startLoad.map((n) => round(n)), end: loadavg().map((n) => round(n)) },
@@ -236,17 +268,19 @@ export async function runSideBySide(opts: SideBySideOptions): Promise<SideBySide
       tollgate: { nodeArgs: [...sidecar.image.nodeArgs, ...(opts.extraNodeArgs ?? [])], env: { ...sidecar.image.env, ...opts.extraEnv } },
       oneConnection: {
         ...one,
-        addedP50Ms: { relay: round(one.relay.p50Ms - one.direct.p50Ms), tollgate: round(one.tollgate.p50Ms - one.direct.p50Ms) },
-        addedP99Ms: { relay: round(one.relay.p99Ms - one.direct.p99Ms), tollgate: round(one.tollgate.p99Ms - one.direct.p99Ms) },
+        addedP50Ms: added((path) => one[path].p50Ms),
+        addedP99Ms: added((path) => one[path].p99Ms),
       },
       sixteenConnections: {
         ...sixteen,
-        throughputShareOfRelay: round(sixteen.tollgate.requestsPerSecond / sixteen.relay.requestsPerSecond),
-        relayToTollgateThroughput: round(sixteen.relay.requestsPerSecond / sixteen.tollgate.requestsPerSecond),
+        tollgateShare: {
+          nginx: round(sixteen.tollgate.requestsPerSecond / sixteen.relay.requestsPerSecond),
+          nodeRelay: round(sixteen.tollgate.requestsPerSecond / sixteen.nodeRelay.requestsPerSecond),
+        },
       },
       streamingTtfbMs: {
         ...streaming,
-        addedP50: { relay: round(streaming.relay.p50 - streaming.direct.p50), tollgate: round(streaming.tollgate.p50 - streaming.direct.p50) },
+        addedP50: added((path) => streaming[path].p50),
       },
       memory: {
         idle,
@@ -257,26 +291,31 @@ export async function runSideBySide(opts: SideBySideOptions): Promise<SideBySide
         chartLimitMb: chartSidecarLimitMb(),
       },
       relay: { idle: relayIdle, loaded: relayLoaded },
+      nodeRelay: { idle: nodeRelayIdle, loaded: nodeRelayLoaded },
       spansRecorded: traces.count,
     };
     return report;
   } finally {
     await sidecar.stop();
     await anthropic.close();
+    await nodeRelay.stop();
     await relay.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
 /**
- * The gross regressions a run shows, in words (none: an empty list). Never a slow machine: the throughput is
- * compared as a ratio to the bare relay measured in the same minute, against three times the ratio in
- * bench/recorded.json; memory against the chart's sidecar limit; a 50 MB stream against being held whole.
+ * The gross regressions a run shows, in words (none: an empty list). Never a slow machine nor a noisy one: the
+ * throughput is Tollgate's share of the bare Node relay measured in the same minute (the same runtime and client,
+ * so both slow down together), and only a share below half the one in bench/recorded.json counts; memory is
+ * compared with the chart's sidecar limit; a 50 MB stream against being held whole.
  */
-export function regressions(r: SideBySideReport, recordedRatio: number): string[] {
+export function regressions(r: SideBySideReport, recordedShare: number): string[] {
   const found: string[] = [];
-  const ratio = r.sixteenConnections.relayToTollgateThroughput;
-  if (!(ratio < 3 * recordedRatio)) found.push(`throughput: the relay served ${ratio.toFixed(1)} times Tollgate's, over three times the recorded ${recordedRatio}`);
+  const share = r.sixteenConnections.tollgateShare.nodeRelay;
+  if (!(share >= recordedShare / 2)) {
+    found.push(`throughput: Tollgate served ${(share * 100).toFixed(0)} % of the bare Node relay's calls, below half the recorded ${(recordedShare * 100).toFixed(0)} %`);
+  }
   const { memory } = r;
   const peak = Math.max(...memory.loadedMinutes.map((m) => m.rssMb), memory.burst.peak.rssMb, memory.bigStream.peak.rssMb);
   if (!(peak < memory.chartLimitMb)) found.push(`memory: peak RSS ${peak.toFixed(1)} MiB, not under the chart's sidecar limit of ${memory.chartLimitMb} MiB`);
@@ -285,27 +324,35 @@ export function regressions(r: SideBySideReport, recordedRatio: number): string[
   return found;
 }
 
-/** The throughput ratio of the last recorded run (bench/recorded.json, `--record`). */
-export function recordedThroughputRatio(): number {
-  return (JSON.parse(readFileSync(join(ROOT, 'bench/recorded.json'), 'utf8')) as { relayToTollgateThroughput: number }).relayToTollgateThroughput;
+/** Tollgate's share of the bare Node relay's throughput in the last recorded run (bench/recorded.json, `--record`). */
+export function recordedShareOfNodeRelay(): number {
+  const recorded = JSON.parse(readFileSync(join(ROOT, 'bench/recorded.json'), 'utf8')) as { shareOfNodeRelay?: unknown };
+  const share = recorded.shareOfNodeRelay;
+  if (typeof share !== 'number' || !(share > 0 && share <= 2)) throw new Error(`bench/recorded.json: shareOfNodeRelay ${JSON.stringify(share)} is not a share (a number above 0)`);
+  return share;
 }
 
 /** The table BENCHMARKS.md shows, from a report. */
 export function reportTable(r: SideBySideReport): string {
   const ms = (n: number) => `${(n * 1000).toFixed(0)} µs`;
   const mem = (m: ProcessMemory) => `${m.rssMb.toFixed(1)} / ${m.privateMb.toFixed(1)}`;
+  const pct = (share: number) => `${(share * 100).toFixed(0)} %`;
+  const one = r.oneConnection;
+  const sixteen = r.sixteenConnections;
+  const ttfb = r.streamingTtfbMs;
+  const cells = (text: (path: Relayed) => string) => (['relay', 'nodeRelay', 'tollgate'] as const).map(text).join(' | ');
   const rows = [
-    '| | direct | bare relay (nginx) | Tollgate sidecar |',
-    '|---|---|---|---|',
-    `| 1 conn p50 / added | ${ms(r.oneConnection.direct.p50Ms)} | ${ms(r.oneConnection.relay.p50Ms)} / +${ms(r.oneConnection.addedP50Ms.relay)} | ${ms(r.oneConnection.tollgate.p50Ms)} / +${ms(r.oneConnection.addedP50Ms.tollgate)} |`,
-    `| 1 conn p99 / added | ${ms(r.oneConnection.direct.p99Ms)} | ${ms(r.oneConnection.relay.p99Ms)} / +${ms(r.oneConnection.addedP99Ms.relay)} | ${ms(r.oneConnection.tollgate.p99Ms)} / +${ms(r.oneConnection.addedP99Ms.tollgate)} |`,
-    `| 16 conns req/s | ${r.sixteenConnections.direct.requestsPerSecond.toFixed(0)} | ${r.sixteenConnections.relay.requestsPerSecond.toFixed(0)} | ${r.sixteenConnections.tollgate.requestsPerSecond.toFixed(0)} (${(r.sixteenConnections.throughputShareOfRelay * 100).toFixed(0)} % of the relay) |`,
-    `| 16 conns p99 | ${r.sixteenConnections.direct.p99Ms.toFixed(2)} ms | ${r.sixteenConnections.relay.p99Ms.toFixed(2)} ms | ${r.sixteenConnections.tollgate.p99Ms.toFixed(2)} ms |`,
-    `| streaming TTFB p50 / added | ${ms(r.streamingTtfbMs.direct.p50)} | ${ms(r.streamingTtfbMs.relay.p50)} / +${ms(r.streamingTtfbMs.addedP50.relay)} | ${ms(r.streamingTtfbMs.tollgate.p50)} / +${ms(r.streamingTtfbMs.addedP50.tollgate)} |`,
-    `| RSS / private MiB, idle | | ${mem(r.relay.idle)} | ${mem(r.memory.idle)} |`,
-    `| RSS / private MiB, after each loaded minute | | ${mem(r.relay.loaded)} | ${r.memory.loadedMinutes.map(mem).join(', ')} |`,
-    `| peak RSS / private MiB, ${r.memory.burst.streams}-stream burst (${r.memory.burst.aborted} left early) | | | ${mem(r.memory.burst.peak)} (limit ${r.memory.chartLimitMb} MiB) |`,
-    `| peak RSS / private MiB, one ${r.memory.bigStream.mb} MB stream (before) | | | ${mem(r.memory.bigStream.peak)} (${mem(r.memory.bigStream.before)}) |`,
+    '| | direct | bare relay (nginx) | bare Node relay | Tollgate sidecar |',
+    '|---|---|---|---|---|',
+    `| 1 conn p50 / added | ${ms(one.direct.p50Ms)} | ${cells((p) => `${ms(one[p].p50Ms)} / +${ms(one.addedP50Ms[p])}`)} |`,
+    `| 1 conn p99 / added | ${ms(one.direct.p99Ms)} | ${cells((p) => `${ms(one[p].p99Ms)} / +${ms(one.addedP99Ms[p])}`)} |`,
+    `| 16 conns req/s | ${sixteen.direct.requestsPerSecond.toFixed(0)} | ${sixteen.relay.requestsPerSecond.toFixed(0)} | ${sixteen.nodeRelay.requestsPerSecond.toFixed(0)} | ${sixteen.tollgate.requestsPerSecond.toFixed(0)} (${pct(sixteen.tollgateShare.nginx)} of nginx, ${pct(sixteen.tollgateShare.nodeRelay)} of the Node relay) |`,
+    `| 16 conns p99 | ${sixteen.direct.p99Ms.toFixed(2)} ms | ${cells((p) => `${sixteen[p].p99Ms.toFixed(2)} ms`)} |`,
+    `| streaming TTFB p50 / added | ${ms(ttfb.direct.p50)} | ${cells((p) => `${ms(ttfb[p].p50)} / +${ms(ttfb.addedP50[p])}`)} |`,
+    `| RSS / private MiB, idle | | ${mem(r.relay.idle)} | ${mem(r.nodeRelay.idle)} | ${mem(r.memory.idle)} |`,
+    `| RSS / private MiB, after each loaded minute | | ${mem(r.relay.loaded)} | ${mem(r.nodeRelay.loaded)} | ${r.memory.loadedMinutes.map(mem).join(', ')} |`,
+    `| peak RSS / private MiB, ${r.memory.burst.streams}-stream burst (${r.memory.burst.aborted} left early) | | | | ${mem(r.memory.burst.peak)} (limit ${r.memory.chartLimitMb} MiB) |`,
+    `| peak RSS / private MiB, one ${r.memory.bigStream.mb} MB stream (before) | | | | ${mem(r.memory.bigStream.peak)} (${mem(r.memory.bigStream.before)}) |`,
   ];
   return rows.join('\n');
 }
@@ -335,7 +382,7 @@ if (import.meta.main) {
   });
   const quick = values.quick ?? false;
   if (values.record && (values['node-args'] || values.env)) {
-    throw new Error('--record keeps the ratio of the image as built; run it without --node-args or --env');
+    throw new Error('--record keeps the share of the image as built; run it without --node-args or --env');
   }
   const report = await runSideBySide({
     quick,
@@ -348,12 +395,13 @@ if (import.meta.main) {
   console.log(JSON.stringify(report, null, 2));
   console.log(`\n${reportTable(report)}`);
   if (values.json) writeFileSync(values.json, JSON.stringify(report, null, 2));
-  const found = regressions(report, recordedThroughputRatio());
+  const found = regressions(report, recordedShareOfNodeRelay());
   console.log(found.length === 0 ? '\nno gross regression' : `\ngross regressions:\n${found.map((line) => `- ${line}`).join('\n')}`);
   if (found.length > 0) process.exitCode = 1;
   if (values.record) {
     const recorded = {
-      relayToTollgateThroughput: report.sixteenConnections.relayToTollgateThroughput,
+      shareOfNodeRelay: report.sixteenConnections.tollgateShare.nodeRelay,
+      shareOfNginx: report.sixteenConnections.tollgateShare.nginx,
       measured: new Date().toISOString().slice(0, 10),
       machine: report.machine,
       loadAverage: report.loadAverage.start,

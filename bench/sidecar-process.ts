@@ -128,11 +128,12 @@ export interface SidecarOptions {
   extraNodeArgs?: string[];
   /** Environment added to the image's (experiments with a variable before it goes in the Dockerfile). */
   extraEnv?: Record<string, string>;
+  /** The compiled tree to run instead of dist/ (a copy of dist/ from before a change, for an A/B in one run). */
+  dist?: string;
 }
 
 /** A folder laid out like the sidecar image's /app (the Dockerfile's COPY lines): compiled code from dist/, proto/, the UI, node_modules. */
-function imageLayout(dir: string): string {
-  const dist = join(ROOT, 'dist');
+function imageLayout(dir: string, dist = join(ROOT, 'dist')): string {
   if (!existsSync(join(dist, 'cmd', 'tollgate.js'))) throw new Error('dist/ is missing: run ./tollgatew npm run build first');
   const app = join(dir, 'app');
   for (const part of ['cmd', 'contracts', join('sidecar', 'src')]) cpSync(join(dist, part), join(app, part), { recursive: true });
@@ -168,7 +169,7 @@ async function startPushStandIn(dir: string, snapshot: SnapshotMessage): Promise
 
 export async function startSidecar(dir: string, opts: SidecarOptions): Promise<SidecarProcess> {
   const image = sidecarImage();
-  const app = imageLayout(dir);
+  const app = imageLayout(dir, opts.dist);
   // The webhook mounts an emptyDir with medium: Memory at the state directory.
   const shm = existsSync('/dev/shm') && statfsSync('/dev/shm').type === TMPFS_MAGIC;
   const stateDir = join(shm ? '/dev/shm' : dir, `tollgate-bench-state-${process.pid}-${Date.now()}`);

@@ -1,13 +1,14 @@
 // A short run of the side-by-side benchmark (bench/side-by-side.ts --quick, about half a minute): the sidecar as
-// the image runs it next to a bare nginx relay. It catches a benchmark that can no longer run (a build, a flag, a
-// changed report) and a burst whose calls fail. Speed and memory are not asserted here (CONTRIBUTING): the
-// benchmark's own report judges them (`regressions()`, printed and the exit code of bench/side-by-side.ts), and
-// the numbers go to BENCHMARKS.md.
+// the image runs it next to a bare nginx relay and a bare Node relay. It catches a benchmark that can no longer
+// run (a build, a flag, a changed report), a burst whose calls fail, and a gross loss of throughput: Tollgate's
+// share of the bare Node relay's calls, measured in the same seconds on the same runtime (so a slow or busy
+// machine slows both), below half the share bench/recorded.json keeps. No absolute speed or latency is
+// asserted (CONTRIBUTING); the numbers go to BENCHMARKS.md.
 
 import { execFileSync } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureBenchTools } from '../../bench/bare-relay.ts';
-import { recordedThroughputRatio, regressions, runSideBySide, type SideBySideReport } from '../../bench/side-by-side.ts';
+import { recordedShareOfNodeRelay, regressions, runSideBySide, type SideBySideReport } from '../../bench/side-by-side.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -20,7 +21,9 @@ beforeAll(async () => {
   // The image runs dist/, so the smoke does too.
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
   report = await runSideBySide({ quick: true, seconds: 2, minutes: 1, log: (line) => console.info(`[bench smoke] ${line}`) });
-  console.info(`[bench smoke] ${JSON.stringify({ sixteen: report.sixteenConnections.relayToTollgateThroughput, memory: report.memory.loadedMinutes, load: report.loadAverage })}`);
+  console.info(
+    `[bench smoke] ${JSON.stringify({ shareOf: report.sixteenConnections.tollgateShare, recorded: recordedShareOfNodeRelay(), memory: report.memory.loadedMinutes, load: report.loadAverage })}`,
+  );
 }, 300_000);
 
 describe('benchmark smoke: the sidecar beside a bare relay', () => {
@@ -33,7 +36,8 @@ describe('benchmark smoke: the sidecar beside a bare relay', () => {
     const measured = [
       report.oneConnection.tollgate.p50Ms,
       report.sixteenConnections.tollgate.requestsPerSecond,
-      report.sixteenConnections.relayToTollgateThroughput,
+      report.sixteenConnections.tollgateShare.nodeRelay,
+      report.sixteenConnections.nodeRelay.requestsPerSecond,
       report.streamingTtfbMs.tollgate.p50,
       report.memory.burst.peak.rssMb,
       report.memory.bigStream.peak.privateMb,
@@ -42,7 +46,14 @@ describe('benchmark smoke: the sidecar beside a bare relay', () => {
     expect(report.memory.loadedMinutes.length).toBeGreaterThan(0);
     expect(report.spansRecorded).toBeGreaterThan(0);
     // The verdict is the benchmark's: a list of sentences, logged here for whoever reads the run.
-    console.info(`[bench smoke] regressions: ${JSON.stringify(regressions(report, recordedThroughputRatio()))}`);
+    console.info(`[bench smoke] regressions: ${JSON.stringify(regressions(report, recordedShareOfNodeRelay()))}`);
+  });
+
+  it('keeps at least half the recorded share of the bare Node relay', (ctx) => {
+    if (report === undefined) return ctx.skip(missing ?? 'no report');
+    // Only the throughput verdict: a ratio of two paths measured in the same seconds, with a factor of two of room.
+    const throughput = regressions(report, recordedShareOfNodeRelay()).filter((line) => line.startsWith('throughput'));
+    expect(throughput).toEqual([]);
   });
 
   it('answers every call of a burst of streams, callers leaving included', (ctx) => {

@@ -336,6 +336,15 @@ describe('/_local/api/traces', () => {
     const generatedId = generated.headers.get('x-proxy-request-id');
     expect(generatedId).toMatch(/^[0-9a-f-]{36}$/);
     expect(await spanFor(generated)).toMatchObject({ request_id: generatedId });
+    // Answers the proxy writes itself carry the id too: a refusal before routing, a failure once routed.
+    const unknown = await post('/proxy/no-such-route/v1/chat/completions', { model: 'gpt-4o-mini', ...chatBody }, { 'x-request-id': 'req-43' });
+    expect([unknown.status, unknown.headers.get('x-proxy-request-id')]).toEqual([404, 'req-43']);
+    const badJson = await fetch(`${proxy.url}/proxy/beta/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'req-44' },
+      body: '{',
+    });
+    expect([badJson.status, badJson.headers.get('x-proxy-request-id')]).toEqual([400, 'req-44']);
     const line = await waitFor("the call's log line", () => proxy.logs.find((l) => l.span_id === spanId));
     expect(line).toMatchObject({ msg: 'llm call', provider: 'openai', model: 'gpt-4o-mini', user_id: 'bob', request_id: 'req-42' });
     expect(typeof line.cost_usd).toBe('number');

@@ -8,6 +8,7 @@ import { ConfigStore } from '../config/config-store.ts';
 import { UpstreamClient } from '../upstream/upstream-client.ts';
 import { createCredentialProviders } from './credential-provider.ts';
 import { followCredentialSettings } from './live-credentials.ts';
+import { CallAbort } from '../upstream/call-abort.ts';
 
 const logger = pino({ level: 'silent' });
 let upstream: FakeUpstream | undefined;
@@ -26,7 +27,7 @@ async function chat(store: ConfigStore): Promise<number> {
       path: '/v1/chat/completions',
       headers: { 'content-type': 'application/json' },
       body: Buffer.from(JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })),
-      signal: new AbortController().signal,
+      signal: new CallAbort(),
     });
     for await (const _chunk of res.body) {
       // drain

@@ -41,6 +41,7 @@ import { chatCompletionsApi } from '../gateway-apis/chat-completions.ts';
 import { responsesApi } from '../gateway-apis/responses.ts';
 import { countTokensApi, messagesApi } from '../gateway-apis/messages.ts';
 import { ResponseStore } from '../responses/response-store.ts';
+import { CallAbort } from '../upstream/call-abort.ts';
 
 export interface GatewayRoutesOptions {
   store: ConfigStore;
@@ -257,14 +258,14 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
     headers.traceparent = formatTraceparent(trace);
     if (trace.tracestate) headers.tracestate = trace.tracestate;
 
-    const abort = new AbortController();
+    const abort = new CallAbort();
     // Once the answer is being relayed, a caller who leaves no longer ends the exchange: the relay reads on
     // for the usage the provider bills (ADR 1305).
     let relaying = false;
     res.once('close', () => {
       if (!answerFinished(res) && !relaying) abort.abort(callerLeft());
     });
-    const upstream = await opts.client.send(config, { route: planned.route, method: 'POST', path: planned.path, headers, body: planned.body, signal: abort.signal });
+    const upstream = await opts.client.send(config, { route: planned.route, method: 'POST', path: planned.path, headers, body: planned.body, signal: abort });
     call.attachUpstream(upstream.timing);
     relaying = true;
     const sent = planned.body;

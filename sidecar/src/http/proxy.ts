@@ -22,9 +22,10 @@ import { spanUserId } from '../inbound/identity/caller-user.ts';
 import { formatTraceparent, startSpanContext, type TraceContext } from '../spans/trace-context.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
+import { CallAbort } from '../upstream/call-abort.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './proxy-headers.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
-import { sendFailure, spanHeaders } from './json-answer.ts';
+import { sendFailure } from './json-answer.ts';
 import { answerFinished, closeConnectionAfter } from './caller-connection.ts';
 import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
@@ -73,27 +74,37 @@ export function sendProxyError(res: ServerResponse, error: ProxyError, trace: Tr
 async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opts: ProxyRoutesOptions): Promise<void> {
   reply.hijack();
   const res = reply.raw;
-  // The id of this call in the proxy's log line and span (the caller's x-request-id, else a generated one).
-  // Its own header, because providers answer with an x-request-id of their own that callers quote to them.
-  res.setHeader('x-proxy-request-id', request.id);
   const trace = startSpanContext(headerValue(request.headers, 'traceparent'), headerValue(request.headers, 'tracestate'));
   const { route: name, rest, query } = splitUrl(request.raw.url ?? '/');
   // One config snapshot for the whole call: a config push mid-call changes nothing for this call.
   const snapshot = opts.store.current();
   const route = routeCatalog(snapshot.config).get(name);
   if (route === undefined) {
+    identifyAnswer(res, request);
     const known = routeCatalog(snapshot.config).names().join(', ');
     sendProxyError(res, new ProxyError('unknown_route', `unknown route ${JSON.stringify(name)}: use /proxy/<route>/... with one of ${known}`), trace);
     request.raw.resume();
     return;
   }
   if (opts.lifecycle.draining) {
+    identifyAnswer(res, request);
     closeConnectionAfter(res);
     sendProxyError(res, new ProxyError('shutting_down', 'the proxy is shutting down; retry on another instance'), trace);
     request.raw.resume();
     return;
   }
   await proxyCall({ request, res, opts, route, rest, query, trace, snapshot, caller: new CallerEnd(res) });
+}
+
+/**
+ * The id of this call in the proxy's log line and span (the caller's x-request-id, else a generated one), on an
+ * answer the proxy writes itself. Its own header, because providers answer with an x-request-id of their own
+ * that callers quote to them. A relayed answer carries it in the headers it is written with (forward), so its
+ * head is built once rather than merged header by header into what setHeader stored.
+ */
+function identifyAnswer(res: ServerResponse, request: FastifyRequest): void {
+  // A call that fails mid-answer has its head sent already (with the id): the failure only cuts the connection.
+  if (!res.headersSent) res.setHeader('x-proxy-request-id', request.id);
 }
 
 /** One call on a known route, and everything its steps share. */
@@ -116,7 +127,7 @@ interface ProxyCall {
  */
 class CallerEnd {
   /** Aborts the upstream request when the caller goes away or its streamed body passes the limit or the deadline. */
-  readonly abort = new AbortController();
+  readonly abort = new CallAbort();
   error: ProxyError | null = null;
   /**
    * Set once the answer is being relayed: a caller who leaves then no longer ends the exchange, since the relay
@@ -225,6 +236,7 @@ function refusedOverBudget(call: ProxyCall, metered: MeteredCall, streaming: boo
   metered.finish({ prices: call.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
   if (streaming) call.request.raw.unpipe();
   call.request.raw.resume();
+  identifyAnswer(call.res, call.request);
   sendBudgetRefusal(call.res, call.route.errors, refusal, call.trace);
   return true;
 }
@@ -242,11 +254,13 @@ async function forward(call: ProxyCall, metered: MeteredCall, plan: UpstreamRequ
     path: plan.path,
     headers,
     body: plan.body ?? body.stream,
-    signal: call.caller.abort.signal,
+    signal: call.caller.abort,
   });
   metered.attachUpstream(upstream.timing);
   const headersOut = downstreamResponseHeaders(upstream.headers, plan.stripInjectedUsage);
-  Object.assign(headersOut, spanHeaders(trace));
+  headersOut['x-proxy-span-id'] = trace.spanId;
+  headersOut['x-proxy-trace-id'] = trace.traceId;
+  headersOut['x-proxy-request-id'] = request.id;
   const extractor = responseExtractor(wireFormat(route), upstream, plan.stripInjectedUsage, request.log as unknown as Logger);
   call.caller.relaying = true;
   const sent = plan.body ?? body.bytes;
@@ -274,5 +288,6 @@ function failCall(call: ProxyCall, metered: MeteredCall | null, error: unknown):
       trace: call.trace,
     });
   finishFailedCall(failed, snapshot.prices, proxyError, call.res);
+  identifyAnswer(call.res, request);
   sendProxyError(call.res, proxyError, call.trace);
 }

@@ -2,7 +2,7 @@
 // and the user, and a streamed chat completion gets stream_options.include_usage added so its usage can be metered; on
 // /v1 the chat request passes through with only its model replaced.
 
-import { injectStreamUsage, requestNeedsInjectedUsage } from '../usage/extractor.ts';
+import { bytesAskingForUsage, injectStreamUsage, requestNeedsInjectedUsage } from '../usage/extractor.ts';
 import { bodyModel, forwardedAsIs, parseRouteJson } from './native-request.ts';
 import { openAiRequestUser } from './request-user.ts';
 import type { NativeCall, UpstreamRequestPlan, V1Call, V1RoutePlan } from './route-module.ts';
@@ -17,8 +17,7 @@ export function planOpenAiNative(route: string, call: NativeCall): UpstreamReque
   // Only chat completions need asking for stream usage; the Responses API always ends its stream with it and
   // refuses stream_options.include_usage (Codex streams through /v1/responses).
   if (chatCompletions && requestNeedsInjectedUsage(json)) {
-    const rewritten = Buffer.from(JSON.stringify(injectStreamUsage(json)));
-    return { path: rest + query, body: rewritten, model, operation: 'chat', stripInjectedUsage: true, bodyUserId: user };
+    return { path: rest + query, body: bytesAskingForUsage(body, json), model, operation: 'chat', stripInjectedUsage: true, bodyUserId: user };
   }
   return forwardedAsIs(rest + query, body, model, 'chat', user);
 }

@@ -19,6 +19,7 @@ import { upstreamOf } from '../routes/upstream-base-url.ts';
 import { CircuitBreaker } from './breaker.ts';
 import { credentialSecrets, scrubBody, scrubHeaders } from './credential-echo.ts';
 import { Agent, request, undiciErrors } from './undici-agent.ts';
+import type { CallAbort } from './call-abort.ts';
 
 export interface UpstreamSend {
   /** A route of the config's route catalog (built-in or configured). */
@@ -29,7 +30,14 @@ export interface UpstreamSend {
   headers: Record<string, string>;
   /** A Buffer (read or rewritten body), the caller's stream passed through, or null. */
   body: Buffer | Readable | null;
-  signal: AbortSignal;
+  /** Ends the exchange early (the caller left, its body passed a limit). */
+  signal: CallAbort;
+}
+
+/** undici's timeouts for one request: the route's upstream timeout for the headers and between body reads. */
+function timeoutsOf(route: RouteModule, config: RuntimeConfig): { headersTimeout: number; bodyTimeout: number } {
+  const timeout = upstreamOf(route, config)?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  return { headersTimeout: timeout, bodyTimeout: timeout };
 }
 
 export interface UpstreamResponse {
@@ -209,7 +217,8 @@ export class UpstreamClient {
         if (error instanceof CredentialError) throw new ProxyError('credential_unavailable', error.message, { cause: error });
         throw error;
       }
-      const timeout = upstreamOf(route, config)?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+      // Ended while the credential was applied: undici would not hear an 'abort' emitted before it listens.
+      if (req.signal.ended) throw req.signal.reason;
       timing.startedAt = performance.now();
       const response = await request(this.#agent, {
         origin: base.origin,
@@ -218,8 +227,7 @@ export class UpstreamClient {
         headers: req.headers,
         body: req.body,
         signal: req.signal,
-        headersTimeout: timeout,
-        bodyTimeout: timeout,
+        ...timeoutsOf(route, config),
       });
       timing.headersAt = performance.now();
       // A 5xx is counted against the breaker at once; the exchange still ends when its body does.
@@ -235,7 +243,7 @@ export class UpstreamClient {
     } catch (error) {
       // Aborted by the caller's side (it went away, or its body passed the limit): no verdict on the
       // upstream. Checked first, because undici rejects with the abort reason, which may be a ProxyError.
-      if (req.signal.aborted) {
+      if (req.signal.ended) {
         settle('abandoned');
         throw error;
       }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createUsageExtractor, injectStreamUsage, requestNeedsInjectedUsage } from './extractor.ts';
+import { bytesAskingForUsage, createUsageExtractor, injectStreamUsage, requestNeedsInjectedUsage } from './extractor.ts';
 
 describe('requestNeedsInjectedUsage / injectStreamUsage', () => {
   it('asks for usage only on streamed bodies that do not already ask for it', () => {
@@ -18,6 +18,20 @@ describe('requestNeedsInjectedUsage / injectStreamUsage', () => {
     expect(injected).toEqual({ model: 'gpt-4o', stream: true, stream_options: { include_obfuscation: false, include_usage: true } });
     expect(body.stream_options).toEqual({ include_obfuscation: false });
     expect(requestNeedsInjectedUsage(injected)).toBe(false);
+  });
+
+  it("asks for usage in the caller's own bytes when it set no stream options, and rebuilds the body when it set some", () => {
+    const text = ' \n{ "model": "gpt-4o", "stream": true, "messages": [{"role": "user", "content": "caf\\u00e9 {\\"a\\": 1}"}] }';
+    const spliced = bytesAskingForUsage(Buffer.from(text), JSON.parse(text) as Record<string, unknown>).toString();
+    // The caller's bytes are kept as sent (spacing, escapes), with the one member added.
+    expect(spliced).toBe(' \n{"stream_options":{"include_usage":true}, "model": "gpt-4o", "stream": true, "messages": [{"role": "user", "content": "caf\\u00e9 {\\"a\\": 1}"}] }');
+    expect(JSON.parse(spliced)).toEqual({ ...(JSON.parse(text) as object), stream_options: { include_usage: true } });
+    for (const options of [{ include_obfuscation: false }, null]) {
+      const body = { model: 'gpt-4o', stream: true, stream_options: options };
+      const rebuilt = JSON.parse(bytesAskingForUsage(Buffer.from(JSON.stringify(body)), body).toString()) as Record<string, unknown>;
+      expect(rebuilt).toEqual({ ...body, stream_options: { ...options, include_usage: true } });
+      expect(requestNeedsInjectedUsage(rebuilt)).toBe(false);
+    }
   });
 });
 

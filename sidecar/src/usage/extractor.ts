@@ -12,7 +12,7 @@ import { NO_BYTES, NoUsageExtractor, type UsageExtractor } from './usage-extract
 import type { UsageResult } from './usage.ts';
 
 export type { UsageExtractor } from './usage-extractor.ts';
-export { injectStreamUsage, requestNeedsInjectedUsage } from './stream-options.ts';
+export { bytesAskingForUsage, injectStreamUsage, requestNeedsInjectedUsage } from './stream-options.ts';
 
 export interface UsageExtractorOptions {
   format: WireFormat;
