@@ -63,7 +63,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const env = process.env;
-  const logger = pino({ level: env[PROXY_ENV.logLevel] ?? 'info', base: { component: 'proxy' } }, proxyLogDestination());
+  const logger = pino({ level: env[PROXY_ENV.logLevel] ?? 'info', base: { component: 'proxy' } });
   let proxy: RunningProxy;
   try {
     proxy = await startProxy(args, env, logger);
@@ -73,22 +73,6 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   return stopOnSignal(proxy, logger);
-}
-
-/** Log lines gathered until LOG_BATCH_BYTES, or LOG_FLUSH_MS at the latest, then written in one go. */
-const LOG_BATCH_BYTES = 4096;
-const LOG_FLUSH_MS = 100;
-
-/**
- * stdout, written in batches off the event loop. pino's default destination wrote each `llm call` line on its
- * own through libuv's thread pool (a write and a thread wake-up per call, the costliest part of the log line in
- * bench/stage-profile.ts); batched, a write carries about ten lines under load, and an idle proxy's line still
- * leaves within LOG_FLUSH_MS (ADR 0006). pino writes what is buffered
- * synchronously on exit (an uncaught error included); only a SIGKILL loses the last few lines, whose calls
- * are in the spans.
- */
-function proxyLogDestination(): pino.DestinationStream {
-  return pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_MS });
 }
 
 function parseProxyArgs(argv: string[]) {
