@@ -464,7 +464,11 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
   });
 
   /** A steady stream from every app pod around `step`; then: none failed, every call a span, every span in the ledger. */
-  async function underSteadyCalls(user: string, step: () => Promise<void>): Promise<{ calls: number; failed: number; lostUsd: number }> {
+  async function underSteadyCalls(
+    user: string,
+    readBy: 'this release' | 'the previous release',
+    step: () => Promise<void>,
+  ): Promise<{ calls: number; failed: number; lostUsd: number }> {
     const steady = startSteadyCalls(node, appPods, user, 200);
     let results: SteadyResult[];
     try {
@@ -482,11 +486,11 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
     const spent = await eventually(
       `the ledger to hold ${user}'s spend`,
       async () => {
-        const inLedger = await ledgerSpentUsd(node, `${APP_NAMESPACE}/roomy`, user);
+        const inLedger = await ledgerSpentUsd(node, `${APP_NAMESPACE}/roomy`, user, readBy);
         return Math.abs(inLedger - spans.costUsd) < 1e-6 ? inLedger : undefined;
       },
       90_000,
-    ).catch(async () => ledgerSpentUsd(node, `${APP_NAMESPACE}/roomy`, user));
+    ).catch(async () => ledgerSpentUsd(node, `${APP_NAMESPACE}/roomy`, user, readBy));
     return { calls, failed: calls - ok, lostUsd: spans.costUsd - spent };
   }
 
@@ -510,7 +514,7 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
 
   it('helm upgrade to this release under a steady stream of calls: none fails, no span or spend is lost, the budget holds, old sidecars follow the new operator', async () => {
     let seconds = 0;
-    const figures = await underSteadyCalls('steady-upgrade', async () => {
+    const figures = await underSteadyCalls('steady-upgrade', 'this release', async () => {
       const started = Date.now();
       // As docs/kubernetes.md says: Helm never upgrades CRDs, so the new ones go first (here they are already the
       // new ones, the suite's first install put them there; applying them is what an upgrade does).
@@ -538,7 +542,7 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
 
   it('helm rollback to the previous release the same way', async () => {
     let seconds = 0;
-    const figures = await underSteadyCalls('steady-rollback', async () => {
+    const figures = await underSteadyCalls('steady-rollback', 'the previous release', async () => {
       const started = Date.now();
       const rolledBack = await node.helm(['rollback', RELEASE, '1', '-n', NAMESPACE, '--wait', '--timeout', '5m']);
       seconds = (Date.now() - started) / 1000;

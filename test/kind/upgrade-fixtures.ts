@@ -83,13 +83,16 @@ export async function spansOf(node: KindCluster, pods: string[], user: string): 
   return { calls: rows.reduce((n, r) => n + r.calls, 0), costUsd: rows.reduce((n, r) => n + r.cost_usd, 0) };
 }
 
-/** What the cluster ledger (ADR 1302) holds as `user`'s spend under `policy` in the latest period, in USD. */
-export async function ledgerSpentUsd(node: KindCluster, policy: string, user: string): Promise<number> {
-  // Every ledger object, read as a new leader reads them: this release's patches on a compacted base (ADR 1307),
-  // or the previous release's one ConfigMap per policy.
+/**
+ * What the cluster ledger holds as `user`'s spend under `policy` in the latest period, in USD, read as the
+ * leading operator reads it: this release's patches on a compacted base (ADR 1307), or, for the previous
+ * release, only its one ConfigMap per policy (ADR 1302; it does not read the newer layout).
+ */
+export async function ledgerSpentUsd(node: KindCluster, policy: string, user: string, readBy: 'this release' | 'the previous release'): Promise<number> {
   const r = await node.kubectl(['get', 'configmaps', '-n', NAMESPACE, '-l', `${LEDGER_LABEL}=true`, '-o', 'json']);
   if (r.code !== 0) return 0;
-  const items = (JSON.parse(r.stdout) as { items: LedgerConfigMap[] }).items;
+  const all = (JSON.parse(r.stdout) as { items: LedgerConfigMap[] }).items;
+  const items = readBy === 'this release' ? all : all.filter((cm) => cm.metadata.name !== MANIFEST_NAME && !/^tollgate-budget-(log|base)-/.test(cm.metadata.name));
   const { state } = readLedger(
     items.find((cm) => cm.metadata.name === MANIFEST_NAME),
     items,
