@@ -9,7 +9,17 @@ import { startControlPlane, type ControlPlane } from '../control-plane/control-p
 import { freePort } from '../control-plane/free-port.ts';
 import type { WebhookServer } from '../../webhook/src/webhook-server.ts';
 import { asChartServiceAccount, CHART_NAMES } from './chart-rbac.ts';
-import { eventually, installOperatorPrerequisites, KubeApi, leaseHolder, OPERATOR_NAMESPACE, type OperatorProcess, startOperatorProcess, tempDir } from './operator-fixtures.ts';
+import {
+  eventually,
+  installOperatorPrerequisites,
+  KubeApi,
+  leaseHolder,
+  OPERATOR_NAMESPACE,
+  type OperatorProcess,
+  postOperatorDeployment,
+  startOperatorProcess,
+  tempDir,
+} from './operator-fixtures.ts';
 import { appPod, capturedLogger, createPod, ensureNamespace, probeWebhook, startLocalWebhook, testWebhookOptions, webhookConfiguration } from './webhook-fixtures.ts';
 
 const CA_CONFIG_MAP = `/api/v1/namespaces/${OPERATOR_NAMESPACE}/configmaps/${CHART_NAMES.operatorCaConfigMap}`;
@@ -48,16 +58,7 @@ describe("the operator's CA through the API", () => {
     kubeconfig = await installOperatorPrerequisites(cp, dir.path);
     webhookKc = await asChartServiceAccount(cp, 'webhook', { namespace: OPERATOR_NAMESPACE });
     await ensureNamespace(cp.kubeConfig, 'shop', { 'tollgate.dev/injection': 'enabled' });
-    const deployment = await api.post<{ metadata: { uid: string } }>(`/apis/apps/v1/namespaces/${OPERATOR_NAMESPACE}/deployments`, {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: CHART_NAMES.operator },
-      spec: {
-        selector: { matchLabels: { app: 'tollgate-operator' } },
-        template: { metadata: { labels: { app: 'tollgate-operator' } }, spec: { containers: [{ name: 'operator', image: 'ghcr.io/tollgate/tollgate:0.1.0' }] } },
-      },
-    });
-    operatorUid = deployment.metadata.uid;
+    operatorUid = await postOperatorDeployment(api);
     webhookPort = await freePort();
     await api.post(
       '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations',

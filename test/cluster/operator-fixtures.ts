@@ -12,7 +12,7 @@ import { KubeApi } from '../../kube-client/api-client.ts';
 import type { ControlPlane } from '../control-plane/control-plane.ts';
 import { startManagedProcess, type ManagedProcess } from '../control-plane/managed-process.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { asChartServiceAccount } from './chart-rbac.ts';
+import { asChartServiceAccount, CHART_NAMES } from './chart-rbac.ts';
 import { crdEstablished } from './crd-established.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -215,3 +215,17 @@ export async function podWithToken(
 }
 
 export { KubeApi };
+
+/** The chart's operator Deployment as an object only (no controller-manager runs it here), for owner references; its UID. */
+export async function postOperatorDeployment(api: KubeApi): Promise<string> {
+  const deployment = await api.post<{ metadata: { uid: string } }>(`/apis/apps/v1/namespaces/${OPERATOR_NAMESPACE}/deployments`, {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: CHART_NAMES.operator },
+    spec: {
+      selector: { matchLabels: { app: 'tollgate-operator' } },
+      template: { metadata: { labels: { app: 'tollgate-operator' } }, spec: { containers: [{ name: 'operator', image: 'ghcr.io/tollgate/tollgate:0.1.0' }] } },
+    },
+  });
+  return deployment.metadata.uid;
+}

@@ -17,7 +17,17 @@ import { LEDGER_LABEL, LedgerStore } from '../../operator/src/budgets/ledger-sto
 import type { OwnerReference } from '../../kube-client/owner-reference.ts';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
 import { CHART_NAMES } from './chart-rbac.ts';
-import { eventually, installOperatorPrerequisites, KubeApi, leaseHolder, OPERATOR_NAMESPACE, type OperatorProcess, startOperatorProcess, tempDir } from './operator-fixtures.ts';
+import {
+  eventually,
+  installOperatorPrerequisites,
+  KubeApi,
+  leaseHolder,
+  OPERATOR_NAMESPACE,
+  type OperatorProcess,
+  postOperatorDeployment,
+  startOperatorProcess,
+  tempDir,
+} from './operator-fixtures.ts';
 
 const NS = `/api/v1/namespaces/${OPERATOR_NAMESPACE}`;
 const PATHS = {
@@ -59,17 +69,7 @@ describe('the operator names its Deployment as the owner of what it creates', ()
     cp = await startControlPlane({ admissionPlugins: ['OwnerReferencesPermissionEnforcement'] });
     api = new KubeApi(cp.kubeConfig);
     kubeconfig = await installOperatorPrerequisites(cp, dir.path);
-    // The chart's Deployment, as an object only: no controller-manager runs it here.
-    const deployment = await api.post<{ metadata: { uid: string } }>(`/apis/apps/v1/namespaces/${OPERATOR_NAMESPACE}/deployments`, {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: CHART_NAMES.operator },
-      spec: {
-        selector: { matchLabels: { app: 'tollgate-operator' } },
-        template: { metadata: { labels: { app: 'tollgate-operator' } }, spec: { containers: [{ name: 'operator', image: 'ghcr.io/tollgate/tollgate:0.1.0' }] } },
-      },
-    });
-    deploymentUid = deployment.metadata.uid;
+    deploymentUid = await postOperatorDeployment(api);
   });
 
   afterAll(async () => {

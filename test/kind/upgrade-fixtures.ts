@@ -3,7 +3,7 @@
 // span store says a user spent, what the cluster ledger says, and who leads.
 
 import { stringify } from 'yaml';
-import { LEDGER_LABEL, type LedgerConfigMap, MANIFEST_NAME, readLedger } from '../../operator/src/budgets/ledger-store.ts';
+import { inPatchLayout, LEDGER_LABEL, type LedgerConfigMap, MANIFEST_NAME, readLedger } from '../../operator/src/budgets/ledger-store.ts';
 import type { KindCluster } from './kind-cluster.ts';
 import { APP_NAMESPACE } from './tollgate-fixtures.ts';
 import { NAMESPACE } from './tollgate-install.ts';
@@ -92,7 +92,7 @@ export async function ledgerSpentUsd(node: KindCluster, policy: string, user: st
   const r = await node.kubectl(['get', 'configmaps', '-n', NAMESPACE, '-l', `${LEDGER_LABEL}=true`, '-o', 'json']);
   if (r.code !== 0) return 0;
   const all = (JSON.parse(r.stdout) as { items: LedgerConfigMap[] }).items;
-  const items = readBy === 'this release' ? all : all.filter((cm) => cm.metadata.name !== MANIFEST_NAME && !/^tollgate-budget-(log|base)-/.test(cm.metadata.name));
+  const items = readBy === 'this release' ? all : all.filter((cm) => !inPatchLayout(cm.metadata.name));
   const { state } = readLedger(
     items.find((cm) => cm.metadata.name === MANIFEST_NAME),
     items,

@@ -208,6 +208,11 @@ export class LedgerStore {
   }
 }
 
+/** Whether `name` belongs to the patch layout (manifest, base part, patch) rather than an older operator's ledger. */
+export function inPatchLayout(name: string): boolean {
+  return name === MANIFEST_NAME || name.startsWith(LOG_PREFIX) || name.startsWith(BASE_PREFIX);
+}
+
 /**
  * The ledger held by `items` (every ConfigMap labelled tollgate.dev/budget-ledger=true) under the manifest
  * `manifestMap`, read as a new leader reads it; `stale` names the objects a compaction replaced. Without I/O, so a
