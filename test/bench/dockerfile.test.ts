@@ -13,7 +13,7 @@ describe('the project Dockerfile, as the benchmarks read it', () => {
       cmd: ['proxy'],
       user: '65532:65532',
       workingDir: '/app',
-      env: { NODE_ENV: 'production', NODE_OPTIONS: '--max-semi-space-size=2 --max-old-space-size=64 --v8-pool-size=1', MALLOC_MMAP_THRESHOLD_: '32768' },
+      env: { NODE_ENV: 'production', NODE_OPTIONS: '--max-semi-space-size=4 --max-old-space-size=64 --v8-pool-size=1', MALLOC_MMAP_THRESHOLD_: '32768' },
     });
   });
 
