@@ -4,9 +4,12 @@
 // per-call work, not Node's. Run as its own process (one event loop, like the sidecar), with node's defaults:
 //
 //   node bench/node-relay.ts UPSTREAM_URL PORT        # prints "listening" once it accepts calls
+//   node bench/node-relay.ts UPSTREAM_URL PORT fastify  # the same relay as one hijacked fastify route, as Tollgate's
+//                                                       # /proxy routes are: what fastify alone adds to a call
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
+import type { ServerResponse, IncomingMessage } from 'node:http';
 import { Pool } from 'undici';
 import { freePort } from '../test/e2e/proxy-process.ts';
 
@@ -19,24 +22,41 @@ function endToEnd(headers: IncomingHttpHeaders | Record<string, string | string[
   return out;
 }
 
+function relayCall(pool: Pool, req: IncomingMessage, res: ServerResponse): void {
+  const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+  // stream(): undici writes the answer's body straight into the response, as a pipe would, without a
+  // Readable in between.
+  pool
+    .stream({ method: req.method as 'POST', path: req.url ?? '/', headers: endToEnd(req.headers) as Record<string, string>, body: hasBody ? req : null }, (answer) => {
+      res.writeHead(answer.statusCode, endToEnd(answer.headers));
+      return res;
+    })
+    .catch(() => {
+      if (!res.headersSent) res.writeHead(502);
+      res.end();
+    });
+}
+
 function serve(upstreamUrl: string, port: number): void {
   const pool = new Pool(upstreamUrl, { connections: 64 });
-  const server = createServer((req, res) => {
-    const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
-    // stream(): undici writes the answer's body straight into the response, as a pipe would, without a
-    // Readable in between.
-    pool
-      .stream({ method: req.method as 'POST', path: req.url ?? '/', headers: endToEnd(req.headers) as Record<string, string>, body: hasBody ? req : null }, (answer) => {
-        res.writeHead(answer.statusCode, endToEnd(answer.headers));
-        return res;
-      })
-      .catch(() => {
-        if (!res.headersSent) res.writeHead(502);
-        res.end();
-      });
-  });
+  const server = createServer((req, res) => relayCall(pool, req, res));
   server.keepAliveTimeout = 60_000;
   server.listen(port, '127.0.0.1', () => process.stdout.write('listening\n'));
+}
+
+/** The relay inside fastify: one catch-all route, the body left unread and the reply hijacked, as proxy.ts does. */
+async function serveInFastify(upstreamUrl: string, port: number): Promise<void> {
+  const { default: fastify } = await import('fastify');
+  const pool = new Pool(upstreamUrl, { connections: 64 });
+  const app = fastify({ logger: false, keepAliveTimeout: 60_000 });
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+  app.all('/*', (request, reply) => {
+    reply.hijack();
+    relayCall(pool, request.raw, reply.raw);
+  });
+  await app.listen({ port, host: '127.0.0.1' });
+  process.stdout.write('listening\n');
 }
 
 export interface NodeRelay {
@@ -45,10 +65,13 @@ export interface NodeRelay {
   stop(): Promise<void>;
 }
 
-/** Starts the relay as a child process in front of `upstreamUrl`; `nodeArgs` go before the script (e.g. --cpu-prof). */
-export async function startNodeRelay(upstreamUrl: string, nodeArgs: string[] = []): Promise<NodeRelay> {
+/**
+ * Starts the relay as a child process in front of `upstreamUrl`; `nodeArgs` go before the script (e.g. --cpu-prof),
+ * `inFastify` serves it from one fastify route.
+ */
+export async function startNodeRelay(upstreamUrl: string, nodeArgs: string[] = [], inFastify = false): Promise<NodeRelay> {
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, new URL(import.meta.url).pathname, upstreamUrl, String(port)], {
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, new URL(import.meta.url).pathname, upstreamUrl, String(port), ...(inFastify ? ['fastify'] : [])], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -73,9 +96,10 @@ export async function startNodeRelay(upstreamUrl: string, nodeArgs: string[] = [
 }
 
 if (import.meta.main) {
-  const [upstreamUrl, port] = process.argv.slice(2);
-  if (!upstreamUrl || !port) throw new Error('usage: node bench/node-relay.ts UPSTREAM_URL PORT');
+  const [upstreamUrl, port, mode] = process.argv.slice(2);
+  if (!upstreamUrl || !port || (mode !== undefined && mode !== 'fastify')) throw new Error('usage: node bench/node-relay.ts UPSTREAM_URL PORT [fastify]');
   // SIGTERM ends the process through exit, so --cpu-prof writes its profile.
   process.once('SIGTERM', () => process.exit(0));
-  serve(upstreamUrl, Number(port));
+  if (mode === 'fastify') await serveInFastify(upstreamUrl, Number(port));
+  else serve(upstreamUrl, Number(port));
 }

@@ -11,7 +11,9 @@
 //            rounds as dist/: an A/B of two builds; --dist-env="NAME=VALUE ..." gives that build the image's
 //            environment as it was then), --no-profile (CPU per call from /proc only, no profiler
 //            overhead), --node-args="FLAGS" (a variant of dist/ with node flags after the image's, measured in
-//            the same rounds), --env="NAME=VALUE ..." (likewise, with environment over the image's; repeatable), --json FILE, --keep-profiles DIR (leave the .cpuprofile files there, for cpu-profile.ts)
+//            the same rounds), --env="NAME=VALUE ..." (likewise, with environment over the image's; repeatable), --json FILE, --keep-profiles DIR (leave the .cpuprofile files there, for cpu-profile.ts),
+//            --fastify-relay (also the bare relay served from one hijacked fastify route: what fastify alone adds),
+//            --relay-node-args="FLAGS" (also the bare relay with these node flags, e.g. the sidecar image's heap flags)
 
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -236,6 +238,8 @@ if (import.meta.main) {
       'keep-profiles': { type: 'string' },
       'node-args': { type: 'string' },
       env: { type: 'string', multiple: true },
+      'fastify-relay': { type: 'boolean', default: false },
+      'relay-node-args': { type: 'string' },
     },
   });
   const missing = await ensureBenchTools((line) => process.stderr.write(`${line}\n`));
@@ -260,22 +264,27 @@ if (import.meta.main) {
     ...(variantArgs.length > 0 ? { [`tollgate ${variantArgs.join(' ')}`]: { nodeArgs: variantArgs } } : {}),
     ...Object.fromEntries((values.env ?? []).map((text) => [`tollgate ${text}`, { nodeArgs: [], env: environment(text) }])),
   };
+  const relayArgs = (values['relay-node-args'] ?? '').split(/\s+/).filter(Boolean);
+  const relays: Record<string, { nodeArgs: string[]; inFastify: boolean }> = {
+    nodeRelay: { nodeArgs: [], inFastify: false },
+    ...(values['fastify-relay'] ? { 'nodeRelay in fastify': { nodeArgs: [], inFastify: true } } : {}),
+    ...(relayArgs.length > 0 ? { [`nodeRelay ${relayArgs.join(' ')}`]: { nodeArgs: relayArgs, inFastify: false } } : {}),
+  };
   const runs: Record<string, PathRun[]> = { nodeRelay: [] };
   try {
     for (let round = 0; round < Number(values.rounds); round++) {
       const profileDir = (name: string) => (profiling ? mkdtempSync(join(values['keep-profiles'] ?? dir, `${name.replace(/\W+/g, '-')}-`)) : null);
-      process.stderr.write(`round ${round + 1}: the bare Node relay\n`);
-      runs.nodeRelay!.push(
-        await measure(
-          async (prof) => {
-            const relay = await startNodeRelay(nginx.upstreamUrl, prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []);
-            return relay;
-          },
-          '/v1/chat/completions',
-          seconds,
-          profileDir('node'),
-        ),
-      );
+      for (const [name, relay] of Object.entries(relays)) {
+        process.stderr.write(`round ${round + 1}: ${name}\n`);
+        (runs[name] ??= []).push(
+          await measure(
+            (prof) => startNodeRelay(nginx.upstreamUrl, [...relay.nodeArgs, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [])], relay.inFastify),
+            '/v1/chat/completions',
+            seconds,
+            profileDir(name),
+          ),
+        );
+      }
       for (const [name, build] of Object.entries(builds)) {
         process.stderr.write(`round ${round + 1}: ${name}\n`);
         (runs[name] ??= []).push(

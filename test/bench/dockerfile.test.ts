@@ -9,7 +9,7 @@ describe('the project Dockerfile, as the benchmarks read it', () => {
 
   it('gives the sidecar target the entry point, user, environment and working directory users get', () => {
     expect(stageConfig(df, findStage(df, 'sidecar'))).toMatchObject({
-      entrypoint: ['node', '--no-maglev', 'cmd/tollgate.js'],
+      entrypoint: ['node', '--no-maglev', '--no-page-promotion', 'cmd/tollgate.js'],
       cmd: ['proxy'],
       user: '65532:65532',
       workingDir: '/app',
