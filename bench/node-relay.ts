@@ -8,8 +8,7 @@
 //                                                       # /proxy routes are: what fastify alone adds to a call
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
-import type { ServerResponse, IncomingMessage } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { Pool } from 'undici';
 import { freePort } from '../test/e2e/proxy-process.ts';
 
