@@ -5,7 +5,7 @@
 // which names a config revision the previous operator has never heard of. It still gets its config, acks it,
 // and takes a price change.
 
-import { readFileSync, symlinkSync, existsSync } from 'node:fs';
+import { cpSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -52,7 +52,12 @@ describe("an operator one release behind: the previous release's operator pushes
     if (readFileSync(join(tree, 'package-lock.json'), 'utf8') !== readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) {
       throw new Error(`the previous release (${tree}) has other dependencies than this checkout: this test runs it with this checkout's node_modules`);
     }
-    if (!existsSync(join(tree, 'node_modules'))) symlinkSync(join(ROOT, 'node_modules'), join(tree, 'node_modules'));
+    // The cached tree is shared by every checkout on the machine, so it runs from a copy beside this run's files
+    // with this checkout's node_modules linked in. A link inside the cache pointed at the checkout that made it
+    // first, and dangled once that checkout was removed (existsSync follows it: symlinkSync then threw EEXIST).
+    const app = join(dir.path, 'previous-release');
+    cpSync(tree, app, { recursive: true, filter: (source) => source !== join(tree, 'node_modules') });
+    symlinkSync(join(ROOT, 'node_modules'), join(app, 'node_modules'));
     cp = await startControlPlane();
     api = new KubeApi(cp.kubeConfig);
     const kubeconfig = await installOperatorPrerequisites(cp, dir.path);
@@ -63,7 +68,7 @@ describe("an operator one release behind: the previous release's operator pushes
       name: 'previous operator',
       command: process.execPath,
       args: [
-        join(tree, 'cmd', 'tollgate.ts'),
+        join(app, 'cmd', 'tollgate.ts'),
         'operator',
         `--kubeconfig=${kubeconfig}`,
         `--namespace=${OPERATOR_NAMESPACE}`,
