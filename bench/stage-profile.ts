@@ -270,7 +270,7 @@ if (import.meta.main) {
     ...(values['fastify-relay'] ? { 'nodeRelay in fastify': { nodeArgs: [], inFastify: true } } : {}),
     ...(relayArgs.length > 0 ? { [`nodeRelay ${relayArgs.join(' ')}`]: { nodeArgs: relayArgs, inFastify: false } } : {}),
   };
-  const runs: Record<string, PathRun[]> = { nodeRelay: [] };
+  const runs: Record<string, PathRun[]> = {};
   try {
     for (let round = 0; round < Number(values.rounds); round++) {
       const profileDir = (name: string) => (profiling ? mkdtempSync(join(values['keep-profiles'] ?? dir, `${name.replace(/\W+/g, '-')}-`)) : null);
