@@ -20,7 +20,7 @@ import {
   type RouteName,
 } from './routes.ts';
 import { builtInSecrets, BUILT_IN_CREDENTIALS, CREDENTIAL_KINDS, type CredentialFileSetting } from './credential-kinds.ts';
-import { parseRouteCredential } from './route-credential-schema.ts';
+import { parseRouteCredential, type DeclaredCredentials } from './route-credential-schema.ts';
 import { normaliseAllowedHost } from './allowed-hosts.ts';
 import { normaliseOrigin } from './origin-policy.ts';
 import { ConfigError } from './config-error.ts';
@@ -318,7 +318,7 @@ function checkUpstreamShape(v: Obj, field: string, format: keyof typeof ROUTE_FO
   }
 }
 
-function parseRoute(input: unknown, field: string): RouteEntry {
+function parseRoute(input: unknown, field: string, declared: DeclaredCredentials | undefined): RouteEntry {
   const v = object(input, field);
   onlyKeys(v, field, ROUTE_FIELDS);
   const name = parseRouteName(v, field);
@@ -328,7 +328,7 @@ function parseRoute(input: unknown, field: string): RouteEntry {
   if (v.baseUrl === undefined) throw new ConfigError(`${field}.baseUrl`, "is required: the upstream's http(s) base URL");
   if (v.credential === undefined) throw new ConfigError(`${field}.credential`, 'is required: {kind: api-key | google-adc | aws-sigv4 | none, ...}');
   const upstream = parseUpstream({ baseUrl: v.baseUrl, project: v.project, location: v.location, region: v.region, timeoutMs: v.timeoutMs }, field);
-  const credential = parseRouteCredential(v.credential, `${field}.credential`, name);
+  const credential = parseRouteCredential(v.credential, `${field}.credential`, name, format, declared);
   const credentialHeader = credential.kind === 'api-key' ? credential.header : undefined;
   return assignDefined<RouteEntry>(
     { name, format, baseUrl: upstream.baseUrl!, credential },
@@ -344,12 +344,12 @@ function parseRoute(input: unknown, field: string): RouteEntry {
   );
 }
 
-function parseRoutes(input: unknown, field: string): RouteEntry[] {
+function parseRoutes(input: unknown, field: string, declared?: DeclaredCredentials): RouteEntry[] {
   if (!Array.isArray(input)) throw new ConfigError(field, 'must be a list of routes');
   if (input.length > 64) throw new ConfigError(field, 'must have at most 64 routes');
   const seen = new Map<string, number>();
   return input.map((entry, i) => {
-    const route = parseRoute(entry, `${field}[${i}]`);
+    const route = parseRoute(entry, `${field}[${i}]`, declared);
     const first = seen.get(route.name);
     if (first !== undefined) throw new ConfigError(`${field}[${i}].name`, `repeats route ${route.name} (already at ${field}[${first}])`);
     seen.set(route.name, i);
@@ -486,6 +486,8 @@ const SECTIONS = [
 export interface PatchContext {
   /** Providers of routes configured in other layers, which price entries may name besides this patch's routes'. */
   routeProviders?: readonly string[];
+  /** Set by the config API: routes take only `{kind: none}` or a declared credential by `{use: <route>}` (ADR 1007). */
+  declaredCredentials?: DeclaredCredentials;
 }
 
 export function parseRuntimeConfigPatch(input: unknown, sections: readonly string[] = SECTIONS, context: PatchContext = {}): RuntimeConfigPatch {
@@ -496,7 +498,7 @@ export function parseRuntimeConfigPatch(input: unknown, sections: readonly strin
   if (v.mode !== undefined) patch.mode = parseEngineMode(v.mode, 'mode');
   if (v.server !== undefined) patch.server = parseServer(v.server, 'server');
   if (v.upstreams !== undefined) patch.upstreams = parseUpstreams(v.upstreams, 'upstreams');
-  if (v.routes !== undefined) patch.routes = parseRoutes(v.routes, 'routes');
+  if (v.routes !== undefined) patch.routes = parseRoutes(v.routes, 'routes', context.declaredCredentials);
   if (v.pricing !== undefined) {
     const routeProviders = [...(context.routeProviders ?? []), ...(patch.routes ?? []).map((route) => route.provider ?? route.name)];
     patch.pricing = parsePricing(v.pricing, 'pricing', [...new Set([...PROVIDERS, ...routeProviders])]);

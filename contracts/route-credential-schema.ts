@@ -87,8 +87,25 @@ export function defaultKeyVariable(route: string): string {
   return `${route.toUpperCase().replaceAll('-', '_')}_API_KEY`;
 }
 
-export function parseRouteCredential(input: unknown, field: string, route: string): CredentialDefinition {
+/**
+ * Where a route's credential comes from. The config file and the operator's snapshot are written by whoever runs
+ * the process or owns the ProxyConfig: they name a credential in full. The config API has no authentication, so
+ * a route added there may only take `{kind: none}` or `{use: <route>}`, the credential of a route someone
+ * trusted declared (ADR 1007): never a key picked by name, a file, a scope or a new AWS signing scope.
+ */
+export type DeclaredCredentials = (route: string) => CredentialDefinition | undefined;
+
+export function parseRouteCredential(input: unknown, field: string, route: string, format: string, declared?: DeclaredCredentials): CredentialDefinition {
   if (!isRecord(input)) throw new ConfigError(field, 'must be an object');
+  const definition = declared !== undefined ? declaredCredential(input, field, declared) : ownCredential(input, field, route);
+  checkSigningBound(definition, field, format);
+  return definition;
+}
+
+function ownCredential(input: Obj, field: string, route: string): CredentialDefinition {
+  if (Object.hasOwn(input, 'use')) {
+    throw new ConfigError(`${field}.use`, 'is for routes added through the config API; here name the credential itself ({kind: api-key | google-adc | aws-sigv4 | none, ...})');
+  }
   const kind = input.kind;
   if (typeof kind !== 'string' || !(CREDENTIAL_KIND_NAMES as readonly string[]).includes(kind)) {
     throw new ConfigError(`${field}.kind`, `must be one of ${CREDENTIAL_KIND_NAMES.join(', ')} (got ${JSON.stringify(kind)})`);
@@ -109,10 +126,32 @@ export function parseRouteCredential(input: unknown, field: string, route: strin
   }
 }
 
+const DECLARED_ONLY =
+  'a route added through the config API, which has no authentication, takes {kind: none} or {use: <route>}: the credential of a built-in route or of a route in the config file or the ProxyConfig. Its kind, key, variable, file, scopes or signing service cannot be set here';
+
+function declaredCredential(input: Obj, field: string, declared: DeclaredCredentials): CredentialDefinition {
+  const keys = Object.keys(input);
+  if (keys.length === 1 && input.kind === 'none') return { kind: 'none' };
+  for (const key of keys) if (key !== 'use') throw new ConfigError(`${field}.${key}`, `cannot be set: ${DECLARED_ONLY}`);
+  const name = input.use;
+  if (typeof name !== 'string') throw new ConfigError(`${field}.use`, `must name a route (got ${JSON.stringify(name)}): ${DECLARED_ONLY}`);
+  const definition = declared(name);
+  if (definition === undefined) {
+    throw new ConfigError(
+      `${field}.use`,
+      `names no route declared outside this API (got ${JSON.stringify(name)}): use a built-in route or one of the config file or the ProxyConfig`,
+    );
+  }
+  return structuredClone(definition);
+}
+
 /**
- * The fields of a credential that say where a secret is (a file, an environment variable): the config API, which
- * has no authentication, may not set them (ADR 1003), so a caller can never pick which secret the proxy sends.
+ * AWS SigV4 signs with an identity whose IAM role may reach far more than Bedrock; the proxy signs only what it
+ * meters, the Bedrock runtime's model invocations, so the kind belongs to the bedrock format alone. The signer
+ * also refuses any other path (sidecar/src/auth/aws-sigv4.ts).
  */
-export function credentialSourceFields(kind: CredentialKindName): string[] {
-  return [...(kind === 'api-key' ? ['env'] : []), ...Object.values(CREDENTIAL_KINDS[kind].secrets)];
+function checkSigningBound(definition: CredentialDefinition, field: string, format: string): void {
+  if (definition.kind === 'aws-sigv4' && format !== 'bedrock') {
+    throw new ConfigError(`${field}.kind`, `aws-sigv4 signs only Bedrock's runtime API: it takes format bedrock (got format ${format})`);
+  }
 }

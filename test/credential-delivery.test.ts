@@ -45,10 +45,12 @@ describe('a configured route’s credential, for every kind and every secret of 
         expect(routeCredential.properties![role], `spec.routes[].credential.${role} in the CRD`).toMatchObject({ tsType: 'SecretKeyRef' } satisfies Partial<SchemaNode>);
         credential[role] = { secretName: 'route-keys', key: role };
       }
-      const rendered = render({ routes: [{ name: 'acme', format: 'openai-chat', baseUrl: 'https://llm.acme.example', credential: credential as never }] });
+      // aws-sigv4 signs only Bedrock model invocations, so it belongs to the bedrock format (ADR 1007).
+      const format = kind === 'aws-sigv4' ? 'bedrock' : 'openai-chat';
+      const rendered = render({ routes: [{ name: 'acme', format, baseUrl: 'https://llm.acme.example', credential: credential as never }] });
       expect(rendered.credentialRefs.map((ref) => ref.name).sort()).toEqual(roles.map(([role]) => `route.acme.${role}`).sort());
       if (roles.length > 0)
-        expect(referencedSecrets({ routes: [{ name: 'acme', format: 'openai-chat', baseUrl: 'https://x.example', credential: credential as never }] })).toContain('route-keys');
+        expect(referencedSecrets({ routes: [{ name: 'acme', format, baseUrl: 'https://x.example', credential: credential as never }] })).toContain('route-keys');
 
       const values = Object.fromEntries(roles.map(([role]) => [role, `${role}-value-${kind}`]));
       const prepared = await deliver(rendered, values);

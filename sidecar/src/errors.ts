@@ -7,6 +7,7 @@ export type ProxyErrorCode =
   | 'host_not_allowed'
   | 'origin_not_allowed'
   | 'unsupported_media_type'
+  | 'unmetered_endpoint'
   | 'client_timeout'
   | 'client_aborted'
   | 'headers_too_large'
@@ -25,6 +26,8 @@ const STATUS: Record<ProxyErrorCode, number> = {
   host_not_allowed: 403,
   origin_not_allowed: 403,
   unsupported_media_type: 415,
+  // a path the route's format cannot meter (or sign): refused before any upstream call
+  unmetered_endpoint: 403,
   client_timeout: 408,
   // never sent (the caller is gone); the status nginx logs for it, kept so the code stays a client error
   client_aborted: 499,

@@ -46,6 +46,9 @@ routes:
     format: openai-chat
     baseUrl: ${llama.url}
     credential: { kind: none }
+  # Declared here, pointed at their upstreams through the config API (which may only use declared credentials).
+  - { name: azure, format: openai-chat, baseUrl: "http://127.0.0.1:9", credential: { kind: api-key, header: api-key } }
+  - { name: claude-gw, format: anthropic, baseUrl: "http://127.0.0.1:9", credential: { kind: api-key, header: x-api-key } }
 pricing:
   models:
     - { provider: mistral, model: mistral-large-latest, input_per_million: 2, output_per_million: 6 }
@@ -159,6 +162,8 @@ describe('routes from the config file', () => {
       'mistral',
       'kimi',
       'llama',
+      'azure',
+      'claude-gw',
     ]);
     expect(JSON.stringify(answer)).not.toContain(MISTRAL_KEY);
   });
@@ -191,9 +196,9 @@ describe('routes from the config file', () => {
 });
 
 describe('routes added through the config API', () => {
-  it('adds an OpenAI-compatible route whose key travels in an api-key header, read from <NAME>_API_KEY', async () => {
+  it('re-points a route of the config file, keeping its declared key (AZURE_API_KEY in an api-key header)', async () => {
     const res = await postConfig({
-      routes: [{ name: 'azure', format: 'openai-chat', baseUrl: `${azure.url}`, credential: { kind: 'api-key', header: 'api-key' }, models: ['gpt-4o-azure'] }],
+      routes: [{ name: 'azure', format: 'openai-chat', baseUrl: `${azure.url}`, credential: { use: 'azure' }, models: ['gpt-4o-azure'] }],
       pricing: { models: [{ provider: 'azure', model: 'gpt-4o-azure', input_per_million: 2.5, output_per_million: 10 }] },
     });
     expect(res.status).toBe(200);
@@ -209,20 +214,20 @@ describe('routes added through the config API', () => {
     expect(span.cost_usd).toBeCloseTo(4500 / M, 12);
   });
 
-  it('adds an Anthropic-compatible route, called natively with the Anthropic SDK', async () => {
+  it('adds an Anthropic-compatible route with a declared credential, called natively with the Anthropic SDK', async () => {
     const res = await postConfig({
       routes: [
         {
-          name: 'claude-gw',
+          name: 'claude',
           format: 'anthropic',
           baseUrl: claudeGateway.url,
-          credential: { kind: 'api-key', header: 'x-api-key' },
+          credential: { use: 'claude-gw' },
           headers: { 'anthropic-version': '2023-06-01' },
         },
       ],
     });
     expect(res.status).toBe(200);
-    const data = await anthropic('/proxy/claude-gw').messages.create({ model: 'claude-sonnet-4-20250514', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
+    const data = await anthropic('/proxy/claude').messages.create({ model: 'claude-sonnet-4-20250514', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
     expect(data.usage.output_tokens).toBe(usage.output);
     expect(claudeGateway.requests.at(-1)!.headers['x-api-key']).toBe(CLAUDE_GW_KEY);
   });
@@ -231,11 +236,11 @@ describe('routes added through the config API', () => {
     const before = (await (await fetch(`${proxy.url}/_local/api/config`)).json()) as { revision: number };
     const route = { name: 'x', format: 'openai-chat', baseUrl: 'http://127.0.0.1:9', credential: { kind: 'none' } };
     const cases: [unknown, string][] = [
-      [{ routes: [{ ...route, credential: { kind: 'api-key', env: 'AWS_SECRET_ACCESS_KEY' } }] }, 'routes[0].credential.env cannot be set through this API'],
-      [{ routes: [{ ...route, credential: { kind: 'api-key', file: '/etc/shadow' } }] }, 'routes[0].credential.file cannot be set through this API'],
+      [{ routes: [{ ...route, credential: { kind: 'api-key', env: 'AWS_SECRET_ACCESS_KEY' } }] }, 'routes[0].credential.kind cannot be set: a route added through the config API'],
+      [{ routes: [{ ...route, credential: { use: 'azure', file: '/etc/shadow' } }] }, 'routes[0].credential.file cannot be set: a route added through the config API'],
       [{ routes: [{ ...route, name: 'beta' }] }, 'routes[0].name "beta" is a built-in route'],
       [{ routes: [{ ...route, format: 'cohere' }] }, 'routes[0].format must be one of'],
-      [{ routes: [{ ...route, credential: { kind: 'oauth' } }] }, 'routes[0].credential.kind must be one of api-key, google-adc, aws-sigv4, none'],
+      [{ routes: [{ ...route, credential: { kind: 'oauth' } }] }, 'routes[0].credential.kind cannot be set: a route added through the config API'],
       [{ routes: [{ ...route, baseUrl: 'ftp://files.example' }] }, 'routes[0].baseUrl must be an http(s) URL'],
       [{ routes: [route, route] }, 'routes[1].name repeats route x'],
       [{ routes: [{ ...route, headers: { authorization: 'Bearer sk-x' } }] }, 'routes[0].headers.authorization is a header the proxy sets itself'],

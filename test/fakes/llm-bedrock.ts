@@ -1,5 +1,6 @@
-// Fake Bedrock runtime for Claude: InvokeModel (JSON + token-count headers) and
-// InvokeModelWithResponseStream (AWS event stream), behind a SigV4 check.
+// Fake Bedrock runtime for Claude: InvokeModel (JSON + token-count headers), InvokeModelWithResponseStream (AWS
+// event stream), Converse (JSON, camelCase usage, no token-count headers) and ConverseStream (event stream whose
+// last member, metadata, holds the usage), behind a SigV4 check.
 
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import type { MessageHeaders } from '@smithy/eventstream-codec';
@@ -13,7 +14,7 @@ import { jsonObject } from './llm-request.ts';
 import { verifySigV4 } from './llm-sigv4.ts';
 import type { FakeExchange } from './llm-upstream.ts';
 
-const invokePath = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream)$/;
+const invokePath = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream|converse|converse-stream)$/;
 // Bedrock's original version, and the dated version the current Anthropic SDKs copy into the body.
 const bedrockVersions = new Set(['bedrock-2023-05-31', '2026-10-21']);
 const fakeLatencyMs = 412;
@@ -33,6 +34,7 @@ export async function handleBedrock(x: FakeExchange): Promise<void> {
   const match = x.req.method === 'POST' ? invokePath.exec(x.path) : null;
   if (!match) return sendBedrockError(x.res, 404, `Unknown operation ${x.req.method} ${x.path}`, 'UnknownOperationException');
   const modelId = decodeURIComponent(match[1] ?? '');
+  if (match[2] === 'converse' || match[2] === 'converse-stream') return converse(x, modelId, match[2] === 'converse-stream');
   const problem = bodyProblem(jsonObject(x.json));
   if (problem !== undefined) return sendBedrockError(x.res, 400, problem);
   if (!modelId.startsWith('arn:') && !modelId.includes('anthropic.')) {
@@ -89,6 +91,58 @@ export async function handleBedrock(x: FakeExchange): Promise<void> {
     },
     x.behaviour,
   );
+}
+
+/** Converse's request: messages of {role, content: [{text} …]}, an optional system list and inferenceConfig. */
+function converseProblem(body: Record<string, unknown> | null): string | undefined {
+  if (body === null) return 'The request body is not a JSON object.';
+  const messages = body.messages;
+  if (!Array.isArray(messages) || messages.length === 0) return '1 validation error detected: Value at messages failed to satisfy constraint: Member must not be null';
+  for (const [i, message] of messages.entries()) {
+    const m = jsonObject(message);
+    if (m === null || (m.role !== 'user' && m.role !== 'assistant') || !Array.isArray(m.content)) return `messages.${i} must have a role of user or assistant and a content list`;
+  }
+  for (const key of ['anthropic_version', 'max_tokens', 'model']) if (body[key] !== undefined) return `extraneous key [${key}] is not permitted`;
+  return undefined;
+}
+
+async function converse(x: FakeExchange, modelId: string, stream: boolean): Promise<void> {
+  const problem = converseProblem(jsonObject(x.json));
+  if (problem !== undefined) return sendBedrockError(x.res, 400, problem);
+  if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, 'bedrock');
+  const reply = anthropicReply(x.behaviour, responseModel(modelId));
+  const u = reply.usage;
+  const text = 'Hello from the fake Converse upstream.';
+  // Converse's inputTokens, like Anthropic's input_tokens, excludes cache reads and writes.
+  const usage = {
+    inputTokens: u.input,
+    outputTokens: u.output + u.reasoning,
+    totalTokens: u.input + u.cacheRead + u.cacheWrite + u.cacheWrite1h + u.output + u.reasoning,
+    ...(u.cacheRead ? { cacheReadInputTokens: u.cacheRead } : {}),
+    ...(u.cacheWrite + u.cacheWrite1h ? { cacheWriteInputTokens: u.cacheWrite + u.cacheWrite1h } : {}),
+  };
+  const requestId = { 'x-amzn-requestid': crypto.randomUUID() };
+  if (!stream) {
+    const body = { output: { message: { role: 'assistant', content: [{ text }] } }, stopReason: 'end_turn', usage, metrics: { latencyMs: fakeLatencyMs } };
+    x.res.writeHead(200, { 'content-type': 'application/json', ...requestId });
+    x.res.end(JSON.stringify(body));
+    return;
+  }
+  x.res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', ...requestId });
+  const members: [string, unknown][] = [
+    ['messageStart', { role: 'assistant' }],
+    ['contentBlockDelta', { contentBlockIndex: 0, delta: { text } }],
+    ['contentBlockStop', { contentBlockIndex: 0 }],
+    ['messageStop', { stopReason: 'end_turn' }],
+    ['metadata', { usage, metrics: { latencyMs: fakeLatencyMs } }],
+  ];
+  for (const [type, payload] of members) x.res.write(converseFrame(type, payload));
+  x.res.end();
+}
+
+/** One ConverseStream member: the event type in the frame's header, the member itself as the payload. */
+export function converseFrame(type: string, payload: unknown): Buffer {
+  return frame({ ':event-type': type, ':content-type': 'application/json', ':message-type': 'event' }, payload);
 }
 
 /** What Bedrock rejects in a Claude body: the version, keys the path decides, the Messages checks. */

@@ -206,8 +206,8 @@ describe('signing', () => {
     vi.stubEnv('AWS_SESSION_TOKEN', undefined);
     const provider = createAwsSigV4Provider({ logger: pino({ level: 'silent' }), env: { AWS_REGION: 'eu-west-1' }, upstream: () => undefined });
     const req: OutgoingRequest = {
-      method: 'get',
-      url: new URL('https://bedrock-runtime.eu-west-1.amazonaws.com/async-invoke?maxResults=2&statusEquals=Completed&nextToken=a%2Fb%20c'),
+      method: 'post',
+      url: new URL('https://bedrock-runtime.eu-west-1.amazonaws.com/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke?trace=ENABLED&nextToken=a%2Fb%20c'),
       headers: {},
       body: null,
     };
@@ -215,7 +215,21 @@ describe('signing', () => {
     expect(req.headers['x-amz-security-token']).toBeUndefined();
     expect(req.headers.authorization).toContain('SignedHeaders=host;x-amz-content-sha256;x-amz-date,');
     expect(req.headers.authorization).toContain('/eu-west-1/bedrock/aws4_request');
-    expect(signatureOf(req)).toBe(expectedSignature({ ...req, method: 'GET' }, secret, 'eu-west-1').signature);
+    expect(signatureOf(req)).toBe(expectedSignature({ ...req, method: 'POST' }, secret, 'eu-west-1').signature);
+  });
+
+  it.each([
+    ['GET', 'https://bedrock-runtime.eu-west-1.amazonaws.com/async-invoke?maxResults=2'],
+    ['GET', 'https://bedrock.eu-west-1.amazonaws.com/foundation-models'],
+    ['POST', 'https://sts.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15'],
+    ['GET', 'https://bedrock-runtime.eu-west-1.amazonaws.com/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke'],
+    ['POST', 'https://bedrock-runtime.eu-west-1.amazonaws.com/model/a/b/invoke'],
+  ])('never signs %s %s: only POSTs of a Bedrock model invocation', async (method, url) => {
+    envCredentials();
+    const provider = createAwsSigV4Provider({ logger: pino({ level: 'silent' }), env: { AWS_REGION: 'eu-west-1' }, upstream: () => undefined });
+    const req: OutgoingRequest = { method, url: new URL(url), headers: {}, body: null };
+    await expect(provider.apply(req)).rejects.toMatchObject({ code: 'unmetered_endpoint', message: expect.stringContaining('is not a Bedrock model invocation') });
+    expect(req.headers.authorization).toBeUndefined();
   });
 
   it('without a region fails with a CredentialError that says where to set one', async () => {

@@ -26,6 +26,13 @@ type CredentialSource = (options?: { forceRefresh?: boolean }) => Promise<AwsCre
 /** Headers a caller's own AWS client may have set; the proxy's signature replaces them all. */
 const SIGNING_HEADERS = ['authorization', 'x-amz-date', 'x-amz-security-token', 'x-amz-content-sha256'];
 
+/**
+ * What the proxy's AWS identity signs: the Bedrock runtime's model invocations, the calls it meters. Its IAM role
+ * may reach far more (IAM, STS, S3, Bedrock's control plane); a path outside this list is never signed, whatever
+ * the route or its base URL (ADR 1007).
+ */
+export const BEDROCK_INVOCATION_PATH = /^\/model\/[^/]+\/(invoke|invoke-with-response-stream|converse|converse-stream)$/;
+
 const AWS_ENDPOINT_REGION = /^bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com$/;
 
 /**
@@ -178,6 +185,9 @@ export function createAwsSigV4Provider(options: AwsSigV4Options): CredentialProv
       }
 
       req.url.pathname = encodeAwsPath(req.url.pathname);
+      if (req.method.toUpperCase() !== 'POST' || !BEDROCK_INVOCATION_PATH.test(req.url.pathname)) {
+        throw new ProxyError('unmetered_endpoint', `${req.method.toUpperCase()} ${req.url.pathname} is not a Bedrock model invocation: the proxy signs only those`);
+      }
       // Only host and the x-amz-* headers are signed: anything else may legitimately change between here
       // and the wire (hop-by-hop handling, content-length framing) without breaking the signature.
       const signed = await (

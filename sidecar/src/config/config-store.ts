@@ -131,6 +131,21 @@ export class ConfigStore {
     return this.#publish();
   }
 
+  /** The config a merge into a layer would make, without making it: a caller checks it before committing. */
+  preview(name: ConfigLayer, patch: RuntimeConfigPatch): RuntimeConfig {
+    return this.#compose(name, mergePatches(this.#layers.get(name) ?? {}, patch));
+  }
+
+  /** The layers applied over the defaults in order, one of them replaced when asked. */
+  #compose(replaced?: ConfigLayer, replacement?: RuntimeConfigPatch): RuntimeConfig {
+    let config = defaultRuntimeConfig();
+    for (const name of LAYER_ORDER) {
+      const patch = name === replaced ? replacement : this.#layers.get(name);
+      if (patch) config = applyPatch(config, patch);
+    }
+    return config;
+  }
+
   subscribe(listener: ConfigListener): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
@@ -150,11 +165,7 @@ export class ConfigStore {
   }
 
   #build(revision: number): ConfigSnapshot {
-    let config = defaultRuntimeConfig();
-    for (const name of LAYER_ORDER) {
-      const patch = this.#layers.get(name);
-      if (patch) config = applyPatch(config, patch);
-    }
+    const config = this.#compose();
     // The routes are bound to their formats here, once per config: calls only look them up (route-catalog.ts).
     const routes = routeCatalog(config);
     const wire = new Map(routes.configured().map((route) => [route.provider, wireFormat(route)] as const));

@@ -1,5 +1,8 @@
-// Bedrock InvokeModelWithResponseStream: each event-stream frame of `:message-type` `event` and `:event-type`
-// `chunk` carries `{"bytes": "<base64>", "p": "<padding>"}`, and the bytes are one Anthropic stream event.
+// Bedrock's two event streams, told apart by each frame's `:event-type`:
+// - InvokeModelWithResponseStream: `chunk` frames carry `{"bytes": "<base64>", "p": "<padding>"}`, and the bytes
+//   are one Anthropic stream event.
+// - ConverseStream: the frame's payload is the member itself, named by its event type (messageStart,
+//   contentBlockDelta, …, messageStop, then metadata with the usage).
 // Frames of `:message-type` `exception` or `error` end the stream with a named failure.
 
 import type { Message, MessageHeaders } from '@smithy/eventstream-codec';
@@ -37,16 +40,24 @@ function payloadMessage(body: Uint8Array): string | undefined {
   return text.length > 500 ? `${text.slice(0, 500)}…` : text;
 }
 
+/** Receives one ConverseStream member: its event type and the frame's payload (JSON text, unparsed). */
+export type ConverseEventHandler = (type: string, json: string) => void;
+
+/** ConverseStream's members; a frame of any other event type carries no model output. */
+const CONVERSE_EVENTS = new Set(['messageStart', 'contentBlockStart', 'contentBlockDelta', 'contentBlockStop', 'messageStop', 'metadata']);
+
 export class BedrockStreamDecoder {
   /** First failure: a corrupt or truncated frame, an exception/error frame, or an undecodable chunk. */
   error: string | undefined;
 
   readonly #frames: AwsEventStreamDecoder;
   readonly #onEvent: AnthropicEventHandler;
+  readonly #onConverse: ConverseEventHandler | undefined;
 
-  constructor(onEvent: AnthropicEventHandler, options: { maxFrameBytes?: number } = {}) {
+  constructor(onEvent: AnthropicEventHandler, options: { maxFrameBytes?: number; onConverse?: ConverseEventHandler } = {}) {
     this.#onEvent = onEvent;
-    this.#frames = new AwsEventStreamDecoder((message) => this.#message(message), options);
+    this.#onConverse = options.onConverse;
+    this.#frames = new AwsEventStreamDecoder((message) => this.#message(message), options.maxFrameBytes === undefined ? {} : { maxFrameBytes: options.maxFrameBytes });
   }
 
   push(chunk: Buffer): void {
@@ -77,8 +88,13 @@ export class BedrockStreamDecoder {
       this.error = detail ? `${code}: ${detail}` : code;
       return;
     }
-    if (headerString(headers, ':event-type') !== 'chunk') return; // other event types carry no model output
+    const eventType = headerString(headers, ':event-type');
     const body = message.body;
+    if (eventType !== undefined && this.#onConverse !== undefined && CONVERSE_EVENTS.has(eventType)) {
+      this.#onConverse(eventType, Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
+      return;
+    }
+    if (eventType !== 'chunk') return; // other event types carry no model output
     let bytes: unknown;
     try {
       bytes = (JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8')) as { bytes?: unknown }).bytes;

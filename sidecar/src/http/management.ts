@@ -2,10 +2,12 @@
 // runtime config and recent spans.
 
 import type { FastifyPluginAsync } from 'fastify';
-import { CREDENTIAL_KIND_NAMES, type CredentialKindName } from '../../../contracts/credential-kinds.ts';
-import { credentialSourceFields } from '../../../contracts/route-credential-schema.ts';
+import type { CredentialDefinition } from '../../../contracts/credential-kinds.ts';
+import type { DeclaredCredentials } from '../../../contracts/route-credential-schema.ts';
+import { isRouteName, ROUTES } from '../../../contracts/routes.ts';
+import { builtInDefinition } from '../auth/credential-provider.ts';
 import { ConfigError } from '../../../contracts/config-error.ts';
-import { parseRuntimeConfigPatch } from '../../../contracts/config-schema.ts';
+import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../../contracts/config-schema.ts';
 import { isRecord } from '../../../contracts/json-record.ts';
 import type { ConfigStore, ConfigSnapshot } from '../config/config-store.ts';
 import { routeCatalog } from '../routes/route-catalog.ts';
@@ -25,9 +27,15 @@ export interface ManagementOptions {
   writer: SpanWriter;
   /** /_local/api/budgets; absent: no budget endpoints. */
   budgets?: BudgetEnforcer;
-  /** Where budget policies come from: this engine's config (local proxy, server) or the operator (a sidecar). */
-  budgetPolicies?: 'config' | 'operator';
+  /**
+   * Who owns this engine's routes, upstreams and budget policies: its own config (local proxy, server) or the
+   * operator (a sidecar, whose app can reach this API and must not re-point its credentials).
+   */
+  configOwner?: 'config' | 'operator';
 }
+
+/** Configured routes in all layers together: each is bound to a format and a credential provider per config. */
+export const MAX_CONFIGURED_ROUTES = 64;
 
 /**
  * Sections this API may change. Server and storage settings need a restart. Credentials are left out on
@@ -108,14 +116,15 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
           "cannot be set through this API, which has no authentication: whoever set it would receive every call's span; set it in the config file or the ProxyConfig",
         );
       }
-      refuseCredentialSources(body.routes);
       const routeProviders = opts.store.get().routes.map((route) => route.provider ?? route.name);
-      patch = parseRuntimeConfigPatch(body, API_SECTIONS, { routeProviders });
+      patch = parseRuntimeConfigPatch(body, API_SECTIONS, { routeProviders, declaredCredentials: declaredCredentials(opts.store) });
       if (patch.budgets?.ledger) {
         throw new ConfigError('budgets.ledger', 'is read when the proxy starts: set it in the config file');
       }
-      if (patch.budgets && opts.budgetPolicies === 'operator') {
-        throw new ConfigError('budgets', 'cannot be set in a sidecar: its budgets come from BudgetPolicy resources through the operator');
+      if (opts.configOwner === 'operator') refuseOperatorOwned(patch);
+      const routes = opts.store.preview('api', patch).routes.length;
+      if (routes > MAX_CONFIGURED_ROUTES) {
+        throw new ConfigError('routes', `would make ${routes} configured routes with those already set; at most ${MAX_CONFIGURED_ROUTES} in all`);
       }
     } catch (error) {
       if (error instanceof ConfigError) {
@@ -178,21 +187,28 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
 };
 
 /**
- * A route added through this API may not say where its key is (a file, an environment variable): whoever can
- * reach the port would pick which secret the proxy sends. Its api-key is read from <NAME>_API_KEY (ADR 1003).
+ * The credentials a route added through this API may use by name (ADR 1007): a built-in route's, with the
+ * credential files the config names, or a route's of the config file or the operator's snapshot, never one
+ * added through this API itself.
  */
-function refuseCredentialSources(routes: unknown): void {
-  if (!Array.isArray(routes)) return;
-  routes.forEach((route: unknown, i) => {
-    const credential = isRecord(route) && isRecord(route.credential) ? route.credential : undefined;
-    if (!credential || typeof credential.kind !== 'string' || !(CREDENTIAL_KIND_NAMES as readonly string[]).includes(credential.kind)) return;
-    for (const key of credentialSourceFields(credential.kind as CredentialKindName)) {
-      if (Object.hasOwn(credential, key)) {
-        throw new ConfigError(
-          `routes[${i}].credential.${key}`,
-          'cannot be set through this API, which has no authentication: an api-key route added here reads <NAME>_API_KEY; name files and variables in the config file or the ProxyConfig',
-        );
-      }
-    }
-  });
+function declaredCredentials(store: ConfigStore): DeclaredCredentials {
+  const config = store.get();
+  const trusted = [...(store.layer('file')?.routes ?? []), ...(store.layer('operator')?.routes ?? [])];
+  return (name: string): CredentialDefinition | undefined => {
+    if (isRouteName(name)) return builtInDefinition(ROUTES[name].credential, config.credentials);
+    return trusted.findLast((route) => route.name === name)?.credential;
+  };
+}
+
+/**
+ * A sidecar's routes, upstreams and budgets are its ProxyConfig's and BudgetPolicies': the app beside it can
+ * reach this API, and a base URL set here would send the sidecar's key or token wherever the app chose.
+ */
+function refuseOperatorOwned(patch: RuntimeConfigPatch): void {
+  const owned = 'cannot be set in a sidecar: it comes from the ProxyConfig through the operator, and the app beside the sidecar must not choose where its credentials go';
+  if (patch.routes) throw new ConfigError('routes', owned);
+  for (const [route, upstream] of Object.entries(patch.upstreams ?? {})) {
+    if (upstream.baseUrl !== undefined) throw new ConfigError(`upstreams.${route}.baseUrl`, owned);
+  }
+  if (patch.budgets) throw new ConfigError('budgets', 'cannot be set in a sidecar: its budgets come from BudgetPolicy resources through the operator');
 }

@@ -28,6 +28,24 @@ export const ANTHROPIC_ERRORS: ErrorShape = {
   body: (statusCode, code, message) => ({ ...anthropicErrorBody(statusCode, `${code}: ${message}`) }),
 };
 
+/**
+ * Anthropic's body for the Anthropic Bedrock SDK, with `message` and `__type` at the top as Bedrock's own errors
+ * carry them, so the AWS SDK raises ThrottlingException and the like with the proxy's message, not UnknownError.
+ */
+export const BEDROCK_ERRORS: ErrorShape = {
+  format: 'anthropic',
+  body: (statusCode, code, message) => ({ ...ANTHROPIC_ERRORS.body(statusCode, code, message), message: `${code}: ${message}`, __type: awsErrorType(statusCode) }),
+};
+
+function awsErrorType(statusCode: number): string {
+  if (statusCode === 429) return 'ThrottlingException';
+  if (statusCode === 403) return 'AccessDeniedException';
+  if (statusCode === 404) return 'ResourceNotFoundException';
+  if (statusCode === 503) return 'ServiceUnavailableException';
+  if (statusCode < 500) return 'ValidationException';
+  return 'InternalServerException';
+}
+
 /** {"error": {"code", "message", "status"}}: Google's API error, which google-genai raises as APIError. */
 export const GOOGLE_ERRORS: ErrorShape = {
   format: 'google',

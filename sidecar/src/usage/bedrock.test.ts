@@ -168,3 +168,60 @@ describe('Bedrock usage', () => {
     expect(result.usage?.inputTokens).toBe(4240);
   });
 });
+
+function converseFrame(type: string, member: object): Buffer {
+  return Buffer.from(
+    codec.encode({
+      headers: {
+        ':event-type': { type: 'string', value: type },
+        ':content-type': { type: 'string', value: 'application/json' },
+        ':message-type': { type: 'string', value: 'event' },
+      },
+      body: Buffer.from(JSON.stringify({ ...member, p: 'abcdef' })),
+    }),
+  );
+}
+
+// Converse's inputTokens leaves out cache reads and writes (40 + 3000 + 1200 = 4240 prompt tokens in all).
+const CONVERSE_USAGE = { inputTokens: 40, outputTokens: 57, totalTokens: 4297, cacheReadInputTokens: 3000, cacheWriteInputTokens: 1200 };
+const CONVERSE_STREAM = [
+  converseFrame('messageStart', { role: 'assistant' }),
+  converseFrame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'Bonjour' } }),
+  converseFrame('contentBlockStop', { contentBlockIndex: 0 }),
+  converseFrame('messageStop', { stopReason: 'end_turn' }),
+  converseFrame('metadata', { usage: CONVERSE_USAGE, metrics: { latencyMs: 412 } }),
+];
+
+describe('Bedrock Converse usage', () => {
+  it("reads a Converse answer's camelCase usage", () => {
+    const body = Buffer.from(
+      JSON.stringify({ output: { message: { role: 'assistant', content: [{ text: 'Hi' }] } }, stopReason: 'end_turn', usage: CONVERSE_USAGE, metrics: { latencyMs: 412 } }),
+    );
+    expect(pump(createUsageExtractor({ format: 'bedrock', contentType: 'application/json', headers: {} }), [body]).result).toEqual({ usage: EXPECTED });
+  });
+
+  it('a usage in neither shape is no usage: the token-count headers decide, never a free zero', () => {
+    const body = Buffer.from(JSON.stringify({ output: {}, usage: { promptTokens: 40 } }));
+    const headers = { 'x-amzn-bedrock-input-token-count': '40', 'x-amzn-bedrock-output-token-count': '57' };
+    expect(pump(createUsageExtractor({ format: 'bedrock', contentType: 'application/json', headers }), [body]).result.usage).toMatchObject({ inputTokens: 40, outputTokens: 57 });
+    expect(pump(createUsageExtractor({ format: 'bedrock', contentType: 'application/json', headers: {} }), [body]).result).toEqual({ usage: null });
+  });
+
+  it("reads a ConverseStream's metadata usage, split at every byte, and calls the stream whole", () => {
+    const stream = Buffer.concat(CONVERSE_STREAM);
+    const bytes = Array.from(stream, (byte) => Buffer.from([byte]));
+    const extractor = createUsageExtractor({ format: 'bedrock', contentType: EVENTSTREAM, headers: {} });
+    const { out, result, streamEvents } = pump(extractor, bytes);
+    expect(out.equals(stream)).toBe(true);
+    expect(result).toEqual({ usage: EXPECTED });
+    expect(streamEvents).toBe(5);
+    expect(extractor.sawEnd).toBe(true);
+  });
+
+  it('a ConverseStream cut before its metadata says so, and has no usage to charge', () => {
+    const extractor = createUsageExtractor({ format: 'bedrock', contentType: EVENTSTREAM, headers: {} });
+    const { result } = pump(extractor, CONVERSE_STREAM.slice(0, 4));
+    expect(result).toEqual({ usage: null, streamError: 'stream ended before the metadata event' });
+    expect(extractor.sawEnd).toBe(false);
+  });
+});

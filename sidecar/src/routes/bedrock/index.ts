@@ -2,11 +2,12 @@
 // signed; the model is in the path, which is sent percent-encoded the way AWS SDKs send it.
 
 import type { PriceEntry } from '../../../../contracts/price-entry.ts';
-import { encodeAwsPath } from '../../auth/aws-sigv4.ts';
+import { BEDROCK_INVOCATION_PATH, encodeAwsPath } from '../../auth/aws-sigv4.ts';
+import { ProxyError } from '../../errors.ts';
 import { BEDROCK_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { chatToMessages, claudePlan } from '../claude-chat.ts';
 import { claudeModelId, isBedrockClaudeId, type ClaudeIdForm } from '../claude-model-ids.ts';
-import { ANTHROPIC_ERRORS } from '../error-shape.ts';
+import { BEDROCK_ERRORS } from '../error-shape.ts';
 import { forwardedAsIs } from '../native-request.ts';
 import { BedrockMessagesStream } from '../../translate/bedrock-messages.ts';
 import { GatewayError } from '../../translate/openai-error.ts';
@@ -14,7 +15,6 @@ import { defineFormat, nativePlan } from '../route-module.ts';
 
 export const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
 
-const BEDROCK_MODEL = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream|converse|converse-stream)$/;
 /** Bedrock ids: anthropic.claude-…-v1:0, a region prefix (us.anthropic.…) or an inference profile ARN. */
 const ID_FORM: ClaudeIdForm = { fits: isBedrockClaudeId, canonicalIsApiId: true, described: "a Bedrock id ('anthropic.…' or a region prefix)" };
 
@@ -25,11 +25,17 @@ export const bedrock = defineFormat('bedrock', (route) => {
   const modelId = (requested: string, entry: PriceEntry): string => claudeModelId(route, ID_FORM, requested, entry);
   return {
     body: 'read',
-    errors: ANTHROPIC_ERRORS,
+    errors: BEDROCK_ERRORS,
     planNative({ rest, query, body }) {
       const path = encodeAwsPath(rest);
-      const match = BEDROCK_MODEL.exec(path);
-      return forwardedAsIs(path + query, body, match ? decodeURIComponent(match[1]!) : 'unknown', 'chat');
+      const match = BEDROCK_INVOCATION_PATH.exec(path);
+      // Anything else would be forwarded unmetered under the proxy's AWS identity (Bedrock's other runtime APIs).
+      if (!match)
+        throw new ProxyError(
+          'unmetered_endpoint',
+          `${path} is not a Bedrock model invocation (/model/<id>/invoke, invoke-with-response-stream, converse or converse-stream): this route meters and signs only those`,
+        );
+      return forwardedAsIs(path + query, body, decodeURIComponent(path.split('/')[2]!), 'chat');
     },
     v1: {
       modelId,
