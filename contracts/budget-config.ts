@@ -65,6 +65,8 @@ export const DEFAULT_FIRESTORE_COLLECTION = 'budgets';
 export const MAX_BUDGET_POLICIES = 100;
 export const MAX_POLICY_USERS = 1000;
 export const MAX_POLICY_GRANTS = 256;
+/** Highest alert threshold a policy can have, in percent of its limit. */
+export const MAX_ALERT_THRESHOLD = 1000;
 const MAX_USER_ID = 256;
 const POLICY_NAME = /^[A-Za-z0-9]([A-Za-z0-9._/-]{0,250}[A-Za-z0-9])?$/;
 const FIRESTORE_COLLECTION = /^[A-Za-z0-9_-]{1,100}$/;
@@ -117,8 +119,8 @@ export function parseUserId(value: unknown, field: string): string {
 function parseThresholds(value: unknown, field: string): number[] {
   if (!Array.isArray(value) || value.length > 10) throw new ConfigError(field, 'must be a list of at most 10 percentages');
   const out = value.map((v, i) => {
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 1000) {
-      throw new ConfigError(`${field}[${i}]`, `must be an integer percentage from 1 to 1000 (got ${JSON.stringify(v)})`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_ALERT_THRESHOLD) {
+      throw new ConfigError(`${field}[${i}]`, `must be an integer percentage from 1 to ${MAX_ALERT_THRESHOLD} (got ${JSON.stringify(v)})`);
     }
     return v;
   });

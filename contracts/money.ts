@@ -28,6 +28,17 @@ export function addSpend(a: bigint, b: bigint): bigint {
   return sum > MAX_SPEND_UNITS ? MAX_SPEND_UNITS : sum;
 }
 
+/**
+ * What is wrong with an amount a ledger is asked to add to a spend, a limit's use or a grant's use, or null. The
+ * engine makes every such amount from charges, each from 0 to MAX_CHARGE_USD (unitsFromCostUsd), added up with
+ * addSpend: so it is from 0 to MAX_SPEND_UNITS, and anything else did not come from a charge.
+ */
+export function spendUnitsProblem(units: bigint): string | null {
+  if (units < 0n) return `is negative (${formatUsd(units)} USD)`;
+  if (units > MAX_SPEND_UNITS) return `is more than a spend can reach (${formatUsd(units)} USD; sums stop at ${formatUsd(MAX_SPEND_UNITS)} USD)`;
+  return null;
+}
+
 const USD_TEXT = /^(\d{1,10})(?:\.(\d{1,6}))?$/;
 
 /**

@@ -34,6 +34,8 @@ const RETRY_MAX_MS = 30_000;
 const CLOSE_RETRY_MS = 3_000;
 export const DEFAULT_REFRESH_MS = 3_000;
 export const MAX_GRANTS_PER_USER = 1000;
+/** Skipped entries of a kept file logged one by one; the count of all is in the summary line. */
+const MAX_SKIPPED_LOGGED = 20;
 
 export interface LedgerBudgetsOptions {
   ledger: BudgetLedger;
@@ -263,9 +265,18 @@ export class LedgerBudgets implements BudgetEnforcer {
   async #replayKept(): Promise<void> {
     if (this.#ledger.replayKept === undefined) return;
     try {
-      const written = await this.#ledger.replayKept();
+      const { written, skipped } = await this.#ledger.replayKept();
       this.#keptWaiting = false;
-      if (written > 0) this.#logger.info({ batches: written }, 'budget spend kept at the last shutdown written to the ledger');
+      // Skipped spend is not what this engine kept (keep writes only charges): a damaged or tampered file.
+      for (const entry of skipped.slice(0, MAX_SKIPPED_LOGGED)) {
+        this.#logger.error(
+          { file: entry.file, line: entry.line, batch: entry.batch, user_id: entry.userId, problem: entry.problem },
+          `budget spend kept at the last shutdown skipped: not valid spend (${entry.file} line ${entry.line}, batch ${entry.batch ?? 'without an id'}: ${entry.userId === null ? '' : `user ${JSON.stringify(entry.userId)}: `}${entry.problem})`,
+        );
+      }
+      if (written > 0 || skipped.length > 0) {
+        this.#logger.info({ batches: written, skipped: skipped.length }, 'budget spend kept at the last shutdown written to the ledger');
+      }
     } catch (error) {
       this.#keptWaiting = true;
       this.#logger.error({ err: (error as Error).message }, 'failed to deduct spend: the spend kept at the last shutdown could not be written yet; retried after the next write');

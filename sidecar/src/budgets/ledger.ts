@@ -6,7 +6,8 @@
 // Writes are deltas, never absolute values: "add this much to the period's spend and to these grants' use".
 // Applied with increments, they commute, so several writers cannot lose each other's updates.
 
-import { addSpend } from '../../../contracts/money.ts';
+import { MAX_ALERT_THRESHOLD } from '../../../contracts/budget-config.ts';
+import { addSpend, spendUnitsProblem } from '../../../contracts/money.ts';
 import type { ChargeSplit, Grant, PeriodUsage } from './budget-record.ts';
 
 export interface LedgerUser {
@@ -56,8 +57,11 @@ export interface BudgetLedger {
    * a file beside the ledger, which `replayKept` writes at the next start. Returns where, or throws.
    */
   keep?(batches: readonly DeductionBatch[]): string;
-  /** Writes the batches `keep` set aside (each at most once, by its id); resolves with how many were written. */
-  replayKept?(): Promise<number>;
+  /**
+   * Writes the batches `keep` set aside (each at most once, by its id), checked as a first write is: a delta that
+   * fails `deltaProblem` is skipped (and reported), the rest of the file is written.
+   */
+  replayKept?(): Promise<KeptReplay>;
   addGrant(userId: string, grant: Grant): Promise<void>;
   /**
    * Claims the right to log alert `threshold` for a user's period: true once across every process sharing
@@ -67,13 +71,54 @@ export interface BudgetLedger {
   close(): Promise<void>;
 }
 
-/** Adds `delta` into `into` (same user and period). */
+/** What a replay of kept spend wrote, and what it refused to. */
+export interface KeptReplay {
+  /** Batches written. */
+  written: number;
+  skipped: SkippedSpend[];
+}
+
+/** A line of the kept file, or one delta of it, that was not written. */
+interface SkippedSpend {
+  file: string;
+  /** 1-based line of the file. */
+  line: number;
+  /** The batch id, when the line has one. */
+  batch: string | null;
+  userId: string | null;
+  problem: string;
+}
+
+/**
+ * What is wrong with a delta, or null. Every delta the engine makes is the charges of one user and period added
+ * up (mergeDelta): amounts from 0 to MAX_SPEND_UNITS (money.ts), an alert threshold a policy can have. A ledger
+ * checks this before it writes a delta, on the first write and on a replay of spend kept at shutdown alike, so a
+ * damaged or hostile kept file cannot lower a spend, a limit's use or a grant's use, nor silence alerts.
+ */
+export function deltaProblem(delta: SpendDelta): string | null {
+  if (!Number.isSafeInteger(delta.periodStart)) return `has period start ${delta.periodStart}, not a time in epoch ms`;
+  if (!Number.isInteger(delta.alerted) || delta.alerted < 0 || delta.alerted > MAX_ALERT_THRESHOLD) {
+    return `has alert threshold ${delta.alerted}, not a percentage from 0 to ${MAX_ALERT_THRESHOLD}`;
+  }
+  const amounts: [string, bigint][] = [
+    ['amount', delta.split.amount],
+    ['limit part', delta.split.limitPart],
+    ...delta.split.grantParts.map((p): [string, bigint] => [`part of grant ${JSON.stringify(p.grantId)}`, p.amount]),
+  ];
+  for (const [what, units] of amounts) {
+    const problem = spendUnitsProblem(units);
+    if (problem !== null) return `${what} ${problem}`;
+  }
+  return null;
+}
+
+/** Adds `delta` into `into` (same user and period), saturating as every sum of money does. */
 export function mergeDelta(into: SpendDelta, delta: SpendDelta): void {
-  into.split.amount += delta.split.amount;
-  into.split.limitPart += delta.split.limitPart;
+  into.split.amount = addSpend(into.split.amount, delta.split.amount);
+  into.split.limitPart = addSpend(into.split.limitPart, delta.split.limitPart);
   for (const part of delta.split.grantParts) {
     const existing = into.split.grantParts.find((p) => p.grantId === part.grantId);
-    if (existing) existing.amount += part.amount;
+    if (existing) existing.amount = addSpend(existing.amount, part.amount);
     else into.split.grantParts.push({ ...part });
   }
   if (delta.alerted > into.alerted) into.alerted = delta.alerted;

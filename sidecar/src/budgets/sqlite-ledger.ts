@@ -9,9 +9,10 @@
 import { appendFileSync, existsSync, fsyncSync, mkdirSync, openSync, closeSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { isRecord } from '../../../contracts/json-record.ts';
 import { MAX_SPEND_UNITS, storedUnits } from '../../../contracts/money.ts';
 import type { Grant } from './budget-record.ts';
-import type { BudgetLedger, DeductionBatch, LedgerUser } from './ledger.ts';
+import { type BudgetLedger, type DeductionBatch, deltaProblem, type KeptReplay, type LedgerUser, type SpendDelta } from './ledger.ts';
 
 export const LEDGER_SCHEMA_VERSION = 1;
 /** Batch ids are remembered this long: far longer than any retry or replay takes. */
@@ -110,6 +111,11 @@ export class SqliteLedger implements BudgetLedger {
     this.#markBatch = this.#db.prepare('INSERT OR IGNORE INTO budget_batches (id, applied_at) VALUES (?, ?)');
     this.#pruneBatches = this.#db.prepare('DELETE FROM budget_batches WHERE applied_at < ?');
     this.#deduct = this.#db.transaction((batch: DeductionBatch) => {
+      // The same check a replay of kept spend applies (replayKept): nothing but a charge's spend is written.
+      for (const d of batch.deltas) {
+        const problem = deltaProblem(d);
+        if (problem !== null) throw new Error(`batch ${batch.id} not written: the spend of user ${JSON.stringify(d.userId)} ${problem}`);
+      }
       const now = BigInt(Date.now());
       if (this.#markBatch.run(batch.id, now).changes === 0) return; // applied before
       for (const d of batch.deltas) {
@@ -175,26 +181,43 @@ export class SqliteLedger implements BudgetLedger {
     return this.keptPath;
   }
 
-  async replayKept(): Promise<number> {
+  /**
+   * Each line is checked as a first write is (deltaProblem): a delta that fails is skipped and reported, the
+   * batch's other deltas and the file's other lines are written. The file itself is only ever this process's
+   * own, but it is a file on disk: whatever it holds must not lower a spend.
+   */
+  async replayKept(): Promise<KeptReplay> {
     // A file left by a replay that failed half-way first (its applied batches are skipped by id), then the kept
     // one, renamed first so that batches kept while this replay runs go to a fresh file.
     const replaying = `${this.keptPath}.replaying`;
-    let written = 0;
+    const result: KeptReplay = { written: 0, skipped: [] };
     for (;;) {
       if (!existsSync(replaying)) {
-        if (!existsSync(this.keptPath)) return written;
+        if (!existsSync(this.keptPath)) return result;
         renameSync(this.keptPath, replaying);
       }
-      for (const line of readFileSync(replaying, 'utf8').split('\n')) {
+      for (const [index, line] of readFileSync(replaying, 'utf8').split('\n').entries()) {
         if (line.trim() === '') continue;
-        let batch: DeductionBatch;
+        let raw: unknown;
         try {
-          batch = parseKeptBatch(line);
+          raw = JSON.parse(line);
         } catch {
           continue; // a line cut short by a crash while it was written: its batch was never acknowledged as kept
         }
-        this.#deduct(batch);
-        written++;
+        const skip = (batch: string | null, userId: string | null, problem: string) => result.skipped.push({ file: this.keptPath, line: index + 1, batch, userId, problem });
+        if (!isRecord(raw) || typeof raw.id !== 'string' || raw.id === '' || !Array.isArray(raw.deltas)) {
+          skip(isRecord(raw) && typeof raw.id === 'string' ? raw.id : null, null, 'is not a batch of spend ({"id", "deltas"})');
+          continue;
+        }
+        const deltas: SpendDelta[] = [];
+        for (const kept of raw.deltas as unknown[]) {
+          const delta = keptDelta(kept);
+          if (typeof delta !== 'string') deltas.push(delta);
+          else skip(raw.id, isRecord(kept) && typeof kept.userId === 'string' ? kept.userId : null, delta);
+        }
+        if (deltas.length === 0) continue;
+        this.#deduct({ id: raw.id, deltas });
+        result.written++;
       }
       unlinkSync(replaying);
     }
@@ -248,29 +271,30 @@ function assemble(usage: UsageRow[], grants: GrantRow[]): LedgerUser[] {
   return [...users.values()];
 }
 
-function parseKeptBatch(line: string): DeductionBatch {
-  const raw = JSON.parse(line) as {
-    id: string;
-    deltas: {
-      userId: string;
-      policy: string;
-      periodStart: number;
-      alerted: number;
-      split: { amount: string; limitPart: string; grantParts: { grantId: string; amount: string }[] };
-    }[];
-  };
-  return {
-    id: raw.id,
-    deltas: raw.deltas.map((d) => ({
-      userId: d.userId,
-      policy: d.policy,
-      periodStart: d.periodStart,
-      alerted: d.alerted,
-      split: {
-        amount: BigInt(d.split.amount),
-        limitPart: BigInt(d.split.limitPart),
-        grantParts: d.split.grantParts.map((p) => ({ grantId: p.grantId, amount: BigInt(p.amount) })),
-      },
-    })),
-  };
+/** Ledger units as keep() writes them: a decimal integer string (a sign is read, and refused by deltaProblem). */
+const UNITS_TEXT = /^-?\d{1,40}$/;
+
+function keptUnits(value: unknown): bigint | null {
+  return typeof value === 'string' && UNITS_TEXT.test(value) ? BigInt(value) : null;
+}
+
+/** One delta of a kept line as keep() wrote it, or what is wrong with it: its shape, or what deltaProblem finds. */
+function keptDelta(kept: unknown): SpendDelta | string {
+  if (!isRecord(kept)) return 'is not a spend delta';
+  const { userId, policy, periodStart, alerted, split } = kept;
+  if (typeof userId !== 'string') return 'has no user id';
+  if (typeof policy !== 'string') return 'has no policy';
+  if (typeof periodStart !== 'number' || typeof alerted !== 'number') return 'has no period start or alert threshold';
+  if (!isRecord(split) || !Array.isArray(split.grantParts)) return 'has no split of its amount';
+  const amount = keptUnits(split.amount);
+  const limitPart = keptUnits(split.limitPart);
+  if (amount === null || limitPart === null) return `amount ${JSON.stringify(split.amount)} or limit part ${JSON.stringify(split.limitPart)} is not a whole number of ledger units`;
+  const grantParts: SpendDelta['split']['grantParts'] = [];
+  for (const part of split.grantParts as unknown[]) {
+    const units = isRecord(part) ? keptUnits(part.amount) : null;
+    if (!isRecord(part) || typeof part.grantId !== 'string' || units === null) return 'has a grant part that is not a grant id with a whole number of ledger units';
+    grantParts.push({ grantId: part.grantId, amount: units });
+  }
+  const delta: SpendDelta = { userId, policy, periodStart, alerted, split: { amount, limitPart, grantParts } };
+  return deltaProblem(delta) ?? delta;
 }
