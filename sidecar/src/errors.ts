@@ -8,6 +8,7 @@ export type ProxyErrorCode =
   | 'origin_not_allowed'
   | 'unsupported_media_type'
   | 'unmetered_endpoint'
+  | 'stored_objects_admin_only'
   | 'client_timeout'
   | 'client_aborted'
   | 'headers_too_large'
@@ -28,6 +29,8 @@ const STATUS: Record<ProxyErrorCode, number> = {
   unsupported_media_type: 415,
   // a path the route's format cannot meter (or sign): refused before any upstream call
   unmetered_endpoint: 403,
+  // a server's callers share its provider key: another user's stored completions, responses, files, batches
+  stored_objects_admin_only: 403,
   client_timeout: 408,
   // never sent (the caller is gone); the status nginx logs for it, kept so the code stays a client error
   client_aborted: 499,

@@ -92,7 +92,7 @@ describe('Converse and ConverseStream are metered, priced and budgeted', () => {
       const members: string[] = [];
       let usage: unknown;
       for await (const event of output.stream!) {
-        members.push(Object.keys(event).find((key) => (event as Record<string, unknown>)[key] !== undefined)!);
+        members.push(Object.keys(event).find((key) => (event as unknown as Record<string, unknown>)[key] !== undefined)!);
         if (event.metadata) usage = event.metadata.usage;
       }
       expect(members).toEqual(['messageStart', 'contentBlockDelta', 'contentBlockStop', 'messageStop', 'metadata']);

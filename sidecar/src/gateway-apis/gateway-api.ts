@@ -45,6 +45,8 @@ export interface ApiCall {
   headers: IncomingHttpHeaders;
   /** The span's user: whose stored responses the call may continue. */
   user: string | null;
+  /** The caller may reach what the provider stores under the proxy's key (false for a server's non-admins). */
+  storedObjects: boolean;
 }
 
 export interface ApiPlan extends GatewayPlan {

@@ -41,7 +41,13 @@ export function responsesApi(store: ResponseStore): GatewayApi {
     requestUser: openAiRequestUser,
     plan(call) {
       const { route, module, surface } = v1Surface(call.target, call.config);
-      const history = storedConversation(store, call, surface.responsesPath !== undefined);
+      const history = storedConversation(store, call, surface.responsesPath !== undefined && call.storedObjects);
+      if (!call.storedObjects && call.request.conversation !== undefined && call.request.conversation !== null) {
+        throw invalidParameter(
+          'conversation',
+          "conversations are stored at OpenAI under this server's key, which its users share: only server.auth.admins may use them; use previous_response_id",
+        );
+      }
       const stream = call.request.stream === true;
       if (surface.responsesPath !== undefined) {
         const model = surface.modelId(call.target.requested, call.target.entry);
@@ -70,7 +76,8 @@ export function responsesApi(store: ResponseStore): GatewayApi {
 
 /**
  * The stored conversation previous_response_id names. An id this Tollgate did not store may still be one of
- * OpenAI's own, when the call goes to OpenAI; for any other provider it is refused.
+ * OpenAI's own, when the call goes to OpenAI and the caller may reach what OpenAI stores under the proxy's key
+ * (not a server's non-admins: its users share the key); otherwise it is refused.
  */
 function storedConversation(store: ResponseStore, call: ApiCall, openAi: boolean): ResponseItem[] | undefined {
   const previous = call.request.previous_response_id;

@@ -15,6 +15,7 @@ import type { ConfigSnapshot, ConfigStore } from '../config/config-store.ts';
 import { ProxyError } from '../errors.ts';
 import { isJsonContentType, notJsonMessage } from '../inbound/json-content-type.ts';
 import { spanUserId } from '../inbound/identity/caller-user.ts';
+import { mayReachStoredObjects } from '../inbound/identity/identity-hook.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall } from '../metering/call-outcome.ts';
@@ -227,7 +228,15 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
     };
     let planned: ApiPlan;
     try {
-      planned = api.plan({ request: chat, target: found, config, env: opts.env ?? process.env, headers: request.headers, user: start.userId });
+      planned = api.plan({
+        request: chat,
+        target: found,
+        config,
+        env: opts.env ?? process.env,
+        headers: request.headers,
+        user: start.userId,
+        storedObjects: mayReachStoredObjects(request.identity, config),
+      });
       plan = planned;
     } catch (error) {
       const module = routeCatalog(config).get(found.route ?? routeFor(found.provider, config.gateway) ?? '');

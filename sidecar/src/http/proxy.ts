@@ -19,6 +19,7 @@ import { routeCatalog, wireFormat } from '../routes/route-catalog.ts';
 import { upstreamOf } from '../routes/upstream-base-url.ts';
 import { relayStream, responseExtractor } from '../relay.ts';
 import { spanUserId } from '../inbound/identity/caller-user.ts';
+import { mayReachStoredObjects } from '../inbound/identity/identity-hook.ts';
 import { formatTraceparent, startSpanContext, type TraceContext } from '../spans/trace-context.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
@@ -165,6 +166,12 @@ async function proxyCall(call: ProxyCall): Promise<void> {
       env: opts.env ?? process.env,
     });
     metered = startMetering(call, plan);
+    if (plan.storedObjects !== undefined && !mayReachStoredObjects(request.identity, call.snapshot.config)) {
+      throw new ProxyError(
+        'stored_objects_admin_only',
+        `${request.method} ${call.rest} reaches ${plan.storedObjects}, which every user of this server shares through its key: only server.auth.admins may; continue conversations through /v1/responses, which keeps them per user`,
+      );
+    }
     if (refusedOverBudget(call, metered, body.stream !== null)) return;
     await forward(call, metered, plan, body);
   } catch (error) {

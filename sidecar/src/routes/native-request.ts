@@ -24,3 +24,9 @@ export function bodyModel(json: Record<string, unknown>, route: string, required
 export function forwardedAsIs(path: string, body: Buffer | null, model: string, operation: string, bodyUserId: string | null = null): UpstreamRequestPlan {
   return { path, body, model, operation, stripInjectedUsage: false, bodyUserId };
 }
+
+/** The plan, marked as reaching the provider's stored objects when it does (stored-objects.ts). */
+export function withStoredObjects(plan: UpstreamRequestPlan, storedObjects: string | undefined): UpstreamRequestPlan {
+  if (storedObjects !== undefined) plan.storedObjects = storedObjects;
+  return plan;
+}

@@ -3,14 +3,17 @@
 // /v1 the chat request passes through with only its model replaced.
 
 import { bytesAskingForUsage, injectStreamUsage, requestNeedsInjectedUsage } from '../usage/extractor.ts';
-import { bodyModel, forwardedAsIs, parseRouteJson } from './native-request.ts';
+import { bodyModel, forwardedAsIs, parseRouteJson, withStoredObjects } from './native-request.ts';
+import { openAiStoredObjects } from './stored-objects.ts';
 import { openAiRequestUser } from './request-user.ts';
 import type { NativeCall, UpstreamRequestPlan, V1Call, V1RoutePlan } from './route-module.ts';
 
 export function planOpenAiNative(route: string, call: NativeCall): UpstreamRequestPlan {
   const { body, method, rest, query } = call;
-  if (!body || body.length === 0) return forwardedAsIs(rest + query, body, 'unknown', 'chat');
+  if (!body || body.length === 0) return withStoredObjects(forwardedAsIs(rest + query, body, 'unknown', 'chat'), openAiStoredObjects(method, rest, null));
   const json = parseRouteJson(body, route);
+  const stored = openAiStoredObjects(method, rest, json);
+  if (stored !== undefined) return withStoredObjects(forwardedAsIs(rest + query, body, bodyModel(json, route, false), 'chat', openAiRequestUser(json)), stored);
   const chatCompletions = method === 'POST' && rest.endsWith('/chat/completions');
   const model = bodyModel(json, route, chatCompletions);
   const user = openAiRequestUser(json);

@@ -45,6 +45,8 @@ export interface UpstreamRequestPlan {
   stripInjectedUsage: boolean;
   /** User id found in the body (see requestUserId), when the caller set no header. */
   bodyUserId: string | null;
+  /** What the call reaches of the provider's stored objects under the proxy's key (stored-objects.ts), if anything. */
+  storedObjects?: string;
 }
 
 /**

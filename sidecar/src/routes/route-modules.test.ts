@@ -20,12 +20,19 @@ describe('the route modules', () => {
       error: { message: 'spent', type: 'rate_limit_error', param: null, code: 'budget_exceeded' },
     });
     expect(ROUTE_MODULES['alpha-compat'].errors.format).toBe('openai');
-    for (const route of ['gamma', 'gamma-cloud', 'gamma-direct', 'gamma-cloudb'] as const) {
+    for (const route of ['gamma', 'gamma-cloud', 'gamma-direct'] as const) {
       expect(ROUTE_MODULES[route].errors.body(429, 'budget_exceeded', 'spent'), route).toEqual({
         type: 'error',
         error: { type: 'rate_limit_error', message: 'budget_exceeded: spent' },
       });
     }
+    // Bedrock's callers are the Anthropic Bedrock SDK (reads `error`) and the AWS SDK (reads `__type` and `message`).
+    expect(ROUTE_MODULES['gamma-cloudb'].errors.body(429, 'budget_exceeded', 'spent')).toEqual({
+      type: 'error',
+      error: { type: 'rate_limit_error', message: 'budget_exceeded: spent' },
+      message: 'budget_exceeded: spent',
+      __type: 'ThrottlingException',
+    });
     expect(ROUTE_MODULES.alpha.errors.body(429, 'budget_exceeded', 'spent')).toEqual({
       error: { code: 429, message: 'budget_exceeded: spent', status: 'RESOURCE_EXHAUSTED' },
     });

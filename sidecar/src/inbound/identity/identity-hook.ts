@@ -36,6 +36,15 @@ function isGateway(path: string): boolean {
   return path === '/v1' || path.startsWith('/v1/');
 }
 
+/**
+ * Whether a caller may reach what the provider stores under the proxy's key (stored completions and responses,
+ * files, batches): anyone outside server mode, where the key is the caller's own; on a server, whose users all
+ * share it, only admins (ADR 1007).
+ */
+export function mayReachStoredObjects(identity: Identity | null, config: Pick<RuntimeConfig, 'mode' | 'server'>): boolean {
+  return config.mode !== 'server' || (identity !== null && isAdmin(identity, config.server.auth.admins));
+}
+
 /** An admin is listed in server.auth.admins by e-mail or user id, or through one of its groups. */
 export function isAdmin(identity: Identity, admins: readonly string[]): boolean {
   if (admins.length === 0) return false;

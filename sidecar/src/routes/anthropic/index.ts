@@ -5,7 +5,8 @@ import { ANTHROPIC_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { chatToMessages, claudePlan } from '../claude-chat.ts';
 import { claudeModelId, isAnthropicApiClaudeId, type ClaudeIdForm } from '../claude-model-ids.ts';
 import { ANTHROPIC_ERRORS } from '../error-shape.ts';
-import { bodyModel, forwardedAsIs, parseRouteJson } from '../native-request.ts';
+import { bodyModel, forwardedAsIs, parseRouteJson, withStoredObjects } from '../native-request.ts';
+import { anthropicStoredObjects } from '../stored-objects.ts';
 import { anthropicRequestUser } from '../request-user.ts';
 import { defineFormat, nativePlan } from '../route-module.ts';
 
@@ -18,9 +19,10 @@ export const anthropic = defineFormat('anthropic', (route) => {
     body: 'json',
     errors: ANTHROPIC_ERRORS,
     planNative({ rest, query, body }) {
-      if (!body || body.length === 0) return forwardedAsIs(rest + query, body, 'unknown', 'chat');
+      const stored = anthropicStoredObjects(rest);
+      if (!body || body.length === 0) return withStoredObjects(forwardedAsIs(rest + query, body, 'unknown', 'chat'), stored);
       const json = parseRouteJson(body, route);
-      return forwardedAsIs(rest + query, body, bodyModel(json, route, false), 'chat', anthropicRequestUser(json));
+      return withStoredObjects(forwardedAsIs(rest + query, body, bodyModel(json, route, false), 'chat', anthropicRequestUser(json)), stored);
     },
     v1: {
       modelId,

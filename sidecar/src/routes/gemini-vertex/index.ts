@@ -4,14 +4,15 @@
 import { GEMINI_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { toGeminiRequest } from '../../translate/openai-gemini.ts';
 import { GOOGLE_ERRORS } from '../error-shape.ts';
-import { forwardedAsIs } from '../native-request.ts';
+import { forwardedAsIs, withStoredObjects } from '../native-request.ts';
+import { vertexStoredObjects } from '../stored-objects.ts';
 import { defineFormat, nativePlan } from '../route-module.ts';
 import { geminiModelId, vertexLocationPath, vertexModelSegment, vertexPathModel } from '../vertex-ai.ts';
 
 export const geminiVertex = defineFormat('gemini-vertex', (route) => ({
   body: 'stream',
   errors: GOOGLE_ERRORS,
-  planNative: ({ rest, query }) => forwardedAsIs(rest + query, null, vertexPathModel(rest), 'generate_content'),
+  planNative: ({ rest, query }) => withStoredObjects(forwardedAsIs(rest + query, null, vertexPathModel(rest), 'generate_content'), vertexStoredObjects(rest)),
   v1: {
     modelId: (requested) => geminiModelId(requested),
     plan(call) {
