@@ -18,6 +18,7 @@ import type { UsageExtractor } from '../usage/extractor.ts';
 import type { GatewayPlan } from '../routes/v1-plan.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
 import type { ResponseShaping } from '../translate/chat-responses.ts';
+import type { ChatStreamTranslator } from '../translate/chat-stream.ts';
 import { nowSeconds } from '../translate/openai-chat.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 import type { CallerAnswer } from '../gateway-apis/gateway-api.ts';
@@ -79,7 +80,18 @@ export function relay(ctx: RelayContext): Promise<void> {
       ? downstreamResponseHeaders(upstream.headers, plan.stripInjectedUsage)
       : { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' };
   Object.assign(headers, spanHeaders(ctx.trace));
-  return relayStream({ res, upstream, call: ctx.call, prices: ctx.prices, extractor: extractorFor(ctx), headers, transform, estimateInput: ctx.estimateInput });
+  const relayed = relayStream({ res, upstream, call: ctx.call, prices: ctx.prices, extractor: extractorFor(ctx), headers, transform, estimateInput: ctx.estimateInput });
+  return transform === undefined ? relayed : relayed.then(() => logTranslationFault(ctx, transform));
+}
+
+/** Stable log text (docs/log-messages.md): an upstream answer the translation met an exception in. */
+const TRANSLATION_FAULT_LOG = 'upstream answer could not be translated';
+
+/** The exception a stream's translation met: the caller was told in fixed words, the operator gets the detail. */
+function logTranslationFault(ctx: RelayContext, transform: ChatStreamTranslator): void {
+  const fault = transform.fault;
+  if (fault === undefined) return;
+  ctx.logger?.warn({ route: ctx.plan.route, event_index: fault.event, event_type: fault.eventType, err: fault.error }, TRANSLATION_FAULT_LOG);
 }
 
 function extractorFor(ctx: RelayContext) {
@@ -148,8 +160,13 @@ async function relayTranslatedJson(ctx: RelayContext): Promise<void> {
   try {
     answer = ctx.answer.json(document, plan.response, shaping(ctx));
   } catch (error) {
-    // The provider answered and is paid for; only the caller's API could not carry the answer.
-    const failure = error instanceof ProxyError ? error : new ProxyError('upstream_stream_error', `the answer could not be translated: ${String(error)}`);
+    // The provider answered and is paid for; only the caller's API could not carry the answer. An exception's
+    // own words describe the gateway's code, not the answer: the caller gets a fixed sentence, the log the rest.
+    if (!(error instanceof ProxyError)) ctx.logger?.warn({ route: plan.route, err: error }, TRANSLATION_FAULT_LOG);
+    const failure =
+      error instanceof ProxyError
+        ? error
+        : new ProxyError('upstream_stream_error', `upstream ${plan.route} sent a malformed answer that could not be translated into the caller's API`);
     failedAnswer(ctx, result, `${failure.code}: ${failure.message}`);
     throw failure;
   }

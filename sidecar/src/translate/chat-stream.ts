@@ -4,6 +4,11 @@
 // the Responses or Messages events for theirs (ChunkEncoder). A failure inside the stream becomes the caller's
 // error event (for chat, one `data: {"error": …}`, which OpenAI SDKs raise as an APIError, and no
 // `data: [DONE]`), so no caller mistakes a cut answer for a whole one.
+//
+// An exception thrown while an upstream event is translated (a shape no provider documents: a tool call
+// without its function, a choice that is null) is the upstream's fault, but its message describes the
+// gateway's code (`Cannot read properties of undefined (reading 'name')`). The caller gets a fixed sentence
+// naming the event instead, and the exception itself is kept as the stream's `fault`, for the log only.
 
 import { BedrockStreamDecoder } from '../formats/bedrock-stream.ts';
 import { SseDecoder } from '../formats/sse.ts';
@@ -38,6 +43,24 @@ export interface ChatStreamTranslator {
   end(cut?: string): string;
   /** The in-stream failure sent to the caller, if any. */
   readonly failure: string | undefined;
+  /** The exception the translation met, if it met one: for the operator's log, never for the caller. */
+  readonly fault?: TranslationFault | undefined;
+}
+
+/** An exception met while translating an upstream's stream, and where in the stream it was met. */
+export interface TranslationFault {
+  readonly error: unknown;
+  /** How many upstream events had been read (the one being translated included). */
+  readonly event: number;
+  /** The event's type ('' when the stream names none); undefined when it was met outside any one event. */
+  readonly eventType: string | undefined;
+}
+
+/** The caller's words for a fault: fixed, naming the event; never the exception's own message. */
+export function translationFailure(fault: TranslationFault): string {
+  if (fault.eventType === undefined) return `the upstream's stream could not be translated after its event ${fault.event}; the answer ends here`;
+  const kind = fault.eventType === '' ? 'event' : `${fault.eventType} event`;
+  return `the upstream sent a malformed ${kind} (event ${fault.event} of its stream) that could not be translated; the answer ends here`;
 }
 
 export type EventSource = (onEvent: (type: string, data: string) => void) => { push(chunk: Buffer): void; end(): string | undefined };
@@ -50,6 +73,8 @@ class SseChatStream implements ChatStreamTranslator {
   readonly #encoder: ChunkEncoder;
   #out = '';
   #failure: string | undefined;
+  #fault: TranslationFault | undefined;
+  #events = 0;
 
   constructor(route: string, source: EventSource, step: (type: string, data: string) => StreamStep, finish: (cut?: string) => StreamStep, encoder: ChunkEncoder) {
     this.#route = route;
@@ -57,7 +82,13 @@ class SseChatStream implements ChatStreamTranslator {
     this.#finish = finish;
     this.#encoder = encoder;
     this.#source = source((type, data) => {
-      if (this.#failure === undefined) this.#emit(this.#step(type, data));
+      if (this.#failure !== undefined) return;
+      this.#events++;
+      try {
+        this.#emit(this.#step(type, data));
+      } catch (error) {
+        this.#broken(error, type);
+      }
     });
   }
 
@@ -65,12 +96,16 @@ class SseChatStream implements ChatStreamTranslator {
     return this.#failure;
   }
 
+  get fault(): TranslationFault | undefined {
+    return this.#fault;
+  }
+
   write(chunk: Buffer): string {
     if (this.#failure !== undefined) return '';
     try {
       this.#source.push(chunk);
     } catch (error) {
-      this.#broken(error);
+      this.#broken(error, undefined);
     }
     return this.#take();
   }
@@ -82,18 +117,20 @@ class SseChatStream implements ChatStreamTranslator {
       this.#emit(this.#finish(cut ?? framing));
       if (this.#failure === undefined) this.#out += this.#encoder.end();
     } catch (error) {
-      this.#broken(error);
+      this.#broken(error, undefined);
     }
     return this.#take();
   }
 
   /**
-   * An upstream event the translation could not handle (a shape no provider documents): the caller's stream
-   * fails with it, rather than the process (this runs inside the upstream body's event handlers).
+   * An upstream event the translation could not handle: the caller's stream fails with a fixed sentence naming
+   * the event, rather than the process (this runs inside the upstream body's event handlers); the exception is
+   * kept for the log.
    */
-  #broken(error: unknown): void {
+  #broken(error: unknown, eventType: string | undefined): void {
     if (this.#failure !== undefined) return;
-    this.#failure = `the upstream stream could not be translated: ${error instanceof Error ? error.message : String(error)}`;
+    this.#fault = { error, event: this.#events, eventType };
+    this.#failure = translationFailure(this.#fault);
     this.#out += this.#encoder.fail(this.#route, this.#failure, 'upstream_stream_error');
   }
 
