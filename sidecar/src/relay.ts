@@ -23,6 +23,7 @@ import type { MeteredCall } from './metering/call-meter.ts';
 import { finishRelayedCall, type ReadAfterLeaving } from './metering/call-outcome.ts';
 import type { PriceTable } from './pricing/price-table.ts';
 import type { SpanStatus } from './spans/span.ts';
+import { scrubbingExtractor } from './upstream/credential-scrub.ts';
 import type { UpstreamResponse } from './upstream/upstream-client.ts';
 import { createUsageExtractor, type UsageExtractor } from './usage/extractor.ts';
 
@@ -55,7 +56,7 @@ export const READ_AFTER_LEAVING_BYTES = 2 * 1024 * 1024;
 
 /** The usage extractor for an upstream response in a route's wire format. */
 export function responseExtractor(format: WireFormat, upstream: UpstreamResponse, stripInjectedUsage: boolean, logger: Logger | undefined): UsageExtractor {
-  return createUsageExtractor({
+  const extractor = createUsageExtractor({
     format,
     contentType: headerValue(upstream.headers, 'content-type'),
     headers: upstream.headers,
@@ -63,6 +64,8 @@ export function responseExtractor(format: WireFormat, upstream: UpstreamResponse
     stripInjectedUsage,
     ...(logger ? { logger } : {}),
   });
+  // Every byte the caller gets passes the extractor first: the proxy's credential is scrubbed there.
+  return upstream.scrub === undefined ? extractor : scrubbingExtractor(extractor, upstream.scrub);
 }
 
 /** The body length the upstream declared, or -1 (chunked, absent or not a plain number). */

@@ -98,8 +98,8 @@ function extractorFor(ctx: RelayContext) {
   return responseExtractor(ctx.wire, ctx.upstream, ctx.plan.stripInjectedUsage, ctx.logger);
 }
 
-/** Reads a whole upstream body, bounded; `onChunk` sees every chunk first. */
-function readBody(body: Readable, limit: number, onChunk: (chunk: Buffer) => void): Promise<Buffer> {
+/** Reads a whole upstream body, bounded; `onChunk` sees every chunk first and returns the bytes to keep. */
+function readBody(body: Readable, limit: number, onChunk: (chunk: Buffer) => Buffer): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -110,10 +110,9 @@ function readBody(body: Readable, limit: number, onChunk: (chunk: Buffer) => voi
         reject(new ProxyError('upstream_stream_error', `upstream response exceeds ${limit} bytes, the most the gateway translates`));
         return;
       }
-      onChunk(chunk);
-      chunks.push(chunk);
+      chunks.push(onChunk(chunk));
     });
-    body.once('end', () => resolve(Buffer.concat(chunks, size)));
+    body.once('end', () => resolve(Buffer.concat(chunks)));
     body.once('error', reject);
   });
 }
@@ -122,7 +121,7 @@ async function relayUpstreamError(ctx: RelayContext): Promise<void> {
   const { upstream, plan, call } = ctx;
   let body: Buffer;
   try {
-    body = await readBody(upstream.body, MAX_ERROR_BODY_BYTES, () => {});
+    body = await readBody(upstream.body, MAX_ERROR_BODY_BYTES, (chunk) => chunk);
   } catch {
     body = Buffer.alloc(0);
   }
@@ -138,11 +137,14 @@ async function relayTranslatedJson(ctx: RelayContext): Promise<void> {
   const extractor = extractorFor(ctx);
   let raw: Buffer;
   try {
+    // What the extractor forwards is what is translated: the proxy's credential is already scrubbed from it.
     raw = await readBody(upstream.body, MAX_TRANSLATED_BODY_BYTES, (chunk) => extractor.write(chunk));
   } catch (error) {
     upstream.settle(answerClosed(ctx.res) ? 'abandoned' : 'failure');
     throw error;
   }
+  const held = extractor.flush();
+  if (held.length > 0) raw = Buffer.concat([raw, held]);
   const result = extractor.end();
   let document: unknown;
   try {

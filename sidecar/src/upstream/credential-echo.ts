@@ -1,8 +1,8 @@
 // An upstream that answers an error may quote the request it refused, credential included (a self-hosted
 // OpenAI-compatible server echoing its Authorization header, a gateway's debug page). The caller must never
 // see the proxy's own credential, so the values the proxy attached are scrubbed from an error's headers and
-// body before either reaches the caller. Successful answers are not scanned: they are the model's output, and
-// scanning every byte of every stream would cost every call for a fault of a few.
+// body before either reaches the caller. Successful answers are scrubbed as their bytes pass, never collected
+// (credential-scrub.ts).
 
 import type { OutgoingHttpHeaders } from 'node:http';
 

@@ -18,6 +18,7 @@ import { routeCatalog, type RouteCatalog } from '../routes/route-catalog.ts';
 import { upstreamOf } from '../routes/upstream-base-url.ts';
 import { CircuitBreaker } from './breaker.ts';
 import { credentialSecrets, scrubBody, scrubHeaders } from './credential-echo.ts';
+import { CredentialScrub } from './credential-scrub.ts';
 import { Agent, request, undiciErrors } from './undici-agent.ts';
 import type { CallAbort } from './call-abort.ts';
 
@@ -47,6 +48,12 @@ export interface UpstreamResponse {
   /** Report how the response ended, so the breaker counts it (a stream that dies mid-way is a failure). */
   settle(outcome: 'success' | 'failure' | 'abandoned'): void;
   timing: UpstreamTiming;
+  /**
+   * A successful answer's scrub of the credential the proxy attached, for whoever reads the body to the caller
+   * (relay.ts's responseExtractor applies it); absent when the request carried no secret. Error answers are
+   * scrubbed here already, whole.
+   */
+  scrub?: CredentialScrub | undefined;
 }
 
 /** When the exchange with the upstream happened (performance.now()); `endedAt` is set when it is settled. */
@@ -239,7 +246,7 @@ export class UpstreamClient {
         const secrets = credentialSecrets(req.headers);
         if (secrets.length > 0) return { statusCode: response.statusCode, ...(await withoutCredentialEcho(response, secrets)), settle, timing };
       }
-      return { statusCode: response.statusCode, headers: response.headers, body: response.body, settle, timing };
+      return { statusCode: response.statusCode, headers: response.headers, body: response.body, settle, timing, scrub: CredentialScrub.forRequest(req.headers) };
     } catch (error) {
       // Aborted by the caller's side (it went away, or its body passed the limit): no verdict on the
       // upstream. Checked first, because undici rejects with the abort reason, which may be a ProxyError.
