@@ -35,6 +35,14 @@ export interface AccessTokenConfig {
    * have a user sign in and hold an access token for them, so a token issued to another app must not pass.
    */
   audiences: string[];
+  /**
+   * tokeninfo lookups of tokens no cache knows, at most this many a second on average (a token bucket), with
+   * `lookupBurst` at once after a quiet spell and `concurrentLookups` in flight. Past them a request with a new
+   * token is a 503 token_lookups_throttled with Retry-After; cached tokens are not affected.
+   */
+  lookupsPerSecond: number;
+  lookupBurst: number;
+  concurrentLookups: number;
 }
 
 export interface IapConfig {
@@ -197,7 +205,7 @@ function parseIssuer(input: unknown, field: string): OidcIssuerConfig {
 }
 
 function parseAccessTokens(input: unknown, field: string): AccessTokenConfig {
-  const v = new Fields(input, field, ['tokeninfoUrl', 'cacheSeconds', 'audiences']);
+  const v = new Fields(input, field, ['tokeninfoUrl', 'cacheSeconds', 'audiences', 'lookupsPerSecond', 'lookupBurst', 'concurrentLookups']);
   const audiences = v.list('audiences') ?? [];
   if (audiences.length === 0) {
     throw new ConfigError(
@@ -209,6 +217,9 @@ function parseAccessTokens(input: unknown, field: string): AccessTokenConfig {
     tokeninfoUrl: v.url('tokeninfoUrl') ?? GOOGLE_TOKENINFO_URL,
     cacheSeconds: v.integer('cacheSeconds', 0, 3600) ?? 300,
     audiences,
+    lookupsPerSecond: v.integer('lookupsPerSecond', 1, 1000) ?? 5,
+    lookupBurst: v.integer('lookupBurst', 1, 10_000) ?? 20,
+    concurrentLookups: v.integer('concurrentLookups', 1, 1000) ?? 8,
   };
 }
 

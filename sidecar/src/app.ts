@@ -18,6 +18,7 @@ import { CallMeter } from './metering/call-meter.ts';
 import type { BuiltInCredentialId } from '../../contracts/credential-kinds.ts';
 import { gatewayRoutes } from './http/gateway.ts';
 import { ResponseStore } from './responses/response-store.ts';
+import { LEAVING_READS } from './metering/leaving-reads.ts';
 import { listenerOptions } from './http/listener-options.ts';
 import { inboundPolicy, installRequestGuard, type InboundPolicy } from './inbound/request-guard.ts';
 import { healthCheck, healthRoutes, type Health } from './http/health.ts';
@@ -213,7 +214,12 @@ function engineHealth(parts: EngineParts, opened: OpenedSpanStore, mode: Runtime
   runtimeHealth.register('spans', () => ({ kind: opened.kind, location: opened.location, ...writer.stats(), lastWriteError: writer.lastWriteError() }));
   const authenticator = identity.authenticator;
   if (authenticator) {
-    runtimeHealth.register('auth', () => ({ strategies: authenticator.strategies, refused: identity.failures.total, tokeninfoLookups: authenticator.accessTokens?.lookups ?? 0 }));
+    runtimeHealth.register('auth', () => ({
+      strategies: authenticator.strategies,
+      refused: identity.failures.total,
+      tokeninfoLookups: authenticator.accessTokens?.lookups ?? 0,
+      tokeninfoThrottled: authenticator.accessTokens?.throttled ?? 0,
+    }));
   }
   return runtimeHealth;
 }
@@ -234,8 +240,10 @@ function watchEngineMetrics(parts: EngineParts, opened: OpenedSpanStore, followe
     },
     otlp: () => otlp.stats(),
     authFailures: () => identity.failures.total,
+    tokeninfoThrottled: () => identity.authenticator?.accessTokens?.throttled ?? 0,
     budgets: (nearest) => budgets.standing(Date.now(), nearest),
     responses: () => responses.stats(),
+    leavingReads: () => ({ inUse: LEAVING_READS.inUse, refused: LEAVING_READS.refused }),
   });
 }
 

@@ -43,7 +43,14 @@ server:
           certsUrl: 'https://www.googleapis.com/oauth2/v1/certs',
         },
       ],
-      accessTokens: { tokeninfoUrl: 'https://oauth2.googleapis.com/tokeninfo', cacheSeconds: 300, audiences: ['32555940559.apps.googleusercontent.com'] },
+      accessTokens: {
+        tokeninfoUrl: 'https://oauth2.googleapis.com/tokeninfo',
+        cacheSeconds: 300,
+        audiences: ['32555940559.apps.googleusercontent.com'],
+        lookupsPerSecond: 5,
+        lookupBurst: 20,
+        concurrentLookups: 8,
+      },
       iap: {
         enabled: true,
         required: true,

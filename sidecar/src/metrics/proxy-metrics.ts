@@ -56,10 +56,14 @@ export interface ProxyMetricSources {
   otlp?: () => { exported: number; dropped: number; failed: number };
   /** Requests refused by inbound authentication (central server). */
   authFailures?: () => number;
+  /** Of those, the ones refused because a tokeninfo lookup would have passed its bounds. */
+  tokeninfoThrottled?: () => number;
   /** Budgets per policy and the `nearest` users nearest their limit (sidecar/src/budgets), in one bounded pass. */
   budgets?: (nearest: number) => BudgetStanding;
   /** The /v1/responses store for previous_response_id (sidecar/src/responses). */
   responses?: () => ResponseStoreStats;
+  /** Reads on after callers left (metering/leaving-reads.ts): in progress, and refused at a bound. */
+  leavingReads?: () => { inUse: number; refused: number };
 }
 
 /** The per-sink counters of the audit fan-out (SinkStatus has these and more). */
@@ -209,9 +213,19 @@ export class ProxyMetrics implements CallObserver {
       this.#sources.authFailures?.(),
     );
     mirror(
+      'tollgate_tokeninfo_lookups_throttled_total',
+      'Requests refused with 503 token_lookups_throttled: their access token would have cost a tokeninfo lookup past server.auth.accessTokens.lookupsPerSecond or concurrentLookups.',
+      () => this.#sources.tokeninfoThrottled?.(),
+    );
+    mirror(
       'tollgate_responses_evicted_total',
       'Stored /v1/responses conversations dropped to stay within the store limits (a later previous_response_id naming one is refused).',
       () => this.#sources.responses?.().evicted,
+    );
+    mirror(
+      'tollgate_leaving_reads_refused_total',
+      "Calls whose caller left and that were not read on for their usage (charged an estimate): a caller's or the process's bound on such reads was reached.",
+      () => this.#sources.leavingReads?.().refused,
     );
     mirror('tollgate_otlp_spans_exported_total', 'Spans the OTLP exporter delivered to the collector.', () => this.#sources.otlp?.().exported);
     const otlpDropped = new CounterFamily(
@@ -250,6 +264,7 @@ export class ProxyMetrics implements CallObserver {
         if (kind !== undefined) storeInfo.set({ kind }, 1);
       },
     });
+    gauge('tollgate_leaving_reads', 'Calls reading on for their usage after their callers left (each holds an upstream connection).', () => this.#sources.leavingReads?.().inUse);
     gauge('tollgate_span_buffer_spans', 'Spans waiting in the writer buffer.', () => spans()?.buffered);
     gauge('tollgate_inflight_requests', 'Calls in flight (streams included).', () => this.#sources.inFlight?.());
     gauge('tollgate_responses_stored', 'Conversations in the /v1/responses store, for previous_response_id.', () => this.#sources.responses?.().stored);

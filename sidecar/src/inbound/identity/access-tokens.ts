@@ -4,10 +4,14 @@
 // token while it is in flight. A refusal is kept too (REFUSAL_TTL_MS), so a caller repeating a made-up or
 // revoked token costs one lookup a minute, not one per request. Only 400 and 401 from tokeninfo mean the
 // token is bad; anything else (429 throttling, 5xx) says nothing about it and is a 503 for the caller.
+// Lookups themselves are bounded (lookup-bounds.ts): made-up tokens are each new, so the refusal cache alone
+// would let a flood of them cost one lookup each. Past the bounds, a token no cache knows is refused with 503
+// token_lookups_throttled and Retry-After, and is not remembered as refused.
 
 import { OAuth2Client } from 'google-auth-library';
 import type { AccessTokenConfig } from '../../../../contracts/server-auth-config.ts';
 import { TokenRejected, type Claims } from './identity.ts';
+import { LookupBounds } from './lookup-bounds.ts';
 import { tokenKey, VerifiedTokenCache } from './verified-token-cache.ts';
 
 function statusOf(error: unknown): number | undefined {
@@ -28,6 +32,7 @@ export class AccessTokens {
   readonly #cache: VerifiedTokenCache;
   readonly #inFlight = new Map<string, Promise<Claims>>();
   readonly #refused = new Map<string, { rejection: TokenRejected; until: number }>();
+  readonly #bounds: LookupBounds;
   #lookups = 0;
 
   constructor(config: AccessTokenConfig, now: () => number = () => Date.now()) {
@@ -35,12 +40,18 @@ export class AccessTokens {
     this.issuer = config.tokeninfoUrl;
     this.#now = now;
     this.#cache = new VerifiedTokenCache(now);
+    this.#bounds = new LookupBounds({ perSecond: config.lookupsPerSecond, burst: config.lookupBurst, concurrent: config.concurrentLookups }, now);
     this.#client = new OAuth2Client({ endpoints: { tokenInfoUrl: config.tokeninfoUrl } });
   }
 
   /** Lookups sent to the tokeninfo endpoint so far (the cache's effect, for the runtime health view). */
   get lookups(): number {
     return this.#lookups;
+  }
+
+  /** Requests refused because a lookup would have passed the bounds (tollgate_tokeninfo_lookups_throttled_total). */
+  get throttled(): number {
+    return this.#bounds.refused;
   }
 
   async verify(token: string): Promise<Claims> {
@@ -54,7 +65,18 @@ export class AccessTokens {
     }
     let pending = this.#inFlight.get(key);
     if (!pending) {
-      pending = this.#lookup(token, key).finally(() => this.#inFlight.delete(key));
+      const slot = this.#bounds.take();
+      if (slot.retryAfterSeconds !== undefined) {
+        throw new TokenRejected(
+          'token_lookups_throttled',
+          'too many access tokens this server has not seen are being checked at the tokeninfo endpoint right now (server.auth.accessTokens.lookupsPerSecond); try again',
+          slot.retryAfterSeconds,
+        );
+      }
+      pending = this.#lookup(token, key).finally(() => {
+        slot.release();
+        this.#inFlight.delete(key);
+      });
       this.#inFlight.set(key, pending);
     }
     return pending;

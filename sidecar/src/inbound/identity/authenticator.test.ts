@@ -184,7 +184,10 @@ describe('opaque access tokens (tokeninfo through google-auth-library)', () => {
   it('keeps an answer no longer than the token lives', async () => {
     const { AccessTokens } = await import('./access-tokens.ts');
     let offset = 0;
-    const tokens = new AccessTokens({ tokeninfoUrl: tokeninfo.url, cacheSeconds: 300, audiences: [CLI_CLIENT] }, () => Date.now() + offset);
+    const tokens = new AccessTokens(
+      { tokeninfoUrl: tokeninfo.url, cacheSeconds: 300, audiences: [CLI_CLIENT], lookupsPerSecond: 5, lookupBurst: 20, concurrentLookups: 8 },
+      () => Date.now() + offset,
+    );
     const token = tokeninfo.issue('erin@example.com', { expiresInSeconds: 120 });
     await tokens.verify(token);
     offset = 60_000;

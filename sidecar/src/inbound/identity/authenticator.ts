@@ -22,11 +22,16 @@ export interface AuthFailure {
   reason: AuthReason;
   /** For the caller: says why, never quotes the credential. */
   message: string;
-  /** 503 when the identity provider could not be asked (the caller's token may be fine), else 401. */
+  /** 503 when the identity provider could not be asked, or not now (the caller's token may be fine), else 401. */
   statusCode: 401 | 503;
+  /** For a 503: when to try again. */
+  retryAfterSeconds?: number;
   /** Each strategy's outcome, for the `all auth strategies failed` log line. */
   attempts: Partial<Record<StrategyName, string>>;
 }
+
+/** Refusals that say nothing about the credential: the caller may try again. */
+const UNAVAILABLE: ReadonlySet<AuthReason> = new Set(['identity_provider_unavailable', 'token_lookups_throttled']);
 
 export type AuthOutcome = { identity: Identity; failure?: undefined } | { identity?: undefined; failure: AuthFailure };
 
@@ -64,7 +69,8 @@ export class Authenticator {
       failure: {
         reason: failure.reason,
         message: failure.message,
-        statusCode: failure.reason === 'identity_provider_unavailable' ? 503 : 401,
+        statusCode: UNAVAILABLE.has(failure.reason) ? 503 : 401,
+        ...(failure.retryAfterSeconds !== undefined ? { retryAfterSeconds: failure.retryAfterSeconds } : {}),
         attempts,
       },
     };

@@ -1,6 +1,7 @@
 // Inbound authentication as a fastify hook, right after the Host and Origin checks (request-guard.ts) and
 // before routing reads a byte of the body. A refused request gets 401 (503 when the identity provider could
-// not be asked) and nothing else happens: no upstream call, no span, one rate-limited log line.
+// not be asked, or not now: token_lookups_throttled) and nothing else happens: no upstream call, no span, one
+// rate-limited log line.
 //   - With server.auth.required, every request needs an identity, except GET /healthz with health: open.
 //   - Without it, a request with no credential passes anonymously, but a credential that fails is refused.
 //   - GET /healthz with health: required needs an identity (401 without detail otherwise).
@@ -79,6 +80,10 @@ function callerView(failure: AuthFailure): { reason: string; message: string } {
 }
 
 function refuse(reply: FastifyReply, path: string, failure: AuthFailure, health: boolean): FastifyReply {
+  if (failure.reason === 'token_lookups_throttled') {
+    reply.header('retry-after', String(failure.retryAfterSeconds ?? 1));
+    return sendError(reply, path, { statusCode: 503, code: 'token_lookups_throttled', message: failure.message });
+  }
   if (failure.statusCode === 503) {
     reply.header('retry-after', '5');
     return sendError(reply, path, {

@@ -40,15 +40,20 @@ export type AuthReason =
   | 'service_account_not_allowed'
   | 'principal_mismatch'
   /** The issuer's keys or the tokeninfo endpoint could not be reached: the caller's token may be fine (503). */
-  | 'identity_provider_unavailable';
+  | 'identity_provider_unavailable'
+  /** Too many unknown access tokens to look up at tokeninfo right now (lookup-bounds.ts): 503 with Retry-After. */
+  | 'token_lookups_throttled';
 
 /** A credential that did not prove an identity; `message` says why in words, never quoting the credential. */
 export class TokenRejected extends Error {
   readonly reason: AuthReason;
-  constructor(reason: AuthReason, message: string) {
+  /** When the caller may try again (a refusal that says nothing about the token). */
+  readonly retryAfterSeconds: number | undefined;
+  constructor(reason: AuthReason, message: string, retryAfterSeconds?: number) {
     super(message);
     this.name = 'TokenRejected';
     this.reason = reason;
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 
