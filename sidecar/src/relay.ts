@@ -12,7 +12,8 @@
 // A caller who leaves before its answer is whole does not end the upstream exchange at once: the provider bills
 // the call, and its usage often comes last (OpenAI's usage chunk after finish_reason, Anthropic's output count
 // in message_delta). The relay reads on, without writing, for at most READ_AFTER_LEAVING_MS and
-// READ_AFTER_LEAVING_BYTES; if the usage has not come by then, the call is charged an estimate (ADR 1305).
+// READ_AFTER_LEAVING_BYTES; if the usage has not come by then, the call is charged an estimate (ADR 1305). Such
+// reads hold upstream connections, so they are bounded per caller and in all (metering/leaving-reads.ts).
 
 import { answerFinished, callerGone } from './http/caller-connection.ts';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
@@ -21,6 +22,7 @@ import type { WireFormat } from '../../contracts/routes.ts';
 import { headerValue } from '../../contracts/header-value.ts';
 import type { MeteredCall } from './metering/call-meter.ts';
 import { finishRelayedCall, type ReadAfterLeaving } from './metering/call-outcome.ts';
+import { LEAVING_READS } from './metering/leaving-reads.ts';
 import type { PriceTable } from './pricing/price-table.ts';
 import type { SpanStatus } from './spans/span.ts';
 import { scrubbingExtractor } from './upstream/credential-scrub.ts';
@@ -90,6 +92,8 @@ class StreamRelay {
   /** Set once the upstream's response was read to its end, or to its last event. */
   #readToEnd = false;
   #giveUpTimer: NodeJS.Timeout | undefined;
+  /** Gives back this call's place among the reads after leaving, once it has one. */
+  #releaseLeavingRead: (() => void) | undefined;
   // Writes of one turn leave in one syscall: the headers with the first bytes of a small answer read in one
   // go. Uncorked on the next tick at the latest, and always before the response ends: an end while corked
   // lost the corked writes (the /v1 error event after a stream's first chunks did not reach the caller).
@@ -125,6 +129,7 @@ class StreamRelay {
     if (this.#ended) return;
     this.#ended = true;
     clearTimeout(this.#giveUpTimer);
+    this.#releaseLeavingRead?.();
     const { call, upstream, extractor, prices, transform, estimateInput } = this.#o;
     const afterLeaving: ReadAfterLeaving | undefined = this.#leftAtBytes === -1 ? undefined : { bytes: this.#receivedBytes - this.#leftAtBytes, complete: this.#readToEnd };
     finishRelayedCall({ call, upstream, extractor, prices, status, streamError, laterFailure: transform?.failure, afterLeaving, estimateInput });
@@ -221,6 +226,12 @@ class StreamRelay {
       this.#giveUp('client went away');
       return;
     }
+    const slot = LEAVING_READS.take(call.call.userId ?? res.socket?.remoteAddress ?? 'unknown');
+    if ('refusal' in slot) {
+      this.#giveUp(`client went away; not read on for its usage: ${slot.refusal}`);
+      return;
+    }
+    this.#releaseLeavingRead = slot.release;
     call.noteCallerLeft();
     this.#giveUpTimer = setTimeout(() => this.#giveUp(`client went away; the upstream's usage did not arrive within ${READ_AFTER_LEAVING_MS} ms`), READ_AFTER_LEAVING_MS);
     this.#giveUpTimer.unref();
