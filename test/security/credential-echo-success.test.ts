@@ -1,6 +1,6 @@
 // A 200 answer that quotes the proxy's credential (an upstream echoing the request it got, a model repeating
 // its headers) was passed through unredacted: only error answers were scrubbed. Successful answers are now
-// scrubbed as their bytes pass, streams included, a key split over two upstream reads too, on the native
+// scrubbed, their headers and their bytes as they pass, streams included, a key split over two upstream reads too, on the native
 // routes and through /v1 (passed through or translated), and the usage is still read.
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -79,7 +79,7 @@ const echoingCompletion: UpstreamReply = (_call, res) => {
   const body = chatCompletion();
   (body.choices[0]!.message as { content: string }).content = `You sent Authorization: Bearer ${OPENAI_KEY}`;
   const text = JSON.stringify(body);
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) }).end(text);
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), 'x-debug-authorization': `Bearer ${OPENAI_KEY}` }).end(text);
 };
 
 describe("a 200 answer that quotes the proxy's credential", () => {
@@ -87,6 +87,7 @@ describe("a 200 answer that quotes the proxy's credential", () => {
     bed.reply = echoingCompletion;
     const res = await postJson(bed, '/proxy/beta/v1/chat/completions', chat);
     expect(res.status).toBe(200);
+    expect(res.headers.get('x-debug-authorization')).toBe('[redacted by tollgate]');
     const text = await res.text();
     expect(text).not.toContain(KEY_START);
     expect(Number(res.headers.get('content-length'))).toBe(Buffer.byteLength(text));

@@ -11,7 +11,7 @@
 // a declared Content-Length stays true and JSON stays JSON.
 
 import type { UsageExtractor } from '../usage/extractor.ts';
-import { credentialSecrets, REDACTED } from './credential-echo.ts';
+import { REDACTED } from './credential-echo.ts';
 
 const NO_BYTES = Buffer.alloc(0);
 
@@ -36,9 +36,8 @@ export class CredentialScrub {
   readonly #needles: readonly Needle[];
   #held: Buffer | null = null;
 
-  /** The scrub for the credential headers the proxy sent; undefined when they carry no secret. */
-  static forRequest(headers: Readonly<Record<string, string>>): CredentialScrub | undefined {
-    const secrets = credentialSecrets(headers);
+  /** The scrub for the secrets of the credential headers the proxy sent (credentialSecrets); undefined for none. */
+  static of(secrets: readonly string[]): CredentialScrub | undefined {
     // `Bearer <token>` holds `<token>`: finding the token is enough, and it is replaced wherever it appears.
     const needles = secrets.filter((secret) => !secrets.some((other) => other !== secret && secret.includes(other)));
     return needles.length === 0 ? undefined : new CredentialScrub(needles);

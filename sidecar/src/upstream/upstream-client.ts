@@ -242,11 +242,13 @@ export class UpstreamClient {
         settle('failure');
         timing.endedAt = Number.NaN;
       }
-      if (response.statusCode >= 400) {
-        const secrets = credentialSecrets(req.headers);
-        if (secrets.length > 0) return { statusCode: response.statusCode, ...(await withoutCredentialEcho(response, secrets)), settle, timing };
+      // The credential the proxy attached never reaches the caller: an error is scrubbed whole here, a successful
+      // answer's headers here and its body as it is relayed (credential-scrub.ts).
+      const secrets = credentialSecrets(req.headers);
+      if (response.statusCode >= 400 && secrets.length > 0) {
+        return { statusCode: response.statusCode, ...(await withoutCredentialEcho(response, secrets)), settle, timing };
       }
-      return { statusCode: response.statusCode, headers: response.headers, body: response.body, settle, timing, scrub: CredentialScrub.forRequest(req.headers) };
+      return { statusCode: response.statusCode, headers: scrubHeaders(response.headers, secrets), body: response.body, settle, timing, scrub: CredentialScrub.of(secrets) };
     } catch (error) {
       // Aborted by the caller's side (it went away, or its body passed the limit): no verdict on the
       // upstream. Checked first, because undici rejects with the abort reason, which may be a ProxyError.
