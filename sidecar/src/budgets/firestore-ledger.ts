@@ -16,7 +16,7 @@
 
 import { FieldValue, Firestore, type DocumentData, type DocumentSnapshot } from '@google-cloud/firestore';
 import type { Grant, PeriodUsage } from './budget-record.ts';
-import type { BudgetLedger, DeductionBatch, LedgerUser } from './ledger.ts';
+import { type BudgetLedger, type DeductionBatch, type LedgerUser, refuseInvalidSpend } from './ledger.ts';
 
 export interface FirestoreLedgerOptions {
   collection: string;
@@ -137,6 +137,8 @@ export class FirestoreLedger implements BudgetLedger {
   }
 
   async deduct(batch: DeductionBatch): Promise<void> {
+    // Before the marker: a refused batch leaves nothing behind, not even its id.
+    refuseInvalidSpend(batch);
     const writes = this.#db.batch();
     // First, so that even a store that applies a batch write by write refuses a repeat before changing anything.
     writes.create(this.#db.collection(`${this.#collection}_deductions`).doc(batch.id), {

@@ -50,7 +50,10 @@ export interface BudgetLedger {
   readUser?(userId: string, since: number): LedgerUser | undefined;
   /** Users with stored usage or grants, in user id order, after `after` (exclusive), at most `limit`. */
   userIds?(after: string | null, limit: number): string[];
-  /** Adds the batch's deltas, whole or not at all (a failure throws), at most once per batch id. */
+  /**
+   * Adds the batch's deltas, whole or not at all (a failure throws), at most once per batch id. A batch with a
+   * delta that fails `deltaProblem` is refused whole (`refuseInvalidSpend`) before anything of it is written.
+   */
   deduct(batch: DeductionBatch): Promise<void>;
   /**
    * Keeps batches that could not be written before the process ends (another process holds the file's lock) in
@@ -110,6 +113,17 @@ export function deltaProblem(delta: SpendDelta): string | null {
     if (problem !== null) return `${what} ${problem}`;
   }
   return null;
+}
+
+/**
+ * Throws, naming the batch, the user and the problem, when a delta of the batch fails deltaProblem. Every ledger's
+ * deduct calls it before it writes anything, so SQLite, Firestore and memory refuse the same batches alike, whole.
+ */
+export function refuseInvalidSpend(batch: DeductionBatch): void {
+  for (const d of batch.deltas) {
+    const problem = deltaProblem(d);
+    if (problem !== null) throw new Error(`batch ${batch.id} not written: the spend of user ${JSON.stringify(d.userId)} ${problem}`);
+  }
 }
 
 /** Adds `delta` into `into` (same user and period), saturating as every sum of money does. */

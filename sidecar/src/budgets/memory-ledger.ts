@@ -1,7 +1,7 @@
 // A ledger in process memory: budgets last as long as the process. For tests and throwaway runs.
 
 import type { Grant } from './budget-record.ts';
-import { applyDelta, type BudgetLedger, type DeductionBatch, type LedgerUser, ledgerUser } from './ledger.ts';
+import { applyDelta, type BudgetLedger, type DeductionBatch, type LedgerUser, ledgerUser, refuseInvalidSpend } from './ledger.ts';
 
 export class MemoryLedger implements BudgetLedger {
   readonly kind = 'memory' as const;
@@ -28,6 +28,7 @@ export class MemoryLedger implements BudgetLedger {
   }
 
   async deduct(batch: DeductionBatch): Promise<void> {
+    refuseInvalidSpend(batch);
     for (const delta of batch.deltas) applyDelta(ledgerUser(this.#users, delta.userId), delta);
   }
 

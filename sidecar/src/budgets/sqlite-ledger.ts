@@ -12,7 +12,7 @@ import Database from 'better-sqlite3';
 import { isRecord } from '../../../contracts/json-record.ts';
 import { MAX_SPEND_UNITS, storedUnits } from '../../../contracts/money.ts';
 import type { Grant } from './budget-record.ts';
-import { type BudgetLedger, type DeductionBatch, deltaProblem, type KeptReplay, type LedgerUser, type SpendDelta } from './ledger.ts';
+import { type BudgetLedger, type DeductionBatch, deltaProblem, type KeptReplay, type LedgerUser, refuseInvalidSpend, type SpendDelta } from './ledger.ts';
 
 export const LEDGER_SCHEMA_VERSION = 1;
 /** Batch ids are remembered this long: far longer than any retry or replay takes. */
@@ -112,10 +112,7 @@ export class SqliteLedger implements BudgetLedger {
     this.#pruneBatches = this.#db.prepare('DELETE FROM budget_batches WHERE applied_at < ?');
     this.#deduct = this.#db.transaction((batch: DeductionBatch) => {
       // The same check a replay of kept spend applies (replayKept): nothing but a charge's spend is written.
-      for (const d of batch.deltas) {
-        const problem = deltaProblem(d);
-        if (problem !== null) throw new Error(`batch ${batch.id} not written: the spend of user ${JSON.stringify(d.userId)} ${problem}`);
-      }
+      refuseInvalidSpend(batch);
       const now = BigInt(Date.now());
       if (this.#markBatch.run(batch.id, now).changes === 0) return; // applied before
       for (const d of batch.deltas) {
