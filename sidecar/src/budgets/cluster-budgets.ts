@@ -61,6 +61,8 @@ const REPORT_INTERVAL_MS = 250;
 const RESEND_AFTER_MS = 10_000;
 const SAVE_INTERVAL_MS = 2_000;
 const CLOSE_FLUSH_MS = 3_000;
+/** Invalid outbox rows logged one by one at a start; the count of all is in the summary line. */
+const MAX_SKIPPED_LOGGED = 20;
 
 export interface ClusterBudgetsOptions {
   stateDir: string;
@@ -100,6 +102,7 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
     this.#stateDir = opts.stateDir;
     mkdirSync(opts.stateDir, { recursive: true });
     this.#outbox = new SpendOutbox(join(opts.stateDir, OUTBOX_FILE));
+    this.#logSkipped();
     this.#book = new BudgetBook(new PolicySet([]), {
       usage: (userId, policy, periodStart) => this.#usage(userId, policy, periodStart),
       grants: (userId) => this.#grants(userId),
@@ -331,6 +334,19 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
       this.#unpersisted.push(charge);
       this.#logger.error({ user_id: charge.userId, amount_usd: formatUsd(charge.split.amount), err: this.#lastError }, 'failed to deduct spend');
     }
+  }
+
+  /** Rows the outbox dropped at the start: not what this engine keeps (it adds only charges), a damaged or tampered file. */
+  #logSkipped(): void {
+    const { skipped, path } = this.#outbox;
+    if (skipped.length === 0) return;
+    for (const row of skipped.slice(0, MAX_SKIPPED_LOGGED)) {
+      this.#logger.error(
+        { file: row.file, row: row.row, sequence: row.sequence, user_id: row.userId, policy: row.policy, problem: row.problem },
+        `budget spend in the outbox skipped: not valid spend (${row.file} row ${row.row}, ${row.sequence === null ? 'unsent' : `report ${row.sequence}`}: ${row.userId === null ? '' : `user ${JSON.stringify(row.userId)}: `}${row.problem})`,
+      );
+    }
+    this.#logger.warn({ file: path, kept: this.#outbox.pending().length, skipped: skipped.length }, 'budget spend in the outbox checked: invalid rows dropped, the rest kept');
   }
 
   #tick(): void {

@@ -3,10 +3,17 @@
 // user, period) in one small SQLite statement, so a sidecar killed right after a call still has the charge.
 // Sealing gives up to MAX entries the next sequence number: that report keeps its number and content until
 // it is acknowledged, however often it is resent. Acknowledged reports are deleted.
+//
+// A row is a delta of spend like a ledger's (one user, policy and period, summed up from charges), and is checked
+// as a ledger checks one (deltaProblem): when a charge is added, and when a start reads the rows a previous
+// process left. The file is this pod's own, but it is a file on disk: a row that fails is dropped, not enforced
+// here nor reported to the operator, and listed in `skipped` for the sidecar to log.
 
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { MAX_SPEND_UNITS } from '../../../contracts/money.ts';
+import { deltaProblem } from './ledger.ts';
 
 export interface OutboxEntry {
   policy: string;
@@ -21,6 +28,18 @@ export interface SealedReport {
   entries: OutboxEntry[];
 }
 
+/** A row a start found in the file and dropped. */
+export interface SkippedOutboxRow {
+  file: string;
+  /** The row's id in the file. */
+  row: number;
+  /** The report it was sealed in; null: unsent. */
+  sequence: number | null;
+  userId: string | null;
+  policy: string | null;
+  problem: string;
+}
+
 interface Row {
   policy: string;
   user_id: string;
@@ -32,6 +51,8 @@ interface Row {
 
 export class SpendOutbox {
   readonly path: string;
+  /** Rows this process found invalid when it opened the file, and dropped. */
+  readonly skipped: readonly SkippedOutboxRow[];
   readonly #db: Database.Database;
   readonly #add: Database.Statement;
   readonly #seal: (max: number) => number | null;
@@ -60,10 +81,13 @@ export class SpendOutbox {
       INSERT OR IGNORE INTO outbox_meta (key, value) VALUES ('last_sequence', 0);
     `);
     this.#db.defaultSafeIntegers(true);
+    this.skipped = this.#dropInvalid();
+    // The sum stops at MAX_SPEND_UNITS as addSpend does, so a row stays a delta a ledger would write. Both terms are
+    // at most that: a sum past 2^63 − 1 becomes a float in SQLite, which MIN still compares right.
     this.#add = this.#db.prepare(`
       INSERT INTO spend (policy, user_id, period_start, amount, calls, report_seq) VALUES (?, ?, ?, ?, 1, NULL)
       ON CONFLICT (policy, user_id, period_start) WHERE report_seq IS NULL
-      DO UPDATE SET amount = amount + excluded.amount, calls = calls + 1`);
+      DO UPDATE SET amount = MIN(amount + excluded.amount, ${MAX_SPEND_UNITS}), calls = calls + 1`);
     const last = this.#db.prepare("SELECT value FROM outbox_meta WHERE key = 'last_sequence'");
     const bump = this.#db.prepare("UPDATE outbox_meta SET value = ? WHERE key = 'last_sequence'");
     const take = this.#db.prepare('UPDATE spend SET report_seq = ? WHERE id IN (SELECT id FROM spend WHERE report_seq IS NULL ORDER BY id LIMIT ?)');
@@ -77,8 +101,13 @@ export class SpendOutbox {
     this.#ack = this.#db.prepare('DELETE FROM spend WHERE report_seq IS NOT NULL AND report_seq <= ?');
   }
 
-  /** One call's cost; synchronous, so it is on disk before the call's span is even written. */
+  /**
+   * One call's cost; synchronous, so it is on disk before the call's span is even written. Throws, writing
+   * nothing, for an amount or period a ledger would refuse (a charge is neither).
+   */
   add(policy: string, userId: string, periodStart: number, amount: bigint): void {
+    const problem = spendProblem(periodStart, amount);
+    if (problem !== null) throw new Error(`spend of user ${JSON.stringify(userId)} not kept in the outbox: ${problem}`);
     this.#add.run(policy, userId, BigInt(periodStart), amount);
   }
 
@@ -113,6 +142,48 @@ export class SpendOutbox {
   close(): void {
     this.#db.close();
   }
+
+  /** Deletes the rows a ledger would not write (deltaProblem) or that are not rows add() writes; returns them. */
+  #dropInvalid(): SkippedOutboxRow[] {
+    const skipped: SkippedOutboxRow[] = [];
+    const remove = this.#db.prepare('DELETE FROM spend WHERE id = ?');
+    this.#db.transaction(() => {
+      for (const raw of this.#db.prepare('SELECT * FROM spend ORDER BY id').all() as Record<string, unknown>[]) {
+        const problem = rowProblem(raw);
+        if (problem === null) continue;
+        const text = (value: unknown) => (typeof value === 'string' ? value : null);
+        const sequence = typeof raw.report_seq === 'bigint' ? Number(raw.report_seq) : null;
+        skipped.push({ file: this.path, row: Number(raw.id), sequence, userId: text(raw.user_id), policy: text(raw.policy), problem });
+        remove.run(raw.id);
+      }
+    })();
+    return skipped;
+  }
+}
+
+/** What a ledger would find wrong with this spend as a delta (deltaProblem), or null. */
+function spendProblem(periodStart: number, amount: bigint): string | null {
+  return deltaProblem({ userId: '', policy: '', periodStart, alerted: 0, split: { amount, limitPart: amount, grantParts: [] } });
+}
+
+/** What is wrong with a stored row: its shape (what add() and seal() write), or its spend. */
+function rowProblem(raw: Record<string, unknown>): string | null {
+  if (typeof raw.policy !== 'string' || typeof raw.user_id !== 'string') return 'has no policy or user id';
+  if (typeof raw.amount !== 'bigint') return `amount ${shown(raw.amount)} is not a whole number of ledger units`;
+  // Read as a number by entry(): checked here before that rounds it, so the problem names the stored value.
+  if (typeof raw.period_start !== 'bigint' || !Number.isSafeInteger(Number(raw.period_start))) return `has period start ${shown(raw.period_start)}, not a time in epoch ms`;
+  if (typeof raw.calls !== 'bigint' || raw.calls < 1n) return `has ${shown(raw.calls)} calls, not a count of calls`;
+  if (raw.report_seq !== null && (typeof raw.report_seq !== 'bigint' || raw.report_seq < 1n || raw.report_seq > BigInt(Number.MAX_SAFE_INTEGER))) {
+    return `has report ${shown(raw.report_seq)}, not a report's sequence number`;
+  }
+  return spendProblem(Number(raw.period_start), raw.amount);
+}
+
+/** A value SQLite returned, for a log line: an integer, a float, a text (quoted), a blob or null. */
+function shown(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'bigint' || typeof value === 'number' || value === null) return String(value);
+  return `a ${Buffer.isBuffer(value) ? 'blob' : typeof value}`;
 }
 
 function entry(r: Row): OutboxEntry {
