@@ -11,7 +11,7 @@
 
 import type { Logger } from 'pino';
 import { periodBounds } from '../../../contracts/budget-period.ts';
-import { formatUsd, parseUsd, UNITS_PER_USD } from '../../../contracts/money.ts';
+import { formatUsd, parseUsd, spendUnitsProblem } from '../../../contracts/money.ts';
 import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
 import { type Grant, isGrantActive, newlyCrossed, splitCharge } from '../../../contracts/budget-grants.ts';
 import type { SpendEntryMessage } from '../../../contracts/push-protocol.ts';
@@ -80,8 +80,6 @@ export interface ClusterLedgerOptions {
   writeIntervalMs?: number;
 }
 
-/** One report entry can charge at most this much: a bound on what a misbehaving sidecar can claim. */
-const MAX_ENTRY_UNITS = 1_000_000n * UNITS_PER_USD;
 /** Reports queued per pod; more wait on the sidecar's disk until these are applied. */
 const MAX_QUEUED_PER_POD = 16;
 /** Users in one patch: at ~60 bytes each (and the pods' watermarks beside them) it stays under one ConfigMap. */
@@ -375,18 +373,12 @@ export class ClusterLedger {
       this.#opts.logger.warn(log, 'spend for a BudgetPolicy that no longer exists (or is invalid) dropped');
       return undefined;
     }
-    let amount: bigint;
-    try {
-      amount = BigInt(entry.amount);
-    } catch {
-      amount = -1n;
-    }
-    const reported = Date.parse(entry.periodStart);
-    if (amount <= 0n || amount > MAX_ENTRY_UNITS || typeof entry.userId !== 'string' || entry.userId.length === 0 || entry.userId.length > 256 || Number.isNaN(reported)) {
-      this.#opts.logger.warn(log, 'malformed spend report entry ignored');
+    const parsed = parseEntry(entry);
+    if (typeof parsed === 'string') {
+      this.#opts.logger.warn({ ...log, problem: parsed }, `malformed spend report entry ignored: ${parsed}`);
       return undefined;
     }
-    return { key, policy, amount, reported };
+    return { key, policy, ...parsed };
   }
 
   /** The policy's current period, computed once per period (time-zone arithmetic is not free). */
@@ -524,6 +516,23 @@ export class ClusterLedger {
     }
     if (gone.length > 0) this.#opts.logger.info({ pods: gone.length }, 'budget watermarks of deleted pods pruned');
   }
+}
+
+/**
+ * A report entry's amount and period, or what is wrong with it. The amount is what the sidecar's outbox added up for
+ * a user's period, many calls perhaps, not one: it is bounded as every sum of spend is (spendUnitsProblem, the bound
+ * the ledgers check deltas against), and 0 is no spend at all.
+ */
+function parseEntry(entry: SpendEntryMessage): { amount: bigint; reported: number } | string {
+  if (typeof entry.userId !== 'string' || entry.userId.length === 0 || entry.userId.length > 256) return 'has no user id of 1 to 256 characters';
+  const reported = Date.parse(entry.periodStart);
+  if (Number.isNaN(reported)) return `has period start ${JSON.stringify(entry.periodStart)}, not a time`;
+  const raw = entry.amount;
+  const amount = typeof raw === 'number' ? (Number.isSafeInteger(raw) ? BigInt(raw) : null) : typeof raw === 'string' && /^-?\d{1,40}$/.test(raw) ? BigInt(raw) : null;
+  if (amount === null) return `amount ${JSON.stringify(raw)} is not a whole number of ledger units`;
+  if (amount === 0n) return 'amount is zero';
+  const problem = spendUnitsProblem(amount);
+  return problem === null ? { amount, reported } : `amount ${problem}`;
 }
 
 function addTo(map: Map<string, Set<string>>, key: string, value: string): void {
