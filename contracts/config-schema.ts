@@ -2,6 +2,7 @@
 // snapshots). Input is checked whole before anything is applied, and every error names its field, so a bad
 // value is refused with a message the user can act on and never half-applied.
 
+import { parseModelAliases, type ModelAliasesConfig } from './model-aliases.ts';
 import { type AuditConfig, parseAuditConfig } from './audit-config.ts';
 import { type BudgetsPatch, parseBudgetsPatch } from './budget-config.ts';
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
@@ -65,6 +66,8 @@ export interface RuntimeConfigPatch {
   metrics?: { perUser?: Partial<MetricsConfig['perUser']> };
   /** Replaces the whole tracing section of earlier layers. */
   tracing?: TracingConfig;
+  /** Aliases named here replace those of the same name in earlier layers, whole. */
+  models?: ModelAliasesConfig;
 }
 
 type Obj = Record<string, unknown>;
@@ -477,6 +480,7 @@ const SECTIONS = [
   'budgets',
   'metrics',
   'tracing',
+  'models',
 ] as const;
 
 /**
@@ -513,5 +517,6 @@ export function parseRuntimeConfigPatch(input: unknown, sections: readonly strin
   if (v.budgets !== undefined) patch.budgets = parseBudgetsPatch(v.budgets, 'budgets');
   if (v.metrics !== undefined) patch.metrics = parseMetrics(v.metrics, 'metrics');
   if (v.tracing !== undefined) patch.tracing = parseTracing(v.tracing, 'tracing');
+  if (v.models !== undefined) patch.models = parseModelAliases(v.models, 'models');
   return patch;
 }

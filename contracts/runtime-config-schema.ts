@@ -132,5 +132,61 @@ export const TRACING_SCHEMA: SchemaNode = {
   },
 };
 
+/** What may make an alias's call go on to its next target (docs/openai-gateway.md#model-aliases-and-fallback). */
+export const FALLBACK_TRIGGERS = ['rate_limited', 'server_error', 'unreachable', 'timeout', 'circuit_open'] as const;
+
+/** A model id as callers send it and providers name it: also an alias's name and a target's model. */
+export const MODEL_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,255}$';
+
+export const ALIAS_TARGET_SCHEMA: SchemaNode = {
+  type: 'object',
+  tsType: 'AliasTargetSpec',
+  description: 'One place an alias is served: a route and the model id that route receives.',
+  required: ['route', 'model'],
+  properties: {
+    route: {
+      type: 'string',
+      description: 'A route /v1 can call: a built-in one (gamma-direct, gamma, gamma-cloudb, beta, …) or one of spec.routes.',
+      pattern: '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$',
+      hint: 'must be a route name',
+    },
+    model: { type: 'string', description: 'The model id sent to that route, in its own form.', pattern: MODEL_ID_PATTERN, hint: 'must be a model id' },
+    priority: int('Lower is tried first (default 0); a priority is used only while every target above it is failing.', 0, 16),
+    weight: {
+      type: 'number',
+      description: 'Share of the calls among the targets of one priority (default 1).',
+      minimum: 0,
+      exclusiveMinimum: true,
+      maximum: 1000,
+    },
+  },
+};
+
+export const MODEL_ALIAS_SCHEMA: SchemaNode = {
+  type: 'object',
+  tsType: 'ModelAliasSpec',
+  description: 'A model name callers send, served by an ordered list of targets with fallback between them.',
+  required: ['targets'],
+  properties: {
+    targets: { type: 'array', description: 'Where the alias is served, by priority and weight.', minItems: 1, maxItems: 16, items: ALIAS_TARGET_SCHEMA },
+    attempts: int('Upstream attempts per call in all, the first included (default: one per target).', 1, 10),
+    timeoutMs: int('One deadline for the whole call, every attempt and wait included, milliseconds (default 120000).', 1_000, 3_600_000),
+    fallbackOn: {
+      type: 'array',
+      description: `Failures that go on to the next target (default all): ${FALLBACK_TRIGGERS.join(', ')}. Other 4xx never do.`,
+      maxItems: FALLBACK_TRIGGERS.length,
+      items: { type: 'string', tsType: 'FallbackTrigger', enum: FALLBACK_TRIGGERS },
+      'x-kubernetes-list-type': 'set',
+    },
+  },
+};
+
+export const MODELS_SCHEMA: SchemaNode = {
+  type: 'object',
+  description: 'Model aliases: the name callers send as "model" on /v1, mapped to targets (docs/openai-gateway.md).',
+  maxProperties: 256,
+  additionalProperties: MODEL_ALIAS_SCHEMA,
+};
+
 /** The sections whose runtime types are generated from these nodes. */
-export const SHARED_SECTION_SCHEMAS: readonly SchemaNode[] = [CACHE_SETTINGS_SCHEMA, BREAKER_SCHEMA, GATEWAY_SCHEMA, METRICS_SCHEMA, TRACING_SCHEMA];
+export const SHARED_SECTION_SCHEMAS: readonly SchemaNode[] = [CACHE_SETTINGS_SCHEMA, BREAKER_SCHEMA, GATEWAY_SCHEMA, METRICS_SCHEMA, TRACING_SCHEMA, MODEL_ALIAS_SCHEMA];

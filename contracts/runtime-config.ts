@@ -2,6 +2,7 @@
 // It has no Kubernetes imports: the operator renders ProxyConfig resources into this shape, the config
 // file is parsed into it, and POST /_local/api/config merges into it.
 
+import type { ModelAliasesConfig } from './model-aliases.ts';
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
 import type { AuditConfig } from './audit-config.ts';
 import type { BudgetsConfig } from './budget-config.ts';
@@ -10,6 +11,7 @@ import type { BreakerSpec, GatewaySpec, OtlpSpec, PerUserMetricsSpec, TracingSpe
 import type { CredentialDefinition, CredentialFileSetting } from './credential-kinds.ts';
 import type { BigQueryStorageConfig, DuckDbStorageConfig, FirestoreStorageConfig, StorageKind } from './storage-config.ts';
 import type { EngineMode, ServerAuthConfig } from './server-auth-config.ts';
+import type { EndpointStrategy, RouteEndpoint } from './route-endpoints.ts';
 
 export interface UpstreamConfig {
   /** Overrides the route's default base URL (regional or private endpoints; tests point it at fakes). */
@@ -22,6 +24,10 @@ export interface UpstreamConfig {
   region?: string;
   /** Per-request upstream timeout (headers and idle body), milliseconds. */
   timeoutMs?: number;
+  /** Several keys, projects or regions sharing the route's calls, each with its own breaker (ADR 0008). */
+  endpoints?: RouteEndpoint[];
+  /** How a call picks one of `endpoints` (default weighted). */
+  strategy?: EndpointStrategy;
 }
 
 /**
@@ -55,6 +61,9 @@ export interface RouteEntry {
   /** Bedrock: AWS region. */
   region?: string;
   timeoutMs?: number;
+  /** Several keys, projects or regions sharing the route's calls (ADR 0008). */
+  endpoints?: RouteEndpoint[];
+  strategy?: EndpointStrategy;
 }
 
 /** Generated from the one definition of contracts/runtime-config-schema.ts (ADR 0602); the merged config has every field. */
@@ -165,4 +174,6 @@ export interface RuntimeConfig {
   metrics: MetricsConfig;
   /** OTLP span export; absent: only the OTEL_* variables can switch it on. */
   tracing?: TracingConfig;
+  /** Model aliases on /v1: name → targets with fallback (contracts/model-aliases.ts). */
+  models: ModelAliasesConfig;
 }

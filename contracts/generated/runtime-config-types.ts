@@ -68,3 +68,29 @@ export interface OtlpSpec {
   /** Longest wait before a partial batch is sent, milliseconds. */
   scheduledDelayMs?: number;
 }
+
+/** A model name callers send, served by an ordered list of targets with fallback between them. */
+export interface ModelAliasSpec {
+  /** Where the alias is served, by priority and weight. */
+  targets: AliasTargetSpec[];
+  /** Upstream attempts per call in all, the first included (default: one per target). */
+  attempts?: number;
+  /** One deadline for the whole call, every attempt and wait included, milliseconds (default 120000). */
+  timeoutMs?: number;
+  /** Failures that go on to the next target (default all): rate_limited, server_error, unreachable, timeout, circuit_open. Other 4xx never do. */
+  fallbackOn?: FallbackTrigger[];
+}
+
+/** One place an alias is served: a route and the model id that route receives. */
+export interface AliasTargetSpec {
+  /** A route /v1 can call: a built-in one (gamma-direct, gamma, gamma-cloudb, beta, …) or one of spec.routes. */
+  route: string;
+  /** The model id sent to that route, in its own form. */
+  model: string;
+  /** Lower is tried first (default 0); a priority is used only while every target above it is failing. */
+  priority?: number;
+  /** Share of the calls among the targets of one priority (default 1). */
+  weight?: number;
+}
+
+export type FallbackTrigger = 'rate_limited' | 'server_error' | 'unreachable' | 'timeout' | 'circuit_open';

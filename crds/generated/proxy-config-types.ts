@@ -4,8 +4,8 @@
 import type { PriceModelSpec, ProviderName, LongContextPriceSpec } from '../../contracts/generated/price-entry-types.ts';
 export type { PriceModelSpec, ProviderName, LongContextPriceSpec };
 
-import type { CacheSpec, BreakerSpec, GatewaySpec, MetricsSpec, PerUserMetricsSpec, TracingSpec, OtlpSpec } from '../../contracts/generated/runtime-config-types.ts';
-export type { CacheSpec, BreakerSpec, GatewaySpec, MetricsSpec, PerUserMetricsSpec, TracingSpec, OtlpSpec };
+import type { CacheSpec, BreakerSpec, GatewaySpec, MetricsSpec, PerUserMetricsSpec, TracingSpec, OtlpSpec, ModelAliasSpec, AliasTargetSpec, FallbackTrigger } from '../../contracts/generated/runtime-config-types.ts';
+export type { CacheSpec, BreakerSpec, GatewaySpec, MetricsSpec, PerUserMetricsSpec, TracingSpec, OtlpSpec, ModelAliasSpec, AliasTargetSpec, FallbackTrigger };
 
 /** Pricing, upstreams, credential references, circuit breaker and span storage for the Tollgate sidecars of a namespace. Pods pick one with the annotation tollgate.dev/proxy-config; else the one named default. */
 export interface ProxyConfig {

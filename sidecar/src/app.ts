@@ -19,6 +19,8 @@ import type { BuiltInCredentialId } from '../../contracts/credential-kinds.ts';
 import { gatewayRoutes } from './http/gateway.ts';
 import { ResponseStore } from './responses/response-store.ts';
 import { LEAVING_READS } from './metering/leaving-reads.ts';
+import { TargetHealth } from './fallback/target-health.ts';
+import { configuredAliases } from './fallback/configured-aliases.ts';
 import { listenerOptions } from './http/listener-options.ts';
 import { inboundPolicy, installRequestGuard, type InboundPolicy } from './inbound/request-guard.ts';
 import { healthCheck, healthRoutes, type Health } from './http/health.ts';
@@ -41,6 +43,8 @@ import { OtlpFollower } from './spans/otlp-follower.ts';
 
 export interface Engine {
   app: FastifyInstance;
+  /** Alias targets' cool-downs and which priority served each alias (fallback/target-health.ts). */
+  targetHealth: TargetHealth;
   store: ConfigStore;
   spans: SpanStore;
   writer: SpanWriter;
@@ -121,16 +125,18 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   const local = config.local.enabled ? new LocalRuntime({ store, logger, ...(opts.env ? { env: opts.env } : {}) }) : null;
   app.register(localRuntimeRoutes, { runtime: local, lifecycle });
   const audit = new AuditController(store, placementFromEnv(env), logger);
-  const parts = { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, audit, budgets, metrics, otlp, local };
+  // One alias target health per engine behind both listeners, like the breakers: a target cooling down is
+  // cooling for every caller.
+  const parts = { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, audit, budgets, metrics, otlp, local, targetHealth: new TargetHealth() };
   const runtimeHealth = engineHealth(parts, opened, config.mode);
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
   app.register(metricsRoutes, { exposition: metrics.exposition });
   watchEngineMetrics(parts, opened, followed, responses);
   app.register(proxyRoutes, { store, client, meter, lifecycle, budgets, env });
-  app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env, localModels: local?.models, responses });
+  app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env, localModels: local?.models, responses, targetHealth: parts.targetHealth, fallbacks: metrics });
   const lmstudio =
     local !== null && config.local.lmstudioPort !== 0
-      ? await buildLmStudioApp({ store, client, lifecycle, refusals, identity, budgets, localModels: local.models, responses, env })
+      ? await buildLmStudioApp({ store, client, lifecycle, refusals, identity, budgets, localModels: local.models, responses, targetHealth: parts.targetHealth, fallbacks: metrics, env })
       : null;
 
   app.setNotFoundHandler((request, reply) => {
@@ -211,6 +217,9 @@ function engineHealth(parts: EngineParts, opened: OpenedSpanStore, mode: Runtime
   registerEngineHealth(runtimeHealth, { lifecycle, client, local, mode });
   runtimeHealth.register('audit', () => audit.health());
   runtimeHealth.register('budgets', () => budgets.health());
+  // Each model alias's targets: healthy, cooling down after a 429, or behind an open breaker; and whether calls
+  // are served below the alias's first priority, since when.
+  runtimeHealth.register('aliases', () => parts.targetHealth.report(Object.fromEntries(configuredAliases(parts.store.get())), (route) => client.breakerOpen(route), Date.now()));
   runtimeHealth.register('spans', () => ({ kind: opened.kind, location: opened.location, ...writer.stats(), lastWriteError: writer.lastWriteError() }));
   const authenticator = identity.authenticator;
   if (authenticator) {

@@ -26,6 +26,8 @@ export function sampleSpan(overrides: Partial<Span> = {}): Span {
     costUsd: 0.000345,
     priced: true,
     usageEstimated: false,
+    alias: null,
+    attempt: null,
     durationMs: 123.5,
     status: 'ok',
     statusCode: 200,

@@ -12,6 +12,7 @@ import { defaultV1Route, type Provider, type RouteName } from '../../../contract
 import type { RuntimeConfigPatch } from '../../../contracts/config-schema.ts';
 import type { RouteEntry, RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import { routeCatalog, wireFormat } from '../routes/route-catalog.ts';
+import { checkAliasRoutes } from '../fallback/configured-aliases.ts';
 import { defaultServerAuth } from '../../../contracts/server-auth-config.ts';
 
 export type ConfigLayer = 'file' | 'operator' | 'api';
@@ -41,6 +42,7 @@ export function defaultRuntimeConfig(): RuntimeConfig {
     local: { enabled: true, lmstudioPort: 1234, runtime: { baseUrl: 'http://127.0.0.1:11434', command: ['ollama', 'serve'], startTimeoutMs: 30_000 } },
     budgets: defaultBudgetsConfig(),
     metrics: { perUser: { enabled: false, maxUsers: 100 } },
+    models: {},
   };
 }
 
@@ -83,6 +85,7 @@ export function applyPatch(base: RuntimeConfig, patch: RuntimeConfigPatch): Runt
   if (patch.budgets?.policies) next.budgets.policies = structuredClone(patch.budgets.policies);
   if (patch.metrics?.perUser) Object.assign(next.metrics.perUser, patch.metrics.perUser);
   if (patch.tracing) next.tracing = structuredClone(patch.tracing);
+  if (patch.models) next.models = { ...next.models, ...structuredClone(patch.models) };
   return next;
 }
 
@@ -104,6 +107,8 @@ export class ConfigStore {
   constructor(filePatch: RuntimeConfigPatch = {}) {
     this.#layers.set('file', filePatch);
     this.#snapshot = this.#build(0);
+    // The file's aliases are checked against the routes it has (with the built-in ones): a bad one stops start-up.
+    checkAliasRoutes(this.#snapshot.config);
   }
 
   current(): ConfigSnapshot {
@@ -189,6 +194,8 @@ function mergePatches(a: RuntimeConfigPatch, b: RuntimeConfigPatch): RuntimeConf
       out.audit = structuredClone(value as NonNullable<RuntimeConfigPatch['audit']>);
     } else if (key === 'budgets') {
       out.budgets = { ...out.budgets, ...structuredClone(value as NonNullable<RuntimeConfigPatch['budgets']>) };
+    } else if (key === 'models') {
+      out.models = { ...out.models, ...structuredClone(value as NonNullable<RuntimeConfigPatch['models']>) };
     } else if (key === 'upstreams' || key === 'cache') {
       const merged: Record<string, object> = { ...(out[key] as Record<string, object> | undefined) };
       for (const [k, v] of Object.entries(value as Record<string, object>)) merged[k] = { ...merged[k], ...v };

@@ -43,6 +43,15 @@ import { responsesApi } from '../gateway-apis/responses.ts';
 import { countTokensApi, messagesApi } from '../gateway-apis/messages.ts';
 import { ResponseStore } from '../responses/response-store.ts';
 import { CallAbort } from '../upstream/call-abort.ts';
+import type { UpstreamResponse } from '../upstream/upstream-client.ts';
+import type { ServerResponse } from 'node:http';
+import type { TraceContext } from '../spans/trace-context.ts';
+import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
+import type { AliasTarget, FallbackTrigger, ModelAlias } from '../../../contracts/model-aliases.ts';
+import { configuredAliases } from '../fallback/configured-aliases.ts';
+import type { CallTarget } from '../metering/call-meter.ts';
+import { AliasCall, type Answered, type FailedAttempt } from '../fallback/alias-call.ts';
+import { TargetHealth } from '../fallback/target-health.ts';
 
 export interface GatewayRoutesOptions {
   store: ConfigStore;
@@ -56,6 +65,14 @@ export interface GatewayRoutesOptions {
   localModels?: LocalModelCatalog | undefined;
   /** Where responses made for /v1/responses are kept for previous_response_id; one per process (app.ts). */
   responses?: ResponseStore | undefined;
+  /** Alias targets' cool-downs and which priority served each alias; one per engine (app.ts). */
+  targetHealth?: TargetHealth | undefined;
+  /** Told of each fallback from one alias target to the next (the metrics). */
+  fallbacks?: FallbackObserver | undefined;
+}
+
+export interface FallbackObserver {
+  fallback(alias: string, from: AliasTarget, to: AliasTarget, reason: FallbackTrigger): void;
 }
 
 const CHAT = chatCompletionsApi('chat');
@@ -116,6 +133,8 @@ async function listModels(opts: GatewayRoutesOptions): Promise<ModelObject[]> {
       if (prices.resolve(override.provider, id) !== undefined) add(id, override.provider);
     }
   }
+  // Model aliases first among the names callers may send: each is served by its targets.
+  for (const name of Object.keys(config.models)) add(name, 'tollgate');
   // A configured route's listed models, and every model under `<route>/<model>` needs no listing.
   for (const route of routeCatalog(config).configured()) for (const model of route.models) add(model, route.provider);
   const priced = [...listed.values()];
@@ -218,55 +237,23 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
     if (typeof requested !== 'string' || requested === '') {
       throw new GatewayError(400, 'you must provide a model parameter', { param: 'model', code: 'missing_required_parameter' });
     }
-    const found = await resolveModel(opts, snapshot, requested);
-    const start = {
-      provider: found.provider,
-      operation: api.operation,
-      userId: spanUserId(request, config.mode, api.requestUser(chat)),
-      requestId: request.id,
-      trace,
-    };
-    let planned: ApiPlan;
-    try {
-      planned = api.plan({
-        request: chat,
-        target: found,
-        config,
-        env: opts.env ?? process.env,
-        headers: request.headers,
-        user: start.userId,
-        storedObjects: mayReachStoredObjects(request.identity, config),
-      });
-      plan = planned;
-    } catch (error) {
-      const module = routeCatalog(config).get(found.route ?? routeFor(found.provider, config.gateway) ?? '');
-      const message = error instanceof GatewayError ? `invalid_request: ${error.message}` : error instanceof ProxyError ? `${error.code}: ${error.message}` : String(error);
-      call = opts.meter.start({
-        ...start,
-        route: module?.name ?? 'v1',
-        model: requested,
-        projectId: projectHeader ?? (module ? (upstreamOf(module, config)?.project ?? null) : null),
-      });
-      call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: message });
-      throw error;
-    }
-    const module = routeCatalog(config).get(planned.route)!;
-    call = opts.meter.start({ ...start, route: planned.route, model: planned.model, projectId: projectHeader ?? upstreamOf(module, config)?.project ?? null });
-    // A spent budget refuses the call here, from memory, before anything goes upstream (ADR 1300).
-    const refusal = budgetRefusalFor(opts.budgets, call.call, Date.now());
-    if (refusal) {
-      call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
-      sendBudgetRefusal(res, api.errors.shape, refusal, trace);
+    const alias = aliasOf(config, requested);
+    const gateway: GatewayCall = { request, res, opts, api, snapshot, chat, trace, projectHeader, callerUser: spanUserId(request, config.mode, api.requestUser(chat)) };
+    if (alias !== undefined) {
+      call = await aliasGatewayCall(gateway, requested, alias);
       return;
     }
-
-    // Pass-through keeps the caller's headers as the native route does; a translated call is a new request.
-    const headers = planned.translation === 'passthrough' ? upstreamRequestHeaders(request.headers, false) : { 'accept-encoding': 'identity' };
-    Object.assign(headers, planned.headers);
-    headers['content-type'] = 'application/json';
-    headers.traceparent = formatTraceparent(trace);
-    if (trace.tracestate) headers.tracestate = trace.tracestate;
-
+    const found = await resolveModel(opts, snapshot, requested);
+    let planned: ApiPlan;
+    try {
+      planned = planFor(gateway, found);
+      plan = planned;
+    } catch (error) {
+      call = refusedPlan(gateway, found, requested, error);
+      throw error;
+    }
+    call = startCall(gateway, planned);
+    if (refusedOverBudget(gateway, call)) return;
     const abort = new CallAbort();
     // Once the answer is being relayed, a caller who leaves no longer ends the exchange: the relay reads on
     // for the usage the provider bills (ADR 1305).
@@ -274,22 +261,10 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
     res.once('close', () => {
       if (!answerFinished(res) && !relaying) abort.abort(callerLeft());
     });
-    const upstream = await opts.client.send(config, { route: planned.route, method: 'POST', path: planned.path, headers, body: planned.body, signal: abort });
+    const upstream = await sendPlanned(gateway, planned, abort);
     call.attachUpstream(upstream.timing);
     relaying = true;
-    const sent = planned.body;
-    await relay({
-      wire: wireFormat(module),
-      res,
-      upstream,
-      call,
-      prices: snapshot.prices,
-      plan: planned,
-      trace,
-      answer: planned.answer,
-      logger: request.log as unknown as Logger,
-      estimateInput: () => estimateInputTokens(sent, sent.length),
-    });
+    await relayPlanned(gateway, call, planned, upstream);
   } catch (error) {
     if (error instanceof GatewayError) {
       // Refused before the model named a provider (no body, bad JSON, unknown model): still one span, so the
@@ -307,5 +282,203 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
     sendFailure(res, proxyError, api.errors.failure(proxyError), trace);
   } finally {
     done();
+  }
+}
+
+/** One /v1 call and what its steps share. */
+interface GatewayCall {
+  request: FastifyRequest;
+  res: ServerResponse;
+  opts: GatewayRoutesOptions;
+  api: GatewayApi;
+  /** One config snapshot for the whole call: a config push mid-call changes nothing for this call. */
+  snapshot: ConfigSnapshot;
+  chat: Record<string, unknown>;
+  trace: TraceContext;
+  projectHeader: string | null;
+  /** The span's user: the identity, the header, else the body's user. */
+  callerUser: string | null;
+}
+
+function planFor(g: GatewayCall, target: GatewayTarget): ApiPlan {
+  const { config } = g.snapshot;
+  return g.api.plan({
+    request: g.chat,
+    target,
+    config,
+    env: g.opts.env ?? process.env,
+    headers: g.request.headers,
+    user: g.callerUser,
+    storedObjects: mayReachStoredObjects(g.request.identity, config),
+  });
+}
+
+/** The span of a call its route refused to plan (a request that route cannot take): rejected, nothing sent. */
+function refusedPlan(g: GatewayCall, found: GatewayTarget, requested: string, error: unknown): MeteredCall {
+  const { config } = g.snapshot;
+  const module = routeCatalog(config).get(found.route ?? routeFor(found.provider, config.gateway) ?? '');
+  const message = error instanceof GatewayError ? `invalid_request: ${error.message}` : error instanceof ProxyError ? `${error.code}: ${error.message}` : String(error);
+  const call = g.opts.meter.start({
+    provider: found.provider,
+    operation: g.api.operation,
+    userId: g.callerUser,
+    requestId: g.request.id,
+    trace: g.trace,
+    route: module?.name ?? 'v1',
+    model: requested,
+    projectId: g.projectHeader ?? (module ? (upstreamOf(module, config)?.project ?? null) : null),
+  });
+  call.finish({ prices: g.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: message });
+  return call;
+}
+
+/** Where a planned call goes, for its span: the route, its provider, the model sent and the project billed. */
+function callTarget(g: GatewayCall, planned: ApiPlan): CallTarget {
+  const { config } = g.snapshot;
+  const module = routeCatalog(config).get(planned.route)!;
+  return { route: planned.route, provider: planned.provider, model: planned.model, projectId: g.projectHeader ?? upstreamOf(module, config)?.project ?? null };
+}
+
+function startCall(g: GatewayCall, planned: ApiPlan, alias?: string): MeteredCall {
+  return g.opts.meter.start({
+    ...callTarget(g, planned),
+    operation: g.api.operation,
+    userId: g.callerUser,
+    requestId: g.request.id,
+    trace: g.trace,
+    ...(alias !== undefined ? { alias } : {}),
+  });
+}
+
+/** A spent budget refuses the call here, from memory, before anything goes upstream (ADR 1300). */
+function refusedOverBudget(g: GatewayCall, call: MeteredCall): boolean {
+  const refusal = budgetRefusalFor(g.opts.budgets, call.call, Date.now());
+  if (!refusal) return false;
+  call.finish({ prices: g.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
+  sendBudgetRefusal(g.res, g.api.errors.shape, refusal, g.trace);
+  return true;
+}
+
+function sendPlanned(g: GatewayCall, planned: ApiPlan, abort: CallAbort): Promise<UpstreamResponse> {
+  // Pass-through keeps the caller's headers as the native route does; a translated call is a new request.
+  const headers = planned.translation === 'passthrough' ? upstreamRequestHeaders(g.request.headers, false) : { 'accept-encoding': 'identity' };
+  Object.assign(headers, planned.headers);
+  headers['content-type'] = 'application/json';
+  headers.traceparent = formatTraceparent(g.trace);
+  if (g.trace.tracestate) headers.tracestate = g.trace.tracestate;
+  return g.opts.client.send(g.snapshot.config, { route: planned.route, method: 'POST', path: planned.path, headers, body: planned.body, signal: abort });
+}
+
+function relayPlanned(g: GatewayCall, call: MeteredCall, planned: ApiPlan, upstream: UpstreamResponse): Promise<void> {
+  const sent = planned.body;
+  return relay({
+    wire: wireFormat(routeCatalog(g.snapshot.config).get(planned.route)!),
+    res: g.res,
+    upstream,
+    call,
+    prices: g.snapshot.prices,
+    plan: planned,
+    trace: g.trace,
+    answer: planned.answer,
+    logger: g.request.log as unknown as Logger,
+    estimateInput: () => estimateInputTokens(sent, sent.length),
+  });
+}
+
+function aliasOf(config: RuntimeConfig, model: string): ModelAlias | undefined {
+  const aliases = configuredAliases(config);
+  return aliases.size === 0 ? undefined : aliases.get(model);
+}
+
+/** The price entry and provider a target's model has on its route (unpriced when the table has none). */
+function aliasTarget(g: GatewayCall, target: AliasTarget): GatewayTarget {
+  const module = routeCatalog(g.snapshot.config).get(target.route);
+  if (module === undefined) throw new ProxyError('upstream_misconfigured', `model alias target names route ${target.route}, which this config does not have`);
+  const entry = g.snapshot.prices.resolve(module.provider, target.model) ?? unpricedEntry(module.provider, target.model);
+  return { entry, provider: module.provider, requested: target.model, route: target.route };
+}
+
+/**
+ * A call to a model alias: its targets tried until one answers (fallback/alias-call.ts), then that answer
+ * relayed. The call's span names the target that answered; when more than one attempt was made, each has a
+ * span of its own, a child of the call's. Returns the call's metered call.
+ */
+async function aliasGatewayCall(g: GatewayCall, name: string, alias: ModelAlias): Promise<MeteredCall | null> {
+  const { opts, res } = g;
+  const health = opts.targetHealth ?? new TargetHealth();
+  let call: MeteredCall | null = null;
+  let relaying = false;
+  const aliasCall = new AliasCall<ApiPlan>({
+    alias: name,
+    definition: alias,
+    health,
+    breakerOpen: (route) => opts.client.breakerOpen(route),
+    onFallback: (from, to, reason) => opts.fallbacks?.fallback(name, from, to, reason),
+    attempt: async (target, abort) => {
+      const planned = planFor(g, aliasTarget(g, target));
+      if (call === null) {
+        call = startCall(g, planned, name);
+        if (refusedOverBudget(g, call)) throw new AliasCallEnded();
+      } else call.retarget(callTarget(g, planned));
+      return { plan: planned, upstream: await sendPlanned(g, planned, abort) };
+    },
+  });
+  res.once('close', () => {
+    if (!answerFinished(res) && !relaying) aliasCall.cancel(callerLeft());
+  });
+  let answered: Answered<ApiPlan>;
+  try {
+    answered = await aliasCall.run();
+  } catch (error) {
+    recordAttempts(g, call, aliasCall.failed, null);
+    if (error instanceof AliasCallEnded) return call;
+    throw error;
+  }
+  const metered = call as MeteredCall | null;
+  if (metered === null) throw new ProxyError('upstream_misconfigured', `model alias ${name} made no attempt`);
+  metered.retarget(callTarget(g, answered.plan));
+  recordAttempts(g, metered, aliasCall.failed, answered);
+  health.served(name, alias, answered.target.priority, Date.now());
+  metered.attachUpstream(answered.upstream.timing);
+  relaying = true;
+  await relayPlanned(g, metered, answered.plan, answered.upstream);
+  return metered;
+}
+
+/** The budget refused the call before its first attempt: the refusal has been answered. */
+class AliasCallEnded extends Error {}
+
+/** When a call made more than one attempt, each gets a span of its own, a child of the call's. */
+function recordAttempts(g: GatewayCall, call: MeteredCall | null, failed: readonly FailedAttempt[], answered: Answered<ApiPlan> | null): void {
+  if (call === null || failed.length === 0 || (answered === null && failed.length === 1)) return;
+  const { config } = g.snapshot;
+  for (const attempt of failed) {
+    const module = routeCatalog(config).get(attempt.target.route);
+    call.recordAttempt({
+      attempt: attempt.attempt,
+      target: {
+        route: attempt.target.route,
+        provider: module?.provider ?? 'unknown',
+        model: attempt.target.model,
+        projectId: g.projectHeader ?? (module ? (upstreamOf(module, config)?.project ?? null) : null),
+      },
+      startedAt: attempt.startedAt,
+      startTime: attempt.startTime,
+      status: attempt.statusCode === null ? 'error' : 'upstream_error',
+      statusCode: attempt.statusCode,
+      error: attempt.error,
+    });
+  }
+  if (answered !== null) {
+    const { statusCode } = answered.upstream;
+    call.recordAttempt({
+      attempt: answered.attempt,
+      target: call.call,
+      startedAt: answered.startedAt,
+      startTime: answered.startTime,
+      status: statusCode >= 400 ? 'upstream_error' : 'ok',
+      statusCode,
+      error: null,
+    });
   }
 }

@@ -11,6 +11,7 @@ import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../../contr
 import { isRecord } from '../../../contracts/json-record.ts';
 import type { ConfigStore, ConfigSnapshot } from '../config/config-store.ts';
 import { routeCatalog } from '../routes/route-catalog.ts';
+import { checkAliasRoutes } from '../fallback/configured-aliases.ts';
 import { routeBaseUrl } from '../routes/upstream-base-url.ts';
 import { parseJsonWithUniqueKeys } from '../config/unique-key-json.ts';
 import { JSON_MEDIA_TYPE, notJsonMessage } from '../inbound/json-content-type.ts';
@@ -42,7 +43,7 @@ export const MAX_CONFIGURED_ROUTES = 64;
  * purpose: the API has no authentication, and a credential file path set here would make the proxy send any
  * local file it can read as a key (ADR 1003). Credential files come from the config file and the operator.
  */
-const API_SECTIONS = ['pricing', 'cache', 'upstreams', 'routes', 'breaker', 'gateway', 'budgets'] as const;
+const API_SECTIONS = ['pricing', 'cache', 'upstreams', 'routes', 'breaker', 'gateway', 'budgets', 'models'] as const;
 
 const TRACES_MAX = 200;
 /**
@@ -122,7 +123,9 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
         throw new ConfigError('budgets.ledger', 'is read when the proxy starts: set it in the config file');
       }
       if (opts.configOwner === 'operator') refuseOperatorOwned(patch);
-      const routes = opts.store.preview('api', patch).routes.length;
+      const preview = opts.store.preview('api', patch);
+      checkAliasRoutes(preview);
+      const routes = preview.routes.length;
       if (routes > MAX_CONFIGURED_ROUTES) {
         throw new ConfigError('routes', `would make ${routes} configured routes with those already set; at most ${MAX_CONFIGURED_ROUTES} in all`);
       }

@@ -4,6 +4,8 @@
 // (Host and Origin, identity), the same call meter and the same drain on shutdown: a call here is metered
 // exactly like one on the proxy port. Only /v1/* is served.
 
+import type { TargetHealth } from '../fallback/target-health.ts';
+import type { FallbackObserver } from '../http/gateway.ts';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { ConfigStore } from '../config/config-store.ts';
 import { gatewayRoutes } from '../http/gateway.ts';
@@ -29,6 +31,9 @@ export interface LmStudioAppOptions {
   localModels: LocalModelCatalog;
   /** The engine's /v1/responses store, shared with the proxy port. */
   responses: ResponseStore;
+  /** The engine's alias target health and fallback metrics, shared with the proxy port. */
+  targetHealth: TargetHealth;
+  fallbacks: FallbackObserver;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -45,6 +50,8 @@ export async function buildLmStudioApp(opts: LmStudioAppOptions): Promise<Fastif
     budgets: opts.budgets,
     localModels: opts.localModels,
     responses: opts.responses,
+    targetHealth: opts.targetHealth,
+    fallbacks: opts.fallbacks,
     ...(opts.env ? { env: opts.env } : {}),
   });
   app.setNotFoundHandler((request, reply) => {

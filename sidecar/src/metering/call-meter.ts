@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { PriceTable } from '../pricing/price-table.ts';
 import type { Span, SpanStatus } from '../spans/span.ts';
 import type { SpanWriter } from '../spans/span-writer.ts';
-import type { TraceContext } from '../spans/trace-context.ts';
+import { newSpanId, type TraceContext } from '../spans/trace-context.ts';
 import { implausibleUsage } from '../usage/usage-bounds.ts';
 import type { TokenUsage } from '../usage/usage.ts';
 import type { UpstreamTiming } from '../upstream/upstream-client.ts';
@@ -21,6 +21,23 @@ export interface CallStart {
   projectId: string | null;
   requestId: string;
   trace: TraceContext;
+  /** The model alias the caller named on /v1, when it named one. */
+  alias?: string | undefined;
+}
+
+/** Where a call finally went: the alias target that answered (or failed last). */
+export type CallTarget = Pick<CallStart, 'route' | 'provider' | 'model' | 'projectId'>;
+
+/** One upstream attempt of a call that fell back (fallback/alias-call.ts), for its own span. */
+export interface AttemptEnd {
+  attempt: number;
+  target: CallTarget;
+  /** performance.now() when the attempt began, and Date.now() at the same moment. */
+  startedAt: number;
+  startTime: number;
+  status: SpanStatus;
+  statusCode: number | null;
+  error: string | null;
 }
 
 export interface CallEnd {
@@ -116,7 +133,7 @@ export class MeteredCall implements CallTimings {
   readonly #stats: MeteringStats;
   readonly #shutdown: ShutdownState;
   readonly #observers: readonly CallObserver[];
-  readonly call: CallStart;
+  #call: CallStart;
   readonly #startedAt = performance.now();
   readonly #startTime = Date.now();
   readonly #spend: SpendSink | undefined;
@@ -132,15 +149,64 @@ export class MeteredCall implements CallTimings {
   ) {
     this.#writer = writer;
     this.#logger = logger;
-    this.call = call;
+    this.#call = call;
     this.#stats = context.stats ?? { meteringErrors: 0, implausibleUsage: 0 };
     this.#shutdown = context.shutdown ?? { cutting: false };
     this.#spend = context.spend;
     this.#observers = context.observers ?? NO_OBSERVERS;
   }
 
+  get call(): CallStart {
+    return this.#call;
+  }
+
   get finished(): boolean {
     return this.#finished !== null;
+  }
+
+  /** The call is going to another target (an alias's fallback): its span names the one that answers. */
+  retarget(target: CallTarget): void {
+    if (this.#finished) return;
+    this.#call = { ...this.#call, ...target };
+  }
+
+  /**
+   * Records one attempt of a call that fell back as a child of this call's span: its target and outcome, no
+   * usage and no cost (what the upstream reported is charged once, on the call's span).
+   */
+  recordAttempt(end: AttemptEnd): void {
+    const { trace, operation, userId, requestId, alias } = this.#call;
+    const { target } = end;
+    this.#writer.record({
+      spanId: newSpanId(),
+      traceId: trace.traceId,
+      parentSpanId: trace.spanId,
+      name: `${operation} ${target.model}`,
+      operation,
+      model: target.model,
+      responseModel: null,
+      provider: target.provider,
+      route: target.route,
+      userId,
+      projectId: target.projectId,
+      requestId,
+      inputTokens: 0,
+      outputTokens: 0,
+      totalTokens: 0,
+      cachedTokens: 0,
+      cacheWriteTokens: 0,
+      reasoningTokens: 0,
+      costUsd: 0,
+      priced: false,
+      usageEstimated: false,
+      alias: alias ?? null,
+      attempt: end.attempt,
+      durationMs: Math.round((performance.now() - end.startedAt) * 1000) / 1000,
+      status: end.status,
+      statusCode: end.statusCode,
+      error: end.error,
+      startTime: new Date(end.startTime).toISOString(),
+    });
   }
 
   /** The caller left before its answer was whole; the relay reads the upstream on for the usage (ADR 1305). */
@@ -239,6 +305,8 @@ export class MeteredCall implements CallTimings {
       costUsd: cost.costUsd,
       priced: cost.priced,
       usageEstimated: usage !== null && end.usageEstimated === true,
+      alias: call.alias ?? null,
+      attempt: null,
       durationMs: Math.round(((this.#finishedAt = performance.now()) - this.#startedAt) * 1000) / 1000,
       status,
       statusCode: end.statusCode,
@@ -305,6 +373,7 @@ function logCall(logger: Logger, span: Span, unpriced: boolean): void {
       route: span.route,
       provider: span.provider,
       model: span.model,
+      ...(span.alias !== null ? { alias: span.alias } : {}),
       user_id: span.userId,
       status: span.status,
       status_code: span.statusCode,

@@ -136,6 +136,16 @@ export class ProxyMetrics implements CallObserver {
   #perUser: PerUserMetrics = { enabled: false, maxUsers: 0 };
   #users = new Map<string, { requests: CounterSeries; cost: CounterSeries }>();
   #startupSeconds = Number.NaN;
+  /** Bounded by the config: aliases × targets × targets × 5 reasons. */
+  #fallbacks = new Map<string, CounterSeries>();
+
+  /** An alias call went on from one target to the next (fallback/alias-call.ts). */
+  fallback(alias: string, from: { route: string }, to: { route: string }, reason: string): void {
+    const key = `${alias}\u0000${from.route}\u0000${to.route}\u0000${reason}`;
+    let series = this.#fallbacks.get(key);
+    if (series === undefined) this.#fallbacks.set(key, (series = this.families.fallbacks.series(alias, from.route, to.route, reason)));
+    series.value++;
+  }
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     const r = this.registry;
@@ -191,6 +201,12 @@ export class ProxyMetrics implements CallObserver {
         ['kind'],
       ),
       userRequests: new CounterFamily(r, 'tollgate_user_requests_total', 'LLM calls per user (opt-in: metrics.perUser; users past the cap count as other).', ['user']),
+      fallbacks: new CounterFamily(
+        r,
+        'tollgate_fallbacks_total',
+        "Alias calls that went on from one target's route to another's, by alias, the route that failed, the next one and why (rate_limited, server_error, unreachable, timeout, circuit_open).",
+        ['alias', 'from', 'to', 'reason'],
+      ),
       userCost: new CounterFamily(r, 'tollgate_user_cost_usd_total', 'Cost in USD per user (opt-in: metrics.perUser; users past the cap count as other).', ['user']),
     };
     const mirror = (name: string, help: string, read: () => number | undefined) => {

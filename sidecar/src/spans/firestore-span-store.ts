@@ -107,8 +107,10 @@ export function openFirestoreSpanStore(settings: FirestoreStorageSettings, optio
       const totals = new SpendAccumulator(query);
       const read = (async () => {
         // Only the fields the report needs travel: one document read per span in the window.
-        for await (const doc of window.select(column, 'gen_ai_cost_usd', 'gen_ai_total_tokens', 'start_time').stream()) {
+        for await (const doc of window.select(column, 'gen_ai_cost_usd', 'gen_ai_total_tokens', 'start_time', 'attempt').stream()) {
           const data = (doc as unknown as { data(): DocumentData }).data();
+          // An attempt's span is a child of its call's, with no cost: a call is counted once.
+          if (data.attempt !== undefined && data.attempt !== null) continue;
           const start = (data.start_time as Timestamp).toDate();
           const key: unknown = data[column];
           totals.add(start, typeof key === 'string' ? key : null, Number(data.gen_ai_cost_usd ?? 0), Number(data.gen_ai_total_tokens ?? 0));

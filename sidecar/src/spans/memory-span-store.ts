@@ -41,7 +41,7 @@ export function openMemorySpanStore(capacity: number = DEFAULT_MEMORY_SPAN_CAPAC
       for (let i = 0; i < size; i++) {
         const span = ring[i] as Span;
         const start = new Date(span.startTime);
-        if (totals.inWindow(start)) totals.add(start, spanToRecord(span)[column], span.costUsd, span.totalTokens);
+        if (span.attempt === null && totals.inWindow(start)) totals.add(start, spanToRecord(span)[column], span.costUsd, span.totalTokens);
       }
       return totals.report();
     },

@@ -25,11 +25,11 @@ export interface SpanColumn {
 }
 
 /** The schema version of SPAN_COLUMNS (SQLite keeps it in PRAGMA user_version). */
-export const SPAN_SCHEMA_VERSION = 3;
+export const SPAN_SCHEMA_VERSION = 4;
 
 // Version 1 had the identity, timing, outcome, model and the basic token and cost columns; version 2 added
 // project and request ids, the response model, cache and reasoning tokens and `priced`; version 3 added
-// `usage_estimated`.
+// `usage_estimated`; version 4 added `alias` and `attempt` (model aliases and fallback).
 export const SPAN_COLUMNS: readonly SpanColumn[] = [
   { name: 'span_id', type: 'string', nullable: false, since: 1 },
   { name: 'trace_id', type: 'string', nullable: false, since: 1 },
@@ -60,6 +60,9 @@ export const SPAN_COLUMNS: readonly SpanColumn[] = [
   { name: 'priced', type: 'bool', nullable: false, since: 2, missing: true },
   // Before this column a call's usage was always the provider's (or none).
   { name: 'usage_estimated', type: 'bool', nullable: false, since: 3, missing: false },
+  // Before these columns there were no aliases, and every span was a call's.
+  { name: 'alias', type: 'string', nullable: true, since: 4 },
+  { name: 'attempt', type: 'int', nullable: true, since: 4 },
 ];
 
 export const SPAN_COLUMN_NAMES: readonly string[] = SPAN_COLUMNS.map((c) => c.name);
@@ -92,6 +95,8 @@ export interface SpanRecord {
   gen_ai_usage_reasoning_tokens: number;
   priced: boolean;
   usage_estimated: boolean;
+  alias: string | null;
+  attempt: number | null;
 }
 
 export function spanToRecord(s: Span): SpanRecord {
@@ -122,6 +127,8 @@ export function spanToRecord(s: Span): SpanRecord {
     gen_ai_usage_reasoning_tokens: s.reasoningTokens,
     priced: s.priced,
     usage_estimated: s.usageEstimated,
+    alias: s.alias,
+    attempt: s.attempt,
   };
 }
 
@@ -170,6 +177,8 @@ export function recordToSpan(row: Readonly<Record<string, unknown>>): Span {
     costUsd: num('gen_ai_cost_usd'),
     priced: flag('priced'),
     usageEstimated: flag('usage_estimated'),
+    alias: nullableText('alias'),
+    attempt: nullableNum('attempt'),
     durationMs: num('duration_ms'),
     status: text('status') as SpanStatus,
     statusCode: nullableNum('status_code'),

@@ -26,6 +26,8 @@ describe('spanToJson', () => {
       cost_usd: 0.000345,
       priced: true,
       usage_estimated: false,
+      alias: null,
+      attempt: null,
       duration_ms: 123.5,
       status: 'upstream_error',
       status_code: 502,

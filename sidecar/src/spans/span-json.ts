@@ -24,6 +24,10 @@ export interface SpanJson {
   priced: boolean;
   /** The token counts are the proxy's estimate (the caller left before the provider's usage arrived). */
   usage_estimated: boolean;
+  /** The model alias the caller named (docs/openai-gateway.md), or null. */
+  alias: string | null;
+  /** On an attempt of a call that fell back, its number; null on a call's own span. */
+  attempt: number | null;
   duration_ms: number;
   status: SpanStatus;
   status_code: number | null;
@@ -54,6 +58,8 @@ export function spanToJson(span: Span): SpanJson {
     cost_usd: span.costUsd,
     priced: span.priced,
     usage_estimated: span.usageEstimated,
+    alias: span.alias,
+    attempt: span.attempt,
     duration_ms: span.durationMs,
     status: span.status,
     status_code: span.statusCode,

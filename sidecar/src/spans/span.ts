@@ -39,6 +39,14 @@ export interface Span {
    * provider's usage did not arrive within the bounds the proxy keeps reading for (ADR 1305).
    */
   usageEstimated: boolean;
+  /** The model alias the caller named on /v1 (docs/openai-gateway.md), or null; `model` is the target's id. */
+  alias: string | null;
+  /**
+   * On an attempt's span, its number (1, 2, …): a child of the call's span recording one upstream attempt of a
+   * call that fell back, with its outcome and no usage (the call's own span carries what was charged). Null on
+   * a call's span, so reports of calls and spend leave attempts out.
+   */
+  attempt: number | null;
   durationMs: number;
   status: SpanStatus;
   /** Upstream HTTP status; null when the upstream was never reached. */

@@ -33,7 +33,8 @@ export function spendStatement(dialect: SpendSqlDialect, query: SpendQuery): Spe
     'COUNT(*) AS calls',
     'SUM(gen_ai_total_tokens) AS total_tokens',
   ];
-  const where = [`start_time >= ${dialect.param('since')}`, ...(query.until ? [`start_time < ${dialect.param('until')}`] : [])];
+  // An attempt's span is a child of its call's, with no cost: a call is counted once, by its own span.
+  const where = [`start_time >= ${dialect.param('since')}`, ...(query.until ? [`start_time < ${dialect.param('until')}`] : []), 'attempt IS NULL'];
   const groupBy = bucketed ? 'bucket, key' : 'key';
   const orderBy = `${bucketed ? 'bucket ASC, ' : ''}cost_units DESC, calls DESC, key ASC NULLS LAST`;
   return {

@@ -103,6 +103,8 @@ describe('SQLite span store file', () => {
           'gen_ai_cost_usd',
           'priced',
           'usage_estimated',
+          'alias',
+          'attempt',
         ].sort(),
       );
       const row = db.prepare('SELECT user_id, gen_ai_cost_usd, gen_ai_total_tokens, start_time, gen_ai_provider_name FROM spans').get();
@@ -169,6 +171,8 @@ describe('SQLite span store file', () => {
       costUsd: 0.006,
       priced: true,
       usageEstimated: false,
+      alias: null,
+      attempt: null,
       durationMs: 812.5,
       status: 'ok',
       statusCode: 200,

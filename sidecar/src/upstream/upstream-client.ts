@@ -185,6 +185,11 @@ export class UpstreamClient {
     return problems;
   }
 
+  /** Whether the route refuses calls now because its breaker is open (an alias then tries the target last). */
+  breakerOpen(route: string): boolean {
+    return this.#breakers.get(route)?.state() === 'open';
+  }
+
   async send(config: RuntimeConfig, req: UpstreamSend): Promise<UpstreamResponse> {
     const route = routeCatalog(config).get(req.route);
     if (route === undefined) throw new ProxyError('unknown_route', `unknown route ${JSON.stringify(req.route)}`);
