@@ -29,7 +29,7 @@ function answer(statusCode: number, headers: Record<string, string> = {}): Upstr
     timing: { startedAt: 0, headersAt: 0, endedAt: Number.NaN },
     settled,
     destroyed: () => body.destroyed,
-  } as UpstreamResponse & { settled: string[]; destroyed: () => boolean };
+  };
 }
 
 const alias = withAliasDefaults({
