@@ -77,6 +77,8 @@ export interface CallTimings {
  */
 export interface CallObserver {
   callFinished(span: Span, model: string | null, timings: CallTimings, sampled: boolean): void;
+  /** One attempt of a call that fell back (a child of the call's span, no usage); for exporters of spans. */
+  attemptFinished?(span: Span, sampled: boolean): void;
 }
 
 /** Where finished calls' costs are charged (sidecar/src/budgets): never throws. */
@@ -177,7 +179,7 @@ export class MeteredCall implements CallTimings {
   recordAttempt(end: AttemptEnd): void {
     const { trace, operation, userId, requestId, alias } = this.#call;
     const { target } = end;
-    this.#writer.record({
+    const span: Span = {
       spanId: newSpanId(),
       traceId: trace.traceId,
       parentSpanId: trace.spanId,
@@ -206,7 +208,16 @@ export class MeteredCall implements CallTimings {
       statusCode: end.statusCode,
       error: end.error,
       startTime: new Date(end.startTime).toISOString(),
-    });
+    };
+    this.#writer.record(span);
+    const sampled = trace.flags === '01';
+    for (const observer of this.#observers) {
+      try {
+        observer.attemptFinished?.(span, sampled);
+      } catch (error) {
+        this.#logger.error({ err: (error as Error).message, request_id: requestId }, 'call observer failed');
+      }
+    }
   }
 
   /** The caller left before its answer was whole; the relay reads the upstream on for the usage (ADR 1305). */

@@ -107,6 +107,8 @@ class ExportedSpan implements ReadableSpan {
     if (span.responseModel !== null) attributes['gen_ai.response.model'] = span.responseModel;
     // Only when set: an estimate is rare, and every span's attributes cross the network.
     if (span.usageEstimated) attributes['tollgate.usage.estimated'] = true;
+    if (span.alias !== null) attributes['tollgate.alias'] = span.alias;
+    if (span.attempt !== null) attributes['tollgate.attempt'] = span.attempt;
     if (span.statusCode !== null) attributes['http.response.status_code'] = span.statusCode;
     if (span.status !== 'ok') attributes['error.type'] = errorType(span);
     if (span.userId !== null) attributes['enduser.id'] = span.userId;

@@ -73,7 +73,16 @@ export class OtlpFollower implements CallObserver {
     this.#unsubscribe = opts.store.subscribe((snapshot) => this.#apply(snapshot.config));
   }
 
+  /** An attempt's span goes out like a call's, as its child. */
+  attemptFinished(span: Span, sampled: boolean): void {
+    this.#export(span, sampled);
+  }
+
   callFinished(span: Span, _model: string | null, _timings: CallTimings, sampled: boolean): void {
+    this.#export(span, sampled);
+  }
+
+  #export(span: Span, sampled: boolean): void {
     if (this.#current !== null) {
       if (!this.#current.record(span, sampled)) this.#dropNoted();
       return;
