@@ -11,7 +11,7 @@
 import type { RuntimeConfigPatch } from './config-schema.ts';
 
 /** The revision this release's sidecar understands; it sends it in the push Hello (proto field config_revision). */
-export const CONFIG_REVISION = 2;
+export const CONFIG_REVISION = 3;
 
 /** What a Hello without a revision means: a sidecar released before revisions existed. */
 export const FIRST_CONFIG_REVISION = 1;
@@ -44,8 +44,38 @@ const CONFIGURED_ROUTES: ConfigAddition = {
   },
 };
 
+/**
+ * Revision 3: a route's `endpoints` and `strategy` (ADR 0008), under upstreams.<route> and routes[]. Safe to leave
+ * out: an older sidecar sends the route's calls to the route's own base URL with its own credential.
+ */
+const ROUTE_ENDPOINTS: ConfigAddition = {
+  revision: 3,
+  withhold(patch) {
+    const withheld: string[] = [];
+    const out = { ...patch };
+    const without = <T extends { endpoints?: unknown; strategy?: unknown }>(entry: T, name: string): Omit<T, 'endpoints' | 'strategy'> => {
+      const { endpoints, strategy, ...rest } = entry;
+      if (endpoints !== undefined || strategy !== undefined) withheld.push(`${name}.endpoints`);
+      return rest;
+    };
+    if (patch.upstreams) out.upstreams = Object.fromEntries(Object.entries(patch.upstreams).map(([route, upstream]) => [route, without(upstream, `upstreams.${route}`)]));
+    if (patch.routes) out.routes = patch.routes.map((route) => without(route, `routes (${route.name})`));
+    return { patch: out, withheld };
+  },
+};
+
+/** Revision 3 too: model aliases (`models`, contracts/model-aliases.ts). Without them /v1 answers an alias as an unknown model. */
+const MODEL_ALIASES: ConfigAddition = {
+  revision: 3,
+  withhold(patch) {
+    const { models, ...out } = patch;
+    const names = Object.keys(models ?? {});
+    return { patch: out, withheld: names.length > 0 ? [`models (${names.join(', ')})`] : [] };
+  },
+};
+
 /** Every addition since revision 1, oldest first. */
-export const CONFIG_ADDITIONS: readonly ConfigAddition[] = [CONFIGURED_ROUTES];
+export const CONFIG_ADDITIONS: readonly ConfigAddition[] = [CONFIGURED_ROUTES, ROUTE_ENDPOINTS, MODEL_ALIASES];
 
 /**
  * `patch` for a sidecar of `revision`: every addition that revision predates taken out, newest first, and what

@@ -22,6 +22,7 @@ import {
 } from './routes.ts';
 import { builtInSecrets, BUILT_IN_CREDENTIALS, CREDENTIAL_KINDS, type CredentialFileSetting } from './credential-kinds.ts';
 import { parseRouteCredential, type DeclaredCredentials } from './route-credential-schema.ts';
+import { ENDPOINT_STRATEGIES, parseEndpoints } from './route-endpoints.ts';
 import { normaliseAllowedHost } from './allowed-hosts.ts';
 import { normaliseOrigin } from './origin-policy.ts';
 import { ConfigError } from './config-error.ts';
@@ -158,12 +159,35 @@ function parseServer(input: unknown, field: string): NonNullable<RuntimeConfigPa
 /** The upstream settings a format's routes take (the CRD's three upstream shapes): a setting the route would ignore is refused. */
 function upstreamFields(format: keyof typeof ROUTE_FORMATS | undefined): string[] {
   const shape = format === undefined ? undefined : ROUTE_FORMATS[format].upstream;
-  return ['baseUrl', ...(shape === undefined || shape === 'vertex' ? ['project', 'location'] : []), ...(shape === undefined || shape === 'aws' ? ['region'] : []), 'timeoutMs'];
+  return [
+    'baseUrl',
+    ...(shape === undefined || shape === 'vertex' ? ['project', 'location'] : []),
+    ...(shape === undefined || shape === 'aws' ? ['region'] : []),
+    'timeoutMs',
+    'endpoints',
+    'strategy',
+  ];
 }
 
-function parseUpstream(input: unknown, field: string, format?: keyof typeof ROUTE_FORMATS): UpstreamConfig {
+/** The route's credential kind and format, for its `endpoints` (route-endpoints.ts). */
+interface EndpointsOf {
+  format: keyof typeof ROUTE_FORMATS;
+  credentialKind: keyof typeof CREDENTIAL_KINDS;
+  fromApi: boolean;
+}
+
+function parseUpstream(input: unknown, field: string, format?: keyof typeof ROUTE_FORMATS, endpointsOf?: EndpointsOf): UpstreamConfig {
   const v = object(input, field);
   onlyKeys(v, field, upstreamFields(format));
+  const endpoints =
+    v.endpoints === undefined || endpointsOf === undefined
+      ? undefined
+      : parseEndpoints(v.endpoints, `${field}.endpoints`, {
+          shape: ROUTE_FORMATS[endpointsOf.format].upstream,
+          credentialKind: endpointsOf.credentialKind,
+          fromApi: endpointsOf.fromApi,
+          settings: (settings, at) => parseUpstream(settings, at, endpointsOf.format),
+        });
   const baseUrl = optionalString(
     v,
     'baseUrl',
@@ -179,16 +203,19 @@ function parseUpstream(input: unknown, field: string, format?: keyof typeof ROUT
       location: optionalString(v, 'location', field, SHORT_NAME, 'must be a location such as us-central1 or global'),
       region: optionalString(v, 'region', field, SHORT_NAME, 'must be a region such as us-east-1'),
       timeoutMs: optionalNumber(v, 'timeoutMs', field, { min: 100, max: 3_600_000, integer: true }),
+      endpoints,
+      strategy: optionalEnum(v, 'strategy', field, ENDPOINT_STRATEGIES),
     },
   );
 }
 
-function parseUpstreams(input: unknown, field: string): Partial<Record<RouteName, UpstreamConfig>> {
+function parseUpstreams(input: unknown, field: string, fromApi = false): Partial<Record<RouteName, UpstreamConfig>> {
   const v = object(input, field);
   const out: Partial<Record<RouteName, UpstreamConfig>> = {};
   for (const [route, upstream] of Object.entries(v)) {
     if (!isRouteName(route)) throw new ConfigError(`${field}.${route}`, `is not a route (expected ${listRouteNames()})`);
-    out[route] = parseUpstream(upstream, `${field}.${route}`, ROUTES[route].format);
+    const { format, credential } = ROUTES[route];
+    out[route] = parseUpstream(upstream, `${field}.${route}`, format, { format, credentialKind: BUILT_IN_CREDENTIALS[credential].definition.kind, fromApi });
   }
   return out;
 }
@@ -252,7 +279,7 @@ function parseCredentials(input: unknown, field: string): CredentialsConfig {
   return out;
 }
 
-const ROUTE_FIELDS = ['name', 'format', 'baseUrl', 'provider', 'credential', 'headers', 'models', 'project', 'location', 'region', 'timeoutMs'] as const;
+const ROUTE_FIELDS = ['name', 'format', 'baseUrl', 'provider', 'credential', 'headers', 'models', 'project', 'location', 'region', 'timeoutMs', 'endpoints', 'strategy'] as const;
 const HEADER_NAME = /^[a-z0-9!#$%&'*+.^_`|~-]{1,128}$/;
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]{0,1024}$/;
 /** Headers a route may not set: credentials (the route's credential sets its own) and those the proxy manages. */
@@ -330,8 +357,13 @@ function parseRoute(input: unknown, field: string, declared: DeclaredCredentials
   checkUpstreamShape(v, field, format);
   if (v.baseUrl === undefined) throw new ConfigError(`${field}.baseUrl`, "is required: the upstream's http(s) base URL");
   if (v.credential === undefined) throw new ConfigError(`${field}.credential`, 'is required: {kind: api-key | google-adc | aws-sigv4 | none, ...}');
-  const upstream = parseUpstream({ baseUrl: v.baseUrl, project: v.project, location: v.location, region: v.region, timeoutMs: v.timeoutMs }, field);
   const credential = parseRouteCredential(v.credential, `${field}.credential`, name, format, declared);
+  const upstream = parseUpstream(
+    { baseUrl: v.baseUrl, project: v.project, location: v.location, region: v.region, timeoutMs: v.timeoutMs, endpoints: v.endpoints, strategy: v.strategy },
+    field,
+    undefined,
+    { format, credentialKind: credential.kind, fromApi: declared !== undefined },
+  );
   const credentialHeader = credential.kind === 'api-key' ? credential.header : undefined;
   return assignDefined<RouteEntry>(
     { name, format, baseUrl: upstream.baseUrl!, credential },
@@ -343,6 +375,8 @@ function parseRoute(input: unknown, field: string, declared: DeclaredCredentials
       location: upstream.location,
       region: upstream.region,
       timeoutMs: upstream.timeoutMs,
+      endpoints: upstream.endpoints,
+      strategy: upstream.strategy,
     },
   );
 }
@@ -501,7 +535,7 @@ export function parseRuntimeConfigPatch(input: unknown, sections: readonly strin
   const patch: RuntimeConfigPatch = {};
   if (v.mode !== undefined) patch.mode = parseEngineMode(v.mode, 'mode');
   if (v.server !== undefined) patch.server = parseServer(v.server, 'server');
-  if (v.upstreams !== undefined) patch.upstreams = parseUpstreams(v.upstreams, 'upstreams');
+  if (v.upstreams !== undefined) patch.upstreams = parseUpstreams(v.upstreams, 'upstreams', context.declaredCredentials !== undefined);
   if (v.routes !== undefined) patch.routes = parseRoutes(v.routes, 'routes', context.declaredCredentials);
   if (v.pricing !== undefined) {
     const routeProviders = [...(context.routeProviders ?? []), ...(patch.routes ?? []).map((route) => route.provider ?? route.name)];

@@ -166,11 +166,32 @@ export function routeSecretName(route: string, role: string): RouteSecretName {
   return `route.${route}.${role}`;
 }
 
+/** An endpoint's own secret in a snapshot: `route.<name>.<endpoint>.<role>` (route.beta.second-key.apiKey, ADR 0008). */
+export type EndpointSecretName = `route.${string}.${string}.${string}`;
+
+export function endpointSecretName(route: string, endpoint: string, role: string): EndpointSecretName {
+  return `route.${route}.${endpoint}.${role}`;
+}
+
+const LABEL = '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?';
+const ENDPOINT_SECRET = new RegExp(`^route\\.(${LABEL})\\.(${LABEL})\\.([A-Za-z]+)$`);
+
+/** Whether a role is a secret of some credential kind (apiKey, serviceAccount, accessKeyId, …). */
+function knownRole(role: string): boolean {
+  return CREDENTIAL_KIND_NAMES.some((kind) => Object.hasOwn(CREDENTIAL_KINDS[kind].secrets, role));
+}
+
+/** The route, endpoint and role of a `route.<name>.<endpoint>.<role>` snapshot name, or undefined when it is not one. */
+export function parseEndpointSecretName(name: string): { route: string; endpoint: string; role: string } | undefined {
+  const match = ENDPOINT_SECRET.exec(name);
+  if (!match || !knownRole(match[5]!)) return undefined;
+  return { route: match[1]!, endpoint: match[3]!, role: match[5]! };
+}
+
 /** The route and role of a `route.<name>.<role>` snapshot name, or undefined when it is not one. */
 export function parseRouteSecretName(name: string): { route: string; role: string } | undefined {
   const match = /^route\.([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)\.([A-Za-z]+)$/.exec(name);
   if (!match) return undefined;
   const role = match[3]!;
-  const known = CREDENTIAL_KIND_NAMES.some((kind) => Object.hasOwn(CREDENTIAL_KINDS[kind].secrets, role));
-  return known ? { route: match[1]!, role } : undefined;
+  return knownRole(role) ? { route: match[1]!, role } : undefined;
 }

@@ -11,6 +11,7 @@ import type { BreakerSpec, GatewaySpec, OtlpSpec, PerUserMetricsSpec, TracingSpe
 import type { CredentialDefinition, CredentialFileSetting } from './credential-kinds.ts';
 import type { BigQueryStorageConfig, DuckDbStorageConfig, FirestoreStorageConfig, StorageKind } from './storage-config.ts';
 import type { EngineMode, ServerAuthConfig } from './server-auth-config.ts';
+import type { EndpointStrategy, RouteEndpoint } from './route-endpoints.ts';
 
 export interface UpstreamConfig {
   /** Overrides the route's default base URL (regional or private endpoints; tests point it at fakes). */
@@ -23,6 +24,10 @@ export interface UpstreamConfig {
   region?: string;
   /** Per-request upstream timeout (headers and idle body), milliseconds. */
   timeoutMs?: number;
+  /** Several keys, projects or regions sharing the route's calls, each with its own breaker (ADR 0008). */
+  endpoints?: RouteEndpoint[];
+  /** How a call picks one of `endpoints` (default weighted). */
+  strategy?: EndpointStrategy;
 }
 
 /**
@@ -56,6 +61,9 @@ export interface RouteEntry {
   /** Bedrock: AWS region. */
   region?: string;
   timeoutMs?: number;
+  /** Several keys, projects or regions sharing the route's calls (ADR 0008). */
+  endpoints?: RouteEndpoint[];
+  strategy?: EndpointStrategy;
 }
 
 /** Generated from the one definition of contracts/runtime-config-schema.ts (ADR 0602); the merged config has every field. */

@@ -3,7 +3,7 @@
 // writes each to a file and points its config at it (sidecar/src/config/snapshot-cache.ts). Both spell the
 // names from here: a name only one side knows would be a credential the sidecar ignores.
 
-import type { BuiltInSnapshotName, RouteSecretName } from './credential-kinds.ts';
+import type { BuiltInSnapshotName, EndpointSecretName, RouteSecretName } from './credential-kinds.ts';
 
 /** The built-in credentials' values (openaiApiKey, awsAccessKeyId, …), from the credential table. */
 export type RouteCredentialName = BuiltInSnapshotName;
@@ -26,5 +26,5 @@ export function auditCredentialName(sink: string, field: AuditCredentialField): 
   return `audit.${sink}.${field}`;
 }
 
-/** A configured route's secrets travel as `route.<name>.<role>` (credential-kinds.ts). */
-export type SnapshotCredentialName = RouteCredentialName | RouteSecretName | StorageCredentialName | AuditCredentialName;
+/** A configured route's secrets travel as `route.<name>.<role>`, an endpoint's own as `route.<name>.<endpoint>.<role>` (credential-kinds.ts). */
+export type SnapshotCredentialName = RouteCredentialName | RouteSecretName | EndpointSecretName | StorageCredentialName | AuditCredentialName;

@@ -6,13 +6,14 @@ import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { PROVIDERS, ROUTE_NAMES, type RouteName } from '../contracts/routes.ts';
+import type { RouteEndpoint } from '../contracts/route-endpoints.ts';
 import type { UpstreamConfig } from '../contracts/runtime-config.ts';
 import type { SchemaNode } from './crd-schema.ts';
 import { renderCrd } from './crd-manifest.ts';
 import { GENERATE_COMMAND, generatedFiles, staleness } from './generated-files.ts';
 import { PROXY_CONFIG_CRD } from './proxy-config.ts';
 import { BUDGET_POLICY_CRD } from './budget-policy.ts';
-import { BUDGET_POLICY, CRD_GROUP, crdManifests, PROXY_CONFIG, type UpstreamsSpec } from './index.ts';
+import { BUDGET_POLICY, CRD_GROUP, crdManifests, PROXY_CONFIG, type BedrockEndpointSpec, type DirectEndpointSpec, type UpstreamsSpec, type VertexEndpointSpec } from './index.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -152,5 +153,7 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type CrdUpstreamField = { [R in keyof UpstreamsSpec]-?: keyof NonNullable<UpstreamsSpec[R]> }[keyof UpstreamsSpec];
 const everyRouteOnce: Same<keyof UpstreamsSpec, RouteName> = true;
 const noUnknownField: Same<Exclude<CrdUpstreamField, keyof UpstreamConfig>, never> = true;
-const valuesFit: Record<RouteName, UpstreamConfig> = {} as Required<UpstreamsSpec>;
-void [everyRouteOnce, noUnknownField, valuesFit];
+const valuesFit: Record<RouteName, Omit<UpstreamConfig, 'endpoints'>> = {} as Required<UpstreamsSpec>;
+// An endpoint's key is a Secret reference the operator turns into files (render.ts); its other fields go as they are.
+const endpointsFit: Omit<RouteEndpoint, 'credential'>[] = [] as Omit<VertexEndpointSpec | BedrockEndpointSpec | DirectEndpointSpec, 'credential'>[];
+void [everyRouteOnce, noUnknownField, valuesFit, endpointsFit];

@@ -11,6 +11,7 @@ import { BUILT_IN_CREDENTIALS, CREDENTIAL_KIND_NAMES, CREDENTIAL_KINDS, type Bui
 import type { CrdSource, SchemaNode, ValidationRule } from './crd-schema.ts';
 import { BREAKER_SCHEMA, CACHE_SETTINGS_SCHEMA, GATEWAY_SCHEMA, int, METRICS_SCHEMA, storageSchema, TRACING_SCHEMA } from '../contracts/runtime-config-schema.ts';
 import { auditSpec } from './proxy-config-audit.ts';
+import { ENDPOINT_STRATEGIES, MAX_ENDPOINT_WEIGHT, MAX_ENDPOINTS } from '../contracts/route-endpoints.ts';
 
 // Go's regexp (RE2) syntax, as the API server evaluates `pattern`.
 const DNS_SUBDOMAIN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
@@ -150,7 +151,9 @@ function upstreamFor(route: RouteName): SchemaNode {
   const { format, description } = ROUTES[route];
   const upstream = ROUTE_FORMATS[format].upstream;
   const shape = upstream === 'vertex' ? vertexUpstream : upstream === 'aws' ? bedrockUpstream : directUpstream;
-  return { ...shape, description: `${shape.description} /proxy/${route}: ${description}.` };
+  // Defined with the Secret references below; every route of a shape gets the same endpoints (ADR 0008).
+  const endpoints = upstream === 'vertex' ? vertexEndpoints() : upstream === 'aws' ? bedrockEndpoints() : directEndpoints();
+  return { ...shape, description: `${shape.description} /proxy/${route}: ${description}.`, properties: { ...shape.properties, endpoints, strategy: endpointStrategy } };
 }
 
 const secretName: SchemaNode = {
@@ -279,6 +282,79 @@ const routeCredential: SchemaNode = {
   'x-kubernetes-validations': kindRules(),
 };
 
+/** An endpoint's own key: a Secret reference per secret of its route's credential kind; absent, the route's key (ADR 0008). */
+function endpointCredential(tsType: string, roles: readonly string[]): SchemaNode {
+  const pair = roles.includes('accessKeyId') && roles.includes('secretAccessKey');
+  return {
+    type: 'object',
+    tsType,
+    description:
+      "The endpoint's own key, from a Secret: only the secrets of its route's credential kind (its header, scopes or signing service are the route's). Absent: the route's key.",
+    properties: Object.fromEntries(roles.map((role) => [role, secretKeyRef(`Secret key holding the endpoint's ${roleWords(role)}.`)])),
+    ...(pair
+      ? {
+          'x-kubernetes-validations': [
+            {
+              rule: 'has(self.accessKeyId) == has(self.secretAccessKey)',
+              message: 'accessKeyId and secretAccessKey must be set together',
+              fieldPath: '.secretAccessKey',
+              reason: 'FieldValueInvalid' as const,
+            },
+          ],
+        }
+      : {}),
+  };
+}
+
+/** `endpoints` of a route: its name, weight and base URL, the settings of its shape, its own key. */
+function endpointList(tsType: string, settings: Readonly<Record<string, SchemaNode>>, credential: SchemaNode): SchemaNode {
+  return {
+    type: 'array',
+    description:
+      "Several keys, projects or regions sharing the route's calls, each with its own circuit breaker and cool-down (docs/routes.md); a setting an endpoint leaves out is the route's. Sidecars of releases before endpoints get the route without them.",
+    minItems: 1,
+    maxItems: MAX_ENDPOINTS,
+    'x-kubernetes-list-type': 'map',
+    'x-kubernetes-list-map-keys': ['name'],
+    items: {
+      type: 'object',
+      tsType,
+      description: 'One place the route reaches: a key, a project or a region.',
+      required: ['name'],
+      properties: {
+        name: { type: 'string', description: 'Unique within the route; names the endpoint in logs, metrics and the health view.', maxLength: 63, pattern: ROUTE_NAME },
+        weight: { type: 'number', description: 'Its share of the calls (default 1).', minimum: 0, exclusiveMinimum: true, maximum: MAX_ENDPOINT_WEIGHT },
+        baseUrl: { ...baseUrl, description: "Its base URL; else the route's." },
+        ...settings,
+        credential,
+      },
+    },
+  };
+}
+
+const endpointStrategy: SchemaNode = {
+  type: 'string',
+  tsType: 'EndpointStrategy',
+  description: 'How a call picks one of endpoints: weighted (smooth weighted round robin, the default) or least-outstanding (the fewest calls in flight per weight).',
+  enum: ENDPOINT_STRATEGIES,
+};
+
+const vertexPlace: Readonly<Record<string, SchemaNode>> = {
+  project: { type: 'string', description: "Its Google Cloud project; else the route's.", maxLength: 128, pattern: GCP_PROJECT },
+  location: { type: 'string', description: "Its Vertex AI location, e.g. us-east5; else the route's.", maxLength: 63, pattern: SHORT_NAME },
+};
+const awsRegion: SchemaNode = { type: 'string', description: "Its AWS region; else the route's.", maxLength: 63, pattern: SHORT_NAME };
+const rolesOf = (kind: keyof typeof CREDENTIAL_KINDS) => Object.keys(CREDENTIAL_KINDS[kind].secrets);
+const vertexEndpoints = () => endpointList('VertexEndpointSpec', vertexPlace, endpointCredential('GoogleEndpointCredentialSpec', rolesOf('google-adc')));
+const bedrockEndpoints = () => endpointList('BedrockEndpointSpec', { region: awsRegion }, endpointCredential('AwsEndpointCredentialSpec', rolesOf('aws-sigv4')));
+const directEndpoints = () => endpointList('DirectEndpointSpec', {}, endpointCredential('ApiKeyEndpointCredentialSpec', rolesOf('api-key')));
+/** A configured route's: any kind's secrets and settings; the validator refuses those of another kind or format. */
+const routeEndpoints = endpointList(
+  'RouteEndpointSpec',
+  { ...vertexPlace, region: awsRegion },
+  endpointCredential('RouteEndpointCredentialSpec', [...new Set(CREDENTIAL_KIND_NAMES.flatMap((kind) => rolesOf(kind)))]),
+);
+
 const routePrice: SchemaNode = {
   ...PRICE_ENTRY_SCHEMA,
   tsType: 'RoutePriceSpec',
@@ -323,6 +399,8 @@ const route: SchemaNode = {
     location: { type: 'string', description: 'Vertex AI formats: location.', maxLength: 63, pattern: SHORT_NAME },
     region: { type: 'string', description: 'bedrock: AWS region.', maxLength: 63, pattern: SHORT_NAME },
     timeoutMs,
+    endpoints: routeEndpoints,
+    strategy: endpointStrategy,
   },
   'x-kubernetes-validations': [
     {

@@ -107,13 +107,71 @@ export interface VertexUpstreamSpec {
   location?: string;
   /** Per-request upstream timeout (headers and idle body), milliseconds. */
   timeoutMs?: number;
+  /** Several keys, projects or regions sharing the route's calls, each with its own circuit breaker and cool-down (docs/routes.md); a setting an endpoint leaves out is the route's. Sidecars of releases before endpoints get the route without them. */
+  endpoints?: VertexEndpointSpec[];
+  /** How a call picks one of endpoints: weighted (smooth weighted round robin, the default) or least-outstanding (the fewest calls in flight per weight). */
+  strategy?: EndpointStrategy;
 }
+
+/** One place the route reaches: a key, a project or a region. */
+export interface VertexEndpointSpec {
+  /** Unique within the route; names the endpoint in logs, metrics and the health view. */
+  name: string;
+  /** Its share of the calls (default 1). */
+  weight?: number;
+  /** Its base URL; else the route's. */
+  baseUrl?: string;
+  /** Its Google Cloud project; else the route's. */
+  project?: string;
+  /** Its Vertex AI location, e.g. us-east5; else the route's. */
+  location?: string;
+  /** The endpoint's own key, from a Secret: only the secrets of its route's credential kind (its header, scopes or signing service are the route's). Absent: the route's key. */
+  credential?: GoogleEndpointCredentialSpec;
+}
+
+/** The endpoint's own key, from a Secret: only the secrets of its route's credential kind (its header, scopes or signing service are the route's). Absent: the route's key. */
+export interface GoogleEndpointCredentialSpec {
+  /** Secret key holding the endpoint's service account. */
+  serviceAccount?: SecretKeyRef;
+}
+
+export interface SecretKeyRef {
+  /** Name of a Secret in the namespace of the ProxyConfig, labelled tollgate.dev/credentials=true. */
+  secretName: string;
+  /** Key within the Secret. */
+  key: string;
+}
+
+/** How a call picks one of endpoints: weighted (smooth weighted round robin, the default) or least-outstanding (the fewest calls in flight per weight). */
+export type EndpointStrategy = 'weighted' | 'least-outstanding';
 
 export interface DirectUpstreamSpec {
   /** Overrides the route's default base URL (regional or private endpoints). */
   baseUrl?: string;
   /** Per-request upstream timeout (headers and idle body), milliseconds. */
   timeoutMs?: number;
+  /** Several keys, projects or regions sharing the route's calls, each with its own circuit breaker and cool-down (docs/routes.md); a setting an endpoint leaves out is the route's. Sidecars of releases before endpoints get the route without them. */
+  endpoints?: DirectEndpointSpec[];
+  /** How a call picks one of endpoints: weighted (smooth weighted round robin, the default) or least-outstanding (the fewest calls in flight per weight). */
+  strategy?: EndpointStrategy;
+}
+
+/** One place the route reaches: a key, a project or a region. */
+export interface DirectEndpointSpec {
+  /** Unique within the route; names the endpoint in logs, metrics and the health view. */
+  name: string;
+  /** Its share of the calls (default 1). */
+  weight?: number;
+  /** Its base URL; else the route's. */
+  baseUrl?: string;
+  /** The endpoint's own key, from a Secret: only the secrets of its route's credential kind (its header, scopes or signing service are the route's). Absent: the route's key. */
+  credential?: ApiKeyEndpointCredentialSpec;
+}
+
+/** The endpoint's own key, from a Secret: only the secrets of its route's credential kind (its header, scopes or signing service are the route's). Absent: the route's key. */
+export interface ApiKeyEndpointCredentialSpec {
+  /** Secret key holding the endpoint's api key. */
+  apiKey?: SecretKeyRef;
 }
 
 /** A route to AWS Bedrock. /proxy/gamma-cloudb: Claude on AWS Bedrock (InvokeModel), SigV4-signed. */
@@ -124,6 +182,34 @@ export interface BedrockUpstreamSpec {
   region?: string;
   /** Per-request upstream timeout (headers and idle body), milliseconds. */
   timeoutMs?: number;
+  /** Several keys, projects or regions sharing the route's calls, each with its own circuit breaker and cool-down (docs/routes.md); a setting an endpoint leaves out is the route's. Sidecars of releases before endpoints get the route without them. */
+  endpoints?: BedrockEndpointSpec[];
+  /** How a call picks one of endpoints: weighted (smooth weighted round robin, the default) or least-outstanding (the fewest calls in flight per weight). */
+  strategy?: EndpointStrategy;
+}
+
+/** One place the route reaches: a key, a project or a region. */
+export interface BedrockEndpointSpec {
+  /** Unique within the route; names the endpoint in logs, metrics and the health view. */
+  name: string;
+  /** Its share of the calls (default 1). */
+  weight?: number;
+  /** Its base URL; else the route's. */
+  baseUrl?: string;
+  /** Its AWS region; else the route's. */
+  region?: string;
+  /** The endpoint's own key, from a Secret: only the secrets of its route's credential kind (its header, scopes or signing service are the route's). Absent: the route's key. */
+  credential?: AwsEndpointCredentialSpec;
+}
+
+/** The endpoint's own key, from a Secret: only the secrets of its route's credential kind (its header, scopes or signing service are the route's). Absent: the route's key. */
+export interface AwsEndpointCredentialSpec {
+  /** Secret key holding the endpoint's access key id. */
+  accessKeyId?: SecretKeyRef;
+  /** Secret key holding the endpoint's secret access key. */
+  secretAccessKey?: SecretKeyRef;
+  /** Secret key holding the endpoint's session token. */
+  sessionToken?: SecretKeyRef;
 }
 
 /** A route added by config: /proxy/<name>/* to an upstream speaking one of the formats the engine speaks. */
@@ -152,6 +238,10 @@ export interface ConfiguredRouteSpec {
   region?: string;
   /** Per-request upstream timeout (headers and idle body), milliseconds. */
   timeoutMs?: number;
+  /** Several keys, projects or regions sharing the route's calls, each with its own circuit breaker and cool-down (docs/routes.md); a setting an endpoint leaves out is the route's. Sidecars of releases before endpoints get the route without them. */
+  endpoints?: RouteEndpointSpec[];
+  /** How a call picks one of endpoints: weighted (smooth weighted round robin, the default) or least-outstanding (the fewest calls in flight per weight). */
+  strategy?: EndpointStrategy;
 }
 
 /** How the proxy authenticates to the route's upstream (docs/routes.md); keys come from Secrets, never the spec. */
@@ -180,13 +270,6 @@ export interface RouteCredentialSpec {
   sessionToken?: SecretKeyRef;
 }
 
-export interface SecretKeyRef {
-  /** Name of a Secret in the namespace of the ProxyConfig, labelled tollgate.dev/credentials=true. */
-  secretName: string;
-  /** Key within the Secret. */
-  key: string;
-}
-
 /** USD per million tokens for one of the route's models, priced under the route's provider. */
 export interface RoutePriceSpec {
   /** Canonical model id, e.g. claude-sonnet-4, gemini-2.5-flash, gpt-4o. */
@@ -207,6 +290,38 @@ export interface RoutePriceSpec {
   cache_write_1h_per_million?: number;
   /** Long-context tier: when the prompt exceeds threshold_tokens, the whole request is priced here. */
   long_context?: LongContextPriceSpec;
+}
+
+/** One place the route reaches: a key, a project or a region. */
+export interface RouteEndpointSpec {
+  /** Unique within the route; names the endpoint in logs, metrics and the health view. */
+  name: string;
+  /** Its share of the calls (default 1). */
+  weight?: number;
+  /** Its base URL; else the route's. */
+  baseUrl?: string;
+  /** Its Google Cloud project; else the route's. */
+  project?: string;
+  /** Its Vertex AI location, e.g. us-east5; else the route's. */
+  location?: string;
+  /** Its AWS region; else the route's. */
+  region?: string;
+  /** The endpoint's own key, from a Secret: only the secrets of its route's credential kind (its header, scopes or signing service are the route's). Absent: the route's key. */
+  credential?: RouteEndpointCredentialSpec;
+}
+
+/** The endpoint's own key, from a Secret: only the secrets of its route's credential kind (its header, scopes or signing service are the route's). Absent: the route's key. */
+export interface RouteEndpointCredentialSpec {
+  /** Secret key holding the endpoint's api key. */
+  apiKey?: SecretKeyRef;
+  /** Secret key holding the endpoint's service account. */
+  serviceAccount?: SecretKeyRef;
+  /** Secret key holding the endpoint's access key id. */
+  accessKeyId?: SecretKeyRef;
+  /** Secret key holding the endpoint's secret access key. */
+  secretAccessKey?: SecretKeyRef;
+  /** Secret key holding the endpoint's session token. */
+  sessionToken?: SecretKeyRef;
 }
 
 /** Where credentials are kept: references to Secrets in the same namespace, never the values. The operator reads them and hands them to sidecars over the authenticated push channel. It reads only Secrets labelled tollgate.dev/credentials=true (kubectl label secret NAME tollgate.dev/credentials=true). */

@@ -3,8 +3,10 @@
 // checked with the sidecar's own validator, so a spec the sidecar would refuse is rejected here first, with
 // the same field-naming message.
 
-import type { ConfiguredRouteSpec, ProxyConfigSpec, SecretKeyRef } from '../../crds/index.ts';
-import { BUILT_IN_CREDENTIALS, CREDENTIAL_KINDS, routeSecretName, type BuiltInCredential } from '../../contracts/credential-kinds.ts';
+import type { BedrockEndpointSpec, ConfiguredRouteSpec, DirectEndpointSpec, ProxyConfigSpec, RouteEndpointSpec, SecretKeyRef, VertexEndpointSpec } from '../../crds/index.ts';
+import { BUILT_IN_CREDENTIALS, CREDENTIAL_KINDS, endpointSecretName, routeSecretName, type BuiltInCredential, type CredentialKindName } from '../../contracts/credential-kinds.ts';
+import { ConfigError } from '../../contracts/config-error.ts';
+import { ROUTES, isRouteName } from '../../contracts/routes.ts';
 import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../contracts/config-schema.ts';
 import { CREDENTIALS_LABEL_SELECTOR } from './controller/secret-object.ts';
 import { type SnapshotCredentialName, storageCredentialName } from '../../contracts/snapshot-credentials.ts';
@@ -35,7 +37,8 @@ export function render(spec: ProxyConfigSpec | undefined): RenderedConfig {
   const draft: Record<string, unknown> = {};
   if (s.pricing?.models) draft.pricing = { models: s.pricing.models.map((m) => defined({ ...m })) };
   if (s.cache) draft.cache = structuredClone(s.cache);
-  if (s.upstreams) draft.upstreams = structuredClone(s.upstreams);
+  const endpointRefs: CredentialRef[] = [];
+  if (s.upstreams) draft.upstreams = renderUpstreams(s.upstreams, endpointRefs);
   const routes = s.routes ? renderRoutes(s.routes) : undefined;
   if (routes) {
     draft.routes = routes.routes;
@@ -66,6 +69,7 @@ export function render(spec: ProxyConfigSpec | undefined): RenderedConfig {
 
   const refs: CredentialRef[] = builtInCredentialRefs(s.credentials);
   if (routes) refs.push(...routes.refs);
+  refs.push(...endpointRefs);
   if (audit) refs.push(...audit.refs);
   refs.push(...storageRefs);
   return { patch, credentialRefs: refs };
@@ -95,8 +99,7 @@ function builtInCredentialRefs(spec: ProxyConfigSpec['credentials']): Credential
  * spec.routes → the runtime config's routes (without their Secret references), the price entries of their
  * `prices`, and the Secret keys their credentials name (snapshot names `route.<name>.<role>`).
  */
-function renderRoutes(specs: readonly ConfiguredRouteSpec[]): { routes: unknown[]; prices: unknown[]; refs: CredentialRef[] } {
-  const refs: CredentialRef[] = [];
+function renderRoutes(specs: readonly ConfiguredRouteSpec[], refs: CredentialRef[] = []): { routes: unknown[]; prices: unknown[]; refs: CredentialRef[] } {
   const prices: unknown[] = [];
   const routes = specs.map((spec, i) => {
     const { prices: routePrices, credential, ...route } = spec;
@@ -107,9 +110,53 @@ function renderRoutes(specs: readonly ConfiguredRouteSpec[]): { routes: unknown[
       if (ref) refs.push({ name: routeSecretName(spec.name, role), field: `routes[${i}].credential.${role}`, secretName: ref.secretName, key: ref.key });
     }
     for (const price of routePrices ?? []) prices.push(defined({ provider: spec.provider ?? spec.name, ...price }));
-    return defined({ ...structuredClone(route), credential: settings });
+    const endpoints = route.endpoints && renderEndpoints(spec.name, credential.kind, route.endpoints, `routes[${i}].endpoints`, refs);
+    return defined({ ...structuredClone(route), credential: settings, endpoints });
   });
   return { routes, prices, refs };
+}
+
+/** spec.upstreams → the runtime config's, each endpoint's Secret references taken out into `refs`. */
+function renderUpstreams(specs: NonNullable<ProxyConfigSpec['upstreams']>, refs: CredentialRef[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [route, spec] of Object.entries(specs) as [string, { endpoints?: EndpointSpec[] }][]) {
+    // An unknown route is left for the validator to name.
+    const kind = isRouteName(route) ? BUILT_IN_CREDENTIALS[ROUTES[route].credential].definition.kind : 'none';
+    const endpoints = spec.endpoints && renderEndpoints(route, kind, spec.endpoints, `upstreams.${route}.endpoints`, refs);
+    out[route] = defined({ ...structuredClone(spec), endpoints });
+  }
+  return out;
+}
+
+/** An endpoint as the CRD has it: its settings, and a Secret reference per secret of its own credential. */
+type EndpointSpec = RouteEndpointSpec | VertexEndpointSpec | BedrockEndpointSpec | DirectEndpointSpec;
+
+/**
+ * An endpoint's own key is a Secret reference delivered like a route's (snapshot name
+ * `route.<route>.<endpoint>.<role>`, ADR 0008); it may name only the secrets of its route's credential kind.
+ */
+function renderEndpoints(route: string, kind: CredentialKindName, endpoints: readonly EndpointSpec[], field: string, refs: CredentialRef[]): unknown[] {
+  const roles = CREDENTIAL_KINDS[kind].secrets;
+  return endpoints.map((endpoint, i) => {
+    const { credential: own, ...settings } = endpoint;
+    const credential = own as Readonly<Record<string, SecretKeyRef | undefined>> | undefined;
+    for (const [role, ref] of Object.entries(credential ?? {})) {
+      if (ref === undefined) continue;
+      if (!Object.hasOwn(roles, role)) {
+        const known = Object.keys(roles);
+        throw new ConfigError(
+          `${field}[${i}].credential.${role}`,
+          `is not a secret of the route's credential kind ${kind} (${known.length > 0 ? `expected one of: ${known.join(', ')}` : 'it takes no key'})`,
+        );
+      }
+      refs.push({ name: endpointSecretName(route, endpoint.name, role), field: `${field}[${i}].credential.${role}`, secretName: ref.secretName, key: ref.key });
+    }
+    const [first, second] = CREDENTIAL_KINDS[kind].together ?? [];
+    if (first !== undefined && second !== undefined && (credential?.[first] === undefined) !== (credential?.[second] === undefined)) {
+      throw new ConfigError(`${field}[${i}].credential.${second}`, `and ${first} must be set together`);
+    }
+    return structuredClone(settings);
+  });
 }
 
 /** What resolveCredentials needs of a Secret: its data (base64 values, as the API returns them). */
@@ -152,11 +199,23 @@ export function referencedSecrets(spec: ProxyConfigSpec | undefined): string[] {
     ...new Set(
       [
         ...builtInCredentialRefs(spec?.credentials).map((ref) => ref.secretName),
-        ...(spec?.routes ? renderRoutes(spec.routes).refs.map((ref) => ref.secretName) : []),
+        ...secretsNamedBy((refs) => spec?.routes && renderRoutes(spec.routes, refs)),
+        ...secretsNamedBy((refs) => spec?.upstreams && renderUpstreams(spec.upstreams, refs)),
         ...auditSecrets(spec?.audit),
         spec?.storage?.bigquery?.credentials?.secretName,
         spec?.storage?.firestore?.credentials?.secretName,
       ].filter((n): n is string => !!n),
     ),
   ];
+}
+
+/** The Secrets a render step names; one that refuses the spec (an endpoint's key of another kind) names those it reached. */
+function secretsNamedBy(collect: (refs: CredentialRef[]) => unknown): string[] {
+  const refs: CredentialRef[] = [];
+  try {
+    collect(refs);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+  }
+  return refs.map((ref) => ref.secretName);
 }

@@ -88,6 +88,20 @@ describe('a route added through the config API cannot bring its own credential',
     );
   });
 
+  it("an endpoint of a route (ADR 0008) cannot name where a key is either: it uses its route's credential", async () => {
+    await refused(
+      { upstreams: { beta: { endpoints: [{ name: 'a' }, { name: 'stripe', credential: { env: 'STRIPE_API_KEY' } }] } } },
+      'upstreams.beta.endpoints[1].credential',
+      /cannot be set through this API, which has no authentication: an endpoint added here uses its route's credential/,
+    );
+    await refused(
+      { routes: [{ name: 'split', format: 'openai-chat', baseUrl: upstreamBase(), credential: { use: 'beta' }, endpoints: [{ name: 'a', credential: { file: '/etc/shadow' } }] }] },
+      'routes[0].endpoints[0].credential',
+      /cannot be set through this API/,
+    );
+    expect(bed.upstream.calls).toHaveLength(0);
+  });
+
   it("a route that uses a declared credential sends that credential, and the environment's other keys stay home", async () => {
     const res = await postJson(bed, '/_local/api/config', {
       routes: [
@@ -178,6 +192,22 @@ describe("a sidecar's routes and upstream base URLs come from its ProxyConfig", 
     });
     const after = await engine.app.inject({ method: 'GET', url: '/_local/api/config', headers: { host: '127.0.0.1' } });
     expect(after.json()).toEqual(before.json());
+  });
+
+  it("the app beside it cannot point an endpoint of a route elsewhere (ADR 0008), though it may split a route's calls", async () => {
+    const post = (payload: unknown) =>
+      engine.app.inject({ method: 'POST', url: '/_local/api/config', headers: { host: '127.0.0.1', 'content-type': 'application/json' }, payload: payload as object });
+    const before = await engine.app.inject({ method: 'GET', url: '/_local/api/config', headers: { host: '127.0.0.1' } });
+    const res = await post({ upstreams: { beta: { endpoints: [{ name: 'a' }, { name: 'app', baseUrl: 'http://127.0.0.1:9/app-listener' }] } } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json<{ error: { code: string; message: string } }>().error.message).toMatch(/^upstreams\.beta\.endpoints\[1\]\.baseUrl cannot be set in a sidecar/);
+    const after = await engine.app.inject({ method: 'GET', url: '/_local/api/config', headers: { host: '127.0.0.1' } });
+    expect(after.json()).toEqual(before.json());
+    const regions = [
+      { name: 'east', location: 'us-east5' },
+      { name: 'central', location: 'us-central1' },
+    ];
+    expect((await post({ upstreams: { alpha: { endpoints: regions } } })).statusCode).toBe(200);
   });
 
   it('prices can still be tried out there', async () => {

@@ -9,8 +9,19 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError } from '../../../contracts/config-error.ts';
 import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../../contracts/config-schema.ts';
-import { builtInSecrets, BUILT_IN_CREDENTIALS, CREDENTIAL_KINDS, parseRouteSecretName, type CredentialSecret } from '../../../contracts/credential-kinds.ts';
-import type { CredentialsConfig, RouteEntry } from '../../../contracts/runtime-config.ts';
+import {
+  builtInSecrets,
+  BUILT_IN_CREDENTIALS,
+  CREDENTIAL_KINDS,
+  endpointSecretName,
+  parseEndpointSecretName,
+  parseRouteSecretName,
+  type CredentialKindName,
+  type CredentialSecret,
+} from '../../../contracts/credential-kinds.ts';
+import type { RouteEndpoint } from '../../../contracts/route-endpoints.ts';
+import { ROUTES, type RouteName } from '../../../contracts/routes.ts';
+import type { CredentialsConfig, RouteEntry, UpstreamConfig } from '../../../contracts/runtime-config.ts';
 import {
   AUDIT_CREDENTIAL_FIELDS,
   type AuditCredentialField,
@@ -58,6 +69,11 @@ const CREDENTIAL_FILES = new Map<string, string>(
 );
 /** A configured route's secret (`route.<name>.<role>`) → route-<name>-<role> files. */
 const ROUTE_FILE_PREFIX = 'route-';
+/**
+ * An endpoint's own secret (`route.<name>.<endpoint>.<role>`) → endpoint-<name>.<endpoint>.<role> files: names
+ * are DNS labels, so the dots keep route a-b's endpoint c apart from route a's endpoint b-c.
+ */
+const ENDPOINT_FILE_PREFIX = 'endpoint-';
 
 const MAX_CREDENTIAL_BYTES = 64 * 1024;
 
@@ -94,6 +110,10 @@ export class SnapshotCache {
     if (audit) return join(this.credentialsDir, `${AUDIT_FILE_PREFIX}${audit[1]}-${audit[3]}`);
     const storage = STORAGE_CREDENTIAL.exec(name);
     if (storage) return join(this.credentialsDir, `storage-${storage[1]}-credentials.json`);
+    const endpoint = parseEndpointSecretName(name);
+    if (endpoint) {
+      return join(this.credentialsDir, `${ENDPOINT_FILE_PREFIX}${endpoint.route}.${endpoint.endpoint}.${kebab(endpoint.role)}${endpoint.role === 'serviceAccount' ? '.json' : ''}`);
+    }
     const route = parseRouteSecretName(name);
     if (route) return join(this.credentialsDir, `${ROUTE_FILE_PREFIX}${route.route}-${kebab(route.role)}${route.role === 'serviceAccount' ? '.json' : ''}`);
     const file = CREDENTIAL_FILES.get(name);
@@ -145,7 +165,8 @@ export class SnapshotCache {
     const present = await readdir(this.credentialsDir).catch(() => [] as string[]);
     for (const file of present) {
       const path = join(this.credentialsDir, file);
-      if ((file.startsWith(AUDIT_FILE_PREFIX) || file.startsWith(ROUTE_FILE_PREFIX)) && !kept.has(path)) await rm(path, { force: true });
+      const owned = file.startsWith(AUDIT_FILE_PREFIX) || file.startsWith(ROUTE_FILE_PREFIX) || file.startsWith(ENDPOINT_FILE_PREFIX);
+      if (owned && !kept.has(path)) await rm(path, { force: true });
     }
   }
 
@@ -197,6 +218,7 @@ export class SnapshotCache {
   #withCredentialFiles(patch: RuntimeConfigPatch, names: readonly string[]): RuntimeConfigPatch {
     const credentials = this.#builtInFiles(patch.credentials, names);
     let withFiles = patch.routes ? { ...patch, routes: patch.routes.map((route) => this.#withRouteFiles(route, names)) } : patch;
+    withFiles = patch.upstreams ? { ...withFiles, upstreams: this.#withUpstreamFiles(patch.upstreams, names) } : withFiles;
     withFiles = patch.audit ? { ...withFiles, audit: this.#withAuditFiles(patch.audit, names) } : withFiles;
     for (const kind of STORAGE_CREDENTIAL_KINDS) {
       const name = storageCredentialName(kind);
@@ -222,7 +244,7 @@ export class SnapshotCache {
     return credentials;
   }
 
-  /** Points a configured route's credential at the files of the secrets the operator sent for it. */
+  /** Points a configured route's credential, and its endpoints' own, at the files of the secrets the operator sent for them. */
   #withRouteFiles(route: RouteEntry, names: readonly string[]): RouteEntry {
     const fields = CREDENTIAL_KINDS[route.credential.kind].secrets;
     const credential: Record<string, unknown> = { ...route.credential };
@@ -230,7 +252,28 @@ export class SnapshotCache {
       const name = `route.${route.name}.${role}`;
       if (names.includes(name)) credential[field] = this.credentialFile(name)!;
     }
-    return { ...route, credential: credential as unknown as RouteEntry['credential'] };
+    const endpoints = route.endpoints?.map((endpoint) => this.#withEndpointFiles(route.name, route.credential.kind, endpoint, names));
+    return { ...route, credential: credential as unknown as RouteEntry['credential'], ...(endpoints ? { endpoints } : {}) };
+  }
+
+  /** The built-in routes' endpoints, each pointed at the files of its own secrets (their kind is the route's built-in credential's). */
+  #withUpstreamFiles(upstreams: NonNullable<RuntimeConfigPatch['upstreams']>, names: readonly string[]): NonNullable<RuntimeConfigPatch['upstreams']> {
+    const out: Partial<Record<RouteName, UpstreamConfig>> = {};
+    for (const [route, upstream] of Object.entries(upstreams) as [RouteName, UpstreamConfig][]) {
+      const kind = BUILT_IN_CREDENTIALS[ROUTES[route].credential].definition.kind;
+      out[route] = upstream.endpoints ? { ...upstream, endpoints: upstream.endpoints.map((endpoint) => this.#withEndpointFiles(route, kind, endpoint, names)) } : upstream;
+    }
+    return out;
+  }
+
+  /** An endpoint with its own credential's files, from the secrets the operator sent as `route.<route>.<endpoint>.<role>`. */
+  #withEndpointFiles(route: string, kind: CredentialKindName, endpoint: RouteEndpoint, names: readonly string[]): RouteEndpoint {
+    const files: Record<string, string> = {};
+    for (const [role, field] of Object.entries(CREDENTIAL_KINDS[kind].secrets)) {
+      const name = endpointSecretName(route, endpoint.name, role);
+      if (names.includes(name)) files[field] = this.credentialFile(name)!;
+    }
+    return Object.keys(files).length === 0 ? endpoint : { ...endpoint, credential: { ...endpoint.credential, ...files } };
   }
 
   /** Points each audit sink at the files of the secrets the operator sent for it. */

@@ -212,6 +212,8 @@ function refuseOperatorOwned(patch: RuntimeConfigPatch): void {
   if (patch.routes) throw new ConfigError('routes', owned);
   for (const [route, upstream] of Object.entries(patch.upstreams ?? {})) {
     if (upstream.baseUrl !== undefined) throw new ConfigError(`upstreams.${route}.baseUrl`, owned);
+    const redirected = upstream.endpoints?.findIndex((endpoint) => endpoint.baseUrl !== undefined) ?? -1;
+    if (redirected !== -1) throw new ConfigError(`upstreams.${route}.endpoints[${redirected}].baseUrl`, owned);
   }
   if (patch.budgets) throw new ConfigError('budgets', 'cannot be set in a sidecar: its budgets come from BudgetPolicy resources through the operator');
 }
