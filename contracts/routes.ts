@@ -25,6 +25,8 @@ export interface FormatSpec {
   wire: WireFormat;
   upstream: UpstreamShape;
   description: string;
+  /** Its module has no /v1 surface: routes of it serve /proxy only, never /v1 or a model alias's targets. */
+  proxyOnly?: true;
 }
 
 /**
@@ -43,7 +45,7 @@ export const ROUTE_FORMATS = {
   },
   anthropic: { wire: 'anthropic', upstream: 'direct', description: 'the Anthropic Messages API (/v1/messages)' },
   'anthropic-vertex': { wire: 'anthropic', upstream: 'vertex', description: 'the Anthropic Messages API, sent to Claude on Vertex AI as rawPredict' },
-  'anthropic-vertex-raw': { wire: 'anthropic', upstream: 'vertex', description: "Claude on Vertex AI's own rawPredict / streamRawPredict paths" },
+  'anthropic-vertex-raw': { wire: 'anthropic', upstream: 'vertex', description: "Claude on Vertex AI's own rawPredict / streamRawPredict paths", proxyOnly: true },
   bedrock: { wire: 'bedrock', upstream: 'aws', description: 'AWS Bedrock InvokeModel (and its event stream), SigV4-signed' },
   ollama: { wire: 'openai', upstream: 'direct', description: "Ollama's HTTP API and its OpenAI-compatible /v1" },
 } as const satisfies Record<string, FormatSpec>;

@@ -147,10 +147,12 @@ export const ALIAS_TARGET_SCHEMA: SchemaNode = {
     route: {
       type: 'string',
       description: 'A route /v1 can call: a built-in one (gamma-direct, gamma, gamma-cloudb, beta, …) or one of spec.routes.',
+      // maxLength as the pattern bounds it: the API server costs a string by its maxLength (ADR 0601).
+      maxLength: 63,
       pattern: '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$',
       hint: 'must be a route name',
     },
-    model: { type: 'string', description: 'The model id sent to that route, in its own form.', pattern: MODEL_ID_PATTERN, hint: 'must be a model id' },
+    model: { type: 'string', description: 'The model id sent to that route, in its own form.', maxLength: 256, pattern: MODEL_ID_PATTERN, hint: 'must be a model id' },
     priority: int('Lower is tried first (default 0); a priority is used only while every target above it is failing.', 0, 16),
     weight: {
       type: 'number',

@@ -9,7 +9,7 @@ import { MAX_PRICE_PER_MILLION } from '../contracts/price-entry.ts';
 import { PROVIDERS, ROUTE_FORMAT_NAMES, ROUTE_FORMATS, ROUTE_NAMES, ROUTES, type RouteName } from '../contracts/routes.ts';
 import { BUILT_IN_CREDENTIALS, CREDENTIAL_KIND_NAMES, CREDENTIAL_KINDS, type BuiltInCredential } from '../contracts/credential-kinds.ts';
 import type { CrdSource, SchemaNode, ValidationRule } from './crd-schema.ts';
-import { BREAKER_SCHEMA, CACHE_SETTINGS_SCHEMA, GATEWAY_SCHEMA, int, METRICS_SCHEMA, storageSchema, TRACING_SCHEMA } from '../contracts/runtime-config-schema.ts';
+import { BREAKER_SCHEMA, CACHE_SETTINGS_SCHEMA, GATEWAY_SCHEMA, int, METRICS_SCHEMA, MODELS_SCHEMA, storageSchema, TRACING_SCHEMA } from '../contracts/runtime-config-schema.ts';
 import { auditSpec } from './proxy-config-audit.ts';
 import { ENDPOINT_STRATEGIES, MAX_ENDPOINT_WEIGHT, MAX_ENDPOINTS } from '../contracts/route-endpoints.ts';
 
@@ -478,6 +478,12 @@ const storage: SchemaNode = storageSchema({
 
 const metrics = METRICS_SCHEMA;
 const tracing = TRACING_SCHEMA;
+// The section's own schema says what the API server can check (a weight above 0, at least one target, the
+// triggers); which routes exist, and that a target is no alias, the operator checks (Ready=False naming the field).
+const models: SchemaNode = {
+  ...MODELS_SCHEMA,
+  description: `${MODELS_SCHEMA.description} Sidecars of releases before model aliases get the rest of the config without them (a ConfigWithheld Event names each such pod).`,
+};
 
 const spec: SchemaNode = {
   type: 'object',
@@ -521,6 +527,7 @@ const spec: SchemaNode = {
     audit: auditSpec(secretKeyRef),
     metrics,
     tracing,
+    models,
   },
 };
 

@@ -58,6 +58,8 @@ export interface ProxyConfigSpec {
   metrics?: MetricsSpec;
   /** Export of each call span to an OpenTelemetry collector; OTEL_EXPORTER_OTLP_* variables fill what is not set here. */
   tracing?: TracingSpec;
+  /** Model aliases: the name callers send as "model" on /v1, mapped to targets (docs/openai-gateway.md). Sidecars of releases before model aliases get the rest of the config without them (a ConfigWithheld Event names each such pod). */
+  models?: Record<string, ModelAliasSpec>;
 }
 
 /** Price overrides. */

@@ -11,6 +11,7 @@ import { parseRuntimeConfigPatch, type RuntimeConfigPatch } from '../../contract
 import { CREDENTIALS_LABEL_SELECTOR } from './controller/secret-object.ts';
 import { type SnapshotCredentialName, storageCredentialName } from '../../contracts/snapshot-credentials.ts';
 import { auditSecrets, renderAudit } from './render-audit.ts';
+import { checkAliasTargets } from './render-models.ts';
 
 export interface CredentialRef extends SecretKeyRef {
   /** The value's name in the snapshot (contracts/snapshot-credentials.ts). */
@@ -61,11 +62,13 @@ export function render(spec: ProxyConfigSpec | undefined): RenderedConfig {
   if (s.gateway) draft.gateway = defined({ ...s.gateway });
   if (s.metrics) draft.metrics = structuredClone(s.metrics);
   if (s.tracing) draft.tracing = structuredClone(s.tracing);
+  if (s.models) draft.models = structuredClone(s.models);
   const audit = s.audit ? renderAudit(s.audit) : undefined;
   if (audit) draft.audit = audit.draft;
   // Credentials are not part of the patch: the sidecar writes the values to its own files and points
   // credentials.*File at them.
   const patch = parseRuntimeConfigPatch(draft);
+  checkAliasTargets(patch.models, s.routes);
 
   const refs: CredentialRef[] = builtInCredentialRefs(s.credentials);
   if (routes) refs.push(...routes.refs);

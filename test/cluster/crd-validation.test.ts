@@ -324,6 +324,30 @@ describe('ProxyConfig CRD on a real API server', () => {
       says: /must be of type object/,
     },
     {
+      what: 'a model alias target with a weight of 0',
+      spec: sampleWith((s) => (s.models['claude-sonnet'].targets[1].weight = 0)),
+      field: 'spec.models.claude-sonnet.targets[1].weight',
+      says: /should be greater than 0/,
+    },
+    {
+      what: 'a model alias without targets',
+      spec: sampleWith((s) => (s.models['claude-sonnet'].targets = [])),
+      field: 'spec.models.claude-sonnet.targets',
+      says: /should have at least 1 items/,
+    },
+    {
+      what: 'a model alias target without its model',
+      spec: sampleWith((s) => delete s.models['claude-sonnet'].targets[0].model),
+      field: 'spec.models.claude-sonnet.targets[0].model',
+      says: /Required value/,
+    },
+    {
+      what: 'a failure a model alias cannot fall back on',
+      spec: sampleWith((s) => (s.models['claude-sonnet'].fallbackOn = ['bad_request'])),
+      field: 'spec.models.claude-sonnet.fallbackOn[0]',
+      says: /Unsupported value: "bad_request"/,
+    },
+    {
       what: 'a batch larger than the buffer',
       spec: sampleWith((s) => Object.assign(s.storage, { bufferSize: 100, batchSize: 101 })),
       field: 'spec.storage.batchSize',

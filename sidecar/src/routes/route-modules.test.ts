@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ROUTE_NAMES, ROUTES } from '../../../contracts/routes.ts';
-import { ROUTE_MODULES } from './route-modules.ts';
+import { ROUTE_FORMAT_NAMES, ROUTE_FORMATS, ROUTE_NAMES, ROUTES, type FormatSpec } from '../../../contracts/routes.ts';
+import { FORMAT_MODULES, ROUTE_MODULES } from './route-modules.ts';
 
 describe('the route modules', () => {
   it('has one module per table entry, agreeing with the table', () => {
@@ -13,6 +13,14 @@ describe('the route modules', () => {
       // /v1 may route only where the module can translate, and every module that can is offered to /v1
       expect(module.v1 !== undefined, route).toBe(ROUTES[route].v1 !== undefined);
     }
+  });
+
+  it('has a /v1 surface in every format the table does not mark proxyOnly (the operator checks alias targets by it)', () => {
+    for (const format of ROUTE_FORMAT_NAMES) {
+      const proxyOnly = (ROUTE_FORMATS[format] as FormatSpec).proxyOnly === true;
+      expect(FORMAT_MODULES[format].behaviour('a-route').v1 === undefined, format).toBe(proxyOnly);
+    }
+    expect(ROUTE_FORMAT_NAMES.filter((format) => (ROUTE_FORMATS[format] as FormatSpec).proxyOnly)).toEqual(['anthropic-vertex-raw']);
   });
 
   it("answers refusals in the shape its callers' SDK reads", () => {
