@@ -71,13 +71,29 @@ export interface BudgetStateMessage {
   defaultUser: string;
 }
 
+/** A target's state as a sidecar sees it (sidecar/src/fallback/target-health.ts), best first. */
+export const REPORTED_TARGET_STATES = ['healthy', 'cooling_down', 'circuit_open'] as const;
+export type ReportedTargetState = (typeof REPORTED_TARGET_STATES)[number];
+
+export interface AliasHealthMessage {
+  alias: string;
+  targets: { route: string; model: string; state: ReportedTargetState }[];
+  /** Unix ms of the sidecar's clock; 0 (or '0', as int64 arrives) while the alias is served by its first priority. */
+  degradedSinceUnixMs: Int64;
+}
+
+export interface AliasHealthReportMessage {
+  aliases: AliasHealthMessage[];
+}
+
 export interface SidecarMessage {
   hello?: Hello;
   ack?: { version: string };
   nack?: { version: string; reason: string };
   auditReport?: AuditReport;
   spendReport?: SpendReportMessage;
-  message?: 'hello' | 'ack' | 'nack' | 'auditReport' | 'spendReport';
+  aliasHealthReport?: AliasHealthReportMessage;
+  message?: 'hello' | 'ack' | 'nack' | 'auditReport' | 'spendReport' | 'aliasHealthReport';
 }
 
 export interface SnapshotMessage {
@@ -93,6 +109,13 @@ export interface OperatorMessage {
   spendAck?: { sequence: Int64 };
   message?: 'snapshot' | 'budgetState' | 'spendAck';
 }
+
+/**
+ * Bytes of an alias health report, as JSON (its protobuf is smaller): far below the operator's 256 KiB receive
+ * limit, which ends a stream that exceeds it. A config of the largest size (256 aliases of 16 targets) would not
+ * fit; a sidecar reports the aliases that do, and the operator shows the others as unknown.
+ */
+export const MAX_ALIAS_REPORT_BYTES = 96 * 1024;
 
 /** Spend entries per report: a report stays far below the operator's 64 KiB receive limit. */
 export const MAX_SPEND_ENTRIES_PER_REPORT = 200;

@@ -566,6 +566,65 @@ export const condition: SchemaNode = {
   },
 };
 
+const sidecarCount = (description: string) => int(description, 0, 1_000_000);
+
+/** One alias target as the sidecars report it (docs/decisions/0724). */
+const aliasTargetStatus: SchemaNode = {
+  type: 'object',
+  tsType: 'AliasTargetStatus',
+  description: "One of the alias's targets, as the sidecars running this config see it.",
+  required: ['route', 'model', 'priority', 'state'],
+  properties: {
+    route: { type: 'string', description: 'The route of the target.', maxLength: 63 },
+    model: { type: 'string', description: 'The model id the route receives.', maxLength: 256 },
+    priority: int('Its priority (0 is tried first).', 0, 16),
+    state: {
+      type: 'string',
+      tsType: 'AliasTargetState',
+      description:
+        "The worst any reporting sidecar sees: circuit_open (its route's breaker is open), cooling_down (it answered 429 and waits out its " +
+        'Retry-After), healthy; unknown while no sidecar reports.',
+      enum: ['healthy', 'cooling_down', 'circuit_open', 'unknown'],
+    },
+    healthy: sidecarCount('Sidecars that see it healthy.'),
+    coolingDown: sidecarCount('Sidecars that see it cooling down.'),
+    circuitOpen: sidecarCount("Sidecars that see its route's breaker open."),
+  },
+};
+
+const aliasStatus: SchemaNode = {
+  type: 'object',
+  tsType: 'ModelAliasStatus',
+  description: 'One alias of spec.models as the sidecars running this config report it.',
+  required: ['alias', 'targets'],
+  properties: {
+    alias: { type: 'string', description: 'The alias (a key of spec.models).', maxLength: 256 },
+    sidecars: sidecarCount('Sidecars reporting the alias.'),
+    servedBelowFirstPriority: sidecarCount("Sidecars whose last call of the alias was answered below the alias's first priority."),
+    fallbackSince: {
+      type: 'string',
+      format: 'date-time',
+      description: 'Since when at least one sidecar has been serving the alias below its first priority; absent while none is.',
+    },
+    degraded: {
+      type: 'boolean',
+      description:
+        "True once fallbackSince is older than the operator's --alias-degraded-after (default 3 minutes): an AliasDegraded Warning Event " +
+        'said so, and an AliasRecovered Event says when it is false again.',
+    },
+    targets: { type: 'array', description: 'Its targets, in the order of spec.models.', maxItems: 16, items: aliasTargetStatus },
+  },
+};
+
+const aliasesStatus: SchemaNode = {
+  type: 'array',
+  description: "Each model alias of the running config: its targets' health across the sidecars, and whether calls fall back (docs/kubernetes.md).",
+  maxItems: 256,
+  'x-kubernetes-list-type': 'map',
+  'x-kubernetes-list-map-keys': ['alias'],
+  items: aliasStatus,
+};
+
 const status: SchemaNode = {
   type: 'object',
   tsType: 'ProxyConfigStatus',
@@ -601,6 +660,7 @@ const status: SchemaNode = {
       description: 'Version of the config snapshot last pushed to sidecars.',
       maxLength: 128,
     },
+    models: aliasesStatus,
   },
 };
 

@@ -514,6 +514,8 @@ export interface ProxyConfigStatus {
   sidecars?: SidecarCounts;
   /** Version of the config snapshot last pushed to sidecars. */
   configVersion?: string;
+  /** Each model alias of the running config: its targets' health across the sidecars, and whether calls fall back (docs/kubernetes.md). */
+  models?: ModelAliasStatus[];
 }
 
 /** One aspect of the current state (metav1.Condition). */
@@ -540,6 +542,43 @@ export interface SidecarCounts {
   /** Connected sidecars that acknowledged configVersion. */
   current?: number;
 }
+
+/** One alias of spec.models as the sidecars running this config report it. */
+export interface ModelAliasStatus {
+  /** The alias (a key of spec.models). */
+  alias: string;
+  /** Sidecars reporting the alias. */
+  sidecars?: number;
+  /** Sidecars whose last call of the alias was answered below the alias's first priority. */
+  servedBelowFirstPriority?: number;
+  /** Since when at least one sidecar has been serving the alias below its first priority; absent while none is. */
+  fallbackSince?: string;
+  /** True once fallbackSince is older than the operator's --alias-degraded-after (default 3 minutes): an AliasDegraded Warning Event said so, and an AliasRecovered Event says when it is false again. */
+  degraded?: boolean;
+  /** Its targets, in the order of spec.models. */
+  targets: AliasTargetStatus[];
+}
+
+/** One of the alias's targets, as the sidecars running this config see it. */
+export interface AliasTargetStatus {
+  /** The route of the target. */
+  route: string;
+  /** The model id the route receives. */
+  model: string;
+  /** Its priority (0 is tried first). */
+  priority: number;
+  /** The worst any reporting sidecar sees: circuit_open (its route's breaker is open), cooling_down (it answered 429 and waits out its Retry-After), healthy; unknown while no sidecar reports. */
+  state: AliasTargetState;
+  /** Sidecars that see it healthy. */
+  healthy?: number;
+  /** Sidecars that see it cooling down. */
+  coolingDown?: number;
+  /** Sidecars that see its route's breaker open. */
+  circuitOpen?: number;
+}
+
+/** The worst any reporting sidecar sees: circuit_open (its route's breaker is open), cooling_down (it answered 429 and waits out its Retry-After), healthy; unknown while no sidecar reports. */
+export type AliasTargetState = 'healthy' | 'cooling_down' | 'circuit_open' | 'unknown';
 
 /** List metadata (metav1.ListMeta). */
 export interface ListMeta {

@@ -89,7 +89,13 @@ export class Leadership {
     const budgets = new BudgetPolicyController({ ...context, budgetPolicies: caches.budgetPolicies }, { namespace: opts.leaseNamespace, owner: opts.owner });
     await budgets.load();
     if (signal.aborted) return;
-    const proxyConfigs = new ProxyConfigController({ ...context, proxyConfigs: caches.proxyConfigs, secrets: caches.secrets, metrics: opts.metrics });
+    const proxyConfigs = new ProxyConfigController({
+      ...context,
+      proxyConfigs: caches.proxyConfigs,
+      secrets: caches.secrets,
+      metrics: opts.metrics,
+      aliasDegradedAfterMs: opts.aliasDegradedAfterMs,
+    });
     proxyConfigs.start(opts.workers ?? 2);
     budgets.start();
     const work: LeaderWork = { proxyConfigs, budgets };

@@ -60,6 +60,7 @@ export async function main(argv: string[]): Promise<number> {
     leaseDurationMs: settings.leaseDurationMs,
     renewDeadlineMs: settings.renewDeadlineMs,
     retryPeriodMs: settings.retryPeriodMs,
+    aliasDegradedAfterMs: settings.aliasDegradedAfterMs,
   });
   let health;
   try {

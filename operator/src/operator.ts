@@ -45,6 +45,8 @@ export interface OperatorOptions {
    * leaseNamespace). Absent: no EndpointSlice is written (running outside a cluster).
    */
   leaderEndpoint?: { service: string; podIP: string; portName?: string; resyncMs?: number };
+  /** How long a model alias may be served below its first priority before AliasDegraded (default 3 minutes, ADR 0724). */
+  aliasDegradedAfterMs?: number;
   /** Counts reconciles, queue waits and snapshots, and reads leadership, queue depth and streams at scrape time. */
   metrics?: OperatorMetrics;
 }

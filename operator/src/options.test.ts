@@ -25,6 +25,7 @@ describe('parseOperatorArgs', () => {
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
+      aliasDegradedAfterMs: 180_000,
       logLevel: 'info',
     });
   });
@@ -58,6 +59,11 @@ describe('parseOperatorArgs', () => {
     expect(parse([]).ownerDeployment).toBeUndefined();
     expect(parse(['--owner-deployment=rel-tollgate-operator']).ownerDeployment).toBe('rel-tollgate-operator');
     expect(() => parse(['--owner-deployment=Operator_1'])).toThrow(/--owner-deployment must be a Deployment name \(got "Operator_1"\)/);
+  });
+
+  it('calls a model alias degraded after --alias-degraded-after seconds of fallback', () => {
+    expect(parse(['--alias-degraded-after=1.5']).aliasDegradedAfterMs).toBe(1_500);
+    expect(() => parse(['--alias-degraded-after=0'])).toThrow(/--alias-degraded-after must be a number of seconds between 0 and 3600 \(got "0"\)/);
   });
 
   it('names the flag that is wrong', () => {

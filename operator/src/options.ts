@@ -43,6 +43,9 @@ options:
   --lease-duration SEC     leader election lease duration (default: 15)
   --renew-deadline SEC     leader gives up if it cannot renew for this long (default: 10)
   --retry-period SEC       interval between Lease attempts (default: 2)
+  --alias-degraded-after SEC
+                           a model alias served below its first priority for longer than this gets an
+                           AliasDegraded Warning Event on its ProxyConfig (default: 180)
   --log-level LEVEL        trace, debug, info, warn, error (default: info)
   -h, --help               show this help
 `;
@@ -75,6 +78,8 @@ export interface OperatorSettings {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
+  /** A model alias served below its first priority this long is degraded (ADR 0724). */
+  aliasDegradedAfterMs: number;
   logLevel: string;
 }
 
@@ -138,6 +143,7 @@ export function parseOperatorArgs(argv: string[], env: Record<string, string | u
     ...(ownerDeployment ? { ownerDeployment } : {}),
     ...(podIP ? { leaderEndpoint: { service: pushService, podIP } } : {}),
     ...timings,
+    aliasDegradedAfterMs: seconds(values['alias-degraded-after'], '--alias-degraded-after', 180),
     logLevel,
   };
 }
@@ -209,6 +215,7 @@ function parse(argv: string[]) {
       'lease-duration': { type: 'string' },
       'renew-deadline': { type: 'string' },
       'retry-period': { type: 'string' },
+      'alias-degraded-after': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },

@@ -122,6 +122,7 @@ async function startProxy(args: ProxyArgs, env: NodeJS.ProcessEnv, logger: pino.
   const link = await OperatorLink.start(store, logger, env);
   const engine = await openEngine(store, logger, link);
   link?.reportAudit(engine.audit);
+  link?.reportAliasHealth(engine);
   await budgetsLoaded(engine, store, link);
   const { host, port } = store.get().server;
   await engine.app.listen({ host, port });

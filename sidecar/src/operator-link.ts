@@ -8,19 +8,21 @@
 // not pods).
 
 import type { Logger } from 'pino';
-import type { AuditReport } from '../../contracts/push-protocol.ts';
+import type { AliasHealthReportMessage, AuditReport } from '../../contracts/push-protocol.ts';
 import { PROXY_ENV, SIDECAR_OPERATOR_CA_FILE, SIDECAR_STATE_DIR, SIDECAR_TOKEN_FILE } from '../../contracts/sidecar-env.ts';
 import { AuditReporter } from './audit/audit-report.ts';
 import type { AuditController } from './audit/audit-controller.ts';
 import { ClusterBudgets } from './budgets/cluster-budgets.ts';
 import type { ConfigStore } from './config/config-store.ts';
 import type { PushClient } from './config/push-client.ts';
+import { type AliasHealthSource, aliasHealthMessage } from './fallback/alias-health-message.ts';
 
 export class OperatorLink {
   /** The operator's budgets, for a sidecar; undefined in server mode. */
   readonly budgets: ClusterBudgets | undefined;
   #client: PushClient | undefined;
   #auditReporter: AuditReporter | undefined;
+  #aliases: AliasHealthSource | undefined;
 
   private constructor(budgets: ClusterBudgets | undefined) {
     this.budgets = budgets;
@@ -44,6 +46,7 @@ export class OperatorLink {
       store,
       logger,
       auditReport: () => link.#auditReport(),
+      aliasHealthReport: () => link.#aliasHealthReport(),
       ...(link.budgets ? { budgets: link.budgets } : {}),
       ...(podName ? { podName } : {}),
       ...(podNamespace ? { podNamespace } : {}),
@@ -57,11 +60,20 @@ export class OperatorLink {
     this.#auditReporter = new AuditReporter(audit);
   }
 
+  /** From now on the operator hears how the engine's model aliases are served (ADR 0724). */
+  reportAliasHealth(engine: AliasHealthSource): void {
+    this.#aliases = engine;
+  }
+
   async stop(): Promise<void> {
     await this.#client?.stop();
   }
 
   #auditReport(): AuditReport | undefined {
     return this.#auditReporter?.report();
+  }
+
+  #aliasHealthReport(): AliasHealthReportMessage | undefined {
+    return this.#aliases && aliasHealthMessage(this.#aliases);
   }
 }

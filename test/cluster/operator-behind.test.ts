@@ -2,8 +2,8 @@
 // rollback` while pods created under the newer release keep running. The operator is the previous release's
 // own code (the commit test/kind/previous-release.txt records, ADR 0113), run from its source with this
 // checkout's dependencies (the two lock files must be the same); the sidecar is this release's push client,
-// which names a config revision the previous operator has never heard of. It still gets its config, acks it,
-// and takes a price change.
+// which names a config revision the previous operator has never heard of and sends alias health reports (ADR 0724)
+// it has no field for. It still gets its config, acks it, and takes a price change.
 
 import { cpSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
@@ -45,6 +45,14 @@ describe("an operator one release behind: the previous release's operator pushes
   let client: PushClient;
   const store = new ConfigStore();
   const price = () => store.get().pricing.models.find((m) => m.provider === 'openai' && m.model === 'gpt-4o-mini')?.input_per_million;
+  // Alias health as a sidecar whose config has an alias reports it: a new report on every look, so every look sends one.
+  let aliasReports = 0;
+  const aliasHealthReport = () => {
+    aliasReports += 1;
+    return {
+      aliases: [{ alias: 'claude-sonnet', targets: [{ route: 'gamma-direct', model: 'claude-sonnet-4-5', state: 'circuit_open' as const }], degradedSinceUnixMs: aliasReports }],
+    };
+  };
 
   beforeAll(async () => {
     dir = tempDir('tollgate-operator-behind-');
@@ -83,7 +91,16 @@ describe("an operator one release behind: the previous release's operator pushes
     });
     const caFile = await operatorCaFile(api, dir.path);
     const pod = await podWithToken(api, { namespace: NS, name: 'newer', dir: dir.path });
-    client = startPushClient({ address: `127.0.0.1:${grpcPort}`, caFile, tokenFile: pod.tokenFile, stateDir: join(dir.path, 'state'), store, logger: pino({ level: 'silent' }) });
+    client = startPushClient({
+      address: `127.0.0.1:${grpcPort}`,
+      caFile,
+      tokenFile: pod.tokenFile,
+      stateDir: join(dir.path, 'state'),
+      store,
+      logger: pino({ level: 'silent' }),
+      aliasHealthReport,
+      aliasReportIntervalMs: 20,
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -101,6 +118,14 @@ describe("an operator one release behind: the previous release's operator pushes
       return pc.status?.sidecars?.current === 1 ? pc.status : undefined;
     });
     expect(status.sidecars).toEqual({ connected: 1, current: 1 });
+    expect(operator.hasExited()).toBe(false);
+  });
+
+  it('keeps the stream while the sidecar sends alias health reports it does not know', async () => {
+    const before = aliasReports;
+    await eventually('twenty more alias reports', () => (aliasReports >= before + 20 ? true : undefined), 30_000);
+    expect(client.status()).toMatchObject({ connected: true, connects: 1 });
+    expect(client.status().lastError).toBeUndefined();
     expect(operator.hasExited()).toBe(false);
   });
 

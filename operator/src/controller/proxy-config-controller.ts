@@ -4,17 +4,18 @@
 // are recorded only when the Ready condition itself changes, so a new leader does not repeat them.
 
 import type { Logger } from 'pino';
-import { PROXY_CONFIG, type ProxyConfig, type ProxyConfigStatus } from '../../../crds/index.ts';
+import { type ModelAliasStatus, PROXY_CONFIG, type ProxyConfig, type ProxyConfigStatus } from '../../../crds/index.ts';
 import { ConfigError } from '../../../contracts/config-error.ts';
 import { type KubeApi, objectKey, splitKey } from '../../../kube-client/api-client.ts';
 import { type Condition, setCondition } from '../kube/conditions.ts';
 import { objectReference, setReady, type Verdict, verdictEvent, writeStatus } from '../kube/ready-condition.ts';
 import { AUDIT_CONDITION, auditVerdict } from './audit-condition.ts';
+import { aliasEvents, aliasStatus, comparableAliasStatus, DEFAULT_ALIAS_DEGRADED_AFTER_MS } from './alias-status.ts';
 import type { EventRecorder, ObjectReference } from '../../../kube-client/event-recorder.ts';
 import type { Informer } from '../../../kube-client/informer.ts';
 import { rfc3339 } from '../../../kube-client/micro-time.ts';
 import { type RegistryListener, SidecarRegistry } from '../push/sidecar-registry.ts';
-import { runWorkers, WorkQueue, type Workers } from '../kube/work-queue.ts';
+import { type ReconcileResult, runWorkers, WorkQueue, type Workers } from '../kube/work-queue.ts';
 import type { OperatorMetrics } from '../metrics/operator-metrics.ts';
 import { buildSnapshot } from '../push/snapshot.ts';
 import { referencedSecrets, render, resolveCredentials } from '../render.ts';
@@ -29,29 +30,55 @@ export interface ControllerDeps {
   proxyConfigs: Informer<CachedProxyConfig>;
   secrets: Informer<SecretObject>;
   registry: SidecarRegistry;
+  /** How long an alias may be served below its first priority before AliasDegraded (ADR 0724). */
+  aliasDegradedAfterMs: number;
+  /** Per ProxyConfig, whether each alias was last announced degraded: no Event twice while the cache lags our writes. */
+  aliasAnnounced: Map<string, Map<string, boolean>>;
 }
 
 export function proxyConfigRef(pc: CachedProxyConfig): ObjectReference {
   return objectReference(PROXY_CONFIG, pc);
 }
 
-export async function reconcileProxyConfig(key: string, deps: ControllerDeps): Promise<void> {
+export async function reconcileProxyConfig(key: string, deps: ControllerDeps): Promise<ReconcileResult | void> {
   const { registry, logger } = deps;
   const pc = deps.proxyConfigs.get(key);
   if (!pc || pc.metadata.deletionTimestamp) {
     registry.withdraw(key);
+    deps.aliasAnnounced.delete(key);
     return;
   }
   const generation = pc.metadata.generation;
   const verdict = publish(key, pc, deps);
   // The message names the config version: a new version is news even while Ready stays True.
   const ready = setReady(pc.status?.conditions, verdict, { generation, compareMessage: true });
-  const status = statusOf(key, pc, ready.conditions, registry);
-  if (!sameStatus(pc.status, status) && !(await writeStatus(deps.api, PROXY_CONFIG, key, status))) return;
-  if (!ready.changed) return;
+  // What the sidecars running the last good snapshot report of its aliases; looked at again when one turns degraded.
+  const aliases = aliasStatus(registry.aliasModels(key), registry.aliasReports(key), pc.status?.models, { now: Date.now(), degradedAfterMs: deps.aliasDegradedAfterMs });
+  const status = statusOf(key, pc, ready.conditions, registry, aliases.models);
+  // A merge patch keeps a field it does not name: status.models of aliases now gone is removed with null.
+  const patch = pc.status?.models && !status.models ? { ...status, models: null } : status;
+  if (!sameStatus(pc.status, status) && !(await writeStatus(deps.api, PROXY_CONFIG, key, patch))) return;
+  await announceAliases(key, pc, aliases.models, deps);
+  const next = aliases.recheckInMs === undefined ? undefined : { requeueAfterMs: aliases.recheckInMs };
+  if (!ready.changed) return next;
   if (verdict.ready) logger.info({ proxyConfig: key, generation, version: status.configVersion }, 'ProxyConfig accepted');
   else logger.warn({ proxyConfig: key, generation, reason: verdict.reason, message: verdict.message }, 'ProxyConfig rejected');
   await deps.recorder.record(verdictEvent(proxyConfigRef(pc), verdict, generation));
+  return next;
+}
+
+/** AliasDegraded / AliasRecovered for each alias whose `degraded` changed since it was last announced (ADR 0724). */
+async function announceAliases(key: string, pc: CachedProxyConfig, models: readonly ModelAliasStatus[], deps: ControllerDeps): Promise<void> {
+  const before = deps.aliasAnnounced.get(key);
+  const announced = (alias: string) => before?.get(alias) ?? pc.status?.models?.find((m) => m.alias === alias)?.degraded === true;
+  const events = aliasEvents(models, announced, deps.aliasDegradedAfterMs);
+  if (models.length > 0) deps.aliasAnnounced.set(key, new Map(models.map((m) => [m.alias, m.degraded === true])));
+  else deps.aliasAnnounced.delete(key);
+  for (const event of events) {
+    if (event.type === 'Warning') deps.logger.warn({ proxyConfig: key, alias: event.alias, note: event.note }, 'model alias degraded');
+    else deps.logger.info({ proxyConfig: key, alias: event.alias, note: event.note }, 'model alias recovered');
+    await deps.recorder.record({ regarding: proxyConfigRef(pc), type: event.type, reason: event.reason, action: 'Serve', note: event.note });
+  }
 }
 
 /** Renders the spec, resolves its Secrets and publishes the snapshot; the verdict says how that went. */
@@ -80,14 +107,20 @@ function publish(key: string, pc: CachedProxyConfig, deps: ControllerDeps): Verd
 }
 
 /** The status to write: conditions (AuditDelivering only while spec.audit asks for a fan-out), sidecar counts, version. */
-function statusOf(key: string, pc: CachedProxyConfig, conditions: Condition[], registry: SidecarRegistry): ProxyConfigStatus {
+function statusOf(key: string, pc: CachedProxyConfig, conditions: Condition[], registry: SidecarRegistry, models: ModelAliasStatus[]): ProxyConfigStatus {
   const generation = pc.metadata.generation;
   const observed = generation !== undefined ? { observedGeneration: generation } : {};
   const withAudit = pc.spec?.audit
     ? setCondition(conditions, { type: AUDIT_CONDITION, ...auditVerdict(registry.auditReports(key)), ...observed }, rfc3339())
     : conditions.filter((c) => c.type !== AUDIT_CONDITION);
   const version = registry.snapshot(key)?.version;
-  return { ...observed, conditions: withAudit, sidecars: registry.counts(key), ...(version ? { configVersion: version } : {}) };
+  return {
+    ...observed,
+    conditions: withAudit,
+    sidecars: registry.counts(key),
+    ...(version ? { configVersion: version } : {}),
+    ...(models.length > 0 ? { models } : {}),
+  };
 }
 
 function sameStatus(a: ProxyConfigStatus | undefined, b: ProxyConfigStatus): boolean {
@@ -101,6 +134,7 @@ function normalise(s: ProxyConfigStatus | undefined): unknown {
     conditions: (s.conditions ?? []).map((c) => [c.type, c.status, c.observedGeneration ?? null, c.lastTransitionTime, c.reason, c.message]),
     sidecars: [s.sidecars?.connected ?? 0, s.sidecars?.current ?? 0],
     configVersion: s.configVersion ?? null,
+    models: comparableAliasStatus(s.models),
   };
 }
 
@@ -111,7 +145,9 @@ export class ProxyConfigController {
   readonly #deps: ControllerDeps;
   #workers: Workers | undefined;
 
-  constructor(opts: Omit<ControllerDeps, 'registry'> & { metrics?: OperatorMetrics | undefined }) {
+  constructor(
+    opts: Omit<ControllerDeps, 'registry' | 'aliasDegradedAfterMs' | 'aliasAnnounced'> & { metrics?: OperatorMetrics | undefined; aliasDegradedAfterMs?: number | undefined },
+  ) {
     const { logger, proxyConfigs } = opts;
     this.queue = new WorkQueue(undefined, opts.metrics);
     this.registry = new SidecarRegistry({
@@ -120,7 +156,7 @@ export class ProxyConfigController {
       logger: logger.child({ component: 'push' }),
       listener: pushEvents(opts, this.queue),
     });
-    this.#deps = { ...opts, registry: this.registry };
+    this.#deps = { ...opts, registry: this.registry, aliasDegradedAfterMs: opts.aliasDegradedAfterMs ?? DEFAULT_ALIAS_DEGRADED_AFTER_MS, aliasAnnounced: new Map() };
   }
 
   /**

@@ -69,7 +69,8 @@ export async function startPushServer(opts: PushServerOptions): Promise<PushServ
   const calls = new Set<Call>();
   const server = new grpc.Server({
     'grpc.max_send_message_length': MAX_SNAPSHOT_BYTES,
-    // Acks, audit and spend reports; a spend report of 200 entries with the longest ids fits.
+    // Acks, audit, spend and alias health reports; a spend report of 200 entries with the longest ids fits, and a
+    // sidecar bounds its alias report below MAX_ALIAS_REPORT_BYTES.
     'grpc.max_receive_message_length': 256 * 1024,
     // Finds sidecars whose pod vanished without closing the connection.
     'grpc.keepalive_time_ms': 30_000,
@@ -154,6 +155,9 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
           .slice(0, 16)
           .map((s) => ({ ...s, name: String(s.name).slice(0, 63), kind: String(s.kind).slice(0, 16), lastError: String(s.lastError ?? '').slice(0, 512) })),
       });
+    } else if (message.aliasHealthReport) {
+      // Only the aliases and targets of the sidecar's own config are kept (alias-reports.ts).
+      registry.aliasHealthReport(id, message.aliasHealthReport);
     } else if (message.spendReport && source) {
       const report = message.spendReport;
       if ((report.entries ?? []).length <= MAX_REPORT_ENTRIES) opts.budgets?.spendReport(source, report);

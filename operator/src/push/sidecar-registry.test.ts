@@ -162,4 +162,38 @@ describe('SidecarRegistry', () => {
     expect(JSON.parse(received.get('old')!.at(-1)!.configJson).pricing.models).toEqual([{ provider: 'openai', model: 'gpt-4o', input_per_million: 2, output_per_million: 1 }]);
     expect(events.filter((e) => e.startsWith('withheld'))).toEqual([withheld(v1.version), withheld(v1.version), withheld(v2.version)]);
   });
+
+  it("keeps each sidecar's alias report as far as its ProxyConfig's aliases go, re-reconciles only on a change, forgets it with the stream", () => {
+    const { registry, connect, events } = setup(['ns/default']);
+    const target = { route: 'gamma-direct', model: 'claude-sonnet-4-5' };
+    registry.publish(buildSnapshot('ns/default', { models: { 'claude-sonnet': { targets: [target] } } }, {}, []));
+    connect('a', 'ns');
+    connect('other', 'ns2'); // built-in defaults: no aliases
+    const report = (state: 'healthy' | 'circuit_open', extra = 0) => ({
+      aliases: [
+        { alias: 'claude-sonnet', targets: [{ ...target, state }], degradedSinceUnixMs: state === 'healthy' ? 0 : 1_000 },
+        ...Array.from({ length: extra }, (_, i) => ({ alias: `invented-${i}`, targets: [{ ...target, state }], degradedSinceUnixMs: 0 })),
+      ],
+    });
+    events.length = 0;
+    registry.aliasHealthReport('a', report('healthy', 500));
+    expect(events).toEqual(['counts ns/default']);
+    // 500 aliases the config does not have were not kept.
+    expect(registry.aliasReports('ns/default').map((r) => [...r.keys()])).toEqual([['claude-sonnet']]);
+    registry.aliasHealthReport('a', report('healthy'));
+    expect(events).toEqual(['counts ns/default']); // unchanged: no reconcile
+    registry.aliasHealthReport('a', report('circuit_open'));
+    expect(events).toEqual(['counts ns/default', 'counts ns/default']);
+    expect(registry.aliasReports('ns/default')[0]!.get('claude-sonnet')).toEqual({
+      degradedSince: 1_000,
+      targets: new Map([['gamma-direct\u0000claude-sonnet-4-5', 'circuit_open']]),
+    });
+    registry.aliasHealthReport('other', report('circuit_open'));
+    expect(registry.aliasReports('')).toEqual([]);
+
+    registry.disconnect('a');
+    expect(registry.aliasReports('ns/default')).toEqual([]);
+    expect(registry.aliasModels('ns/default')).toEqual({ 'claude-sonnet': { targets: [target] } });
+    registry.close();
+  });
 });

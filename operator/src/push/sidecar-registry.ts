@@ -6,7 +6,9 @@
 import type { Logger } from 'pino';
 import { CONFIG_REVISION, FIRST_CONFIG_REVISION, patchForRevision } from '../../../contracts/config-revisions.ts';
 import type { RuntimeConfigPatch } from '../../../contracts/config-schema.ts';
-import type { AuditReport } from '../../../contracts/push-protocol.ts';
+import type { ModelAliasesConfig } from '../../../contracts/model-aliases.ts';
+import type { AliasHealthReportMessage, AuditReport } from '../../../contracts/push-protocol.ts';
+import { readAliasReport, type SidecarAliasHealth } from './alias-reports.ts';
 import { BUILTIN_SOURCE, selectConfig } from './config-selection.ts';
 import { BUILTIN_SNAPSHOT, redactSnapshot, type Snapshot } from './snapshot.ts';
 
@@ -75,6 +77,9 @@ interface ConnectionState {
   audit?: AuditReport;
   /** What of the audit report the ProxyConfig's status shows; a change re-reconciles it. */
   auditSummary?: string;
+  /** The latest alias health report, as far as the bound ProxyConfig's aliases go (ADR 0724). */
+  aliases?: SidecarAliasHealth | undefined;
+  aliasSummary?: string | undefined;
 }
 
 export interface RegistryOptions {
@@ -96,6 +101,8 @@ export class SidecarRegistry {
   #pending = new Map<string, { timer: NodeJS.Timeout; firstAt: number }>();
   /** Snapshots as sidecars of older config revisions get them, by revision; dropped with the snapshot. */
   #older = new WeakMap<Snapshot, Map<number, OlderSnapshot>>();
+  /** Each snapshot's model aliases, read once; dropped with the snapshot. */
+  #models = new WeakMap<Snapshot, ModelAliasesConfig | undefined>();
 
   readonly #counter: SnapshotCounter | undefined;
 
@@ -175,6 +182,34 @@ export class SidecarRegistry {
   /** The latest audit report of every connected sidecar bound to `source`. */
   auditReports(source: string): { pod: string; report: AuditReport }[] {
     return [...this.#connections.values()].filter((s) => s.source === source && s.audit).map((s) => ({ pod: `${s.conn.namespace}/${s.conn.podName}`, report: s.audit! }));
+  }
+
+  /** The sidecar's latest alias health report; the ProxyConfig is reconciled when what its status shows may change. */
+  aliasHealthReport(id: string, report: AliasHealthReportMessage): void {
+    const state = this.#connections.get(id);
+    if (!state) return;
+    const aliases = readAliasReport(report, this.aliasModels(state.source));
+    const summary = JSON.stringify([...(aliases ?? [])].map(([name, alias]) => [name, alias.degradedSince, [...alias.targets]]));
+    state.aliases = aliases;
+    if (summary === state.aliasSummary) return;
+    state.aliasSummary = summary;
+    this.#countsChanged(state.source);
+  }
+
+  /** The latest alias health of every connected sidecar bound to `source` that reported one. */
+  aliasReports(source: string): SidecarAliasHealth[] {
+    return [...this.#connections.values()].filter((s) => s.source === source && s.aliases).map((s) => s.aliases!);
+  }
+
+  /** The model aliases of `source`'s latest good snapshot: what its sidecars run (undefined: none). */
+  aliasModels(source: string): ModelAliasesConfig | undefined {
+    const snapshot = this.#snapshots.get(source);
+    if (!snapshot) return undefined;
+    if (!this.#models.has(snapshot)) {
+      const models = (JSON.parse(snapshot.configJson) as RuntimeConfigPatch).models;
+      this.#models.set(snapshot, models && Object.keys(models).length > 0 ? models : undefined);
+    }
+    return this.#models.get(snapshot);
   }
 
   /** Records the latest good snapshot of a ProxyConfig and schedules a push to its sidecars. */
@@ -265,6 +300,9 @@ export class SidecarRegistry {
         touched.add(source);
         this.#opts.logger.info({ pod: `${namespace}/${state.conn.podName}`, from: state.source || '(built-in)', to: source || '(built-in)' }, 'sidecar rebound');
         state.source = source;
+        // Its aliases were the other config's: its next report says how it serves this one's.
+        state.aliases = undefined;
+        state.aliasSummary = undefined;
       }
       const sent = this.#sendCurrent(state);
       if (sent) {

@@ -10,8 +10,8 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createCertificateAuthority, issueCertificate } from '../../../contracts/pki.ts';
 import { ConfigStore } from './config-store.ts';
-import { startPushClient } from './push-client.ts';
-import { configPushService, type OperatorMessage, type SidecarMessage } from '../../../contracts/push-protocol.ts';
+import { type PushClientOptions, startPushClient } from './push-client.ts';
+import { type AliasHealthReportMessage, configPushService, type OperatorMessage, type SidecarMessage } from '../../../contracts/push-protocol.ts';
 import { waitFor } from '../../../test/support/wait-for.ts';
 
 type Call = grpc.ServerDuplexStream<SidecarMessage, OperatorMessage>;
@@ -53,7 +53,7 @@ describe('startPushClient', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const start = (store: ConfigStore) => {
+  const start = (store: ConfigStore, extra: Partial<PushClientOptions> = {}) => {
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, 'token-1\n');
     return {
@@ -68,6 +68,7 @@ describe('startPushClient', () => {
         podName: 'p',
         podNamespace: 'ns',
         reconnect: { baseMs: 20, maxMs: 100 },
+        ...extra,
       }),
     };
   };
@@ -109,6 +110,53 @@ describe('startPushClient', () => {
     expect(hello.currentVersion).toBe('v1');
     expect(client.status().connects).toBe(2);
     await client.stop();
+  });
+
+  describe('alias health reports (ADR 0724)', () => {
+    const healthy: AliasHealthReportMessage = {
+      aliases: [{ alias: 'claude-sonnet', targets: [{ route: 'gamma-direct', model: 'claude-sonnet-4-5', state: 'healthy' }], degradedSinceUnixMs: 0 }],
+    };
+    const reportsOn = (stream: { received: SidecarMessage[] }) => stream.received.filter((m) => m.aliasHealthReport).map((m) => m.aliasHealthReport!);
+
+    it('sends none before the operator sent a snapshot, then one, and another only when it changed', async () => {
+      let looked = 0;
+      let report = healthy;
+      const { client } = start(new ConfigStore(), {
+        aliasHealthReport: () => {
+          looked += 1;
+          return report;
+        },
+        aliasReportIntervalMs: 10,
+        aliasReportRefreshMs: 3_600_000,
+      });
+      const first = await waitFor('the first stream', () => calls[0], 10_000);
+      await waitFor('looked at before any snapshot', () => looked >= 5, 10_000);
+      expect(reportsOn(first)).toEqual([]);
+
+      first.call.write({ snapshot: { version: 'v1', configJson: '{}', credentials: {}, source: 'ns/default' } });
+      await waitFor('the first report', () => reportsOn(first).length === 1, 10_000);
+      const before = looked;
+      await waitFor('looked at again, unchanged', () => looked >= before + 5, 10_000);
+      expect(reportsOn(first)).toHaveLength(1);
+
+      report = { aliases: [{ ...healthy.aliases[0]!, targets: [{ ...healthy.aliases[0]!.targets[0]!, state: 'circuit_open' }], degradedSinceUnixMs: 1_764_410_400_000 }] };
+      await waitFor('the changed report', () => reportsOn(first).length === 2, 10_000);
+      // int64 arrives as a decimal string
+      expect(reportsOn(first)[1]).toEqual({ aliases: [{ ...report.aliases[0]!, degradedSinceUnixMs: '1764410400000' }] });
+      await client.stop();
+    });
+
+    it('sends an unchanged report again once the refresh interval has passed, and nothing while the config has no alias', async () => {
+      let report: AliasHealthReportMessage | undefined;
+      const { client } = start(new ConfigStore(), { aliasHealthReport: () => report, aliasReportIntervalMs: 10, aliasReportRefreshMs: 50 });
+      const first = await waitFor('the first stream', () => calls[0], 10_000);
+      first.call.write({ snapshot: { version: 'v1', configJson: '{}', credentials: {}, source: 'ns/default' } });
+      await waitFor('the ack', () => first.received.find((m) => m.ack), 10_000);
+      report = healthy;
+      await waitFor('the same report three times', () => reportsOn(first).length >= 3, 10_000);
+      expect(new Set(reportsOn(first).map((r) => JSON.stringify(r))).size).toBe(1);
+      await client.stop();
+    });
   });
 
   it('gives up a connect that hangs and dials again, so an address nobody answers cannot stall config for minutes', async () => {

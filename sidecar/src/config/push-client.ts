@@ -10,7 +10,15 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { BudgetLink } from '../budgets/cluster-budgets.ts';
 import type { ConfigStore } from './config-store.ts';
-import { type AuditReport, AUTHORIZATION, configPushService, MAX_SNAPSHOT_BYTES, type OperatorMessage, type SidecarMessage } from '../../../contracts/push-protocol.ts';
+import {
+  type AliasHealthReportMessage,
+  type AuditReport,
+  AUTHORIZATION,
+  configPushService,
+  MAX_SNAPSHOT_BYTES,
+  type OperatorMessage,
+  type SidecarMessage,
+} from '../../../contracts/push-protocol.ts';
 import { CONFIG_REVISION } from '../../../contracts/config-revisions.ts';
 import { type PreparedSnapshot, SnapshotCache, SnapshotRejectedError } from './snapshot-cache.ts';
 
@@ -32,6 +40,13 @@ export interface PushClientOptions {
   /** The audit fan-out's delivery, sent every reportIntervalMs when it changed (undefined: nothing to report). */
   auditReport?: () => AuditReport | undefined;
   reportIntervalMs?: number;
+  /**
+   * The model aliases' health (undefined: the config has none), looked at every aliasReportIntervalMs (default 5 s)
+   * and sent when it changed, or when aliasReportRefreshMs (default 60 s) passed since the last one (ADR 0724).
+   */
+  aliasHealthReport?: () => AliasHealthReportMessage | undefined;
+  aliasReportIntervalMs?: number;
+  aliasReportRefreshMs?: number;
   /** Reconnect delays (DEFAULT_RECONNECT): doubling from baseMs to maxMs, to refusedMaxMs after the operator refused the stream. */
   reconnect?: ReconnectPolicy;
   /** How long a connect to the operator may take before it is given up and tried again (default 20 s). */
@@ -270,17 +285,27 @@ function openStream(connection: Connection, client: grpc.Client, token: string, 
   };
   const received = receiveMessages(connection, reply);
   call.on('data', received.onMessage);
-  const reportTimer = reportAudit(connection, reply);
+  const reportTimers = [
+    reportWhenChanged(connection, opts.auditReport, (auditReport) => reply({ auditReport }), opts.reportIntervalMs ?? 10_000),
+    reportWhenChanged(
+      connection,
+      opts.aliasHealthReport,
+      (aliasHealthReport) => reply({ aliasHealthReport }),
+      opts.aliasReportIntervalMs ?? 5_000,
+      opts.aliasReportRefreshMs ?? 60_000,
+    ),
+  ];
+  const stopReports = () => reportTimers.forEach((timer) => clearInterval(timer));
   // 'status' comes exactly once per call, whatever ended it; 'error' only needs a listener.
   call.on('error', () => undefined);
   call.on('status', (outcome: grpc.StatusObject) => {
-    clearInterval(reportTimer);
+    stopReports();
     ended(connection, outcome, received.delivered());
     connection.stream = undefined;
     client.close();
     void received.applied().then(() => resolve(streamOutcome(outcome.code, received.delivered())));
   });
-  call.on('close', () => clearInterval(reportTimer));
+  call.on('close', stopReports);
   call.write({
     hello: {
       podName: opts.podName ?? '',
@@ -333,17 +358,29 @@ function ended(connection: Connection, outcome: grpc.StatusObject, delivered: bo
   }
 }
 
-/** Sends the audit fan-out's delivery every reportIntervalMs while it changes and the stream is connected. */
-function reportAudit(connection: Connection, reply: Reply): NodeJS.Timeout | undefined {
-  const { opts, snapshots } = connection;
-  const auditReport = opts.auditReport;
-  if (!auditReport) return undefined;
+/**
+ * Looks at a report every intervalMs while the stream is connected, and sends it when it changed since the last one
+ * this stream sent, or when refreshMs has passed since then (the audit report: never unchanged). Nothing while
+ * `produce` gives undefined.
+ */
+function reportWhenChanged<T>(
+  connection: Connection,
+  produce: (() => T | undefined) | undefined,
+  send: (report: T) => void,
+  intervalMs: number,
+  refreshMs = Number.POSITIVE_INFINITY,
+): NodeJS.Timeout | undefined {
+  if (!produce) return undefined;
+  const { snapshots } = connection;
   let lastReport = '';
+  let lastSentAt = 0;
   return setInterval(() => {
-    const report = auditReport();
-    const text = JSON.stringify(report ?? null);
-    if (!report || text === lastReport || !snapshots.status.connected) return;
+    const report = produce();
+    if (report === undefined || !snapshots.status.connected) return;
+    const text = JSON.stringify(report);
+    if (text === lastReport && Date.now() - lastSentAt < refreshMs) return;
     lastReport = text;
-    reply({ auditReport: report });
-  }, opts.reportIntervalMs ?? 10_000);
+    lastSentAt = Date.now();
+    send(report);
+  }, intervalMs);
 }
