@@ -241,6 +241,7 @@ function watchEngineMetrics(parts: EngineParts, opened: OpenedSpanStore, followe
     spanStoreKind: () => opened.kind,
     inFlight: () => lifecycle.inFlight,
     breakers: () => client.breakerStates(),
+    endpointBreakers: () => client.endpointBreakers(),
     config: () => ({ revision: store.current().revision, appliedAtMs: followed.appliedAtMs() }),
     metering: () => meter.stats(),
     audit: () => {

@@ -7,16 +7,15 @@ import type { Logger } from 'pino';
 import type { ConfigStore } from '../config/config-store.ts';
 import type { CredentialsConfig } from '../../../contracts/runtime-config.ts';
 import { BUILT_IN_CREDENTIAL_IDS, type BuiltInCredentialId } from '../../../contracts/credential-kinds.ts';
-import { routeCatalog } from '../routes/route-catalog.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { builtInSettings, createCredentialProviders, type CredentialProvider } from './credential-provider.ts';
 
 /** Replaces the client's credential providers whose settings change in the store; returns the unsubscribe. */
 export function followCredentialSettings(opts: { store: ConfigStore; client: UpstreamClient; logger: Logger; env: NodeJS.ProcessEnv }): () => void {
   let current: CredentialsConfig = opts.store.get().credentials;
-  opts.client.syncRoutes(routeCatalog(opts.store.get()));
+  opts.client.syncRoutes(opts.store.get());
   return opts.store.subscribe((snapshot) => {
-    opts.client.syncRoutes(routeCatalog(snapshot.config));
+    opts.client.syncRoutes(snapshot.config);
     const next = snapshot.config.credentials;
     const previous = current;
     const changedKinds = BUILT_IN_CREDENTIAL_IDS.filter((id) => builtInSettings(id).some((key) => previous[key] !== next[key]));

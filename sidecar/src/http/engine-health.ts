@@ -1,6 +1,6 @@
 // The engine's own sections of GET /_local/api/health: the proxy (serving or draining, calls in flight,
-// credential problems), each route's circuit breaker, and the local runtime when there is one. Other parts
-// (the span store, audit, auth, budgets) register theirs beside these.
+// credential problems), each route's circuit breaker, each endpoint of the routes that have endpoints, and the
+// local runtime when there is one. Other parts (the span store, audit, auth, budgets) register theirs beside these.
 
 import type { Lifecycle } from '../lifecycle.ts';
 import type { LocalRuntime } from '../local/local-runtime.ts';
@@ -25,6 +25,8 @@ export function registerEngineHealth(health: RuntimeHealth, parts: EngineHealthP
     credentialProblems: parts.client.credentialProblems(),
   }));
   health.register('breakers', () => parts.client.breakerStates());
+  // Only when a route has endpoints (ADR 0008): each one's breaker, weight, calls in flight and cool-down.
+  health.register('endpoints', () => parts.client.endpointHealth());
   const local = parts.local;
   health.register('local', () => (local === null ? { enabled: false } : local.health().then((view) => ({ enabled: true, ...view }))));
 }

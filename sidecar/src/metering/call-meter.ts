@@ -269,7 +269,7 @@ export class MeteredCall implements CallTimings {
     this.#writer.record(span);
     // Charged what the span says it cost, whatever its status: an aborted stream still cost what it used.
     if (span.userId !== null && span.costUsd > 0) this.#spend?.charge(span.userId, span.costUsd, Date.now());
-    logCall(this.#logger, span, usage !== null && !cost.priced && cost.failure === undefined);
+    logCall(this.#logger, span, usage !== null && !cost.priced && cost.failure === undefined, this.#upstream.endpoint);
     this.#notify(span, cost.model ?? null);
     return span;
   }
@@ -373,8 +373,8 @@ export class MeteredCall implements CallTimings {
   }
 }
 
-/** The `llm call` line, one per call; `unpriced` adds why its cost is 0. */
-function logCall(logger: Logger, span: Span, unpriced: boolean): void {
+/** The `llm call` line, one per call; `unpriced` adds why its cost is 0, `endpoint` which of its route's endpoints answered (ADR 0008). */
+function logCall(logger: Logger, span: Span, unpriced: boolean, endpoint: string | undefined): void {
   const level = span.status === 'ok' ? 'info' : 'warn';
   logger[level](
     {
@@ -385,6 +385,7 @@ function logCall(logger: Logger, span: Span, unpriced: boolean): void {
       provider: span.provider,
       model: span.model,
       ...(span.alias !== null ? { alias: span.alias } : {}),
+      ...(endpoint !== undefined ? { endpoint } : {}),
       user_id: span.userId,
       status: span.status,
       status_code: span.statusCode,

@@ -49,6 +49,8 @@ export interface ProxyMetricSources {
   spanStoreKind?: () => string;
   inFlight?: () => number;
   breakers?: () => Readonly<Record<string, string>>;
+  /** The breaker of each endpoint of the routes that have `endpoints`, by route and endpoint (ADR 0008). */
+  endpointBreakers?: () => Readonly<Record<string, Readonly<Record<string, string>>>>;
   config?: () => { revision: number; appliedAtMs: number };
   metering?: () => MeteringStats;
   audit?: () => AuditSinkCounters[];
@@ -291,17 +293,11 @@ export class ProxyMetrics implements CallObserver {
       return applied === undefined ? undefined : applied / 1000;
     });
     gauge('tollgate_startup_duration_seconds', 'Process start until the proxy listened with its config applied.', () => this.#startupSeconds);
-    const breakers: Gauge<'route' | 'state'> = new Gauge({
-      name: 'tollgate_circuit_breaker_state',
-      help: 'Circuit breaker state per route: 1 for the current state (closed, half-open, open), 0 for the others.',
-      labelNames: ['route', 'state'],
-      registers: [r],
-      collect: () => {
-        for (const [route, current] of Object.entries(this.#sources.breakers?.() ?? {})) {
-          for (const state of BREAKER_STATES) breakers.set({ route, state }, state === current ? 1 : 0);
-        }
-      },
-    });
+    breakerGauges(
+      r,
+      () => this.#sources.breakers?.(),
+      () => this.#sources.endpointBreakers?.(),
+    );
     const auditCounter = (name: string, help: string, pick: (s: AuditSinkCounters) => number) => {
       // Audit sinks come and go with the config; the family is rebuilt per scrape from the live sinks.
       const family: CounterFamily = new CounterFamily(r, name, help, ['sink', 'kind'], () => {
@@ -453,4 +449,41 @@ export class ProxyMetrics implements CallObserver {
     this.#users.set(user, created);
     return created;
   }
+}
+
+/**
+ * tollgate_circuit_breaker_state, each route's breaker (a route with endpoints is open when all of theirs are), and
+ * tollgate_endpoint_breaker_state, each endpoint's (ADR 0008). Both read their source at scrape time.
+ */
+function breakerGauges(
+  registry: Registry<RegistryContentType>,
+  routes: () => Readonly<Record<string, string>> | undefined,
+  endpoints: () => Readonly<Record<string, Readonly<Record<string, string>>>> | undefined,
+): void {
+  const byRoute: Gauge<'route' | 'state'> = new Gauge({
+    name: 'tollgate_circuit_breaker_state',
+    help: 'Circuit breaker state per route: 1 for the current state (closed, half-open, open), 0 for the others.',
+    labelNames: ['route', 'state'],
+    registers: [registry],
+    collect: () => {
+      for (const [route, current] of Object.entries(routes() ?? {})) {
+        for (const state of BREAKER_STATES) byRoute.set({ route, state }, state === current ? 1 : 0);
+      }
+    },
+  });
+  const byEndpoint: Gauge<'route' | 'endpoint' | 'state'> = new Gauge({
+    name: 'tollgate_endpoint_breaker_state',
+    help: 'Circuit breaker state per endpoint of a route with endpoints: 1 for the current state (closed, half-open, open), 0 for the others.',
+    labelNames: ['route', 'endpoint', 'state'],
+    registers: [registry],
+    collect: () => {
+      // Endpoints come and go with the config: only the current ones have series.
+      byEndpoint.reset();
+      for (const [route, each] of Object.entries(endpoints() ?? {})) {
+        for (const [endpoint, current] of Object.entries(each)) {
+          for (const state of BREAKER_STATES) byEndpoint.set({ route, endpoint, state }, state === current ? 1 : 0);
+        }
+      }
+    },
+  });
 }

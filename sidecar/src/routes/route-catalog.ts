@@ -71,6 +71,8 @@ function configuredRoute(entry: RouteEntry): RouteModule {
     ...(entry.location !== undefined ? { location: entry.location } : {}),
     ...(entry.region !== undefined ? { region: entry.region } : {}),
     ...(entry.timeoutMs !== undefined ? { timeoutMs: entry.timeoutMs } : {}),
+    ...(entry.endpoints !== undefined ? { endpoints: entry.endpoints } : {}),
+    ...(entry.strategy !== undefined ? { strategy: entry.strategy } : {}),
   };
   const behaviour = FORMAT_MODULES[entry.format].behaviour(entry.name);
   return {

@@ -14,11 +14,16 @@ export function upstreamOf(route: RouteModule, config: RuntimeConfig): UpstreamC
 
 /**
  * The base URL a route's calls go to under this config: upstreams.<route>.baseUrl (a configured route's
- * baseUrl), else the route module's setting, else the table's default.
+ * baseUrl), else the route module's setting, else the table's default. `upstream` is an endpoint's settings
+ * over the route's, for one of its endpoints (ADR 0008).
  */
-export function routeBaseUrl(route: RouteName | RouteModule, config: RuntimeConfig, env: NodeJS.ProcessEnv = process.env): string {
+export function routeBaseUrl(
+  route: RouteName | RouteModule,
+  config: RuntimeConfig,
+  env: NodeJS.ProcessEnv = process.env,
+  upstream: UpstreamConfig | undefined = upstreamOf(typeof route === 'string' ? ROUTE_MODULES[route] : route, config),
+): string {
   const module = typeof route === 'string' ? ROUTE_MODULES[route] : route;
-  const upstream = upstreamOf(module, config);
   if (upstream?.baseUrl) return upstream.baseUrl;
   return module.baseUrlFromConfig?.(config) ?? upstreamBaseUrl(module.spec.defaultBaseUrl, upstream, env);
 }

@@ -28,6 +28,21 @@ export function vertexLocationPath(
   return `/v1/projects/${encodeURIComponent(project)}/locations/${encodeURIComponent(location)}`;
 }
 
+const LOCATION_PATH = /^(\/v1(?:beta1)?\/projects\/)([^/?#]+)(\/locations\/)([^/?#]+)/;
+
+/**
+ * A path under `/v1/projects/<project>/locations/<location>` moved to another project or location: an endpoint
+ * of a Vertex AI route that names its own (ADR 0008), whatever the plan or the caller's SDK put there. Other paths
+ * are returned as they are.
+ */
+export function vertexPathAt(path: string, project: string | undefined, location: string | undefined): string {
+  const match = LOCATION_PATH.exec(path);
+  if (match === null) return path;
+  const [whole, head, ownProject, middle, ownLocation] = match as unknown as [string, string, string, string, string];
+  const at = `${head}${project === undefined ? ownProject : encodeURIComponent(project)}${middle}${location === undefined ? ownLocation : encodeURIComponent(location)}`;
+  return at + path.slice(whole.length);
+}
+
 /** A Vertex model id as a path segment: '@' (claude-sonnet-4@20250514) is a legal path character and stays as is, as the SDKs send it. */
 export function vertexModelSegment(model: string): string {
   return encodeURIComponent(model).replaceAll('%40', '@');

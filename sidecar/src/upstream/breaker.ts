@@ -48,6 +48,13 @@ export class CircuitBreaker {
     return true;
   }
 
+  /** Whether tryAcquire would let a call through now, without taking the half-open probe (choosing among endpoints). */
+  available(): boolean {
+    if (this.#state === 'closed') return true;
+    if (this.#state === 'open') return this.#now() - this.#openedAt >= this.#config.openMs;
+    return !this.#probeInFlight;
+  }
+
   onSuccess(): void {
     if (this.#state === 'half-open') {
       this.#close();

@@ -1,24 +1,26 @@
-// Sends one request to a route's upstream: breaker check, credential, undici dispatch with timeouts, and
-// the mapping of every failure to a ProxyError with a stable code. Shared by the native /proxy routes
-// and the /v1 gateway, so both fail, retry-guard and authenticate the same way.
+// Sends one request to a route's upstream: endpoint choice, breaker check, credential, undici dispatch with
+// timeouts, and the mapping of every failure to a ProxyError with a stable code. Shared by the native /proxy
+// routes and the /v1 gateway, so both fail, retry-guard and authenticate the same way. A route with `endpoints`
+// (ADR 0008) shares its calls among them, and a call whose body can be sent again goes on to the next endpoint
+// when one fails before any byte of its answer was relayed.
 
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { CredentialProvider } from '../auth/credential-provider.ts';
 import { CredentialError } from '../auth/credential-provider.ts';
 import type { BreakerConfig, RuntimeConfig } from '../../../contracts/runtime-config.ts';
-import { ProxyError } from '../errors.ts';
-import { routeBaseUrl } from '../routes/upstream-base-url.ts';
-import { ROUTE_NAMES } from '../../../contracts/routes.ts';
+import { ProxyError, type ProxyErrorCode } from '../errors.ts';
 import type { BuiltInCredentialId } from '../../../contracts/credential-kinds.ts';
 import { createCredentialProvider } from '../auth/credential-provider.ts';
 import { hasHeader } from '../auth/header-record.ts';
 import type { RouteModule } from '../routes/route-module.ts';
-import { routeCatalog, type RouteCatalog } from '../routes/route-catalog.ts';
-import { upstreamOf } from '../routes/upstream-base-url.ts';
-import { CircuitBreaker } from './breaker.ts';
+import { routeCatalog } from '../routes/route-catalog.ts';
+import { vertexPathAt } from '../routes/vertex-ai.ts';
 import { credentialSecrets, scrubBody, scrubHeaders } from './credential-echo.ts';
 import { CredentialScrub } from './credential-scrub.ts';
+import { anyAvailable, chooseEndpoint } from './endpoint-chooser.ts';
+import { EndpointPool, type EndpointHealth, type ResolvedEndpoint, type ResolvedRoute } from './endpoint-pool.ts';
+import { retryAfterMs } from '../fallback/retry-after.ts';
 import { Agent, request, undiciErrors } from './undici-agent.ts';
 import type { CallAbort } from './call-abort.ts';
 
@@ -33,12 +35,6 @@ export interface UpstreamSend {
   body: Buffer | Readable | null;
   /** Ends the exchange early (the caller left, its body passed a limit). */
   signal: CallAbort;
-}
-
-/** undici's timeouts for one request: the route's upstream timeout for the headers and between body reads. */
-function timeoutsOf(route: RouteModule, config: RuntimeConfig): { headersTimeout: number; bodyTimeout: number } {
-  const timeout = upstreamOf(route, config)?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  return { headersTimeout: timeout, bodyTimeout: timeout };
 }
 
 export interface UpstreamResponse {
@@ -58,19 +54,21 @@ export interface UpstreamResponse {
 
 /** When the exchange with the upstream happened (performance.now()); `endedAt` is set when it is settled. */
 export interface UpstreamTiming {
-  /** The request went out (credentials already attached). */
+  /** The request went out (credentials already attached); with endpoints, the first attempt's. */
   startedAt: number;
   /** The response headers arrived. */
   headersAt: number;
   endedAt: number;
+  /** The endpoint that answered, for a route with `endpoints` (the call's log line names it). */
+  endpoint?: string | undefined;
 }
 
-const DEFAULT_TIMEOUT_MS = 300_000;
-
-interface ResolvedBase {
-  origin: string;
-  prefix: string;
-}
+/** Failures of one endpoint that another endpoint of the route may not have: the call goes on to the next. */
+const NEXT_ENDPOINT_ON: ReadonlySet<ProxyErrorCode> = new Set(['upstream_unreachable', 'upstream_timeout', 'credential_unavailable']);
+/** An endpoint that answers 429 without saying how long to wait is left alone this long. */
+const DEFAULT_COOL_DOWN_MS = 5_000;
+/** A next attempt needs at least this much of the route's timeout left (undici takes 0 as no timeout at all). */
+const MIN_ATTEMPT_MS = 50;
 
 export class UpstreamClient {
   readonly #agent: Agent;
@@ -79,8 +77,7 @@ export class UpstreamClient {
   readonly #routeCredentials = new Map<string, { key: string; provider: CredentialProvider }>();
   /** The same, per bound route (rebuilt with each config): one WeakMap lookup per call. */
   readonly #routeCredentialOf = new WeakMap<RouteModule, CredentialProvider>();
-  readonly #breakers = new Map<string, CircuitBreaker>();
-  readonly #bases = new WeakMap<RuntimeConfig, Map<string, ResolvedBase>>();
+  readonly #endpoints: EndpointPool;
   readonly #logger: Logger;
   readonly #env: NodeJS.ProcessEnv;
   #breakerConfig: BreakerConfig;
@@ -104,14 +101,15 @@ export class UpstreamClient {
         keepAliveTimeout: 30_000,
         connect: { timeout: 10_000 },
       });
-    for (const route of ROUTE_NAMES) this.#breakers.set(route, new CircuitBreaker(route, opts.breaker, opts.logger));
+    this.#endpoints = new EndpointPool({ breaker: opts.breaker, logger: opts.logger, env: this.#env });
   }
 
   /**
-   * Follows the config's configured routes: a breaker for each, and the providers of routes that were removed
-   * or whose credential changed are closed.
+   * Follows the config's routes: a breaker for each route or endpoint, and the providers of routes and endpoints
+   * that were removed or whose credential changed are closed.
    */
-  syncRoutes(catalog: RouteCatalog): void {
+  syncRoutes(config: RuntimeConfig): void {
+    const catalog = routeCatalog(config);
     const configured = new Map(catalog.configured().map((route) => [route.name, route]));
     for (const [name, held] of this.#routeCredentials) {
       const route = configured.get(name);
@@ -120,14 +118,7 @@ export class UpstreamClient {
         this.#routeCredentials.delete(name);
       }
     }
-    for (const name of this.#breakers.keys()) if (!catalog.get(name)) this.#breakers.delete(name);
-    for (const name of configured.keys()) this.#breaker(name);
-  }
-
-  #breaker(route: string): CircuitBreaker {
-    let breaker = this.#breakers.get(route);
-    if (breaker === undefined) this.#breakers.set(route, (breaker = new CircuitBreaker(route, this.#breakerConfig, this.#logger)));
-    return breaker;
+    this.#endpoints.sync(config);
   }
 
   #credentialOf(route: RouteModule): CredentialProvider {
@@ -167,13 +158,22 @@ export class UpstreamClient {
   updateBreakerConfig(config: BreakerConfig): void {
     if (JSON.stringify(config) === JSON.stringify(this.#breakerConfig)) return;
     this.#breakerConfig = config;
-    for (const breaker of this.#breakers.values()) breaker.updateConfig(config);
+    this.#endpoints.updateBreakerConfig(config);
   }
 
+  /** Each route's breaker state; a route with endpoints is open only when every endpoint's breaker is. */
   breakerStates(): Record<string, string> {
-    const out: Record<string, string> = {};
-    for (const [route, breaker] of this.#breakers) out[route] = breaker.state();
-    return out;
+    return this.#endpoints.breakerStates();
+  }
+
+  /** The endpoints of routes that have them (breaker, weight, calls in flight, cool-down); undefined when none has. */
+  endpointHealth(): Record<string, Record<string, EndpointHealth>> | undefined {
+    return this.#endpoints.endpointHealth(Date.now());
+  }
+
+  /** The breaker state of each endpoint, by route and endpoint name, for the routes that have endpoints. */
+  endpointBreakers(): Record<string, Record<string, string>> {
+    return this.#endpoints.endpointBreakers();
   }
 
   credentialProblems(): string[] {
@@ -182,47 +182,98 @@ export class UpstreamClient {
       const problem = provider.problem();
       if (problem) problems.push(problem);
     }
-    return problems;
+    return [...problems, ...this.#endpoints.credentialProblems()];
   }
 
-  /** Whether the route refuses calls now because its breaker is open (an alias then tries the target last). */
+  /**
+   * Whether the route refuses calls now because its breaker is open (an alias then tries the target last); for a
+   * route with endpoints, because every endpoint's breaker is open or it is cooling down.
+   */
   breakerOpen(route: string): boolean {
-    return this.#breakers.get(route)?.state() === 'open';
+    return this.#endpoints.refusing(route, Date.now());
   }
 
   async send(config: RuntimeConfig, req: UpstreamSend): Promise<UpstreamResponse> {
     const route = routeCatalog(config).get(req.route);
     if (route === undefined) throw new ProxyError('unknown_route', `unknown route ${JSON.stringify(req.route)}`);
-    const breaker = this.#breakers.get(route.name) ?? this.#breaker(route.name);
-    if (!breaker.tryAcquire()) {
+    const resolved = this.#endpoints.resolve(config, route);
+    const timing: UpstreamTiming = { startedAt: Number.NaN, headersAt: Number.NaN, endedAt: Number.NaN, endpoint: undefined };
+    if (resolved.declared) return this.#sendBalanced(route, resolved, req, timing);
+    const only = resolved.endpoints[0]!;
+    if (!only.load.breaker.tryAcquire()) {
       throw new ProxyError('circuit_open', `circuit breaker for upstream ${req.route} is open after repeated failures; retry later`);
     }
+    return this.#attempt(route, only, req, timing, only.timeoutMs);
+  }
+
+  /**
+   * A call to a route with endpoints: the chosen endpoint first, then, while the body can be sent again and the
+   * route's timeout lasts, each other available endpoint once when one fails before its answer is relayed (a
+   * refused or reset connection, a timeout before the headers, a 429, a 5xx). The last failure is the call's.
+   */
+  async #sendBalanced(route: RouteModule, resolved: ResolvedRoute, req: UpstreamSend, timing: UpstreamTiming): Promise<UpstreamResponse> {
+    const { endpoints } = resolved;
+    // A stream passed through is read once: it goes to one endpoint, whatever happens there.
+    const replayable = req.body === null || Buffer.isBuffer(req.body);
+    const deadline = performance.now() + resolved.timeoutMs;
+    let tried = 0;
+    let failure: ProxyError | undefined;
+    for (;;) {
+      const index = chooseEndpoint(endpoints, resolved.strategy, tried, Date.now());
+      if (index === -1) throw failure ?? allUnavailable(route, resolved);
+      tried |= 1 << index;
+      const endpoint = endpoints[index]!;
+      if (!endpoint.load.breaker.tryAcquire()) continue;
+      const again = () => replayable && !req.signal.ended && deadline - performance.now() >= MIN_ATTEMPT_MS && anyAvailable(endpoints, tried, Date.now());
+      let response: UpstreamResponse;
+      try {
+        // Each attempt signs its own copy: one endpoint's key or SigV4 headers never travel to the next.
+        const attempt = replayable ? { ...req, headers: { ...req.headers } } : req;
+        response = await this.#attempt(route, endpoint, attempt, timing, Math.min(resolved.timeoutMs, deadline - performance.now()));
+      } catch (error) {
+        if (!(error instanceof ProxyError && NEXT_ENDPOINT_ON.has(error.code)) || !again()) throw error;
+        failure = error;
+        continue;
+      }
+      const status = response.statusCode;
+      if (status === 429) endpoint.load.coolingUntil = Date.now() + (retryAfterMs(response.headers, Date.now()) ?? DEFAULT_COOL_DOWN_MS);
+      if ((status !== 429 && status < 500) || !again()) return response;
+      // Not relayed: its answer is dropped and the exchange settled (a 5xx was counted against the breaker already).
+      response.settle('success');
+      response.body.destroy();
+      timing.headersAt = timing.endedAt = Number.NaN;
+    }
+  }
+
+  /** One exchange with one endpoint, its breaker already acquired. */
+  async #attempt(route: RouteModule, endpoint: ResolvedEndpoint, req: UpstreamSend, timing: UpstreamTiming, headersTimeout: number): Promise<UpstreamResponse> {
+    const { load } = endpoint;
     let settled = false;
-    const timing: UpstreamTiming = { startedAt: Number.NaN, headersAt: Number.NaN, endedAt: Number.NaN };
+    load.outstanding++;
     const settle = (outcome: 'success' | 'failure' | 'abandoned') => {
       if (settled) return;
       settled = true;
+      load.outstanding--;
       timing.endedAt = performance.now();
-      if (outcome === 'success') breaker.onSuccess();
-      else if (outcome === 'failure') breaker.onFailure();
-      else breaker.release();
+      if (outcome === 'success') load.breaker.onSuccess();
+      else if (outcome === 'failure') load.breaker.onFailure();
+      else load.breaker.release();
     };
     try {
       // Inside the try: whatever throws after tryAcquire must still settle, or a half-open probe stays taken.
-      const base = this.#base(config, route);
-      const path = base.prefix + req.path;
-      const credential = this.#credentialOf(route);
+      const path = endpoint.prefix + (endpoint.vertex === undefined ? req.path : vertexPathAt(req.path, endpoint.vertex.project, endpoint.vertex.location));
+      const credential = endpoint.credential ?? this.#credentialOf(route);
       const { headers } = route;
       for (let i = 0; i < headers.length; i++) if (!hasHeader(req.headers, headers[i]![0])) req.headers[headers[i]![0]] = headers[i]![1];
       // SigV4 signs the path in the encoding AWS expects and may rewrite it: send exactly what was signed.
       const outgoing = {
         method: req.method,
         // origin + path, not new URL(path, origin): a path starting with '//' is a path, never a host
-        url: new URL(base.origin + path),
+        url: new URL(endpoint.origin + path),
         headers: req.headers,
         body: Buffer.isBuffer(req.body) ? req.body : null,
       };
-      staysUnderBase(outgoing.url, base.prefix, path);
+      staysUnderBase(outgoing.url, endpoint.prefix, path);
       try {
         await credential.apply(outgoing);
       } catch (error) {
@@ -231,15 +282,17 @@ export class UpstreamClient {
       }
       // Ended while the credential was applied: undici would not hear an 'abort' emitted before it listens.
       if (req.signal.ended) throw req.signal.reason;
-      timing.startedAt = performance.now();
+      if (Number.isNaN(timing.startedAt)) timing.startedAt = performance.now();
+      timing.endpoint = endpoint.name;
       const response = await request(this.#agent, {
-        origin: base.origin,
+        origin: endpoint.origin,
         path: outgoing.url.pathname + outgoing.url.search,
         method: req.method,
         headers: req.headers,
         body: req.body,
         signal: req.signal,
-        ...timeoutsOf(route, config),
+        headersTimeout,
+        bodyTimeout: endpoint.timeoutMs,
       });
       timing.headersAt = performance.now();
       // A 5xx is counted against the breaker at once; the exchange still ends when its body does.
@@ -269,30 +322,22 @@ export class UpstreamClient {
       // undici refusing the request it was given is the proxy's fault, not the upstream's
       const refused = error instanceof undiciErrors.InvalidArgumentError || error instanceof undiciErrors.NotSupportedError;
       settle(refused ? 'abandoned' : 'failure');
-      throw toProxyError(req.route, error);
+      throw toProxyError(endpoint.name === undefined ? req.route : `${req.route} (endpoint ${endpoint.name})`, error);
     }
   }
 
   async close(): Promise<void> {
     for (const provider of Object.values(this.#credentials)) provider.close();
     for (const held of this.#routeCredentials.values()) held.provider.close();
+    this.#endpoints.close();
     await this.#agent.close();
   }
+}
 
-  #base(config: RuntimeConfig, route: RouteModule): ResolvedBase {
-    let perConfig = this.#bases.get(config);
-    if (!perConfig) {
-      perConfig = new Map();
-      this.#bases.set(config, perConfig);
-    }
-    let base = perConfig.get(route.name);
-    if (!base) {
-      const url = new URL(routeBaseUrl(route, config));
-      base = { origin: url.origin, prefix: url.pathname === '/' ? '' : url.pathname.replace(/\/+$/, '') };
-      perConfig.set(route.name, base);
-    }
-    return base;
-  }
+/** Every endpoint of the route is behind an open breaker or cooling down: the code an alias falls back on. */
+function allUnavailable(route: RouteModule, resolved: ResolvedRoute): ProxyError {
+  const names = resolved.endpoints.map((endpoint) => endpoint.name).join(', ');
+  return new ProxyError('circuit_open', `all endpoints of upstream ${route.name} are unavailable (${names}: circuit breaker open or cooling down after a 429); retry later`);
 }
 
 /**
