@@ -74,8 +74,28 @@ const MODEL_ALIASES: ConfigAddition = {
   },
 };
 
+/**
+ * Revision 3 too: `unmetered` under upstreams.<route> and routes[]. Safe to leave out: a sidecar of an earlier
+ * revision forwards every path anyway.
+ */
+const UNMETERED: ConfigAddition = {
+  revision: 3,
+  withhold(patch) {
+    const withheld: string[] = [];
+    const out = { ...patch };
+    const without = <T extends { unmetered?: unknown }>(entry: T, name: string): Omit<T, 'unmetered'> => {
+      const { unmetered, ...rest } = entry;
+      if (unmetered !== undefined) withheld.push(`${name}.unmetered`);
+      return rest;
+    };
+    if (patch.upstreams) out.upstreams = Object.fromEntries(Object.entries(patch.upstreams).map(([route, upstream]) => [route, without(upstream, `upstreams.${route}`)]));
+    if (patch.routes) out.routes = patch.routes.map((route) => without(route, `routes (${route.name})`));
+    return { patch: out, withheld };
+  },
+};
+
 /** Every addition since revision 1, oldest first. */
-export const CONFIG_ADDITIONS: readonly ConfigAddition[] = [CONFIGURED_ROUTES, ROUTE_ENDPOINTS, MODEL_ALIASES];
+export const CONFIG_ADDITIONS: readonly ConfigAddition[] = [CONFIGURED_ROUTES, ROUTE_ENDPOINTS, MODEL_ALIASES, UNMETERED];
 
 /**
  * `patch` for a sidecar of `revision`: every addition that revision predates taken out, newest first, and what

@@ -42,6 +42,7 @@ import type {
   TracingConfig,
   UpstreamConfig,
 } from './runtime-config.ts';
+import { UNMETERED_POLICIES } from './runtime-config.ts';
 import { parseBigQueryStorage, parseDuckDbStorage, parseFirestoreStorage, STORAGE_KINDS } from './storage-config.ts';
 import { parseEngineMode, parseServerAuth, type EngineMode, type ServerAuthConfig } from './server-auth-config.ts';
 
@@ -166,6 +167,7 @@ function upstreamFields(format: keyof typeof ROUTE_FORMATS | undefined): string[
     'timeoutMs',
     'endpoints',
     'strategy',
+    'unmetered',
   ];
 }
 
@@ -205,6 +207,7 @@ function parseUpstream(input: unknown, field: string, format?: keyof typeof ROUT
       timeoutMs: optionalNumber(v, 'timeoutMs', field, { min: 100, max: 3_600_000, integer: true }),
       endpoints,
       strategy: optionalEnum(v, 'strategy', field, ENDPOINT_STRATEGIES),
+      unmetered: optionalEnum(v, 'unmetered', field, UNMETERED_POLICIES),
     },
   );
 }
@@ -279,7 +282,22 @@ function parseCredentials(input: unknown, field: string): CredentialsConfig {
   return out;
 }
 
-const ROUTE_FIELDS = ['name', 'format', 'baseUrl', 'provider', 'credential', 'headers', 'models', 'project', 'location', 'region', 'timeoutMs', 'endpoints', 'strategy'] as const;
+const ROUTE_FIELDS = [
+  'name',
+  'format',
+  'baseUrl',
+  'provider',
+  'credential',
+  'headers',
+  'models',
+  'project',
+  'location',
+  'region',
+  'timeoutMs',
+  'endpoints',
+  'strategy',
+  'unmetered',
+] as const;
 const HEADER_NAME = /^[a-z0-9!#$%&'*+.^_`|~-]{1,128}$/;
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]{0,1024}$/;
 /** Headers a route may not set: credentials (the route's credential sets its own) and those the proxy manages. */
@@ -359,7 +377,16 @@ function parseRoute(input: unknown, field: string, declared: DeclaredCredentials
   if (v.credential === undefined) throw new ConfigError(`${field}.credential`, 'is required: {kind: api-key | google-adc | aws-sigv4 | none, ...}');
   const credential = parseRouteCredential(v.credential, `${field}.credential`, name, format, declared);
   const upstream = parseUpstream(
-    { baseUrl: v.baseUrl, project: v.project, location: v.location, region: v.region, timeoutMs: v.timeoutMs, endpoints: v.endpoints, strategy: v.strategy },
+    {
+      baseUrl: v.baseUrl,
+      project: v.project,
+      location: v.location,
+      region: v.region,
+      timeoutMs: v.timeoutMs,
+      endpoints: v.endpoints,
+      strategy: v.strategy,
+      unmetered: v.unmetered,
+    },
     field,
     undefined,
     { format, credentialKind: credential.kind, fromApi: declared !== undefined },
@@ -377,6 +404,7 @@ function parseRoute(input: unknown, field: string, declared: DeclaredCredentials
       timeoutMs: upstream.timeoutMs,
       endpoints: upstream.endpoints,
       strategy: upstream.strategy,
+      unmetered: upstream.unmetered,
     },
   );
 }

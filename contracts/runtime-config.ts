@@ -28,7 +28,15 @@ export interface UpstreamConfig {
   endpoints?: RouteEndpoint[];
   /** How a call picks one of `endpoints` (default weighted). */
   strategy?: EndpointStrategy;
+  /**
+   * `allow`: forward native calls on paths the route's format cannot meter, each logged, counted and marked on its
+   * span; `refuse` (the default): answer them 403 unmetered_endpoint. Set in the config file or a ProxyConfig only.
+   */
+  unmetered?: UnmeteredPolicy;
 }
+
+export type UnmeteredPolicy = 'allow' | 'refuse';
+export const UNMETERED_POLICIES: readonly UnmeteredPolicy[] = ['allow', 'refuse'];
 
 /**
  * Files holding the built-in credentials' secrets (mounted Secrets, re-read when they change), one setting per
@@ -64,6 +72,8 @@ export interface RouteEntry {
   /** Several keys, projects or regions sharing the route's calls (ADR 0008). */
   endpoints?: RouteEndpoint[];
   strategy?: EndpointStrategy;
+  /** As upstreams.<route>.unmetered. */
+  unmetered?: UnmeteredPolicy;
 }
 
 /** Generated from the one definition of contracts/runtime-config-schema.ts (ADR 0602); the merged config has every field. */

@@ -109,6 +109,13 @@ const baseUrl: SchemaNode = {
 
 const timeoutMs = int('Per-request upstream timeout (headers and idle body), milliseconds.', 100, 3_600_000);
 
+const unmetered: SchemaNode = {
+  type: 'string',
+  description:
+    "refuse (default): a native call on a path the route's format cannot meter is answered 403 unmetered_endpoint. allow: it is forwarded, logged, counted and its span marked unmetered (docs/routes.md#what-a-route-forwards).",
+  enum: ['allow', 'refuse'],
+};
+
 // Which upstream fields a route takes follows from how it is reached: Vertex AI needs a project and a
 // location, Bedrock a region, the direct APIs neither. A field a route cannot use is refused rather than
 // silently ignored.
@@ -153,7 +160,7 @@ function upstreamFor(route: RouteName): SchemaNode {
   const shape = upstream === 'vertex' ? vertexUpstream : upstream === 'aws' ? bedrockUpstream : directUpstream;
   // Defined with the Secret references below; every route of a shape gets the same endpoints (ADR 0008).
   const endpoints = upstream === 'vertex' ? vertexEndpoints() : upstream === 'aws' ? bedrockEndpoints() : directEndpoints();
-  return { ...shape, description: `${shape.description} /proxy/${route}: ${description}.`, properties: { ...shape.properties, endpoints, strategy: endpointStrategy } };
+  return { ...shape, description: `${shape.description} /proxy/${route}: ${description}.`, properties: { ...shape.properties, endpoints, strategy: endpointStrategy, unmetered } };
 }
 
 const secretName: SchemaNode = {
@@ -401,6 +408,7 @@ const route: SchemaNode = {
     timeoutMs,
     endpoints: routeEndpoints,
     strategy: endpointStrategy,
+    unmetered,
   },
   'x-kubernetes-validations': [
     {

@@ -113,6 +113,8 @@ export interface VertexUpstreamSpec {
   endpoints?: VertexEndpointSpec[];
   /** How a call picks one of endpoints: weighted (smooth weighted round robin, the default) or least-outstanding (the fewest calls in flight per weight). */
   strategy?: EndpointStrategy;
+  /** refuse (default): a native call on a path the route's format cannot meter is answered 403 unmetered_endpoint. allow: it is forwarded, logged, counted and its span marked unmetered (docs/routes.md#what-a-route-forwards). */
+  unmetered?: 'allow' | 'refuse';
 }
 
 /** One place the route reaches: a key, a project or a region. */
@@ -156,6 +158,8 @@ export interface DirectUpstreamSpec {
   endpoints?: DirectEndpointSpec[];
   /** How a call picks one of endpoints: weighted (smooth weighted round robin, the default) or least-outstanding (the fewest calls in flight per weight). */
   strategy?: EndpointStrategy;
+  /** refuse (default): a native call on a path the route's format cannot meter is answered 403 unmetered_endpoint. allow: it is forwarded, logged, counted and its span marked unmetered (docs/routes.md#what-a-route-forwards). */
+  unmetered?: 'allow' | 'refuse';
 }
 
 /** One place the route reaches: a key, a project or a region. */
@@ -188,6 +192,8 @@ export interface BedrockUpstreamSpec {
   endpoints?: BedrockEndpointSpec[];
   /** How a call picks one of endpoints: weighted (smooth weighted round robin, the default) or least-outstanding (the fewest calls in flight per weight). */
   strategy?: EndpointStrategy;
+  /** refuse (default): a native call on a path the route's format cannot meter is answered 403 unmetered_endpoint. allow: it is forwarded, logged, counted and its span marked unmetered (docs/routes.md#what-a-route-forwards). */
+  unmetered?: 'allow' | 'refuse';
 }
 
 /** One place the route reaches: a key, a project or a region. */
@@ -244,6 +250,8 @@ export interface ConfiguredRouteSpec {
   endpoints?: RouteEndpointSpec[];
   /** How a call picks one of endpoints: weighted (smooth weighted round robin, the default) or least-outstanding (the fewest calls in flight per weight). */
   strategy?: EndpointStrategy;
+  /** refuse (default): a native call on a path the route's format cannot meter is answered 403 unmetered_endpoint. allow: it is forwarded, logged, counted and its span marked unmetered (docs/routes.md#what-a-route-forwards). */
+  unmetered?: 'allow' | 'refuse';
 }
 
 /** How the proxy authenticates to the route's upstream (docs/routes.md); keys come from Secrets, never the spec. */

@@ -132,11 +132,23 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
   app.register(metricsRoutes, { exposition: metrics.exposition });
   watchEngineMetrics(parts, opened, followed, responses);
-  app.register(proxyRoutes, { store, client, meter, lifecycle, budgets, env });
+  app.register(proxyRoutes, { store, client, meter, lifecycle, budgets, env, unmetered: metrics });
   app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env, localModels: local?.models, responses, targetHealth: parts.targetHealth, fallbacks: metrics });
   const lmstudio =
     local !== null && config.local.lmstudioPort !== 0
-      ? await buildLmStudioApp({ store, client, lifecycle, refusals, identity, budgets, localModels: local.models, responses, targetHealth: parts.targetHealth, fallbacks: metrics, env })
+      ? await buildLmStudioApp({
+          store,
+          client,
+          lifecycle,
+          refusals,
+          identity,
+          budgets,
+          localModels: local.models,
+          responses,
+          targetHealth: parts.targetHealth,
+          fallbacks: metrics,
+          env,
+        })
       : null;
 
   app.setNotFoundHandler((request, reply) => {

@@ -115,7 +115,9 @@ breaker: { consecutiveFailures: 3, openMs: 300, minimumRequests: 100 }
 `,
         )
         .replace(/gamma-cloud: \{ baseUrl: "[^"]+"/, `gamma-cloud: { baseUrl: "${bare.url}/base"`)
-        .replace(/gamma-direct: \{ baseUrl: "[^"]+"/, `gamma-direct: { baseUrl: "${bare.url}/base"`),
+        // The paths here are about how the upstream URL is built, not about metering: any path is forwarded.
+        .replace(/gamma-direct: \{ baseUrl: "[^"]+"/, `gamma-direct: { unmetered: allow, baseUrl: "${bare.url}/base"`)
+        .replace('beta: { baseUrl: "', 'beta: { unmetered: allow, baseUrl: "'),
       env: bed.env,
     });
   });

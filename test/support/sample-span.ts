@@ -28,6 +28,7 @@ export function sampleSpan(overrides: Partial<Span> = {}): Span {
     usageEstimated: false,
     alias: null,
     attempt: null,
+    unmetered: false,
     durationMs: 123.5,
     status: 'ok',
     statusCode: 200,

@@ -42,6 +42,12 @@ export function responsesApi(store: ResponseStore): GatewayApi {
     plan(call) {
       const { route, module, surface } = v1Surface(call.target, call.config);
       const history = storedConversation(store, call, surface.responsesPath !== undefined && call.storedObjects);
+      if (call.request.background === true) {
+        throw invalidParameter(
+          'background',
+          'background responses are billed when their result is fetched later, which Tollgate does not meter: send the request without background',
+        );
+      }
       if (!call.storedObjects && call.request.conversation !== undefined && call.request.conversation !== null) {
         throw invalidParameter(
           'conversation',

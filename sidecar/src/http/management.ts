@@ -122,6 +122,7 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
       if (patch.budgets?.ledger) {
         throw new ConfigError('budgets.ledger', 'is read when the proxy starts: set it in the config file');
       }
+      refuseUnmeteredAllowed(patch);
       if (opts.configOwner === 'operator') refuseOperatorOwned(patch);
       const preview = opts.store.preview('api', patch);
       checkAliasRoutes(preview);
@@ -201,6 +202,20 @@ function declaredCredentials(store: ConfigStore): DeclaredCredentials {
     if (isRouteName(name)) return builtInDefinition(ROUTES[name].credential, config.credentials);
     return trusted.findLast((route) => route.name === name)?.credential;
   };
+}
+
+/**
+ * Forwarding calls a route cannot meter hands out the proxy's credential unseen: only whoever runs the process
+ * (the config file) or owns the ProxyConfig may allow it, never a caller of this API.
+ */
+function refuseUnmeteredAllowed(patch: RuntimeConfigPatch): void {
+  const why = "cannot be set through this API, which has no authentication: unmetered calls spend the proxy's credential unseen; set it in the config file or the ProxyConfig";
+  for (const [route, upstream] of Object.entries(patch.upstreams ?? {})) {
+    if (upstream.unmetered !== undefined) throw new ConfigError(`upstreams.${route}.unmetered`, why);
+  }
+  patch.routes?.forEach((route, i) => {
+    if (route.unmetered !== undefined) throw new ConfigError(`routes[${i}].unmetered`, why);
+  });
 }
 
 /**

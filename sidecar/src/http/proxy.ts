@@ -13,7 +13,7 @@ import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall } from '../metering/call-outcome.ts';
 import type { ConfigSnapshot, ConfigStore } from '../config/config-store.ts';
 import { isJsonContentType, notJsonMessage } from '../inbound/json-content-type.ts';
-import { planUpstreamRequest, type UpstreamRequestPlan } from '../routes/native-plan.ts';
+import { checkNoFragment, checkPathSegments, planUpstreamRequest, type UpstreamRequestPlan } from '../routes/native-plan.ts';
 import type { RouteModule } from '../routes/route-module.ts';
 import { routeCatalog, wireFormat } from '../routes/route-catalog.ts';
 import { upstreamOf } from '../routes/upstream-base-url.ts';
@@ -40,6 +40,8 @@ export interface ProxyRoutesOptions {
   budgets?: Pick<BudgetEnforcer, 'refusal'>;
   /** Environment for defaults (GOOGLE_CLOUD_PROJECT, ANTHROPIC_VERTEX_PROJECT_ID); process.env when absent. */
   env?: NodeJS.ProcessEnv;
+  /** Told of each call forwarded on a path its route cannot meter (the metrics). */
+  unmetered?: { forwarded(route: string): void };
 }
 
 const PREFIX = '/proxy/';
@@ -155,6 +157,7 @@ async function proxyCall(call: ProxyCall): Promise<void> {
   let limiter: BodyLimit | null = null;
   const done = opts.lifecycle.track();
   try {
+    const unmetered = refuseUnmetered(call);
     const body = await callBody(call);
     limiter = body.limiter;
     const plan = planUpstreamRequest(route, {
@@ -165,7 +168,8 @@ async function proxyCall(call: ProxyCall): Promise<void> {
       upstream: upstreamOf(route, call.snapshot.config),
       env: opts.env ?? process.env,
     });
-    metered = startMetering(call, plan);
+    const unmeteredBody = plan.unmeteredBecause !== undefined && allowUnmetered(call, plan.unmeteredBecause);
+    metered = startMetering(call, plan, unmetered || unmeteredBody);
     if (plan.storedObjects !== undefined && !mayReachStoredObjects(request.identity, call.snapshot.config)) {
       throw new ProxyError(
         'stored_objects_admin_only',
@@ -188,6 +192,33 @@ interface CallBody {
   /** The body streamed through its limit, for a route that passes it on unread. */
   stream: Readable | null;
   limiter: BodyLimit | null;
+}
+
+/**
+ * Nothing is forwarded that the route's format cannot meter (routes/endpoint-kinds.ts): such a path is refused
+ * before the body is read, unless the route allows unmetered calls. The path's own checks come first, so a
+ * path that would leave the base is still called that.
+ */
+function refuseUnmetered(call: ProxyCall): boolean {
+  const { route, rest, request } = call;
+  if (route.endpoint(request.method, rest) !== undefined) return false;
+  checkPathSegments(rest);
+  checkNoFragment(rest, call.query);
+  return allowUnmetered(call, `format ${route.spec.format}`);
+}
+
+/** A call that cannot be metered goes on only where the route allows it, logged and counted; else it is refused. */
+function allowUnmetered(call: ProxyCall, why: string): true {
+  const { route, rest, request } = call;
+  if (upstreamOf(route, call.snapshot.config)?.unmetered === 'allow') {
+    call.opts.unmetered?.forwarded(route.name);
+    request.log.warn({ route: route.name, method: request.method, path: rest, request_id: request.id }, 'unmetered call forwarded: the route allows calls its format cannot meter');
+    return true;
+  }
+  throw new ProxyError(
+    'unmetered_endpoint',
+    `${request.method} ${rest} on route ${route.name} is not a call Tollgate can meter (${why}): refused so the proxy's credential is not spent unseen; see docs/routes.md#what-a-route-forwards`,
+  );
 }
 
 /** Reads the body, or streams it through its size and time limits, as the route's module asks (`body`). */
@@ -216,7 +247,7 @@ async function callBody(call: ProxyCall): Promise<CallBody> {
   return { bytes: null, stream: request.raw.pipe(limiter), limiter };
 }
 
-function startMetering(call: ProxyCall, plan: UpstreamRequestPlan): MeteredCall {
+function startMetering(call: ProxyCall, plan: UpstreamRequestPlan, unmetered = false): MeteredCall {
   const { request, route, snapshot } = call;
   const { config } = snapshot;
   return call.opts.meter.start({
@@ -228,6 +259,7 @@ function startMetering(call: ProxyCall, plan: UpstreamRequestPlan): MeteredCall 
     projectId: projectOf(call) ?? upstreamOf(route, config)?.project ?? null,
     requestId: request.id,
     trace: call.trace,
+    ...(unmetered ? { unmetered: true } : {}),
   });
 }
 

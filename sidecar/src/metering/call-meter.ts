@@ -23,6 +23,8 @@ export interface CallStart {
   trace: TraceContext;
   /** The model alias the caller named on /v1, when it named one. */
   alias?: string | undefined;
+  /** Forwarded on a path its format cannot meter, the route allowing it (routes/endpoint-kinds.ts). */
+  unmetered?: boolean | undefined;
 }
 
 /** Where a call finally went: the alias target that answered (or failed last). */
@@ -203,6 +205,7 @@ export class MeteredCall implements CallTimings {
       usageEstimated: false,
       alias: alias ?? null,
       attempt: end.attempt,
+      unmetered: false,
       durationMs: Math.round((performance.now() - end.startedAt) * 1000) / 1000,
       status: end.status,
       statusCode: end.statusCode,
@@ -318,6 +321,7 @@ export class MeteredCall implements CallTimings {
       usageEstimated: usage !== null && end.usageEstimated === true,
       alias: call.alias ?? null,
       attempt: null,
+      unmetered: call.unmetered === true,
       durationMs: Math.round(((this.#finishedAt = performance.now()) - this.#startedAt) * 1000) / 1000,
       status,
       statusCode: end.statusCode,
@@ -396,6 +400,7 @@ function logCall(logger: Logger, span: Span, unpriced: boolean, endpoint: string
       cost_usd: span.costUsd,
       priced: span.priced,
       ...(span.usageEstimated ? { usage_estimated: true } : {}),
+      ...(span.unmetered ? { unmetered: 'forwarded on a path its route cannot meter; usage and cost are not the bill' } : {}),
       latency_ms: span.durationMs,
       ...(span.error ? { error: span.error } : {}),
       ...(unpriced ? { pricing: `no price for ${span.provider} model ${span.model}: cost recorded as 0` } : {}),

@@ -140,6 +140,14 @@ export class ProxyMetrics implements CallObserver {
   #startupSeconds = Number.NaN;
   /** Bounded by the config: aliases × targets × targets × 5 reasons. */
   #fallbacks = new Map<string, CounterSeries>();
+  #unmetered = new Map<string, CounterSeries>();
+
+  /** A native call was forwarded on a path its route cannot meter (http/proxy.ts); routes are bounded by the config. */
+  forwarded(route: string): void {
+    let series = this.#unmetered.get(route);
+    if (series === undefined) this.#unmetered.set(route, (series = this.families.unmetered.series(route)));
+    series.value++;
+  }
 
   /** An alias call went on from one target to the next (fallback/alias-call.ts). */
   fallback(alias: string, from: { route: string }, to: { route: string }, reason: string): void {
@@ -203,6 +211,12 @@ export class ProxyMetrics implements CallObserver {
         ['kind'],
       ),
       userRequests: new CounterFamily(r, 'tollgate_user_requests_total', 'LLM calls per user (opt-in: metrics.perUser; users past the cap count as other).', ['user']),
+      unmetered: new CounterFamily(
+        r,
+        'tollgate_unmetered_calls_total',
+        "Native calls forwarded on a path their route's format cannot meter, because the route allows it (upstreams.<route>.unmetered: allow); each is logged and its span marked unmetered.",
+        ['route'],
+      ),
       fallbacks: new CounterFamily(
         r,
         'tollgate_fallbacks_total',
@@ -225,27 +239,33 @@ export class ProxyMetrics implements CallObserver {
     });
     const bufferFull = dropped.series('buffer_full');
     const writeFailed = dropped.series('write_failed');
-    mirror('tollgate_metering_errors_total', 'Calls whose cost arithmetic failed (recorded with cost 0).', () => this.#sources.metering?.().meteringErrors);
-    mirror('tollgate_usage_implausible_total', 'Calls whose reported usage was implausible (recorded without usage).', () => this.#sources.metering?.().implausibleUsage);
-    mirror('tollgate_inbound_auth_failures_total', 'Requests refused by inbound authentication (each is an `all auth strategies failed`, logged or counted).', () =>
-      this.#sources.authFailures?.(),
-    );
-    mirror(
-      'tollgate_tokeninfo_lookups_throttled_total',
-      'Requests refused with 503 token_lookups_throttled: their access token would have cost a tokeninfo lookup past server.auth.accessTokens.lookupsPerSecond or concurrentLookups.',
-      () => this.#sources.tokeninfoThrottled?.(),
-    );
-    mirror(
-      'tollgate_responses_evicted_total',
-      'Stored /v1/responses conversations dropped to stay within the store limits (a later previous_response_id naming one is refused).',
-      () => this.#sources.responses?.().evicted,
-    );
-    mirror(
-      'tollgate_leaving_reads_refused_total',
-      "Calls whose caller left and that were not read on for their usage (charged an estimate): a caller's or the process's bound on such reads was reached.",
-      () => this.#sources.leavingReads?.().refused,
-    );
-    mirror('tollgate_otlp_spans_exported_total', 'Spans the OTLP exporter delivered to the collector.', () => this.#sources.otlp?.().exported);
+    // Counters kept by the parts of the engine, read at scrape time.
+    const mirrored: readonly (readonly [string, string, () => number | undefined])[] = [
+      ['tollgate_metering_errors_total', 'Calls whose cost arithmetic failed (recorded with cost 0).', () => this.#sources.metering?.().meteringErrors],
+      ['tollgate_usage_implausible_total', 'Calls whose reported usage was implausible (recorded without usage).', () => this.#sources.metering?.().implausibleUsage],
+      [
+        'tollgate_inbound_auth_failures_total',
+        'Requests refused by inbound authentication (each is an `all auth strategies failed`, logged or counted).',
+        () => this.#sources.authFailures?.(),
+      ],
+      [
+        'tollgate_tokeninfo_lookups_throttled_total',
+        'Requests refused with 503 token_lookups_throttled: their access token would have cost a tokeninfo lookup past server.auth.accessTokens.lookupsPerSecond or concurrentLookups.',
+        () => this.#sources.tokeninfoThrottled?.(),
+      ],
+      [
+        'tollgate_responses_evicted_total',
+        'Stored /v1/responses conversations dropped to stay within the store limits (a later previous_response_id naming one is refused).',
+        () => this.#sources.responses?.().evicted,
+      ],
+      [
+        'tollgate_leaving_reads_refused_total',
+        "Calls whose caller left and that were not read on for their usage (charged an estimate): a caller's or the process's bound on such reads was reached.",
+        () => this.#sources.leavingReads?.().refused,
+      ],
+      ['tollgate_otlp_spans_exported_total', 'Spans the OTLP exporter delivered to the collector.', () => this.#sources.otlp?.().exported],
+    ];
+    for (const [name, help, read] of mirrored) mirror(name, help, read);
     const otlpDropped = new CounterFamily(
       r,
       'tollgate_otlp_spans_dropped_total',

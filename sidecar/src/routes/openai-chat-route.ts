@@ -13,6 +13,12 @@ export function planOpenAiNative(route: string, call: NativeCall): UpstreamReque
   if (!body || body.length === 0) return withStoredObjects(forwardedAsIs(rest + query, body, 'unknown', 'chat'), openAiStoredObjects(method, rest, null));
   const json = parseRouteJson(body, route);
   const stored = openAiStoredObjects(method, rest, json);
+  if (json.background === true && rest.endsWith('/responses')) {
+    // The answer is `queued`; the usage comes with a result fetched later, which the proxy does not charge yet.
+    const plan = forwardedAsIs(rest + query, body, bodyModel(json, route, false), 'chat', openAiRequestUser(json));
+    plan.unmeteredBecause = 'a background response (background: true) is billed when its result is fetched later, which Tollgate does not meter';
+    return plan;
+  }
   if (stored !== undefined) return withStoredObjects(forwardedAsIs(rest + query, body, bodyModel(json, route, false), 'chat', openAiRequestUser(json)), stored);
   const chatCompletions = method === 'POST' && rest.endsWith('/chat/completions');
   const model = bodyModel(json, route, chatCompletions);

@@ -73,6 +73,7 @@ function configuredRoute(entry: RouteEntry): RouteModule {
     ...(entry.timeoutMs !== undefined ? { timeoutMs: entry.timeoutMs } : {}),
     ...(entry.endpoints !== undefined ? { endpoints: entry.endpoints } : {}),
     ...(entry.strategy !== undefined ? { strategy: entry.strategy } : {}),
+    ...(entry.unmetered !== undefined ? { unmetered: entry.unmetered } : {}),
   };
   const behaviour = FORMAT_MODULES[entry.format].behaviour(entry.name);
   return {

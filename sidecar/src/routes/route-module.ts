@@ -4,6 +4,7 @@
 // (contracts/routes.ts). The engine (http/proxy.ts, http/gateway.ts) iterates ROUTE_MODULES and never
 // branches on a route name.
 
+import type { EndpointKind } from './endpoint-kinds.ts';
 import type { RouteFormat, RouteSpec } from '../../../contracts/routes.ts';
 import type { CredentialDefinition } from '../../../contracts/credential-kinds.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
@@ -47,6 +48,8 @@ export interface UpstreamRequestPlan {
   bodyUserId: string | null;
   /** What the call reaches of the provider's stored objects under the proxy's key (stored-objects.ts), if anything. */
   storedObjects?: string;
+  /** Why this call on a metered path cannot be metered after all (a background response), if it cannot. */
+  unmeteredBecause?: string;
 }
 
 /**
@@ -134,6 +137,11 @@ export interface RouteModule {
   /** The upstream settings of a configured route (a built-in one's are upstreams.<route>). */
   readonly upstream?: UpstreamConfig;
   readonly body: BodyHandling;
+  /**
+   * What a native call is (endpoint-kinds.ts): metered, free, or undefined: a path the format cannot meter,
+   * refused unless the route allows unmetered calls. `rest` is the path after /proxy/<route>, without the query.
+   */
+  endpoint(method: string, rest: string): EndpointKind | undefined;
   /** The error shape its callers' SDKs understand (refusals the engine makes on this route's behalf). */
   readonly errors: ErrorShape;
   planNative(call: NativeCall): UpstreamRequestPlan;
@@ -144,7 +152,7 @@ export interface RouteModule {
 }
 
 /** What a format does, for one route: its body handling, planning, /v1 surface and error shape. */
-export type RouteBehaviour = Pick<RouteModule, 'body' | 'errors' | 'planNative' | 'v1' | 'baseUrlFromConfig'>;
+export type RouteBehaviour = Pick<RouteModule, 'body' | 'endpoint' | 'errors' | 'planNative' | 'v1' | 'baseUrlFromConfig'>;
 
 /**
  * A format's module: the behaviour of any route of that format, given the route's name (which messages and

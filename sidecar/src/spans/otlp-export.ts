@@ -109,6 +109,7 @@ class ExportedSpan implements ReadableSpan {
     if (span.usageEstimated) attributes['tollgate.usage.estimated'] = true;
     if (span.alias !== null) attributes['tollgate.alias'] = span.alias;
     if (span.attempt !== null) attributes['tollgate.attempt'] = span.attempt;
+    if (span.unmetered) attributes['tollgate.unmetered'] = true;
     if (span.statusCode !== null) attributes['http.response.status_code'] = span.statusCode;
     if (span.status !== 'ok') attributes['error.type'] = errorType(span);
     if (span.userId !== null) attributes['enduser.id'] = span.userId;

@@ -29,7 +29,7 @@ export const SPAN_SCHEMA_VERSION = 4;
 
 // Version 1 had the identity, timing, outcome, model and the basic token and cost columns; version 2 added
 // project and request ids, the response model, cache and reasoning tokens and `priced`; version 3 added
-// `usage_estimated`; version 4 added `alias` and `attempt` (model aliases and fallback).
+// `usage_estimated`; version 4 added `alias` and `attempt` (model aliases and fallback) and `unmetered`.
 export const SPAN_COLUMNS: readonly SpanColumn[] = [
   { name: 'span_id', type: 'string', nullable: false, since: 1 },
   { name: 'trace_id', type: 'string', nullable: false, since: 1 },
@@ -63,6 +63,8 @@ export const SPAN_COLUMNS: readonly SpanColumn[] = [
   // Before these columns there were no aliases, and every span was a call's.
   { name: 'alias', type: 'string', nullable: true, since: 4 },
   { name: 'attempt', type: 'int', nullable: true, since: 4 },
+  // Before this column nothing was forwarded on a path its format could not meter.
+  { name: 'unmetered', type: 'bool', nullable: false, since: 4, missing: false },
 ];
 
 export const SPAN_COLUMN_NAMES: readonly string[] = SPAN_COLUMNS.map((c) => c.name);
@@ -97,6 +99,7 @@ export interface SpanRecord {
   usage_estimated: boolean;
   alias: string | null;
   attempt: number | null;
+  unmetered: boolean;
 }
 
 export function spanToRecord(s: Span): SpanRecord {
@@ -129,6 +132,7 @@ export function spanToRecord(s: Span): SpanRecord {
     usage_estimated: s.usageEstimated,
     alias: s.alias,
     attempt: s.attempt,
+    unmetered: s.unmetered,
   };
 }
 
@@ -179,6 +183,7 @@ export function recordToSpan(row: Readonly<Record<string, unknown>>): Span {
     usageEstimated: flag('usage_estimated'),
     alias: nullableText('alias'),
     attempt: nullableNum('attempt'),
+    unmetered: flag('unmetered'),
     durationMs: num('duration_ms'),
     status: text('status') as SpanStatus,
     statusCode: nullableNum('status_code'),

@@ -28,6 +28,7 @@ describe('spanToJson', () => {
       usage_estimated: false,
       alias: null,
       attempt: null,
+      unmetered: false,
       duration_ms: 123.5,
       status: 'upstream_error',
       status_code: 502,

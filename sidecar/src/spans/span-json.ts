@@ -28,6 +28,8 @@ export interface SpanJson {
   alias: string | null;
   /** On an attempt of a call that fell back, its number; null on a call's own span. */
   attempt: number | null;
+  /** Forwarded on a path the route's format cannot meter (the route allows it): usage and cost are not the bill. */
+  unmetered: boolean;
   duration_ms: number;
   status: SpanStatus;
   status_code: number | null;
@@ -60,6 +62,7 @@ export function spanToJson(span: Span): SpanJson {
     usage_estimated: span.usageEstimated,
     alias: span.alias,
     attempt: span.attempt,
+    unmetered: span.unmetered,
     duration_ms: span.durationMs,
     status: span.status,
     status_code: span.statusCode,

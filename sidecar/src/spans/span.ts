@@ -47,6 +47,11 @@ export interface Span {
    * a call's span, so reports of calls and spend leave attempts out.
    */
   attempt: number | null;
+  /**
+   * Forwarded on a path its route's format cannot meter, because the route allows unmetered calls: whatever it
+   * cost, its usage and cost here are not the provider's bill (docs/routes.md#what-a-route-forwards).
+   */
+  unmetered: boolean;
   durationMs: number;
   status: SpanStatus;
   /** Upstream HTTP status; null when the upstream was never reached. */

@@ -70,6 +70,7 @@ export interface SpanRow {
   gen_ai_cost_usd: number;
   priced: number;
   usage_estimated: number;
+  unmetered: number;
 }
 
 /**
@@ -146,7 +147,7 @@ function migrateSchema(db: Database.Database, path: string, logger: Logger | und
 
 export function spanToRow(s: Span): SpanRow {
   const record = spanToRecord(s);
-  return { ...record, priced: record.priced ? 1 : 0, usage_estimated: record.usage_estimated ? 1 : 0 };
+  return { ...record, priced: record.priced ? 1 : 0, usage_estimated: record.usage_estimated ? 1 : 0, unmetered: record.unmetered ? 1 : 0 };
 }
 
 export function rowToSpan(r: SpanRow): Span {

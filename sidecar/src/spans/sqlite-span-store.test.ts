@@ -105,6 +105,7 @@ describe('SQLite span store file', () => {
           'usage_estimated',
           'alias',
           'attempt',
+          'unmetered',
         ].sort(),
       );
       const row = db.prepare('SELECT user_id, gen_ai_cost_usd, gen_ai_total_tokens, start_time, gen_ai_provider_name FROM spans').get();
@@ -173,6 +174,7 @@ describe('SQLite span store file', () => {
       usageEstimated: false,
       alias: null,
       attempt: null,
+      unmetered: false,
       durationMs: 812.5,
       status: 'ok',
       statusCode: 200,

@@ -2,6 +2,7 @@
 // /v1/messages/count_tokens) and sent on as Vertex AI's rawPredict / streamRawPredict: the model moves from
 // the body to the path and the body gets Vertex's anthropic_version. /v1 Messages calls take the same way.
 
+import { anthropicEndpoint } from '../endpoint-kinds.ts';
 import type { PriceEntry } from '../../../../contracts/price-entry.ts';
 import type { UpstreamConfig } from '../../../../contracts/runtime-config.ts';
 import { ProxyError } from '../../errors.ts';
@@ -58,6 +59,7 @@ export const anthropicVertex = defineFormat('anthropic-vertex', (route) => {
   const modelId = (requested: string, entry: PriceEntry): string => claudeModelId(route, ID_FORM, requested, entry);
   return {
     body: 'json',
+    endpoint: anthropicEndpoint,
     errors: ANTHROPIC_ERRORS,
     planNative: (call: NativeCall) => planNative(route, call),
     v1: {

@@ -1,6 +1,7 @@
 // Format anthropic (route gamma-direct): the Anthropic API. Every path is forwarded; the body is read for the model and user.
 // On /v1, chat and Responses calls are translated to the Messages API; Messages calls pass through.
 
+import { anthropicEndpoint } from '../endpoint-kinds.ts';
 import { ANTHROPIC_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { chatToMessages, claudePlan } from '../claude-chat.ts';
 import { claudeModelId, isAnthropicApiClaudeId, type ClaudeIdForm } from '../claude-model-ids.ts';
@@ -17,6 +18,7 @@ export const anthropic = defineFormat('anthropic', (route) => {
   const modelId = (requested: string, entry: Parameters<typeof claudeModelId>[3]): string => claudeModelId(route, ID_FORM, requested, entry);
   return {
     body: 'json',
+    endpoint: anthropicEndpoint,
     errors: ANTHROPIC_ERRORS,
     planNative({ rest, query, body }) {
       const stored = anthropicStoredObjects(rest);

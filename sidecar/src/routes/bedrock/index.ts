@@ -1,6 +1,7 @@
 // Format bedrock (route gamma-cloudb): Claude on AWS Bedrock (InvokeModel), SigV4-signed. The body is read whole only to be
 // signed; the model is in the path, which is sent percent-encoded the way AWS SDKs send it.
 
+import { bedrockEndpoint } from '../endpoint-kinds.ts';
 import type { PriceEntry } from '../../../../contracts/price-entry.ts';
 import { BEDROCK_INVOCATION_PATH, encodeAwsPath } from '../../auth/aws-sigv4.ts';
 import { ProxyError } from '../../errors.ts';
@@ -25,6 +26,7 @@ export const bedrock = defineFormat('bedrock', (route) => {
   const modelId = (requested: string, entry: PriceEntry): string => claudeModelId(route, ID_FORM, requested, entry);
   return {
     body: 'read',
+    endpoint: bedrockEndpoint,
     errors: BEDROCK_ERRORS,
     planNative({ rest, query, body }) {
       const path = encodeAwsPath(rest);

@@ -1,6 +1,7 @@
 // Format gemini-vertex (route alpha): Gemini on Vertex AI, native generateContent API. The body passes through unread (the model
 // is in the path); /v1 calls are translated to generateContent and back, a Messages token count to countTokens.
 
+import { vertexEndpoint } from '../endpoint-kinds.ts';
 import { GEMINI_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { toGeminiRequest } from '../../translate/openai-gemini.ts';
 import { GOOGLE_ERRORS } from '../error-shape.ts';
@@ -11,6 +12,7 @@ import { geminiModelId, vertexLocationPath, vertexModelSegment, vertexPathModel 
 
 export const geminiVertex = defineFormat('gemini-vertex', (route) => ({
   body: 'stream',
+  endpoint: vertexEndpoint,
   errors: GOOGLE_ERRORS,
   planNative: ({ rest, query }) => withStoredObjects(forwardedAsIs(rest + query, null, vertexPathModel(rest), 'generate_content'), vertexStoredObjects(rest)),
   v1: {

@@ -4,12 +4,14 @@
 // and Messages APIs arrive translated into chat (such servers do not speak them), and /v1/embeddings and
 // /v1/completions pass through.
 
+import { openAiCompatibleEndpoint } from '../endpoint-kinds.ts';
 import { OPENAI_ERRORS } from '../error-shape.ts';
 import { planOpenAiNative, planOpenAiPassThrough } from '../openai-chat-route.ts';
 import { defineFormat } from '../route-module.ts';
 
 export const openAiChat = defineFormat('openai-chat', (route) => ({
   body: 'json',
+  endpoint: openAiCompatibleEndpoint,
   errors: OPENAI_ERRORS,
   planNative: (call) => planOpenAiNative(route, call),
   v1: {

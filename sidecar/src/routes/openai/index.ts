@@ -1,12 +1,14 @@
 // Format openai (route beta): the OpenAI API. Every path is forwarded; the body is read for the model, the user and to add
 // stream_options.include_usage. /v1 chat and Responses calls pass through unchanged; Messages calls are translated.
 
+import { openAiEndpoint } from '../endpoint-kinds.ts';
 import { OPENAI_ERRORS } from '../error-shape.ts';
 import { planOpenAiNative, planOpenAiPassThrough } from '../openai-chat-route.ts';
 import { defineFormat } from '../route-module.ts';
 
 export const openAi = defineFormat('openai', (route) => ({
   body: 'json',
+  endpoint: openAiEndpoint,
   errors: OPENAI_ERRORS,
   planNative: (call) => planOpenAiNative(route, call),
   v1: {

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { anthropicEndpoint, bedrockEndpoint, openAiCompatibleEndpoint, openAiEndpoint, vertexEndpoint } from './endpoint-kinds.ts';
+
+describe('what a native call is, per API', () => {
+  it.each([
+    ['POST', '/v1/chat/completions', 'metered'],
+    ['POST', '/v1/responses', 'metered'],
+    ['POST', '/v1/embeddings', 'metered'],
+    ['GET', '/v1/models', 'free'],
+    ['HEAD', '/v1/models/gpt-4o-mini', 'free'],
+    ['POST', '/v1/moderations', 'free'],
+    ['POST', '/v1/responses/input_tokens', 'free'],
+    ['GET', '/v1/responses/resp_1/input_items', 'free'],
+    ['DELETE', '/v1/files/file-1', 'free'],
+    ['POST', '/v1/images/generations', undefined],
+    ['POST', '/v1/audio/transcriptions', undefined],
+    ['POST', '/v1/batches', undefined],
+    ['POST', '/v1/realtime/client_secrets', undefined],
+    ['POST', '/v1/threads/thread_1/runs', undefined],
+    ['POST', '/v1/fine_tuning/jobs', undefined],
+    ['POST', '/v1/files', undefined],
+    ['GET', '/v1/chat/completions/x/../../admin', undefined],
+  ])('OpenAI: %s %s is %s', (method, path, kind) => {
+    expect(openAiEndpoint(method, path)).toBe(kind);
+  });
+
+  it('an OpenAI-compatible API under any prefix: chat, completions and embeddings metered, models free, the rest refused', () => {
+    expect(openAiCompatibleEndpoint('POST', '/openai/deployments/gpt-4o/chat/completions')).toBe('metered');
+    expect(openAiCompatibleEndpoint('POST', '/v1/projects/p/locations/l/endpoints/openapi/chat/completions')).toBe('metered');
+    expect(openAiCompatibleEndpoint('GET', '/v1/models')).toBe('free');
+    expect(openAiCompatibleEndpoint('POST', '/v1/images/generations')).toBeUndefined();
+  });
+
+  it('Anthropic: Messages metered, token counts and files free, batch creation and results refused', () => {
+    expect(anthropicEndpoint('POST', '/v1/messages')).toBe('metered');
+    expect(anthropicEndpoint('POST', '/v1/messages/count_tokens')).toBe('free');
+    expect(anthropicEndpoint('POST', '/v1/files')).toBe('free');
+    expect(anthropicEndpoint('POST', '/v1/messages/batches')).toBeUndefined();
+    expect(anthropicEndpoint('GET', '/v1/messages/batches/msgbatch_1/results')).toBeUndefined();
+  });
+
+  it('Vertex AI: generateContent and rawPredict metered, token counts free, embeddings and caches refused', () => {
+    const model = '/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash';
+    expect(vertexEndpoint('POST', `${model}:streamGenerateContent`)).toBe('metered');
+    expect(vertexEndpoint('POST', `${model}:countTokens`)).toBe('free');
+    expect(vertexEndpoint('POST', '/v1/projects/p/locations/us-east5/publishers/anthropic/models/count-tokens:rawPredict')).toBe('free');
+    expect(vertexEndpoint('POST', '/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:rawPredict')).toBe('metered');
+    expect(vertexEndpoint('POST', `${model}:predict`)).toBeUndefined();
+    expect(vertexEndpoint('POST', '/v1/projects/p/locations/us-central1/cachedContents')).toBeUndefined();
+  });
+
+  it('Bedrock: the four invocations and nothing else', () => {
+    expect(bedrockEndpoint('POST', '/model/m/converse-stream')).toBe('metered');
+    expect(bedrockEndpoint('POST', '/model/m/count-tokens')).toBeUndefined();
+    expect(bedrockEndpoint('GET', '/model/m/invoke')).toBeUndefined();
+  });
+});

@@ -1,0 +1,87 @@
+// Which native calls a format can meter. The proxy holds the key, so a call it forwards but cannot price is
+// free spending for whoever can reach it: a path a format does not list here is refused before anything is sent
+// (403 unmetered_endpoint), unless the route allows unmetered calls explicitly (docs/routes.md). `metered`: the
+// answer carries usage the format's extractor reads. `free`: the provider bills nothing for it (model lists,
+// token counts, reads of metadata).
+
+/** What a call on a route's native path is, for the rule above; undefined: neither, refused by default. */
+export type EndpointKind = 'metered' | 'free';
+
+/** A method and a path pattern (matched against the path after /proxy/<route>, without the query). */
+type Rule = readonly [method: string, path: RegExp, kind: EndpointKind];
+
+function kindOf(rules: readonly Rule[], method: string, rest: string): EndpointKind | undefined {
+  // A HEAD is the GET without its body: free where the GET is.
+  const as = method === 'HEAD' ? 'GET' : method;
+  for (const [m, path, kind] of rules) if (m === as && path.test(rest)) return kind;
+  return undefined;
+}
+
+/** The OpenAI API (route beta). Images, audio, batches, fine-tuning, assistants, realtime and the like are not metered. */
+const OPENAI_RULES: readonly Rule[] = [
+  ['POST', /^\/v1\/(chat\/completions|completions|embeddings|responses)$/, 'metered'],
+  ['GET', /^\/v1\/models(\/[^/]+)?$/, 'free'],
+  ['POST', /^\/v1\/(moderations|responses\/input_tokens)$/, 'free'],
+  // Reading, updating metadata of, cancelling or deleting what is stored: billed when it was made.
+  ['GET', /^\/v1\/(chat\/completions|responses|files|batches|conversations)(\/[^/]+(\/(messages|input_items|items|content))?)?$/, 'free'],
+  ['POST', /^\/v1\/(chat\/completions\/[^/]+|responses\/[^/]+\/cancel|batches\/[^/]+\/cancel)$/, 'free'],
+  ['DELETE', /^\/v1\/(chat\/completions|responses|files|conversations)\/[^/]+$/, 'free'],
+];
+
+export function openAiEndpoint(method: string, rest: string): EndpointKind | undefined {
+  return kindOf(OPENAI_RULES, method, rest);
+}
+
+/**
+ * An OpenAI-compatible API under any prefix (Azure's deployments, Vertex AI's endpoints/openapi, a gateway's
+ * path): chat completions, completions and embeddings are metered, the model list free.
+ */
+const COMPATIBLE_RULES: readonly Rule[] = [
+  ['POST', /\/(chat\/completions|completions|embeddings)$/, 'metered'],
+  ['GET', /\/models(\/[^/]+)?$/, 'free'],
+];
+
+export function openAiCompatibleEndpoint(method: string, rest: string): EndpointKind | undefined {
+  return kindOf(COMPATIBLE_RULES, method, rest);
+}
+
+/** The Anthropic API: Messages; token counts, the model list and the Files API (free at Anthropic) are free. */
+const ANTHROPIC_RULES: readonly Rule[] = [
+  ['POST', /^\/v1\/messages$/, 'metered'],
+  ['POST', /^\/v1\/messages\/count_tokens$/, 'free'],
+  ['GET', /^\/v1\/models(\/[^/]+)?$/, 'free'],
+  ['GET', /^\/v1\/messages\/batches(\/[^/]+)?$/, 'free'],
+  ['POST', /^\/v1\/messages\/batches\/[^/]+\/cancel$/, 'free'],
+  ['GET', /^\/v1\/files(\/[^/]+(\/content)?)?$/, 'free'],
+  ['POST', /^\/v1\/files$/, 'free'],
+  ['DELETE', /^\/v1\/(files|messages\/batches)\/[^/]+$/, 'free'],
+];
+
+export function anthropicEndpoint(method: string, rest: string): EndpointKind | undefined {
+  return kindOf(ANTHROPIC_RULES, method, rest);
+}
+
+/** Vertex AI's publisher models: generateContent and rawPredict are metered; token counts and model reads free. */
+const VERTEX_RULES: readonly Rule[] = [
+  // Claude's token count is a rawPredict on a model named count-tokens: matched before the metered rawPredict.
+  ['POST', /\/publishers\/anthropic\/models\/count-tokens:rawPredict$/, 'free'],
+  ['POST', /\/publishers\/[^/]+\/models\/[^/:]+:(generateContent|streamGenerateContent|rawPredict|streamRawPredict)$/, 'metered'],
+  ['POST', /\/publishers\/[^/]+\/models\/[^/:]+:(countTokens|computeTokens)$/, 'free'],
+  ['GET', /\/publishers\/[^/]+\/models(\/[^/:]+)?$/, 'free'],
+];
+
+export function vertexEndpoint(method: string, rest: string): EndpointKind | undefined {
+  return kindOf(VERTEX_RULES, method, rest);
+}
+
+/** Bedrock's runtime: the model invocations, and nothing else is signed either (ADR 1007). */
+const BEDROCK_RULES: readonly Rule[] = [['POST', /^\/model\/[^/]+\/(invoke|invoke-with-response-stream|converse|converse-stream)$/, 'metered']];
+
+export function bedrockEndpoint(method: string, rest: string): EndpointKind | undefined {
+  return kindOf(BEDROCK_RULES, method, rest);
+}
+
+/** The local runtime costs nothing: every path is free (its OpenAI-compatible answers are still read for usage). */
+export function localEndpoint(): EndpointKind {
+  return 'free';
+}
