@@ -79,6 +79,11 @@ function openaiLong(input: number, cached: number, output: number): Partial<Pric
   return { long_context: { threshold_tokens: 272_000, input_per_million: input * 2, cached_input_per_million: cached * 2, output_per_million: output * 1.5 } };
 }
 
+/** An embedding model: input tokens only, since an embedding generates none (ADR 0903). */
+function embedding(provider: PriceEntry['provider'], model: string, input: number): PriceEntry {
+  return { provider, model, input_per_million: input, output_per_million: 0 };
+}
+
 const OPUS_4 = { input: 15, cached: 1.5, write5m: 18.75, write1h: 30, output: 75 };
 const OPUS_4_5 = { input: 5, cached: 0.5, write5m: 6.25, write1h: 10, output: 25 };
 const SONNET_4 = { input: 3, cached: 0.3, write5m: 3.75, write1h: 6, output: 15 };
@@ -98,6 +103,12 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
   gemini('gemini-3.5-flash-lite', 0.3, 0.03, 2.5),
   // Introductory price through 2026-12-31; from 2027-01-01 the page gives 1.5 / 7.5.
   gemini('gemini-3.8-flash', 0.75, 0.075, 3.75),
+  // Embeddings on Vertex AI (:predict). The text-embedding models are billed per character, $0.025 per million
+  // (billableCharacterCount); price entries count tokens, so they are priced at four characters a token, $0.10 per
+  // million tokens (docs/known-limitations.md). text-embedding-004 normalises to -005's entry, at the same price.
+  embedding('google', 'gemini-embedding-001', 0.15),
+  embedding('google', 'text-embedding-005', 0.1),
+  embedding('google', 'text-multilingual-embedding-002', 0.1),
 
   // OpenAI: developers.openai.com/api/docs/pricing and each model's page.
   openai('gpt-4o', 2.5, 1.25, 10, { aliases: ['gpt-4o-2024-08-06', 'gpt-4o-2024-11-20'] }),
@@ -128,6 +139,9 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
   openai('gpt-6.1-terra', 1, 0.05, 5, { long: true }),
   openai('gpt-6.2-astra', 8, 0.4, 40, { long: true }),
   openai('gpt-6.2-sol', 2, 0.1, 10, { long: true }),
+  embedding('openai', 'text-embedding-3-small', 0.02),
+  embedding('openai', 'text-embedding-3-large', 0.13),
+  embedding('openai', 'text-embedding-ada-002', 0.1),
 
   // Anthropic: platform.claude.com/docs/en/about-claude/pricing and each model's overview page.
   claude('claude-opus-4', '20250514', OPUS_4, ['claude-opus-4-0', 'claude-4-opus']),
@@ -151,4 +165,13 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
   // Mythos (limited availability) is priced as Fable of the same version.
   claudeUndated('claude-mythos-5', FABLE_5),
   claudeUndated('claude-mythos-5-1', { ...FABLE_5, cached: 0.25 }, ['claude-mythos-5.1']),
+
+  // Bedrock's embedding models (aws.amazon.com/bedrock/pricing, per 1,000 tokens: Titan V2 0.00002, Titan V1 and
+  // Cohere Embed v3 0.0001), under provider anthropic: the price namespace of route gamma-cloudb, whose native
+  // calls and /v1 calls price them alike (ADR 0903). The embedding prices were added on 2026-11-29
+  // (docs/spans-and-pricing.md says from where).
+  embedding('anthropic', 'amazon.titan-embed-text-v2:0', 0.02),
+  embedding('anthropic', 'amazon.titan-embed-text-v1', 0.1),
+  embedding('anthropic', 'cohere.embed-english-v3', 0.1),
+  embedding('anthropic', 'cohere.embed-multilingual-v3', 0.1),
 ];

@@ -19,6 +19,11 @@ const BEDROCK_PREFIX = /^(?:[a-z]{2,6}(?:-[a-z]+)?\.)?(?:anthropic|amazon|meta|m
 
 const BEDROCK_BARE_VERSION = /-v\d+$/;
 
+// A Bedrock embedding model's -vN is its generation, priced apart (amazon.titan-embed-text-v1 and -v2:0); only
+// its :N revision is a version.
+const BEDROCK_EMBEDDING = /embed/;
+const BEDROCK_REVISION = /(-v\d+)(?::\w+)+$/;
+
 export function normaliseModelId(model: string): string {
   let id = model.trim().toLowerCase();
   if (id.includes('%')) {
@@ -35,6 +40,7 @@ export function normaliseModelId(model: string): string {
   id = id.replace(BEDROCK_PREFIX, '');
   // Bedrock ids of models without a dated snapshot end in a bare version (`anthropic.claude-opus-4-6-v1`);
   // only there, since a bare `-vN` can be part of another provider's model name.
+  if (bedrock && BEDROCK_EMBEDDING.test(id)) return id.replace(BEDROCK_REVISION, '$1');
   if (bedrock) id = id.replace(BEDROCK_BARE_VERSION, '');
   for (let changed = true; changed;) {
     changed = false;

@@ -188,3 +188,27 @@ describe('parsePriceEntry', () => {
     expect(() => parsePriceEntry({ ...good, input_per_milion: 3 }, 'pricing.models[0]')).toThrow(/^pricing\.models\[0\]\.input_per_milion is not a known field/);
   });
 });
+
+describe('embedding models', () => {
+  it("prices Bedrock's Titan V1 and V2 apart: their -vN is a generation, not a version", () => {
+    const table = defaults();
+    expect(normaliseModelId('amazon.titan-embed-text-v2:0')).toBe('titan-embed-text-v2');
+    expect(normaliseModelId('amazon.titan-embed-text-v1')).toBe('titan-embed-text-v1');
+    // 1M tokens: V2 at 0.02, V1 at 0.10; Cohere v3 at 0.10.
+    expect(table.cost('anthropic', 'amazon.titan-embed-text-v2:0', oneMillionIn)).toEqual({ costUsd: 0.02, priced: true, model: 'amazon.titan-embed-text-v2:0' });
+    expect(table.cost('anthropic', 'amazon.titan-embed-text-v1', oneMillionIn).costUsd).toBe(0.1);
+    expect(table.cost('anthropic', 'cohere.embed-multilingual-v3', oneMillionIn).costUsd).toBe(0.1);
+    // A generation the table does not have is unpriced, not priced as another.
+    expect(table.cost('anthropic', 'amazon.titan-embed-text-v3:0', oneMillionIn)).toEqual({ costUsd: 0, priced: false });
+  });
+
+  it("prices OpenAI's and Vertex AI's embedding models per input token", () => {
+    const table = defaults();
+    // 1M tokens: 0.02 / 0.13 / 0.10 (OpenAI), 0.15 (gemini-embedding-001), 0.10 (text-embedding-005, and -004 with it).
+    expect(table.cost('openai', 'text-embedding-3-small', oneMillionIn).costUsd).toBe(0.02);
+    expect(table.cost('openai', 'text-embedding-3-large', oneMillionIn).costUsd).toBe(0.13);
+    expect(table.cost('openai', 'text-embedding-ada-002', oneMillionIn).costUsd).toBe(0.1);
+    expect(table.cost('google', 'gemini-embedding-001', oneMillionIn).costUsd).toBe(0.15);
+    expect(table.cost('google', 'text-embedding-004', oneMillionIn)).toEqual({ costUsd: 0.1, priced: true, model: 'text-embedding-005' });
+  });
+});

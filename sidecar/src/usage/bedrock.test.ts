@@ -225,3 +225,18 @@ describe('Bedrock Converse usage', () => {
     expect(extractor.sawEnd).toBe(false);
   });
 });
+
+describe("Bedrock's embedding models", () => {
+  it("reads Titan Text Embeddings' inputTextTokenCount from the body, without the headers", () => {
+    const body = Buffer.from(JSON.stringify({ embedding: [0.125, -0.5], embeddingsByType: { float: [0.125, -0.5] }, inputTextTokenCount: 17 }));
+    expect(pump(createUsageExtractor({ format: 'bedrock', contentType: 'application/json', headers: {} }), [body]).result).toEqual({
+      usage: { inputTokens: 17, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, totalTokens: 17 },
+    });
+  });
+
+  it("reads Cohere Embed's count from the input-token header, its body having none", () => {
+    const body = Buffer.from(JSON.stringify({ id: 'e1', response_type: 'embeddings_floats', texts: ['a', 'b'], embeddings: [[0.1], [0.2]] }));
+    const headers = { 'x-amzn-bedrock-input-token-count': '9' };
+    expect(pump(createUsageExtractor({ format: 'bedrock', contentType: 'application/json', headers }), [body]).result.usage).toMatchObject({ inputTokens: 9, outputTokens: 0 });
+  });
+});

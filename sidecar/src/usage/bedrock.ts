@@ -1,8 +1,8 @@
 // AWS Bedrock: InvokeModel / InvokeModelWithResponseStream (Claude's own body and events) and Converse /
 // ConverseStream (Bedrock's model-neutral API, camelCase usage).
 // - JSON responses: Converse's `usage` {inputTokens, outputTokens, cacheReadInputTokens, cacheWriteInputTokens},
-//   else the body's Anthropic `usage`; when neither is there (another model family, a body too odd to read), the
-//   X-Amzn-Bedrock-*-Token-Count response headers.
+//   Titan Text Embeddings' `inputTextTokenCount`, else the body's Anthropic `usage`; when none is there (another
+//   model family, Cohere's embeddings, a body too odd to read), the X-Amzn-Bedrock-*-Token-Count response headers.
 // - Event streams: each chunk frame holds one Anthropic stream event, merged as on the direct API; the
 //   message_stop event's amazon-bedrock-invocationMetrics and then the headers are the fallbacks. A ConverseStream
 //   ends with a `metadata` member holding the usage.
@@ -74,6 +74,11 @@ const ANTHROPIC_USAGE_FIELDS = ['input_tokens', 'output_tokens', 'cache_read_inp
 function readBedrockBody(document: Record<string, unknown>): UsageResult {
   const converse = normaliseConverseUsage(document.usage);
   if (converse !== null) return { usage: converse };
+  // Titan Text Embeddings: {embedding, inputTextTokenCount}; an embedding generates no tokens.
+  if (typeof document.inputTextTokenCount === 'number') {
+    const input = tokenCount(document.inputTextTokenCount);
+    return { usage: { inputTokens: input, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, totalTokens: input } };
+  }
   const usage = document.usage;
   // Read as Anthropic's, a usage in another shape would be a zero usage that is not null: free, and the
   // token-count headers never consulted.

@@ -132,3 +132,54 @@ describe('Gemini usage', () => {
     expect(result.usage?.inputTokens).toBe(8);
   });
 });
+
+describe("Vertex AI's text embeddings (:predict)", () => {
+  /** A :predict answer as Vertex AI writes it, pretty-printed, one prediction per text with its token count. */
+  function predictAnswer(counts: number[], values: number): Buffer {
+    const predictions = counts.map((count, i) => ({
+      embeddings: { statistics: { truncated: false, token_count: count }, values: Array.from({ length: values }, (_, v) => ((i + 1) * (v + 1)) / 1e6 - 0.0123456789) },
+    }));
+    return Buffer.from(JSON.stringify({ predictions, metadata: { billableCharacterCount: 1234 } }, null, 2));
+  }
+  const inputOnly = (input: number) => ({
+    inputTokens: input,
+    outputTokens: 0,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    cacheWrite1hTokens: 0,
+    reasoningTokens: 0,
+    totalTokens: input,
+  });
+
+  it("sums each prediction's token_count, the body split at every byte", () => {
+    // 7 + 12 + 130 = 149 input tokens.
+    const body = predictAnswer([7, 12, 130], 3);
+    const { out, result } = pump(
+      createUsageExtractor({ format: 'gemini', contentType: 'application/json; charset=UTF-8', headers: {} }),
+      Array.from(body, (byte) => Buffer.from([byte])),
+    );
+    expect(out.equals(body)).toBe(true);
+    expect(result).toEqual({ usage: inputOnly(149) });
+  });
+
+  it('sums them across a body far larger than the JSON a reader holds, in chunks of any size', () => {
+    // 250 texts of 768 values pretty-printed: about 7 MB, beyond the 4 MiB kept whole. Each text counts 8 tokens: 2000.
+    const body = predictAnswer(
+      Array.from({ length: 250 }, () => 8),
+      768,
+    );
+    expect(body.length).toBeGreaterThan(4 * 1024 * 1024);
+    for (const size of [1000, 4093, 65536]) {
+      const chunks: Buffer[] = [];
+      for (let at = 0; at < body.length; at += size) chunks.push(body.subarray(at, at + size));
+      expect(pump(createUsageExtractor({ format: 'gemini', contentType: 'application/json', headers: {} }), chunks).result.usage, `chunks of ${size}`).toEqual(inputOnly(2000));
+    }
+  });
+
+  it('a token_count that is text, not a key, counts for nothing', () => {
+    const body = Buffer.from(JSON.stringify({ candidates: [part('"token_count": 99')], usageMetadata: { promptTokenCount: 3, totalTokenCount: 3 } }));
+    expect(pump(createUsageExtractor({ format: 'gemini', contentType: 'application/json', headers: {} }), [body]).result.usage?.inputTokens).toBe(3);
+    const noCount = Buffer.from(JSON.stringify({ predictions: [{ embeddings: { statistics: { token_count: 'many' }, values: [0.1] } }] }));
+    expect(pump(createUsageExtractor({ format: 'gemini', contentType: 'application/json', headers: {} }), [noCount]).result).toEqual({ usage: null });
+  });
+});

@@ -5,6 +5,9 @@
 // Streams repeat usageMetadata cumulatively (early chunks may carry zeros), so only the last one counts.
 // Rather than parsing every chunk, the readers keep the last chunk that mentions usageMetadata and parse
 // that one when the stream ends.
+//
+// The text embedding models' :predict answers have no usageMetadata: each prediction's
+// statistics.token_count is summed as the body passes (prediction-tokens.ts).
 
 import type { Logger } from 'pino';
 import { JsonArrayStreamParser } from '../formats/json-array-stream.ts';
@@ -14,6 +17,7 @@ import { SseUsageExtractor, type SseUsageReader } from './sse-extractor.ts';
 import type { UsageExtractor } from './usage-extractor.ts';
 import { NO_BYTES, withStreamError } from './usage-extractor.ts';
 import { tokenCount } from './token-count.ts';
+import { PredictionTokenCounter } from './prediction-tokens.ts';
 import { isRecord } from '../../../contracts/json-record.ts';
 import type { TokenUsage, UsageResult } from './usage.ts';
 
@@ -122,6 +126,7 @@ export class GeminiJsonExtractor implements UsageExtractor {
   readonly #logger: Logger | undefined;
   #decided = false;
   #object: JsonUsageExtractor | null = null;
+  #predictions: PredictionTokenCounter | null = null;
   #array: JsonArrayStreamParser | null = null;
   // Elements are kept as bytes (views, no copies) and decoded only at the end.
   #lastWithUsage: Buffer | null = null;
@@ -145,10 +150,16 @@ export class GeminiJsonExtractor implements UsageExtractor {
       if (first === -1) return chunk;
       this.#decided = true;
       if (first === 0x5b) this.#array = new JsonArrayStreamParser((element) => this.#element(element));
-      else this.#object = new JsonUsageExtractor(FIELDS, readGeminiBody);
+      else {
+        this.#object = new JsonUsageExtractor(FIELDS, readGeminiBody);
+        this.#predictions = new PredictionTokenCounter();
+      }
     }
     if (this.#array !== null) this.#array.push(chunk);
-    else this.#object!.write(chunk);
+    else {
+      this.#object!.write(chunk);
+      this.#predictions!.write(chunk);
+    }
     return chunk;
   }
 
@@ -157,7 +168,11 @@ export class GeminiJsonExtractor implements UsageExtractor {
   }
 
   end(streamError?: string): UsageResult {
-    if (this.#object !== null) return this.#object.end(streamError);
+    if (this.#object !== null) {
+      const result = this.#object.end(streamError);
+      const predicted = result.usage === null ? this.#predictions!.usage() : null;
+      return predicted === null ? result : { ...result, usage: predicted };
+    }
     if (this.#array === null) return withStreamError({ usage: null }, streamError);
     const cut = this.#array.end();
     if (this.#array.oversizedElements > 0) {
