@@ -193,7 +193,7 @@ budgets:
     expect(names).toEqual(['get_weather']);
   });
 
-  it('serves embeddings and completions for local models, and says a cloud model is not served there', async () => {
+  it('serves embeddings and completions for local models, and says a chat model is not served there', async () => {
     const { data: embedding, response } = await lmstudio.embeddings.create({ model: 'nomic-embed-text', input: ['hello world', 'good night moon'] }).withResponse();
     expect(embedding.data.map((item) => item.index)).toEqual([0, 1]);
     expect(await findSpan(proxy.url, { spanId: response.headers.get('x-proxy-span-id') })).toMatchObject({
@@ -210,7 +210,7 @@ budgets:
     for await (const chunk of streamed) text += chunk.choices[0]?.text ?? '';
     expect(text).toBe(' return a + b');
 
-    const refused = await lmstudio.embeddings.create({ model: 'gpt-4o-mini', input: 'hello' }).catch((error: unknown) => error);
+    const refused = await lmstudio.embeddings.create({ model: 'claude-sonnet-4', input: 'hello' }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(APIError);
     expect((refused as APIError).status).toBe(400);
     expect((refused as APIError).message).toContain('is not served on /v1/embeddings');

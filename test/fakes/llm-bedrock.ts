@@ -1,6 +1,7 @@
 // Fake Bedrock runtime for Claude: InvokeModel (JSON + token-count headers), InvokeModelWithResponseStream (AWS
 // event stream), Converse (JSON, camelCase usage, no token-count headers) and ConverseStream (event stream whose
-// last member, metadata, holds the usage), behind a SigV4 check.
+// last member, metadata, holds the usage), behind a SigV4 check. InvokeModel also serves the Titan and Cohere
+// embedding models (llm-embeddings.ts).
 
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import type { MessageHeaders } from '@smithy/eventstream-codec';
@@ -12,6 +13,7 @@ import { mapLazy } from './llm-reply-content.ts';
 import { writeJsonWithText, writeStream } from './llm-reply-writer.ts';
 import { jsonObject } from './llm-request.ts';
 import { verifySigV4 } from './llm-sigv4.ts';
+import { bedrockEmbeddings, isBedrockEmbeddingModel } from './llm-embeddings.ts';
 import type { FakeExchange } from './llm-upstream.ts';
 
 const invokePath = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream|converse|converse-stream)$/;
@@ -35,6 +37,7 @@ export async function handleBedrock(x: FakeExchange): Promise<void> {
   if (!match) return sendBedrockError(x.res, 404, `Unknown operation ${x.req.method} ${x.path}`, 'UnknownOperationException');
   const modelId = decodeURIComponent(match[1] ?? '');
   if (match[2] === 'converse' || match[2] === 'converse-stream') return converse(x, modelId, match[2] === 'converse-stream');
+  if (match[2] === 'invoke' && isBedrockEmbeddingModel(modelId)) return bedrockEmbeddings(x, modelId);
   const problem = bodyProblem(jsonObject(x.json));
   if (problem !== undefined) return sendBedrockError(x.res, 400, problem);
   if (!modelId.startsWith('arn:') && !modelId.includes('anthropic.')) {

@@ -10,6 +10,7 @@ import type { StreamPlan } from './llm-reply-writer.ts';
 import { sendBehaviourError, sendGoogleError, sendOpenAiError } from './llm-errors.ts';
 import { bearerToken, jsonObject, requestHeader } from './llm-request.ts';
 import { responses } from './llm-openai-responses.ts';
+import { openAiEmbeddings } from './llm-embeddings.ts';
 import type { FakeExchange, FakeUsage } from './llm-upstream.ts';
 
 export type ChatFlavour = 'openai' | 'vertex';
@@ -50,6 +51,7 @@ async function openAiPaths(x: FakeExchange): Promise<void> {
   if (x.req.method === 'GET' && x.path === '/v1/models') return listModels(x);
   if (x.req.method === 'POST' && x.path === '/v1/chat/completions') return chatCompletions(x, 'openai');
   if (x.req.method === 'POST' && x.path === '/v1/responses') return responses(x);
+  if (x.req.method === 'POST' && x.path === '/v1/embeddings') return openAiEmbeddings(x);
   return sendOpenAiError(x.res, 404, `Invalid URL (${x.req.method} ${x.path})`, { code: null });
 }
 

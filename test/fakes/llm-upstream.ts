@@ -23,6 +23,8 @@
 //   anthropic /v1/messages, /v1/messages/count_tokens. Requires x-api-key (= expectApiKey) and anthropic-version.
 //   bedrock   /model/{id}/invoke, /model/{id}/invoke-with-response-stream. Verifies SigV4 with `aws` credentials
 //             (signing name `bedrock`, canonical URI encoded twice) and answers Bedrock's 403 on mismatch.
+//   Embeddings (llm-embeddings.ts): openai /v1/embeddings; vertex …/publishers/google/models/M:predict; bedrock
+//             /model/{amazon.titan-embed-text-v2:0 | -v1 | cohere.embed-*-v3}/invoke. One token per word.
 //
 // FakeUsage is provider-neutral; each fake writes it in its provider's own fields:
 //   input = prompt tokens billed at the plain input rate (no cache reads or writes); cacheRead; cacheWrite

@@ -1,5 +1,5 @@
-// /v1/chat/completions, and the OpenAI-format operations passed through to a local runtime (/v1/embeddings,
-// /v1/completions): the routes plan them (routes/v1-plan.ts) and the answer is the chat format itself.
+// /v1/chat/completions, and /v1/completions passed through to a local runtime or an OpenAI-compatible route: the
+// routes plan them (routes/v1-plan.ts) and the answer is the chat format itself.
 
 import { planGatewayCall, type GatewayOperation } from '../routes/v1-plan.ts';
 import { openAiRequestUser } from '../routes/request-user.ts';
@@ -18,7 +18,7 @@ export const CHAT_ANSWER: CallerAnswer = {
 };
 
 /** The span's operation name per OpenTelemetry's GenAI conventions. */
-const OPERATION_NAMES: Record<GatewayOperation, string> = { chat: 'chat', embeddings: 'embeddings', completions: 'text_completion' };
+const OPERATION_NAMES: Record<GatewayOperation, string> = { chat: 'chat', completions: 'text_completion' };
 
 export function chatCompletionsApi(operation: GatewayOperation): GatewayApi {
   return {

@@ -61,4 +61,6 @@ export interface GatewayApi {
   requestUser(request: Record<string, unknown>): string | null;
   /** Plans the call. Throws GatewayError (the request) or ProxyError (the configuration). */
   plan(call: ApiCall): ApiPlan;
+  /** The route a target's calls take, for the span of one refused before it was planned; absent: the provider's /v1 route. */
+  routeOf?(target: GatewayTarget, config: RuntimeConfig): string | undefined;
 }

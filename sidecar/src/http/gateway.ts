@@ -1,9 +1,9 @@
 // /v1: the gateway. GET /v1/models lists the priced models (and the ids overrides name); POST
-// /v1/chat/completions, /v1/responses (the Responses API) and /v1/messages (the Anthropic Messages API, and its
-// count_tokens) route by `model` to the provider of its price entry, on the route the gateway config picks for
-// that provider, and translate where the route does not speak the caller's API (sidecar/src/gateway-apis/).
-// With a local runtime (local.enabled), its models are listed and served too (route `local`, cost 0), and
-// /v1/embeddings and /v1/completions pass through to it; the LM Studio-compatible listener serves this same
+// /v1/chat/completions, /v1/responses (the Responses API), /v1/messages (the Anthropic Messages API, and its
+// count_tokens) and /v1/embeddings route by `model` to the provider of its price entry, on the route the gateway
+// config picks for that provider, and translate where the route does not speak the caller's API
+// (sidecar/src/gateway-apis/). With a local runtime (local.enabled), its models are listed and served too (route
+// `local`, cost 0), and /v1/completions passes through to it; the LM Studio-compatible listener serves this same
 // plugin (local/lmstudio-app.ts, ADR 1402).
 // It runs on the proxy engine: the same upstream client (credentials, breaker, timeouts), the same usage
 // extraction and the same call meter, so a call here is one span costed exactly as on the native route.
@@ -41,6 +41,7 @@ import type { ApiPlan, GatewayApi } from '../gateway-apis/gateway-api.ts';
 import { chatCompletionsApi } from '../gateway-apis/chat-completions.ts';
 import { responsesApi } from '../gateway-apis/responses.ts';
 import { countTokensApi, messagesApi } from '../gateway-apis/messages.ts';
+import { embeddingsApi } from '../gateway-apis/embeddings.ts';
 import { ResponseStore } from '../responses/response-store.ts';
 import { CallAbort } from '../upstream/call-abort.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
@@ -76,7 +77,6 @@ export interface FallbackObserver {
 }
 
 const CHAT = chatCompletionsApi('chat');
-const EMBEDDINGS = chatCompletionsApi('embeddings');
 const COMPLETIONS = chatCompletionsApi('completions');
 
 interface ModelObject {
@@ -103,11 +103,11 @@ export const gatewayRoutes: FastifyPluginAsync<GatewayRoutesOptions> = async (ap
   app.post('/v1/responses', (request, reply) => handleGatewayCall(request, reply, opts, responses));
   app.post('/v1/messages', (request, reply) => handleGatewayCall(request, reply, opts, messagesApi));
   app.post('/v1/messages/count_tokens', (request, reply) => handleGatewayCall(request, reply, opts, countTokensApi));
-  const served = ['/v1/models', '/v1/chat/completions', '/v1/responses', '/v1/messages', '/v1/messages/count_tokens'];
+  app.post('/v1/embeddings', (request, reply) => handleGatewayCall(request, reply, opts, embeddingsApi));
+  const served = ['/v1/models', '/v1/chat/completions', '/v1/responses', '/v1/messages', '/v1/messages/count_tokens', '/v1/embeddings'];
   if (opts.localModels) {
-    app.post('/v1/embeddings', (request, reply) => handleGatewayCall(request, reply, opts, EMBEDDINGS));
     app.post('/v1/completions', (request, reply) => handleGatewayCall(request, reply, opts, COMPLETIONS));
-    served.push('/v1/embeddings', '/v1/completions');
+    served.push('/v1/completions');
   }
   app.all('/v1/*', async (request, reply) =>
     reply.code(404).send(new GatewayError(404, `Invalid URL (${request.method} ${request.url.split('?')[0]}): the gateway serves ${served.join(', ')}`).toJSON()),
@@ -316,7 +316,7 @@ function planFor(g: GatewayCall, target: GatewayTarget): ApiPlan {
 /** The span of a call its route refused to plan (a request that route cannot take): rejected, nothing sent. */
 function refusedPlan(g: GatewayCall, found: GatewayTarget, requested: string, error: unknown): MeteredCall {
   const { config } = g.snapshot;
-  const module = routeCatalog(config).get(found.route ?? routeFor(found.provider, config.gateway) ?? '');
+  const module = routeCatalog(config).get(g.api.routeOf?.(found, config) ?? found.route ?? routeFor(found.provider, config.gateway) ?? '');
   const message = error instanceof GatewayError ? `invalid_request: ${error.message}` : error instanceof ProxyError ? `${error.code}: ${error.message}` : String(error);
   const call = g.opts.meter.start({
     provider: found.provider,

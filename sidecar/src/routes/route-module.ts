@@ -12,6 +12,7 @@ import type { RuntimeConfig, UpstreamConfig } from '../../../contracts/runtime-c
 import type { ChatExtensions } from '../translate/chat-extensions.ts';
 import type { ChatResponseTranslation } from '../translate/chat-responses.ts';
 import type { ChatStreamTranslator } from '../translate/chat-stream.ts';
+import type { EmbeddingsTranslation } from '../translate/openai-embeddings.ts';
 import type { ErrorShape } from './error-shape.ts';
 
 /**
@@ -96,7 +97,13 @@ export interface V1RoutePlan {
 export type MessagesOperation = 'messages' | 'count_tokens';
 
 /** The /v1 operations besides chat, which the gateway passes through to a route that serves them in OpenAI's format. */
-export type V1PassThroughOperation = 'embeddings' | 'completions';
+export type V1PassThroughOperation = 'completions';
+
+/** A /v1/embeddings call on a route: OpenAI's request passed through, or translated with its answer's reader. */
+export interface V1EmbeddingsPlan extends V1RoutePlan {
+  /** How the route's answer reads as OpenAI's; absent: the upstream answers in OpenAI's format. */
+  embeddings?: EmbeddingsTranslation;
+}
 
 /** The /v1 side of a route: translation to and from the chat format, and the route's model-id form. */
 export interface V1Surface {
@@ -105,6 +112,11 @@ export interface V1Surface {
   plan(call: V1Call): V1RoutePlan;
   /** Upstream paths of the other /v1 operations this route's upstream serves in OpenAI's format; absent: chat only. */
   passThrough?: Partial<Record<V1PassThroughOperation, string>>;
+  /**
+   * The upstream computes embeddings (/v1/embeddings, ADR 0903): OpenAI's request passed through, or translated
+   * into the route's own API. Throws GatewayError for a model or a request it cannot take.
+   */
+  embeddings?(call: V1Call): V1EmbeddingsPlan;
   /** The upstream serves the Responses API itself (OpenAI): its path; the request passes through. */
   responsesPath?: string;
   /** The upstream speaks the Messages API (Claude): a Messages request, or its token count, in the route's envelope. */

@@ -4,14 +4,14 @@
 // the same routes (sidecar/src/gateway-apis/).
 
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
-import { defaultV1Route, type Provider } from '../../../contracts/routes.ts';
+import { defaultV1Route, PROVIDERS, v1Routes, type Provider } from '../../../contracts/routes.ts';
 import { GATEWAY_ROUTE_SETTINGS, type GatewayConfig, type RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { GatewayError } from '../translate/openai-error.ts';
 import { planOpenAiPassThrough } from './openai-chat-route.ts';
 import type { ChatExtensions } from '../translate/chat-extensions.ts';
 import type { ChatResponseTranslation } from '../translate/chat-responses.ts';
-import type { RouteModule, V1PassThroughOperation, V1RoutePlan, V1Surface } from './route-module.ts';
+import type { RouteModule, V1Call, V1EmbeddingsPlan, V1PassThroughOperation, V1RoutePlan, V1Surface } from './route-module.ts';
 import { routeCatalog } from './route-catalog.ts';
 import { upstreamOf } from './upstream-base-url.ts';
 
@@ -23,7 +23,7 @@ export interface GatewayPlan extends V1RoutePlan {
    * How the answer is read: passed through (the upstream speaks the caller's API), translated from the
    * provider's format into the chat pivot, or a token count.
    */
-  translation: 'passthrough' | ChatResponseTranslation['name'] | 'count_tokens';
+  translation: 'passthrough' | ChatResponseTranslation['name'] | 'count_tokens' | 'embeddings';
   /** What the caller's API asked for beyond chat (absent for chat callers). */
   extensions?: ChatExtensions | undefined;
 }
@@ -75,6 +75,26 @@ export function v1Surface(target: GatewayTarget, config: RuntimeConfig): { route
     });
   }
   return { route: module.name, module, surface };
+}
+
+/**
+ * The route serving a target's embeddings (ADR 0903): its configured route; else the provider's /v1 route when
+ * that one has embeddings, else the first other route of the provider that has (Gemini's embeddings are on
+ * `alpha` whichever route serves its chat; Bedrock's on `gamma-cloudb`). Throws GatewayError when none has.
+ */
+export function embeddingsRoute(target: GatewayTarget, config: RuntimeConfig): { module: RouteModule; plan: (call: V1Call) => V1EmbeddingsPlan } {
+  const catalog = routeCatalog(config);
+  const builtIn = (PROVIDERS as readonly string[]).includes(target.provider) ? v1Routes(target.provider as Provider) : [];
+  const names = target.route !== undefined ? [target.route] : [routeFor(target.provider, config.gateway), ...builtIn, catalog.configuredForProvider(target.provider)?.name];
+  for (const name of names) {
+    const module = name === undefined ? undefined : catalog.get(name);
+    const surface = module?.v1;
+    if (module !== undefined && surface?.embeddings !== undefined) return { module, plan: surface.embeddings.bind(surface) };
+  }
+  throw new GatewayError(400, `model ${target.requested} (provider ${target.provider}) is not served on /v1/embeddings: none of its provider's routes computes embeddings`, {
+    param: 'model',
+    code: 'model_not_available',
+  });
 }
 
 /** Plans one call. Throws GatewayError (the request) or ProxyError (the configuration). */

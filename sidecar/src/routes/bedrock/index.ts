@@ -1,5 +1,6 @@
 // Format bedrock (route gamma-cloudb): Claude on AWS Bedrock (InvokeModel), SigV4-signed. The body is read whole only to be
-// signed; the model is in the path, which is sent percent-encoded the way AWS SDKs send it.
+// signed; the model is in the path, which is sent percent-encoded the way AWS SDKs send it. /v1/embeddings reaches
+// Bedrock's Titan and Cohere embedding models through InvokeModel too.
 
 import { bedrockEndpoint } from '../endpoint-kinds.ts';
 import type { PriceEntry } from '../../../../contracts/price-entry.ts';
@@ -12,6 +13,8 @@ import { BEDROCK_ERRORS } from '../error-shape.ts';
 import { forwardedAsIs } from '../native-request.ts';
 import { BedrockMessagesStream } from '../../translate/bedrock-messages.ts';
 import { GatewayError } from '../../translate/openai-error.ts';
+import { notAnEmbeddingModel, readEmbeddingsRequest } from '../../translate/openai-embeddings.ts';
+import { bedrockEmbedder } from '../../translate/openai-bedrock-embeddings.ts';
 import { defineFormat, nativePlan } from '../route-module.ts';
 
 export const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
@@ -70,6 +73,21 @@ export const bedrock = defineFormat('bedrock', (route) => {
         const plan = nativePlan(model, path, body, stream ? STREAM_ACCEPT : {});
         if (stream) plan.reframe = (route) => new BedrockMessagesStream(route);
         return plan;
+      },
+      embeddings(call) {
+        // The entry's id when the caller sent another form of it: the Bedrock id is the entry's own.
+        const model = [call.requested, call.entry.model, ...(call.entry.aliases ?? [])].find((id) => bedrockEmbedder(id) !== undefined);
+        const embedder = model === undefined ? undefined : bedrockEmbedder(model);
+        if (model === undefined || embedder === undefined) {
+          throw notAnEmbeddingModel(
+            call.requested,
+            route,
+            'Titan Text Embeddings (amazon.titan-embed-text-v2:0, -v1) and Cohere Embed v3 (cohere.embed-english-v3, -multilingual-v3)',
+          );
+        }
+        const request = readEmbeddingsRequest(call.request, model);
+        const path = encodeAwsPath(`/model/${encodeURIComponent(model)}/invoke`);
+        return { ...nativePlan(model, path, embedder.body(model, request)), embeddings: { read: embedder.read, encoding: request.encoding } };
       },
     },
   };

@@ -1,9 +1,12 @@
 // Format gemini-vertex (route alpha): Gemini on Vertex AI, native generateContent API. The body passes through unread (the model
-// is in the path); /v1 calls are translated to generateContent and back, a Messages token count to countTokens.
+// is in the path); /v1 calls are translated to generateContent and back, a Messages token count to countTokens,
+// and /v1/embeddings to the text embedding models' :predict.
 
 import { vertexEndpoint } from '../endpoint-kinds.ts';
 import { GEMINI_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { toGeminiRequest } from '../../translate/openai-gemini.ts';
+import { notAnEmbeddingModel, readEmbeddingsRequest } from '../../translate/openai-embeddings.ts';
+import { readVertexEmbeddings, vertexEmbedder, vertexEmbeddingsBody } from '../../translate/openai-vertex-embeddings.ts';
 import { GOOGLE_ERRORS } from '../error-shape.ts';
 import { forwardedAsIs, withStoredObjects } from '../native-request.ts';
 import { vertexStoredObjects } from '../stored-objects.ts';
@@ -42,6 +45,14 @@ export const geminiVertex = defineFormat('gemini-vertex', (route) => ({
         ...(systemInstruction !== undefined ? { systemInstruction } : {}),
         ...(tools !== undefined ? { tools } : {}),
       });
+    },
+    embeddings(call) {
+      const model = geminiModelId(call.requested);
+      const embedder = vertexEmbedder(model);
+      if (embedder === undefined) throw notAnEmbeddingModel(model, route, 'gemini-embedding-001, text-embedding-005 and text-multilingual-embedding-002');
+      const request = readEmbeddingsRequest(call.request, model);
+      const path = `${vertexLocationPath(route, call.upstream, call.env)}/publishers/google/models/${vertexModelSegment(model)}:predict`;
+      return { ...nativePlan(model, path, vertexEmbeddingsBody(model, embedder, request)), embeddings: { read: readVertexEmbeddings, encoding: request.encoding } };
     },
   },
 }));

@@ -31,6 +31,7 @@ export const ollama = defineFormat('ollama', (route) => ({
         max !== undefined && max !== null && call.request.max_tokens === undefined ? { ...call.request, max_tokens: max, max_completion_tokens: undefined } : call.request;
       return planOpenAiPassThrough({ ...call, request }, call.requested, '/v1/chat/completions');
     },
-    passThrough: { embeddings: '/v1/embeddings', completions: '/v1/completions' },
+    passThrough: { completions: '/v1/completions' },
+    embeddings: (call) => planOpenAiPassThrough(call, call.requested, '/v1/embeddings'),
   },
 }));

@@ -3,7 +3,7 @@ import { defaultRuntimeConfig } from '../../config/config-store.ts';
 import { GatewayError } from '../../translate/openai-error.ts';
 import { planUpstreamRequest } from '../native-plan.ts';
 import { routeBaseUrl } from '../upstream-base-url.ts';
-import { planGatewayCall } from '../v1-plan.ts';
+import { embeddingsRoute, planGatewayCall } from '../v1-plan.ts';
 
 const localEntry = { provider: 'local' as const, model: 'llama3.2', input_per_million: 0, output_per_million: 0 };
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
@@ -43,16 +43,15 @@ describe('route local', () => {
     expect(planUpstreamRequest('local', { method: 'GET', rest: '/api/tags', query: '', body: null, upstream: undefined }).model).toBe('unknown');
   });
 
-  it('passes embeddings and completions through on /v1; other providers are refused there', () => {
+  it('passes embeddings and completions through on /v1; completions of other providers are refused there', () => {
     const config = defaultRuntimeConfig();
-    const embeddings = planGatewayCall(
-      { model: 'nomic-embed-text', input: 'hi' },
-      { entry: { ...localEntry, model: 'nomic-embed-text' }, provider: 'local', requested: 'nomic-embed-text' },
-      config,
-      {},
-      'embeddings',
-    );
-    expect(embeddings).toMatchObject({ route: 'local', path: '/v1/embeddings', response: null, stripInjectedUsage: false });
+    const entry = { ...localEntry, model: 'nomic-embed-text' };
+    const { module, plan } = embeddingsRoute({ entry, provider: 'local', requested: 'nomic-embed-text' }, config);
+    expect(module.name).toBe('local');
+    const embeddings = plan({ request: { model: 'nomic-embed-text', input: 'hi' }, requested: 'nomic-embed-text', entry, upstream: undefined, env: {} });
+    expect(embeddings).toMatchObject({ path: '/v1/embeddings', response: null, stripInjectedUsage: false });
+    // Passed through: the runtime answers in OpenAI's format itself.
+    expect(embeddings.embeddings).toBeUndefined();
     expect(JSON.parse(embeddings.body.toString('utf8'))).toEqual({ model: 'nomic-embed-text', input: 'hi' });
     const completions = planGatewayCall(
       { model: 'llama3.2', prompt: 'def', stream: true },
@@ -64,7 +63,7 @@ describe('route local', () => {
     expect(completions).toMatchObject({ path: '/v1/completions', stream: true, stripInjectedUsage: true });
 
     const gpt = { provider: 'openai' as const, model: 'gpt-4o-mini', input_per_million: 1, output_per_million: 1 };
-    expect(() => planGatewayCall({ model: 'gpt-4o-mini', input: 'hi' }, { entry: gpt, provider: 'openai', requested: 'gpt-4o-mini' }, config, {}, 'embeddings')).toThrow(
+    expect(() => planGatewayCall({ model: 'gpt-4o-mini', prompt: 'hi' }, { entry: gpt, provider: 'openai', requested: 'gpt-4o-mini' }, config, {}, 'completions')).toThrow(
       GatewayError,
     );
   });

@@ -17,6 +17,7 @@ export const openAiChat = defineFormat('openai-chat', (route) => ({
   v1: {
     modelId: (requested) => requested,
     plan: (call) => planOpenAiPassThrough(call, call.requested, '/v1/chat/completions'),
-    passThrough: { embeddings: '/v1/embeddings', completions: '/v1/completions' },
+    passThrough: { completions: '/v1/completions' },
+    embeddings: (call) => planOpenAiPassThrough(call, call.requested, '/v1/embeddings'),
   },
 }));

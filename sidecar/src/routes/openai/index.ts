@@ -1,5 +1,6 @@
 // Format openai (route beta): the OpenAI API. Every path is forwarded; the body is read for the model, the user and to add
-// stream_options.include_usage. /v1 chat and Responses calls pass through unchanged; Messages calls are translated.
+// stream_options.include_usage. /v1 chat, Responses and embeddings calls pass through unchanged; Messages calls are
+// translated.
 
 import { openAiEndpoint } from '../endpoint-kinds.ts';
 import { OPENAI_ERRORS } from '../error-shape.ts';
@@ -15,5 +16,6 @@ export const openAi = defineFormat('openai', (route) => ({
     modelId: (requested) => requested,
     plan: (call) => planOpenAiPassThrough(call, call.requested, '/v1/chat/completions'),
     responsesPath: '/v1/responses',
+    embeddings: (call) => planOpenAiPassThrough(call, call.requested, '/v1/embeddings'),
   },
 }));
