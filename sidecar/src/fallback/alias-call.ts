@@ -162,7 +162,15 @@ export class AliasCall<P> {
       // Nothing of this answer has reached the caller: it is dropped and the next target tried.
       upstream.settle(upstream.statusCode >= 500 ? 'failure' : 'abandoned');
       upstream.body.destroy();
-      this.failed.push({ attempt, target, startedAt, startTime, statusCode: upstream.statusCode, error: `${trigger}: the upstream answered ${upstream.statusCode}`, reason: trigger });
+      this.failed.push({
+        attempt,
+        target,
+        startedAt,
+        startTime,
+        statusCode: upstream.statusCode,
+        error: `${trigger}: the upstream answered ${upstream.statusCode}`,
+        reason: trigger,
+      });
     }
   }
 
