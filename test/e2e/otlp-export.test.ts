@@ -241,6 +241,45 @@ describe('a `tollgate proxy` process exporting its spans', () => {
     }
   });
 
+  it("exports each attempt of an alias call that fell back as a child of the call's span", async () => {
+    const proxy = await startProxyProcess({
+      configYaml: bed.configYaml(`tracing: { otlp: { endpoint: "${collector.httpEndpoint}", scheduledDelayMs: 50 } }
+models:
+  mini:
+    targets:
+      - { route: beta, model: gpt-4o-mini }
+      - { route: gamma-direct, model: claude-haiku-4-5, priority: 1 }
+`),
+      env: bed.env,
+    });
+    try {
+      bed.openai.behave({ status: 503, forRequests: 1 });
+      bed.anthropic.behave({ usage: { input: 1000, output: 200 } });
+      const traceId = '7c1e2f3a4b5c6d7e8f90a1b2c3d4e5f6';
+      const res = await fetch(`${proxy.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', traceparent: `00-${traceId}-0123456789abcdef-01` },
+        body: JSON.stringify({ model: 'mini', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(res.status).toBe(200);
+      await res.text();
+      const callSpan = res.headers.get('x-proxy-span-id')!;
+      const got = await waitForSpan(callSpan);
+      expect(got.attributes).toMatchObject({ 'tollgate.route': 'gamma-direct', 'tollgate.alias': 'mini' });
+      const attempts = await waitFor('both attempt spans at the collector', () => {
+        const children = collector.spans.filter((s) => s.traceId === traceId && s.parentSpanId === callSpan);
+        return children.length === 2 ? children : undefined;
+      });
+      const byAttempt = attempts.sort((a, b) => Number(a.attributes['tollgate.attempt']) - Number(b.attributes['tollgate.attempt']));
+      expect(byAttempt.map((s) => [s.attributes['tollgate.attempt'], s.attributes['tollgate.route'], s.attributes['tollgate.cost_usd']])).toEqual([
+        [1, 'beta', 0],
+        [2, 'gamma-direct', 0],
+      ]);
+    } finally {
+      await proxy.stop();
+    }
+  });
+
   it('takes the collector from OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_PROTOCOL=grpc', async () => {
     const proxy = await startProxyProcess({
       configYaml: bed.configYaml(),
