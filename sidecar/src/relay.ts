@@ -94,6 +94,8 @@ class StreamRelay {
   #giveUpTimer: NodeJS.Timeout | undefined;
   /** Gives back this call's place among the reads after leaving, once it has one. */
   #releaseLeavingRead: (() => void) | undefined;
+  /** Whose reads after leaving this call counts among: its user, else its address, taken while the socket is open. */
+  readonly #caller: string;
   // Writes of one turn leave in one syscall: the headers with the first bytes of a small answer read in one
   // go. Uncorked on the next tick at the latest, and always before the response ends: an end while corked
   // lost the corked writes (the /v1 error event after a stream's first chunks did not reach the caller).
@@ -107,6 +109,7 @@ class StreamRelay {
     this.#o = options;
     this.#done = done;
     this.#expectedBytes = declaredLength(options.upstream.headers);
+    this.#caller = options.call.call.userId ?? options.res.socket?.remoteAddress ?? 'unknown';
   }
 
   start(): void {
@@ -226,7 +229,7 @@ class StreamRelay {
       this.#giveUp('client went away');
       return;
     }
-    const slot = LEAVING_READS.take(call.call.userId ?? res.socket?.remoteAddress ?? 'unknown');
+    const slot = LEAVING_READS.take(this.#caller);
     if ('refusal' in slot) {
       this.#giveUp(`client went away; not read on for its usage: ${slot.refusal}`);
       return;

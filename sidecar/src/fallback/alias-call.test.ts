@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { withAliasDefaults, type AliasTarget } from '../../../contracts/model-aliases.ts';
 import { ProxyError } from '../errors.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
-import { AliasCall } from './alias-call.ts';
+import { AliasCall, TargetUnfit } from './alias-call.ts';
 import { attemptOrder } from './attempt-order.ts';
 import { TargetHealth } from './target-health.ts';
 
@@ -127,5 +127,46 @@ describe('AliasCall', () => {
     holder.call = call;
     await expect(call.run()).rejects.toMatchObject({ code: 'upstream_unreachable' });
     expect(calls).toBe(1);
+  });
+
+  it('when the others are cooling down past the deadline, relays the last 429 as the provider gave it, not a 502', async () => {
+    const health = new TargetHealth();
+    // Priority 1's targets are cooling down for an hour: no wait fits the 120 s deadline.
+    for (const target of alias.targets.slice(1)) health.coolDown(target, 1_000_000 + 3_600_000);
+    // Its own Retry-After (10 minutes) passes the deadline too: nothing is left to wait for.
+    const limited = answer(429, { 'retry-after': '600' });
+    const { call } = run(() => limited, {}, health);
+    const answered = await call.run();
+    expect(answered.upstream).toBe(limited);
+    expect(limited.destroyed()).toBe(false);
+    expect(call.failed.map((f) => f.attempt)).toEqual([1]);
+  });
+
+  it('passes over a target that cannot take the request and answers from the next', async () => {
+    const { call } = run((target) => (target.route === 'gamma-direct' ? new TargetUnfit(new Error('n is not supported')) : answer(200)));
+    const answered = await call.run();
+    expect(answered.upstream.statusCode).toBe(200);
+    expect(call.failed[0]).toMatchObject({ target: { route: 'gamma-direct' }, error: 'n is not supported', reason: null });
+  });
+
+  it('a target that cannot take the request anywhere ends the call with that refusal', async () => {
+    const refusal = new Error('n is not supported');
+    const { call } = run(() => new TargetUnfit(refusal));
+    await expect(call.run()).rejects.toBe(refusal);
+  });
+
+  it('a cancel wakes a call waiting for a cooling target at once', async () => {
+    const health = new TargetHealth();
+    for (const target of alias.targets) health.coolDown(target, Date.now() + 60_000);
+    const call = new AliasCall<string>({
+      alias: 'claude-sonnet',
+      definition: withAliasDefaults({ targets: alias.targets.map((t) => ({ ...t })) }),
+      health,
+      breakerOpen: () => false,
+      attempt: () => Promise.reject(new Error('never tried')),
+    });
+    const running = call.run();
+    call.cancel(new ProxyError('client_aborted', 'the caller left'));
+    await expect(running).rejects.toMatchObject({ code: 'client_aborted' });
   });
 });

@@ -57,6 +57,24 @@ export interface AliasCallOptions<P> {
   random?: () => number;
 }
 
+/** Thrown by an attempt when its target cannot take this request at all (planning refused it): the next may. */
+export class TargetUnfit extends Error {
+  readonly reason: unknown;
+  constructor(reason: unknown) {
+    super(reason instanceof Error ? reason.message : String(reason));
+    this.name = 'TargetUnfit';
+    this.reason = reason;
+  }
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+function describe(error: unknown): string {
+  return error instanceof ProxyError ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error);
+}
+
 /** Which trigger a thrown error is, or null when the alias never falls back on it. */
 function thrownTrigger(error: unknown): FallbackTrigger | null {
   if (!(error instanceof ProxyError)) return null;
@@ -84,6 +102,11 @@ export class AliasCall<P> {
   readonly failed: FailedAttempt[] = [];
   #current: CallAbort | null = null;
   #cancelled: Error | undefined = undefined;
+  /** The last failing answer, unread, kept in case no other attempt answers. */
+  #held: Answered<P> | null = null;
+  /** The last error an attempt threw that the alias falls back on, and the last reason a target was unfit. */
+  #thrown: Error | undefined = undefined;
+  #unfit: Error | undefined = undefined;
   #wake: (() => void) | null = null;
 
   constructor(options: AliasCallOptions<P>) {
@@ -97,6 +120,7 @@ export class AliasCall<P> {
     this.#cancelled = reason;
     this.#current?.abort(reason);
     this.#wake?.();
+    this.#dropHeld();
   }
 
   /**
@@ -123,68 +147,108 @@ export class AliasCall<P> {
     let order: AliasTarget[] = [];
     let at = 0;
     let round = 0;
+    let triedThisRound = 0;
+    let attempt = 0;
     let previous: AliasTarget | null = null;
-    for (let attempt = 1; ; attempt++) {
+    for (;;) {
       if (at === order.length) {
-        // A new round: the targets ordered again from what is known now; after the first, a backoff.
-        if (round > 0 && !(await this.#backoff(round, deadline))) throw this.#cancelled ?? this.#exhausted();
+        // A new round: the targets ordered again from what is known now; after the first, a backoff. A round in
+        // which no target could be tried (all cooling down past the deadline, or unfit) ends the call.
+        if (round > 0 && (triedThisRound === 0 || !(await this.#backoff(round, deadline)))) return this.#lastAnswer();
         const now = this.#now();
         order = attemptOrder(definition, (target) => health.coolingUntil(target, now) === 0 && !this.#o.breakerOpen(target.route), this.#o.random);
         at = 0;
         round++;
+        triedThisRound = 0;
       }
       const target = order[at++]!;
-      if (!(await this.#cooled(attempt, target, deadline))) {
-        if (attempt >= definition.attempts) throw this.#exhausted();
-        continue;
-      }
-      if (previous !== null && this.failed.length > 0) this.#o.onFallback?.(previous, target, this.failed.at(-1)!.reason!);
+      if (!(await this.#cooled(target, deadline))) continue;
+      if (previous !== null && this.failed.length > 0) this.#o.onFallback?.(previous, target, this.failed.at(-1)!.reason ?? 'unreachable');
       previous = target;
-      const startedAt = performance.now();
-      const startTime = this.#now();
-      const abort = (this.#current = new CallAbort());
-      let sent: { plan: P; upstream: UpstreamResponse };
-      try {
-        sent = await this.#o.attempt(target, abort);
-      } catch (error) {
-        const trigger = this.#cancelled === undefined ? thrownTrigger(error) : null;
-        const message = error instanceof ProxyError ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error);
-        this.failed.push({ attempt, target, startedAt, startTime, statusCode: null, error: message, reason: trigger });
-        if (trigger === null || !definition.fallbackOn.has(trigger) || attempt >= definition.attempts) throw error;
-        continue;
-      }
-      const { upstream } = sent;
-      const trigger = statusTrigger(upstream.statusCode);
-      if (trigger === 'rate_limited') health.coolDown(target, this.#now() + (retryAfterMs(upstream.headers, this.#now()) ?? DEFAULT_COOL_DOWN_MS));
-      if (trigger === null || !definition.fallbackOn.has(trigger) || attempt >= definition.attempts || this.#cancelled !== undefined) {
-        return { attempt, target, plan: sent.plan, upstream, startedAt, startTime };
-      }
-      // Nothing of this answer has reached the caller: it is dropped and the next target tried.
-      upstream.settle(upstream.statusCode >= 500 ? 'failure' : 'abandoned');
-      upstream.body.destroy();
-      this.failed.push({
-        attempt,
-        target,
-        startedAt,
-        startTime,
-        statusCode: upstream.statusCode,
-        error: `${trigger}: the upstream answered ${upstream.statusCode}`,
-        reason: trigger,
-      });
+      attempt++;
+      triedThisRound++;
+      const outcome = await this.#try(attempt, target);
+      if (outcome !== null) return outcome;
+      if (attempt >= definition.attempts) return this.#lastAnswer();
     }
   }
 
   /**
-   * Whether `target` may be tried now: a target still cooling down is waited for when that fits the deadline,
-   * otherwise passed over (noted as a rate-limited attempt). Throws when the call was cancelled.
+   * One attempt: the answer to relay, or null when the call goes on to the next target (the failing answer is
+   * held, unread, until another attempt starts or none will). Throws what ends the call.
    */
-  async #cooled(attempt: number, target: AliasTarget, deadline: number): Promise<boolean> {
+  async #try(attempt: number, target: AliasTarget): Promise<Answered<P> | null> {
+    const { definition, health } = this.#o;
+    const startedAt = performance.now();
+    const startTime = this.#now();
+    const abort = (this.#current = new CallAbort());
+    let sent: { plan: P; upstream: UpstreamResponse };
+    try {
+      sent = await this.#o.attempt(target, abort);
+    } catch (error) {
+      if (error instanceof TargetUnfit) {
+        // This target cannot take the request (a parameter its provider lacks, a route the config lost); another may.
+        this.failed.push({ attempt, target, startedAt, startTime, statusCode: null, error: describe(error.reason), reason: null });
+        this.#unfit = asError(error.reason);
+        return null;
+      }
+      const trigger = this.#cancelled === undefined ? thrownTrigger(error) : null;
+      this.failed.push({ attempt, target, startedAt, startTime, statusCode: null, error: describe(error), reason: trigger });
+      if (trigger === null || !definition.fallbackOn.has(trigger)) throw error;
+      this.#thrown = asError(error);
+      return null;
+    }
+    this.#dropHeld();
+    const { upstream } = sent;
+    const trigger = statusTrigger(upstream.statusCode);
+    if (trigger === 'rate_limited') health.coolDown(target, this.#now() + (retryAfterMs(upstream.headers, this.#now()) ?? DEFAULT_COOL_DOWN_MS));
+    const answered: Answered<P> = { attempt, target, plan: sent.plan, upstream, startedAt, startTime };
+    if (trigger === null || !definition.fallbackOn.has(trigger) || attempt >= definition.attempts || this.#cancelled !== undefined) return answered;
+    this.failed.push({
+      attempt,
+      target,
+      startedAt,
+      startTime,
+      statusCode: upstream.statusCode,
+      error: `${trigger}: the upstream answered ${upstream.statusCode}`,
+      reason: trigger,
+    });
+    this.#held = answered;
+    return null;
+  }
+
+  /** Nothing of a held failing answer reached the caller: another attempt answered, so it is dropped unread. */
+  #dropHeld(): void {
+    const held = this.#held;
+    if (held === null) return;
+    this.#held = null;
+    held.upstream.settle(held.upstream.statusCode >= 500 ? 'failure' : 'abandoned');
+    held.upstream.body.destroy();
+  }
+
+  /**
+   * No attempt is left: the last failing answer, relayed as the provider gave it (its 429 with Retry-After, its
+   * 5xx), or the last error; a call cancelled (the caller left, the deadline) ends with that reason.
+   */
+  #lastAnswer(): Answered<P> {
+    this.#throwIfCancelled();
+    if (this.#held !== null) {
+      const held = this.#held;
+      this.#held = null;
+      return held;
+    }
+    throw this.#thrown ?? this.#unfit ?? this.#exhausted();
+  }
+
+  /**
+   * Whether `target` may be tried now: a target still cooling down is waited for when that fits the deadline,
+   * otherwise passed over (no upstream attempt is made, so none is counted). Throws when the call was cancelled.
+   */
+  async #cooled(target: AliasTarget, deadline: number): Promise<boolean> {
     this.#throwIfCancelled();
     const until = this.#o.health.coolingUntil(target, this.#now());
     if (until === 0 || (await this.#waitUntil(until, deadline))) return true;
     this.#throwIfCancelled();
-    const error = `rate_limited: cooling down until ${new Date(until).toISOString()}`;
-    this.failed.push({ attempt, target, startedAt: performance.now(), startTime: this.#now(), statusCode: null, error, reason: 'rate_limited' });
     return false;
   }
 

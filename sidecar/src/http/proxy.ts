@@ -201,7 +201,8 @@ interface CallBody {
  */
 function refuseUnmetered(call: ProxyCall): boolean {
   const { route, rest, request } = call;
-  if (route.endpoint(request.method, rest) !== undefined) return false;
+  // A route with no credential spends nobody's key (the local runtime): whatever it forwards is free.
+  if (route.credential.kind === 'none' || route.endpoint(request.method, rest) !== undefined) return false;
   checkPathSegments(rest);
   checkNoFragment(rest, call.query);
   return allowUnmetered(call, `format ${route.spec.format}`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { anthropicEndpoint, bedrockEndpoint, openAiCompatibleEndpoint, openAiEndpoint, vertexEndpoint } from './endpoint-kinds.ts';
+import { anthropicEndpoint, bedrockEndpoint, claudeVertexEndpoint, geminiVertexEndpoint, ollamaEndpoint, openAiCompatibleEndpoint, openAiEndpoint } from './endpoint-kinds.ts';
 
 describe('what a native call is, per API', () => {
   it.each([
@@ -39,14 +39,26 @@ describe('what a native call is, per API', () => {
     expect(anthropicEndpoint('GET', '/v1/messages/batches/msgbatch_1/results')).toBeUndefined();
   });
 
-  it('Vertex AI: generateContent and rawPredict metered, token counts free, embeddings and caches refused', () => {
+  it("Gemini on Vertex AI: Google's models only; Claude's rawPredict there would be read as no usage, so it is refused", () => {
     const model = '/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash';
-    expect(vertexEndpoint('POST', `${model}:streamGenerateContent`)).toBe('metered');
-    expect(vertexEndpoint('POST', `${model}:countTokens`)).toBe('free');
-    expect(vertexEndpoint('POST', '/v1/projects/p/locations/us-east5/publishers/anthropic/models/count-tokens:rawPredict')).toBe('free');
-    expect(vertexEndpoint('POST', '/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:rawPredict')).toBe('metered');
-    expect(vertexEndpoint('POST', `${model}:predict`)).toBeUndefined();
-    expect(vertexEndpoint('POST', '/v1/projects/p/locations/us-central1/cachedContents')).toBeUndefined();
+    expect(geminiVertexEndpoint('POST', `${model}:streamGenerateContent`)).toBe('metered');
+    expect(geminiVertexEndpoint('POST', `${model}:countTokens`)).toBe('free');
+    expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-opus-4-1:rawPredict')).toBeUndefined();
+    expect(geminiVertexEndpoint('POST', `${model}:predict`)).toBeUndefined();
+    expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/cachedContents')).toBeUndefined();
+  });
+
+  it("Claude's own Vertex AI paths: Anthropic's models only, its token count free", () => {
+    expect(claudeVertexEndpoint('POST', '/v1/projects/p/locations/us-east5/publishers/anthropic/models/count-tokens:rawPredict')).toBe('free');
+    expect(claudeVertexEndpoint('POST', '/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict')).toBe('metered');
+    expect(claudeVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent')).toBeUndefined();
+  });
+
+  it("Ollama's API: its OpenAI-compatible paths metered, its own only the listings", () => {
+    expect(ollamaEndpoint('POST', '/v1/chat/completions')).toBe('metered');
+    expect(ollamaEndpoint('GET', '/api/tags')).toBe('free');
+    expect(ollamaEndpoint('POST', '/api/generate')).toBeUndefined();
+    expect(ollamaEndpoint('POST', '/v1/images/generations')).toBeUndefined();
   });
 
   it('Bedrock: the four invocations and nothing else', () => {

@@ -61,17 +61,30 @@ export function anthropicEndpoint(method: string, rest: string): EndpointKind | 
   return kindOf(ANTHROPIC_RULES, method, rest);
 }
 
-/** Vertex AI's publisher models: generateContent and rawPredict are metered; token counts and model reads free. */
-const VERTEX_RULES: readonly Rule[] = [
-  // Claude's token count is a rawPredict on a model named count-tokens: matched before the metered rawPredict.
-  ['POST', /\/publishers\/anthropic\/models\/count-tokens:rawPredict$/, 'free'],
-  ['POST', /\/publishers\/[^/]+\/models\/[^/:]+:(generateContent|streamGenerateContent|rawPredict|streamRawPredict)$/, 'metered'],
-  ['POST', /\/publishers\/[^/]+\/models\/[^/:]+:(countTokens|computeTokens)$/, 'free'],
-  ['GET', /\/publishers\/[^/]+\/models(\/[^/:]+)?$/, 'free'],
+/**
+ * Gemini on Vertex AI (format gemini-vertex): Google's publisher models only, since the route reads usage the
+ * way Gemini writes it; a Claude rawPredict sent here would be read as no usage, and free.
+ */
+const GEMINI_VERTEX_RULES: readonly Rule[] = [
+  ['POST', /\/publishers\/google\/models\/[^/:]+:(generateContent|streamGenerateContent)$/, 'metered'],
+  ['POST', /\/publishers\/google\/models\/[^/:]+:(countTokens|computeTokens)$/, 'free'],
+  ['GET', /\/publishers\/google\/models(\/[^/:]+)?$/, 'free'],
 ];
 
-export function vertexEndpoint(method: string, rest: string): EndpointKind | undefined {
-  return kindOf(VERTEX_RULES, method, rest);
+export function geminiVertexEndpoint(method: string, rest: string): EndpointKind | undefined {
+  return kindOf(GEMINI_VERTEX_RULES, method, rest);
+}
+
+/** Claude on Vertex AI's own paths (format anthropic-vertex-raw): Anthropic's publisher models only, likewise. */
+const CLAUDE_VERTEX_RULES: readonly Rule[] = [
+  // Claude's token count is a rawPredict on a model named count-tokens: matched before the metered rawPredict.
+  ['POST', /\/publishers\/anthropic\/models\/count-tokens:rawPredict$/, 'free'],
+  ['POST', /\/publishers\/anthropic\/models\/[^/:]+:(rawPredict|streamRawPredict)$/, 'metered'],
+  ['GET', /\/publishers\/anthropic\/models(\/[^/:]+)?$/, 'free'],
+];
+
+export function claudeVertexEndpoint(method: string, rest: string): EndpointKind | undefined {
+  return kindOf(CLAUDE_VERTEX_RULES, method, rest);
 }
 
 /** Bedrock's runtime: the model invocations, and nothing else is signed either (ADR 1007). */
@@ -81,7 +94,17 @@ export function bedrockEndpoint(method: string, rest: string): EndpointKind | un
   return kindOf(BEDROCK_RULES, method, rest);
 }
 
-/** The local runtime costs nothing: every path is free (its OpenAI-compatible answers are still read for usage). */
-export function localEndpoint(): EndpointKind {
-  return 'free';
+/**
+ * Ollama's API: its OpenAI-compatible paths are metered (cost 0 on the built-in local route), its own /api/*
+ * free to forward only on a route with no credential, which spends nobody's key (http/proxy.ts): a configured
+ * ollama route with a key forwards what this list says, like any other.
+ */
+const OLLAMA_RULES: readonly Rule[] = [
+  ['POST', /^\/v1\/(chat\/completions|completions|embeddings)$/, 'metered'],
+  ['GET', /^\/v1\/models(\/[^/]+)?$/, 'free'],
+  ['GET', /^\/api\/(tags|ps|version)$/, 'free'],
+];
+
+export function ollamaEndpoint(method: string, rest: string): EndpointKind | undefined {
+  return kindOf(OLLAMA_RULES, method, rest);
 }

@@ -15,7 +15,7 @@ export function planOpenAiNative(route: string, call: NativeCall): UpstreamReque
   const stored = openAiStoredObjects(method, rest, json);
   if (json.background === true && rest.endsWith('/responses')) {
     // The answer is `queued`; the usage comes with a result fetched later, which the proxy does not charge yet.
-    const plan = forwardedAsIs(rest + query, body, bodyModel(json, route, false), 'chat', openAiRequestUser(json));
+    const plan = withStoredObjects(forwardedAsIs(rest + query, body, bodyModel(json, route, false), 'chat', openAiRequestUser(json)), stored);
     plan.unmeteredBecause = 'a background response (background: true) is billed when its result is fetched later, which Tollgate does not meter';
     return plan;
   }

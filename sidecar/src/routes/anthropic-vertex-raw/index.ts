@@ -1,7 +1,7 @@
 // Format anthropic-vertex-raw (route gamma-cloud): Claude on Vertex AI on its native rawPredict / streamRawPredict paths, as the Anthropic
 // Vertex SDKs send them. The body passes through unread; /v1 uses format anthropic-vertex for Claude on Vertex AI.
 
-import { vertexEndpoint } from '../endpoint-kinds.ts';
+import { claudeVertexEndpoint } from '../endpoint-kinds.ts';
 import { ANTHROPIC_ERRORS } from '../error-shape.ts';
 import { forwardedAsIs, withStoredObjects } from '../native-request.ts';
 import { vertexStoredObjects } from '../stored-objects.ts';
@@ -10,7 +10,7 @@ import { vertexPathModel } from '../vertex-ai.ts';
 
 export const anthropicVertexRaw = defineFormat('anthropic-vertex-raw', () => ({
   body: 'stream',
-  endpoint: vertexEndpoint,
+  endpoint: claudeVertexEndpoint,
   errors: ANTHROPIC_ERRORS,
   planNative: ({ rest, query }) => withStoredObjects(forwardedAsIs(rest + query, null, vertexPathModel(rest), 'chat'), vertexStoredObjects(rest)),
 }));

@@ -2,7 +2,7 @@
 // is in the path); /v1 calls are translated to generateContent and back, a Messages token count to countTokens,
 // and /v1/embeddings to the text embedding models' :predict.
 
-import { vertexEndpoint } from '../endpoint-kinds.ts';
+import { geminiVertexEndpoint } from '../endpoint-kinds.ts';
 import { GEMINI_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { toGeminiRequest } from '../../translate/openai-gemini.ts';
 import { notAnEmbeddingModel, readEmbeddingsRequest } from '../../translate/openai-embeddings.ts';
@@ -15,7 +15,7 @@ import { geminiModelId, vertexLocationPath, vertexModelSegment, vertexPathModel 
 
 export const geminiVertex = defineFormat('gemini-vertex', (route) => ({
   body: 'stream',
-  endpoint: vertexEndpoint,
+  endpoint: geminiVertexEndpoint,
   errors: GOOGLE_ERRORS,
   planNative: ({ rest, query }) => withStoredObjects(forwardedAsIs(rest + query, null, vertexPathModel(rest), 'generate_content'), vertexStoredObjects(rest)),
   v1: {

@@ -6,7 +6,7 @@
 // On /v1 the gateway sends it chat calls for the runtime's models, and passes /v1/embeddings and
 // /v1/completions through, which Ollama's OpenAI-compatible API serves as well.
 
-import { localEndpoint } from '../endpoint-kinds.ts';
+import { ollamaEndpoint } from '../endpoint-kinds.ts';
 import { OPENAI_ERRORS } from '../error-shape.ts';
 import { bodyModel, forwardedAsIs, parseRouteJson } from '../native-request.ts';
 import { planOpenAiNative, planOpenAiPassThrough } from '../openai-chat-route.ts';
@@ -14,7 +14,7 @@ import { defineFormat } from '../route-module.ts';
 
 export const ollama = defineFormat('ollama', (route) => ({
   body: 'json',
-  endpoint: localEndpoint,
+  endpoint: ollamaEndpoint,
   errors: OPENAI_ERRORS,
   planNative: (call) => {
     if (call.rest.startsWith('/v1/')) return planOpenAiNative(route, call);
