@@ -91,7 +91,7 @@ server:
 budgets:
   ledger: { kind: memory }
   policies:
-    - { name: per-person, users: ["carol@example.com"], limitUsd: "0.000001" }
+    - { name: per-person, users: ["carol@example.com"], limitUsd: "0.000006" }
 `,
   });
 });
@@ -364,7 +364,10 @@ describe('budgets', () => {
   it('are keyed on the authenticated identity, so what a caller writes as its user cannot dodge a spent budget; only admins grant', async () => {
     const carol = await issuer.idToken('carol@example.com', AUD);
     const asAdmin = { authorization: `Bearer ${adminToken}` };
-    const first = await post('/v1/chat/completions', { authorization: `Bearer ${carol}`, 'x-tollgate-user': 'mallory' });
+    // Admitted: it holds its estimated cost (about 100 bytes of request at four a token × 0.15 USD per million,
+    // plus max_tokens 1 × 0.60 per million: under 0.000005) against the 0.000006 limit (ADR 1308); it then
+    // costs 0.00000855 (25 × 0.15 + 8 × 0.60 per million), which spends the budget.
+    const first = await post('/v1/chat/completions', { authorization: `Bearer ${carol}`, 'x-tollgate-user': 'mallory' }, { ...chat, max_tokens: 1 });
     expect(first.status).toBe(200);
     await first.arrayBuffer();
     await waitFor('carol’s call to be charged to carol', async () => {

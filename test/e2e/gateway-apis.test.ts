@@ -232,7 +232,7 @@ beforeAll(async () => {
   runtime: { baseUrl: "${ollama.url}" }
 budgets:
   policies:
-    - { name: erin-tiny, users: [erin], limitUsd: 0.000001, period: month, timeZone: UTC, alertThresholds: [100], enforcement: block }
+    - { name: erin-tiny, users: [erin], limitUsd: 0.0001, period: month, timeZone: UTC, alertThresholds: [100], enforcement: block }
 `),
     env: bed.env,
   });
@@ -713,9 +713,11 @@ describe('refusals', () => {
 
   it("a spent budget is a 429 in each API's own shape: RateLimitError in both SDKs, nothing upstream", async () => {
     const erin = { 'x-tollgate-user': 'erin' };
-    // One priced call spends erin's tiny budget.
+    // One priced call spends erin's tiny budget (0.0001 USD). It is admitted: while it runs it holds max_tokens
+    // 1 × 15 USD per million = 0.000015 plus its input estimated from its body (a few dozen bytes at four a
+    // token × 3 per million, under 0.00006; ADR 1308); it then costs far more than the limit.
     bed.anthropic.behave({ usage });
-    await anthropic.messages.create({ model: 'claude-sonnet-4', max_tokens: 10, messages: [{ role: 'user', content: 'Hi' }] }, { headers: erin });
+    await anthropic.messages.create({ model: 'claude-sonnet-4', max_tokens: 1, messages: [{ role: 'user', content: 'Hi' }] }, { headers: erin });
     bed.reset();
     const viaResponses = await openai.responses.create({ model: 'claude-sonnet-4', input: 'Hi' }, { headers: erin }).catch((e: unknown) => e);
     expect(viaResponses).toBeInstanceOf(OpenAI.RateLimitError);

@@ -52,7 +52,7 @@ local:
 storage: { kind: sqlite, path: spans.db }
 budgets:
   policies:
-    - { name: carol-tiny, users: [carol], limitUsd: 0.000001, period: month, timeZone: UTC, alertThresholds: [100], enforcement: block }
+    - { name: carol-tiny, users: [carol], limitUsd: 0.000006, period: month, timeZone: UTC, alertThresholds: [100], enforcement: block }
 `,
       // the variable wins over the file, as TOLLGATE_PORT does
       env: { OPENAI_API_KEY: OPENAI_KEY, TOLLGATE_LMSTUDIO_PORT: String(port) },
@@ -122,8 +122,10 @@ budgets:
   it('refuses a cloud model to a user whose budget is spent, on this port too, and still serves the local models (cost 0)', async () => {
     const carol = new OpenAI({ baseURL: `${lmstudioUrl}/v1`, apiKey: 'lm-studio', maxRetries: 0, defaultHeaders: { 'x-tollgate-user': 'carol' } });
     const hi: ChatCompletionMessageParam[] = [{ role: 'user', content: 'Hi' }];
-    // One gpt-4o-mini call (0.00000855 USD) spends carol's 0.000001 USD.
-    await carol.chat.completions.create({ model: 'gpt-4o-mini', messages: hi });
+    // One gpt-4o-mini call (0.00000855 USD) spends carol's 0.000006 USD. It is admitted: while it runs it holds
+    // its estimated cost (about 80 bytes of request at four a token × 0.15 USD per million, plus max_tokens 1 ×
+    // 0.60 per million: under 0.000005; ADR 1308).
+    await carol.chat.completions.create({ model: 'gpt-4o-mini', messages: hi, max_tokens: 1 });
     await waitFor("carol's budget spent", async () => {
       const record = (await (await fetch(`${proxy.url}/_local/api/budgets/carol`)).json()) as { state?: string };
       return record.state === 'exhausted';

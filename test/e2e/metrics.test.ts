@@ -204,9 +204,11 @@ describe('GET /metrics during known calls', () => {
   });
   it('shows users near their budget: the ratio of an exhausted one is at least 1, one far from its limit has no series', async () => {
     bed.openai.behave({ usage: { input: 1000, cacheRead: 500, output: 200 } });
-    // gpt-4o-mini as above: 307.5 µ$ a call, over erin's 300 µ$ limit; 3 % of frank's 10000 µ$.
+    // gpt-4o-mini as above: 307.5 µ$ a call, over erin's 300 µ$ limit; 3 % of frank's 10000 µ$. Each is
+    // admitted: while it runs it holds max_tokens 100 × 0.60 = 60 µ$ plus its input estimated from about 80
+    // bytes of request (20 tokens × 0.15 = 3 µ$), under 300 (ADR 1308).
     for (const user of ['erin', 'frank']) {
-      const call = await post('/proxy/beta/v1/chat/completions', chat('gpt-4o-mini'), { 'x-tollgate-user': user });
+      const call = await post('/proxy/beta/v1/chat/completions', chat('gpt-4o-mini', { max_tokens: 100 }), { 'x-tollgate-user': user });
       expect(call.status).toBe(200);
     }
     const body = (await scrape(proxy.port)).body;

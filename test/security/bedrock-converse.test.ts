@@ -14,6 +14,7 @@ import { findSpan } from '../support/spans.ts';
 
 const SONNET = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
 const messages = [{ role: 'user' as const, content: [{ text: 'Say hello.' }] }];
+const inferenceConfig = { maxTokens: 100 };
 
 let bed: UpstreamBed;
 let proxy: ProxyProcess;
@@ -21,7 +22,9 @@ let client: BedrockRuntimeClient;
 
 beforeAll(async () => {
   bed = await startUpstreamBed();
-  // A 0.02 USD monthly budget: at Sonnet 4.5's 3 / 15 USD per million, each call below costs 0.006 USD.
+  // A 0.02 USD monthly budget: at Sonnet 4.5's 3 / 15 USD per million, each call below costs 0.006 USD. While
+  // it runs, each holds its estimated cost against the budget (ADR 1308): its maxTokens, 100 × 15 / 10⁶ =
+  // 0.0015, plus its input estimated from the request's few dozen bytes, about 0.0001.
   proxy = await startProxyProcess({
     configYaml: bed.configYaml(`
 budgets:
@@ -78,7 +81,7 @@ describe('Converse and ConverseStream are metered, priced and budgeted', () => {
   });
 
   it('a Converse call is charged its usage: 1000 × 3 + 200 × 15 USD per million = 0.006 USD', async () => {
-    const output = await client.send(new ConverseCommand({ modelId: SONNET, messages }));
+    const output = await client.send(new ConverseCommand({ modelId: SONNET, messages, inferenceConfig }));
     expect(output.usage).toMatchObject({ inputTokens: 1000, outputTokens: 200 });
     const span = await findSpan(proxy.url, { spanId: spanIdOf(output, seenHeaders.at(-1)!) });
     expect(span).toMatchObject({ route: 'gamma-cloudb', status: 'ok', input_tokens: 1000, output_tokens: 200, priced: true });
@@ -88,7 +91,7 @@ describe('Converse and ConverseStream are metered, priced and budgeted', () => {
 
   it('a ConverseStream call ends ok, its metadata usage charged, and never counts against the breaker', async () => {
     for (let i = 0; i < 2; i++) {
-      const output = await client.send(new ConverseStreamCommand({ modelId: SONNET, messages }));
+      const output = await client.send(new ConverseStreamCommand({ modelId: SONNET, messages, inferenceConfig }));
       const members: string[] = [];
       let usage: unknown;
       for await (const event of output.stream!) {
@@ -104,10 +107,11 @@ describe('Converse and ConverseStream are metered, priced and budgeted', () => {
   });
 
   it('once the 0.02 USD budget is spent, the next Converse call is refused before Bedrock sees it', async () => {
-    // 0.018 USD spent by the three calls above; this one takes it to 0.024.
-    await client.send(new ConverseCommand({ modelId: SONNET, messages }));
+    // 0.018 USD spent by the three calls above; this one is admitted (0.018 + its 0.0016 held ≤ 0.02) and
+    // takes it to 0.024.
+    await client.send(new ConverseCommand({ modelId: SONNET, messages, inferenceConfig }));
     const before = bed.bedrock.requests.length;
-    const refused = await client.send(new ConverseCommand({ modelId: SONNET, messages })).then(
+    const refused = await client.send(new ConverseCommand({ modelId: SONNET, messages, inferenceConfig })).then(
       () => undefined,
       (error: { name: string; $metadata?: { httpStatusCode?: number }; message: string }) => error,
     );

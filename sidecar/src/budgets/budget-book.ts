@@ -8,6 +8,12 @@
 // at most `maxRecords` of them: past that, a record not used since the last look is dropped (second chance,
 // oldest first) and rebuilt from the source when its user comes back. Memory follows the users in use, not
 // every user ever seen (ADR 1306).
+//
+// Reservations (ADR 1308): before a call goes upstream, `reserve()` holds its estimated cost (input estimated
+// from the body, output at the request's max) against the user's budget, and refuses the call when what was
+// spent, what calls in flight hold and this call's hold would pass the limit plus active grants. The hold is
+// released, once, when the call finishes and its real cost is charged. Holds are per process, kept per user
+// apart from the records, so a record dropped or rebuilt from its source keeps the holds of its calls in flight.
 
 import { periodBounds } from '../../../contracts/budget-period.ts';
 import type { Logger } from 'pino';
@@ -26,7 +32,15 @@ export interface BudgetRefusal {
   periodEnd: number;
   /** Whole seconds until periodEnd, at least 1: the Retry-After value. */
   retryAfterSeconds: number;
+  /**
+   * Set when the budget is not spent yet but this call's reservation does not fit: what is left beyond the
+   * calls in flight (USD, may be 0) and what this call may cost.
+   */
+  short?: { leftUsd: number; reserveUsd: number };
 }
+
+/** What `reserve()` decided: refused, or admitted with a hold to release when the call finishes. */
+export type ReserveOutcome = { refusal: BudgetRefusal; release?: never } | { refusal?: never; release: () => void };
 
 export interface ChargeResult {
   record: BudgetRecord;
@@ -103,6 +117,8 @@ export class BudgetBook {
   #source: BudgetSource;
   readonly #maxRecords: number;
   #evicted = 0;
+  /** Open reservations per user, ledger units; a user with none has no entry. */
+  readonly #reserved = new Map<string, bigint>();
 
   constructor(policies: PolicySet, source: BudgetSource = EMPTY_SOURCE, opts: { maxRecords?: number } = {}) {
     this.#policies = policies;
@@ -147,14 +163,51 @@ export class BudgetBook {
     } else record.touched = true;
     if (at >= record.recheckAt) this.#catchUp(record, at);
     if (!record.exhausted || !record.policy.blocks) return null;
+    return refusalOf(record, at);
+  }
+
+  /**
+   * Hot path: admits a call and holds `estimate()` ledger units for it until `release` is called, or refuses
+   * it. Null when no blocking policy limits the user (nothing held; `estimate` is not called). Refused when
+   * the budget is spent, or when spend + open reservations + this one would pass the limit plus active grants.
+   */
+  reserve(userId: string, at: number, estimate: () => bigint): ReserveOutcome | null {
+    const spent = this.refusal(userId, at);
+    if (spent) return { refusal: spent };
+    const record = this.#records.get(userId);
+    if (record === undefined || !record.policy.blocks) return null;
+    const estimated = estimate();
+    const amount = estimated > 0n ? estimated : 0n;
+    const held = this.#reserved.get(userId) ?? 0n;
+    const left = record.remaining(at) - held;
+    if (amount > left) {
+      // With calls in flight the room may come back when they settle; without, only a grant or the next period.
+      const refusal = refusalOf(record, at);
+      if (held > 0n) refusal.retryAfterSeconds = 1;
+      return { refusal: { ...refusal, short: { leftUsd: unitsToUsd(left > 0n ? left : 0n), reserveUsd: unitsToUsd(amount) } } };
+    }
+    if (amount === 0n) return { release: () => undefined };
+    this.#reserved.set(userId, held + amount);
+    let open = true;
     return {
-      userId,
-      policy: record.policy.name,
-      limitUsd: unitsToUsd(record.policy.limit),
-      period: record.policy.config.period,
-      periodEnd: record.periodEnd,
-      retryAfterSeconds: Math.max(1, Math.ceil((record.periodEnd - at) / 1000)),
+      release: () => {
+        if (!open) return;
+        open = false;
+        const now = (this.#reserved.get(userId) ?? 0n) - amount;
+        if (now > 0n) this.#reserved.set(userId, now);
+        else this.#reserved.delete(userId);
+      },
     };
+  }
+
+  /** Ledger units held by this user's calls in flight. */
+  reserved(userId: string): bigint {
+    return this.#reserved.get(userId) ?? 0n;
+  }
+
+  /** Users with calls in flight holding a reservation. */
+  get reservingUsers(): number {
+    return this.#reserved.size;
   }
 
   /** The user's record for the period containing `at`, created from the source; undefined when no policy matches. */
@@ -252,4 +305,15 @@ export class BudgetBook {
     }
     record.refresh(at);
   }
+}
+
+function refusalOf(record: BudgetRecord, at: number): BudgetRefusal {
+  return {
+    userId: record.userId,
+    policy: record.policy.name,
+    limitUsd: unitsToUsd(record.policy.limit),
+    period: record.policy.config.period,
+    periodEnd: record.periodEnd,
+    retryAfterSeconds: Math.max(1, Math.ceil((record.periodEnd - at) / 1000)),
+  };
 }

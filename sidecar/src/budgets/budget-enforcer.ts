@@ -2,7 +2,7 @@
 // this engine's own (local proxy, central server: ledger-budgets.ts) or by the operator for a whole cluster
 // (a sidecar: cluster-budgets.ts).
 
-import type { BudgetRefusal, BudgetStanding } from './budget-book.ts';
+import type { BudgetRefusal, BudgetStanding, ReserveOutcome } from './budget-book.ts';
 import type { BudgetJson, GrantJson } from './budget-record.ts';
 
 export interface GrantRequest {
@@ -39,11 +39,19 @@ export interface BudgetHealth {
   usersDropped?: number;
   failedWrites: number;
   lastError: string | null;
+  /** Users with calls in flight holding a reservation here (ADR 1308). */
+  reservingUsers?: number;
 }
 
 export interface BudgetEnforcer {
   /** Hot path: a refusal for this user's call, or null. In memory only. */
   refusal(userId: string, at: number): BudgetRefusal | null;
+  /**
+   * Hot path: holds a call's estimated cost (`estimateUsd()`, called only when a blocking policy limits the
+   * user) until the call finishes, or refuses the call (ADR 1308). Null: no blocking policy, nothing held. In
+   * memory only; the holds are this process's own.
+   */
+  reserve(userId: string, at: number, estimateUsd: () => number): ReserveOutcome | null;
   /** A finished call's cost (the span's cost_usd), charged to the user. Never throws. */
   charge(userId: string, costUsd: number, at: number): void;
   /** One page of budgets in user id order, after `after`; `next` is the `after` of the next page, or null. */

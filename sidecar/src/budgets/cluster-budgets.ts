@@ -12,10 +12,10 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { type BudgetPolicyConfig, parseBudgetPolicies } from '../../../contracts/budget-config.ts';
-import { addSpend, parseUsd, formatUsd } from '../../../contracts/money.ts';
+import { addSpend, parseUsd, formatUsd, unitsFromCostUsd } from '../../../contracts/money.ts';
 import type { BudgetStateMessage, SidecarMessage } from '../../../contracts/push-protocol.ts';
 import { MAX_SPEND_ENTRIES_PER_REPORT } from '../../../contracts/push-protocol.ts';
-import { BudgetBook, type BudgetRefusal, type BudgetStanding, chargeFinishedCall } from './budget-book.ts';
+import { BudgetBook, type BudgetRefusal, type BudgetStanding, type ReserveOutcome, chargeFinishedCall } from './budget-book.ts';
 import { type BudgetEnforcer, type BudgetHealth, type BudgetPage, GrantError } from './budget-enforcer.ts';
 import { type CompiledPolicy, PolicySet } from '../../../contracts/budget-policies.ts';
 import type { BudgetJson, ChargeSplit, Grant, GrantJson, PeriodUsage } from './budget-record.ts';
@@ -120,6 +120,10 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
     return this.#book.refusal(userId, at);
   }
 
+  reserve(userId: string, at: number, estimateUsd: () => number): ReserveOutcome | null {
+    return this.#book.reserve(userId, at, () => unitsFromCostUsd(estimateUsd()));
+  }
+
   charge(userId: string, costUsd: number, at: number): void {
     chargeFinishedCall(this.#book, this.#logger, { userId, costUsd, at }, (result) => {
       const charge: OverlayCharge = { policy: result.record.policy.name, userId, periodStart: result.record.periodStart, split: result.split, sequence: null };
@@ -163,6 +167,7 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
       pendingDeductions: this.#outbox.pending().length + this.#unpersisted.length,
       failedWrites: this.#failedWrites,
       lastError: this.#lastError,
+      reservingUsers: this.#book.reservingUsers,
       connected: this.#send !== null,
       includesSequence: this.#included,
       acknowledgedSequence: this.#acked,

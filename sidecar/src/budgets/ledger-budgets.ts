@@ -17,8 +17,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BudgetsConfig } from '../../../contracts/budget-config.ts';
-import { formatUsd, parseUsd, unitsToUsd } from '../../../contracts/money.ts';
-import { BudgetBook, MAX_BUDGET_RECORDS, type BudgetRefusal, type BudgetStanding, chargeFinishedCall } from './budget-book.ts';
+import { formatUsd, parseUsd, unitsFromCostUsd, unitsToUsd } from '../../../contracts/money.ts';
+import { BudgetBook, MAX_BUDGET_RECORDS, type BudgetRefusal, type BudgetStanding, type ReserveOutcome, chargeFinishedCall } from './budget-book.ts';
 import type { BudgetEnforcer, BudgetHealth, BudgetPage, GrantRequest } from './budget-enforcer.ts';
 import { GrantError } from './budget-enforcer.ts';
 import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
@@ -127,6 +127,10 @@ export class LedgerBudgets implements BudgetEnforcer {
     return this.#book.refusal(userId, at);
   }
 
+  reserve(userId: string, at: number, estimateUsd: () => number): ReserveOutcome | null {
+    return this.#book.reserve(userId, at, () => unitsFromCostUsd(estimateUsd()));
+  }
+
   charge(userId: string, costUsd: number, at: number): void {
     chargeFinishedCall(this.#book, this.#logger, { userId, costUsd, at }, ({ record, split, crossed }) => {
       const delta: SpendDelta = { userId, policy: record.policy.name, periodStart: record.periodStart, split, alerted: record.alerted };
@@ -218,6 +222,7 @@ export class LedgerBudgets implements BudgetEnforcer {
       usersDropped: this.#droppedUsers,
       failedWrites: this.#failedWrites,
       lastError: this.#lastError,
+      reservingUsers: this.#book.reservingUsers,
     };
   }
 

@@ -4,10 +4,18 @@
 // OpenAI-format routes, Anthropic's on the Claude routes, Google's on Gemini). `x-should-retry: false` tells
 // the OpenAI and Anthropic SDKs not to retry a refusal that will not lift for hours; they retry every 429
 // otherwise.
+//
+// A call that is admitted holds its estimated cost against the budget until it finishes (ADR 1308): the input
+// estimated from the request body (estimateInputTokens) and the request's max output tokens (else
+// RESERVED_OUTPUT_TOKENS), priced by the call's price table. The hold is released by MeteredCall.finish,
+// which every call reaches whatever its end, when the real cost is charged.
 
 import type { ServerResponse } from 'node:http';
 import type { BudgetRefusal } from '../budgets/budget-book.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
+import type { MeteredCall } from '../metering/call-meter.ts';
+import type { PriceTable } from '../pricing/price-table.ts';
+import { estimateInputTokens } from '../usage/usage-estimate.ts';
 import type { ErrorShape } from '../routes/error-shape.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
 import { sendJson } from './json-answer.ts';
@@ -16,18 +24,81 @@ export const BUDGET_EXCEEDED = 'budget_exceeded';
 
 const PERIOD_WORD: Record<string, string> = { day: 'daily', week: 'weekly', month: 'monthly' };
 
+/** Output tokens held for a call whose request names no maximum (ADR 1308). */
+export const RESERVED_OUTPUT_TOKENS = 4096;
+
+/** What a call's reservation is estimated from: its request body (read or only sized) and, parsed, its JSON. */
+export interface ReservationBody {
+  /** The body as read, or null when it streams through unread (then only `bytes` is known). */
+  bytes: Buffer | string | null;
+  size: number;
+  /** The request parsed, when the caller already has it; else `bytes` is parsed if it is JSON. */
+  json?: unknown;
+}
+
 /**
- * Whether a call about to go upstream is refused. A call without a user is not budgeted; a call to a local
- * model (provider `local`) costs 0 by definition, so a spent budget leaves the local models usable (ADR 1403).
+ * Whether a call about to go upstream is refused; when it is admitted under a blocking policy, its estimated
+ * cost is held until `call` finishes. A call without a user is not budgeted; a call to a local model
+ * (provider `local`) costs 0 by definition, so a spent budget leaves the local models usable (ADR 1403).
  */
-export function budgetRefusalFor(budgets: Pick<BudgetEnforcer, 'refusal'> | undefined, call: { userId: string | null; provider: string }, now: number): BudgetRefusal | null {
-  if (budgets === undefined || call.userId === null || call.provider === 'local') return null;
-  return budgets.refusal(call.userId, now);
+export function reserveForCall(
+  budgets: Pick<BudgetEnforcer, 'reserve'> | undefined,
+  call: MeteredCall,
+  prices: PriceTable,
+  body: ReservationBody,
+  now: number,
+): BudgetRefusal | null {
+  const { userId, provider, model } = call.call;
+  if (budgets === undefined || userId === null || provider === 'local') return null;
+  const outcome = budgets.reserve(userId, now, () => reservationUsd(prices, provider, model, body));
+  if (outcome === null) return null;
+  if (outcome.refusal) return outcome.refusal;
+  call.hold(outcome.release);
+  return null;
+}
+
+/** The most a call may cost by its request: estimated input and its max output, priced; 0 when unpriced. */
+export function reservationUsd(prices: PriceTable, provider: string, model: string, body: ReservationBody): number {
+  const inputTokens = estimateInputTokens(body.bytes, body.size);
+  const outputTokens = maxOutputTokens(body.json !== undefined ? body.json : parsed(body.bytes)) ?? RESERVED_OUTPUT_TOKENS;
+  const usage = { inputTokens, outputTokens, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, totalTokens: inputTokens + outputTokens };
+  return prices.cost(provider, model, usage).costUsd;
+}
+
+/**
+ * The output cap a request names: OpenAI's max_tokens / max_completion_tokens, the Responses API's
+ * max_output_tokens, Anthropic's max_tokens, Gemini's generationConfig.maxOutputTokens, Bedrock's
+ * inferenceConfig.maxTokens. Null when it names none.
+ */
+export function maxOutputTokens(request: unknown): number | null {
+  if (typeof request !== 'object' || request === null) return null;
+  const r = request as Record<string, unknown>;
+  const nested = (key: string, field: string): unknown => {
+    const value = r[key];
+    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[field] : undefined;
+  };
+  for (const value of [r.max_completion_tokens, r.max_tokens, r.max_output_tokens, nested('generationConfig', 'maxOutputTokens'), nested('inferenceConfig', 'maxTokens')]) {
+    if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
+  }
+  return null;
+}
+
+function parsed(bytes: Buffer | string | null): unknown {
+  if (bytes === null) return null;
+  try {
+    return JSON.parse(typeof bytes === 'string' ? bytes : bytes.toString('utf8'));
+  } catch {
+    return null;
+  }
 }
 
 /** Names the user, the limit and when it renews; the same text is the span's error. */
 export function budgetRefusalMessage(refusal: BudgetRefusal): string {
   const renews = new Date(refusal.periodEnd).toISOString();
+  if (refusal.short) {
+    const { leftUsd, reserveUsd } = refusal.short;
+    return `user ${JSON.stringify(refusal.userId)} has ${leftUsd} USD left of the ${refusal.limitUsd} USD ${PERIOD_WORD[refusal.period] ?? refusal.period} budget of policy ${JSON.stringify(refusal.policy)} beyond the calls in flight, and this call may cost up to ${reserveUsd} USD (its input and its max output tokens); it renews at ${renews}`;
+  }
   return `user ${JSON.stringify(refusal.userId)} has spent the ${refusal.limitUsd} USD ${PERIOD_WORD[refusal.period] ?? refusal.period} budget of policy ${JSON.stringify(refusal.policy)}; it renews at ${renews}`;
 }
 

@@ -36,7 +36,7 @@ import { parseJsonObject } from '../formats/json-object.ts';
 import { upstreamRequestHeaders } from './proxy-headers.ts';
 import { callerLeft, hasBody, readBoundedBody } from './request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
-import { BUDGET_EXCEEDED, budgetRefusalFor, budgetRefusalMessage, sendBudgetRefusal } from './budget-refusal.ts';
+import { BUDGET_EXCEEDED, budgetRefusalMessage, reserveForCall, sendBudgetRefusal } from './budget-refusal.ts';
 import type { ApiPlan, GatewayApi } from '../gateway-apis/gateway-api.ts';
 import { chatCompletionsApi } from '../gateway-apis/chat-completions.ts';
 import { responsesApi } from '../gateway-apis/responses.ts';
@@ -59,7 +59,7 @@ export interface GatewayRoutesOptions {
   client: UpstreamClient;
   meter: CallMeter;
   lifecycle: Lifecycle;
-  budgets?: Pick<BudgetEnforcer, 'refusal'>;
+  budgets?: Pick<BudgetEnforcer, 'reserve'>;
   /** Environment for defaults (GOOGLE_CLOUD_PROJECT, ANTHROPIC_VERTEX_PROJECT_ID); process.env when absent. */
   env?: NodeJS.ProcessEnv;
   /** The local runtime's models (local.enabled): listed, and served when no price entry names the model. */
@@ -240,7 +240,9 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
     const alias = aliasOf(config, requested);
     const gateway: GatewayCall = { request, res, opts, api, snapshot, chat, trace, projectHeader, callerUser: spanUserId(request, config.mode, api.requestUser(chat)) };
     if (alias !== undefined) {
-      call = await aliasGatewayCall(gateway, requested, alias);
+      // The call is known here as soon as it starts, so a failure thrown past it still finishes it (and
+      // releases its budget reservation) rather than a span of its own.
+      call = await aliasGatewayCall(gateway, requested, alias, (started) => (call = started));
       return;
     }
     const found = await resolveModel(opts, snapshot, requested);
@@ -253,7 +255,7 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
       throw error;
     }
     call = startCall(gateway, planned);
-    if (refusedOverBudget(gateway, call)) return;
+    if (refusedOverBudget(gateway, call, planned)) return;
     const abort = new CallAbort();
     // Once the answer is being relayed, a caller who leaves no longer ends the exchange: the relay reads on
     // for the usage the provider bills (ADR 1305).
@@ -350,9 +352,13 @@ function startCall(g: GatewayCall, planned: ApiPlan, alias?: string): MeteredCal
   });
 }
 
-/** A spent budget refuses the call here, from memory, before anything goes upstream (ADR 1300). */
-function refusedOverBudget(g: GatewayCall, call: MeteredCall): boolean {
-  const refusal = budgetRefusalFor(g.opts.budgets, call.call, Date.now());
+/**
+ * A spent budget, or one without room for this call's reservation, refuses the call here, from memory, before
+ * anything goes upstream (ADRs 1300, 1308); an admitted call holds its reservation until it finishes.
+ */
+function refusedOverBudget(g: GatewayCall, call: MeteredCall, planned: ApiPlan): boolean {
+  const sent = planned.body;
+  const refusal = reserveForCall(g.opts.budgets, call, g.snapshot.prices, { bytes: sent, size: sent.length, json: g.chat }, Date.now());
   if (!refusal) return false;
   call.finish({ prices: g.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
   sendBudgetRefusal(g.res, g.api.errors.shape, refusal, g.trace);
@@ -403,7 +409,7 @@ function aliasTarget(g: GatewayCall, target: AliasTarget): GatewayTarget {
  * relayed. The call's span names the target that answered; when more than one attempt was made, each has a
  * span of its own, a child of the call's. Returns the call's metered call.
  */
-async function aliasGatewayCall(g: GatewayCall, name: string, alias: ModelAlias): Promise<MeteredCall | null> {
+async function aliasGatewayCall(g: GatewayCall, name: string, alias: ModelAlias, started: (call: MeteredCall) => void): Promise<MeteredCall | null> {
   const { opts, res } = g;
   const health = opts.targetHealth ?? new TargetHealth();
   let call: MeteredCall | null = null;
@@ -418,7 +424,9 @@ async function aliasGatewayCall(g: GatewayCall, name: string, alias: ModelAlias)
       const planned = planFor(g, aliasTarget(g, target));
       if (call === null) {
         call = startCall(g, planned, name);
-        if (refusedOverBudget(g, call)) throw new AliasCallEnded();
+        started(call);
+        // One reservation per call, from its first target's request: a fallback keeps it (ADR 1308).
+        if (refusedOverBudget(g, call, planned)) throw new AliasCallEnded();
       } else call.retarget(callTarget(g, planned));
       return { plan: planned, upstream: await sendPlanned(g, planned, abort) };
     },

@@ -30,14 +30,14 @@ import { sendFailure } from './json-answer.ts';
 import { answerFinished, closeConnectionAfter } from './caller-connection.ts';
 import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
-import { BUDGET_EXCEEDED, budgetRefusalFor, budgetRefusalMessage, sendBudgetRefusal } from './budget-refusal.ts';
+import { BUDGET_EXCEEDED, budgetRefusalMessage, reserveForCall, sendBudgetRefusal } from './budget-refusal.ts';
 
 export interface ProxyRoutesOptions {
   store: ConfigStore;
   client: UpstreamClient;
   meter: CallMeter;
   lifecycle: Lifecycle;
-  budgets?: Pick<BudgetEnforcer, 'refusal'>;
+  budgets?: Pick<BudgetEnforcer, 'reserve'>;
   /** Environment for defaults (GOOGLE_CLOUD_PROJECT, ANTHROPIC_VERTEX_PROJECT_ID); process.env when absent. */
   env?: NodeJS.ProcessEnv;
   /** Told of each call forwarded on a path its route cannot meter (the metrics). */
@@ -176,7 +176,7 @@ async function proxyCall(call: ProxyCall): Promise<void> {
         `${request.method} ${call.rest} reaches ${plan.storedObjects}, which every user of this server shares through its key: only server.auth.admins may; continue conversations through /v1/responses, which keeps them per user`,
       );
     }
-    if (refusedOverBudget(call, metered, body.stream !== null)) return;
+    if (refusedOverBudget(call, metered, body)) return;
     await forward(call, metered, plan, body);
   } catch (error) {
     failCall(call, metered, error);
@@ -269,9 +269,14 @@ function projectOf(call: ProxyCall): string | null {
   return headerValue(call.request.headers, 'x-tollgate-project') ?? null;
 }
 
-/** A spent budget refuses the call here, from memory, before anything goes upstream (ADR 1300). */
-function refusedOverBudget(call: ProxyCall, metered: MeteredCall, streaming: boolean): boolean {
-  const refusal = budgetRefusalFor(call.opts.budgets, metered.call, Date.now());
+/**
+ * A spent budget, or one without room for this call's reservation, refuses the call here, from memory, before
+ * anything goes upstream (ADRs 1300, 1308); an admitted call holds its reservation until it finishes.
+ */
+function refusedOverBudget(call: ProxyCall, metered: MeteredCall, body: CallBody): boolean {
+  const streaming = body.stream !== null;
+  const size = body.bytes?.length ?? Number(headerValue(call.request.headers, 'content-length') ?? 0);
+  const refusal = reserveForCall(call.opts.budgets, metered, call.snapshot.prices, { bytes: body.bytes, size: Number.isFinite(size) ? size : 0 }, Date.now());
   if (!refusal) return false;
   metered.finish({ prices: call.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
   if (streaming) call.request.raw.unpipe();

@@ -27,7 +27,7 @@ export interface LmStudioAppOptions {
   refusals: HttpRefusalOptions;
   identity: IdentityGate;
   /** The engine's budgets: a call on this port is refused over its user's limit like one on the proxy port. */
-  budgets: Pick<BudgetEnforcer, 'refusal'>;
+  budgets: Pick<BudgetEnforcer, 'reserve'>;
   localModels: LocalModelCatalog;
   /** The engine's /v1/responses store, shared with the proxy port. */
   responses: ResponseStore;

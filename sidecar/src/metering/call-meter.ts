@@ -144,6 +144,8 @@ export class MeteredCall implements CallTimings {
   #upstream: UpstreamTiming = NOT_SENT;
   #finishedAt = Number.NaN;
   #finished: Span | null = null;
+  /** Releases the budget reservation this call holds (ADR 1308); called once, by finish. */
+  #release: (() => void) | null = null;
 
   constructor(
     writer: SpanWriter,
@@ -223,6 +225,16 @@ export class MeteredCall implements CallTimings {
     }
   }
 
+  /**
+   * The call holds a budget reservation until it finishes (ADR 1308): `finish` releases it, whatever the call's
+   * end, as it charges the real cost. A call holds one reservation; a call already finished releases it at once.
+   */
+  hold(release: () => void): void {
+    if (this.#finished !== null) return release();
+    this.#release?.();
+    this.#release = release;
+  }
+
   /** The caller left before its answer was whole; the relay reads the upstream on for the usage (ADR 1305). */
   noteCallerLeft(): void {
     this.#logger.debug({ request_id: this.call.requestId, span_id: this.call.trace.spanId }, 'caller left mid-answer; reading the upstream on for its usage');
@@ -263,6 +275,10 @@ export class MeteredCall implements CallTimings {
    */
   finish(end: CallEnd): Span {
     if (this.#finished) return this.#finished;
+    // Released and charged in one turn of the event loop: no call is admitted in between.
+    const release = this.#release;
+    this.#release = null;
+    release?.();
     const problems: string[] = [];
     const usage = this.#plausible(end.usage, problems);
     const cost = this.#cost(end, usage);

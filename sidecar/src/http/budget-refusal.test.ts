@@ -1,0 +1,106 @@
+// A call's reservation (ADR 1308) from the request it sends, and its release when the call finishes, whatever
+// its end: the real CallMeter, BudgetBook and price table. Amounts worked out by hand beside each.
+
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseBudgetPolicies } from '../../../contracts/budget-config.ts';
+import { PolicySet } from '../../../contracts/budget-policies.ts';
+import { parseUsd, unitsFromCostUsd } from '../../../contracts/money.ts';
+import { BudgetBook } from '../budgets/budget-book.ts';
+import { CallMeter } from '../metering/call-meter.ts';
+import { DEFAULT_CACHE_SETTINGS } from '../pricing/default-cache.ts';
+import { PriceTable } from '../pricing/price-table.ts';
+import { openMemorySpanStore } from '../spans/memory-span-store.ts';
+import { SpanWriter } from '../spans/span-writer.ts';
+import { startSpanContext } from '../spans/trace-context.ts';
+import { maxOutputTokens, RESERVED_OUTPUT_TOKENS, reservationUsd, reserveForCall } from './budget-refusal.ts';
+
+// 100 USD per million input tokens, 2,000 per million output tokens: 0.0001 and 0.002 USD a token.
+const prices = new PriceTable([{ provider: 'openai', model: 'gpt-4o-mini', input_per_million: 100, output_per_million: 2000 }], { ...DEFAULT_CACHE_SETTINGS });
+const logger = pino({ level: 'silent' });
+const writers: SpanWriter[] = [];
+afterEach(async () => {
+  for (const writer of writers.splice(0)) await writer.close();
+});
+
+function setUp(limitUsd: string) {
+  const book = new BudgetBook(new PolicySet(parseBudgetPolicies([{ name: 'p', limitUsd }], 'policies')));
+  const budgets = { reserve: (userId: string, at: number, estimateUsd: () => number) => book.reserve(userId, at, () => unitsFromCostUsd(estimateUsd())) };
+  const charged: number[] = [];
+  const writer = new SpanWriter(openMemorySpanStore(100), { bufferSize: 100, batchSize: 10, flushIntervalMs: 1000 }, logger);
+  writers.push(writer);
+  const meter = new CallMeter(
+    writer,
+    logger,
+    { cutting: false },
+    { defaultUser: null, charge: (userId, costUsd, at) => (charged.push(costUsd), book.charge(userId, unitsFromCostUsd(costUsd), at)) },
+  );
+  const start = (userId: string | null, provider = 'openai') =>
+    meter.start({ route: 'beta', provider, model: 'gpt-4o-mini', operation: 'chat', userId, projectId: null, requestId: 'r', trace: startSpanContext(undefined, undefined) });
+  return { book, budgets, start, charged };
+}
+
+// 100 bytes: ceil(100 / 4) = 25 input tokens.
+const body = (max: string) => `{"model":"gpt-4o-mini",${max}"messages":[{"role":"user","content":"hi"}]}`.padEnd(100, ' ');
+
+describe('what a call reserves', () => {
+  it('its input estimated from the body and the max output it names, priced', () => {
+    expect(Buffer.byteLength(body('"max_tokens":100,'))).toBe(100);
+    // 25 × 0.0001 + 100 × 0.002 = 0.0025 + 0.2 = 0.2025
+    expect(reservationUsd(prices, 'openai', 'gpt-4o-mini', { bytes: body('"max_tokens":100,'), size: 100 })).toBeCloseTo(0.2025, 12);
+    // No maximum named: RESERVED_OUTPUT_TOKENS (4,096) × 0.002 = 8.192, plus 0.0025.
+    expect(RESERVED_OUTPUT_TOKENS).toBe(4096);
+    expect(reservationUsd(prices, 'openai', 'gpt-4o-mini', { bytes: body(''), size: 100 })).toBeCloseTo(8.1945, 12);
+    // A body streamed through unread: only its size (here 400 bytes, 100 tokens = 0.01) and the default output.
+    expect(reservationUsd(prices, 'openai', 'gpt-4o-mini', { bytes: null, size: 400 })).toBeCloseTo(8.202, 12);
+    // A model the table does not price costs nothing, so holds nothing.
+    expect(reservationUsd(prices, 'openai', 'unpriced-model', { bytes: body('"max_tokens":100,'), size: 100 })).toBe(0);
+  });
+
+  it.each([
+    [{ max_tokens: 7 }, 7],
+    [{ max_completion_tokens: 8, max_tokens: 99 }, 8],
+    [{ max_output_tokens: 9 }, 9],
+    [{ generationConfig: { maxOutputTokens: 10 } }, 10],
+    [{ inferenceConfig: { maxTokens: 11 } }, 11],
+    [{ max_tokens: '12' }, null],
+    [{ max_tokens: -1 }, null],
+    [[], null],
+    [null, null],
+  ])('the max output of %j is %s', (request, expected) => {
+    expect(maxOutputTokens(request)).toBe(expected);
+  });
+});
+
+describe('a reservation is released exactly once, when the call finishes', () => {
+  it('held while the call runs, released and replaced by the real cost at finish, whatever the status', () => {
+    const { book, budgets, start, charged } = setUp('1');
+    for (const status of ['ok', 'client_aborted', 'error', 'upstream_error'] as const) {
+      const call = start('alice');
+      expect(reserveForCall(budgets, call, prices, { bytes: body('"max_tokens":100,'), size: 100 }, Date.now())).toBeNull();
+      expect(book.reserved('alice')).toBe(parseUsd('0.2025')); // 25 × 0.0001 + 100 × 0.002
+      call.finish({ prices, usage: status === 'ok' || status === 'client_aborted' ? usageOf(10, 5) : null, status, statusCode: null });
+      call.finish({ prices, usage: null, status: 'error', statusCode: null }); // a second finish changes nothing
+      expect(book.reserved('alice')).toBe(0n);
+    }
+    // Two calls with usage: 10 × 0.0001 + 5 × 0.002 = 0.011 each.
+    expect(charged).toEqual([expect.closeTo(0.011, 12), expect.closeTo(0.011, 12)]);
+    expect(book.reservingUsers).toBe(0);
+  });
+
+  it('a refused call holds nothing; a call with no user or to a local model is not budgeted at all', () => {
+    const { book, budgets, start } = setUp('0.2');
+    // 0.2025 > 0.2: refused, nothing held.
+    expect(reserveForCall(budgets, start('alice'), prices, { bytes: body('"max_tokens":100,'), size: 100 }, Date.now())).toMatchObject({
+      short: { leftUsd: 0.2, reserveUsd: 0.2025 },
+    });
+    expect(book.reservingUsers).toBe(0);
+    expect(reserveForCall(budgets, start(null), prices, { bytes: body(''), size: 100 }, Date.now())).toBeNull();
+    expect(reserveForCall(budgets, start('alice', 'local'), prices, { bytes: body(''), size: 100 }, Date.now())).toBeNull();
+    expect(book.reservingUsers).toBe(0);
+  });
+});
+
+function usageOf(inputTokens: number, outputTokens: number) {
+  return { inputTokens, outputTokens, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, totalTokens: inputTokens + outputTokens };
+}
