@@ -164,6 +164,16 @@ describe('routes added through the API are bounded in all, not per body', () => 
   });
 });
 
+describe('model aliases added through the API are bounded in all, not per body', () => {
+  it('posts of 200 aliases each stop at 256 aliases, naming the count, and change nothing', async () => {
+    const body = (from: number) => ({
+      models: Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`alias-${from + i}`, { targets: [{ route: 'beta', model: 'gpt-4o-mini' }] }])),
+    });
+    expect((await postJson(bed, '/_local/api/config', body(0))).status).toBe(200);
+    await refused(body(200), 'models', /would make 400 model aliases with those already set; at most 256 in all/);
+  });
+});
+
 describe("a sidecar's routes and upstream base URLs come from its ProxyConfig", () => {
   let engine: Engine;
   let dir: string;
@@ -183,6 +193,7 @@ describe("a sidecar's routes and upstream base URLs come from its ProxyConfig", 
   it.each([
     ['an upstream base URL', { upstreams: { beta: { baseUrl: 'http://127.0.0.1:9/app-listener' } } }, 'upstreams.beta.baseUrl'],
     ['a route, even one without a credential', { routes: [{ name: 'out', format: 'openai-chat', baseUrl: 'http://127.0.0.1:9', credential: { kind: 'none' } }] }, 'routes'],
+    ['a model alias', { models: { mine: { targets: [{ route: 'beta', model: 'gpt-4o' }] } } }, 'models'],
   ])('the app beside it cannot set %s', async (_what, body, field) => {
     const before = await engine.app.inject({ method: 'GET', url: '/_local/api/config', headers: { host: '127.0.0.1' } });
     const res = await engine.app.inject({ method: 'POST', url: '/_local/api/config', headers: { host: '127.0.0.1', 'content-type': 'application/json' }, payload: body });

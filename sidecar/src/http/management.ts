@@ -1,6 +1,7 @@
 // /_local/api: the management API of the local proxy (and of every engine, for debugging): the live
 // runtime config and recent spans.
 
+import { MODELS_SCHEMA } from '../../../contracts/runtime-config-schema.ts';
 import type { FastifyPluginAsync } from 'fastify';
 import type { CredentialDefinition } from '../../../contracts/credential-kinds.ts';
 import type { DeclaredCredentials } from '../../../contracts/route-credential-schema.ts';
@@ -37,6 +38,8 @@ export interface ManagementOptions {
 
 /** Configured routes in all layers together: each is bound to a format and a credential provider per config. */
 export const MAX_CONFIGURED_ROUTES = 64;
+/** Model aliases in all layers together, as one layer may hold (MODELS_SCHEMA): they label metrics and health. */
+const MAX_MODEL_ALIASES = MODELS_SCHEMA.maxProperties!;
 
 /**
  * Sections this API may change. Server and storage settings need a restart. Credentials are left out on
@@ -129,6 +132,10 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
       const routes = preview.routes.length;
       if (routes > MAX_CONFIGURED_ROUTES) {
         throw new ConfigError('routes', `would make ${routes} configured routes with those already set; at most ${MAX_CONFIGURED_ROUTES} in all`);
+      }
+      const aliases = Object.keys(preview.models).length;
+      if (aliases > MAX_MODEL_ALIASES) {
+        throw new ConfigError('models', `would make ${aliases} model aliases with those already set; at most ${MAX_MODEL_ALIASES} in all`);
       }
     } catch (error) {
       if (error instanceof ConfigError) {
@@ -231,4 +238,5 @@ function refuseOperatorOwned(patch: RuntimeConfigPatch): void {
     if (redirected !== -1) throw new ConfigError(`upstreams.${route}.endpoints[${redirected}].baseUrl`, owned);
   }
   if (patch.budgets) throw new ConfigError('budgets', 'cannot be set in a sidecar: its budgets come from BudgetPolicy resources through the operator');
+  if (patch.models) throw new ConfigError('models', "cannot be set in a sidecar: its model aliases are its ProxyConfig's (spec.models)");
 }
