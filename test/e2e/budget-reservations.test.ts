@@ -28,6 +28,11 @@ pricing:
 budgets:
   policies:
     - { name: one-call, users: ["*"], limitUsd: 0.5, period: month, enforcement: block }
+models:
+  dropped:
+    targets:
+      - { route: beta, model: gpt-4o-mini }
+    fallbackOn: [unreachable]
 `),
   });
 });
@@ -146,6 +151,30 @@ describe('reservations bound what a one-call budget can be run up to', () => {
     // all fifty were admitted: 25.00.
     await waitFor('both calls charged', async () => (await budgetOf('crowd')).spent_usd === 1);
     expect((await budgetOf('crowd')).spent_usd).toBeLessThanOrEqual(1.0958);
+    expect(await reservingUsers()).toBe(0);
+  });
+
+  it('an alias call whose every attempt fails releases its reservation: the next call has the whole budget', async () => {
+    bed.openai.behave({ destroySocket: true, forRequests: 1 });
+    const failed = await fetch(`${proxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-tollgate-user': 'dropper' },
+      body: JSON.stringify({ model: 'dropped', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(failed.status).toBeGreaterThanOrEqual(500);
+    await failed.arrayBuffer();
+    expect(await reservingUsers()).toBe(0);
+    // Had the failed call kept its hold (about 0.20: 100 × 2,000 / 10⁶ and its input), this one's (0.40 for
+    // max_tokens 200, and its input) would pass 0.50. It is answered and charged 0.50.
+    bed.openai.behave({ usage: { input: 1000, output: 200 } });
+    const answered = await fetch(`${proxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-tollgate-user': 'dropper' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 200, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(answered.status).toBe(200);
+    await answered.arrayBuffer();
+    await waitFor('the call charged', async () => (await budgetOf('dropper')).spent_usd === 0.5);
     expect(await reservingUsers()).toBe(0);
   });
 });
