@@ -58,6 +58,10 @@ models:
     targets:
       - { route: beta, model: gpt-4o-mini }
       - { route: gamma-direct, model: claude-haiku-4-5-20251001, priority: 1 }
+  claude-first:
+    targets:
+      - { route: gamma-direct, model: claude-haiku-4-5 }
+      - { route: beta, model: gpt-4o-mini, priority: 1 }
 `,
       )
       .replace('gamma-direct: { baseUrl: "', 'gamma-direct: { timeoutMs: 1500, baseUrl: "'),
@@ -158,6 +162,16 @@ describe('an alias falls back to its next target, and the caller gets one answer
   });
 });
 
+describe('a target that cannot take the request', () => {
+  it('is passed over: n: 2 is refused by the Claude translation and answered by OpenAI', async () => {
+    const { data, response } = await openai.chat.completions.create({ model: 'claude-first', n: 2, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    expect(data.choices.length).toBeGreaterThan(0);
+    expect(bed.anthropic.requests).toHaveLength(0);
+    const call = await findSpan(proxy.url, { spanId: response.headers.get('x-proxy-span-id')! });
+    expect(call).toMatchObject({ route: 'beta', alias: 'claude-first', status: 'ok' });
+  });
+});
+
 describe('what never falls back', () => {
   it('a 400 from the first target reaches the caller as it is, and nothing else is called', async () => {
     bed.openai.behave({ status: 400, forRequests: 1 });
@@ -196,7 +210,7 @@ describe('what never falls back', () => {
 describe('aliases are listed and checked', () => {
   it('GET /v1/models lists each alias', async () => {
     const ids = (await openai.models.list()).data.map((model) => model.id);
-    expect(ids).toEqual(expect.arrayContaining(['claude-sonnet', 'sonnet-fast', 'haiku', 'mini']));
+    expect(ids).toEqual(expect.arrayContaining(['claude-sonnet', 'sonnet-fast', 'haiku', 'mini', 'claude-first']));
   });
 
   it.each([

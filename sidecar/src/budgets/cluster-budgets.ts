@@ -19,7 +19,7 @@ import { BudgetBook, type BudgetRefusal, type BudgetStanding, type ReserveOutcom
 import { type BudgetEnforcer, type BudgetHealth, type BudgetPage, GrantError } from './budget-enforcer.ts';
 import { type CompiledPolicy, PolicySet } from '../../../contracts/budget-policies.ts';
 import type { BudgetJson, ChargeSplit, Grant, GrantJson, PeriodUsage } from './budget-record.ts';
-import { SpendOutbox } from './spend-outbox.ts';
+import { InvalidSpendError, SpendOutbox } from './spend-outbox.ts';
 
 /** What the push client hands budget messages to, and takes reports from. */
 export interface BudgetLink {
@@ -336,7 +336,8 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
     } catch (error) {
       this.#failedWrites++;
       this.#lastError = (error as Error).message;
-      this.#unpersisted.push(charge);
+      // A charge no ledger would take is logged and dropped: kept for retry, it would block every later one.
+      if (!(error instanceof InvalidSpendError)) this.#unpersisted.push(charge);
       this.#logger.error({ user_id: charge.userId, amount_usd: formatUsd(charge.split.amount), err: this.#lastError }, 'failed to deduct spend');
     }
   }
@@ -361,8 +362,9 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
       try {
         this.#outbox.add(charge.policy, charge.userId, charge.periodStart, charge.split.amount);
         this.#unpersisted.shift();
-      } catch {
-        break;
+      } catch (error) {
+        if (!(error instanceof InvalidSpendError)) break;
+        this.#unpersisted.shift();
       }
     }
     this.#save(false);

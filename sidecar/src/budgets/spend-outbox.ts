@@ -49,6 +49,11 @@ interface Row {
   report_seq: bigint | null;
 }
 
+/** A charge no ledger would write (deltaProblem): retrying it cannot help, unlike a disk that is full. */
+export class InvalidSpendError extends Error {
+  override readonly name = 'InvalidSpendError';
+}
+
 export class SpendOutbox {
   readonly path: string;
   /** Rows this process found invalid when it opened the file, and dropped. */
@@ -107,7 +112,7 @@ export class SpendOutbox {
    */
   add(policy: string, userId: string, periodStart: number, amount: bigint): void {
     const problem = spendProblem(periodStart, amount);
-    if (problem !== null) throw new Error(`spend of user ${JSON.stringify(userId)} not kept in the outbox: ${problem}`);
+    if (problem !== null) throw new InvalidSpendError(`spend of user ${JSON.stringify(userId)} not kept in the outbox: ${problem}`);
     this.#add.run(policy, userId, BigInt(periodStart), amount);
   }
 

@@ -51,7 +51,7 @@ import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import type { AliasTarget, FallbackTrigger, ModelAlias } from '../../../contracts/model-aliases.ts';
 import { configuredAliases } from '../fallback/configured-aliases.ts';
 import type { CallTarget } from '../metering/call-meter.ts';
-import { AliasCall, type Answered, type FailedAttempt } from '../fallback/alias-call.ts';
+import { AliasCall, TargetUnfit, type Answered, type FailedAttempt } from '../fallback/alias-call.ts';
 import { TargetHealth } from '../fallback/target-health.ts';
 
 export interface GatewayRoutesOptions {
@@ -413,6 +413,7 @@ async function aliasGatewayCall(g: GatewayCall, name: string, alias: ModelAlias,
   const { opts, res } = g;
   const health = opts.targetHealth ?? new TargetHealth();
   let call: MeteredCall | null = null;
+  let budgeted = false;
   let relaying = false;
   const aliasCall = new AliasCall<ApiPlan>({
     alias: name,
@@ -421,13 +422,23 @@ async function aliasGatewayCall(g: GatewayCall, name: string, alias: ModelAlias,
     breakerOpen: (route) => opts.client.breakerOpen(route),
     onFallback: (from, to, reason) => opts.fallbacks?.fallback(name, from, to, reason),
     attempt: async (target, abort) => {
-      const planned = planFor(g, aliasTarget(g, target));
+      let planned: ApiPlan;
+      try {
+        planned = planFor(g, aliasTarget(g, target));
+      } catch (error) {
+        // This target cannot take the request (a parameter its provider lacks, a route the config lost).
+        throw new TargetUnfit(error);
+      }
       if (call === null) {
         call = startCall(g, planned, name);
         started(call);
-        // One reservation per call, from its first target's request: a fallback keeps it (ADR 1308).
-        if (refusedOverBudget(g, call, planned)) throw new AliasCallEnded();
       } else call.retarget(callTarget(g, planned));
+      // One budget check and reservation per call, at its first target that costs anything: a fallback from a
+      // local model to a paid one is checked there, a fallback between paid ones keeps the reservation (ADR 1308).
+      if (!budgeted && planned.provider !== 'local') {
+        budgeted = true;
+        if (refusedOverBudget(g, call, planned)) throw new AliasCallEnded();
+      }
       return { plan: planned, upstream: await sendPlanned(g, planned, abort) };
     },
   });

@@ -177,6 +177,8 @@ async function proxyCall(call: ProxyCall): Promise<void> {
       );
     }
     if (refusedOverBudget(call, metered, body)) return;
+    // Counted and logged once nothing else refuses it: what is counted went out.
+    if (unmetered || unmeteredBody) noteUnmetered(call);
     await forward(call, metered, plan, body);
   } catch (error) {
     failCall(call, metered, error);
@@ -211,15 +213,17 @@ function refuseUnmetered(call: ProxyCall): boolean {
 /** A call that cannot be metered goes on only where the route allows it, logged and counted; else it is refused. */
 function allowUnmetered(call: ProxyCall, why: string): true {
   const { route, rest, request } = call;
-  if (upstreamOf(route, call.snapshot.config)?.unmetered === 'allow') {
-    call.opts.unmetered?.forwarded(route.name);
-    request.log.warn({ route: route.name, method: request.method, path: rest, request_id: request.id }, 'unmetered call forwarded: the route allows calls its format cannot meter');
-    return true;
-  }
+  if (upstreamOf(route, call.snapshot.config)?.unmetered === 'allow') return true;
   throw new ProxyError(
     'unmetered_endpoint',
     `${request.method} ${rest} on route ${route.name} is not a call Tollgate can meter (${why}): refused so the proxy's credential is not spent unseen; see docs/routes.md#what-a-route-forwards`,
   );
+}
+
+function noteUnmetered(call: ProxyCall): void {
+  const { route, rest, request } = call;
+  call.opts.unmetered?.forwarded(route.name);
+  request.log.warn({ route: route.name, method: request.method, path: rest, request_id: request.id }, 'unmetered call forwarded: the route allows calls its format cannot meter');
 }
 
 /** Reads the body, or streams it through its size and time limits, as the route's module asks (`body`). */
