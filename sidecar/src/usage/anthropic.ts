@@ -38,14 +38,37 @@ export function normaliseAnthropicUsage(usage: unknown): TokenUsage | null {
   };
 }
 
+/** The field names of one of Bedrock's count objects. */
+export interface BedrockCountNames {
+  input: string;
+  output: string;
+  cacheRead: string;
+  cacheWrite: string;
+}
+
+const INVOCATION_METRICS: BedrockCountNames = {
+  input: 'inputTokenCount',
+  output: 'outputTokenCount',
+  cacheRead: 'cacheReadInputTokenCount',
+  cacheWrite: 'cacheWriteInputTokenCount',
+};
+
 /** Bedrock's amazon-bedrock-invocationMetrics; its input count, like Anthropic's, excludes cache tokens. */
 export function normaliseBedrockMetrics(metrics: unknown): TokenUsage | null {
-  if (!isRecord(metrics)) return null;
-  if (metrics.inputTokenCount === undefined && metrics.outputTokenCount === undefined) return null;
-  const cacheRead = tokenCount(metrics.cacheReadInputTokenCount);
-  const cacheWrite = tokenCount(metrics.cacheWriteInputTokenCount);
-  const input = tokenCount(metrics.inputTokenCount) + cacheRead + cacheWrite;
-  const output = tokenCount(metrics.outputTokenCount);
+  return bedrockCounts(metrics, INVOCATION_METRICS);
+}
+
+/**
+ * One of Bedrock's count objects (the invocation metrics, Converse's usage): its input count, like Anthropic's,
+ * leaves out cache reads and writes. Null when neither the input nor the output count is there.
+ */
+export function bedrockCounts(counts: unknown, names: BedrockCountNames): TokenUsage | null {
+  if (!isRecord(counts)) return null;
+  if (counts[names.input] === undefined && counts[names.output] === undefined) return null;
+  const cacheRead = tokenCount(counts[names.cacheRead]);
+  const cacheWrite = tokenCount(counts[names.cacheWrite]);
+  const input = tokenCount(counts[names.input]) + cacheRead + cacheWrite;
+  const output = tokenCount(counts[names.output]);
   return {
     inputTokens: input,
     outputTokens: output,

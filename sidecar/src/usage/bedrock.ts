@@ -10,7 +10,7 @@
 import { BedrockStreamDecoder } from '../formats/bedrock-stream.ts';
 import { isRecord } from '../../../contracts/json-record.ts';
 // Converse puts `usage` after `output` as InvokeModel's Claude puts it after `content`: the same fields to keep.
-import { ANTHROPIC_BODY_FIELDS, AnthropicStreamUsage, readAnthropicBody } from './anthropic.ts';
+import { ANTHROPIC_BODY_FIELDS, AnthropicStreamUsage, bedrockCounts, readAnthropicBody, type BedrockCountNames } from './anthropic.ts';
 import { JsonUsageExtractor } from './json-extractor.ts';
 import type { UsageExtractor } from './usage-extractor.ts';
 import { NO_BYTES, withStreamError } from './usage-extractor.ts';
@@ -47,25 +47,14 @@ export function bedrockHeaderUsage(headers: ResponseHeaders): TokenUsage | null 
   };
 }
 
+const CONVERSE_USAGE: BedrockCountNames = { input: 'inputTokens', output: 'outputTokens', cacheRead: 'cacheReadInputTokens', cacheWrite: 'cacheWriteInputTokens' };
+
 /**
  * Converse's TokenUsage. Its inputTokens, like Anthropic's input_tokens, leaves out the cache reads and writes;
  * null when it is not that shape (an InvokeModel body), so the Anthropic reader and the headers get their turn.
  */
 export function normaliseConverseUsage(usage: unknown): TokenUsage | null {
-  if (!isRecord(usage) || (usage.inputTokens === undefined && usage.outputTokens === undefined)) return null;
-  const cacheRead = tokenCount(usage.cacheReadInputTokens);
-  const cacheWrite = tokenCount(usage.cacheWriteInputTokens);
-  const input = tokenCount(usage.inputTokens) + cacheRead + cacheWrite;
-  const output = tokenCount(usage.outputTokens);
-  return {
-    inputTokens: input,
-    outputTokens: output,
-    cacheReadTokens: cacheRead,
-    cacheWriteTokens: cacheWrite,
-    cacheWrite1hTokens: 0,
-    reasoningTokens: 0,
-    totalTokens: input + output,
-  };
+  return bedrockCounts(usage, CONVERSE_USAGE);
 }
 
 /** Anthropic's usage fields: a `usage` with none of them is not Claude's, and says nothing. */
