@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { eventStreamCodec } from './llm-bedrock.ts';
 import { expectedTokenUsage, startFakeUpstream } from './llm-upstream.ts';
 import type { FakeUpstream } from './llm-upstream.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const started: FakeUpstream[] = [];
 afterEach(async () => {
@@ -448,6 +449,25 @@ describe('behaviours', () => {
     expect(overloaded.status).toBe(529);
     expect(JSON.parse(overloaded.text)).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
     expect((await post(`${up.url}/v1/messages`, body, headers)).status).toBe(200);
+  });
+
+  it('drain lets the answer being written finish, then refuses connections', async () => {
+    const up = await start('anthropic');
+    let release!: () => void;
+    up.behave({ hold: new Promise<void>((resolve) => (release = resolve)) });
+    const inFlight = post(`${up.url}/v1/messages`, body, headers);
+    await waitFor('the held request to arrive', () => (up.requests.length === 1 ? true : undefined));
+    let drained = false;
+    const draining = up.drain().then(() => (drained = true));
+    await expect(fetch(`${up.url}/v1/messages`, { method: 'POST' })).rejects.toThrow();
+    expect(drained).toBe(false);
+    release();
+    const answered = await inFlight;
+    expect(answered.status).toBe(200);
+    // Kept alive, the connection would carry the caller's next request to a server on its way out.
+    expect(answered.headers.get('connection')).toBe('close');
+    await draining;
+    expect(up.requests).toHaveLength(1);
   });
 
   it('sends errorBody verbatim', async () => {

@@ -9,7 +9,7 @@
 //   up.behave({ status: 529 });                  // the provider's own error shape for 529
 //   up.behave({ truncateStream: true });         // stream ends half-way, final events missing
 //   up.reset();                                   // default behaviour, no recorded requests
-//   await up.close();
+//   await up.close();                             // (or up.drain(): the answers being written finish first)
 //
 // Kinds and what they serve (any other path answers 404 in the provider's error shape):
 //   vertex    Gemini   /v1/projects/P/locations/L/publishers/google/models/M:generateContent
@@ -126,6 +126,11 @@ export interface FakeUpstream {
   behave(b: FakeBehaviour): void;
   reset(): void;
   close(): Promise<void>;
+  /**
+   * Stops taking connections and closes idle ones; resolves once the answers being written have finished and
+   * their connections closed: a server shutting down gracefully, as a pod does on SIGTERM.
+   */
+  drain(): Promise<void>;
 }
 
 /** What a provider handler gets for one request. */
@@ -170,7 +175,19 @@ export async function startFakeUpstream(kind: FakeKind, opts: FakeUpstreamOption
     return current;
   };
 
+  // Answers being written, and whether drain() has begun: from then on every connection closes after its answer.
+  const answering = new Set<ServerResponse>();
+  let draining = false;
+  const closeWhenAnswered = (res: ServerResponse) => {
+    if (!res.headersSent) res.shouldKeepAlive = false;
+    // Headers that already promised keep-alive: the connection is closed once it is idle again.
+    else res.once('finish', () => setImmediate(() => server.closeIdleConnections()));
+  };
+
   const server = createServer((req, res) => {
+    answering.add(res);
+    res.once('close', () => answering.delete(res));
+    if (draining) closeWhenAnswered(res);
     serve(req, res).catch((err: unknown) => {
       // A bug in a fake must surface in the test, not as a hung request.
       if (!res.headersSent) {
@@ -228,6 +245,14 @@ export async function startFakeUpstream(kind: FakeKind, opts: FakeUpstreamOption
       return new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
+      });
+    },
+    drain() {
+      draining = true;
+      for (const res of answering) closeWhenAnswered(res);
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
       });
     },
   };
