@@ -110,33 +110,7 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
     if (!isRecord(body)) return reply.code(400).send({ error: { code: 'invalid_request', message: 'body must be a JSON object' } });
     let patch;
     try {
-      if (Object.hasOwn(body, 'credentials')) {
-        throw new ConfigError('credentials', 'cannot be set through this API, which has no authentication: set credential files in the config file or the ProxyConfig');
-      }
-      if (Object.hasOwn(body, 'tracing')) {
-        // ADR 1501: an OTLP endpoint set here would receive every call's span, user ids included.
-        throw new ConfigError(
-          'tracing',
-          "cannot be set through this API, which has no authentication: whoever set it would receive every call's span; set it in the config file or the ProxyConfig",
-        );
-      }
-      const routeProviders = opts.store.get().routes.map((route) => route.provider ?? route.name);
-      patch = parseRuntimeConfigPatch(body, API_SECTIONS, { routeProviders, declaredCredentials: declaredCredentials(opts.store) });
-      if (patch.budgets?.ledger) {
-        throw new ConfigError('budgets.ledger', 'is read when the proxy starts: set it in the config file');
-      }
-      refuseUnmeteredAllowed(patch);
-      if (opts.configOwner === 'operator') refuseOperatorOwned(patch);
-      const preview = opts.store.preview('api', patch);
-      checkAliasRoutes(preview);
-      const routes = preview.routes.length;
-      if (routes > MAX_CONFIGURED_ROUTES) {
-        throw new ConfigError('routes', `would make ${routes} configured routes with those already set; at most ${MAX_CONFIGURED_ROUTES} in all`);
-      }
-      const aliases = Object.keys(preview.models).length;
-      if (aliases > MAX_MODEL_ALIASES) {
-        throw new ConfigError('models', `would make ${aliases} model aliases with those already set; at most ${MAX_MODEL_ALIASES} in all`);
-      }
+      patch = apiPatch(body, opts);
     } catch (error) {
       if (error instanceof ConfigError) {
         return reply.code(400).send({ error: { code: 'invalid_config', message: error.message } });
@@ -196,6 +170,41 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
     }
   });
 };
+
+/**
+ * A body of POST /_local/api/config as the change it makes, checked whole against the config it would make:
+ * ConfigError naming the field when any of it may not be made through this API.
+ */
+function apiPatch(body: Record<string, unknown>, opts: ManagementOptions): RuntimeConfigPatch {
+  if (Object.hasOwn(body, 'credentials')) {
+    throw new ConfigError('credentials', 'cannot be set through this API, which has no authentication: set credential files in the config file or the ProxyConfig');
+  }
+  if (Object.hasOwn(body, 'tracing')) {
+    // ADR 1501: an OTLP endpoint set here would receive every call's span, user ids included.
+    throw new ConfigError(
+      'tracing',
+      "cannot be set through this API, which has no authentication: whoever set it would receive every call's span; set it in the config file or the ProxyConfig",
+    );
+  }
+  const routeProviders = opts.store.get().routes.map((route) => route.provider ?? route.name);
+  const patch = parseRuntimeConfigPatch(body, API_SECTIONS, { routeProviders, declaredCredentials: declaredCredentials(opts.store) });
+  if (patch.budgets?.ledger) {
+    throw new ConfigError('budgets.ledger', 'is read when the proxy starts: set it in the config file');
+  }
+  refuseUnmeteredAllowed(patch);
+  if (opts.configOwner === 'operator') refuseOperatorOwned(patch);
+  const preview = opts.store.preview('api', patch);
+  checkAliasRoutes(preview);
+  const routes = preview.routes.length;
+  if (routes > MAX_CONFIGURED_ROUTES) {
+    throw new ConfigError('routes', `would make ${routes} configured routes with those already set; at most ${MAX_CONFIGURED_ROUTES} in all`);
+  }
+  const aliases = Object.keys(preview.models).length;
+  if (aliases > MAX_MODEL_ALIASES) {
+    throw new ConfigError('models', `would make ${aliases} model aliases with those already set; at most ${MAX_MODEL_ALIASES} in all`);
+  }
+  return patch;
+}
 
 /**
  * The credentials a route added through this API may use by name (ADR 1007): a built-in route's, with the
