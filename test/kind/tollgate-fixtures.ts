@@ -24,14 +24,14 @@ const restricted = {
   seccompProfile: { type: 'RuntimeDefault' },
 };
 
-export function fakeUpstreamManifests(image: string): string {
-  const labels = { app: 'fake-openai' };
+/** A fake upstream's Deployment and Service in FAKES_NAMESPACE: ports `http` (the API) and `control`. */
+function fakeUpstream(name: string, image: string, env: Record<string, string>): object[] {
+  const labels = { app: name };
   return [
-    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: FAKES_NAMESPACE } },
     {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
-      metadata: { name: 'fake-openai', namespace: FAKES_NAMESPACE },
+      metadata: { name, namespace: FAKES_NAMESPACE },
       spec: {
         replicas: 1,
         selector: { matchLabels: labels },
@@ -45,10 +45,7 @@ export function fakeUpstreamManifests(image: string): string {
                 image,
                 imagePullPolicy: 'Never',
                 args: ['test/kind/in-pod/fake-upstream.ts'],
-                env: [
-                  { name: 'FAKE_API_KEY', value: OPENAI_KEY },
-                  { name: 'FAKE_BEHAVIOUR', value: JSON.stringify({ usage: FAKE_USAGE }) },
-                ],
+                env: Object.entries(env).map(([k, value]) => ({ name: k, value })),
                 ports: [
                   { name: 'http', containerPort: 8080 },
                   { name: 'control', containerPort: 9090 },
@@ -65,7 +62,7 @@ export function fakeUpstreamManifests(image: string): string {
     {
       apiVersion: 'v1',
       kind: 'Service',
-      metadata: { name: 'fake-openai', namespace: FAKES_NAMESPACE },
+      metadata: { name, namespace: FAKES_NAMESPACE },
       spec: {
         selector: labels,
         ports: [
@@ -74,13 +71,69 @@ export function fakeUpstreamManifests(image: string): string {
         ],
       },
     },
+  ];
+}
+
+const fakeUrl = (name: string) => `http://${name}.${FAKES_NAMESPACE}.svc.cluster.local:8080`;
+
+export function fakeUpstreamManifests(image: string): string {
+  return [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: FAKES_NAMESPACE } },
+    ...fakeUpstream('fake-openai', image, { FAKE_API_KEY: OPENAI_KEY, FAKE_BEHAVIOUR: JSON.stringify({ usage: FAKE_USAGE }) }),
   ]
     .map((o) => stringify(o))
     .join('---\n');
 }
 
 /** The upstream base URL the ProxyConfig gives route beta: the fake's Service, by its cluster DNS name. */
-export const FAKE_BASE_URL = `http://fake-openai.${FAKES_NAMESPACE}.svc.cluster.local:8080`;
+export const FAKE_BASE_URL = fakeUrl('fake-openai');
+
+/**
+ * A model alias across two upstreams (issue 36): an OpenAI-compatible route of the ProxyConfig's own first, the
+ * Anthropic API (gamma-direct) at priority 1, with a dated model id that API takes (a target's model is sent as
+ * written, but the bare family id of the price table would be replaced by its dated one). Each is a fake
+ * Deployment with its own key from a Secret and its own reply text, so a caller can tell which one answered;
+ * prices in USD per million input tokens (the fakes bill FAKE_USAGE, so a call costs its target's price).
+ */
+export const ALIAS = 'house-chat';
+export const ALIAS_TARGETS = {
+  primary: {
+    fake: 'fake-primary',
+    kind: 'openai',
+    route: 'house-openai',
+    model: 'house-small',
+    key: 'sk-house-primary-from-a-secret',
+    price: 1,
+    text: 'Answered by fake-primary.',
+  },
+  backup: {
+    fake: 'fake-backup',
+    kind: 'anthropic',
+    route: 'gamma-direct',
+    model: 'claude-haiku-4-5-20251001',
+    key: 'sk-ant-backup-from-a-secret',
+    price: 3,
+    text: 'Answered by fake-backup.',
+  },
+} as const;
+const ALIAS_SECRET = 'alias-keys';
+
+/** The alias's two fake upstreams, and the Secret with their keys in the app namespace. */
+export function aliasUpstreamManifests(image: string): string {
+  return [
+    ...Object.values(ALIAS_TARGETS).flatMap((t) =>
+      fakeUpstream(t.fake, image, { FAKE_KIND: t.kind, FAKE_API_KEY: t.key, FAKE_BEHAVIOUR: JSON.stringify({ usage: FAKE_USAGE, text: t.text }) }),
+    ),
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: ALIAS_SECRET, namespace: APP_NAMESPACE, labels: { 'tollgate.dev/credentials': 'true' } },
+      stringData: { primary: ALIAS_TARGETS.primary.key, backup: ALIAS_TARGETS.backup.key },
+    },
+  ]
+    .map((o) => stringify(o))
+    .join('---\n');
+}
 
 export function appNamespaceManifests(): string {
   return [
@@ -106,9 +159,10 @@ export function appNamespaceManifests(): string {
 
 /**
  * The app namespace's ProxyConfig. `withRoute` adds a configured route (`/proxy/fake-compat/*`, ADR 0723's
- * revision 2) with a price under its own provider: a field sidecars from before it do not know.
+ * revision 2) with a price under its own provider: a field sidecars from before it do not know. `withAlias`
+ * adds the model alias ALIAS over ALIAS_TARGETS (its route, gamma-direct's upstream and key, their prices).
  */
-export function proxyConfigManifest(inputPerMillion: number, opts: { withRoute?: boolean } = {}): string {
+export function proxyConfigManifest(inputPerMillion: number, opts: { withRoute?: boolean; withAlias?: boolean } = {}): string {
   const route = {
     name: 'fake-compat',
     format: 'openai-chat',
@@ -116,15 +170,45 @@ export function proxyConfigManifest(inputPerMillion: number, opts: { withRoute?:
     credential: { kind: 'api-key', apiKey: { secretName: 'llm-keys', key: 'openai' } },
     prices: [{ model: MODEL, input_per_million: inputPerMillion * 2, output_per_million: 0 }],
   };
+  const { primary, backup } = ALIAS_TARGETS;
+  const aliasRoute = {
+    name: primary.route,
+    format: 'openai-chat',
+    baseUrl: fakeUrl(primary.fake),
+    credential: { kind: 'api-key', apiKey: { secretName: ALIAS_SECRET, key: 'primary' } },
+    prices: [{ model: primary.model, input_per_million: primary.price, output_per_million: 0 }],
+  };
+  const routes = [...(opts.withRoute ? [route] : []), ...(opts.withAlias ? [aliasRoute] : [])];
   return stringify({
     apiVersion: 'tollgate.dev/v1alpha1',
     kind: 'ProxyConfig',
     metadata: { name: 'default', namespace: APP_NAMESPACE },
     spec: {
-      pricing: { models: [{ provider: 'openai', model: MODEL, input_per_million: inputPerMillion, output_per_million: 0 }] },
-      upstreams: { beta: { baseUrl: FAKE_BASE_URL } },
-      credentials: { openaiApiKey: { secretName: 'llm-keys', key: 'openai' } },
-      ...(opts.withRoute ? { routes: [route] } : {}),
+      pricing: {
+        models: [
+          { provider: 'openai', model: MODEL, input_per_million: inputPerMillion, output_per_million: 0 },
+          ...(opts.withAlias ? [{ provider: 'anthropic', model: backup.model, input_per_million: backup.price, output_per_million: 0 }] : []),
+        ],
+      },
+      upstreams: { beta: { baseUrl: FAKE_BASE_URL }, ...(opts.withAlias ? { [backup.route]: { baseUrl: fakeUrl(backup.fake) } } : {}) },
+      credentials: {
+        openaiApiKey: { secretName: 'llm-keys', key: 'openai' },
+        ...(opts.withAlias ? { anthropicApiKey: { secretName: ALIAS_SECRET, key: 'backup' } } : {}),
+      },
+      ...(routes.length > 0 ? { routes } : {}),
+      ...(opts.withAlias
+        ? {
+            models: {
+              [ALIAS]: {
+                targets: [
+                  { route: primary.route, model: primary.model },
+                  { route: backup.route, model: backup.model, priority: 1 },
+                ],
+                timeoutMs: 20_000,
+              },
+            },
+          }
+        : {}),
     },
   });
 }
@@ -221,6 +305,43 @@ export async function appClient<T>(node: KindCluster, args: string[]): Promise<T
   const r = await node.kubectl(['exec', '-n', APP_NAMESPACE, 'deploy/chat', '-c', 'app', '--', 'node', 'test/kind/in-pod/client.ts', ...args]);
   if (r.code !== 0) throw new Error(`client ${args.join(' ')} failed (${r.code}): ${r.stderr}${r.stdout}`);
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as T;
+}
+
+/** A client.ts command left running in the app container of `pod` until stop() closes its stdin and parses its one JSON line. */
+export function startInApp<T>(node: KindCluster, pod: string, args: string[]): { stop(): Promise<T> } {
+  const child = node.kubectlProcess(['exec', '-i', '-n', APP_NAMESPACE, pod, '-c', 'app', '--', 'node', 'test/kind/in-pod/client.ts', ...args]);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  const exited = new Promise<T>((resolve, reject) => {
+    child.once('close', (code) => {
+      const line = stdout.trim().split('\n').at(-1);
+      if (code !== 0 || !line) reject(new Error(`client ${args.join(' ')} in ${pod} ended with ${code}: ${stderr}${stdout}`));
+      else resolve(JSON.parse(line) as T);
+    });
+  });
+  return {
+    stop() {
+      child.stdin.end();
+      return exited;
+    },
+  };
+}
+
+/** A request a fake upstream pod received, as its control port shows it. */
+export interface FakeRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  json: unknown;
+}
+
+/** The latest requests (at most 200) a fake upstream pod received, read through the API server's service proxy. */
+export async function fakeRequests(node: KindCluster, fake: string): Promise<FakeRequest[]> {
+  const r = await node.kubectl(['get', '--raw', `/api/v1/namespaces/${FAKES_NAMESPACE}/services/${fake}:control/proxy/requests`]);
+  if (r.code !== 0) throw new Error(`reading ${fake}'s requests failed (${r.code}): ${r.stderr}`);
+  return JSON.parse(r.stdout) as FakeRequest[];
 }
 
 export interface ContainerMemory {

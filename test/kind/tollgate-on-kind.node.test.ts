@@ -2,7 +2,8 @@
 // the repository's Dockerfile (install to Ready timed, and a pod created the moment `helm install --wait`
 // returns has its sidecar), the webhook injecting the sidecar into a real running pod, calls from the app
 // container through the sidecar to a fake upstream pod, a live price change, the sidecar's memory under load
-// against the chart's limit, an operator outage, `helm test`, `helm uninstall` (the budget ledger stays), and
+// against the chart's limit, a model alias whose first upstream's Deployment is deleted under a steady stream
+// of calls (issue 36), an operator outage, `helm test`, `helm uninstall` (the budget ledger stays), and
 // then day two (issue 27, ADR 0113) on the same cluster: a reinstall over the kept ledger, the previous release,
 // the app's pods given its sidecars, `helm upgrade` to this release and `helm rollback` to the previous one
 // while those pods keep a steady stream of metered calls going; the cluster deleted at the end.
@@ -22,7 +23,11 @@ import { previousTree } from './previous-release.ts';
 import { run } from './host-command.ts';
 import { createKindCluster, MACHINE_LOCK, TEST_CLUSTER, type KindCluster } from './kind-cluster.ts';
 import type { KindAssets } from './kind-assets.ts';
+import type { ModelAliasStatus } from '../../crds/index.ts';
 import {
+  ALIAS,
+  ALIAS_TARGETS,
+  aliasUpstreamManifests,
   APP_NAMESPACE,
   appClient,
   appDeployment,
@@ -31,6 +36,7 @@ import {
   containerMemoryCgroup,
   FAKE_USAGE,
   FAKES_NAMESPACE,
+  fakeRequests,
   fakeUpstreamManifests,
   inspectContainer,
   mib,
@@ -39,6 +45,7 @@ import {
   probePod,
   proxyConfigManifest,
   resetMemoryPeak,
+  startInApp,
   waitForInjection,
 } from './tollgate-fixtures.ts';
 import { CHART, helmInstall, NAMESPACE, RELEASE } from './tollgate-install.ts';
@@ -63,6 +70,10 @@ const assets = inject('kindAssets');
 
 interface Span {
   span_id: string;
+  parent_span_id: string | null;
+  alias: string | null;
+  attempt: number | null;
+  error: string | null;
   provider: string;
   route: string;
   model: string;
@@ -75,6 +86,16 @@ interface CallResult {
   status: number;
   headers: Record<string, string>;
   body: string;
+}
+/** One call of `client.ts calls`: when it started (epoch ms), how long it took, and the text of its answer. */
+interface AliasCall {
+  n: number;
+  at: number;
+  ms: number;
+  outcome: string;
+  spanId: string | null;
+  text: string;
+  body?: string;
 }
 
 describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => {
@@ -265,6 +286,122 @@ describe.skipIf(skipReason !== '')('Tollgate on a one-node kind cluster', () => 
     const sidecarNow = now.status.initContainerStatuses!.find((s) => s.name === 'tollgate-proxy')!;
     expect(sidecarNow.restartCount).toBe(0);
     expect(sidecarNow.lastState?.terminated?.reason).toBeUndefined();
+  });
+
+  it('a model alias across two upstream pods: the first deleted while the app calls every 100 ms, and no call fails', async () => {
+    const { primary, backup } = ALIAS_TARGETS;
+    const answeredBy = (call: AliasCall) => (call.text === primary.text ? 'primary' : call.text === backup.text ? 'backup' : `neither: ${JSON.stringify(call.text)}`);
+    await apply(aliasUpstreamManifests(images.testTools.ref));
+    for (const { fake } of [primary, backup]) {
+      const rollout = await node.kubectl(['rollout', 'status', '-n', FAKES_NAMESPACE, `deployment/${fake}`, '--timeout=120s']);
+      expect(rollout.code, rollout.stderr).toBe(0);
+    }
+    await apply(proxyConfigManifest(7.5, { withAlias: true }));
+    // Aliases are served by the sidecar's /v1 gateway (the injected OPENAI_BASE_URL is route beta's own). Until
+    // the snapshot with the alias lands, its name is no model the gateway knows.
+    await eventually(
+      'a call of the alias answered by its first target',
+      async () => {
+        const call = await appClient<CallResult>(node, ['call', ALIAS, 'alias-warm-up', '--v1']);
+        return call.status === 200 && call.body.includes(primary.text) ? call : undefined;
+      },
+      90_000,
+    );
+    const pod = (await kubectl(['get', 'pods', '-n', APP_NAMESPACE, '-l', 'app=chat', '-o', 'jsonpath={.items[0].metadata.name}'])).trim();
+    const atStart = (await fakeRequests(node, primary.fake)).length;
+
+    const caller = startInApp<{ total: number; calls: AliasCall[]; elapsedMs: number }>(node, pod, ['calls', '100', ALIAS, 'alias-fallback', '--v1']);
+    let killedAt = 0;
+    let traces: Span[] = [];
+    let status: ModelAliasStatus;
+    let run: { total: number; calls: AliasCall[]; elapsedMs: number };
+    try {
+      const seen = await eventually(
+        'the first target to answer 20 calls of the run',
+        async () => {
+          const received = await fakeRequests(node, primary.fake);
+          return received.length >= atStart + 20 ? received : undefined;
+        },
+        60_000,
+      );
+      // The sidecar attached the route's key from the Secret.
+      expect(seen.at(-1)).toMatchObject({ path: '/v1/chat/completions', headers: { authorization: `Bearer ${primary.key}` }, json: { model: primary.model } });
+
+      killedAt = Date.now();
+      await kubectl(['delete', 'deployment', '-n', FAKES_NAMESPACE, primary.fake, '--wait=false']);
+      await kubectl(['wait', '-n', FAKES_NAMESPACE, '--for=delete', 'pod', '-l', `app=${primary.fake}`, '--timeout=120s']);
+      const atGone = (await fakeRequests(node, backup.fake)).length;
+      await eventually(
+        'the second target to answer 30 calls after the first one is gone',
+        async () => ((await fakeRequests(node, backup.fake)).length >= atGone + 30 ? true : undefined),
+        60_000,
+      );
+      // While the calls go on, so that the first target's breaker is open: after its openMs it lets one probe through.
+      traces = (await appClient<{ body: { spans: Span[] } }>(node, ['traces', '200'])).body.spans;
+      status = await eventually(
+        "status.models to show the first target's breaker open",
+        async () => {
+          const pc = await getJson<{ status?: { models?: ModelAliasStatus[] } }>(['get', 'proxyconfig', '-n', APP_NAMESPACE, 'default']);
+          const alias = pc.status?.models?.find((m) => m.alias === ALIAS);
+          return alias?.targets[0]?.state === 'circuit_open' ? alias : undefined;
+        },
+        90_000,
+      );
+    } finally {
+      run = await caller.stop();
+    }
+
+    const { calls } = run;
+    expect(calls.filter((c) => c.outcome !== '200')).toEqual([]);
+    const before = calls.filter((c) => c.at < killedAt);
+    expect(before.length).toBeGreaterThanOrEqual(20);
+    expect(new Set(before.map(answeredBy))).toEqual(new Set(['primary']));
+    // One switch, and for good: every call up to it answered by the first target, every call from it on by the second.
+    const switched = calls.findIndex((c) => answeredBy(c) === 'backup');
+    expect(switched).toBeGreaterThanOrEqual(before.length);
+    expect(new Set(calls.slice(0, switched).map(answeredBy))).toEqual(new Set(['primary']));
+    expect(new Set(calls.slice(switched).map(answeredBy))).toEqual(new Set(['backup']));
+    expect(calls.length - switched).toBeGreaterThanOrEqual(30);
+    // That call tried the first target, which failed, and was answered by the second: attempt spans under its span.
+    const first = calls[switched]!;
+    const span = traces.find((t) => t.span_id === first.spanId);
+    expect(span).toMatchObject({ alias: ALIAS, route: backup.route, model: backup.model, user_id: 'alias-fallback', status: 'ok', attempt: null, cost_usd: backup.price });
+    const attempts = traces.filter((t) => t.parent_span_id === first.spanId && t.attempt !== null).sort((a, b) => a.attempt! - b.attempt!);
+    expect(attempts).toMatchObject([
+      { attempt: 1, route: primary.route, model: primary.model, status: 'error', cost_usd: 0 },
+      { attempt: 2, route: backup.route, model: backup.model, status: 'ok', cost_usd: 0 },
+    ]);
+    // Refused while the pod's address lived on, or a connection that never came up once it was gone (the Service
+    // still sent new connections there until kube-proxy caught up): either way, the alias went on.
+    expect(attempts[0]!.error).toMatch(/^upstream_(unreachable|timeout): /);
+    // The second target got the Anthropic API's request, with its own key.
+    expect((await fakeRequests(node, backup.fake)).at(-1)).toMatchObject({ path: '/v1/messages', headers: { 'x-api-key': backup.key }, json: { model: backup.model } });
+    // Each call metered once, at the price of the target that answered it: $1 and $3 a call (FAKE_USAGE).
+    const spend = await appClient<{ rows: Array<{ key: string; calls: number; cost_usd: number }> }>(node, ['spend', 'model', new Date(calls[0]!.at).toISOString()]);
+    const byPrimary = switched;
+    const byBackup = calls.length - switched;
+    expect(spend.rows.filter((r) => r.key === primary.model || r.key === backup.model).sort((a, b) => a.key.localeCompare(b.key))).toMatchObject([
+      { key: backup.model, calls: byBackup, cost_usd: byBackup * 3 },
+      { key: primary.model, calls: byPrimary, cost_usd: byPrimary * 1 },
+    ]);
+    expect(status!).toMatchObject({ alias: ALIAS, sidecars: 1, servedBelowFirstPriority: 1 });
+    expect(status!.targets).toEqual([
+      { route: primary.route, model: primary.model, priority: 0, state: 'circuit_open', healthy: 0, coolingDown: 0, circuitOpen: 1 },
+      { route: backup.route, model: backup.model, priority: 1, state: 'healthy', healthy: 1, coolingDown: 0, circuitOpen: 0 },
+    ]);
+    const switchedAfter = first.at + first.ms - killedAt;
+    const slowest = calls.slice(switched).reduce((a, b) => (b.ms > a.ms ? b : a));
+    const slowestFirstAttempt = traces.find((t) => t.parent_span_id === slowest.spanId && t.attempt === 1);
+    console.info(
+      `[node] model alias ${ALIAS}, ${primary.route} then ${backup.route}: ${calls.length} calls every 100 ms in ${(run.elapsedMs / 1000).toFixed(1)} s, ` +
+        `${calls.length - calls.filter((c) => c.outcome === '200').length} failed; ${primary.fake}'s Deployment deleted after ${before.length} calls, ` +
+        `switched after ${switchedAfter} ms (${attempts[0]!.error}); ${byPrimary} calls answered by ${primary.route}, ${byBackup} by ${backup.route}; ` +
+        `slowest call after the switch ${slowest.ms} ms${slowestFirstAttempt ? ` (${slowestFirstAttempt.error ?? slowestFirstAttempt.status})` : ''}`,
+    );
+
+    // The suite's config again, without the alias; the second fake goes too.
+    await apply(proxyConfigManifest(7.5));
+    await kubectl(['delete', 'deployment', '-n', FAKES_NAMESPACE, backup.fake]);
   });
 
   it('keeps serving the last good config while the operator is gone, and takes the newer one when it is back', async () => {

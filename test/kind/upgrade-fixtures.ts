@@ -5,7 +5,7 @@
 import { stringify } from 'yaml';
 import { inPatchLayout, LEDGER_LABEL, type LedgerConfigMap, MANIFEST_NAME, readLedger } from '../../operator/src/budgets/ledger-store.ts';
 import type { KindCluster } from './kind-cluster.ts';
-import { APP_NAMESPACE } from './tollgate-fixtures.ts';
+import { APP_NAMESPACE, startInApp } from './tollgate-fixtures.ts';
 import { NAMESPACE } from './tollgate-install.ts';
 
 export interface SteadyResult {
@@ -23,25 +23,10 @@ export interface SteadyCalls {
 
 /** One caller per pod (`client.ts steady`), each sending a call every `intervalMs` as `user`. */
 export function startSteadyCalls(node: KindCluster, pods: string[], user: string, intervalMs: number): SteadyCalls {
-  const callers = pods.map((pod) => {
-    const child = node.kubectlProcess(['exec', '-i', '-n', APP_NAMESPACE, pod, '-c', 'app', '--', 'node', 'test/kind/in-pod/client.ts', 'steady', String(intervalMs), user]);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-    const exited = new Promise<SteadyResult>((resolve, reject) => {
-      child.once('close', (code) => {
-        const line = stdout.trim().split('\n').at(-1);
-        if (code !== 0 || !line) reject(new Error(`steady calls in ${pod} ended with ${code}: ${stderr}${stdout}`));
-        else resolve({ pod, ...(JSON.parse(line) as Omit<SteadyResult, 'pod'>) });
-      });
-    });
-    return { child, exited };
-  });
+  const callers = pods.map((pod) => ({ pod, caller: startInApp<Omit<SteadyResult, 'pod'>>(node, pod, ['steady', String(intervalMs), user]) }));
   return {
-    async stop() {
-      for (const { child } of callers) child.stdin.end();
-      return Promise.all(callers.map((c) => c.exited));
+    stop() {
+      return Promise.all(callers.map(async ({ pod, caller }) => ({ pod, ...(await caller.stop()) })));
     },
   };
 }

@@ -1,9 +1,12 @@
-// The fake OpenAI upstream as a pod of the node test: the same fake the other suites use (test/fakes),
-// listening on the pod IP, with a small control port the test reaches through the API server's service proxy
-// (GET /requests: what the fake received, so the test sees the credential the sidecar attached).
+// A fake LLM upstream as a pod of the node test: the same fakes the other suites use (test/fakes), OpenAI's by
+// default or Anthropic's, listening on the pod IP, with a small control port the test reaches through the API
+// server's service proxy (GET /requests: what the fake received, so the test sees the credential the sidecar
+// attached). On SIGTERM it stops taking connections, lets the answers it is writing finish, then exits: a
+// provider's server going away as a Deployment's pods do.
 //
 //   node test/kind/in-pod/fake-upstream.ts
-//   env: FAKE_API_KEY (required), FAKE_BEHAVIOUR (a FakeBehaviour as JSON), FAKE_PORT, CONTROL_PORT
+//   env: FAKE_API_KEY (required), FAKE_KIND (openai | anthropic), FAKE_BEHAVIOUR (a FakeBehaviour as JSON),
+//        FAKE_PORT, CONTROL_PORT
 
 import { createServer } from 'node:http';
 import { startFakeUpstream, type FakeBehaviour } from '../../fakes/llm-upstream.ts';
@@ -14,8 +17,13 @@ if (!apiKey) {
   process.exit(2);
 }
 const KEEP_REQUESTS = 200;
+const kind = process.env.FAKE_KIND ?? 'openai';
+if (kind !== 'openai' && kind !== 'anthropic') {
+  console.error(`fake-upstream: FAKE_KIND must be openai or anthropic (got ${kind})`);
+  process.exit(2);
+}
 
-const upstream = await startFakeUpstream('openai', { host: '0.0.0.0', port: Number(process.env.FAKE_PORT ?? 8080), expectApiKey: apiKey });
+const upstream = await startFakeUpstream(kind, { host: '0.0.0.0', port: Number(process.env.FAKE_PORT ?? 8080), expectApiKey: apiKey });
 if (process.env.FAKE_BEHAVIOUR) upstream.behave(JSON.parse(process.env.FAKE_BEHAVIOUR) as FakeBehaviour);
 
 const control = createServer((req, res) => {
@@ -40,7 +48,7 @@ setInterval(() => upstream.requests.splice(0, Math.max(0, upstream.requests.leng
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
     control.close();
-    void upstream.close().finally(() => process.exit(0));
+    void upstream.drain().finally(() => process.exit(0));
   });
 }
-console.log(`fake openai upstream on ${upstream.url}, control on :${process.env.CONTROL_PORT ?? 9090}`);
+console.log(`fake ${kind} upstream on ${upstream.url}, control on :${process.env.CONTROL_PORT ?? 9090}`);
