@@ -49,14 +49,18 @@ afterAll(async () => {
   await new Promise((resolve) => upstream?.close(resolve));
 });
 
-/** A streamed call whose caller hangs up at the first bytes; resolves with the call's span id. */
-function hangUp(user: string): Promise<string> {
+/**
+ * A streamed call whose caller hangs up at the first bytes; resolves with the call's span id. Without a user the
+ * caller is known by its address: `from` picks the loopback address it connects from.
+ */
+function hangUp(user: string | null, from?: string): Promise<string> {
   const payload = JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] });
   return new Promise<string>((resolve, reject) => {
     const req = request(`${proxy.url}/proxy/beta/v1/chat/completions`, {
       method: 'POST',
       agent: false,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), 'x-tollgate-user': user },
+      ...(from !== undefined ? { localAddress: from } : {}),
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...(user !== null ? { 'x-tollgate-user': user } : {}) },
     });
     req.once('response', (res) => {
       res.once('data', () => {
@@ -102,5 +106,15 @@ describe('a client that hangs up on many streams at once', () => {
     expect(answer.status).toBe(200);
     await hangUp('alice');
     await waitFor("alice's stream to be read on for", () => openStreams.size === PER_CALLER + 1);
+  });
+
+  it('a caller without a user id is known by its address: another address still gets its calls read on', async () => {
+    const before = openStreams.size;
+    const ids = await Promise.all(Array.from({ length: PER_CALLER + 2 }, () => hangUp(null, '127.0.0.2')));
+    const refusedHere = (span: SpanJson) => ids.includes(span.span_id) && (span.error ?? '').includes('this caller already has 8 calls read on after it left');
+    await waitFor('two of the anonymous calls to stop reading at once', async () => (await spans()).filter(refusedHere).length === 2);
+    await waitFor("the address's 8 streams to be read on", () => openStreams.size === before + PER_CALLER);
+    await hangUp(null, '127.0.0.3');
+    await waitFor("another address's stream to be read on as well", () => openStreams.size === before + PER_CALLER + 1);
   });
 });
