@@ -163,7 +163,9 @@ export class AliasCall<P> {
       }
       const target = order[at++]!;
       if (!(await this.#cooled(target, deadline))) continue;
-      if (previous !== null && this.failed.length > 0) this.#o.onFallback?.(previous, target, this.failed.at(-1)!.reason ?? 'unreachable');
+      // A fallback is counted by why the last target failed; one passed over as unfit for the request is not a failure.
+      const why = this.failed.at(-1)?.reason;
+      if (previous !== null && why !== undefined && why !== null) this.#o.onFallback?.(previous, target, why);
       previous = target;
       attempt++;
       triedThisRound++;
