@@ -169,4 +169,12 @@ describe('AliasCall', () => {
     call.cancel(new ProxyError('client_aborted', 'the caller left'));
     await expect(running).rejects.toMatchObject({ code: 'client_aborted' });
   });
+
+  it('an error that ends the call gives a held failing answer back unread', async () => {
+    const limited = answer(429, { 'retry-after': '1' });
+    const { call } = run((target) => (target.route === 'gamma-direct' ? limited : new ProxyError('invalid_request', 'refused')));
+    await expect(call.run()).rejects.toMatchObject({ code: 'invalid_request' });
+    expect(limited.destroyed()).toBe(true);
+    expect(limited.settled).toEqual(['abandoned']);
+  });
 });

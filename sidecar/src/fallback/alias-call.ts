@@ -137,6 +137,10 @@ export class AliasCall<P> {
     timer.unref();
     try {
       return await this.#attempts(deadline, health);
+    } catch (error) {
+      // Ended by an error: a failing answer still held goes unread, its connection given back.
+      this.#dropHeld();
+      throw error;
     } finally {
       clearTimeout(timer);
     }

@@ -472,6 +472,8 @@ function recordAttempts(g: GatewayCall, call: MeteredCall | null, failed: readon
   if (call === null || failed.length === 0 || (answered === null && failed.length === 1)) return;
   const { config } = g.snapshot;
   for (const attempt of failed) {
+    // The answer relayed may be an earlier attempt's failing one (the provider's own 429): recorded once, below.
+    if (attempt.attempt === answered?.attempt) continue;
     const module = routeCatalog(config).get(attempt.target.route);
     call.recordAttempt({
       attempt: attempt.attempt,
