@@ -11,11 +11,9 @@ import { ProxyError } from '../errors.ts';
 import { CallAbort } from '../upstream/call-abort.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 import { attemptOrder } from './attempt-order.ts';
-import { retryAfterMs } from './retry-after.ts';
+import { coolDownUntil } from '../upstream/retry-after.ts';
 import { TargetHealth } from './target-health.ts';
 
-/** A 429 without Retry-After cools its target down this long. */
-export const DEFAULT_COOL_DOWN_MS = 5_000;
 /** Backoff before a target is tried again in the same call: full jitter over 250 ms × 2^round, at most 8 s. */
 const BACKOFF_BASE_MS = 250;
 const BACKOFF_CAP_MS = 8_000;
@@ -207,7 +205,7 @@ export class AliasCall<P> {
     this.#dropHeld();
     const { upstream } = sent;
     const trigger = statusTrigger(upstream.statusCode);
-    if (trigger === 'rate_limited') health.coolDown(target, this.#now() + (retryAfterMs(upstream.headers, this.#now()) ?? DEFAULT_COOL_DOWN_MS));
+    if (trigger === 'rate_limited') health.coolDown(target, coolDownUntil(upstream.headers, this.#now()));
     const answered: Answered<P> = { attempt, target, plan: sent.plan, upstream, startedAt, startTime };
     if (trigger === null || !definition.fallbackOn.has(trigger) || attempt >= definition.attempts || this.#cancelled !== undefined) return answered;
     this.failed.push({

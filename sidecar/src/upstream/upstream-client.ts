@@ -20,7 +20,7 @@ import { credentialSecrets, scrubBody, scrubHeaders } from './credential-echo.ts
 import { CredentialScrub } from './credential-scrub.ts';
 import { anyAvailable, chooseEndpoint } from './endpoint-chooser.ts';
 import { EndpointPool, type EndpointHealth, type ResolvedEndpoint, type ResolvedRoute } from './endpoint-pool.ts';
-import { retryAfterMs } from '../fallback/retry-after.ts';
+import { coolDownUntil } from './retry-after.ts';
 import { Agent, request, undiciErrors } from './undici-agent.ts';
 import type { CallAbort } from './call-abort.ts';
 
@@ -66,7 +66,6 @@ export interface UpstreamTiming {
 /** Failures of one endpoint that another endpoint of the route may not have: the call goes on to the next. */
 const NEXT_ENDPOINT_ON: ReadonlySet<ProxyErrorCode> = new Set(['upstream_unreachable', 'upstream_timeout', 'credential_unavailable']);
 /** An endpoint that answers 429 without saying how long to wait is left alone this long. */
-const DEFAULT_COOL_DOWN_MS = 5_000;
 /** A next attempt needs at least this much of the route's timeout left (undici takes 0 as no timeout at all). */
 const MIN_ATTEMPT_MS = 50;
 
@@ -236,7 +235,7 @@ export class UpstreamClient {
         continue;
       }
       const status = response.statusCode;
-      if (status === 429) endpoint.load.coolingUntil = Date.now() + (retryAfterMs(response.headers, Date.now()) ?? DEFAULT_COOL_DOWN_MS);
+      if (status === 429) endpoint.load.coolingUntil = coolDownUntil(response.headers, Date.now());
       if ((status !== 429 && status < 500) || !again()) return response;
       // Not relayed: its answer is dropped and the exchange settled (a 5xx was counted against the breaker already).
       response.settle('success');
