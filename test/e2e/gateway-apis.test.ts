@@ -468,7 +468,7 @@ describe.each(CASES)('the Messages API: $name', (c) => {
   it('counts tokens where the provider can, and says so clearly where it cannot', async () => {
     answerText(c, 'unused');
     const request = { model: c.model, messages: [{ role: 'user' as const, content: 'How many tokens is this?' }], system: 'You are terse.' };
-    const counting = c.route === 'gamma-direct' || c.route === 'gamma' || c.route === 'alpha';
+    const counting = c.route === 'gamma-direct' || c.route === 'gamma' || c.route === 'gamma-cloudb' || c.route === 'alpha';
     const counted = await anthropic.messages.countTokens(request).catch((e: unknown) => e);
     if (!counting) {
       expect(counted).toBeInstanceOf(Anthropic.BadRequestError);
@@ -478,6 +478,17 @@ describe.each(CASES)('the Messages API: $name', (c) => {
     // Anthropic counts input, cache reads and writes: 1200 + 500 + 80; Gemini its prompt: 1200 + 500.
     expect(counted).toEqual({ input_tokens: c.format === 'anthropic' ? 1780 : 1700 });
     const seen = lastSeen(c);
+    if (c.route === 'gamma-cloudb') {
+      // Bedrock's CountTokens (the fake checked the signature): the InvokeModel body the request would be, base64.
+      expect(seen.path).toBe('/model/anthropic.claude-sonnet-4-20250514-v1%3A0/count-tokens');
+      const invokeModel = (seen.json.input as { invokeModel: { body: string } }).invokeModel;
+      expect(JSON.parse(Buffer.from(invokeModel.body, 'base64').toString('utf8'))).toEqual({
+        anthropic_version: 'bedrock-2023-05-31',
+        max_tokens: 1,
+        messages: [{ role: 'user', content: 'How many tokens is this?' }],
+        system: 'You are terse.',
+      });
+    }
     if (c.route === 'alpha') {
       expect(seen.path).toBe(`/v1/projects/${PROJECT}/locations/us-central1/publishers/google/models/gemini-2.5-flash:countTokens`);
       expect(seen.json).toEqual({ contents: [{ role: 'user', parts: [{ text: 'How many tokens is this?' }] }], systemInstruction: { parts: [{ text: 'You are terse.' }] } });

@@ -1,7 +1,7 @@
 // Fake Bedrock runtime for Claude: InvokeModel (JSON + token-count headers), InvokeModelWithResponseStream (AWS
 // event stream), Converse (JSON, camelCase usage, no token-count headers) and ConverseStream (event stream whose
 // last member, metadata, holds the usage), behind a SigV4 check. InvokeModel also serves the Titan and Cohere
-// embedding models (llm-embeddings.ts).
+// embedding models (llm-embeddings.ts). CountTokens counts an InvokeModel body (base64) or a Converse request.
 
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import type { MessageHeaders } from '@smithy/eventstream-codec';
@@ -16,7 +16,7 @@ import { verifySigV4 } from './llm-sigv4.ts';
 import { bedrockEmbeddings, isBedrockEmbeddingModel } from './llm-embeddings.ts';
 import type { FakeExchange } from './llm-upstream.ts';
 
-const invokePath = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream|converse|converse-stream)$/;
+const invokePath = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream|converse|converse-stream|count-tokens)$/;
 // Bedrock's original version, and the dated version the current Anthropic SDKs copy into the body.
 const bedrockVersions = new Set(['bedrock-2023-05-31', '2026-10-21']);
 const fakeLatencyMs = 412;
@@ -36,6 +36,7 @@ export async function handleBedrock(x: FakeExchange): Promise<void> {
   const match = x.req.method === 'POST' ? invokePath.exec(x.path) : null;
   if (!match) return sendBedrockError(x.res, 404, `Unknown operation ${x.req.method} ${x.path}`, 'UnknownOperationException');
   const modelId = decodeURIComponent(match[1] ?? '');
+  if (match[2] === 'count-tokens') return countTokens(x, modelId);
   if (match[2] === 'converse' || match[2] === 'converse-stream') return converse(x, modelId, match[2] === 'converse-stream');
   if (match[2] === 'invoke' && isBedrockEmbeddingModel(modelId)) return bedrockEmbeddings(x, modelId);
   const problem = bodyProblem(jsonObject(x.json));
@@ -141,6 +142,39 @@ async function converse(x: FakeExchange, modelId: string, stream: boolean): Prom
   ];
   for (const [type, payload] of members) x.res.write(converseFrame(type, payload));
   x.res.end();
+}
+
+/**
+ * CountTokens: `{input: {invokeModel: {body: <base64 of an InvokeModel body>}}}` or `{input: {converse: {messages, …}}}`,
+ * exactly one of them, for a foundation model (an inference profile is refused, as Bedrock refuses it). Counts as
+ * Anthropic's count_tokens does: input, cache reads and writes.
+ */
+function countTokens(x: FakeExchange, modelId: string): void {
+  const validation = (message: string) => sendBedrockError(x.res, 400, message, 'ValidationException');
+  if (!modelId.startsWith('anthropic.')) return validation("The provided model doesn't support counting tokens.");
+  const input = jsonObject(jsonObject(x.json)?.input);
+  const members = input === null ? [] : Object.keys(input);
+  if (input === null || members.length !== 1) return validation('input must have exactly one member: invokeModel or converse');
+  const problem = input.converse !== undefined ? converseProblem(jsonObject(input.converse)) : invokeBodyProblem(jsonObject(input.invokeModel));
+  if (problem !== undefined) return validation(problem);
+  if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, 'bedrock');
+  const u = anthropicReply(x.behaviour, responseModel(modelId)).usage;
+  x.res.writeHead(200, { 'content-type': 'application/json', 'x-amzn-requestid': crypto.randomUUID() });
+  x.res.end(JSON.stringify({ inputTokens: u.input + u.cacheRead + u.cacheWrite + u.cacheWrite1h }));
+}
+
+/** `invokeModel.body`: base64 (strictly) of a Claude InvokeModel body. */
+function invokeBodyProblem(invokeModel: Record<string, unknown> | null): string | undefined {
+  if (invokeModel === null) return 'input must have exactly one member: invokeModel or converse';
+  const body = invokeModel.body;
+  if (typeof body !== 'string' || body.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(body)) return 'input.invokeModel.body must be base64-encoded';
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(Buffer.from(body, 'base64').toString('utf8'));
+  } catch {
+    return 'input.invokeModel.body is not a JSON document';
+  }
+  return bodyProblem(jsonObject(decoded));
 }
 
 /** One ConverseStream member: the event type in the frame's header, the member itself as the payload. */

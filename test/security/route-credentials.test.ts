@@ -134,6 +134,9 @@ describe("the proxy's AWS identity signs only Bedrock model invocations", () => 
     ['S3 GetObject', 'GET', '/bucket/secret.txt'],
     ["Bedrock's control plane", 'GET', '/foundation-models'],
     ['a model invocation by GET', 'GET', '/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke'],
+    ['a token count by GET', 'GET', '/model/anthropic.claude-3-haiku-20240307-v1%3A0/count-tokens'],
+    ['a path under a token count', 'POST', '/model/anthropic.claude-3-haiku-20240307-v1%3A0/count-tokens/x'],
+    ['an asynchronous invocation', 'POST', '/async-invoke'],
   ])('%s through a bedrock route pointed anywhere is refused before anything is signed or sent', async (_what, method, path) => {
     const res = await postJson(bed, '/_local/api/config', {
       upstreams: { 'gamma-cloudb': { baseUrl: upstreamBase() } },

@@ -218,13 +218,30 @@ describe('signing', () => {
     expect(signatureOf(req)).toBe(expectedSignature({ ...req, method: 'POST' }, secret, 'eu-west-1').signature);
   });
 
+  it('signs CountTokens, which Bedrock does not bill (ADR 0912)', async () => {
+    envCredentials();
+    vi.stubEnv('AWS_SESSION_TOKEN', undefined);
+    const provider = createAwsSigV4Provider({ logger: pino({ level: 'silent' }), env: { AWS_REGION: 'eu-west-1' }, upstream: () => undefined });
+    const req: OutgoingRequest = {
+      method: 'POST',
+      url: new URL('https://bedrock-runtime.eu-west-1.amazonaws.com/model/anthropic.claude-3-haiku-20240307-v1%3A0/count-tokens'),
+      headers: {},
+      body: Buffer.from('{"input":{"invokeModel":{"body":"e30="}}}'),
+    };
+    await provider.apply(req);
+    expect(signatureOf(req)).toBe(expectedSignature(req, secret, 'eu-west-1').signature);
+  });
+
   it.each([
     ['GET', 'https://bedrock-runtime.eu-west-1.amazonaws.com/async-invoke?maxResults=2'],
     ['GET', 'https://bedrock.eu-west-1.amazonaws.com/foundation-models'],
     ['POST', 'https://sts.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15'],
     ['GET', 'https://bedrock-runtime.eu-west-1.amazonaws.com/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke'],
     ['POST', 'https://bedrock-runtime.eu-west-1.amazonaws.com/model/a/b/invoke'],
-  ])('never signs %s %s: only POSTs of a Bedrock model invocation', async (method, url) => {
+    ['GET', 'https://bedrock-runtime.eu-west-1.amazonaws.com/model/anthropic.claude-3-haiku-20240307-v1%3A0/count-tokens'],
+    ['POST', 'https://bedrock-runtime.eu-west-1.amazonaws.com/model/anthropic.claude-3-haiku-20240307-v1%3A0/count-tokens/x'],
+    ['POST', 'https://bedrock.eu-west-1.amazonaws.com/model-invocation-job'],
+  ])('never signs %s %s: only POSTs of a Bedrock model invocation or token count', async (method, url) => {
     envCredentials();
     const provider = createAwsSigV4Provider({ logger: pino({ level: 'silent' }), env: { AWS_REGION: 'eu-west-1' }, upstream: () => undefined });
     const req: OutgoingRequest = { method, url: new URL(url), headers: {}, body: null };

@@ -27,14 +27,14 @@ type CredentialSource = (options?: { forceRefresh?: boolean }) => Promise<AwsCre
 const SIGNING_HEADERS = ['authorization', 'x-amz-date', 'x-amz-security-token', 'x-amz-content-sha256'];
 
 /**
- * What the proxy's AWS identity signs: the Bedrock runtime's model invocations, the calls it meters. Its IAM role
- * may reach far more (IAM, STS, S3, Bedrock's control plane); a path outside this list is never signed, whatever
- * the route (ADR 1007). The signing service (`bedrock`) keeps other services from accepting the signature; the
- * path keeps it to invocations within Bedrock. A base URL's own path prefix (a gateway or private endpoint) may
- * come before it.
+ * What the proxy's AWS identity signs: the Bedrock runtime's model invocations, the calls it meters, and
+ * CountTokens, which Bedrock does not bill (ADR 0912). Its IAM role may reach far more (IAM, STS, S3, Bedrock's
+ * control plane); a path outside this list is never signed, whatever the route (ADR 1007). The signing service
+ * (`bedrock`) keeps other services from accepting the signature; the path keeps it to these operations within
+ * Bedrock. A base URL's own path prefix (a gateway or private endpoint) may come before it.
  */
-export const BEDROCK_INVOCATION_PATH = /^\/model\/[^/]+\/(invoke|invoke-with-response-stream|converse|converse-stream)$/;
-const SIGNABLE_PATH = /\/model\/[^/]+\/(invoke|invoke-with-response-stream|converse|converse-stream)$/;
+export const BEDROCK_SIGNED_PATH = /^\/model\/[^/]+\/(invoke|invoke-with-response-stream|converse|converse-stream|count-tokens)$/;
+const SIGNABLE_PATH = /\/model\/[^/]+\/(invoke|invoke-with-response-stream|converse|converse-stream|count-tokens)$/;
 
 const AWS_ENDPOINT_REGION = /^bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com$/;
 
@@ -189,7 +189,7 @@ export function createAwsSigV4Provider(options: AwsSigV4Options): CredentialProv
 
       req.url.pathname = encodeAwsPath(req.url.pathname);
       if (req.method.toUpperCase() !== 'POST' || !SIGNABLE_PATH.test(req.url.pathname)) {
-        throw new ProxyError('unmetered_endpoint', `${req.method.toUpperCase()} ${req.url.pathname} is not a Bedrock model invocation: the proxy signs only those`);
+        throw new ProxyError('unmetered_endpoint', `${req.method.toUpperCase()} ${req.url.pathname} is not a Bedrock model invocation or token count: the proxy signs only those`);
       }
       // Only host and the x-amz-* headers are signed: anything else may legitimately change between here
       // and the wire (hop-by-hop handling, content-length framing) without breaking the signature.

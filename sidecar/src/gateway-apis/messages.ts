@@ -41,14 +41,16 @@ const TRANSLATED_ANSWER: CallerAnswer = {
   upstreamError: anthropicUpstreamErrorBody,
 };
 
-/** A provider's own token count (Gemini's totalTokens) as Messages' count_tokens answer. */
-const COUNT_ANSWER: CallerAnswer = {
-  json: (document) => ({ input_tokens: tokenCount(document.totalTokens) }),
-  encoder: () => {
-    throw new Error('a token count is not streamed');
-  },
-  upstreamError: anthropicUpstreamErrorBody,
-};
+/** A provider's own token count (Gemini's totalTokens, Bedrock's inputTokens) as Messages' count_tokens answer. */
+function countAnswer(field: string): CallerAnswer {
+  return {
+    json: (document) => ({ input_tokens: tokenCount(document[field]) }),
+    encoder: () => {
+      throw new Error('a token count is not streamed');
+    },
+    upstreamError: anthropicUpstreamErrorBody,
+  };
+}
 
 /** The anthropic-beta flags a caller sent. */
 function betas(call: ApiCall): string[] {
@@ -67,6 +69,8 @@ function nativePlan(call: ApiCall, operation: MessagesOperation): ApiPlan | unde
     { request: call.request, requested: call.target.requested, entry: call.target.entry, upstream: upstreamOf(module, call.config), env: call.env, betas: betas(call) },
     operation,
   );
+  if (plan.tokenCountField !== undefined)
+    return { ...plan, route, provider: module.provider, stream: false, translation: 'count_tokens', answer: countAnswer(plan.tokenCountField) };
   return { ...plan, route, provider: module.provider, stream: call.request.stream === true, translation: 'passthrough', answer: NATIVE_ANSWER };
 }
 
@@ -93,7 +97,7 @@ export const countTokensApi: GatewayApi = {
     if (surface.countTokens === undefined) {
       throw new GatewayError(
         400,
-        `model ${call.target.requested} (provider ${call.target.provider}) cannot count tokens here: only Claude (on the Anthropic API and Vertex AI) and Gemini count a prompt without answering it`,
+        `model ${call.target.requested} (provider ${call.target.provider}) cannot count tokens here: only Claude (on the Anthropic API, Vertex AI and Bedrock) and Gemini count a prompt without answering it`,
         { code: 'unsupported_operation' },
       );
     }
@@ -112,6 +116,6 @@ export const countTokensApi: GatewayApi = {
     } catch (error) {
       throw error instanceof GatewayError ? inCallerTerms(error, { ...translated, names: NAMES }) : error;
     }
-    return { ...plan, route, provider: module.provider, stream: false, translation: 'count_tokens', answer: COUNT_ANSWER };
+    return { ...plan, route, provider: module.provider, stream: false, translation: 'count_tokens', answer: countAnswer(plan.tokenCountField ?? 'totalTokens') };
   },
 };

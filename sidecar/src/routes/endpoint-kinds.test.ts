@@ -61,9 +61,12 @@ describe('what a native call is, per API', () => {
     expect(ollamaEndpoint('POST', '/v1/images/generations')).toBeUndefined();
   });
 
-  it('Bedrock: the four invocations and nothing else', () => {
+  it('Bedrock: the four invocations metered, CountTokens free, nothing else', () => {
     expect(bedrockEndpoint('POST', '/model/m/converse-stream')).toBe('metered');
-    expect(bedrockEndpoint('POST', '/model/m/count-tokens')).toBeUndefined();
+    expect(bedrockEndpoint('POST', '/model/m/count-tokens')).toBe('free');
+    expect(bedrockEndpoint('GET', '/model/m/count-tokens')).toBeUndefined();
+    expect(bedrockEndpoint('POST', '/model/m/count-tokens/x')).toBeUndefined();
+    expect(bedrockEndpoint('POST', '/async-invoke')).toBeUndefined();
     expect(bedrockEndpoint('GET', '/model/m/invoke')).toBeUndefined();
   });
 });

@@ -87,8 +87,14 @@ export function claudeVertexEndpoint(method: string, rest: string): EndpointKind
   return kindOf(CLAUDE_VERTEX_RULES, method, rest);
 }
 
-/** Bedrock's runtime: the model invocations, and nothing else is signed either (ADR 1007). */
-const BEDROCK_RULES: readonly Rule[] = [['POST', /^\/model\/[^/]+\/(invoke|invoke-with-response-stream|converse|converse-stream)$/, 'metered']];
+/**
+ * Bedrock's runtime: the model invocations, and CountTokens, which Bedrock does not bill (ADR 0912); nothing else is
+ * signed either (ADR 1007).
+ */
+const BEDROCK_RULES: readonly Rule[] = [
+  ['POST', /^\/model\/[^/]+\/(invoke|invoke-with-response-stream|converse|converse-stream)$/, 'metered'],
+  ['POST', /^\/model\/[^/]+\/count-tokens$/, 'free'],
+];
 
 export function bedrockEndpoint(method: string, rest: string): EndpointKind | undefined {
   return kindOf(BEDROCK_RULES, method, rest);

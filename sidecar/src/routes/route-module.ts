@@ -91,6 +91,11 @@ export interface V1RoutePlan {
    * Messages events inside AWS's event stream): the stream as the caller's API frames it.
    */
   reframe?: (route: string) => ChatStreamTranslator;
+  /**
+   * A token count whose upstream answers in its own shape: the field of its answer that holds the count (Gemini's
+   * `totalTokens`, Bedrock's `inputTokens`), read into the caller's API.
+   */
+  tokenCountField?: string;
 }
 
 /** What a native surface is asked for: a Messages call, or its token count. */

@@ -1,10 +1,10 @@
 // Format bedrock (route gamma-cloudb): Claude on AWS Bedrock (InvokeModel), SigV4-signed. The body is read whole only to be
 // signed; the model is in the path, which is sent percent-encoded the way AWS SDKs send it. /v1/embeddings reaches
-// Bedrock's Titan and Cohere embedding models through InvokeModel too.
+// Bedrock's Titan and Cohere embedding models through InvokeModel too, and /v1/messages/count_tokens its CountTokens.
 
 import { bedrockEndpoint } from '../endpoint-kinds.ts';
 import type { PriceEntry } from '../../../../contracts/price-entry.ts';
-import { BEDROCK_INVOCATION_PATH, encodeAwsPath } from '../../auth/aws-sigv4.ts';
+import { BEDROCK_SIGNED_PATH, encodeAwsPath } from '../../auth/aws-sigv4.ts';
 import { ProxyError } from '../../errors.ts';
 import { BEDROCK_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { chatToMessages, claudePlan } from '../claude-chat.ts';
@@ -12,10 +12,9 @@ import { claudeModelId, isBedrockClaudeId, type ClaudeIdForm } from '../claude-m
 import { BEDROCK_ERRORS } from '../error-shape.ts';
 import { forwardedAsIs } from '../native-request.ts';
 import { BedrockMessagesStream } from '../../translate/bedrock-messages.ts';
-import { GatewayError } from '../../translate/openai-error.ts';
 import { notAnEmbeddingModel, readEmbeddingsRequest } from '../../translate/openai-embeddings.ts';
 import { bedrockEmbedder } from '../../translate/openai-bedrock-embeddings.ts';
-import { defineFormat, nativePlan } from '../route-module.ts';
+import { defineFormat, nativePlan, type V1RoutePlan } from '../route-module.ts';
 
 export const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
 
@@ -33,14 +32,14 @@ export const bedrock = defineFormat('bedrock', (route) => {
     errors: BEDROCK_ERRORS,
     planNative({ rest, query, body }) {
       const path = encodeAwsPath(rest);
-      const match = BEDROCK_INVOCATION_PATH.exec(path);
+      const match = BEDROCK_SIGNED_PATH.exec(path);
       // Anything else would be forwarded unmetered under the proxy's AWS identity (Bedrock's other runtime APIs).
       if (!match)
         throw new ProxyError(
           'unmetered_endpoint',
-          `${path} is not a Bedrock model invocation (/model/<id>/invoke, invoke-with-response-stream, converse or converse-stream): this route meters and signs only those`,
+          `${path} is not a Bedrock model invocation (/model/<id>/invoke, invoke-with-response-stream, converse or converse-stream) or token count (count-tokens): this route meters and signs only those`,
         );
-      return forwardedAsIs(path + query, body, decodeURIComponent(path.split('/')[2]!), 'chat');
+      return forwardedAsIs(path + query, body, decodeURIComponent(path.split('/')[2]!), match[1] === 'count-tokens' ? 'count_tokens' : 'chat');
     },
     v1: {
       modelId,
@@ -55,11 +54,7 @@ export const bedrock = defineFormat('bedrock', (route) => {
         return claudePlan(translated, { model, path, headers }, BEDROCK_CHAT_RESPONSE);
       },
       messages(call, operation) {
-        if (operation === 'count_tokens') {
-          throw new GatewayError(400, `token counting is not served for Claude on Bedrock (route ${route}): count with the Anthropic API or Vertex AI route`, {
-            code: 'unsupported_operation',
-          });
-        }
+        if (operation === 'count_tokens') return countTokensPlan(modelId(call.requested, call.entry), call.request);
         const model = modelId(call.requested, call.entry);
         const body: Record<string, unknown> = { ...call.request };
         const stream = body.stream === true;
@@ -92,3 +87,28 @@ export const bedrock = defineFormat('bedrock', (route) => {
     },
   };
 });
+
+/**
+ * A Messages token count as Bedrock's CountTokens (ADR 0912): the InvokeModel body the same Messages request would
+ * be, base64 in `input.invokeModel.body`; the answer's `inputTokens` becomes `input_tokens`. CountTokens takes a
+ * foundation-model id, not a cross-region inference profile, so a geography prefix (`us.`, `eu.`, …) is dropped.
+ */
+function countTokensPlan(model: string, request: Record<string, unknown>): V1RoutePlan {
+  const foundation = model.replace(/^[a-z]{2,4}\.(?=anthropic\.)/, '');
+  const body: Record<string, unknown> = { ...request, anthropic_version: request.anthropic_version ?? BEDROCK_ANTHROPIC_VERSION };
+  delete body.model;
+  delete body.stream;
+  // InvokeModel requires max_tokens, which a count does not send; it does not change the input's count. With
+  // thinking, Claude wants it above the thinking budget.
+  if (body.max_tokens === undefined) body.max_tokens = thinkingBudget(request) + 1;
+  const path = encodeAwsPath(`/model/${encodeURIComponent(foundation)}/count-tokens`);
+  const plan = nativePlan(foundation, path, { input: { invokeModel: { body: Buffer.from(JSON.stringify(body)).toString('base64') } } });
+  plan.tokenCountField = 'inputTokens';
+  return plan;
+}
+
+function thinkingBudget(request: Record<string, unknown>): number {
+  const thinking = request.thinking;
+  const budget = typeof thinking === 'object' && thinking !== null ? (thinking as { budget_tokens?: unknown }).budget_tokens : undefined;
+  return typeof budget === 'number' && Number.isSafeInteger(budget) && budget > 0 ? budget : 0;
+}
