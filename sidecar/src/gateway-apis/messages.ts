@@ -69,6 +69,7 @@ function nativePlan(call: ApiCall, operation: MessagesOperation): ApiPlan | unde
     { request: call.request, requested: call.target.requested, entry: call.target.entry, upstream: upstreamOf(module, call.config), env: call.env, betas: betas(call) },
     operation,
   );
+  if (plan === undefined) return undefined;
   if (plan.tokenCountField !== undefined)
     return { ...plan, route, provider: module.provider, stream: false, translation: 'count_tokens', answer: countAnswer(plan.tokenCountField) };
   return { ...plan, route, provider: module.provider, stream: call.request.stream === true, translation: 'passthrough', answer: NATIVE_ANSWER };

@@ -27,7 +27,7 @@ import { relay } from './gateway-relay.ts';
 import { answerClosed, answerFinished, closeConnectionAfter } from './caller-connection.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
 import { sendFailure, sendJson } from './json-answer.ts';
-import { findModel, routeFor, type GatewayPlan, type GatewayTarget } from '../routes/v1-plan.ts';
+import { findModel, v1RouteOf, type GatewayPlan, type GatewayTarget } from '../routes/v1-plan.ts';
 import { routeCatalog, wireFormat } from '../routes/route-catalog.ts';
 import { upstreamOf } from '../routes/upstream-base-url.ts';
 import type { LocalModelCatalog } from '../local/local-models.ts';
@@ -318,7 +318,7 @@ function planFor(g: GatewayCall, target: GatewayTarget): ApiPlan {
 /** The span of a call its route refused to plan (a request that route cannot take): rejected, nothing sent. */
 function refusedPlan(g: GatewayCall, found: GatewayTarget, requested: string, error: unknown): MeteredCall {
   const { config } = g.snapshot;
-  const module = routeCatalog(config).get(g.api.routeOf?.(found, config) ?? found.route ?? routeFor(found.provider, config.gateway) ?? '');
+  const module = routeCatalog(config).get(g.api.routeOf?.(found, config) ?? v1RouteOf(found, config) ?? '');
   const message = error instanceof GatewayError ? `invalid_request: ${error.message}` : error instanceof ProxyError ? `${error.code}: ${error.message}` : String(error);
   const call = g.opts.meter.start({
     provider: found.provider,

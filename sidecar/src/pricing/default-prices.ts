@@ -84,6 +84,11 @@ function embedding(provider: PriceEntry['provider'], model: string, input: numbe
   return { provider, model, input_per_million: input, output_per_million: 0 };
 }
 
+/** A Bedrock model other than Claude, by its Bedrock id, priced in gamma-cloudb's namespace (ADR 0903, 0914). */
+function bedrockModel(model: string, input: number, cached: number, output: number): PriceEntry {
+  return { provider: 'anthropic', model, input_per_million: input, cached_input_per_million: cached, output_per_million: output };
+}
+
 const OPUS_4 = { input: 15, cached: 1.5, write5m: 18.75, write1h: 30, output: 75 };
 const OPUS_4_5 = { input: 5, cached: 0.5, write5m: 6.25, write1h: 10, output: 25 };
 const SONNET_4 = { input: 3, cached: 0.3, write5m: 3.75, write1h: 6, output: 15 };
@@ -174,4 +179,10 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
   embedding('anthropic', 'amazon.titan-embed-text-v1', 0.1),
   embedding('anthropic', 'cohere.embed-english-v3', 0.1),
   embedding('anthropic', 'cohere.embed-multilingual-v3', 0.1),
+  // Amazon Nova on Bedrock, reached on /v1 through Converse (ADR 0914), under provider anthropic as above. Not read
+  // from AWS's own page: the prices several third-party summaries of it agree on (docs/spans-and-pricing.md), cache
+  // reads at a quarter of the input price (75 % off, as they state).
+  bedrockModel('amazon.nova-micro-v1:0', 0.035, 0.00875, 0.14),
+  bedrockModel('amazon.nova-lite-v1:0', 0.06, 0.015, 0.24),
+  bedrockModel('amazon.nova-pro-v1:0', 0.8, 0.2, 3.2),
 ];

@@ -114,6 +114,12 @@ export interface V1EmbeddingsPlan extends V1RoutePlan {
 export interface V1Surface {
   /** The model's id on this route: the caller's when it has the route's form, else the entry's alias of that form. */
   modelId(requested: string, entry: PriceEntry): string;
+  /**
+   * Whether the route serves this model of its provider on /v1; absent: every one. A model the provider's chosen
+   * route does not serve goes to the provider's first /v1 route that does (Bedrock's models other than Claude to
+   * the Bedrock route, ADR 0914).
+   */
+  serves?(entry: PriceEntry): boolean;
   plan(call: V1Call): V1RoutePlan;
   /** Upstream paths of the other /v1 operations this route's upstream serves in OpenAI's format; absent: chat only. */
   passThrough?: Partial<Record<V1PassThroughOperation, string>>;
@@ -124,8 +130,11 @@ export interface V1Surface {
   embeddings?(call: V1Call): V1EmbeddingsPlan;
   /** The upstream serves the Responses API itself (OpenAI): its path; the request passes through. */
   responsesPath?: string;
-  /** The upstream speaks the Messages API (Claude): a Messages request, or its token count, in the route's envelope. */
-  messages?(call: V1Call, operation: MessagesOperation): V1RoutePlan;
+  /**
+   * The upstream speaks the Messages API (Claude): a Messages request, or its token count, in the route's envelope;
+   * undefined for a model of the route that does not (Bedrock's other models: the call goes through the chat pivot).
+   */
+  messages?(call: V1Call, operation: MessagesOperation): V1RoutePlan | undefined;
   /** The upstream counts a prompt's tokens though it does not speak Messages (Gemini): the chat request's count. */
   countTokens?(call: V1Call): V1RoutePlan;
 }

@@ -88,3 +88,32 @@ describe('the upstream request of each route', () => {
     );
   });
 });
+
+describe("Bedrock's models other than Claude (ADR 0914)", () => {
+  it('go to gamma-cloudb through Converse whichever route serves Claude; Claude stays on its route', () => {
+    const nova = plan('amazon.nova-pro-v1:0', {});
+    expect(nova).toMatchObject({ route: 'gamma-cloudb', model: 'amazon.nova-pro-v1:0', path: '/model/amazon.nova-pro-v1%3A0/converse', translation: 'converse' });
+    expect(JSON.parse(nova.body.toString())).toEqual({ messages: [{ role: 'user', content: [{ text: 'Hi' }] }] });
+    expect(plan('claude-sonnet-4', {})).toMatchObject({ route: 'gamma-direct', path: '/v1/messages' });
+    expect(plan('nova-lite', { anthropicRoute: 'gamma' }, { stream: true })).toMatchObject({
+      route: 'gamma-cloudb',
+      model: 'amazon.nova-lite-v1:0',
+      path: '/model/amazon.nova-lite-v1%3A0/converse-stream',
+      headers: { accept: 'application/vnd.amazon.eventstream' },
+    });
+  });
+
+  it('keep an inference profile the caller sent; Claude on gamma-cloudb still goes through InvokeModel', () => {
+    expect(plan('us.amazon.nova-micro-v1:0', {}).path).toBe('/model/us.amazon.nova-micro-v1%3A0/converse');
+    expect(plan('claude-sonnet-4', { anthropicRoute: 'gamma-cloudb' }).path).toBe('/model/anthropic.claude-sonnet-4-20250514-v1%3A0/invoke');
+  });
+
+  it('are refused on a Claude route named for them (an alias target), and have no native Messages surface', () => {
+    const config = defaultRuntimeConfig();
+    const found = findModel(prices, 'amazon.nova-pro-v1:0')!;
+    const target = { ...found, requested: 'amazon.nova-pro-v1:0', route: 'gamma-direct' };
+    expect(() => planGatewayCall({ model: 'amazon.nova-pro-v1:0', ...chat }, target, config, {})).toThrow(/is not served by route gamma-direct/);
+    const call = { request: { ...chat }, requested: 'amazon.nova-pro-v1:0', entry: found.entry, upstream: undefined, env: {} };
+    expect(ROUTE_MODULES['gamma-cloudb'].v1!.messages!(call, 'messages')).toBeUndefined();
+  });
+});

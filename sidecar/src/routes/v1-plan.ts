@@ -62,14 +62,33 @@ export interface GatewayTarget {
   route?: string;
 }
 
+/**
+ * The route a target's /v1 calls take: its own; else its provider's route (the gateway's choice, else the table's
+ * default) when that one serves the model, else the first of the provider's /v1 routes that does (ADR 0914:
+ * Bedrock's models other than Claude go to gamma-cloudb whichever route serves Claude).
+ */
+export function v1RouteOf(target: GatewayTarget, config: RuntimeConfig): string | undefined {
+  if (target.route !== undefined) return target.route;
+  const catalog = routeCatalog(config);
+  const chosen = routeFor(target.provider, config.gateway) ?? catalog.configuredForProvider(target.provider)?.name;
+  const serves = (name: string): boolean => catalog.get(name)?.v1?.serves?.(target.entry) ?? true;
+  if (chosen === undefined || serves(chosen) || !(PROVIDERS as readonly string[]).includes(target.provider)) return chosen;
+  return v1Routes(target.provider as Provider).find(serves) ?? chosen;
+}
+
 /** The route serving a target on /v1, and that route's /v1 surface. Throws GatewayError when there is none. */
 export function v1Surface(target: GatewayTarget, config: RuntimeConfig): { route: string; module: RouteModule; surface: V1Surface } {
-  const catalog = routeCatalog(config);
-  const name = target.route ?? routeFor(target.provider, config.gateway) ?? catalog.configuredForProvider(target.provider)?.name;
-  const module = name === undefined ? undefined : catalog.get(name);
+  const name = v1RouteOf(target, config);
+  const module = name === undefined ? undefined : routeCatalog(config).get(name);
   const surface = module?.v1;
   if (module === undefined || surface === undefined) {
     throw new GatewayError(400, `model ${target.requested} is served by provider ${target.provider}, which the /v1 gateway does not route`, {
+      param: 'model',
+      code: 'model_not_available',
+    });
+  }
+  if (surface.serves?.(target.entry) === false) {
+    throw new GatewayError(400, `model ${target.requested} is not served by route ${module.name}: send it to a route that serves it`, {
       param: 'model',
       code: 'model_not_available',
     });

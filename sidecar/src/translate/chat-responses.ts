@@ -3,10 +3,19 @@
 // caller's events (OpenAI chat SSE by default; the Responses or Messages events for their callers).
 
 import { bedrockHeaderUsage, type ResponseHeaders } from '../usage/bedrock.ts';
-import { anthropicSseChatStream, bedrockChatStream, geminiSseChatStream, openAiSseChatStream, type ChatStreamTranslator, type ChunkEncoder } from './chat-stream.ts';
+import {
+  anthropicSseChatStream,
+  bedrockChatStream,
+  converseChatStream,
+  geminiSseChatStream,
+  openAiSseChatStream,
+  type ChatStreamTranslator,
+  type ChunkEncoder,
+} from './chat-stream.ts';
 import { AnthropicChunkTranslator, fromAnthropicMessage } from './openai-anthropic.ts';
 import type { ChatCompletion, ChunkIdentity } from './openai-chat.ts';
 import { fromOpenAiCompletion, OpenAiChunkReader } from './openai-chunks.ts';
+import { ConverseChunkTranslator, fromConverseResponse } from './openai-converse.ts';
 import { fromGeminiResponse, GeminiChunkTranslator } from './openai-gemini.ts';
 
 export interface ResponseShaping {
@@ -25,7 +34,7 @@ export interface ResponseShaping {
 }
 
 export interface ChatResponseTranslation {
-  readonly name: 'anthropic' | 'gemini' | 'openai';
+  readonly name: 'anthropic' | 'gemini' | 'converse' | 'openai';
   fromJson(document: Record<string, unknown>, shaping: ResponseShaping): ChatCompletion;
   stream(route: string, identity: ChunkIdentity, shaping: ResponseShaping, encoder?: ChunkEncoder): ChatStreamTranslator;
 }
@@ -51,6 +60,20 @@ export const BEDROCK_CHAT_RESPONSE: ChatResponseTranslation = {
   fromJson: (document, s) =>
     fromAnthropicMessage(document, { model: s.model, created: s.created, jsonMode: s.jsonMode, fallbackUsage: bedrockHeaderUsage(s.headers), reasoning: s.reasoning }),
   stream: (route, identity, s, encoder) => bedrockChatStream(route, new AnthropicChunkTranslator(identity, s.jsonMode, s.reasoning), encoder),
+};
+
+/**
+ * Bedrock's models other than Claude (ADR 0914): Converse's JSON, which names no id (Bedrock's request id stands
+ * in), and ConverseStream's members inside AWS's event stream.
+ */
+export const CONVERSE_CHAT_RESPONSE: ChatResponseTranslation = {
+  name: 'converse',
+  fromJson: (document, s) => {
+    const requestId = s.headers['x-amzn-requestid'];
+    const id = typeof requestId === 'string' && requestId !== '' ? `chatcmpl-${requestId}` : `chatcmpl-${s.newToolCallId()}`;
+    return fromConverseResponse(document, { model: s.model, created: s.created, id, singleToolCall: s.singleToolCall });
+  },
+  stream: (route, identity, s, encoder) => converseChatStream(route, new ConverseChunkTranslator(identity, s.singleToolCall), encoder),
 };
 
 /**

@@ -13,6 +13,7 @@
 import { BedrockStreamDecoder } from '../formats/bedrock-stream.ts';
 import { SseDecoder } from '../formats/sse.ts';
 import type { AnthropicChunkTranslator, StreamStep } from './openai-anthropic.ts';
+import type { ConverseChunkTranslator } from './openai-converse.ts';
 import type { GeminiChunkTranslator } from './openai-gemini.ts';
 import type { OpenAiChunkReader } from './openai-chunks.ts';
 import { SSE_DONE, sseData, type ChatChunk } from './openai-chat.ts';
@@ -197,6 +198,33 @@ export function bedrockChatStream(route: string, translator: AnthropicChunkTrans
   return new SseChatStream(
     route,
     bedrockSource,
+    (type, data) => translator.event(type, data),
+    (cut) => translator.end(cut),
+    encoder,
+  );
+}
+
+/** ConverseStream's members, each named by its frame's event type; an exception frame becomes an `error` member. */
+const converseSource: EventSource = (onEvent) => {
+  const decoder = new BedrockStreamDecoder(() => undefined, { onConverse: onEvent });
+  let reported = false;
+  return {
+    push: (chunk) => {
+      decoder.push(chunk);
+      if (decoder.error !== undefined && !reported) {
+        reported = true;
+        onEvent('error', JSON.stringify({ message: decoder.error }));
+      }
+    },
+    end: () => decoder.end(),
+  };
+};
+
+/** Bedrock's models other than Claude (ConverseStream, ADR 0914): Converse's members inside AWS's event stream. */
+export function converseChatStream(route: string, translator: ConverseChunkTranslator, encoder: ChunkEncoder = CHAT_SSE_ENCODER): ChatStreamTranslator {
+  return new SseChatStream(
+    route,
+    converseSource,
     (type, data) => translator.event(type, data),
     (cut) => translator.end(cut),
     encoder,

@@ -3,6 +3,7 @@
 // the body to the path and the body gets Vertex's anthropic_version. /v1 Messages calls take the same way.
 
 import { anthropicEndpoint } from '../endpoint-kinds.ts';
+import { isConverseModel } from '../bedrock-model-ids.ts';
 import type { PriceEntry } from '../../../../contracts/price-entry.ts';
 import type { UpstreamConfig } from '../../../../contracts/runtime-config.ts';
 import { ProxyError } from '../../errors.ts';
@@ -64,6 +65,8 @@ export const anthropicVertex = defineFormat('anthropic-vertex', (route) => {
     planNative: (call: NativeCall) => planNative(route, call),
     v1: {
       modelId,
+      // Bedrock's models other than Claude are reached on the Bedrock route only (ADR 0914).
+      serves: (entry) => !isConverseModel(entry),
       plan(call) {
         const model = modelId(call.requested, call.entry);
         const translated = chatToMessages(call, route, false);

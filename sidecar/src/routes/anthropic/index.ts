@@ -2,6 +2,7 @@
 // On /v1, chat and Responses calls are translated to the Messages API; Messages calls pass through.
 
 import { anthropicEndpoint } from '../endpoint-kinds.ts';
+import { isConverseModel } from '../bedrock-model-ids.ts';
 import { ANTHROPIC_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { chatToMessages, claudePlan } from '../claude-chat.ts';
 import { claudeModelId, isAnthropicApiClaudeId, type ClaudeIdForm } from '../claude-model-ids.ts';
@@ -28,6 +29,8 @@ export const anthropic = defineFormat('anthropic', (route) => {
     },
     v1: {
       modelId,
+      // Bedrock's models other than Claude are reached on the Bedrock route only (ADR 0914).
+      serves: (entry) => !isConverseModel(entry),
       plan(call) {
         const model = modelId(call.requested, call.entry);
         const translated = chatToMessages(call, route, true);

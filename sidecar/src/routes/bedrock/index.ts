@@ -1,4 +1,4 @@
-// Format bedrock (route gamma-cloudb): Claude on AWS Bedrock (InvokeModel), SigV4-signed. The body is read whole only to be
+// Format bedrock (route gamma-cloudb): Claude on AWS Bedrock (InvokeModel), and on /v1 its other models (Converse), SigV4-signed. The body is read whole only to be
 // signed; the model is in the path, which is sent percent-encoded the way AWS SDKs send it. /v1/embeddings reaches
 // Bedrock's Titan and Cohere embedding models through InvokeModel too, and /v1/messages/count_tokens its CountTokens.
 
@@ -9,6 +9,8 @@ import { ProxyError } from '../../errors.ts';
 import { BEDROCK_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { chatToMessages, claudePlan } from '../claude-chat.ts';
 import { claudeModelId, isBedrockClaudeId, type ClaudeIdForm } from '../claude-model-ids.ts';
+import { isConverseModel } from '../bedrock-model-ids.ts';
+import { conversePlan, converseModelId } from './converse.ts';
 import { BEDROCK_ERRORS } from '../error-shape.ts';
 import { forwardedAsIs } from '../native-request.ts';
 import { BedrockMessagesStream } from '../../translate/bedrock-messages.ts';
@@ -25,7 +27,8 @@ const ID_FORM: ClaudeIdForm = { fits: isBedrockClaudeId, canonicalIsApiId: true,
 const STREAM_ACCEPT: Readonly<Record<string, string>> = { accept: 'application/vnd.amazon.eventstream', 'x-amzn-bedrock-accept': 'application/json' };
 
 export const bedrock = defineFormat('bedrock', (route) => {
-  const modelId = (requested: string, entry: PriceEntry): string => claudeModelId(route, ID_FORM, requested, entry);
+  const modelId = (requested: string, entry: PriceEntry): string =>
+    isConverseModel(entry) ? converseModelId(route, requested, entry) : claudeModelId(route, ID_FORM, requested, entry);
   return {
     body: 'read',
     endpoint: bedrockEndpoint,
@@ -45,6 +48,8 @@ export const bedrock = defineFormat('bedrock', (route) => {
       modelId,
       plan(call) {
         const model = modelId(call.requested, call.entry);
+        // Claude speaks Anthropic's format through InvokeModel; every other vendor's model, Converse (ADR 0914).
+        if (isConverseModel(call.entry)) return conversePlan(call, route, model);
         const translated = chatToMessages(call, route, false);
         // The path decides streaming; `model` and `stream` in the body are refused.
         delete translated.body.stream;
@@ -54,6 +59,8 @@ export const bedrock = defineFormat('bedrock', (route) => {
         return claudePlan(translated, { model, path, headers }, BEDROCK_CHAT_RESPONSE);
       },
       messages(call, operation) {
+        // Not Claude: no Messages API upstream; the gateway goes through the chat pivot, and Converse.
+        if (isConverseModel(call.entry)) return undefined;
         if (operation === 'count_tokens') return countTokensPlan(modelId(call.requested, call.entry), call.request);
         const model = modelId(call.requested, call.entry);
         const body: Record<string, unknown> = { ...call.request };
