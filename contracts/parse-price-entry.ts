@@ -4,7 +4,7 @@
 // (`input_per_milion`) cannot silently leave a price at its default.
 
 import { PROVIDERS } from './routes.ts';
-import { MAX_PRICE_PER_MILLION, type PriceEntry } from './price-entry.ts';
+import { MAX_PRICE_PER_MILLION, MAX_USD_PER_UNIT, type PriceEntry } from './price-entry.ts';
 import { PriceEntryError } from './price-entry-error.ts';
 import { isRecord } from './json-record.ts';
 
@@ -18,8 +18,16 @@ const ENTRY_FIELDS = new Set([
   'cached_input_per_million',
   'cache_write_per_million',
   'cache_write_1h_per_million',
+  'image_input_per_million',
+  'image_prices',
+  'audio_per_minute',
+  'characters_per_million',
   'long_context',
 ]);
+const IMAGE_PRICE_FIELDS = new Set(['size', 'quality', 'usd']);
+const MAX_IMAGE_PRICES = 32;
+// The CRD's pattern for a size, so every entrance accepts the same spellings.
+const IMAGE_SIZE = /^([0-9]{2,5}x[0-9]{2,5}|auto)$/;
 const LONG_CONTEXT_FIELDS = new Set(['threshold_tokens', 'input_per_million', 'output_per_million', 'cached_input_per_million']);
 
 function rejectUnknown(value: Record<string, unknown>, known: Set<string>, path: string): void {
@@ -40,6 +48,52 @@ function price(value: unknown, path: string): number {
 
 function optionalPrice(value: unknown, path: string): number | undefined {
   return value === undefined ? undefined : price(value, path);
+}
+
+/** USD per image, per minute of audio or per million characters (ADR 0910). */
+function unitPrice(value: unknown, path: string, unit: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new PriceEntryError(path, 'must be a non-negative number');
+  }
+  if (value > MAX_USD_PER_UNIT) throw new PriceEntryError(path, `must be at most ${MAX_USD_PER_UNIT} USD per ${unit} (got ${value})`);
+  return value;
+}
+
+function parseImagePrices(value: unknown, path: string): NonNullable<PriceEntry['image_prices']> {
+  if (!Array.isArray(value)) throw new PriceEntryError(path, 'must be a list of { size, quality?, usd }');
+  if (value.length > MAX_IMAGE_PRICES) throw new PriceEntryError(path, `must have at most ${MAX_IMAGE_PRICES} entries (got ${value.length})`);
+  const seen = new Set<string>();
+  return value.map((item: unknown, i) => {
+    const at = `${path}[${i}]`;
+    if (!isRecord(item)) throw new PriceEntryError(at, 'must be an object with size, quality (optional) and usd');
+    rejectUnknown(item, IMAGE_PRICE_FIELDS, at);
+    if (typeof item.size !== 'string' || !IMAGE_SIZE.test(item.size)) {
+      throw new PriceEntryError(`${at}.size`, 'must be WIDTHxHEIGHT in pixels (e.g. 1024x1024) or auto');
+    }
+    const image: NonNullable<PriceEntry['image_prices']>[number] = { size: item.size, usd: unitPrice(item.usd, `${at}.usd`, 'image') };
+    if (item.quality !== undefined) {
+      if (typeof item.quality !== 'string' || item.quality.trim() === '' || item.quality.length > 16) {
+        throw new PriceEntryError(`${at}.quality`, 'must be a non-empty string of at most 16 characters (e.g. standard, hd, low, medium, high)');
+      }
+      image.quality = item.quality.trim();
+    }
+    // Two prices for one (size, quality) would leave which one bills to the order of a list.
+    const key = `${image.size}\u0000${image.quality ?? ''}`;
+    if (seen.has(key)) throw new PriceEntryError(at, `repeats the price of size ${image.size}${image.quality !== undefined ? ` quality ${image.quality}` : ''}`);
+    seen.add(key);
+    return image;
+  });
+}
+
+/** The fields of an entry priced per unit other than tokens (images, audio minutes, characters). */
+function parseUnitPrices(value: Record<string, unknown>, path: string, entry: PriceEntry): void {
+  const imageInput = optionalPrice(value.image_input_per_million, `${path}.image_input_per_million`);
+  if (imageInput !== undefined) entry.image_input_per_million = imageInput;
+  if (value.image_prices !== undefined) entry.image_prices = parseImagePrices(value.image_prices, `${path}.image_prices`);
+  if (value.audio_per_minute !== undefined) entry.audio_per_minute = unitPrice(value.audio_per_minute, `${path}.audio_per_minute`, 'minute of audio');
+  if (value.characters_per_million !== undefined) {
+    entry.characters_per_million = unitPrice(value.characters_per_million, `${path}.characters_per_million`, 'million characters');
+  }
 }
 
 function nonEmptyString(value: unknown, path: string): string {
@@ -79,6 +133,7 @@ export function parsePriceEntry(value: unknown, path: string, providers: readonl
   if (write !== undefined) entry.cache_write_per_million = write;
   const write1h = optionalPrice(value.cache_write_1h_per_million, `${path}.cache_write_1h_per_million`);
   if (write1h !== undefined) entry.cache_write_1h_per_million = write1h;
+  parseUnitPrices(value, path, entry);
   if (value.long_context !== undefined) entry.long_context = parseLongContext(value.long_context, `${path}.long_context`);
   return entry;
 }

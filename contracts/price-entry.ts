@@ -9,6 +9,13 @@ import type { CacheSpec } from './generated/runtime-config-types.ts';
 export const MAX_PRICE_PER_MILLION = 100_000;
 
 /**
+ * Highest price accepted for one billed unit other than a million tokens: one image, one minute of audio, a
+ * million characters (USD). List prices are cents; 100 still catches a price typed per thousand images, and keeps
+ * every unit price a safe integer of pico-dollars (ADR 0910).
+ */
+export const MAX_USD_PER_UNIT = 100;
+
+/**
  * USD per million tokens for one model, as the config file, the config API and the ProxyConfig CRD all spell it.
  * The CRD's schema (crds/proxy-config.ts) is the one source: this is its generated type (written into
  * contracts/generated/, so contracts/ imports nothing outside itself, ADR 1204), and a field added there

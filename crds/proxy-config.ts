@@ -5,7 +5,7 @@
 // Every string and list is bounded (maxLength, maxItems): the API server estimates the worst-case cost of
 // each CEL rule from those bounds and refuses the CRD when it is unbounded or too expensive.
 
-import { MAX_PRICE_PER_MILLION } from '../contracts/price-entry.ts';
+import { MAX_PRICE_PER_MILLION, MAX_USD_PER_UNIT } from '../contracts/price-entry.ts';
 import { PROVIDERS, ROUTE_FORMAT_NAMES, ROUTE_FORMATS, ROUTE_NAMES, ROUTES, type RouteName } from '../contracts/routes.ts';
 import { BUILT_IN_CREDENTIALS, CREDENTIAL_KIND_NAMES, CREDENTIAL_KINDS, type BuiltInCredential } from '../contracts/credential-kinds.ts';
 import type { CrdSource, SchemaNode, ValidationRule } from './crd-schema.ts';
@@ -19,6 +19,7 @@ const SECRET_KEY = '^[-._a-zA-Z0-9]+$';
 const MODEL_ID = '^[A-Za-z0-9][A-Za-z0-9._:@/+-]*$';
 const SHORT_NAME = '^[a-z0-9][a-z0-9-]{0,62}$';
 const GCP_PROJECT = '^[a-z0-9][a-z0-9.:-]{0,127}$';
+const IMAGE_SIZE = '^([0-9]{2,5}x[0-9]{2,5}|auto)$';
 
 /** Upper bound of a price, USD per million tokens: the same bound the sidecar's own validator applies. */
 const MAX_PRICE = MAX_PRICE_PER_MILLION;
@@ -28,11 +29,35 @@ function price(description: string): SchemaNode {
   return { type: 'number', description, minimum: 0, maximum: MAX_PRICE };
 }
 
+/** A price per billed unit that is not a million tokens (an image, a minute of audio, a million characters). */
+function unitPrice(description: string): SchemaNode {
+  return { type: 'number', description, minimum: 0, maximum: MAX_USD_PER_UNIT };
+}
+
+/** Per-image prices (ADR 0910): an exact (size, quality) entry wins over one of the same size without quality. */
+const imagePrices: SchemaNode = {
+  type: 'array',
+  description: 'USD per generated image by size and quality (dall-e-3, dall-e-2). An entry without quality matches any quality of its size.',
+  maxItems: 32,
+  items: {
+    type: 'object',
+    tsType: 'ImagePriceSpec',
+    description: 'USD per generated image of one size (and quality).',
+    required: ['size', 'usd'],
+    properties: {
+      size: { type: 'string', description: 'Image size as the request names it, e.g. 1024x1024, or auto.', maxLength: 11, pattern: IMAGE_SIZE },
+      quality: { type: 'string', description: 'Quality as the request names it, e.g. standard, hd, low, medium, high.', minLength: 1, maxLength: 16 },
+      usd: unitPrice('USD per image.'),
+    },
+  },
+};
+
 /** One price entry; its type is generated into contracts/ as well, where the config validator and the engine share it. */
 export const PRICE_ENTRY_SCHEMA: SchemaNode = {
   type: 'object',
   tsType: 'PriceModelSpec',
-  description: 'USD per million tokens for one model. Merged over the built-in price table by (provider, model).',
+  description:
+    'Prices for one model: USD per million tokens, and per image, minute of audio or million characters for the models billed so. Merged over the built-in price table by (provider, model).',
   required: ['provider', 'model', 'input_per_million', 'output_per_million'],
   properties: {
     provider: {
@@ -64,6 +89,10 @@ export const PRICE_ENTRY_SCHEMA: SchemaNode = {
     cached_input_per_million: price("Price of cached-read input tokens; when absent, the input price times the provider's cached_multiplier."),
     cache_write_per_million: price('Price of cache writes (Anthropic 5-minute writes); when absent, the input price.'),
     cache_write_1h_per_million: price('Price of 1-hour cache writes (Anthropic); when absent, cache_write_per_million.'),
+    image_input_per_million: price('Price of image input tokens (gpt-image-*); when absent, the input price.'),
+    image_prices: imagePrices,
+    audio_per_minute: unitPrice('USD per minute of input audio, billed per second (whisper-1).'),
+    characters_per_million: unitPrice('USD per million input characters (tts-1, tts-1-hd).'),
     long_context: {
       type: 'object',
       tsType: 'LongContextPriceSpec',

@@ -265,6 +265,7 @@ function startMetering(call: ProxyCall, plan: UpstreamRequestPlan, unmetered = f
     requestId: request.id,
     trace: call.trace,
     ...(unmetered ? { unmetered: true } : {}),
+    ...(plan.units !== undefined ? { units: plan.units } : {}),
   });
 }
 

@@ -90,3 +90,31 @@ describe('a call whose metering goes wrong is recorded, never thrown', () => {
     expect(m.stats()).toEqual({ meteringErrors: 0, implausibleUsage: 0 });
   });
 });
+
+describe("a call's billed units from its request (ADR 0910)", () => {
+  it("merges the request's size and quality under the answer's image count, and records the units on the span", () => {
+    const { meter: m } = meter();
+    const call = m.start({ ...start, model: 'dall-e-3', trace: startSpanContext(undefined, undefined), units: { imageSize: '1024x1792', imageQuality: 'hd' } });
+    const span = call.finish({ prices, usage: usage({ units: { images: 2 } }), status: 'ok', statusCode: 200 });
+    // 2 × 0.12 (hd 1024x1792)
+    expect(span).toMatchObject({ images: 2, costUsd: 0.24, priced: true, audioSeconds: 0, characters: 0 });
+  });
+
+  it('bills an answer without usage by the request alone once it succeeded, and not a failed one', () => {
+    const { meter: m } = meter();
+    const tts = new PriceTable([{ provider: 'openai', model: 'tts-1', input_per_million: 0, output_per_million: 0, characters_per_million: 15 }], { ...DEFAULT_CACHE_SETTINGS });
+    const speech = { ...start, model: 'tts-1', units: { characters: 1234 } };
+    // 1234 × 15 / 10⁶ = 0.01851
+    const ok = m.start({ ...speech, trace: startSpanContext(undefined, undefined) }).finish({ prices: tts, usage: null, status: 'ok', statusCode: 200 });
+    expect(ok).toMatchObject({ characters: 1234, costUsd: 0.01851, priced: true });
+    const failed = m.start({ ...speech, trace: startSpanContext(undefined, undefined) }).finish({ prices: tts, usage: null, status: 'upstream_error', statusCode: 400 });
+    expect(failed).toMatchObject({ characters: 0, costUsd: 0 });
+  });
+
+  it('an image size without a price is logged as unpriced, naming the size and quality', () => {
+    const { meter: m, lines } = meter();
+    const call = m.start({ ...start, model: 'dall-e-3', trace: startSpanContext(undefined, undefined), units: { imageSize: '512x512', imageQuality: 'standard' } });
+    expect(call.finish({ prices, usage: usage({ units: { images: 1 } }), status: 'ok', statusCode: 200 })).toMatchObject({ images: 1, costUsd: 0, priced: false });
+    expect(lines.find((l) => l.msg === 'llm call')).toMatchObject({ pricing: 'dall-e-3 has no price for images of size 512x512 and quality standard: cost recorded as 0' });
+  });
+});

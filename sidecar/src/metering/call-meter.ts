@@ -8,7 +8,7 @@ import type { Span, SpanStatus } from '../spans/span.ts';
 import type { SpanWriter } from '../spans/span-writer.ts';
 import { newSpanId, type TraceContext } from '../spans/trace-context.ts';
 import { implausibleUsage } from '../usage/usage-bounds.ts';
-import type { TokenUsage } from '../usage/usage.ts';
+import type { BilledUnits, TokenUsage } from '../usage/usage.ts';
 import type { UpstreamTiming } from '../upstream/upstream-client.ts';
 
 export interface CallStart {
@@ -25,6 +25,8 @@ export interface CallStart {
   alias?: string | undefined;
   /** Forwarded on a path its format cannot meter, the route allowing it (routes/endpoint-kinds.ts). */
   unmetered?: boolean | undefined;
+  /** Billed units only the request knows (an image's size and quality, a speech input's characters; ADR 0910). */
+  units?: BilledUnits | undefined;
 }
 
 /** Where a call finally went: the alias target that answered (or failed last). */
@@ -202,6 +204,9 @@ export class MeteredCall implements CallTimings {
       cachedTokens: 0,
       cacheWriteTokens: 0,
       reasoningTokens: 0,
+      images: 0,
+      audioSeconds: 0,
+      characters: 0,
       costUsd: 0,
       priced: false,
       usageEstimated: false,
@@ -280,7 +285,7 @@ export class MeteredCall implements CallTimings {
     this.#release = null;
     release?.();
     const problems: string[] = [];
-    const usage = this.#plausible(end.usage, problems);
+    const usage = this.#plausible(withRequestUnits(end, this.call.units), problems);
     const cost = this.#cost(end, usage);
     if (cost.failure !== undefined) problems.push(`metering_failed: ${cost.failure}`);
     const span = this.#span(end, usage, cost, problems);
@@ -288,7 +293,8 @@ export class MeteredCall implements CallTimings {
     this.#writer.record(span);
     // Charged what the span says it cost, whatever its status: an aborted stream still cost what it used.
     if (span.userId !== null && span.costUsd > 0) this.#spend?.charge(span.userId, span.costUsd, Date.now());
-    logCall(this.#logger, span, usage !== null && !cost.priced && cost.failure === undefined, this.#upstream.endpoint);
+    const unpriced = usage !== null && !cost.priced && cost.failure === undefined;
+    logCall(this.#logger, span, unpriced ? (cost.problem ?? `no price for ${span.provider} model ${span.model}`) : null, this.#upstream.endpoint);
     this.#notify(span, cost.model ?? null);
     return span;
   }
@@ -312,6 +318,7 @@ export class MeteredCall implements CallTimings {
     const error = problems.length === 0 ? cause || null : [cause, ...problems].filter((text) => text).join('; ') || null;
     // A call whose usage could not be metered is not a clean record, whatever the caller received.
     const status = cutByShutdown || (problems.length > 0 && end.status === 'ok') ? 'error' : end.status;
+    const units = unitCounts(usage);
     return {
       spanId: call.trace.spanId,
       traceId: call.trace.traceId,
@@ -332,6 +339,9 @@ export class MeteredCall implements CallTimings {
       cachedTokens: usage?.cacheReadTokens ?? 0,
       cacheWriteTokens: usage?.cacheWriteTokens ?? 0,
       reasoningTokens: usage?.reasoningTokens ?? 0,
+      images: units.images,
+      audioSeconds: units.audioSeconds,
+      characters: units.characters,
       costUsd: cost.costUsd,
       priced: cost.priced,
       usageEstimated: usage !== null && end.usageEstimated === true,
@@ -358,7 +368,7 @@ export class MeteredCall implements CallTimings {
     }
   }
 
-  #cost(end: CallEnd, usage: TokenUsage | null): { costUsd: number; priced: boolean; failure?: string; model?: string | undefined } {
+  #cost(end: CallEnd, usage: TokenUsage | null): { costUsd: number; priced: boolean; failure?: string; model?: string | undefined; problem?: string } {
     const { call } = this;
     const provider = call.provider;
     if (provider === 'unknown') return { costUsd: 0, priced: false };
@@ -393,8 +403,26 @@ export class MeteredCall implements CallTimings {
   }
 }
 
-/** The `llm call` line, one per call; `unpriced` adds why its cost is 0, `endpoint` which of its route's endpoints answered (ADR 0008). */
-function logCall(logger: Logger, span: Span, unpriced: boolean, endpoint: string | undefined): void {
+/** The span's counts of billed units other than tokens (ADR 0910), 0 for those the call did not bill. */
+function unitCounts(usage: TokenUsage | null): { images: number; audioSeconds: number; characters: number } {
+  const units = usage?.units;
+  return { images: units?.images ?? 0, audioSeconds: units?.audioSeconds ?? 0, characters: units?.characters ?? 0 };
+}
+
+/**
+ * The usage with the request's billed units merged under the answer's (ADR 0910): what the answer says wins (a
+ * GPT image answer names its size). An answer without usage (speech is audio bytes) that succeeded is billed
+ * the request's units alone.
+ */
+function withRequestUnits(end: CallEnd, units: BilledUnits | undefined): TokenUsage | null {
+  if (units === undefined) return end.usage;
+  if (end.usage !== null) return { ...end.usage, units: { ...units, ...end.usage.units } };
+  if (end.statusCode === null || end.statusCode < 200 || end.statusCode > 299) return null;
+  return { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, totalTokens: 0, units: { ...units } };
+}
+
+/** The `llm call` line, one per call; `unpriced` says why its cost is 0, `endpoint` which of its route's endpoints answered (ADR 0008). */
+function logCall(logger: Logger, span: Span, unpriced: string | null, endpoint: string | undefined): void {
   const level = span.status === 'ok' ? 'info' : 'warn';
   logger[level](
     {
@@ -419,7 +447,7 @@ function logCall(logger: Logger, span: Span, unpriced: boolean, endpoint: string
       ...(span.unmetered ? { unmetered: 'forwarded on a path its route cannot meter; usage and cost are not the bill' } : {}),
       latency_ms: span.durationMs,
       ...(span.error ? { error: span.error } : {}),
-      ...(unpriced ? { pricing: `no price for ${span.provider} model ${span.model}: cost recorded as 0` } : {}),
+      ...(unpriced !== null ? { pricing: `${unpriced}: cost recorded as 0` } : {}),
     },
     'llm call',
   );

@@ -35,7 +35,7 @@ interface Rates {
 }
 
 /** The rates that apply to one request: the long-context tier applies to the whole request past its threshold. */
-export function ratesFor(entry: PriceEntry, promptTokens: number, cache: CacheSettings): Rates {
+function ratesFor(entry: PriceEntry, promptTokens: number, cache: CacheSettings): Rates {
   const tier = entry.long_context !== undefined && promptTokens > entry.long_context.threshold_tokens ? entry.long_context : undefined;
   const input = tier?.input_per_million ?? entry.input_per_million;
   const output = tier?.output_per_million ?? entry.output_per_million;
@@ -59,11 +59,17 @@ function geminiPico(usage: TokenUsage, rates: Rates): bigint {
   return (input - cached) * rates.input + cached * rates.cachedRead + tokens(usage.outputTokens) * rates.output;
 }
 
-/** OpenAI: (prompt − cached) × input + cached × cached price + completion (reasoning included) × output. */
-function openAiPico(usage: TokenUsage, rates: Rates): bigint {
+/**
+ * OpenAI: (prompt − cached − image input) × input + cached × cached price + image input × image input price
+ * + completion (reasoning included) × output. Image input tokens (gpt-image-*) are 0 on every other call.
+ */
+function openAiPico(usage: TokenUsage, rates: Rates, entry: PriceEntry): bigint {
   const prompt = tokens(usage.inputTokens);
   const cached = tokens(Math.min(usage.cacheReadTokens, usage.inputTokens));
-  return (prompt - cached) * rates.input + cached * rates.cachedRead + tokens(usage.outputTokens) * rates.output;
+  let images = tokens(usage.units?.imageInputTokens ?? 0);
+  if (images > prompt - cached) images = prompt - cached;
+  const imageRate = entry.image_input_per_million !== undefined ? picoPerToken(entry.image_input_per_million) : rates.input;
+  return (prompt - cached - images) * rates.input + images * imageRate + cached * rates.cachedRead + tokens(usage.outputTokens) * rates.output;
 }
 
 /**
@@ -86,7 +92,7 @@ const BUILT_IN_FORMULA: Readonly<Record<string, WireFormat | 'free'>> = { google
  * Cost in pico-dollars of one call priced by `entry`. `wire` is the usage format of a configured route's
  * provider (its cached and cache-write tokens are counted as that format counts them); default openai.
  */
-export function costPico(provider: string, entry: PriceEntry, usage: TokenUsage, cache: CacheSettings, wire?: WireFormat): bigint {
+function costPico(provider: string, entry: PriceEntry, usage: TokenUsage, cache: CacheSettings, wire?: WireFormat): bigint {
   const formula = BUILT_IN_FORMULA[provider] ?? wire ?? 'openai';
   if (formula === 'free') return 0n;
   const rates = ratesFor(entry, usage.inputTokens, cache);
@@ -94,7 +100,7 @@ export function costPico(provider: string, entry: PriceEntry, usage: TokenUsage,
     case 'gemini':
       return geminiPico(usage, rates);
     case 'openai':
-      return openAiPico(usage, rates);
+      return openAiPico(usage, rates, entry);
     case 'anthropic':
     case 'bedrock':
       return anthropicPico(usage, rates);
@@ -102,10 +108,58 @@ export function costPico(provider: string, entry: PriceEntry, usage: TokenUsage,
 }
 
 /** Pico-dollars to USD, rounded half up to 10⁻¹⁰ USD. */
-export function picoToUsd(pico: bigint): number {
+function picoToUsd(pico: bigint): number {
   return Number((pico + 50n) / 100n) / 1e10;
 }
 
-export function costUsd(provider: string, entry: PriceEntry, usage: TokenUsage, cache: CacheSettings, wire?: WireFormat): number {
-  return picoToUsd(costPico(provider, entry, usage, cache, wire));
+/** Pico-dollars for a price in USD per one unit (an image, a minute, a million characters), bounded by MAX_USD_PER_UNIT. */
+function picoPerUnit(usd: number): bigint {
+  const pico = Math.round(usd * 1e12);
+  if (!Number.isSafeInteger(pico) || pico < 0) throw new RangeError(`unit price of ${usd} USD is outside the range costs are computed in`);
+  return BigInt(pico);
+}
+
+/** The image price of `entry` for a size and quality: an exact (size, quality) entry wins over a size-only one. */
+function imagePrice(entry: PriceEntry, size: string, quality: string | undefined): number | undefined {
+  const prices = entry.image_prices ?? [];
+  const sized = prices.filter((price) => price.size === size);
+  return (sized.find((price) => quality !== undefined && price.quality === quality) ?? sized.find((price) => price.quality === undefined))?.usd;
+}
+
+/**
+ * The non-token part of a call's cost (ADR 0910): images × their size and quality's price, seconds of audio ×
+ * the price per minute / 60, characters × the price per million / 10⁶, in pico-dollars; or why it has no price.
+ * A unit the entry has no price field for is billed through the call's tokens (gpt-image-* bill tokens while
+ * the span still counts their images); with no tokens either, nothing would bill it, so the call is unpriced.
+ */
+function unitsPico(entry: PriceEntry, usage: TokenUsage): bigint | { problem: string } {
+  const units = usage.units;
+  if (units === undefined) return 0n;
+  const hasTokens = usage.inputTokens > 0 || usage.outputTokens > 0;
+  const unpriced = (what: string) => ({ problem: `${entry.model} has no price for ${what}` });
+  let pico = 0n;
+  const images = tokens(units.images ?? 0);
+  if (images > 0n && (entry.image_prices !== undefined || !hasTokens)) {
+    const size = units.imageSize ?? 'auto';
+    const usd = imagePrice(entry, size, units.imageQuality);
+    if (usd === undefined) return unpriced(`images of size ${size} and quality ${units.imageQuality ?? '(none)'}`);
+    pico += images * picoPerUnit(usd);
+  }
+  // Milliseconds, so a fractional duration is billed exactly; divided once, rounded half up to a pico-dollar.
+  const ms = tokens(Math.round((units.audioSeconds ?? 0) * 1000));
+  if (ms > 0n && entry.audio_per_minute !== undefined) pico += (ms * picoPerUnit(entry.audio_per_minute) + 30_000n) / 60_000n;
+  else if (ms > 0n && !hasTokens) return unpriced(`audio (audio_per_minute)`);
+  const characters = tokens(units.characters ?? 0);
+  if (characters > 0n && entry.characters_per_million !== undefined) pico += characters * picoPerToken(entry.characters_per_million);
+  else if (characters > 0n && !hasTokens) return unpriced(`characters (characters_per_million)`);
+  return pico;
+}
+
+/** A call's cost in USD, tokens and billed units together; or why it has no price (it is then recorded unpriced). */
+export function costUsd(provider: string, entry: PriceEntry, usage: TokenUsage, cache: CacheSettings, wire?: WireFormat): { usd: number } | { problem: string } {
+  const token = costPico(provider, entry, usage, cache, wire);
+  if (BUILT_IN_FORMULA[provider] === 'free') return { usd: 0 };
+  const units = unitsPico(entry, usage);
+  if (typeof units !== 'bigint') return units;
+  return { usd: picoToUsd(token + units) };
 }

@@ -84,6 +84,22 @@ function embedding(provider: PriceEntry['provider'], model: string, input: numbe
   return { provider, model, input_per_million: input, output_per_million: 0 };
 }
 
+/**
+ * An image model billed per image by size and quality (dall-e-*): no tokens to price, so its token prices are 0
+ * (ADR 0910). `sizes`: size → USD per image, per quality (`any` for a size-only price).
+ */
+function perImage(model: string, sizes: Record<string, Record<string, number>>): PriceEntry {
+  const image_prices = Object.entries(sizes).flatMap(([size, byQuality]) =>
+    Object.entries(byQuality).map(([quality, usd]) => (quality === 'any' ? { size, usd } : { size, quality, usd })),
+  );
+  return { provider: 'openai', model, input_per_million: 0, output_per_million: 0, image_prices };
+}
+
+/** A GPT image model: text input, image input and image output tokens, each at its own price (ADR 0910). */
+function gptImage(model: string, textInput: number, imageInput: number, output: number): PriceEntry {
+  return { provider: 'openai', model, input_per_million: textInput, image_input_per_million: imageInput, output_per_million: output };
+}
+
 /** A Bedrock model other than Claude, by its Bedrock id, priced in gamma-cloudb's namespace (ADR 0903, 0914). */
 function bedrockModel(model: string, input: number, cached: number, output: number): PriceEntry {
   return { provider: 'anthropic', model, input_per_million: input, cached_input_per_million: cached, output_per_million: output };
@@ -147,6 +163,19 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
   embedding('openai', 'text-embedding-3-small', 0.02),
   embedding('openai', 'text-embedding-3-large', 0.13),
   embedding('openai', 'text-embedding-ada-002', 0.1),
+  // Moderation: "All OpenAI moderation models and endpoints are free of charge" (ADR 0912). Priced at 0, so a
+  // /v1/moderations call is found by its model and recorded as priced, not unpriced.
+  { provider: 'openai', model: 'omni-moderation-latest', aliases: ['omni-moderation-2024-09-26'], input_per_million: 0, output_per_million: 0 },
+  { provider: 'openai', model: 'text-moderation-latest', aliases: ['text-moderation-stable', 'text-moderation-007'], input_per_million: 0, output_per_million: 0 },
+  // Images (developers.openai.com/api/docs/pricing, image generation): GPT image models by tokens, DALL·E per image.
+  gptImage('gpt-image-1', 5, 10, 40),
+  gptImage('gpt-image-1-mini', 2, 2.5, 8),
+  perImage('dall-e-3', {
+    '1024x1024': { standard: 0.04, hd: 0.08 },
+    '1024x1792': { standard: 0.08, hd: 0.12 },
+    '1792x1024': { standard: 0.08, hd: 0.12 },
+  }),
+  perImage('dall-e-2', { '256x256': { any: 0.016 }, '512x512': { any: 0.018 }, '1024x1024': { any: 0.02 } }),
 
   // Anthropic: platform.claude.com/docs/en/about-claude/pricing and each model's overview page.
   claude('claude-opus-4', '20250514', OPUS_4, ['claude-opus-4-0', 'claude-4-opus']),

@@ -171,6 +171,27 @@ describe('parsePriceEntry', () => {
         { ...good, long_context: { threshold_tokens: 1000, input_per_million: 1, output_per_million: 1e6 } },
         'pricing.models[2].long_context.output_per_million must be at most 100000 USD per million tokens (got 1000000)',
       ],
+      [{ ...good, image_prices: [{ size: '1024', usd: 0.04 }] }, 'pricing.models[2].image_prices[0].size must be WIDTHxHEIGHT in pixels (e.g. 1024x1024) or auto'],
+      [{ ...good, image_prices: [{ size: 'auto', usd: 101 }] }, 'pricing.models[2].image_prices[0].usd must be at most 100 USD per image (got 101)'],
+      [
+        { ...good, image_prices: [{ size: '1024x1024', quality: 'ultra-super-high-def', usd: 1 }] },
+        'pricing.models[2].image_prices[0].quality must be a non-empty string of at most 16 characters (e.g. standard, hd, low, medium, high)',
+      ],
+      [{ ...good, image_prices: [{ size: '1024x1024', price: 1 }] }, 'pricing.models[2].image_prices[0].price is not a known field (known: size, quality, usd)'],
+      [
+        {
+          ...good,
+          image_prices: [
+            { size: '1024x1024', quality: 'hd', usd: 0.08 },
+            { size: '1024x1024', quality: 'hd', usd: 0.12 },
+          ],
+        },
+        'pricing.models[2].image_prices[1] repeats the price of size 1024x1024 quality hd',
+      ],
+      [{ ...good, image_prices: { size: '1024x1024', usd: 1 } }, 'pricing.models[2].image_prices must be a list of { size, quality?, usd }'],
+      [{ ...good, audio_per_minute: -0.006 }, 'pricing.models[2].audio_per_minute must be a non-negative number'],
+      [{ ...good, characters_per_million: 150 }, 'pricing.models[2].characters_per_million must be at most 100 USD per million characters (got 150)'],
+      [{ ...good, image_input_per_million: 'ten' }, 'pricing.models[2].image_input_per_million must be a non-negative number'],
     ];
     for (const [value, message] of cases) {
       let thrown: unknown;
@@ -182,6 +203,26 @@ describe('parsePriceEntry', () => {
       expect(thrown, message).toBeInstanceOf(PriceEntryError);
       expect((thrown as Error).message).toBe(message);
     }
+  });
+
+  it('accepts prices per image, per minute of audio and per million characters', () => {
+    const units = {
+      image_input_per_million: 10,
+      image_prices: [
+        { size: '1024x1024', quality: ' hd ', usd: 0.08 },
+        { size: 'auto', usd: 0.04 },
+      ],
+      audio_per_minute: 0.006,
+      characters_per_million: 15,
+    };
+    expect(parsePriceEntry({ ...good, ...units }, 'pricing.models[0]')).toEqual({
+      ...good,
+      ...units,
+      image_prices: [
+        { size: '1024x1024', quality: 'hd', usd: 0.08 },
+        { size: 'auto', usd: 0.04 },
+      ],
+    });
   });
 
   it('rejects unknown fields, so a typo cannot leave a price unset', () => {

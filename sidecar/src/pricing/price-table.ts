@@ -26,6 +26,7 @@ function copyEntry(entry: PriceEntry): PriceEntry {
   const copy: PriceEntry = { ...entry };
   if (entry.aliases) copy.aliases = [...entry.aliases];
   if (entry.long_context) copy.long_context = { ...entry.long_context };
+  if (entry.image_prices) copy.image_prices = entry.image_prices.map((image) => ({ ...image }));
   return copy;
 }
 
@@ -118,13 +119,18 @@ export class PriceTable {
   }
 
   /** Cost of one call. Provider `local` is free and counts as priced; an unknown model costs 0, unpriced. */
-  /** `model` is the entry's canonical id when one priced the call (the metrics' bounded model label). */
-  cost(provider: string, model: string, usage: TokenUsage): { costUsd: number; priced: boolean; model?: string } {
+  /**
+   * `model` is the entry's canonical id when one priced the call (the metrics' bounded model label); `problem`
+   * says why a model with an entry is still unpriced (an image size it has no price for, ADR 0910).
+   */
+  cost(provider: string, model: string, usage: TokenUsage): { costUsd: number; priced: boolean; model?: string; problem?: string } {
     if (provider === 'local') return { costUsd: 0, priced: true };
     const entry = this.resolve(provider, model);
     if (entry === undefined) return { costUsd: 0, priced: false };
     const cache = this.#cache[provider as Provider] ?? DEFAULT_CACHE_SETTINGS[provider as Provider] ?? NO_CACHE_DISCOUNT;
-    return { costUsd: costUsd(provider, entry, usage, cache, this.#wire.get(provider)), priced: true, model: entry.model };
+    const cost = costUsd(provider, entry, usage, cache, this.#wire.get(provider));
+    if ('problem' in cost) return { costUsd: 0, priced: false, model: entry.model, problem: cost.problem };
+    return { costUsd: cost.usd, priced: true, model: entry.model };
   }
 
   /** Enabled entries, for GET /v1/models. */

@@ -8,6 +8,7 @@ import type { EndpointKind } from './endpoint-kinds.ts';
 import type { RouteFormat, RouteSpec } from '../../../contracts/routes.ts';
 import type { CredentialDefinition } from '../../../contracts/credential-kinds.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
+import type { BilledUnits } from '../usage/usage.ts';
 import type { RuntimeConfig, UpstreamConfig } from '../../../contracts/runtime-config.ts';
 import type { ChatExtensions } from '../translate/chat-extensions.ts';
 import type { ChatResponseTranslation } from '../translate/chat-responses.ts';
@@ -51,6 +52,8 @@ export interface UpstreamRequestPlan {
   storedObjects?: string;
   /** Why this call on a metered path cannot be metered after all (a background response), if it cannot. */
   unmeteredBecause?: string;
+  /** Billed units only the request knows (an image's size and quality, a speech input's characters), merged into the usage (ADR 0910). */
+  units?: BilledUnits;
 }
 
 /**

@@ -110,6 +110,10 @@ class ExportedSpan implements ReadableSpan {
     if (span.alias !== null) attributes['tollgate.alias'] = span.alias;
     if (span.attempt !== null) attributes['tollgate.attempt'] = span.attempt;
     if (span.unmetered) attributes['tollgate.unmetered'] = true;
+    // Only on the calls billed in these units (ADR 0910).
+    if (span.images > 0) attributes['tollgate.usage.images'] = span.images;
+    if (span.audioSeconds > 0) attributes['tollgate.usage.audio_seconds'] = span.audioSeconds;
+    if (span.characters > 0) attributes['tollgate.usage.characters'] = span.characters;
     if (span.statusCode !== null) attributes['http.response.status_code'] = span.statusCode;
     if (span.status !== 'ok') attributes['error.type'] = errorType(span);
     if (span.userId !== null) attributes['enduser.id'] = span.userId;

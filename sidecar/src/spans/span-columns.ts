@@ -25,11 +25,12 @@ export interface SpanColumn {
 }
 
 /** The schema version of SPAN_COLUMNS (SQLite keeps it in PRAGMA user_version). */
-export const SPAN_SCHEMA_VERSION = 4;
+export const SPAN_SCHEMA_VERSION = 5;
 
 // Version 1 had the identity, timing, outcome, model and the basic token and cost columns; version 2 added
 // project and request ids, the response model, cache and reasoning tokens and `priced`; version 3 added
-// `usage_estimated`; version 4 added `alias` and `attempt` (model aliases and fallback) and `unmetered`.
+// `usage_estimated`; version 4 added `alias` and `attempt` (model aliases and fallback) and `unmetered`;
+// version 5 added the billed units other than tokens: images, seconds of audio, characters (ADR 0910).
 export const SPAN_COLUMNS: readonly SpanColumn[] = [
   { name: 'span_id', type: 'string', nullable: false, since: 1 },
   { name: 'trace_id', type: 'string', nullable: false, since: 1 },
@@ -65,6 +66,10 @@ export const SPAN_COLUMNS: readonly SpanColumn[] = [
   { name: 'attempt', type: 'int', nullable: true, since: 4 },
   // Before this column nothing was forwarded on a path its format could not meter.
   { name: 'unmetered', type: 'bool', nullable: false, since: 4, missing: false },
+  // Before these columns every call was billed by tokens alone.
+  { name: 'gen_ai_usage_images', type: 'int', nullable: false, since: 5, missing: 0 },
+  { name: 'gen_ai_usage_audio_seconds', type: 'float', nullable: false, since: 5, missing: 0 },
+  { name: 'gen_ai_usage_characters', type: 'int', nullable: false, since: 5, missing: 0 },
 ];
 
 export const SPAN_COLUMN_NAMES: readonly string[] = SPAN_COLUMNS.map((c) => c.name);
@@ -100,6 +105,9 @@ export interface SpanRecord {
   alias: string | null;
   attempt: number | null;
   unmetered: boolean;
+  gen_ai_usage_images: number;
+  gen_ai_usage_audio_seconds: number;
+  gen_ai_usage_characters: number;
 }
 
 export function spanToRecord(s: Span): SpanRecord {
@@ -133,6 +141,9 @@ export function spanToRecord(s: Span): SpanRecord {
     alias: s.alias,
     attempt: s.attempt,
     unmetered: s.unmetered,
+    gen_ai_usage_images: s.images,
+    gen_ai_usage_audio_seconds: s.audioSeconds,
+    gen_ai_usage_characters: s.characters,
   };
 }
 
@@ -178,6 +189,9 @@ export function recordToSpan(row: Readonly<Record<string, unknown>>): Span {
     cachedTokens: num('gen_ai_usage_cache_read_input_tokens'),
     cacheWriteTokens: num('gen_ai_usage_cache_creation_input_tokens'),
     reasoningTokens: num('gen_ai_usage_reasoning_tokens'),
+    images: num('gen_ai_usage_images'),
+    audioSeconds: num('gen_ai_usage_audio_seconds'),
+    characters: num('gen_ai_usage_characters'),
     costUsd: num('gen_ai_cost_usd'),
     priced: flag('priced'),
     usageEstimated: flag('usage_estimated'),

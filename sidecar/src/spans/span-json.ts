@@ -20,6 +20,10 @@ export interface SpanJson {
   cached_tokens: number;
   cache_write_tokens: number;
   reasoning_tokens: number;
+  /** Billed units other than tokens (ADR 0910): images generated, seconds of input audio, characters of input text. */
+  images: number;
+  audio_seconds: number;
+  characters: number;
   cost_usd: number;
   priced: boolean;
   /** The token counts are the proxy's estimate (the caller left before the provider's usage arrived). */
@@ -57,6 +61,9 @@ export function spanToJson(span: Span): SpanJson {
     cached_tokens: span.cachedTokens,
     cache_write_tokens: span.cacheWriteTokens,
     reasoning_tokens: span.reasoningTokens,
+    images: span.images,
+    audio_seconds: span.audioSeconds,
+    characters: span.characters,
     cost_usd: span.costUsd,
     priced: span.priced,
     usage_estimated: span.usageEstimated,

@@ -31,6 +31,12 @@ export interface Span {
   cachedTokens: number;
   cacheWriteTokens: number;
   reasoningTokens: number;
+  /** Images generated or edited (images API); 0 on other calls. */
+  images: number;
+  /** Seconds of input audio billed (transcriptions, translations); 0 on other calls. */
+  audioSeconds: number;
+  /** Characters of input text billed (text to speech); 0 on other calls. */
+  characters: number;
   costUsd: number;
   /** False when no price entry matched the model (cost is then 0). */
   priced: boolean;

@@ -71,6 +71,9 @@ export interface SpanRow {
   priced: number;
   usage_estimated: number;
   unmetered: number;
+  gen_ai_usage_images: number;
+  gen_ai_usage_audio_seconds: number;
+  gen_ai_usage_characters: number;
 }
 
 /**

@@ -106,6 +106,9 @@ describe('SQLite span store file', () => {
           'alias',
           'attempt',
           'unmetered',
+          'gen_ai_usage_images',
+          'gen_ai_usage_audio_seconds',
+          'gen_ai_usage_characters',
         ].sort(),
       );
       const row = db.prepare('SELECT user_id, gen_ai_cost_usd, gen_ai_total_tokens, start_time, gen_ai_provider_name FROM spans').get();
@@ -169,6 +172,9 @@ describe('SQLite span store file', () => {
       cachedTokens: 0,
       cacheWriteTokens: 0,
       reasoningTokens: 0,
+      images: 0,
+      audioSeconds: 0,
+      characters: 0,
       costUsd: 0.006,
       priced: true,
       usageEstimated: false,
@@ -182,7 +188,7 @@ describe('SQLite span store file', () => {
       startTime: '2025-06-01T08:00:00.000Z',
     });
 
-    const fresh = sampleSpan({ cachedTokens: 300, cacheWriteTokens: 50, projectId: 'p2' });
+    const fresh = sampleSpan({ cachedTokens: 300, cacheWriteTokens: 50, projectId: 'p2', images: 2, audioSeconds: 61.5, characters: 1234 });
     await store.insertBatch([fresh]);
     expect(store.recent(10)).toEqual([fresh, old]);
     await store.close();

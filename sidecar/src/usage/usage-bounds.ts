@@ -3,7 +3,7 @@
 // infinite cost in the span store and a sum that no budget survives. A count past what any model can take
 // or produce in one call is not a usage figure; the call meter refuses it and marks the span (ADR 1001).
 
-import type { TokenUsage } from './usage.ts';
+import type { BilledUnits, TokenUsage } from './usage.ts';
 
 /**
  * Most tokens of any one kind a single call can plausibly report: ten times the largest context window
@@ -12,7 +12,7 @@ import type { TokenUsage } from './usage.ts';
  */
 export const MAX_PLAUSIBLE_TOKENS = 100_000_000;
 
-const COUNTS: readonly [keyof TokenUsage, string][] = [
+const COUNTS: readonly [Exclude<keyof TokenUsage, 'units'>, string][] = [
   ['inputTokens', 'input'],
   ['outputTokens', 'output'],
   ['cacheReadTokens', 'cache-read'],
@@ -22,14 +22,30 @@ const COUNTS: readonly [keyof TokenUsage, string][] = [
   ['totalTokens', 'total'],
 ];
 
+// Billed units share the bound: far past any one call, and still a finite cost at the highest unit price.
+const UNITS: readonly [keyof BilledUnits, string][] = [
+  ['images', 'images'],
+  ['audioSeconds', 'seconds of audio'],
+  ['characters', 'characters'],
+  ['imageInputTokens', 'image input tokens'],
+];
+
+function implausibleCount(count: unknown, label: string, kind = 'a count'): string | null {
+  if (typeof count !== 'number' || !Number.isFinite(count) || count < 0) return `upstream reported ${String(count)} ${label}, which is not ${kind}`;
+  if (count > MAX_PLAUSIBLE_TOKENS) return `upstream reported ${count} ${label}, more than the ${MAX_PLAUSIBLE_TOKENS} one call can use`;
+  return null;
+}
+
 /** Why `usage` cannot be real (the first count out of bounds), or null when every count is plausible. */
 export function implausibleUsage(usage: TokenUsage): string | null {
   for (const [field, label] of COUNTS) {
-    const count = usage[field];
-    if (!Number.isFinite(count) || count < 0) return `upstream reported ${count} ${label} tokens, which is not a token count`;
-    if (count > MAX_PLAUSIBLE_TOKENS) {
-      return `upstream reported ${count} ${label} tokens, more than the ${MAX_PLAUSIBLE_TOKENS} one call can use`;
-    }
+    const problem = implausibleCount(usage[field], `${label} tokens`, 'a token count');
+    if (problem !== null) return problem;
+  }
+  for (const [field, label] of UNITS) {
+    const count = usage.units?.[field];
+    const problem = count === undefined ? null : implausibleCount(count, label);
+    if (problem !== null) return problem;
   }
   return null;
 }

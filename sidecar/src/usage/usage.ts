@@ -16,6 +16,28 @@ export interface TokenUsage {
   /** Reasoning/thinking tokens (subset of outputTokens). */
   reasoningTokens: number;
   totalTokens: number;
+  /** What the call billed in units other than tokens (images, seconds of audio, characters), if any (ADR 0910). */
+  units?: BilledUnits;
+}
+
+/**
+ * Billed units of the endpoints not priced (only) by tokens. Some are read from the answer (the images in
+ * `data`, a transcription's `usage.seconds`), some only the request knows (an image's size and quality, the
+ * characters of a speech input): the planned call carries those to the meter, which merges them in.
+ */
+export interface BilledUnits {
+  /** Images generated or edited. */
+  images?: number;
+  /** Their size as the request named it (or the model's default), e.g. 1024x1024. */
+  imageSize?: string;
+  /** Their quality as the request named it (or the model's default), e.g. standard, hd. */
+  imageQuality?: string;
+  /** Seconds of input audio (transcriptions, translations). */
+  audioSeconds?: number;
+  /** Characters of input text (text to speech). */
+  characters?: number;
+  /** Of inputTokens, those of input images (gpt-image-*), billed at the entry's image_input_per_million. */
+  imageInputTokens?: number;
 }
 
 /** What an extractor learned from one response. `usage` is null when the response carried none. */
