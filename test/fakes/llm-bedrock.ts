@@ -1,6 +1,6 @@
 // Fake Bedrock runtime for Claude: InvokeModel (JSON + token-count headers), InvokeModelWithResponseStream (AWS
-// event stream), Converse (JSON, camelCase usage, no token-count headers) and ConverseStream (event stream whose
-// last member, metadata, holds the usage), behind a SigV4 check. InvokeModel also serves the Titan and Cohere
+// event stream), and for any model Converse (JSON, camelCase usage, no token-count headers) and ConverseStream
+// (event stream whose last member, metadata, holds the usage; llm-converse.ts), behind a SigV4 check. InvokeModel also serves the Titan and Cohere
 // embedding models (llm-embeddings.ts). CountTokens counts an InvokeModel body (base64) or a Converse request.
 
 import { EventStreamCodec } from '@smithy/eventstream-codec';
@@ -14,6 +14,7 @@ import { writeJsonWithText, writeStream } from './llm-reply-writer.ts';
 import { jsonObject } from './llm-request.ts';
 import { verifySigV4 } from './llm-sigv4.ts';
 import { bedrockEmbeddings, isBedrockEmbeddingModel } from './llm-embeddings.ts';
+import { converseProblem, handleConverse } from './llm-converse.ts';
 import type { FakeExchange } from './llm-upstream.ts';
 
 const invokePath = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream|converse|converse-stream|count-tokens)$/;
@@ -37,7 +38,7 @@ export async function handleBedrock(x: FakeExchange): Promise<void> {
   if (!match) return sendBedrockError(x.res, 404, `Unknown operation ${x.req.method} ${x.path}`, 'UnknownOperationException');
   const modelId = decodeURIComponent(match[1] ?? '');
   if (match[2] === 'count-tokens') return countTokens(x, modelId);
-  if (match[2] === 'converse' || match[2] === 'converse-stream') return converse(x, modelId, match[2] === 'converse-stream');
+  if (match[2] === 'converse' || match[2] === 'converse-stream') return handleConverse(x, modelId, match[2] === 'converse-stream');
   if (match[2] === 'invoke' && isBedrockEmbeddingModel(modelId)) return bedrockEmbeddings(x, modelId);
   const problem = bodyProblem(jsonObject(x.json));
   if (problem !== undefined) return sendBedrockError(x.res, 400, problem);
@@ -95,53 +96,6 @@ export async function handleBedrock(x: FakeExchange): Promise<void> {
     },
     x.behaviour,
   );
-}
-
-/** Converse's request: messages of {role, content: [{text} …]}, an optional system list and inferenceConfig. */
-function converseProblem(body: Record<string, unknown> | null): string | undefined {
-  if (body === null) return 'The request body is not a JSON object.';
-  const messages = body.messages;
-  if (!Array.isArray(messages) || messages.length === 0) return '1 validation error detected: Value at messages failed to satisfy constraint: Member must not be null';
-  for (const [i, message] of messages.entries()) {
-    const m = jsonObject(message);
-    if (m === null || (m.role !== 'user' && m.role !== 'assistant') || !Array.isArray(m.content)) return `messages.${i} must have a role of user or assistant and a content list`;
-  }
-  for (const key of ['anthropic_version', 'max_tokens', 'model']) if (body[key] !== undefined) return `extraneous key [${key}] is not permitted`;
-  return undefined;
-}
-
-async function converse(x: FakeExchange, modelId: string, stream: boolean): Promise<void> {
-  const problem = converseProblem(jsonObject(x.json));
-  if (problem !== undefined) return sendBedrockError(x.res, 400, problem);
-  if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, 'bedrock');
-  const reply = anthropicReply(x.behaviour, responseModel(modelId));
-  const u = reply.usage;
-  const text = 'Hello from the fake Converse upstream.';
-  // Converse's inputTokens, like Anthropic's input_tokens, excludes cache reads and writes.
-  const usage = {
-    inputTokens: u.input,
-    outputTokens: u.output + u.reasoning,
-    totalTokens: u.input + u.cacheRead + u.cacheWrite + u.cacheWrite1h + u.output + u.reasoning,
-    ...(u.cacheRead ? { cacheReadInputTokens: u.cacheRead } : {}),
-    ...(u.cacheWrite + u.cacheWrite1h ? { cacheWriteInputTokens: u.cacheWrite + u.cacheWrite1h } : {}),
-  };
-  const requestId = { 'x-amzn-requestid': crypto.randomUUID() };
-  if (!stream) {
-    const body = { output: { message: { role: 'assistant', content: [{ text }] } }, stopReason: 'end_turn', usage, metrics: { latencyMs: fakeLatencyMs } };
-    x.res.writeHead(200, { 'content-type': 'application/json', ...requestId });
-    x.res.end(JSON.stringify(body));
-    return;
-  }
-  x.res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', ...requestId });
-  const members: [string, unknown][] = [
-    ['messageStart', { role: 'assistant' }],
-    ['contentBlockDelta', { contentBlockIndex: 0, delta: { text } }],
-    ['contentBlockStop', { contentBlockIndex: 0 }],
-    ['messageStop', { stopReason: 'end_turn' }],
-    ['metadata', { usage, metrics: { latencyMs: fakeLatencyMs } }],
-  ];
-  for (const [type, payload] of members) x.res.write(converseFrame(type, payload));
-  x.res.end();
 }
 
 /**
