@@ -57,8 +57,15 @@ export const READ_AFTER_LEAVING_MS = 10_000;
 export const READ_AFTER_LEAVING_BYTES = 2 * 1024 * 1024;
 
 /** The usage extractor for an upstream response in a route's wire format. */
-export function responseExtractor(format: WireFormat, upstream: UpstreamResponse, stripInjectedUsage: boolean, logger: Logger | undefined): UsageExtractor {
-  const extractor = createUsageExtractor({
+export function responseExtractor(
+  format: WireFormat,
+  upstream: UpstreamResponse,
+  stripInjectedUsage: boolean,
+  logger: Logger | undefined,
+  /** Reads the answer around (or instead of) the format's extractor: a deferred result's (http/deferred-calls.ts). */
+  around?: (extractor: UsageExtractor) => UsageExtractor,
+): UsageExtractor {
+  const created = createUsageExtractor({
     format,
     contentType: headerValue(upstream.headers, 'content-type'),
     headers: upstream.headers,
@@ -66,6 +73,7 @@ export function responseExtractor(format: WireFormat, upstream: UpstreamResponse
     stripInjectedUsage,
     ...(logger ? { logger } : {}),
   });
+  const extractor = around === undefined ? created : around(created);
   // Every byte the caller gets passes the extractor first: the proxy's credential is scrubbed there.
   return upstream.scrub === undefined ? extractor : scrubbingExtractor(extractor, upstream.scrub);
 }

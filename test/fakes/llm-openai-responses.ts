@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { mapLazy, randomId, replyContent, splitText, usageOf } from './llm-reply-content.ts';
 import type { ReplyContent } from './llm-reply-content.ts';
-import { sseEvent, writeJsonWithText, writeStream } from './llm-reply-writer.ts';
+import { sseEvent, writeJson, writeJsonWithText, writeStream } from './llm-reply-writer.ts';
 import { sendBehaviourError, sendOpenAiError } from './llm-errors.ts';
 import { jsonObject } from './llm-request.ts';
 import type { FakeExchange, FakeUsage } from './llm-upstream.ts';
@@ -45,6 +45,21 @@ const KNOWN_FIELDS = new Set([
   'truncation',
   'background',
 ]);
+
+/**
+ * Background responses (background: true): the answer is `queued`; a read by id shows it `in_progress` the
+ * first time and `completed`, with its usage, from then on, as a poller sees a response finish.
+ */
+const backgrounds = new Map<string, { reads: number; done: Record<string, unknown> }>();
+
+/** GET /v1/responses/{id}: a background response as it stands. */
+export function retrieveResponse(x: FakeExchange, id: string): void {
+  const response = backgrounds.get(id);
+  if (response === undefined) return sendOpenAiError(x.res, 404, `No response found with id '${id}'.`, { param: null, code: null });
+  response.reads++;
+  const body = response.reads === 1 ? { ...response.done, status: 'in_progress', output: [], usage: null } : response.done;
+  writeJson(x.res, 200, body, { 'x-request-id': `req_${randomBytes(16).toString('hex')}` });
+}
 
 /** Responses this fake made with store (the default), for previous_response_id: id → the conversation's items. */
 const stored = new Map<string, unknown[]>();
@@ -149,6 +164,13 @@ export async function responses(x: FakeExchange): Promise<void> {
   // What previous_response_id continues: the conversation so far and this answer's items.
   if (body.store !== false) stored.set(id, [...(stored.get(previous ?? '') ?? []), ...(Array.isArray(body.input) ? (body.input as unknown[]) : []), finalItem(content.text ?? '')]);
 
+  if (body.background === true) {
+    // OpenAI keeps a background response to be read later: it cannot be run without storing it.
+    if (body.store === false) return reject('Background mode requires store to be true.', 'store', 'invalid_value');
+    if (body.stream === true) return reject('This fake does not stream background responses.', 'stream', 'invalid_value');
+    backgrounds.set(id, { reads: 0, done: { ...envelope('completed', [...reasoningItem, finalItem(content.text ?? '')], true), background: true } });
+    return writeJson(x.res, 200, { ...envelope('queued', [], false), background: true }, headers);
+  }
   if (body.stream !== true) {
     return writeJsonWithText(x.res, headers, content, (text) => envelope('completed', [...reasoningItem, finalItem(text)], true));
   }

@@ -9,7 +9,7 @@ import { sseEvent, writeJson, writeJsonWithText, writeStream } from './llm-reply
 import type { StreamPlan } from './llm-reply-writer.ts';
 import { sendBehaviourError, sendGoogleError, sendOpenAiError } from './llm-errors.ts';
 import { bearerToken, jsonObject, requestHeader } from './llm-request.ts';
-import { responses } from './llm-openai-responses.ts';
+import { responses, retrieveResponse } from './llm-openai-responses.ts';
 import { openAiEmbeddings } from './llm-embeddings.ts';
 import type { FakeExchange, FakeUsage } from './llm-upstream.ts';
 
@@ -51,6 +51,8 @@ async function openAiPaths(x: FakeExchange): Promise<void> {
   if (x.req.method === 'GET' && x.path === '/v1/models') return listModels(x);
   if (x.req.method === 'POST' && x.path === '/v1/chat/completions') return chatCompletions(x, 'openai');
   if (x.req.method === 'POST' && x.path === '/v1/responses') return responses(x);
+  const stored = x.req.method === 'GET' ? /^\/v1\/responses\/(resp_[A-Za-z0-9]+)$/.exec(x.path) : null;
+  if (stored) return retrieveResponse(x, stored[1]!);
   if (x.req.method === 'POST' && x.path === '/v1/embeddings') return openAiEmbeddings(x);
   return sendOpenAiError(x.res, 404, `Invalid URL (${x.req.method} ${x.path})`, { code: null });
 }

@@ -22,6 +22,7 @@ import { spanUserId } from '../inbound/identity/caller-user.ts';
 import { mayReachStoredObjects } from '../inbound/identity/identity-hook.ts';
 import { formatTraceparent, startSpanContext, type TraceContext } from '../spans/trace-context.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
+import type { UsageExtractor } from '../usage/usage-extractor.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
 import { CallAbort } from '../upstream/call-abort.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './proxy-headers.ts';
@@ -31,6 +32,8 @@ import { answerFinished, closeConnectionAfter } from './caller-connection.ts';
 import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
 import { BUDGET_EXCEEDED, budgetRefusalMessage, reserveForCall, sendBudgetRefusal } from './budget-refusal.ts';
+import { DeferredCharges } from '../metering/deferred-charges.ts';
+import { DeferredCall } from './deferred-calls.ts';
 
 export interface ProxyRoutesOptions {
   store: ConfigStore;
@@ -42,6 +45,8 @@ export interface ProxyRoutesOptions {
   env?: NodeJS.ProcessEnv;
   /** Told of each call forwarded on a path its route cannot meter (the metrics). */
   unmetered?: { forwarded(route: string): void };
+  /** Batches and background responses submitted here, charged when read (ADR 0913); one per proxy when absent. */
+  deferred?: DeferredCharges;
 }
 
 const PREFIX = '/proxy/';
@@ -51,7 +56,8 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app: F
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
-  const handler = (request: FastifyRequest, reply: FastifyReply) => handleProxyCall(request, reply, opts);
+  const options: ProxyRoutesOptions = { ...opts, deferred: opts.deferred ?? new DeferredCharges() };
+  const handler = (request: FastifyRequest, reply: FastifyReply) => handleProxyCall(request, reply, options);
   app.all('/proxy/*', handler);
   app.all('/proxy', handler);
 };
@@ -122,6 +128,8 @@ interface ProxyCall {
   /** One config snapshot for the whole call: a config push mid-call changes nothing for this call. */
   snapshot: ConfigSnapshot;
   caller: CallerEnd;
+  /** Set when the call submits or reads a result billed when it is known (ADR 0913). */
+  deferred?: DeferredCall;
 }
 
 /**
@@ -168,6 +176,7 @@ async function proxyCall(call: ProxyCall): Promise<void> {
       upstream: upstreamOf(route, call.snapshot.config),
       env: opts.env ?? process.env,
     });
+    if (plan.deferred !== undefined && opts.deferred !== undefined) call.deferred = new DeferredCall(opts.deferred, route.name, plan.deferred);
     const unmeteredBody = plan.unmeteredBecause !== undefined && allowUnmetered(call, plan.unmeteredBecause);
     metered = startMetering(call, plan, unmetered || unmeteredBody);
     if (plan.storedObjects !== undefined && !mayReachStoredObjects(request.identity, call.snapshot.config)) {
@@ -183,6 +192,7 @@ async function proxyCall(call: ProxyCall): Promise<void> {
   } catch (error) {
     failCall(call, metered, error);
   } finally {
+    call.deferred?.finished(metered?.span ?? null, Date.now());
     limiter?.stopDeadline();
     done();
   }
@@ -255,13 +265,15 @@ async function callBody(call: ProxyCall): Promise<CallBody> {
 function startMetering(call: ProxyCall, plan: UpstreamRequestPlan, unmetered = false): MeteredCall {
   const { request, route, snapshot } = call;
   const { config } = snapshot;
+  // A deferred result read here is the submitter's call: charged to them, under their project (ADR 0913).
+  const submitter = call.deferred?.submitter(Date.now());
   return call.opts.meter.start({
     route: route.name,
     provider: route.provider,
-    model: plan.model,
+    model: plan.model === 'unknown' && submitter !== undefined ? submitter.model : plan.model,
     operation: plan.operation,
-    userId: spanUserId(request, config.mode, plan.bodyUserId),
-    projectId: projectOf(call) ?? upstreamOf(route, config)?.project ?? null,
+    userId: submitter?.userId ?? spanUserId(request, config.mode, plan.bodyUserId),
+    projectId: submitter?.projectId ?? projectOf(call) ?? upstreamOf(route, config)?.project ?? null,
     requestId: request.id,
     trace: call.trace,
     ...(unmetered ? { unmetered: true } : {}),
@@ -281,7 +293,13 @@ function projectOf(call: ProxyCall): string | null {
 function refusedOverBudget(call: ProxyCall, metered: MeteredCall, body: CallBody): boolean {
   const streaming = body.stream !== null;
   const size = body.bytes?.length ?? Number(headerValue(call.request.headers, 'content-length') ?? 0);
-  const refusal = reserveForCall(call.opts.budgets, metered, call.snapshot.prices, { bytes: body.bytes, size: Number.isFinite(size) ? size : 0 }, Date.now());
+  const { deferred } = call;
+  // A deferred result's submission holds its requests' reservation past its end; a read of one holds nothing
+  // (the submission's hold covers it) and is not refused: the provider has done the work already.
+  const refusal =
+    deferred === undefined
+      ? reserveForCall(call.opts.budgets, metered, call.snapshot.prices, { bytes: body.bytes, size: Number.isFinite(size) ? size : 0 }, Date.now())
+      : deferred.reserve(call.opts.budgets, metered.call.userId, metered.call.provider, call.snapshot.prices, Date.now());
   if (!refusal) return false;
   metered.finish({ prices: call.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
   if (streaming) call.request.raw.unpipe();
@@ -307,15 +325,20 @@ async function forward(call: ProxyCall, metered: MeteredCall, plan: UpstreamRequ
     signal: call.caller.abort,
   });
   metered.attachUpstream(upstream.timing);
-  const headersOut = downstreamResponseHeaders(upstream.headers, plan.stripInjectedUsage);
+  const { deferred } = call;
+  // A batch's status names where its results are: here, so they are read (and charged) through the proxy.
+  const transform = deferred?.transform(`${request.protocol}://${request.host}/proxy/${route.name}`, upstream.statusCode);
+  const headersOut = downstreamResponseHeaders(upstream.headers, plan.stripInjectedUsage || transform !== undefined);
   headersOut['x-proxy-span-id'] = trace.spanId;
   headersOut['x-proxy-trace-id'] = trace.traceId;
   headersOut['x-proxy-request-id'] = request.id;
-  const extractor = responseExtractor(wireFormat(route), upstream, plan.stripInjectedUsage, request.log as unknown as Logger);
+  const submitter = { userId: metered.call.userId, projectId: metered.call.projectId, model: metered.call.model };
+  const around = deferred && ((own: UsageExtractor) => deferred.extractor(own, upstream.statusCode, snapshot.prices, route.provider, submitter));
+  const extractor = responseExtractor(wireFormat(route), upstream, plan.stripInjectedUsage, request.log as unknown as Logger, around);
   call.caller.relaying = true;
   const sent = plan.body ?? body.bytes;
   const estimateInput = () => estimateInputTokens(sent, sent === null ? (body.limiter?.bytes ?? 0) : sent.length);
-  await relayStream({ res: call.res, upstream, call: metered, prices: snapshot.prices, extractor, headers: headersOut, estimateInput });
+  await relayStream({ res: call.res, upstream, call: metered, prices: snapshot.prices, extractor, headers: headersOut, estimateInput, transform });
 }
 
 /**

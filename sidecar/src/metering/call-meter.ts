@@ -8,7 +8,7 @@ import type { Span, SpanStatus } from '../spans/span.ts';
 import type { SpanWriter } from '../spans/span-writer.ts';
 import { newSpanId, type TraceContext } from '../spans/trace-context.ts';
 import { implausibleUsage } from '../usage/usage-bounds.ts';
-import type { BilledUnits, TokenUsage } from '../usage/usage.ts';
+import type { BilledUnits, CallCharge, TokenUsage } from '../usage/usage.ts';
 import type { UpstreamTiming } from '../upstream/upstream-client.ts';
 
 export interface CallStart {
@@ -50,6 +50,8 @@ export interface CallEnd {
   /** `usage` is the proxy's estimate, not the provider's report (ADR 1305). */
   usageEstimated?: boolean | undefined;
   responseModel?: string | undefined;
+  /** The cost worked out part by part by the extractor (a batch's results, ADR 0913), charged instead of `usage` priced. */
+  charge?: CallCharge | undefined;
   status: SpanStatus;
   statusCode: number | null;
   error?: string | null | undefined;
@@ -170,6 +172,11 @@ export class MeteredCall implements CallTimings {
 
   get finished(): boolean {
     return this.#finished !== null;
+  }
+
+  /** The span recorded when the call finished, or null before. */
+  get span(): Span | null {
+    return this.#finished;
   }
 
   /** The call is going to another target (an alias's fallback): its span names the one that answers. */
@@ -378,6 +385,7 @@ export class MeteredCall implements CallTimings {
         const entry = end.prices.resolve(provider, call.model);
         return { costUsd: 0, priced: entry !== undefined, model: entry?.model };
       }
+      if (end.charge !== undefined) return { ...end.charge };
       let cost = end.prices.cost(provider, call.model, usage);
       // Some callers send an alias the table lacks while the upstream reports the canonical id.
       if (!cost.priced && end.responseModel && end.responseModel !== call.model) {

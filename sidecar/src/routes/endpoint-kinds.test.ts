@@ -31,12 +31,13 @@ describe('what a native call is, per API', () => {
     expect(openAiCompatibleEndpoint('POST', '/v1/images/generations')).toBeUndefined();
   });
 
-  it('Anthropic: Messages metered, token counts and files free, batch creation and results refused', () => {
+  it('Anthropic: Messages and batches (created, results read) metered, token counts and files free', () => {
     expect(anthropicEndpoint('POST', '/v1/messages')).toBe('metered');
     expect(anthropicEndpoint('POST', '/v1/messages/count_tokens')).toBe('free');
     expect(anthropicEndpoint('POST', '/v1/files')).toBe('free');
-    expect(anthropicEndpoint('POST', '/v1/messages/batches')).toBeUndefined();
-    expect(anthropicEndpoint('GET', '/v1/messages/batches/msgbatch_1/results')).toBeUndefined();
+    expect(anthropicEndpoint('POST', '/v1/messages/batches')).toBe('metered');
+    expect(anthropicEndpoint('GET', '/v1/messages/batches/msgbatch_1/results')).toBe('metered');
+    expect(anthropicEndpoint('GET', '/v1/messages/batches/msgbatch_1')).toBe('free');
   });
 
   it("Gemini on Vertex AI: Google's models only; Claude's rawPredict there would be read as no usage, so it is refused", () => {

@@ -20,6 +20,8 @@ function kindOf(rules: readonly Rule[], method: string, rest: string): EndpointK
 /** The OpenAI API (route beta). Images, audio, batches, fine-tuning, assistants, realtime and the like are not metered. */
 const OPENAI_RULES: readonly Rule[] = [
   ['POST', /^\/v1\/(chat\/completions|completions|embeddings|responses)$/, 'metered'],
+  // A background response (background: true) is charged when a read of it shows its usage (ADR 0913).
+  ['GET', /^\/v1\/responses\/[^/]+$/, 'metered'],
   ['GET', /^\/v1\/models(\/[^/]+)?$/, 'free'],
   ['POST', /^\/v1\/(moderations|responses\/input_tokens)$/, 'free'],
   // Reading, updating metadata of, cancelling or deleting what is stored: billed when it was made.
@@ -45,9 +47,12 @@ export function openAiCompatibleEndpoint(method: string, rest: string): Endpoint
   return kindOf(COMPATIBLE_RULES, method, rest);
 }
 
-/** The Anthropic API: Messages; token counts, the model list and the Files API (free at Anthropic) are free. */
+/** The Anthropic API: Messages and Message Batches; token counts, the model list and the Files API (free at Anthropic) are free. */
 const ANTHROPIC_RULES: readonly Rule[] = [
   ['POST', /^\/v1\/messages$/, 'metered'],
+  // Message Batches: reserved when submitted, charged at the batch price when their results are read (ADR 0913).
+  ['POST', /^\/v1\/messages\/batches$/, 'metered'],
+  ['GET', /^\/v1\/messages\/batches\/[^/]+\/results$/, 'metered'],
   ['POST', /^\/v1\/messages\/count_tokens$/, 'free'],
   ['GET', /^\/v1\/models(\/[^/]+)?$/, 'free'],
   ['GET', /^\/v1\/messages\/batches(\/[^/]+)?$/, 'free'],

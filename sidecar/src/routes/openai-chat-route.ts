@@ -5,18 +5,25 @@
 import { bytesAskingForUsage, injectStreamUsage, requestNeedsInjectedUsage } from '../usage/extractor.ts';
 import { bodyModel, forwardedAsIs, parseRouteJson, withStoredObjects } from './native-request.ts';
 import { openAiStoredObjects } from './stored-objects.ts';
+import { openAiDeferred, withDeferred } from './deferred-plan.ts';
 import { openAiRequestUser } from './request-user.ts';
 import type { NativeCall, UpstreamRequestPlan, V1Call, V1RoutePlan } from './route-module.ts';
 
 export function planOpenAiNative(route: string, call: NativeCall): UpstreamRequestPlan {
   const { body, method, rest, query } = call;
-  if (!body || body.length === 0) return withStoredObjects(forwardedAsIs(rest + query, body, 'unknown', 'chat'), openAiStoredObjects(method, rest, null));
+  if (!body || body.length === 0) {
+    // A stored response read by id may be a background response's result, charged then (ADR 0913).
+    return withDeferred(withStoredObjects(forwardedAsIs(rest + query, body, 'unknown', 'chat'), openAiStoredObjects(method, rest, null)), openAiDeferred(method, rest, null));
+  }
   const json = parseRouteJson(body, route);
   const stored = openAiStoredObjects(method, rest, json);
   if (json.background === true && rest.endsWith('/responses')) {
-    // The answer is `queued`; the usage comes with a result fetched later, which the proxy does not charge yet.
+    // The answer is `queued`; the usage comes with the result read later, charged then (ADR 0913). Only the
+    // OpenAI API's own path is known to work that way.
     const plan = withStoredObjects(forwardedAsIs(rest + query, body, bodyModel(json, route, false), 'chat', openAiRequestUser(json)), stored);
-    plan.unmeteredBecause = 'a background response (background: true) is billed when its result is fetched later, which Tollgate does not meter';
+    const deferred = openAiDeferred(method, rest, json);
+    if (deferred !== undefined) return withDeferred(plan, deferred);
+    plan.unmeteredBecause = "a background response (background: true) is billed when its result is fetched later, which Tollgate meters only on the OpenAI API's own /v1/responses";
     return plan;
   }
   if (stored !== undefined) return withStoredObjects(forwardedAsIs(rest + query, body, bodyModel(json, route, false), 'chat', openAiRequestUser(json)), stored);

@@ -5,6 +5,7 @@
 // branches on a route name.
 
 import type { EndpointKind } from './endpoint-kinds.ts';
+import type { DeferredPlan } from './deferred-plan.ts';
 import type { RouteFormat, RouteSpec } from '../../../contracts/routes.ts';
 import type { CredentialDefinition } from '../../../contracts/credential-kinds.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
@@ -50,10 +51,12 @@ export interface UpstreamRequestPlan {
   bodyUserId: string | null;
   /** What the call reaches of the provider's stored objects under the proxy's key (stored-objects.ts), if anything. */
   storedObjects?: string;
-  /** Why this call on a metered path cannot be metered after all (a background response), if it cannot. */
+  /** Why this call on a metered path cannot be metered after all, if it cannot. */
   unmeteredBecause?: string;
   /** Billed units only the request knows (an image's size and quality, a speech input's characters), merged into the usage (ADR 0910). */
   units?: BilledUnits;
+  /** Submits or reads a result billed when it is known (a batch, a background response; ADR 0913). */
+  deferred?: DeferredPlan;
 }
 
 /**

@@ -52,4 +52,15 @@ export interface UsageResult {
    * What the proxy estimates output from when a stream is cut before its usage (usage-estimate.ts).
    */
   streamEvents?: number;
+  /**
+   * The cost, when the extractor priced the answer itself, part by part: a batch's results, each line at its
+   * own model's batch price (ADR 0913). The call is charged this rather than its summed usage priced once.
+   */
+  charge?: CallCharge;
+}
+
+/** A cost worked out before the call finished, and whether every part of it had a price. */
+export interface CallCharge {
+  costUsd: number;
+  priced: boolean;
 }

@@ -9,6 +9,7 @@ import { claudeModelId, isAnthropicApiClaudeId, type ClaudeIdForm } from '../cla
 import { ANTHROPIC_ERRORS } from '../error-shape.ts';
 import { bodyModel, forwardedAsIs, parseRouteJson, withStoredObjects } from '../native-request.ts';
 import { anthropicStoredObjects } from '../stored-objects.ts';
+import { anthropicDeferred, withDeferred } from '../deferred-plan.ts';
 import { anthropicRequestUser } from '../request-user.ts';
 import { defineFormat, nativePlan } from '../route-module.ts';
 
@@ -21,11 +22,13 @@ export const anthropic = defineFormat('anthropic', (route) => {
     body: 'json',
     endpoint: anthropicEndpoint,
     errors: ANTHROPIC_ERRORS,
-    planNative({ rest, query, body }) {
+    planNative({ method, rest, query, body }) {
       const stored = anthropicStoredObjects(rest);
-      if (!body || body.length === 0) return withStoredObjects(forwardedAsIs(rest + query, body, 'unknown', 'chat'), stored);
-      const json = parseRouteJson(body, route);
-      return withStoredObjects(forwardedAsIs(rest + query, body, bodyModel(json, route, false), 'chat', anthropicRequestUser(json)), stored);
+      const json = body && body.length > 0 ? parseRouteJson(body, route) : null;
+      const plan =
+        json === null ? forwardedAsIs(rest + query, body, 'unknown', 'chat') : forwardedAsIs(rest + query, body, bodyModel(json, route, false), 'chat', anthropicRequestUser(json));
+      // Message Batches: reserved at submission, charged when their results are read (ADR 0913).
+      return withDeferred(withStoredObjects(plan, stored), anthropicDeferred(method, rest, json), 'batch');
     },
     v1: {
       modelId,

@@ -1,0 +1,116 @@
+// Results a provider bills when they are known rather than when they are asked for (ADR 0913): an Anthropic
+// Message Batch, a background response. The call that submits one is admitted with a budget reservation that
+// outlives it, kept here under the id the provider's answer names, until a read through the proxy shows the
+// usage (then charged to the submitter, once) or the provider's own expiry plus a grace passes.
+//
+// In memory and bounded: MAX_REMEMBERED ids, oldest dropped first (an open one gives its hold back as it
+// goes). A restart, or an id dropped for room, forgets who submitted it and that it was charged: a later read
+// charges the reader, again. A sidecar has no store of its own to keep them in; the trade-off is ADR 0913's.
+
+/** Ids remembered, open or charged; each entry is a few hundred bytes. */
+export const MAX_REMEMBERED = 20_000;
+/** How long after the provider's expiry a hold is kept, for a result finished at the last moment. */
+export const EXPIRY_GRACE_MS = 60 * 60 * 1000;
+/** How often expired holds are looked for (on the next use after this long). */
+const SWEEP_EVERY_MS = 60 * 1000;
+
+/** Who submitted a deferred result, and what it holds against their budget. */
+export interface DeferredSubmission {
+  userId: string | null;
+  projectId: string | null;
+  /** The model its span names: the one its requests name, or `mixed`. */
+  model: string;
+  /** epoch ms after which the hold is given back (the provider's expiry plus the grace). */
+  holdUntil: number;
+  /** Gives the reservation back; called once. */
+  release: () => void;
+}
+
+interface Entry extends DeferredSubmission {
+  /** Result lines already charged by reads that did not reach the end (a batch's results). */
+  chargedLines: number;
+  charged: boolean;
+}
+
+export class DeferredCharges {
+  readonly #entries = new Map<string, Entry>();
+  readonly #max: number;
+  #nextSweep = 0;
+
+  constructor(opts: { max?: number } = {}) {
+    this.#max = opts.max ?? MAX_REMEMBERED;
+  }
+
+  /** A submission the provider accepted under `id`: its hold is kept until the result is charged or expires. */
+  keep(route: string, id: string, submission: DeferredSubmission, now: number): void {
+    this.#sweep(now);
+    const key = keyOf(route, id);
+    this.#entries.get(key)?.release();
+    this.#entries.delete(key);
+    while (this.#entries.size >= this.#max) {
+      const [oldest, entry] = this.#entries.entries().next().value!;
+      entry.release();
+      this.#entries.delete(oldest);
+    }
+    this.#entries.set(key, { ...submission, release: once(submission.release), chargedLines: 0, charged: false });
+  }
+
+  /** Who submitted `id` through this proxy, if it is remembered. */
+  submitter(route: string, id: string, now: number): Pick<DeferredSubmission, 'userId' | 'projectId' | 'model'> | undefined {
+    this.#sweep(now);
+    return this.#entries.get(keyOf(route, id));
+  }
+
+  /** Whether `id`'s result was charged already: a later read charges nothing. */
+  charged(route: string, id: string): boolean {
+    return this.#entries.get(keyOf(route, id))?.charged === true;
+  }
+
+  /** Lines of `id`'s results an earlier read that stopped short already charged. */
+  chargedLines(route: string, id: string): number {
+    return this.#entries.get(keyOf(route, id))?.chargedLines ?? 0;
+  }
+
+  /**
+   * A read charged `id`'s result: whole (its hold is given back and later reads charge nothing), or its first
+   * `lines` lines (a read cut short; the next read charges from there).
+   */
+  settle(route: string, id: string, outcome: { whole: boolean; lines?: number }, now: number): void {
+    const key = keyOf(route, id);
+    let entry = this.#entries.get(key);
+    if (entry === undefined) {
+      // Submitted elsewhere (or forgotten): remembered from now on, so it is charged once here too.
+      this.keep(route, id, { userId: null, projectId: null, model: 'unknown', holdUntil: 0, release: () => undefined }, now);
+      entry = this.#entries.get(key)!;
+    }
+    entry.chargedLines = Math.max(entry.chargedLines, outcome.lines ?? 0);
+    if (!outcome.whole) return;
+    entry.charged = true;
+    entry.release();
+  }
+
+  /** Gives back the holds of results whose expiry has passed; the ids stay remembered (who submitted them). */
+  #sweep(now: number): void {
+    if (now < this.#nextSweep) return;
+    this.#nextSweep = now + SWEEP_EVERY_MS;
+    for (const entry of this.#entries.values()) {
+      if (entry.holdUntil > 0 && entry.holdUntil <= now) {
+        entry.release();
+        entry.holdUntil = 0;
+      }
+    }
+  }
+}
+
+function keyOf(route: string, id: string): string {
+  return `${route}\u0000${id}`;
+}
+
+function once(release: () => void): () => void {
+  let open = true;
+  return () => {
+    if (!open) return;
+    open = false;
+    release();
+  };
+}

@@ -1,0 +1,159 @@
+// The usage of a batch's results, read from the JSONL as it passes through to the caller (ADR 0913): one JSON
+// object a line, each a request's result with its model and usage. The file can be large, so it is never held
+// whole: only the line being read is, up to MAX_RESULT_LINE_BYTES. Each line is priced on its own (a long
+// prompt's tier applies to that request, not to the sum) at the batch discount, and the read's span carries the
+// summed usage and the summed cost.
+
+import { isRecord } from '../../../contracts/json-record.ts';
+import { normaliseAnthropicUsage } from './anthropic.ts';
+import { NO_BYTES, type UsageExtractor } from './usage-extractor.ts';
+import type { TokenUsage, UsageResult } from './usage.ts';
+
+/** A result line longer than this is not read (its usage is lost, and said so on the span). */
+export const MAX_RESULT_LINE_BYTES = 16 * 1024 * 1024;
+
+/** One billed result: the model that answered and its usage. */
+export interface ResultLine {
+  model: string;
+  usage: TokenUsage;
+}
+
+/** Reads a line's billed result; null for a line that bills nothing (errored, cancelled, expired). */
+export type ResultLineReader = (line: Record<string, unknown>) => ResultLine | null;
+
+/** Anthropic's Message Batches results: `{"custom_id", "result": {"type": "succeeded", "message": {model, usage}}}`. */
+export const anthropicBatchLine: ResultLineReader = (line) => {
+  const result = line.result;
+  if (!isRecord(result) || result.type !== 'succeeded' || !isRecord(result.message)) return null;
+  const usage = normaliseAnthropicUsage(result.message.usage);
+  const model = result.message.model;
+  return usage !== null && typeof model === 'string' ? { model, usage } : null;
+};
+
+export interface BatchResultsOptions {
+  read: ResultLineReader;
+  /** A line's cost at the batch's prices, USD. */
+  price: (model: string, usage: TokenUsage) => { costUsd: number; priced: boolean };
+  /** Lines an earlier read of the same results already charged: read, not charged again. */
+  skip: number;
+}
+
+/** A batch's results being read: what the read charged, and how far it got. */
+export interface BatchResultsExtractor extends UsageExtractor {
+  /** Lines read to their end so far. */
+  readonly lines: number;
+}
+
+export function batchResultsExtractor(options: BatchResultsOptions): BatchResultsExtractor {
+  return new BatchResults(options);
+}
+
+/** Cost kept in whole 10⁻¹⁰ USD, the unit a call's cost is rounded to, so that sums do not drift. */
+const COST_UNITS = 1e10;
+
+class BatchResults implements BatchResultsExtractor {
+  readonly sawEnd = false;
+  readonly #o: BatchResultsOptions;
+  #pending: Buffer[] = [];
+  #pendingBytes = 0;
+  #overlong = false;
+  #lines = 0;
+  #unread = 0;
+  #usage: TokenUsage | null = null;
+  #costUnits = 0;
+  #priced = true;
+  #models = new Set<string>();
+
+  constructor(options: BatchResultsOptions) {
+    this.#o = options;
+  }
+
+  get lines(): number {
+    return this.#lines;
+  }
+
+  write(chunk: Buffer): Buffer {
+    let start = 0;
+    for (let nl = chunk.indexOf(0x0a); nl !== -1; nl = chunk.indexOf(0x0a, start)) {
+      this.#hold(chunk.subarray(start, nl));
+      this.#lineEnded();
+      start = nl + 1;
+    }
+    if (start < chunk.length) this.#hold(chunk.subarray(start));
+    return chunk;
+  }
+
+  flush(): Buffer {
+    return NO_BYTES;
+  }
+
+  end(streamError?: string): UsageResult {
+    // A last line without its newline is whole when the body ended cleanly.
+    if (streamError === undefined && this.#pendingBytes > 0) this.#lineEnded();
+    const result: UsageResult = { usage: this.#usage, streamEvents: this.#lines };
+    if (this.#models.size === 1) result.responseModel = [...this.#models][0]!;
+    if (this.#usage !== null) result.charge = { costUsd: Math.round(this.#costUnits) / COST_UNITS, priced: this.#priced };
+    const unread = this.#unread > 0 ? `${this.#unread} result line(s) not read (not JSON, or over ${MAX_RESULT_LINE_BYTES} bytes): their usage is not charged` : undefined;
+    const error = [streamError, unread].filter((text) => text !== undefined).join('; ');
+    if (error !== '') result.streamError = error;
+    return result;
+  }
+
+  #hold(bytes: Buffer): void {
+    if (this.#overlong || bytes.length === 0) return;
+    if (this.#pendingBytes + bytes.length > MAX_RESULT_LINE_BYTES) {
+      this.#overlong = true;
+      this.#pending = [];
+      this.#pendingBytes = 0;
+      return;
+    }
+    // A copy: the caller's chunk is written on and may be reused.
+    this.#pending.push(Buffer.from(bytes));
+    this.#pendingBytes += bytes.length;
+  }
+
+  #lineEnded(): void {
+    const overlong = this.#overlong;
+    const text = this.#pending.length === 1 ? this.#pending[0]! : Buffer.concat(this.#pending, this.#pendingBytes);
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    this.#overlong = false;
+    if (overlong) {
+      this.#lines++;
+      this.#unread++;
+      return;
+    }
+    if (text.length === 0 || text.every((byte) => byte === 0x20 || byte === 0x0d || byte === 0x09)) return;
+    this.#lines++;
+    if (this.#lines <= this.#o.skip) return;
+    let line: unknown;
+    try {
+      line = JSON.parse(text.toString('utf8'));
+    } catch {
+      this.#unread++;
+      return;
+    }
+    const billed = isRecord(line) ? this.#o.read(line) : null;
+    if (billed !== null) this.#add(billed);
+  }
+
+  #add({ model, usage }: ResultLine): void {
+    const cost = this.#o.price(model, usage);
+    this.#costUnits += Math.round(cost.costUsd * COST_UNITS);
+    if (!cost.priced) this.#priced = false;
+    this.#models.add(model);
+    const sum = this.#usage;
+    this.#usage =
+      sum === null
+        ? { ...usage }
+        : {
+            inputTokens: sum.inputTokens + usage.inputTokens,
+            outputTokens: sum.outputTokens + usage.outputTokens,
+            cacheReadTokens: sum.cacheReadTokens + usage.cacheReadTokens,
+            cacheWriteTokens: sum.cacheWriteTokens + usage.cacheWriteTokens,
+            cacheWrite1hTokens: sum.cacheWrite1hTokens + usage.cacheWrite1hTokens,
+            reasoningTokens: sum.reasoningTokens + usage.reasoningTokens,
+            totalTokens: sum.totalTokens + usage.totalTokens,
+          };
+  }
+}
