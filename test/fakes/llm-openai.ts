@@ -1,5 +1,6 @@
 // Fake OpenAI chat completions (also the reply side of Vertex AI's OpenAI-compatible surface), and the
-// Responses API (llm-openai-responses.ts).
+// Responses API (llm-openai-responses.ts), and the moderation, input-token and realtime client-secret calls
+// (llm-openai-free-calls.ts).
 
 import { randomBytes } from 'node:crypto';
 import type { OutgoingHttpHeaders } from 'node:http';
@@ -11,6 +12,7 @@ import { sendBehaviourError, sendGoogleError, sendOpenAiError } from './llm-erro
 import { bearerToken, jsonObject, requestHeader } from './llm-request.ts';
 import { responses, retrieveResponse } from './llm-openai-responses.ts';
 import { openAiEmbeddings } from './llm-embeddings.ts';
+import { inputTokens, moderations, realtimeClientSecret } from './llm-openai-free-calls.ts';
 import type { FakeExchange, FakeUsage } from './llm-upstream.ts';
 
 export type ChatFlavour = 'openai' | 'vertex';
@@ -54,6 +56,9 @@ async function openAiPaths(x: FakeExchange): Promise<void> {
   const stored = x.req.method === 'GET' ? /^\/v1\/responses\/(resp_[A-Za-z0-9]+)$/.exec(x.path) : null;
   if (stored) return retrieveResponse(x, stored[1]!);
   if (x.req.method === 'POST' && x.path === '/v1/embeddings') return openAiEmbeddings(x);
+  if (x.req.method === 'POST' && x.path === '/v1/moderations') return moderations(x);
+  if (x.req.method === 'POST' && x.path === '/v1/responses/input_tokens') return inputTokens(x);
+  if (x.req.method === 'POST' && x.path === '/v1/realtime/client_secrets') return realtimeClientSecret(x);
   return sendOpenAiError(x.res, 404, `Invalid URL (${x.req.method} ${x.path})`, { code: null });
 }
 

@@ -47,7 +47,7 @@ describe('a path its format cannot meter is refused before anything is sent', ()
     ['an Assistants run', 'POST', '/proxy/beta/v1/threads/thread_1/runs', { assistant_id: 'asst_1' }],
     ['an Anthropic message batch', 'POST', '/proxy/gamma-direct/v1/messages/batches', { requests: [] }],
     ["a batch's results", 'GET', '/proxy/gamma-direct/v1/messages/batches/msgbatch_1/results', undefined],
-    ['Vertex AI embeddings', 'POST', '/proxy/alpha/v1/projects/p/locations/us-central1/publishers/google/models/text-embedding-005:predict', { instances: [] }],
+    ['Vertex AI image generation', 'POST', '/proxy/alpha/v1/projects/p/locations/us-central1/publishers/google/models/imagen-4.0-generate-001:predict', { instances: [] }],
     ['a Vertex AI context cache', 'POST', '/proxy/alpha/v1/projects/p/locations/us-central1/cachedContents', { contents: [] }],
     ['a background response', 'POST', '/proxy/beta/v1/responses', { model: 'gpt-4o-mini', input: 'hi', background: true }],
   ])('%s: 403 unmetered_endpoint, nothing reaches the provider', async (_what, method, path, body) => {

@@ -56,6 +56,10 @@ export interface ApiPlan extends GatewayPlan {
 export interface GatewayApi {
   /** The span's operation name (OpenTelemetry GenAI). */
   readonly operation: string;
+  /** The model when the request names none, where the API has a default (OpenAI's moderations); absent: a model is required. */
+  readonly defaultModel?: string;
+  /** No provider bills the call (a token count, a moderation): it holds no budget reservation and no budget refuses it (ADR 0912). */
+  readonly free?: boolean;
   readonly errors: ApiErrors;
   /** The end user the body names, for the span when no header does. */
   requestUser(request: Record<string, unknown>): string | null;

@@ -89,6 +89,7 @@ export const messagesApi: GatewayApi = {
 
 export const countTokensApi: GatewayApi = {
   operation: 'count_tokens',
+  free: true,
   errors: ANTHROPIC_API_ERRORS,
   requestUser: anthropicRequestUser,
   plan(call) {

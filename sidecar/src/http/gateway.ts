@@ -1,6 +1,7 @@
 // /v1: the gateway. GET /v1/models lists the priced models (and the ids overrides name); POST
 // /v1/chat/completions, /v1/responses (the Responses API), /v1/messages (the Anthropic Messages API, and its
-// count_tokens) and /v1/embeddings route by `model` to the provider of its price entry, on the route the gateway
+// count_tokens), /v1/embeddings and the free calls (/v1/moderations, /v1/responses/input_tokens) route by `model` to
+// the provider of its price entry, on the route the gateway
 // config picks for that provider, and translate where the route does not speak the caller's API
 // (sidecar/src/gateway-apis/). With a local runtime (local.enabled), its models are listed and served too (route
 // `local`, cost 0), and /v1/completions passes through to it; the LM Studio-compatible listener serves this same
@@ -42,6 +43,8 @@ import { chatCompletionsApi } from '../gateway-apis/chat-completions.ts';
 import { responsesApi } from '../gateway-apis/responses.ts';
 import { countTokensApi, messagesApi } from '../gateway-apis/messages.ts';
 import { embeddingsApi } from '../gateway-apis/embeddings.ts';
+import { inputTokensApi } from '../gateway-apis/input-tokens.ts';
+import { moderationsApi } from '../gateway-apis/moderations.ts';
 import { ResponseStore } from '../responses/response-store.ts';
 import { CallAbort } from '../upstream/call-abort.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
@@ -104,7 +107,18 @@ export const gatewayRoutes: FastifyPluginAsync<GatewayRoutesOptions> = async (ap
   app.post('/v1/messages', (request, reply) => handleGatewayCall(request, reply, opts, messagesApi));
   app.post('/v1/messages/count_tokens', (request, reply) => handleGatewayCall(request, reply, opts, countTokensApi));
   app.post('/v1/embeddings', (request, reply) => handleGatewayCall(request, reply, opts, embeddingsApi));
-  const served = ['/v1/models', '/v1/chat/completions', '/v1/responses', '/v1/messages', '/v1/messages/count_tokens', '/v1/embeddings'];
+  app.post('/v1/moderations', (request, reply) => handleGatewayCall(request, reply, opts, moderationsApi));
+  app.post('/v1/responses/input_tokens', (request, reply) => handleGatewayCall(request, reply, opts, inputTokensApi));
+  const served = [
+    '/v1/models',
+    '/v1/chat/completions',
+    '/v1/responses',
+    '/v1/responses/input_tokens',
+    '/v1/messages',
+    '/v1/messages/count_tokens',
+    '/v1/embeddings',
+    '/v1/moderations',
+  ];
   if (opts.localModels) {
     app.post('/v1/completions', (request, reply) => handleGatewayCall(request, reply, opts, COMPLETIONS));
     served.push('/v1/completions');
@@ -232,7 +246,7 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
     const contentType = headerValue(request.headers, 'content-type');
     if (!isJsonContentType(contentType)) throw new GatewayError(415, notJsonMessage(contentType), { code: 'unsupported_media_type' });
     const chat = parseRequest(await readBoundedBody(request.raw, config.server.bodyLimitBytes, config.server.requestTimeoutMs));
-    const requested = chat.model;
+    const requested = chat.model === undefined ? api.defaultModel : chat.model;
     if (typeof requested === 'string' && requested !== '') requestedModel = requested;
     if (typeof requested !== 'string' || requested === '') {
       throw new GatewayError(400, 'you must provide a model parameter', { param: 'model', code: 'missing_required_parameter' });
@@ -357,6 +371,8 @@ function startCall(g: GatewayCall, planned: ApiPlan, alias?: string): MeteredCal
  * anything goes upstream (ADRs 1300, 1308); an admitted call holds its reservation until it finishes.
  */
 function refusedOverBudget(g: GatewayCall, call: MeteredCall, planned: ApiPlan): boolean {
+  // A call no provider bills (a token count, a moderation) has nothing for a budget to hold back (ADR 0912).
+  if (g.api.free === true) return false;
   const sent = planned.body;
   const refusal = reserveForCall(g.opts.budgets, call, g.snapshot.prices, { bytes: sent, size: sent.length, json: g.chat }, Date.now());
   if (!refusal) return false;

@@ -185,7 +185,8 @@ async function proxyCall(call: ProxyCall): Promise<void> {
         `${request.method} ${call.rest} reaches ${plan.storedObjects}, which every user of this server shares through its key: only server.auth.admins may; continue conversations through /v1/responses, which keeps them per user`,
       );
     }
-    if (refusedOverBudget(call, metered, body)) return;
+    // A call the provider does not bill (a token count) has nothing for a budget to hold back (ADR 0912).
+    if (call.route.endpoint(request.method, call.rest) !== 'free' && refusedOverBudget(call, metered, body)) return;
     // Counted and logged once nothing else refuses it: what is counted went out.
     if (unmetered || unmeteredBody) noteUnmetered(call);
     await forward(call, metered, plan, body);

@@ -46,6 +46,11 @@ describe('what a native call is, per API', () => {
     expect(geminiVertexEndpoint('POST', `${model}:countTokens`)).toBe('free');
     expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-opus-4-1:rawPredict')).toBeUndefined();
     expect(geminiVertexEndpoint('POST', `${model}:predict`)).toBeUndefined();
+    // The text embedding models' :predict answers carry token counts; Imagen's carry none.
+    expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/gemini-embedding-001:predict')).toBe('metered');
+    expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/text-embedding-005:predict')).toBe('metered');
+    expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/imagen-4.0-generate-001:predict')).toBeUndefined();
+    expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/gemini-embedding-001:embedContent')).toBeUndefined();
     expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/cachedContents')).toBeUndefined();
   });
 

@@ -28,14 +28,22 @@ export function planOpenAiNative(route: string, call: NativeCall): UpstreamReque
   }
   if (stored !== undefined) return withStoredObjects(forwardedAsIs(rest + query, body, bodyModel(json, route, false), 'chat', openAiRequestUser(json)), stored);
   const chatCompletions = method === 'POST' && rest.endsWith('/chat/completions');
-  const model = bodyModel(json, route, chatCompletions);
+  // OpenAI moderates with its default model when the body names none.
+  const model = rest.endsWith('/moderations') && json.model === undefined ? 'omni-moderation-latest' : bodyModel(json, route, chatCompletions);
   const user = openAiRequestUser(json);
   // Only chat completions need asking for stream usage; the Responses API always ends its stream with it and
   // refuses stream_options.include_usage (Codex streams through /v1/responses).
   if (chatCompletions && requestNeedsInjectedUsage(json)) {
     return { path: rest + query, body: bytesAskingForUsage(body, json), model, operation: 'chat', stripInjectedUsage: true, bodyUserId: user };
   }
-  return forwardedAsIs(rest + query, body, model, 'chat', user);
+  return forwardedAsIs(rest + query, body, model, nativeOperation(rest), user);
+}
+
+/** The span's operation on a path that is neither a completion nor stored: the calls OpenAI does not bill (ADR 0912). */
+function nativeOperation(rest: string): string {
+  if (rest.endsWith('/moderations')) return 'moderation';
+  if (rest.endsWith('/responses/input_tokens')) return 'count_tokens';
+  return 'chat';
 }
 
 /**

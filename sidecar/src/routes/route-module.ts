@@ -136,6 +136,8 @@ export interface V1Surface {
   embeddings?(call: V1Call): V1EmbeddingsPlan;
   /** The upstream serves the Responses API itself (OpenAI): its path; the request passes through. */
   responsesPath?: string;
+  /** The upstream serves OpenAI's moderation API (OpenAI, OpenAI-compatible servers): its path; the request passes through. */
+  moderationsPath?: string;
   /**
    * The upstream speaks the Messages API (Claude): a Messages request, or its token count, in the route's envelope;
    * undefined for a model of the route that does not (Bedrock's other models: the call goes through the chat pivot).

@@ -26,7 +26,9 @@ export const anthropic = defineFormat('anthropic', (route) => {
       const stored = anthropicStoredObjects(rest);
       const json = body && body.length > 0 ? parseRouteJson(body, route) : null;
       const plan =
-        json === null ? forwardedAsIs(rest + query, body, 'unknown', 'chat') : forwardedAsIs(rest + query, body, bodyModel(json, route, false), 'chat', anthropicRequestUser(json));
+        json === null
+          ? forwardedAsIs(rest + query, body, 'unknown', 'chat')
+          : forwardedAsIs(rest + query, body, bodyModel(json, route, false), rest === '/v1/messages/count_tokens' ? 'count_tokens' : 'chat', anthropicRequestUser(json));
       // Message Batches: reserved at submission, charged when their results are read (ADR 0913).
       return withDeferred(withStoredObjects(plan, stored), anthropicDeferred(method, rest, json), 'batch');
     },

@@ -18,6 +18,7 @@ export const openAiChat = defineFormat('openai-chat', (route) => ({
     modelId: (requested) => requested,
     plan: (call) => planOpenAiPassThrough(call, call.requested, '/v1/chat/completions'),
     passThrough: { completions: '/v1/completions' },
+    moderationsPath: '/v1/moderations',
     embeddings: (call) => planOpenAiPassThrough(call, call.requested, '/v1/embeddings'),
   },
 }));

@@ -16,6 +16,7 @@ export const openAi = defineFormat('openai', (route) => ({
     modelId: (requested) => requested,
     plan: (call) => planOpenAiPassThrough(call, call.requested, '/v1/chat/completions'),
     responsesPath: '/v1/responses',
+    moderationsPath: '/v1/moderations',
     embeddings: (call) => planOpenAiPassThrough(call, call.requested, '/v1/embeddings'),
   },
 }));

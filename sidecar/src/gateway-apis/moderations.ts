@@ -1,0 +1,44 @@
+// POST /v1/moderations, OpenAI's moderation API, on the routes whose upstream serves it (OpenAI, configured
+// OpenAI-compatible routes): passed through as sent, with OpenAI's default model when the body names none. OpenAI
+// bills nothing for it ("All OpenAI moderation models and endpoints are free of charge"): its moderation models'
+// price entries are 0, so the span is priced, costs 0 and charges no budget (ADR 0912). A configured route's call
+// costs what its answer's usage and its price entry say, as any other call there.
+
+import { openAiRequestUser } from '../routes/request-user.ts';
+import { nativePlan } from '../routes/route-module.ts';
+import { v1Surface } from '../routes/v1-plan.ts';
+import { GatewayError, upstreamErrorBody } from '../translate/openai-error.ts';
+import { OPENAI_API_ERRORS, type CallerAnswer, type GatewayApi } from './gateway-api.ts';
+
+/** The upstream answers in OpenAI's moderation format itself; only its errors name the route. */
+const PASSED_THROUGH: CallerAnswer = {
+  json: () => {
+    throw new Error('a moderation answer passes through');
+  },
+  encoder: () => {
+    throw new Error('a moderation answer is not streamed');
+  },
+  upstreamError: upstreamErrorBody,
+};
+
+export const moderationsApi: GatewayApi = {
+  operation: 'moderation',
+  defaultModel: 'omni-moderation-latest',
+  free: true,
+  errors: OPENAI_API_ERRORS,
+  requestUser: openAiRequestUser,
+  plan(call) {
+    const { target } = call;
+    const { route, module, surface } = v1Surface(target, call.config);
+    const path = surface.moderationsPath;
+    if (path === undefined) {
+      throw new GatewayError(
+        400,
+        `model ${target.requested} (provider ${target.provider}) cannot moderate: its route ${route} has no moderation API; /v1/moderations serves OpenAI's moderation models (omni-moderation-latest) and OpenAI-compatible routes`,
+        { param: 'model', code: 'unsupported_operation' },
+      );
+    }
+    const model = surface.modelId(target.requested, target.entry);
+    return { ...nativePlan(model, path, { ...call.request, model }), route, provider: module.provider, stream: false, translation: 'passthrough', answer: PASSED_THROUGH };
+  },
+};
