@@ -1,0 +1,102 @@
+// The in-memory rate-limit windows (ADR 1309) with an injected clock. Every expected number is worked out by
+// hand beside it: a limit of L per minute spends 60 000 / L ms of the window per request or token.
+
+import { describe, expect, it } from 'vitest';
+import { MemoryRateWindows } from './memory-rate-windows.ts';
+
+const T0 = Date.parse('2026-11-29T12:00:00Z');
+
+describe('requests per minute', () => {
+  it('lets 3 requests through at once, refuses the 4th for 20 s, and lets one more in every 20 s', () => {
+    const w = new MemoryRateWindows();
+    const limits = { requestsPerMinute: 3 };
+    // 60 000 / 3 = 20 000 ms per request: after n requests at T0 the window is n · 20 s ahead.
+    expect(w.admit('alice', limits, 0, T0)).toEqual({ refusedBy: null, retryAfterMs: 0, requests: { limit: 3, remaining: 2, resetMs: 20_000 }, tokens: null });
+    expect(w.admit('alice', limits, 0, T0).requests).toEqual({ limit: 3, remaining: 1, resetMs: 40_000 });
+    expect(w.admit('alice', limits, 0, T0).requests).toEqual({ limit: 3, remaining: 0, resetMs: 60_000 });
+    // A 4th would put the window 80 s ahead, 20 s past the minute: refused, nothing counted.
+    expect(w.admit('alice', limits, 0, T0)).toEqual({ refusedBy: 'requests', retryAfterMs: 20_000, requests: { limit: 3, remaining: 0, resetMs: 60_000 }, tokens: null });
+    // 5 s later it is 15 s away.
+    expect(w.admit('alice', limits, 0, T0 + 5_000).retryAfterMs).toBe(15_000);
+    // At 20 s one request has come back: admitted, the window again a minute ahead.
+    expect(w.admit('alice', limits, 0, T0 + 20_000).requests).toEqual({ limit: 3, remaining: 0, resetMs: 60_000 });
+    expect(w.admit('alice', limits, 0, T0 + 20_000).refusedBy).toBe('requests');
+    // Another user is counted apart.
+    expect(w.admit('bob', limits, 0, T0 + 20_000).requests?.remaining).toBe(2);
+  });
+
+  it('never lets more than the limit plus one per 60 000 / L ms through: 7 per minute over 2 minutes admits 7 + 14', () => {
+    const w = new MemoryRateWindows();
+    let admitted = 0;
+    // One attempt every 100 ms for 120 s (1 201 attempts, T0 to T0 + 120 000 inclusive).
+    for (let t = 0; t <= 120_000; t += 100) if (w.admit('alice', { requestsPerMinute: 7 }, 0, T0 + t).refusedBy === null) admitted++;
+    // A burst of 7 at T0, then one each 60 000 / 7 = 8 571.43 ms: at 8 600, 17 200, … 120 000 (120 000 / 8 571.43 = 14).
+    expect(admitted).toBe(21);
+  });
+});
+
+describe('tokens per minute', () => {
+  it('reserves at admission, settles to the real count, and refuses once the window is spent', () => {
+    const w = new MemoryRateWindows();
+    const limits = { tokensPerMinute: 1000 };
+    // 60 ms per token: 400 reserved puts the window 24 s ahead, 600 left.
+    expect(w.admit('alice', limits, 400, T0).tokens).toEqual({ limit: 1000, remaining: 600, resetMs: 24_000 });
+    // The call used 100: 300 given back (18 s), the window 6 s ahead, 900 left.
+    w.settle('alice', limits, 400, 100, T0);
+    expect(w.admit('alice', limits, 0, T0).tokens).toEqual({ limit: 1000, remaining: 900, resetMs: 6_000 });
+    // 950 would put it 6 + 57 = 63 s ahead: refused, 3 s to wait.
+    expect(w.admit('alice', limits, 950, T0)).toMatchObject({ refusedBy: 'tokens', retryAfterMs: 3_000 });
+    // 900 fits exactly: 6 + 54 = 60 s ahead, nothing left.
+    expect(w.admit('alice', limits, 900, T0).tokens).toEqual({ limit: 1000, remaining: 0, resetMs: 60_000 });
+    // An unknown real count keeps the reservation.
+    w.settle('alice', limits, 900, null, T0);
+    expect(w.admit('alice', limits, 1, T0).refusedBy).toBe('tokens');
+  });
+
+  it('gives back no more than a full window, and a call larger than the limit never fits', () => {
+    const w = new MemoryRateWindows();
+    const limits = { tokensPerMinute: 1000 };
+    w.admit('alice', limits, 500, T0);
+    // At 40 s the 30 s of the reservation have passed; the call used 0: the window is full, not fuller.
+    w.settle('alice', limits, 500, 0, T0 + 40_000);
+    expect(w.admit('alice', limits, 1000, T0 + 40_000).tokens).toEqual({ limit: 1000, remaining: 0, resetMs: 60_000 });
+    expect(new MemoryRateWindows().admit('bob', limits, 1001, T0)).toMatchObject({ refusedBy: 'tokens', retryAfterMs: 60_000 });
+  });
+});
+
+describe('concurrent calls', () => {
+  it('admits 2 in flight and frees a slot when a call settles, once', () => {
+    const w = new MemoryRateWindows();
+    const limits = { concurrent: 2 };
+    expect(w.admit('alice', limits, 10, T0).refusedBy).toBeNull();
+    expect(w.admit('alice', limits, 10, T0).refusedBy).toBeNull();
+    expect(w.admit('alice', limits, 10, T0)).toEqual({ refusedBy: 'concurrent', retryAfterMs: 1_000, requests: null, tokens: null });
+    w.settle('alice', limits, 10, 5, T0);
+    expect(w.admit('alice', limits, 10, T0).refusedBy).toBeNull();
+    expect(w.admit('alice', limits, 10, T0).refusedBy).toBe('concurrent');
+  });
+
+  it('counts nothing in any dimension when one refuses', () => {
+    const w = new MemoryRateWindows();
+    const limits = { requestsPerMinute: 10, tokensPerMinute: 100, concurrent: 1 };
+    // 6 s per request, 600 ms per token: 50 tokens put the tokens window 30 s ahead.
+    w.admit('alice', limits, 50, T0);
+    // 40 more tokens would fit (30 + 24 = 54 s ahead) but the slot is taken: refused, and neither its 6 s
+    // nor its 24 s are counted.
+    expect(w.admit('alice', limits, 40, T0)).toMatchObject({ refusedBy: 'concurrent', requests: { remaining: 9 }, tokens: { remaining: 50 } });
+    w.settle('alice', limits, 50, 50, T0);
+    expect(w.admit('alice', limits, 50, T0)).toMatchObject({ refusedBy: null, requests: { remaining: 8 }, tokens: { remaining: 0, resetMs: 60_000 } });
+  });
+});
+
+describe('memory', () => {
+  it('drops subjects whose windows are full again and that have nothing in flight', () => {
+    const w = new MemoryRateWindows({ maxSubjects: 2 });
+    w.admit('a', { requestsPerMinute: 60 }, 0, T0); // 1 s ahead
+    w.admit('b', { concurrent: 1 }, 0, T0); // in flight
+    // At T0 + 2 s a's window is full again; b still has a call in flight and stays.
+    w.admit('c', { requestsPerMinute: 60 }, 0, T0 + 2_000);
+    expect(w.size).toBe(2);
+    expect(w.admit('b', { concurrent: 1 }, 0, T0 + 2_000).refusedBy).toBe('concurrent');
+  });
+});
