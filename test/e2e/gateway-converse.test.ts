@@ -19,7 +19,14 @@ let openai: OpenAI;
 
 beforeAll(async () => {
   bed = await startUpstreamBed();
-  proxy = await startProxyProcess({ configYaml: bed.configYaml(), env: bed.env });
+  // Llama is not built in: priced by an override under provider anthropic, as docs/openai-gateway.md shows.
+  proxy = await startProxyProcess({
+    configYaml: bed.configYaml(`pricing:
+  models:
+    - { provider: anthropic, model: meta.llama3-3-70b-instruct-v1:0, input_per_million: 0.72, output_per_million: 0.72 }
+`),
+    env: bed.env,
+  });
   openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0, defaultHeaders: { 'x-tollgate-user': 'alice' } });
 });
 
@@ -130,6 +137,27 @@ describe('chat completions on Amazon Nova through Converse', () => {
     expect(bed.bedrock.requests).toHaveLength(0);
     const span = await spanOf((refused as BadRequestError).headers);
     expect(span).toMatchObject({ route: 'gamma-cloudb', model: 'amazon.nova-pro-v1:0', status: 'rejected', cost_usd: 0 });
+  });
+});
+
+describe('other vendors, and Claude beside them', () => {
+  it('a Llama model priced by an override goes through Converse too: 1250 tokens × 0.72 USD per million = 0.0009 USD', async () => {
+    bed.bedrock.behave({ usage: { input: 1000, output: 250 } });
+    const { data, response } = await openai.chat.completions
+      .create({ model: 'us.meta.llama3-3-70b-instruct-v1:0', messages: [{ role: 'user', content: 'Say hello.' }] })
+      .withResponse();
+    expect(data.choices[0]!.message.content).toBe('Hello from the fake Converse upstream.');
+    expect(lastRequest().path).toBe('/model/us.meta.llama3-3-70b-instruct-v1%3A0/converse');
+    const span = await spanOf(response.headers);
+    expect(span).toMatchObject({ route: 'gamma-cloudb', model: 'us.meta.llama3-3-70b-instruct-v1:0', input_tokens: 1000, output_tokens: 250, priced: true });
+    expect(span.cost_usd).toBeCloseTo(0.0009, 12);
+  });
+
+  it('Claude stays on the Anthropic API, the route the gateway config picks for it', async () => {
+    const { response } = await openai.chat.completions.create({ model: 'claude-sonnet-4', messages: [{ role: 'user', content: 'Say hello.' }] }).withResponse();
+    expect(bed.anthropic.requests).toHaveLength(1);
+    expect(bed.bedrock.requests).toHaveLength(0);
+    expect((await spanOf(response.headers)).route).toBe('gamma-direct');
   });
 });
 
