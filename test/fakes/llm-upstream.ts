@@ -25,6 +25,7 @@
 //             (signing name `bedrock`, canonical URI encoded twice) and answers Bedrock's 403 on mismatch.
 //   Embeddings (llm-embeddings.ts): openai /v1/embeddings; vertex …/publishers/google/models/M:predict; bedrock
 //             /model/{amazon.titan-embed-text-v2:0 | -v1 | cohere.embed-*-v3}/invoke. One token per word.
+//   Audio (llm-audio.ts): openai /v1/audio/transcriptions and /translations (multipart, a WAV file), /v1/audio/speech.
 //
 // FakeUsage is provider-neutral; each fake writes it in its provider's own fields:
 //   input = prompt tokens billed at the plain input rate (no cache reads or writes); cacheRead; cacheWrite

@@ -38,6 +38,9 @@ export const ANTHROPIC_API_ERRORS: ApiErrors = { shape: ANTHROPIC_ERRORS, refusa
 
 export interface ApiCall {
   request: Record<string, unknown>;
+  /** The body as it came (an upload is forwarded as these bytes), and its Content-Type; absent in plans made without one. */
+  body?: Buffer | undefined;
+  contentType?: string | undefined;
   target: GatewayTarget;
   config: RuntimeConfig;
   env: NodeJS.ProcessEnv;
@@ -61,7 +64,12 @@ export interface GatewayApi {
   /** No provider bills the call (a token count, a moderation): it holds no budget reservation and no budget refuses it (ADR 0912). */
   readonly free?: boolean;
   readonly errors: ApiErrors;
-  /** The end user the body names, for the span when no header does. */
+  /**
+   * Reads a body that is not JSON (an audio upload's multipart form) into the fields the gateway routes by
+   * (`model`); throws GatewayError when it cannot be taken. Absent: the body must be a JSON object.
+   */
+  readForm?(body: Buffer, contentType: string | undefined): Record<string, unknown>;
+  /** The end user the body names, for the span when no header does.
   requestUser(request: Record<string, unknown>): string | null;
   /** Plans the call. Throws GatewayError (the request) or ProxyError (the configuration). */
   plan(call: ApiCall): ApiPlan;

@@ -16,6 +16,7 @@ import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
 import type { MeteredCall } from '../metering/call-meter.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { estimateInputTokens } from '../usage/usage-estimate.ts';
+import type { TokenUsage } from '../usage/usage.ts';
 import type { ErrorShape } from '../routes/error-shape.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
 import { sendJson } from './json-answer.ts';
@@ -34,6 +35,8 @@ export interface ReservationBody {
   size: number;
   /** The request parsed, when the caller already has it; else `bytes` is parsed if it is JSON. */
   json?: unknown;
+  /** The usage the request stands for when its bytes do not say it (an audio call's seconds or characters, ADR 0911). */
+  usage?: TokenUsage | undefined;
 }
 
 /**
@@ -59,6 +62,7 @@ export function reserveForCall(
 
 /** The most a call may cost by its request: estimated input and its max output, priced; 0 when unpriced. */
 export function reservationUsd(prices: PriceTable, provider: string, model: string, body: ReservationBody): number {
+  if (body.usage !== undefined) return prices.cost(provider, model, body.usage).costUsd;
   const inputTokens = estimateInputTokens(body.bytes, body.size);
   const outputTokens = maxOutputTokens(body.json !== undefined ? body.json : parsed(body.bytes)) ?? RESERVED_OUTPUT_TOKENS;
   const usage = { inputTokens, outputTokens, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, totalTokens: inputTokens + outputTokens };

@@ -14,6 +14,7 @@ import { ProxyError } from '../errors.ts';
 import type { MeteredCall } from '../metering/call-meter.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { relayStream, responseExtractor } from '../relay.ts';
+import { speechExtractor } from '../usage/speech-estimate.ts';
 import type { UsageExtractor } from '../usage/extractor.ts';
 import type { GatewayPlan } from '../routes/v1-plan.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
@@ -95,7 +96,8 @@ function logTranslationFault(ctx: RelayContext, transform: ChatStreamTranslator)
 }
 
 function extractorFor(ctx: RelayContext) {
-  return responseExtractor(ctx.wire, ctx.upstream, ctx.plan.stripInjectedUsage, ctx.logger);
+  const { plan, upstream } = ctx;
+  return speechExtractor(responseExtractor(ctx.wire, upstream, plan.stripInjectedUsage, ctx.logger), plan.audio?.speech, ctx.prices.resolve(plan.provider, plan.model), upstream.statusCode);
 }
 
 /** Reads a whole upstream body, bounded; `onChunk` sees every chunk first and returns the bytes to keep. */

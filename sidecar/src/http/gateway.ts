@@ -43,6 +43,7 @@ import { chatCompletionsApi } from '../gateway-apis/chat-completions.ts';
 import { responsesApi } from '../gateway-apis/responses.ts';
 import { countTokensApi, messagesApi } from '../gateway-apis/messages.ts';
 import { embeddingsApi } from '../gateway-apis/embeddings.ts';
+import { audioApi } from '../gateway-apis/audio.ts';
 import { inputTokensApi } from '../gateway-apis/input-tokens.ts';
 import { moderationsApi } from '../gateway-apis/moderations.ts';
 import { ResponseStore } from '../responses/response-store.ts';
@@ -80,6 +81,9 @@ export interface FallbackObserver {
 }
 
 const CHAT = chatCompletionsApi('chat');
+const TRANSCRIPTIONS = audioApi('audio_transcription');
+const TRANSLATIONS = audioApi('audio_translation');
+const SPEECH = audioApi('audio_speech');
 const COMPLETIONS = chatCompletionsApi('completions');
 
 interface ModelObject {
@@ -107,6 +111,9 @@ export const gatewayRoutes: FastifyPluginAsync<GatewayRoutesOptions> = async (ap
   app.post('/v1/messages', (request, reply) => handleGatewayCall(request, reply, opts, messagesApi));
   app.post('/v1/messages/count_tokens', (request, reply) => handleGatewayCall(request, reply, opts, countTokensApi));
   app.post('/v1/embeddings', (request, reply) => handleGatewayCall(request, reply, opts, embeddingsApi));
+  app.post('/v1/audio/transcriptions', (request, reply) => handleGatewayCall(request, reply, opts, TRANSCRIPTIONS));
+  app.post('/v1/audio/translations', (request, reply) => handleGatewayCall(request, reply, opts, TRANSLATIONS));
+  app.post('/v1/audio/speech', (request, reply) => handleGatewayCall(request, reply, opts, SPEECH));
   app.post('/v1/moderations', (request, reply) => handleGatewayCall(request, reply, opts, moderationsApi));
   app.post('/v1/responses/input_tokens', (request, reply) => handleGatewayCall(request, reply, opts, inputTokensApi));
   const served = [
@@ -117,6 +124,9 @@ export const gatewayRoutes: FastifyPluginAsync<GatewayRoutesOptions> = async (ap
     '/v1/messages',
     '/v1/messages/count_tokens',
     '/v1/embeddings',
+    '/v1/audio/transcriptions',
+    '/v1/audio/translations',
+    '/v1/audio/speech',
     '/v1/moderations',
   ];
   if (opts.localModels) {
@@ -244,15 +254,16 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
   try {
     if (!hasBody(request.raw)) throw new GatewayError(400, 'the request needs a JSON body', { code: 'invalid_json' });
     const contentType = headerValue(request.headers, 'content-type');
-    if (!isJsonContentType(contentType)) throw new GatewayError(415, notJsonMessage(contentType), { code: 'unsupported_media_type' });
-    const chat = parseRequest(await readBoundedBody(request.raw, config.server.bodyLimitBytes, config.server.requestTimeoutMs));
+    if (api.readForm === undefined && !isJsonContentType(contentType)) throw new GatewayError(415, notJsonMessage(contentType), { code: 'unsupported_media_type' });
+    const body = await readBoundedBody(request.raw, config.server.bodyLimitBytes, config.server.requestTimeoutMs);
+    const chat = api.readForm === undefined ? parseRequest(body) : api.readForm(body, contentType);
     const requested = chat.model === undefined ? api.defaultModel : chat.model;
     if (typeof requested === 'string' && requested !== '') requestedModel = requested;
     if (typeof requested !== 'string' || requested === '') {
       throw new GatewayError(400, 'you must provide a model parameter', { param: 'model', code: 'missing_required_parameter' });
     }
     const alias = aliasOf(config, requested);
-    const gateway: GatewayCall = { request, res, opts, api, snapshot, chat, trace, projectHeader, callerUser: spanUserId(request, config.mode, api.requestUser(chat)) };
+    const gateway: GatewayCall = { request, res, opts, api, snapshot, chat, body, contentType, trace, projectHeader, callerUser: spanUserId(request, config.mode, api.requestUser(chat)) };
     if (alias !== undefined) {
       // The call is known here as soon as it starts, so a failure thrown past it still finishes it (and
       // releases its budget reservation) rather than a span of its own.
@@ -310,6 +321,9 @@ interface GatewayCall {
   /** One config snapshot for the whole call: a config push mid-call changes nothing for this call. */
   snapshot: ConfigSnapshot;
   chat: Record<string, unknown>;
+  /** The body as it came, and its Content-Type (an audio upload is forwarded as these bytes). */
+  body: Buffer;
+  contentType: string | undefined;
   trace: TraceContext;
   projectHeader: string | null;
   /** The span's user: the identity, the header, else the body's user. */
@@ -320,6 +334,8 @@ function planFor(g: GatewayCall, target: GatewayTarget): ApiPlan {
   const { config } = g.snapshot;
   return g.api.plan({
     request: g.chat,
+    body: g.body,
+    contentType: g.contentType,
     target,
     config,
     env: g.opts.env ?? process.env,
@@ -363,6 +379,7 @@ function startCall(g: GatewayCall, planned: ApiPlan, alias?: string): MeteredCal
     requestId: g.request.id,
     trace: g.trace,
     ...(alias !== undefined ? { alias } : {}),
+    ...(planned.audio?.units !== undefined ? { units: planned.audio.units } : {}),
   });
 }
 
@@ -374,7 +391,7 @@ function refusedOverBudget(g: GatewayCall, call: MeteredCall, planned: ApiPlan):
   // A call no provider bills (a token count, a moderation) has nothing for a budget to hold back (ADR 0912).
   if (g.api.free === true) return false;
   const sent = planned.body;
-  const refusal = reserveForCall(g.opts.budgets, call, g.snapshot.prices, { bytes: sent, size: sent.length, json: g.chat }, Date.now());
+  const refusal = reserveForCall(g.opts.budgets, call, g.snapshot.prices, { bytes: sent, size: sent.length, json: g.chat, usage: planned.audio?.reservation }, Date.now());
   if (!refusal) return false;
   call.finish({ prices: g.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
   sendBudgetRefusal(g.res, g.api.errors.shape, refusal, g.trace);
@@ -384,8 +401,9 @@ function refusedOverBudget(g: GatewayCall, call: MeteredCall, planned: ApiPlan):
 function sendPlanned(g: GatewayCall, planned: ApiPlan, abort: CallAbort): Promise<UpstreamResponse> {
   // Pass-through keeps the caller's headers as the native route does; a translated call is a new request.
   const headers = planned.translation === 'passthrough' ? upstreamRequestHeaders(g.request.headers, false) : { 'accept-encoding': 'identity' };
-  Object.assign(headers, planned.headers);
   headers['content-type'] = 'application/json';
+  // A plan's own Content-Type wins: an audio upload keeps its multipart boundary.
+  Object.assign(headers, planned.headers);
   headers.traceparent = formatTraceparent(g.trace);
   if (g.trace.tracestate) headers.tracestate = g.trace.tracestate;
   return g.opts.client.send(g.snapshot.config, { route: planned.route, method: 'POST', path: planned.path, headers, body: planned.body, signal: abort });

@@ -13,6 +13,9 @@ import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall } from '../metering/call-outcome.ts';
 import type { ConfigSnapshot, ConfigStore } from '../config/config-store.ts';
 import { isJsonContentType, notJsonMessage } from '../inbound/json-content-type.ts';
+import { formBoundary } from '../formats/multipart-form.ts';
+import { speechExtractor } from '../usage/speech-estimate.ts';
+import type { TokenUsage } from '../usage/usage.ts';
 import { checkNoFragment, checkPathSegments, planUpstreamRequest, type UpstreamRequestPlan } from '../routes/native-plan.ts';
 import type { RouteModule } from '../routes/route-module.ts';
 import { routeCatalog, wireFormat } from '../routes/route-catalog.ts';
@@ -173,6 +176,7 @@ async function proxyCall(call: ProxyCall): Promise<void> {
       rest: call.rest,
       query: call.query,
       body: body.bytes,
+      contentType: headerValue(request.headers, 'content-type'),
       upstream: upstreamOf(route, call.snapshot.config),
       env: opts.env ?? process.env,
     });
@@ -186,7 +190,7 @@ async function proxyCall(call: ProxyCall): Promise<void> {
       );
     }
     // A call the provider does not bill (a token count) has nothing for a budget to hold back (ADR 0912).
-    if (call.route.endpoint(request.method, call.rest) !== 'free' && refusedOverBudget(call, metered, body)) return;
+    if (call.route.endpoint(request.method, call.rest) !== 'free' && refusedOverBudget(call, metered, body, plan.audio?.reservation)) return;
     // Counted and logged once nothing else refuses it: what is counted went out.
     if (unmetered || unmeteredBody) noteUnmetered(call);
     await forward(call, metered, plan, body);
@@ -243,8 +247,12 @@ async function callBody(call: ProxyCall): Promise<CallBody> {
   const { server } = call.snapshot.config;
   const module = call.route;
   if (!hasBody(request.raw)) return { bytes: null, stream: null, limiter: null };
-  if (module.body === 'json' && !isJsonContentType(headerValue(request.headers, 'content-type'))) {
-    throw new ProxyError('unsupported_media_type', notJsonMessage(headerValue(request.headers, 'content-type')));
+  const contentType = headerValue(request.headers, 'content-type');
+  // An upload the route plans from its form fields is read whole like JSON (ADR 0911); any other body of a
+  // `json` route must be JSON.
+  const upload = module.formUpload?.(request.method, call.rest) === true && formBoundary(contentType) !== null;
+  if (module.body === 'json' && !upload && !isJsonContentType(contentType)) {
+    throw new ProxyError('unsupported_media_type', notJsonMessage(contentType));
   }
   if (module.body !== 'stream') return { bytes: await readBoundedBody(request.raw, server.bodyLimitBytes, server.requestTimeoutMs), stream: null, limiter: null };
   checkDeclaredLength(request.raw, server.bodyLimitBytes);
@@ -291,7 +299,7 @@ function projectOf(call: ProxyCall): string | null {
  * A spent budget, or one without room for this call's reservation, refuses the call here, from memory, before
  * anything goes upstream (ADRs 1300, 1308); an admitted call holds its reservation until it finishes.
  */
-function refusedOverBudget(call: ProxyCall, metered: MeteredCall, body: CallBody): boolean {
+function refusedOverBudget(call: ProxyCall, metered: MeteredCall, body: CallBody, usage?: TokenUsage): boolean {
   const streaming = body.stream !== null;
   const size = body.bytes?.length ?? Number(headerValue(call.request.headers, 'content-length') ?? 0);
   const { deferred } = call;
@@ -299,7 +307,7 @@ function refusedOverBudget(call: ProxyCall, metered: MeteredCall, body: CallBody
   // (the submission's hold covers it) and is not refused: the provider has done the work already.
   const refusal =
     deferred === undefined
-      ? reserveForCall(call.opts.budgets, metered, call.snapshot.prices, { bytes: body.bytes, size: Number.isFinite(size) ? size : 0 }, Date.now())
+      ? reserveForCall(call.opts.budgets, metered, call.snapshot.prices, { bytes: body.bytes, size: Number.isFinite(size) ? size : 0, usage }, Date.now())
       : deferred.reserve(call.opts.budgets, metered.call.userId, metered.call.provider, call.snapshot.prices, Date.now());
   if (!refusal) return false;
   metered.finish({ prices: call.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
@@ -335,7 +343,12 @@ async function forward(call: ProxyCall, metered: MeteredCall, plan: UpstreamRequ
   headersOut['x-proxy-request-id'] = request.id;
   const submitter = { userId: metered.call.userId, projectId: metered.call.projectId, model: metered.call.model };
   const around = deferred && ((own: UsageExtractor) => deferred.extractor(own, upstream.statusCode, snapshot.prices, route.provider, submitter));
-  const extractor = responseExtractor(wireFormat(route), upstream, plan.stripInjectedUsage, request.log as unknown as Logger, around);
+  const extractor = speechExtractor(
+    responseExtractor(wireFormat(route), upstream, plan.stripInjectedUsage, request.log as unknown as Logger, around),
+    plan.audio?.speech,
+    snapshot.prices.resolve(route.provider, plan.model),
+    upstream.statusCode,
+  );
   call.caller.relaying = true;
   const sent = plan.body ?? body.bytes;
   const estimateInput = () => estimateInputTokens(sent, sent === null ? (body.limiter?.bytes ?? 0) : sent.length);

@@ -49,6 +49,7 @@ export function finishRelayedCall(opts: {
   opts.call.finish({
     prices: opts.prices,
     usage: result.usage,
+    usageEstimated: result.usageEstimated === true,
     responseModel: result.responseModel,
     charge: result.charge,
     status,

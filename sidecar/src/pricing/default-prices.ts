@@ -180,6 +180,15 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
     '1792x1024': { standard: 0.08, hd: 0.12 },
   }),
   perImage('dall-e-2', { '256x256': { any: 0.016 }, '512x512': { any: 0.018 }, '1024x1024': { any: 0.02 } }),
+  // Audio (developers.openai.com/api/docs/pricing, ADR 0911): whisper-1 per second of input audio, tts-1 per
+  // character, the gpt-4o models by tokens. A transcribe model's input is priced at its audio rate (2.5 and 1.25
+  // for text, 6 and 3 for audio): its only text input is the optional prompt, and an entry has one input price.
+  { provider: 'openai', model: 'whisper-1', input_per_million: 0, output_per_million: 0, audio_per_minute: 0.006 },
+  { provider: 'openai', model: 'gpt-4o-transcribe', input_per_million: 6, output_per_million: 10 },
+  { provider: 'openai', model: 'gpt-4o-mini-transcribe', input_per_million: 3, output_per_million: 5 },
+  { provider: 'openai', model: 'tts-1', input_per_million: 0, output_per_million: 0, characters_per_million: 15 },
+  { provider: 'openai', model: 'tts-1-hd', input_per_million: 0, output_per_million: 0, characters_per_million: 30 },
+  { provider: 'openai', model: 'gpt-4o-mini-tts', input_per_million: 0.6, output_per_million: 12 },
 
   // Anthropic: platform.claude.com/docs/en/about-claude/pricing and each model's overview page.
   claude('claude-opus-4', '20250514', OPUS_4, ['claude-opus-4-0', 'claude-4-opus']),

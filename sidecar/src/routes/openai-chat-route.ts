@@ -7,10 +7,13 @@ import { bodyModel, forwardedAsIs, parseRouteJson, withStoredObjects } from './n
 import { openAiStoredObjects } from './stored-objects.ts';
 import { openAiDeferred, withDeferred } from './deferred-plan.ts';
 import { openAiRequestUser } from './request-user.ts';
+import { audioOperationOf, planAudioNative } from './openai-audio.ts';
 import type { NativeCall, UpstreamRequestPlan, V1Call, V1RoutePlan } from './route-module.ts';
 
 export function planOpenAiNative(route: string, call: NativeCall): UpstreamRequestPlan {
   const { body, method, rest, query } = call;
+  const audio = audioOperationOf(method, rest);
+  if (audio !== undefined) return planAudioNative(call, audio, route);
   if (!body || body.length === 0) {
     // A stored response read by id may be a background response's result, charged then (ADR 0913).
     return withDeferred(withStoredObjects(forwardedAsIs(rest + query, body, 'unknown', 'chat'), openAiStoredObjects(method, rest, null)), openAiDeferred(method, rest, null));

@@ -9,13 +9,14 @@ import type { DeferredPlan } from './deferred-plan.ts';
 import type { RouteFormat, RouteSpec } from '../../../contracts/routes.ts';
 import type { CredentialDefinition } from '../../../contracts/credential-kinds.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
-import type { BilledUnits } from '../usage/usage.ts';
+import type { BilledUnits, TokenUsage } from '../usage/usage.ts';
 import type { RuntimeConfig, UpstreamConfig } from '../../../contracts/runtime-config.ts';
 import type { ChatExtensions } from '../translate/chat-extensions.ts';
 import type { ChatResponseTranslation } from '../translate/chat-responses.ts';
 import type { ChatStreamTranslator } from '../translate/chat-stream.ts';
 import type { EmbeddingsTranslation } from '../translate/openai-embeddings.ts';
 import type { ErrorShape } from './error-shape.ts';
+import type { AudioOperation, SpeechAnswer } from './openai-audio.ts';
 
 /**
  * What the proxy does with a native call's request body: pass the bytes through unread (`stream`), read them
@@ -33,6 +34,8 @@ export interface NativeCall {
   query: string;
   /** The body, for routes that read it (BodyHandling `read` or `json`); null when there is none. */
   body: Buffer | null;
+  /** The body's Content-Type (a multipart upload's boundary is in it). */
+  contentType?: string | undefined;
   upstream: UpstreamConfig | undefined;
   /** Where defaults are read from (GOOGLE_CLOUD_PROJECT, …). */
   env: NodeJS.ProcessEnv;
@@ -57,6 +60,18 @@ export interface UpstreamRequestPlan {
   units?: BilledUnits;
   /** Submits or reads a result billed when it is known (a batch, a background response; ADR 0913). */
   deferred?: DeferredPlan;
+  /** An audio call's request-side facts (ADR 0911). */
+  audio?: AudioFacts;
+}
+
+/** What an audio request says before its answer: the units it bills, what its reservation holds, a speech answer's facts. */
+export interface AudioFacts {
+  /** Billed units only the request knows (a WAV upload's seconds, a speech input's characters), merged into the usage. */
+  units?: BilledUnits;
+  /** The usage its budget reservation holds: seconds or characters, and the tokens they stand for. */
+  reservation: TokenUsage;
+  /** A speech request: its answer is audio, whose usage a token-billed model has estimated from these. */
+  speech?: SpeechAnswer;
 }
 
 /**
@@ -102,6 +117,8 @@ export interface V1RoutePlan {
    * `totalTokens`, Bedrock's `inputTokens`), read into the caller's API.
    */
   tokenCountField?: string;
+  /** An audio call's request-side facts (ADR 0911). */
+  audio?: AudioFacts;
 }
 
 /** What a native surface is asked for: a Messages call, or its token count. */
@@ -138,6 +155,8 @@ export interface V1Surface {
   responsesPath?: string;
   /** The upstream serves OpenAI's moderation API (OpenAI, OpenAI-compatible servers): its path; the request passes through. */
   moderationsPath?: string;
+  /** The upstream serves OpenAI's audio API (ADR 0911): each operation's path; the request passes through as sent. */
+  audio?: Readonly<Record<AudioOperation, string>>;
   /**
    * The upstream speaks the Messages API (Claude): a Messages request, or its token count, in the route's envelope;
    * undefined for a model of the route that does not (Bedrock's other models: the call goes through the chat pivot).
@@ -172,6 +191,11 @@ export interface RouteModule {
   readonly upstream?: UpstreamConfig;
   readonly body: BodyHandling;
   /**
+   * A native path whose body is a multipart form the route reads and plans (OpenAI's audio uploads, ADR 0911),
+   * taken on a `json` route in place of JSON; absent: none is.
+   */
+  formUpload?(method: string, rest: string): boolean;
+  /**
    * What a native call is (endpoint-kinds.ts): metered, free, or undefined: a path the format cannot meter,
    * refused unless the route allows unmetered calls. `rest` is the path after /proxy/<route>, without the query.
    */
@@ -186,7 +210,7 @@ export interface RouteModule {
 }
 
 /** What a format does, for one route: its body handling, planning, /v1 surface and error shape. */
-export type RouteBehaviour = Pick<RouteModule, 'body' | 'endpoint' | 'errors' | 'planNative' | 'v1' | 'baseUrlFromConfig'>;
+export type RouteBehaviour = Pick<RouteModule, 'body' | 'formUpload' | 'endpoint' | 'errors' | 'planNative' | 'v1' | 'baseUrlFromConfig'>;
 
 /**
  * A format's module: the behaviour of any route of that format, given the route's name (which messages and

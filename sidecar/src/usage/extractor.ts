@@ -36,10 +36,11 @@ export function createUsageExtractor(options: UsageExtractorOptions): UsageExtra
   if (options.statusCode !== undefined && options.statusCode >= 400) return new NoUsageExtractor();
   const kind = bodyKindOf(options.contentType);
   if (kind === 'unknown') return new SniffingUsageExtractor(options);
+  if (kind === 'audio') return new NoUsageExtractor();
   return extractorFor(kind, options);
 }
 
-function extractorFor(kind: Exclude<BodyKind, 'unknown'>, options: UsageExtractorOptions): UsageExtractor {
+function extractorFor(kind: Exclude<BodyKind, 'unknown' | 'audio'>, options: UsageExtractorOptions): UsageExtractor {
   const logger = options.logger ? { logger: options.logger } : {};
   switch (options.format) {
     case 'openai':

@@ -1,7 +1,8 @@
 // OpenAI chat completions (api.openai.com and Vertex AI's OpenAI-compatible surface): `usage` with
 // prompt_tokens, completion_tokens, prompt_tokens_details.cached_tokens (a subset of the prompt) and
 // completion_tokens_details.reasoning_tokens (a subset of the completion). The Responses API shape
-// (input_tokens / output_tokens with *_details) is read too, since /proxy/beta forwards every path.
+// (input_tokens / output_tokens with *_details) is read too, since /proxy/beta forwards every path, and so are
+// the audio API's: a transcription's `usage` of type `tokens` (that same shape) or `duration` (seconds).
 //
 // Streams carry usage only when the request set stream_options.include_usage: one chunk with `choices: []`
 // just before `data: [DONE]`. When the proxy added that option itself, the reader asks for that chunk to be
@@ -18,6 +19,8 @@ import type { TokenUsage, UsageResult } from './usage.ts';
 
 export function normaliseOpenAiUsage(usage: unknown): TokenUsage | null {
   if (!isRecord(usage)) return null;
+  // A whisper-1 transcription bills seconds of audio, not tokens (ADR 0911).
+  if (usage.type === 'duration') return audioUsage(usage.seconds);
   if (usage.prompt_tokens === undefined && usage.completion_tokens === undefined && usage.input_tokens !== undefined) {
     // Responses API
     const input = tokenCount(usage.input_tokens);
@@ -31,6 +34,12 @@ export function normaliseOpenAiUsage(usage: unknown): TokenUsage | null {
   const promptDetails = isRecord(usage.prompt_tokens_details) ? usage.prompt_tokens_details : {};
   const completionDetails = isRecord(usage.completion_tokens_details) ? usage.completion_tokens_details : {};
   return build(prompt, completion, tokenCount(promptDetails.cached_tokens), tokenCount(completionDetails.reasoning_tokens));
+}
+
+/** Seconds of input audio as the usage of a call billed per second; null when they are not a plausible count. */
+function audioUsage(seconds: unknown): TokenUsage | null {
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) return null;
+  return { ...build(0, 0, 0, 0), units: { audioSeconds: seconds } };
 }
 
 function build(input: number, output: number, cached: number, reasoning: number): TokenUsage {
@@ -59,13 +68,15 @@ function usageOf(document: Record<string, unknown>): unknown {
 
 export function readOpenAiBody(document: Record<string, unknown>): UsageResult {
   const model = modelOf(document);
-  const result: UsageResult = { usage: normaliseOpenAiUsage(usageOf(document)) };
+  // A verbose translation reports no usage, only the `duration` of the audio it translated (ADR 0911).
+  const translated = document.usage === undefined && document.task === 'translate' ? audioUsage(document.duration) : null;
+  const result: UsageResult = { usage: translated ?? normaliseOpenAiUsage(usageOf(document)) };
   if (model !== undefined) result.responseModel = model;
   return result;
 }
 
 export function openAiJsonExtractor(): UsageExtractor {
-  return new JsonUsageExtractor({ head: ['model'], tail: ['usage'] }, readOpenAiBody);
+  return new JsonUsageExtractor({ head: ['model', 'task', 'duration'], tail: ['usage'] }, readOpenAiBody);
 }
 
 // A `usage` key holding an object; in content, quotes are escaped, so this only matches a real key.

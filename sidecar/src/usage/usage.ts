@@ -52,6 +52,8 @@ export interface UsageResult {
    * What the proxy estimates output from when a stream is cut before its usage (usage-estimate.ts).
    */
   streamEvents?: number;
+  /** The usage is the proxy's estimate, not the provider's report (a speech answer's audio tokens, ADR 0911). */
+  usageEstimated?: boolean;
   /**
    * The cost, when the extractor priced the answer itself, part by part: a batch's results, each line at its
    * own model's batch price (ADR 0913). The call is charged this rather than its summed usage priced once.

@@ -8,9 +8,11 @@ import { openAiCompatibleEndpoint } from '../endpoint-kinds.ts';
 import { OPENAI_ERRORS } from '../error-shape.ts';
 import { planOpenAiNative, planOpenAiPassThrough } from '../openai-chat-route.ts';
 import { defineFormat } from '../route-module.ts';
+import { isAudioUpload, OPENAI_AUDIO_PATHS } from '../openai-audio.ts';
 
 export const openAiChat = defineFormat('openai-chat', (route) => ({
   body: 'json',
+  formUpload: isAudioUpload,
   endpoint: openAiCompatibleEndpoint,
   errors: OPENAI_ERRORS,
   planNative: (call) => planOpenAiNative(route, call),
@@ -20,5 +22,6 @@ export const openAiChat = defineFormat('openai-chat', (route) => ({
     passThrough: { completions: '/v1/completions' },
     moderationsPath: '/v1/moderations',
     embeddings: (call) => planOpenAiPassThrough(call, call.requested, '/v1/embeddings'),
+    audio: OPENAI_AUDIO_PATHS,
   },
 }));

@@ -6,9 +6,11 @@ import { openAiEndpoint } from '../endpoint-kinds.ts';
 import { OPENAI_ERRORS } from '../error-shape.ts';
 import { planOpenAiNative, planOpenAiPassThrough } from '../openai-chat-route.ts';
 import { defineFormat } from '../route-module.ts';
+import { isAudioUpload, OPENAI_AUDIO_PATHS } from '../openai-audio.ts';
 
 export const openAi = defineFormat('openai', (route) => ({
   body: 'json',
+  formUpload: isAudioUpload,
   endpoint: openAiEndpoint,
   errors: OPENAI_ERRORS,
   planNative: (call) => planOpenAiNative(route, call),
@@ -18,5 +20,6 @@ export const openAi = defineFormat('openai', (route) => ({
     responsesPath: '/v1/responses',
     moderationsPath: '/v1/moderations',
     embeddings: (call) => planOpenAiPassThrough(call, call.requested, '/v1/embeddings'),
+    audio: OPENAI_AUDIO_PATHS,
   },
 }));

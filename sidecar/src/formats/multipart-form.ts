@@ -1,0 +1,75 @@
+// A multipart/form-data body (RFC 7578) located, not decoded: where each part's bytes are and what its
+// Content-Disposition names. The proxy reads the few fields it meters by (an audio upload's model and
+// response_format) and forwards the body's own bytes, so an upload is never re-encoded on its way (ADR 0911).
+
+/** One part: its form name, its file name when it is a file, and where its content lies in the body. */
+export interface FormPart {
+  name: string;
+  filename: string | null;
+  /** Offsets of the part's content in the body: [start, end). */
+  start: number;
+  end: number;
+}
+
+/** A body that is not the multipart form its Content-Type says, with what is wrong. */
+export class MultipartProblem extends Error {}
+
+/** More parts than any upload a metered endpoint takes has; a form of thousands of parts is refused unread. */
+const MAX_PARTS = 256;
+/** The longest part header block read (Content-Disposition and Content-Type fit in far less). */
+const MAX_HEADER_BYTES = 8 * 1024;
+
+const CRLF = Buffer.from('\r\n');
+const HEADERS_END = Buffer.from('\r\n\r\n');
+
+/** The boundary a multipart/form-data Content-Type names; null when the type is another or names none. */
+export function formBoundary(contentType: string | undefined): string | null {
+  if (contentType === undefined || !/^\s*multipart\/form-data\s*(;|$)/i.test(contentType)) return null;
+  const match = /;\s*boundary\s*=\s*(?:"([^"]{1,70})"|([^\s;"]{1,70}))/i.exec(contentType);
+  return match?.[1] ?? match?.[2] ?? null;
+}
+
+/** The parts of a multipart/form-data body, in order. Throws MultipartProblem when it is not one. */
+export function formParts(body: Buffer, boundary: string): FormPart[] {
+  const delimiter = Buffer.from(`--${boundary}`);
+  const next = Buffer.from(`\r\n--${boundary}`);
+  // The first delimiter may follow a preamble, which is ignored (RFC 2046 §5.1.1).
+  let at = body.subarray(0, delimiter.length).equals(delimiter) ? 0 : body.indexOf(next);
+  if (at === -1) throw new MultipartProblem(`the body has no part delimited by the boundary ${JSON.stringify(boundary)} its Content-Type names`);
+  at += at === 0 ? delimiter.length : next.length;
+  const parts: FormPart[] = [];
+  for (;;) {
+    if (body[at] === 0x2d && body[at + 1] === 0x2d) return parts; // "--": the close delimiter
+    if (!body.subarray(at, at + 2).equals(CRLF)) throw new MultipartProblem('a boundary delimiter is not followed by a line break');
+    const headersStart = at + 2;
+    const headersEnd = body.indexOf(HEADERS_END, headersStart);
+    if (headersEnd === -1 || headersEnd - headersStart > MAX_HEADER_BYTES) throw new MultipartProblem(`part ${parts.length + 1} has no complete header block`);
+    const end = body.indexOf(next, headersEnd + HEADERS_END.length);
+    if (end === -1) throw new MultipartProblem(`part ${parts.length + 1} is not closed by the boundary: the body ends early`);
+    parts.push({ ...disposition(body.toString('latin1', headersStart, headersEnd), parts.length + 1), start: headersEnd + HEADERS_END.length, end });
+    if (parts.length > MAX_PARTS) throw new MultipartProblem(`the form has more than ${MAX_PARTS} parts`);
+    at = end + next.length;
+  }
+}
+
+/** The form name and file name of a part's Content-Disposition header. */
+function disposition(headers: string, index: number): { name: string; filename: string | null } {
+  const line = headers.split('\r\n').find((header) => /^content-disposition\s*:/i.test(header));
+  if (line === undefined) throw new MultipartProblem(`part ${index} has no Content-Disposition header`);
+  const name = parameter(line, 'name');
+  if (name === null) throw new MultipartProblem(`part ${index}'s Content-Disposition names no form field (name=)`);
+  return { name, filename: parameter(line, 'filename') };
+}
+
+function parameter(header: string, key: string): string | null {
+  const match = new RegExp(`;\\s*${key}\\s*=\\s*(?:"((?:[^"\\\\]|\\\\.)*)"|([^\\s;]+))`, 'i').exec(header);
+  if (match === null) return null;
+  // Header bytes were read as latin1; names and file names are UTF-8 (RFC 7578 §5.1).
+  return Buffer.from(match[1] ?? match[2] ?? '', 'latin1').toString('utf8');
+}
+
+/** A text field's value, or undefined when the form has no part of that name. */
+export function formField(body: Buffer, parts: readonly FormPart[], name: string): string | undefined {
+  const part = parts.find((candidate) => candidate.name === name && candidate.filename === null);
+  return part === undefined ? undefined : body.toString('utf8', part.start, part.end);
+}
