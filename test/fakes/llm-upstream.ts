@@ -21,8 +21,9 @@
 //             Requires `Authorization: Bearer <expectBearer>` (any bearer when expectBearer is unset).
 //   openai    /v1/chat/completions, /v1/models. Bearer key = expectApiKey ?? expectBearer.
 //   anthropic /v1/messages, /v1/messages/count_tokens. Requires x-api-key (= expectApiKey) and anthropic-version.
-//   bedrock   /model/{id}/invoke, /model/{id}/invoke-with-response-stream. Verifies SigV4 with `aws` credentials
-//             (signing name `bedrock`, canonical URI encoded twice) and answers Bedrock's 403 on mismatch.
+//   bedrock   /model/{id}/invoke, /model/{id}/invoke-with-response-stream; /model/{id}/converse, converse-stream for
+//             any model (llm-converse.ts, its body checked as Bedrock validates it). Verifies SigV4 with `aws`
+//             credentials (signing name `bedrock`, canonical URI encoded twice) and answers Bedrock's 403 on mismatch.
 //   Embeddings (llm-embeddings.ts): openai /v1/embeddings; vertex …/publishers/google/models/M:predict; bedrock
 //             /model/{amazon.titan-embed-text-v2:0 | -v1 | cohere.embed-*-v3}/invoke. One token per word.
 //   Audio (llm-audio.ts): openai /v1/audio/transcriptions and /translations (multipart, a WAV file), /v1/audio/speech.
