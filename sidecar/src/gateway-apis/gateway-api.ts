@@ -69,7 +69,7 @@ export interface GatewayApi {
    * (`model`); throws GatewayError when it cannot be taken. Absent: the body must be a JSON object.
    */
   readForm?(body: Buffer, contentType: string | undefined): Record<string, unknown>;
-  /** The end user the body names, for the span when no header does.
+  /** The end user the body names, for the span when no header does. */
   requestUser(request: Record<string, unknown>): string | null;
   /** Plans the call. Throws GatewayError (the request) or ProxyError (the configuration). */
   plan(call: ApiCall): ApiPlan;
