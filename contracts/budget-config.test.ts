@@ -35,6 +35,10 @@ describe('budgets config', () => {
     expect(parseBudgetsPatch({ ledger: { kind: 'firestore', projectId: 'my-project' } })).toEqual({
       ledger: { kind: 'firestore', projectId: 'my-project', collection: 'budgets' },
     });
+    expect(parseBudgetsPatch({ ledger: { kind: 'redis', url: 'rediss://tollgate@redis.tollgate:6380/2', passwordEnv: 'REDIS_PASSWORD' }, unreachable: 'closed' })).toEqual({
+      ledger: { kind: 'redis', url: 'rediss://tollgate@redis.tollgate:6380/2', keyPrefix: 'tollgate:budgets', passwordEnv: 'REDIS_PASSWORD' },
+      unreachable: 'closed',
+    });
   });
 
   it.each([
@@ -57,7 +61,21 @@ describe('budgets config', () => {
     ],
     [{ policies: [{ name: 'a', limitUsd: 1, grants: [] }] }, 'budgets.policies[0].grants cannot be set here'],
     [{ policies: [{ name: 'a', limitUsd: 1, limit: 2 }] }, 'budgets.policies[0].limit is not a known field'],
-    [{ ledger: { kind: 'postgres' } }, 'budgets.ledger.kind must be one of sqlite, firestore, memory (got "postgres")'],
+    [{ ledger: { kind: 'postgres' } }, 'budgets.ledger.kind must be one of sqlite, firestore, memory, redis (got "postgres")'],
+    [{ ledger: { kind: 'redis' } }, 'budgets.ledger.url must be a non-empty string'],
+    [{ ledger: { kind: 'redis', url: 'http://redis:6379' } }, 'budgets.ledger.url must start with redis:// or rediss:// (got http://)'],
+    [
+      { ledger: { kind: 'redis', url: 'redis://:s3cret@redis:6379' } },
+      'budgets.ledger.url must not contain a password: set budgets.ledger.passwordEnv or budgets.ledger.passwordFile',
+    ],
+    [{ ledger: { kind: 'redis', url: 'redis://redis', password: 'x' } }, 'budgets.ledger.password is not a known field'],
+    [{ ledger: { kind: 'redis', url: 'redis://redis', keyPrefix: '{a}' } }, 'budgets.ledger.keyPrefix must be 1 to 64 letters'],
+    [
+      { ledger: { kind: 'redis', url: 'redis://redis', passwordEnv: 'A', passwordFile: '/p' } },
+      'budgets.ledger.passwordFile cannot be set together with budgets.ledger.passwordEnv',
+    ],
+    [{ ledger: { kind: 'redis', url: 'redis://redis', passwordEnv: 'REDIS-PASSWORD' } }, 'budgets.ledger.passwordEnv must be the name of an environment variable'],
+    [{ unreachable: 'ajar' }, 'budgets.unreachable must be one of open, closed (got "ajar")'],
     [{ ledger: { kind: 'memory', path: 'x' } }, 'budgets.ledger.path is not a known field'],
   ])('refuses %j naming the field', (input, message) => {
     expect(() => parseBudgetsPatch(input)).toThrow(message);

@@ -6,6 +6,7 @@
 import { ConfigError } from './config-error.ts';
 import { BUDGET_PERIODS, type BudgetPeriod, isTimeZone } from './budget-period.ts';
 import { formatUsd, parseUsd } from './money.ts';
+import { parseRateLimits, type RateLimitsConfig } from './rate-limits-config.ts';
 
 export const BUDGET_ENFORCEMENTS = ['block', 'alert'] as const;
 export type BudgetEnforcement = (typeof BUDGET_ENFORCEMENTS)[number];
@@ -39,11 +40,37 @@ export interface BudgetPolicyConfig {
   enforcement: BudgetEnforcement;
   /** Cluster mode only: grants from the BudgetPolicy spec. */
   grants?: BudgetGrantConfig[];
+  /** Per user the policy matches, counted per engine process unless the store is shared (ADR 1309). */
+  rateLimits?: RateLimitsConfig;
 }
 
-export type BudgetLedgerConfig = { kind: 'sqlite'; path?: string } | { kind: 'firestore'; projectId?: string; databaseId?: string; collection: string } | { kind: 'memory' };
+/** A Redis-compatible store (Redis 7, Valkey) shared by several engines (ADR 1310). */
+export interface BudgetRedisConfig {
+  /** redis://[user@]host:port[/db] or rediss:// (TLS); never with a password in it. */
+  url: string;
+  /** Hash tag of every key: `{<keyPrefix>}:…`, so one ledger is one Redis Cluster slot. */
+  keyPrefix: string;
+  /** The environment variable that holds the password. */
+  passwordEnv?: string;
+  /** A file that holds the password (a mounted Secret). */
+  passwordFile?: string;
+}
 
-export const BUDGET_LEDGER_KINDS = ['sqlite', 'firestore', 'memory'] as const;
+export type BudgetLedgerConfig =
+  | { kind: 'sqlite'; path?: string }
+  | { kind: 'firestore'; projectId?: string; databaseId?: string; collection: string }
+  | { kind: 'memory' }
+  | ({ kind: 'redis' } & BudgetRedisConfig);
+
+export const BUDGET_LEDGER_KINDS = ['sqlite', 'firestore', 'memory', 'redis'] as const;
+
+/**
+ * What a budgeted call gets while the shared ledger cannot be written: open admits it on what memory knows;
+ * closed refuses it with 503 once the ledger has failed for longer than UNREACHABLE_GRACE_MS.
+ */
+export const BUDGET_UNREACHABLE_RULES = ['open', 'closed'] as const;
+export type BudgetUnreachableRule = (typeof BUDGET_UNREACHABLE_RULES)[number];
+export const UNREACHABLE_GRACE_MS = 30_000;
 
 export interface BudgetsConfig {
   /**
@@ -51,17 +78,21 @@ export interface BudgetsConfig {
    * memory when spans are kept in memory.
    */
   ledger?: BudgetLedgerConfig;
+  /** Absent: open. */
+  unreachable?: BudgetUnreachableRule;
   policies: BudgetPolicyConfig[];
 }
 
 /** What one config source sets; `policies` replaces the whole list of earlier layers. */
 export interface BudgetsPatch {
   ledger?: BudgetLedgerConfig;
+  unreachable?: BudgetUnreachableRule;
   policies?: BudgetPolicyConfig[];
 }
 
 export const DEFAULT_ALERT_THRESHOLDS = [80, 90, 100];
 export const DEFAULT_FIRESTORE_COLLECTION = 'budgets';
+export const DEFAULT_REDIS_KEY_PREFIX = 'tollgate:budgets';
 export const MAX_BUDGET_POLICIES = 100;
 export const MAX_POLICY_USERS = 1000;
 export const MAX_POLICY_GRANTS = 256;
@@ -71,6 +102,8 @@ const MAX_USER_ID = 256;
 const POLICY_NAME = /^[A-Za-z0-9]([A-Za-z0-9._/-]{0,250}[A-Za-z0-9])?$/;
 const FIRESTORE_COLLECTION = /^[A-Za-z0-9_-]{1,100}$/;
 const PROJECT = /^[a-z0-9][a-z0-9.:-]{0,127}$/;
+const REDIS_KEY_PREFIX = /^[A-Za-z0-9:._-]{1,64}$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
 
 type Obj = Record<string, unknown>;
@@ -147,7 +180,7 @@ function parseGrant(input: unknown, field: string): BudgetGrantConfig {
 /** One policy; defaults filled in. `allowGrants` only for policies the operator renders. */
 export function parseBudgetPolicy(input: unknown, field: string, opts: { allowGrants?: boolean } = {}): BudgetPolicyConfig {
   const v = object(input, field);
-  const keys = ['name', 'users', 'limitUsd', 'period', 'timeZone', 'alertThresholds', 'enforcement'];
+  const keys = ['name', 'users', 'limitUsd', 'period', 'timeZone', 'alertThresholds', 'enforcement', 'rateLimits'];
   if (opts.allowGrants) keys.push('grants');
   else if (v.grants !== undefined) {
     throw new ConfigError(`${field}.grants`, 'cannot be set here: add a grant with POST /_local/api/budgets/{user}/grants (or in a BudgetPolicy)');
@@ -189,6 +222,7 @@ export function parseBudgetPolicy(input: unknown, field: string, opts: { allowGr
     alertThresholds: v.alertThresholds === undefined ? [...DEFAULT_ALERT_THRESHOLDS] : parseThresholds(v.alertThresholds, `${field}.alertThresholds`),
     enforcement: enforcement as BudgetEnforcement,
   };
+  if (v.rateLimits !== undefined) policy.rateLimits = parseRateLimits(v.rateLimits, `${field}.rateLimits`);
   if (opts.allowGrants && v.grants !== undefined) {
     if (!Array.isArray(v.grants) || v.grants.length > MAX_POLICY_GRANTS) throw new ConfigError(`${field}.grants`, `must be a list of at most ${MAX_POLICY_GRANTS} grants`);
     policy.grants = v.grants.map((g, i) => parseGrant(g, `${field}.grants[${i}]`));
@@ -233,17 +267,52 @@ function parseLedger(input: unknown, field: string): BudgetLedgerConfig {
       if (v.databaseId !== undefined) ledger.databaseId = nonEmptyString(v.databaseId, `${field}.databaseId`, 63);
       return ledger;
     }
+    case 'redis':
+      return parseRedisLedger(v, field);
     default:
       throw new ConfigError(`${field}.kind`, `must be one of ${BUDGET_LEDGER_KINDS.join(', ')} (got ${JSON.stringify(kind)})`);
   }
 }
 
+function parseRedisLedger(v: Obj, field: string): BudgetLedgerConfig {
+  onlyKeys(v, field, ['kind', 'url', 'keyPrefix', 'passwordEnv', 'passwordFile']);
+  const url = nonEmptyString(v.url, `${field}.url`, 2048);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ConfigError(`${field}.url`, `must be a URL such as redis://redis.tollgate:6379 (got ${JSON.stringify(url)})`);
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw new ConfigError(`${field}.url`, `must start with redis:// or rediss:// (got ${parsed.protocol}//)`);
+  if (parsed.hostname === '') throw new ConfigError(`${field}.url`, 'must name a host');
+  // A config file is read by many and kept in Git and ConfigMaps; the secret comes from where secrets live.
+  if (parsed.password !== '') throw new ConfigError(`${field}.url`, `must not contain a password: set ${field}.passwordEnv or ${field}.passwordFile`);
+  const keyPrefix = v.keyPrefix ?? DEFAULT_REDIS_KEY_PREFIX;
+  if (typeof keyPrefix !== 'string' || !REDIS_KEY_PREFIX.test(keyPrefix)) {
+    throw new ConfigError(`${field}.keyPrefix`, `must be 1 to 64 letters, digits, ':', '.', '_' and '-' (got ${JSON.stringify(keyPrefix)})`);
+  }
+  if (v.passwordEnv !== undefined && v.passwordFile !== undefined) throw new ConfigError(`${field}.passwordFile`, `cannot be set together with ${field}.passwordEnv`);
+  const ledger: Extract<BudgetLedgerConfig, { kind: 'redis' }> = { kind: 'redis', url, keyPrefix };
+  if (v.passwordEnv !== undefined) {
+    if (typeof v.passwordEnv !== 'string' || !ENV_NAME.test(v.passwordEnv)) throw new ConfigError(`${field}.passwordEnv`, 'must be the name of an environment variable');
+    ledger.passwordEnv = v.passwordEnv;
+  }
+  if (v.passwordFile !== undefined) ledger.passwordFile = nonEmptyString(v.passwordFile, `${field}.passwordFile`);
+  return ledger;
+}
+
 /** The `budgets` section of a config source. */
 export function parseBudgetsPatch(input: unknown, field = 'budgets'): BudgetsPatch {
   const v = object(input, field);
-  onlyKeys(v, field, ['ledger', 'policies']);
+  onlyKeys(v, field, ['ledger', 'unreachable', 'policies']);
   const patch: BudgetsPatch = {};
   if (v.ledger !== undefined) patch.ledger = parseLedger(v.ledger, `${field}.ledger`);
+  if (v.unreachable !== undefined) {
+    if (typeof v.unreachable !== 'string' || !(BUDGET_UNREACHABLE_RULES as readonly string[]).includes(v.unreachable)) {
+      throw new ConfigError(`${field}.unreachable`, `must be one of ${BUDGET_UNREACHABLE_RULES.join(', ')} (got ${JSON.stringify(v.unreachable)})`);
+    }
+    patch.unreachable = v.unreachable as BudgetUnreachableRule;
+  }
   if (v.policies !== undefined) patch.policies = parseBudgetPolicies(v.policies, `${field}.policies`);
   return patch;
 }

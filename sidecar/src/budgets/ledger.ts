@@ -1,6 +1,6 @@
 // Where the local proxy and the central server keep budgets durably: per user, the spend of each period and
-// the grants. Three implementations behind one interface: SQLite (embedded default), Firestore (a fleet of
-// servers sharing one ledger) and memory (tests, throwaway runs). In a cluster the operator keeps the ledger
+// the grants. Four implementations behind one interface: SQLite (embedded default), Firestore and Redis (a fleet
+// of engines sharing one ledger) and memory (tests, throwaway runs). In a cluster the operator keeps the ledger
 // instead (operator/src/budgets), and sidecars report to it.
 //
 // Writes are deltas, never absolute values: "add this much to the period's spend and to these grants' use".
@@ -38,7 +38,7 @@ export interface DeductionBatch {
 }
 
 export interface BudgetLedger {
-  readonly kind: 'sqlite' | 'firestore' | 'memory';
+  readonly kind: 'sqlite' | 'firestore' | 'memory' | 'redis';
   /** Every user with usage in a period starting at or after `since` (epoch ms), or with a grant. */
   load(since: number): Promise<LedgerUser[]>;
   /** One user's stored state (after another process may have changed it). */

@@ -1,5 +1,5 @@
 // Picks the ledger the config names and builds the ledger-backed budgets of a local proxy or central server.
-// Each ledger's module (and its driver: better-sqlite3, the Firestore SDK) is imported only when that kind is
+// Each ledger's module (and its driver: better-sqlite3, the Firestore SDK, ioredis) is imported only when that kind is
 // configured; a sidecar, whose budgets come from the operator, loads none of them (ADR 0003).
 
 import { dirname, join } from 'node:path';
@@ -32,6 +32,10 @@ export async function openLedger(budgets: BudgetsConfig, storage: StorageConfig)
         ...(ledger.databaseId ? { databaseId: ledger.databaseId } : {}),
       });
     }
+    case 'redis': {
+      const { RedisLedger } = await import('./redis-ledger.ts');
+      return new RedisLedger(ledger);
+    }
     case 'sqlite': {
       const { SqliteLedger } = await import('./sqlite-ledger.ts');
       return new SqliteLedger(sqliteLedgerPath(budgets, storage));
@@ -55,5 +59,6 @@ export async function openLedgerBudgets(budgets: BudgetsConfig, storage: Storage
     throw new BudgetLedgerOpenError(budgets.ledger?.kind ?? 'sqlite', error);
   }
   // Only a shared ledger has spend this engine did not make itself.
-  return new LedgerBudgets({ ledger, config: budgets, logger, refreshMs: ledger.kind === 'firestore' ? DEFAULT_REFRESH_MS : 0 });
+  const shared = ledger.kind === 'firestore' || ledger.kind === 'redis';
+  return new LedgerBudgets({ ledger, config: budgets, logger, refreshMs: shared ? DEFAULT_REFRESH_MS : 0 });
 }

@@ -82,6 +82,7 @@ export function applyPatch(base: RuntimeConfig, patch: RuntimeConfigPatch): Runt
   }
   if (patch.audit) next.audit = structuredClone(patch.audit);
   if (patch.budgets?.ledger) next.budgets.ledger = structuredClone(patch.budgets.ledger);
+  if (patch.budgets?.unreachable) next.budgets.unreachable = patch.budgets.unreachable;
   if (patch.budgets?.policies) next.budgets.policies = structuredClone(patch.budgets.policies);
   if (patch.metrics?.perUser) Object.assign(next.metrics.perUser, patch.metrics.perUser);
   if (patch.tracing) next.tracing = structuredClone(patch.tracing);

@@ -188,8 +188,8 @@ function apiPatch(body: Record<string, unknown>, opts: ManagementOptions): Runti
   }
   const routeProviders = opts.store.get().routes.map((route) => route.provider ?? route.name);
   const patch = parseRuntimeConfigPatch(body, API_SECTIONS, { routeProviders, declaredCredentials: declaredCredentials(opts.store) });
-  if (patch.budgets?.ledger) {
-    throw new ConfigError('budgets.ledger', 'is read when the proxy starts: set it in the config file');
+  for (const key of ['ledger', 'unreachable'] as const) {
+    if (patch.budgets?.[key] !== undefined) throw new ConfigError(`budgets.${key}`, 'is read when the proxy starts: set it in the config file');
   }
   refuseUnmeteredAllowed(patch);
   if (opts.configOwner === 'operator') refuseOperatorOwned(patch);
