@@ -37,6 +37,8 @@ export interface BudgetRefusal {
    * calls in flight (USD, may be 0) and what this call may cost.
    */
   short?: { leftUsd: number; reserveUsd: number };
+  /** Set when budgets.unreachable is closed and the shared ledger has failed past the grace: answered 503. */
+  unreachable?: { ledger: string; since: number };
 }
 
 /** What `reserve()` decided: refused, or admitted with a hold to release when the call finishes. */

@@ -5,8 +5,9 @@
 // the ledger; the queue is flushed right away, one write at a time. A write that fails logs `failed to deduct
 // spend` (user_id, amount, error) and is retried with backoff: the amount stays queued, merged with later
 // spend of the same user and period, so nothing is lost and memory stays bounded by users, not calls
-// (ADR 1300). A ledger shared with other servers (Firestore) is read back every few seconds for the users
-// this server has seen, so their spend elsewhere is enforced here too.
+// (ADR 1300). A ledger shared with other servers (Firestore, Redis) is read back every few seconds for the users
+// this server has seen, so their spend elsewhere is enforced here too. While such a ledger fails, memory keeps
+// enforcing (budgets.unreachable open, the default), or budgeted calls are refused after a grace (closed, ADR 1310).
 //
 // Memory follows the users in use (ADR 1306): the mirror of the ledger and the book keep at most `maxUsers`
 // each. A ledger on this machine (SQLite, memory) is read for a user who is not in memory when they come back;
@@ -16,7 +17,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { BudgetsConfig } from '../../../contracts/budget-config.ts';
+import { type BudgetsConfig, type BudgetUnreachableRule, UNREACHABLE_GRACE_MS } from '../../../contracts/budget-config.ts';
 import { formatUsd, parseUsd, unitsFromCostUsd, unitsToUsd } from '../../../contracts/money.ts';
 import { BudgetBook, MAX_BUDGET_RECORDS, type BudgetRefusal, type BudgetStanding, type ReserveOutcome, chargeFinishedCall } from './budget-book.ts';
 import type { BudgetEnforcer, BudgetHealth, BudgetPage, GrantRequest } from './budget-enforcer.ts';
@@ -76,12 +77,16 @@ export class LedgerBudgets implements BudgetEnforcer {
   #closed = false;
   /** Spend kept at the last shutdown is still to be written. */
   #keptWaiting = false;
+  readonly #unreachableRule: BudgetUnreachableRule;
+  /** When the last run of failed ledger writes or reads began; null: the last one succeeded. */
+  #failingSince: number | null = null;
 
   constructor(opts: LedgerBudgetsOptions) {
     this.#ledger = opts.ledger;
     this.#logger = opts.logger;
     this.#now = opts.now ?? Date.now;
     this.#maxUsers = opts.maxUsers ?? MAX_BUDGET_RECORDS;
+    this.#unreachableRule = opts.config.unreachable ?? 'open';
     this.#book = new BudgetBook(
       new PolicySet(opts.config.policies),
       {
@@ -124,11 +129,37 @@ export class LedgerBudgets implements BudgetEnforcer {
   }
 
   refusal(userId: string, at: number): BudgetRefusal | null {
-    return this.#book.refusal(userId, at);
+    return this.#unreachableRefusal(userId, at) ?? this.#book.refusal(userId, at);
   }
 
   reserve(userId: string, at: number, estimateUsd: () => number): ReserveOutcome | null {
+    const unreachable = this.#unreachableRefusal(userId, at);
+    if (unreachable) return { refusal: unreachable };
     return this.#book.reserve(userId, at, () => unitsFromCostUsd(estimateUsd()));
+  }
+
+  /**
+   * budgets.unreachable closed (ADR 1310): once the ledger has failed for UNREACHABLE_GRACE_MS, a call a blocking
+   * policy limits is refused, since this engine no longer sees what the others spend. Open: memory decides.
+   */
+  #unreachableRefusal(userId: string, at: number): BudgetRefusal | null {
+    const since = this.#failingSince;
+    if (this.#unreachableRule === 'open' || since === null || at - since < UNREACHABLE_GRACE_MS) return null;
+    const policy = this.#book.policies.match(userId);
+    if (policy === undefined || !policy.blocks) return null;
+    return {
+      userId,
+      policy: policy.name,
+      limitUsd: unitsToUsd(policy.limit),
+      period: policy.config.period,
+      periodEnd: at,
+      retryAfterSeconds: 1,
+      unreachable: { ledger: this.#ledger.kind, since },
+    };
+  }
+
+  #ledgerFailed(): void {
+    this.#failingSince ??= this.#now();
   }
 
   charge(userId: string, costUsd: number, at: number): void {
@@ -345,6 +376,7 @@ export class LedgerBudgets implements BudgetEnforcer {
     try {
       await this.#ledger.deduct(batch);
       this.#writesDone++;
+      this.#failingSince = null;
       this.#unsettled = null;
       this.#trim(this.#maxUsers);
       if (this.#keptWaiting) await this.#replayKept();
@@ -353,6 +385,7 @@ export class LedgerBudgets implements BudgetEnforcer {
       if (this.#pending.size > 0) this.#flushSoon();
     } catch (error) {
       this.#failedWrites++;
+      this.#ledgerFailed();
       const message = error instanceof Error ? error.message : String(error);
       this.#lastError = message;
       // Kept as it is and retried first: charges made meanwhile wait in the queue behind it.
@@ -393,9 +426,11 @@ export class LedgerBudgets implements BudgetEnforcer {
       try {
         loaded = await this.#ledger.loadUser(record.userId, at - LOAD_WINDOW_MS);
       } catch (error) {
+        this.#ledgerFailed();
         this.#logger.warn({ user_id: record.userId, err: (error as Error).message }, 'could not read budgets back from the ledger; enforcing from memory');
         return;
       }
+      if (this.#unsettled === null && this.#pending.size === 0) this.#failingSince = null;
       if (!loaded || writesBefore !== this.#writesDone || this.#unsettled?.deltas.some((d) => d.userId === record.userId)) continue;
       // Stored state plus what this engine charged and has not written yet.
       for (const delta of this.#pending.values()) {

@@ -142,3 +142,41 @@ describe('the Redis ledger through a kill of the server', () => {
     await budgets.close();
   }, 90_000);
 });
+
+describe('budgets.unreachable while the Redis ledger is down', () => {
+  function closedEngine(clock: { now: number }, log = logs()) {
+    const keyPrefix = 'closed';
+    const config = {
+      ledger: { kind: 'redis' as const, url: redis.url, keyPrefix },
+      unreachable: 'closed' as const,
+      policies: parseBudgetsPatch({
+        policies: [
+          { name: 'team', users: ['erin'], limitUsd: '10' },
+          { name: 'watch', users: ['*'], limitUsd: '10', enforcement: 'alert' },
+        ],
+      }).policies!,
+    };
+    return { budgets: new LedgerBudgets({ ledger: ledger(keyPrefix), config, logger: log.logger, now: () => clock.now }), log };
+  }
+
+  it('closed: refuses budgeted calls once the ledger has failed for 30 s, and admits them again when it is back', async () => {
+    const clock = { now: T0 };
+    const { budgets, log } = closedEngine(clock);
+    await budgets.ready;
+    await redis.kill();
+    budgets.charge('erin', 1, clock.now);
+    await waitFor('the failed deduction', () => log.lines.some((l) => l.msg === 'failed to deduct spend'), 20_000);
+    clock.now = T0 + 29_999; // within the grace: memory decides
+    expect(budgets.refusal('erin', clock.now)).toBeNull();
+    clock.now = T0 + 30_000;
+    const refused = budgets.reserve('erin', clock.now, () => 0.01);
+    expect(refused?.refusal?.unreachable).toEqual({ ledger: 'redis', since: T0 });
+    expect(refused?.refusal?.policy).toBe('team');
+    // A policy that only alerts never refuses; a user no blocking policy names neither.
+    expect(budgets.reserve('frank', clock.now, () => 0.01)?.refusal).toBeUndefined();
+    await redis.start();
+    await waitFor('the retried deduction', () => budgets.health().pendingDeductions === 0, 40_000);
+    expect(budgets.refusal('erin', clock.now)).toBeNull();
+    await budgets.close();
+  }, 90_000);
+});

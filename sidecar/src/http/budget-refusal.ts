@@ -3,7 +3,8 @@
 // callers' SDKs read (the route module's ErrorShape: OpenAI's with code `budget_exceeded` on /v1 and the
 // OpenAI-format routes, Anthropic's on the Claude routes, Google's on Gemini). `x-should-retry: false` tells
 // the OpenAI and Anthropic SDKs not to retry a refusal that will not lift for hours; they retry every 429
-// otherwise.
+// otherwise. With budgets.unreachable closed, a budgeted call while the shared ledger cannot be reached past
+// the grace is answered 503 `budget_ledger_unavailable` instead (ADR 1310): it lifts when the ledger is back.
 //
 // A call that is admitted holds its estimated cost against the budget until it finishes (ADR 1308): the input
 // estimated from the request body (estimateInputTokens) and the request's max output tokens (else
@@ -22,6 +23,9 @@ import type { TraceContext } from '../spans/trace-context.ts';
 import { sendJson } from './json-answer.ts';
 
 export const BUDGET_EXCEEDED = 'budget_exceeded';
+const LEDGER_UNAVAILABLE = 'budget_ledger_unavailable';
+/** A refusal for an unreachable ledger lifts when the ledger is back: the SDKs may retry it soon. */
+const UNREACHABLE_RETRY_AFTER_SECONDS = 5;
 
 const PERIOD_WORD: Record<string, string> = { day: 'daily', week: 'weekly', month: 'monthly' };
 
@@ -99,6 +103,10 @@ function parsed(bytes: Buffer | string | null): unknown {
 /** Names the user, the limit and when it renews; the same text is the span's error. */
 export function budgetRefusalMessage(refusal: BudgetRefusal): string {
   const renews = new Date(refusal.periodEnd).toISOString();
+  if (refusal.unreachable) {
+    const { ledger, since } = refusal.unreachable;
+    return `the budget ledger (${ledger}) has not been reachable since ${new Date(since).toISOString()} and budgets.unreachable is closed: calls of user ${JSON.stringify(refusal.userId)} under policy ${JSON.stringify(refusal.policy)} are refused until it is back`;
+  }
   if (refusal.short) {
     const { leftUsd, reserveUsd } = refusal.short;
     return `user ${JSON.stringify(refusal.userId)} has ${leftUsd} USD left of the ${refusal.limitUsd} USD ${PERIOD_WORD[refusal.period] ?? refusal.period} budget of policy ${JSON.stringify(refusal.policy)} beyond the calls in flight, and this call may cost up to ${reserveUsd} USD (its input and its max output tokens); it renews at ${renews}`;
@@ -108,6 +116,11 @@ export function budgetRefusalMessage(refusal: BudgetRefusal): string {
 
 export function sendBudgetRefusal(res: ServerResponse, errors: ErrorShape, refusal: BudgetRefusal, trace: TraceContext): void {
   if (res.headersSent || res.destroyed) return;
+  if (refusal.unreachable) {
+    res.setHeader('retry-after', String(UNREACHABLE_RETRY_AFTER_SECONDS));
+    sendJson(res, 503, errors.body(503, LEDGER_UNAVAILABLE, budgetRefusalMessage(refusal)), trace);
+    return;
+  }
   res.setHeader('retry-after', String(refusal.retryAfterSeconds));
   res.setHeader('x-should-retry', 'false');
   sendJson(res, 429, errors.body(429, BUDGET_EXCEEDED, budgetRefusalMessage(refusal)), trace);
