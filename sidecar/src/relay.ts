@@ -56,14 +56,21 @@ export interface RelayOptions {
 export const READ_AFTER_LEAVING_MS = 10_000;
 export const READ_AFTER_LEAVING_BYTES = 2 * 1024 * 1024;
 
+/** What picks a response's extractor beside its wire format and Content-Type. */
+export interface ExtractorChoice {
+  /** Reads the answer around (or instead of) the format's extractor: a deferred result's (http/deferred-calls.ts). */
+  around?: ((extractor: UsageExtractor) => UsageExtractor) | undefined;
+  /** The call's operation: an image API answer is read for its images (ADR 0910). */
+  operation?: string | undefined;
+}
+
 /** The usage extractor for an upstream response in a route's wire format. */
 export function responseExtractor(
   format: WireFormat,
   upstream: UpstreamResponse,
   stripInjectedUsage: boolean,
   logger: Logger | undefined,
-  /** Reads the answer around (or instead of) the format's extractor: a deferred result's (http/deferred-calls.ts). */
-  around?: (extractor: UsageExtractor) => UsageExtractor,
+  { around, operation }: ExtractorChoice = {},
 ): UsageExtractor {
   const created = createUsageExtractor({
     format,
@@ -72,6 +79,7 @@ export function responseExtractor(
     statusCode: upstream.statusCode,
     stripInjectedUsage,
     ...(logger ? { logger } : {}),
+    ...(operation !== undefined ? { operation } : {}),
   });
   const extractor = around === undefined ? created : around(created);
   // Every byte the caller gets passes the extractor first: the proxy's credential is scrubbed there.

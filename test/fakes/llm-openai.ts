@@ -12,6 +12,7 @@ import { sendBehaviourError, sendGoogleError, sendOpenAiError } from './llm-erro
 import { bearerToken, jsonObject, requestHeader } from './llm-request.ts';
 import { responses, retrieveResponse } from './llm-openai-responses.ts';
 import { openAiEmbeddings } from './llm-embeddings.ts';
+import { openAiImageEdit, openAiImageGeneration } from './llm-images.ts';
 import { openAiAudio, openAiSpeech } from './llm-audio.ts';
 import { inputTokens, moderations, realtimeClientSecret } from './llm-openai-free-calls.ts';
 import type { FakeExchange, FakeUsage } from './llm-upstream.ts';
@@ -57,6 +58,8 @@ async function openAiPaths(x: FakeExchange): Promise<void> {
   const stored = x.req.method === 'GET' ? /^\/v1\/responses\/(resp_[A-Za-z0-9]+)$/.exec(x.path) : null;
   if (stored) return retrieveResponse(x, stored[1]!);
   if (x.req.method === 'POST' && x.path === '/v1/embeddings') return openAiEmbeddings(x);
+  if (x.req.method === 'POST' && x.path === '/v1/images/generations') return openAiImageGeneration(x);
+  if (x.req.method === 'POST' && x.path === '/v1/images/edits') return openAiImageEdit(x);
   if (x.req.method === 'POST' && x.path === '/v1/audio/transcriptions') return openAiAudio(x, 'transcribe');
   if (x.req.method === 'POST' && x.path === '/v1/audio/translations') return openAiAudio(x, 'translate');
   if (x.req.method === 'POST' && x.path === '/v1/audio/speech') return openAiSpeech(x);

@@ -40,7 +40,7 @@ async function refusedUnmetered(method: string, path: string, body?: unknown): P
 
 describe('a path its format cannot meter is refused before anything is sent', () => {
   it.each([
-    ['OpenAI images', 'POST', '/proxy/beta/v1/images/generations', { model: 'gpt-image-1', prompt: 'a cat' }],
+    ['OpenAI image variations', 'POST', '/proxy/beta/v1/images/variations', { model: 'dall-e-2' }],
     ['OpenAI speech', 'POST', '/proxy/beta/v1/audio/speech', { model: 'tts-1', input: 'hello', voice: 'alloy' }],
     ['an OpenAI batch', 'POST', '/proxy/beta/v1/batches', { input_file_id: 'file-1', endpoint: '/v1/chat/completions', completion_window: '24h' }],
     ["the Realtime API's client secrets", 'POST', '/proxy/beta/v1/realtime/client_secrets', { session: { type: 'realtime', model: 'gpt-realtime' } }],
@@ -85,7 +85,7 @@ describe('metered and free paths go through', () => {
 describe('a route whose owner allows unmetered calls', () => {
   it('forwards them, logs each, counts it and marks its span unmetered', async () => {
     // The route `images` points nowhere reachable: the call is forwarded (and fails there), not refused.
-    const res = await postJson(bed, '/proxy/images/v1/images/generations', { model: 'gpt-image-1', prompt: 'a cat' });
+    const res = await postJson(bed, '/proxy/images/v1/images/variations', { model: 'dall-e-2' });
     expect(res.status).toBe(502);
     const span = await bed.span(res.headers.get('x-proxy-span-id'));
     expect(span).toMatchObject({ route: 'images', unmetered: true });

@@ -97,7 +97,12 @@ function logTranslationFault(ctx: RelayContext, transform: ChatStreamTranslator)
 
 function extractorFor(ctx: RelayContext) {
   const { plan, upstream } = ctx;
-  return speechExtractor(responseExtractor(ctx.wire, upstream, plan.stripInjectedUsage, ctx.logger), plan.audio?.speech, ctx.prices.resolve(plan.provider, plan.model), upstream.statusCode);
+  return speechExtractor(
+    responseExtractor(ctx.wire, upstream, plan.stripInjectedUsage, ctx.logger, { operation: ctx.call.call.operation }),
+    plan.audio?.speech,
+    ctx.prices.resolve(plan.provider, plan.model),
+    upstream.statusCode,
+  );
 }
 
 /** Reads a whole upstream body, bounded; `onChunk` sees every chunk first and returns the bytes to keep. */

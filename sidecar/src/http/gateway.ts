@@ -43,6 +43,7 @@ import { chatCompletionsApi } from '../gateway-apis/chat-completions.ts';
 import { responsesApi } from '../gateway-apis/responses.ts';
 import { countTokensApi, messagesApi } from '../gateway-apis/messages.ts';
 import { embeddingsApi } from '../gateway-apis/embeddings.ts';
+import { imagesApi } from '../gateway-apis/images.ts';
 import { audioApi } from '../gateway-apis/audio.ts';
 import { inputTokensApi } from '../gateway-apis/input-tokens.ts';
 import { moderationsApi } from '../gateway-apis/moderations.ts';
@@ -85,6 +86,8 @@ const TRANSCRIPTIONS = audioApi('audio_transcription');
 const TRANSLATIONS = audioApi('audio_translation');
 const SPEECH = audioApi('audio_speech');
 const COMPLETIONS = chatCompletionsApi('completions');
+const IMAGE_GENERATIONS = imagesApi('image_generation');
+const IMAGE_EDITS = imagesApi('image_edit');
 
 interface ModelObject {
   id: string;
@@ -111,6 +114,8 @@ export const gatewayRoutes: FastifyPluginAsync<GatewayRoutesOptions> = async (ap
   app.post('/v1/messages', (request, reply) => handleGatewayCall(request, reply, opts, messagesApi));
   app.post('/v1/messages/count_tokens', (request, reply) => handleGatewayCall(request, reply, opts, countTokensApi));
   app.post('/v1/embeddings', (request, reply) => handleGatewayCall(request, reply, opts, embeddingsApi));
+  app.post('/v1/images/generations', (request, reply) => handleGatewayCall(request, reply, opts, IMAGE_GENERATIONS));
+  app.post('/v1/images/edits', (request, reply) => handleGatewayCall(request, reply, opts, IMAGE_EDITS));
   app.post('/v1/audio/transcriptions', (request, reply) => handleGatewayCall(request, reply, opts, TRANSCRIPTIONS));
   app.post('/v1/audio/translations', (request, reply) => handleGatewayCall(request, reply, opts, TRANSLATIONS));
   app.post('/v1/audio/speech', (request, reply) => handleGatewayCall(request, reply, opts, SPEECH));
@@ -124,6 +129,8 @@ export const gatewayRoutes: FastifyPluginAsync<GatewayRoutesOptions> = async (ap
     '/v1/messages',
     '/v1/messages/count_tokens',
     '/v1/embeddings',
+    '/v1/images/generations',
+    '/v1/images/edits',
     '/v1/audio/transcriptions',
     '/v1/audio/translations',
     '/v1/audio/speech',
@@ -380,6 +387,7 @@ function startCall(g: GatewayCall, planned: ApiPlan, alias?: string): MeteredCal
     trace: g.trace,
     ...(alias !== undefined ? { alias } : {}),
     ...(planned.audio?.units !== undefined ? { units: planned.audio.units } : {}),
+    ...(planned.units !== undefined ? { units: planned.units } : {}),
   });
 }
 
@@ -391,7 +399,13 @@ function refusedOverBudget(g: GatewayCall, call: MeteredCall, planned: ApiPlan):
   // A call no provider bills (a token count, a moderation) has nothing for a budget to hold back (ADR 0912).
   if (g.api.free === true) return false;
   const sent = planned.body;
-  const refusal = reserveForCall(g.opts.budgets, call, g.snapshot.prices, { bytes: sent, size: sent.length, json: g.chat, usage: planned.audio?.reservation }, Date.now());
+  const refusal = reserveForCall(
+    g.opts.budgets,
+    call,
+    g.snapshot.prices,
+    { bytes: sent, size: sent.length, json: g.chat, usage: planned.reservation ?? planned.audio?.reservation },
+    Date.now(),
+  );
   if (!refusal) return false;
   call.finish({ prices: g.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
   sendBudgetRefusal(g.res, g.api.errors.shape, refusal, g.trace);

@@ -190,7 +190,7 @@ async function proxyCall(call: ProxyCall): Promise<void> {
       );
     }
     // A call the provider does not bill (a token count) has nothing for a budget to hold back (ADR 0912).
-    if (call.route.endpoint(request.method, call.rest) !== 'free' && refusedOverBudget(call, metered, body, plan.audio?.reservation)) return;
+    if (call.route.endpoint(request.method, call.rest) !== 'free' && refusedOverBudget(call, metered, body, plan.reservation ?? plan.audio?.reservation)) return;
     // Counted and logged once nothing else refuses it: what is counted went out.
     if (unmetered || unmeteredBody) noteUnmetered(call);
     await forward(call, metered, plan, body);
@@ -344,7 +344,7 @@ async function forward(call: ProxyCall, metered: MeteredCall, plan: UpstreamRequ
   const submitter = { userId: metered.call.userId, projectId: metered.call.projectId, model: metered.call.model };
   const around = deferred && ((own: UsageExtractor) => deferred.extractor(own, upstream.statusCode, snapshot.prices, route.provider, submitter));
   const extractor = speechExtractor(
-    responseExtractor(wireFormat(route), upstream, plan.stripInjectedUsage, request.log as unknown as Logger, around),
+    responseExtractor(wireFormat(route), upstream, plan.stripInjectedUsage, request.log as unknown as Logger, { around, operation: plan.operation }),
     plan.audio?.speech,
     snapshot.prices.resolve(route.provider, plan.model),
     upstream.statusCode,

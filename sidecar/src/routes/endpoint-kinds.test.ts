@@ -12,7 +12,9 @@ describe('what a native call is, per API', () => {
     ['POST', '/v1/responses/input_tokens', 'free'],
     ['GET', '/v1/responses/resp_1/input_items', 'free'],
     ['DELETE', '/v1/files/file-1', 'free'],
-    ['POST', '/v1/images/generations', undefined],
+    ['POST', '/v1/images/generations', 'metered'],
+    ['POST', '/v1/images/edits', 'metered'],
+    ['POST', '/v1/images/variations', undefined],
     ['POST', '/v1/audio/transcriptions', 'metered'],
     ['POST', '/v1/audio/translations', 'metered'],
     ['POST', '/v1/audio/speech', 'metered'],
@@ -31,7 +33,8 @@ describe('what a native call is, per API', () => {
     expect(openAiCompatibleEndpoint('POST', '/openai/deployments/gpt-4o/chat/completions')).toBe('metered');
     expect(openAiCompatibleEndpoint('POST', '/v1/projects/p/locations/l/endpoints/openapi/chat/completions')).toBe('metered');
     expect(openAiCompatibleEndpoint('GET', '/v1/models')).toBe('free');
-    expect(openAiCompatibleEndpoint('POST', '/v1/images/generations')).toBeUndefined();
+    expect(openAiCompatibleEndpoint('POST', '/v1/images/generations')).toBe('metered');
+    expect(openAiCompatibleEndpoint('POST', '/v1/images/variations')).toBeUndefined();
   });
 
   it('Anthropic: Messages and batches (created, results read) metered, token counts and files free', () => {

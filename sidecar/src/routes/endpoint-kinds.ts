@@ -18,14 +18,17 @@ function kindOf(rules: readonly Rule[], method: string, rest: string): EndpointK
 }
 
 /**
- * The OpenAI API (route beta). Images, batches, fine-tuning, assistants, realtime and the like are not metered.
- * Audio is (ADR 0911): a transcription's answer carries its usage, a speech request's input is counted.
+ * The OpenAI API (route beta). Image variations, batches, fine-tuning, assistants, realtime and the like are not metered.
+ * Audio is (ADR 0911): a transcription's answer carries its usage, a speech request's input is counted; so are
+ * image generations and edits (ADR 0910): the images an answer carries, a GPT image model's usage.
  */
 const OPENAI_RULES: readonly Rule[] = [
   ['POST', /^\/v1\/(chat\/completions|completions|embeddings|responses)$/, 'metered'],
   // A background response (background: true) is charged when a read of it shows its usage (ADR 0913).
   ['GET', /^\/v1\/responses\/[^/]+$/, 'metered'],
   ['POST', /^\/v1\/audio\/(transcriptions|translations|speech)$/, 'metered'],
+  // Images (ADR 0910): the answer's `data` is counted, a GPT image model's `usage` read.
+  ['POST', /^\/v1\/images\/(generations|edits)$/, 'metered'],
   ['GET', /^\/v1\/models(\/[^/]+)?$/, 'free'],
   ['POST', /^\/v1\/(moderations|responses\/input_tokens)$/, 'free'],
   // Reading, updating metadata of, cancelling or deleting what is stored: billed when it was made.
@@ -40,11 +43,12 @@ export function openAiEndpoint(method: string, rest: string): EndpointKind | und
 
 /**
  * An OpenAI-compatible API under any prefix (Azure's deployments, Vertex AI's endpoints/openapi, a gateway's
- * path): chat completions, completions, embeddings and OpenAI's audio API (ADR 0911) are metered, the model
+ * path): chat completions, completions, embeddings, OpenAI's audio API (ADR 0911) and its image generations and
+ * edits (ADR 0910) are metered, the model
  * list free.
  */
 const COMPATIBLE_RULES: readonly Rule[] = [
-  ['POST', /\/(chat\/completions|completions|embeddings|audio\/transcriptions|audio\/translations|audio\/speech)$/, 'metered'],
+  ['POST', /\/(chat\/completions|completions|embeddings|audio\/transcriptions|audio\/translations|audio\/speech|images\/generations|images\/edits)$/, 'metered'],
   ['GET', /\/models(\/[^/]+)?$/, 'free'],
 ];
 

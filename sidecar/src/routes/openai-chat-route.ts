@@ -8,12 +8,15 @@ import { openAiStoredObjects } from './stored-objects.ts';
 import { openAiDeferred, withDeferred } from './deferred-plan.ts';
 import { openAiRequestUser } from './request-user.ts';
 import { audioOperationOf, planAudioNative } from './openai-audio.ts';
+import { imageOperationOf, planImagesNative } from './openai-images.ts';
 import type { NativeCall, UpstreamRequestPlan, V1Call, V1RoutePlan } from './route-module.ts';
 
 export function planOpenAiNative(route: string, call: NativeCall): UpstreamRequestPlan {
   const { body, method, rest, query } = call;
   const audio = audioOperationOf(method, rest);
   if (audio !== undefined) return planAudioNative(call, audio, route);
+  const image = imageOperationOf(method, rest);
+  if (image !== undefined) return planImagesNative(call, image, route);
   if (!body || body.length === 0) {
     // A stored response read by id may be a background response's result, charged then (ADR 0913).
     return withDeferred(withStoredObjects(forwardedAsIs(rest + query, body, 'unknown', 'chat'), openAiStoredObjects(method, rest, null)), openAiDeferred(method, rest, null));

@@ -16,6 +16,7 @@ import type { ChatResponseTranslation } from '../translate/chat-responses.ts';
 import type { ChatStreamTranslator } from '../translate/chat-stream.ts';
 import type { EmbeddingsTranslation } from '../translate/openai-embeddings.ts';
 import type { ErrorShape } from './error-shape.ts';
+import type { ImageOperation } from './openai-images.ts';
 import type { AudioOperation, SpeechAnswer } from './openai-audio.ts';
 
 /**
@@ -58,6 +59,8 @@ export interface UpstreamRequestPlan {
   unmeteredBecause?: string;
   /** Billed units only the request knows (an image's size and quality, a speech input's characters), merged into the usage (ADR 0910). */
   units?: BilledUnits;
+  /** The usage a budget reservation holds when the request says it better than its bytes (an image call's; ADR 0910). */
+  reservation?: TokenUsage;
   /** Submits or reads a result billed when it is known (a batch, a background response; ADR 0913). */
   deferred?: DeferredPlan;
   /** An audio call's request-side facts (ADR 0911). */
@@ -95,6 +98,9 @@ export interface V1Call {
 export interface V1RoutePlan {
   /** The model id sent upstream (and recorded on the span, as the native route would). */
   model: string;
+  /** As a native plan's (UpstreamRequestPlan): billed units only the request knows, and what its reservation holds. */
+  units?: BilledUnits;
+  reservation?: TokenUsage;
   path: string;
   body: Buffer;
   /** Extra request headers (accept, Bedrock's stream accept). */
@@ -153,6 +159,8 @@ export interface V1Surface {
   embeddings?(call: V1Call): V1EmbeddingsPlan;
   /** The upstream serves the Responses API itself (OpenAI): its path; the request passes through. */
   responsesPath?: string;
+  /** The upstream serves OpenAI's image API (ADR 0910): each operation's path; a generation passes through, an edit as sent. */
+  images?: Readonly<Record<ImageOperation, string>>;
   /** The upstream serves OpenAI's moderation API (OpenAI, OpenAI-compatible servers): its path; the request passes through. */
   moderationsPath?: string;
   /** The upstream serves OpenAI's audio API (ADR 0911): each operation's path; the request passes through as sent. */

@@ -7,6 +7,7 @@ import { anthropicJsonExtractor, anthropicSseExtractor } from './anthropic.ts';
 import { bedrockEventStreamExtractor, bedrockJsonExtractor, type ResponseHeaders } from './bedrock.ts';
 import { bodyKindOf, sniffBodyKind, type BodyKind } from './body-kind.ts';
 import { geminiJsonExtractor, geminiSseExtractor } from './gemini.ts';
+import { ImageAnswerExtractor } from './image-answer.ts';
 import { openAiJsonExtractor, openAiSseExtractor } from './openai.ts';
 import { NO_BYTES, NoUsageExtractor, type UsageExtractor } from './usage-extractor.ts';
 import type { UsageResult } from './usage.ts';
@@ -30,12 +31,18 @@ export interface UsageExtractorOptions {
   statusCode?: number;
   /** Told about skipped over-size events. */
   logger?: Logger;
+  /** The call's operation: an image API answer's images are counted as it passes (ADR 0910). */
+  operation?: string;
 }
+
+/** The operations of OpenAI's image API (routes/openai-images.ts), whose answers are read by image-answer.ts. */
+const IMAGE_OPERATIONS: ReadonlySet<string> = new Set(['image_generation', 'image_edit']);
 
 export function createUsageExtractor(options: UsageExtractorOptions): UsageExtractor {
   if (options.statusCode !== undefined && options.statusCode >= 400) return new NoUsageExtractor();
   const kind = bodyKindOf(options.contentType);
   if (kind === 'unknown') return new SniffingUsageExtractor(options);
+  if (kind === 'json' && IMAGE_OPERATIONS.has(options.operation ?? '')) return new ImageAnswerExtractor();
   if (kind === 'audio') return new NoUsageExtractor();
   return extractorFor(kind, options);
 }

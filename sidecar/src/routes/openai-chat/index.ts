@@ -9,10 +9,11 @@ import { OPENAI_ERRORS } from '../error-shape.ts';
 import { planOpenAiNative, planOpenAiPassThrough } from '../openai-chat-route.ts';
 import { defineFormat } from '../route-module.ts';
 import { isAudioUpload, OPENAI_AUDIO_PATHS } from '../openai-audio.ts';
+import { isImageUpload, OPENAI_IMAGE_PATHS } from '../openai-images.ts';
 
 export const openAiChat = defineFormat('openai-chat', (route) => ({
   body: 'json',
-  formUpload: isAudioUpload,
+  formUpload: (method: string, rest: string) => isAudioUpload(method, rest) || isImageUpload(method, rest),
   endpoint: openAiCompatibleEndpoint,
   errors: OPENAI_ERRORS,
   planNative: (call) => planOpenAiNative(route, call),
@@ -23,5 +24,6 @@ export const openAiChat = defineFormat('openai-chat', (route) => ({
     moderationsPath: '/v1/moderations',
     embeddings: (call) => planOpenAiPassThrough(call, call.requested, '/v1/embeddings'),
     audio: OPENAI_AUDIO_PATHS,
+    images: OPENAI_IMAGE_PATHS,
   },
 }));

@@ -7,10 +7,11 @@ import { OPENAI_ERRORS } from '../error-shape.ts';
 import { planOpenAiNative, planOpenAiPassThrough } from '../openai-chat-route.ts';
 import { defineFormat } from '../route-module.ts';
 import { isAudioUpload, OPENAI_AUDIO_PATHS } from '../openai-audio.ts';
+import { isImageUpload, OPENAI_IMAGE_PATHS } from '../openai-images.ts';
 
 export const openAi = defineFormat('openai', (route) => ({
   body: 'json',
-  formUpload: isAudioUpload,
+  formUpload: (method: string, rest: string) => isAudioUpload(method, rest) || isImageUpload(method, rest),
   endpoint: openAiEndpoint,
   errors: OPENAI_ERRORS,
   planNative: (call) => planOpenAiNative(route, call),
@@ -21,5 +22,6 @@ export const openAi = defineFormat('openai', (route) => ({
     moderationsPath: '/v1/moderations',
     embeddings: (call) => planOpenAiPassThrough(call, call.requested, '/v1/embeddings'),
     audio: OPENAI_AUDIO_PATHS,
+    images: OPENAI_IMAGE_PATHS,
   },
 }));
