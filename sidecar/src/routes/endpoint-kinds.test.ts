@@ -23,7 +23,8 @@ describe('what a native call is, per API', () => {
     ['POST', '/v1/realtime/client_secrets', undefined],
     ['POST', '/v1/threads/thread_1/runs', undefined],
     ['POST', '/v1/fine_tuning/jobs', undefined],
-    ['POST', '/v1/files', undefined],
+    ['POST', '/v1/files', 'free'],
+    ['POST', '/v1/uploads', undefined],
     ['GET', '/v1/chat/completions/x/../../admin', undefined],
   ])('OpenAI: %s %s is %s', (method, path, kind) => {
     expect(openAiEndpoint(method, path)).toBe(kind);

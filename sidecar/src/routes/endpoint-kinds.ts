@@ -31,6 +31,8 @@ const OPENAI_RULES: readonly Rule[] = [
   ['POST', /^\/v1\/images\/(generations|edits)$/, 'metered'],
   ['GET', /^\/v1\/models(\/[^/]+)?$/, 'free'],
   ['POST', /^\/v1\/(moderations|responses\/input_tokens)$/, 'free'],
+  // An upload: OpenAI bills a file when a metered call reads it, never for keeping it (ADR 0912).
+  ['POST', /^\/v1\/files$/, 'free'],
   // Reading, updating metadata of, cancelling or deleting what is stored: billed when it was made.
   ['GET', /^\/v1\/(chat\/completions|responses|files|batches|conversations)(\/[^/]+(\/(messages|input_items|items|content))?)?$/, 'free'],
   ['POST', /^\/v1\/(chat\/completions\/[^/]+|responses\/[^/]+\/cancel|batches\/[^/]+\/cancel)$/, 'free'],
