@@ -41,11 +41,19 @@ const WAV = wavFile();
 beforeAll(async () => {
   bed = await startUpstreamBed();
   proxy = await startProxyProcess({
-    configYaml: bed.configYaml(`budgets:
+    configYaml: bed.configYaml(`routes:
+  - name: groq
+    format: openai-chat
+    baseUrl: "${bed.openai.url}"
+    credential: { kind: api-key, env: GROQ_API_KEY }
+pricing:
+  models:
+    - { provider: groq, model: whisper-1, input_per_million: 0, output_per_million: 0, audio_per_minute: 0.0012 }
+budgets:
   policies:
     - { name: frugal, users: ["frugal"], limitUsd: 0.001, period: month, enforcement: block }
 `),
-    env: bed.env,
+    env: { ...bed.env, GROQ_API_KEY: OPENAI_KEY },
   });
   const headers = { 'x-tollgate-user': 'alice' };
   v1 = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0, defaultHeaders: headers });
@@ -114,6 +122,17 @@ describe('transcriptions and translations with the official openai SDK', () => {
     // 2.5 s × 0.0001 USD = 0.00025 USD.
     expect(span).toMatchObject({ name: 'audio_translation whisper-1', audio_seconds: 2.5, priced: true });
     expect(span.cost_usd).toBeCloseTo(0.00025, 12);
+  });
+
+  it("reaches a configured OpenAI-compatible route's model as <route>/<model>, only the model field's bytes replaced", async () => {
+    const { response } = await v1.audio.transcriptions.create({ file: await wav(), model: 'groq/whisper-1', response_format: 'verbose_json' }).withResponse();
+    const form = await receivedForm();
+    expect(form.get('model')).toBe('whisper-1');
+    expect(Buffer.from(await (form.get('file') as File).arrayBuffer()).equals(WAV)).toBe(true);
+    const span = await spanOf(response);
+    // The route's own price: 3 s × 0.0012 / 60 = 0.00006 USD.
+    expect(span).toMatchObject({ name: 'audio_transcription whisper-1', route: 'groq', provider: 'groq', audio_seconds: 3, priced: true });
+    expect(span.cost_usd).toBeCloseTo(0.00006, 12);
   });
 
   it('meters the same calls on the native route /proxy/beta', async () => {
@@ -211,6 +230,16 @@ describe('requests the audio API or the meter cannot take', () => {
     const long = await v1.audio.speech.create({ model: 'tts-1', voice: 'alloy', input: 'a'.repeat(4097) }).catch((error: unknown) => error);
     expect((long as APIError).status).toBe(400);
     expect((long as APIError).message).toContain('4097 characters');
+    expect(bed.openai.requests).toHaveLength(0);
+  });
+
+  it('refuses an upload its caller’s budget cannot hold, priced by its WAV header, before it goes out', async () => {
+    // 2.5 s of whisper-1 are reserved at 0.00025 USD, within the 0.001 USD policy; 60 s are 0.006 USD, beyond it.
+    const minute = Buffer.concat([wavHeader(48_000 * 60), Buffer.alloc(48_000 * 60)]);
+    const error = await native.audio.transcriptions
+      .create({ file: await toFile(minute, 'minute.wav', { type: 'audio/wav' }), model: 'whisper-1' }, { headers: { 'x-tollgate-user': 'frugal' } })
+      .catch((caught: unknown) => caught);
+    expect((error as APIError).status).toBe(429);
     expect(bed.openai.requests).toHaveLength(0);
   });
 
