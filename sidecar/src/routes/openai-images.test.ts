@@ -74,6 +74,10 @@ describe('an image edit upload', () => {
 
   it('refuses an edit without its image part, a model that does not edit, and a body over 50 MiB', () => {
     expect(problem(() => readImageEdit(form({ model: 'gpt-image-1', prompt: 'x' }), CONTENT_TYPE)).param).toBe('image');
+    expect(problem(() => readImageEdit(form({ model: 'gpt-image-1', prompt: 'x', n: 'two' }, { image }), CONTENT_TYPE))).toEqual({
+      param: 'n',
+      message: 'n must be an integer from 1 to 10 (got "two")',
+    });
     expect(problem(() => readImageEdit(form({ model: 'dall-e-3', prompt: 'x' }, { image }), CONTENT_TYPE))).toEqual({
       param: 'model',
       message: 'model dall-e-3 does not edit images; use dall-e-2 or a gpt-image model',

@@ -169,7 +169,7 @@ export function readImageEdit(body: Buffer | null, contentType: string | undefin
   const n = field('n');
   const fields = {
     model: model ?? named ?? DEFAULT_IMAGE_MODEL,
-    n: n === undefined ? undefined : Number(n),
+    n: n === undefined || !/^\d{1,6}$/.test(n) ? n : Number(n),
     size: field('size'),
     quality: field('quality'),
     prompt: field('prompt'),

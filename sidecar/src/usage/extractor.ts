@@ -41,8 +41,9 @@ const IMAGE_OPERATIONS: ReadonlySet<string> = new Set(['image_generation', 'imag
 export function createUsageExtractor(options: UsageExtractorOptions): UsageExtractor {
   if (options.statusCode !== undefined && options.statusCode >= 400) return new NoUsageExtractor();
   const kind = bodyKindOf(options.contentType);
+  // An image answer is JSON (a streamed one is not metered): read as one whatever its Content-Type says.
+  if ((kind === 'json' || kind === 'unknown') && IMAGE_OPERATIONS.has(options.operation ?? '')) return new ImageAnswerExtractor();
   if (kind === 'unknown') return new SniffingUsageExtractor(options);
-  if (kind === 'json' && IMAGE_OPERATIONS.has(options.operation ?? '')) return new ImageAnswerExtractor();
   if (kind === 'audio') return new NoUsageExtractor();
   return extractorFor(kind, options);
 }
