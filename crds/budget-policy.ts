@@ -7,6 +7,7 @@
 // micro-dollars, so `kubectl apply` cannot introduce 0.1 + 0.2 drift.
 
 import { MAX_BUDGET_USD } from '../contracts/money.ts';
+import { MAX_CONCURRENT_CALLS, MAX_REQUESTS_PER_MINUTE, MAX_TOKENS_PER_MINUTE } from '../contracts/rate-limits-config.ts';
 import type { CrdSource, SchemaNode } from './crd-schema.ts';
 import { condition } from './proxy-config.ts';
 
@@ -83,6 +84,24 @@ const grant: SchemaNode = {
   ],
 };
 
+function perUserLimit(description: string, maximum: number): SchemaNode {
+  return { type: 'integer', format: 'int64', description, minimum: 1, maximum };
+}
+
+// ADR 1309: counted per sidecar with the in-memory windows; shared by the namespace with a shared store.
+const rateLimits: SchemaNode = {
+  type: 'object',
+  tsType: 'BudgetRateLimitsSpec',
+  description:
+    'Rate limits for each user the policy matches: a refusal is HTTP 429 rate_limit_exceeded with Retry-After. Counted by each sidecar unless the budgets store is shared (docs/budgets.md).',
+  minProperties: 1,
+  properties: {
+    requestsPerMinute: perUserLimit("Calls per minute (GCRA: a minute's calls may come at once, then one every 60/N seconds).", MAX_REQUESTS_PER_MINUTE),
+    tokensPerMinute: perUserLimit('Input + output tokens per minute: estimated input + max output held at admission, settled to the real count.', MAX_TOKENS_PER_MINUTE),
+    concurrent: perUserLimit('Calls in flight at once.', MAX_CONCURRENT_CALLS),
+  },
+};
+
 const spec: SchemaNode = {
   type: 'object',
   tsType: 'BudgetPolicySpec',
@@ -132,6 +151,7 @@ const spec: SchemaNode = {
       default: 'block',
     },
     grants: { type: 'array', description: 'Grants, at most 256.', maxItems: 256, items: grant },
+    rateLimits,
   },
   'x-kubernetes-validations': [{ rule: 'has(self.limitUsd) != has(self.limitMicroUsd)', message: 'set exactly one of limitUsd and limitMicroUsd', reason: 'FieldValueInvalid' }],
 };

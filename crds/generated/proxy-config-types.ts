@@ -643,6 +643,8 @@ export interface BudgetPolicySpec {
   enforcement?: BudgetEnforcementName;
   /** Grants, at most 256. */
   grants?: BudgetGrantSpec[];
+  /** Rate limits for each user the policy matches: a refusal is HTTP 429 rate_limit_exceeded with Retry-After. Counted by each sidecar unless the budgets store is shared (docs/budgets.md). */
+  rateLimits?: BudgetRateLimitsSpec;
 }
 
 /** Which pods of the namespace enforce this policy, by their labels (metav1.LabelSelector); empty: every injected pod. */
@@ -677,6 +679,16 @@ export interface BudgetGrantSpec {
   reason?: string;
   /** When the rest of the grant lapses; absent: never. */
   expiresAt?: string;
+}
+
+/** Rate limits for each user the policy matches: a refusal is HTTP 429 rate_limit_exceeded with Retry-After. Counted by each sidecar unless the budgets store is shared (docs/budgets.md). */
+export interface BudgetRateLimitsSpec {
+  /** Calls per minute (GCRA: a minute's calls may come at once, then one every 60/N seconds). */
+  requestsPerMinute?: number;
+  /** Input + output tokens per minute: estimated input + max output held at admission, settled to the real count. */
+  tokensPerMinute?: number;
+  /** Calls in flight at once. */
+  concurrent?: number;
 }
 
 /** Written by the operator through the status subresource: the current period as the cluster ledger holds it. */

@@ -42,6 +42,14 @@ describe('BudgetPolicy → runtime policy', () => {
   it('refuses what the schema cannot catch, naming the field', () => {
     expect(() => renderBudgetPolicy('shop/cap', policy({ users: ['*'], limitUsd: '1', timeZone: 'Europe/Nowhere' }))).toThrow('spec.timeZone must be an IANA time zone');
   });
+
+  it('passes rateLimits through (ADR 1309), checked by the runtime parser', () => {
+    expect(renderBudgetPolicy('shop/cap', policy({ users: ['*'], limitUsd: '1', rateLimits: { requestsPerMinute: 60, concurrent: 4 } })).rateLimits).toEqual({
+      requestsPerMinute: 60,
+      concurrent: 4,
+    });
+    expect(() => renderBudgetPolicy('shop/cap', policy({ users: ['*'], limitUsd: '1', rateLimits: {} }))).toThrow('spec.rateLimits must set at least one of');
+  });
 });
 
 describe('label selectors', () => {

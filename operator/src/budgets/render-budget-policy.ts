@@ -52,6 +52,7 @@ export function renderBudgetPolicy(key: string, bp: BudgetPolicy): BudgetPolicyC
     alertThresholds: [...(spec.alertThresholds ?? [80, 90, 100])].sort((a, b) => a - b),
     enforcement: spec.enforcement ?? 'block',
     grants,
+    ...(spec.rateLimits !== undefined ? { rateLimits: spec.rateLimits } : {}),
   };
   try {
     return parseBudgetPolicy(input, 'spec', { allowGrants: true });

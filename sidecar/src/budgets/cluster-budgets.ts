@@ -20,6 +20,7 @@ import { type BudgetEnforcer, type BudgetHealth, type BudgetPage, GrantError } f
 import { type CompiledPolicy, PolicySet } from '../../../contracts/budget-policies.ts';
 import type { BudgetJson, ChargeSplit, Grant, GrantJson, PeriodUsage } from './budget-record.ts';
 import { InvalidSpendError, SpendOutbox } from './spend-outbox.ts';
+import { MemoryRateWindows } from './memory-rate-windows.ts';
 
 /** What the push client hands budget messages to, and takes reports from. */
 export interface BudgetLink {
@@ -78,6 +79,8 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
   readonly #stateDir: string;
   readonly #outbox: SpendOutbox;
   readonly #book: BudgetBook;
+  /** Counted by this sidecar alone: the operator's ledger is not a counter store (ADR 1309). */
+  readonly rateWindows = new MemoryRateWindows();
   #base = new Map<string, BaseUsage>();
   /** Own spend not yet counted by the operator, summed per (policy, user, period, report). */
   #overlay = new Map<string, OverlayCharge>();
@@ -122,6 +125,11 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
 
   reserve(userId: string, at: number, estimateUsd: () => number): ReserveOutcome | null {
     return this.#book.reserve(userId, at, () => unitsFromCostUsd(estimateUsd()));
+  }
+
+  ratePolicy(userId: string): BudgetPolicyConfig | undefined {
+    const config = this.#book.policies.match(userId)?.config;
+    return config?.rateLimits === undefined ? undefined : config;
   }
 
   charge(userId: string, costUsd: number, at: number): void {

@@ -17,11 +17,12 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type BudgetsConfig, type BudgetUnreachableRule, UNREACHABLE_GRACE_MS } from '../../../contracts/budget-config.ts';
+import { type BudgetPolicyConfig, type BudgetsConfig, type BudgetUnreachableRule, UNREACHABLE_GRACE_MS } from '../../../contracts/budget-config.ts';
 import { formatUsd, parseUsd, unitsFromCostUsd, unitsToUsd } from '../../../contracts/money.ts';
 import { BudgetBook, MAX_BUDGET_RECORDS, type BudgetRefusal, type BudgetStanding, type ReserveOutcome, chargeFinishedCall } from './budget-book.ts';
 import type { BudgetEnforcer, BudgetHealth, BudgetPage, GrantRequest } from './budget-enforcer.ts';
 import { GrantError } from './budget-enforcer.ts';
+import { MemoryRateWindows } from './memory-rate-windows.ts';
 import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
 import { PolicySet } from '../../../contracts/budget-policies.ts';
 import type { BudgetJson, BudgetRecord, Grant, GrantJson, PeriodUsage } from './budget-record.ts';
@@ -56,6 +57,8 @@ export class LedgerBudgets implements BudgetEnforcer {
   readonly #logger: Logger;
   readonly #now: () => number;
   readonly #book: BudgetBook;
+  /** Counted by this process alone, whichever ledger is shared (ADR 1309). */
+  readonly rateWindows = new MemoryRateWindows();
   /** What the ledger holds (as far as this engine knows), plus this engine's own charges; the users in use. */
   readonly #stored = new Map<string, LedgerUser>();
   readonly #maxUsers: number;
@@ -136,6 +139,11 @@ export class LedgerBudgets implements BudgetEnforcer {
     const unreachable = this.#unreachableRefusal(userId, at);
     if (unreachable) return { refusal: unreachable };
     return this.#book.reserve(userId, at, () => unitsFromCostUsd(estimateUsd()));
+  }
+
+  ratePolicy(userId: string): BudgetPolicyConfig | undefined {
+    const config = this.#book.policies.match(userId)?.config;
+    return config?.rateLimits === undefined ? undefined : config;
   }
 
   /**

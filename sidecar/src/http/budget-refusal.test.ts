@@ -13,7 +13,8 @@ import { PriceTable } from '../pricing/price-table.ts';
 import { openMemorySpanStore } from '../spans/memory-span-store.ts';
 import { SpanWriter } from '../spans/span-writer.ts';
 import { startSpanContext } from '../spans/trace-context.ts';
-import { maxOutputTokens, RESERVED_OUTPUT_TOKENS, reservationUsd, reserveForCall } from './budget-refusal.ts';
+import { maxOutputTokens, RESERVED_OUTPUT_TOKENS, refusalError, reservationUsd, reserveForCall } from './budget-refusal.ts';
+import { MemoryRateWindows } from '../budgets/memory-rate-windows.ts';
 
 // 100 USD per million input tokens, 2,000 per million output tokens: 0.0001 and 0.002 USD a token.
 const prices = new PriceTable([{ provider: 'openai', model: 'gpt-4o-mini', input_per_million: 100, output_per_million: 2000 }], { ...DEFAULT_CACHE_SETTINGS });
@@ -23,9 +24,13 @@ afterEach(async () => {
   for (const writer of writers.splice(0)) await writer.close();
 });
 
-function setUp(limitUsd: string) {
-  const book = new BudgetBook(new PolicySet(parseBudgetPolicies([{ name: 'p', limitUsd }], 'policies')));
-  const budgets = { reserve: (userId: string, at: number, estimateUsd: () => number) => book.reserve(userId, at, () => unitsFromCostUsd(estimateUsd())) };
+function setUp(limitUsd: string, rateLimits?: object) {
+  const book = new BudgetBook(new PolicySet(parseBudgetPolicies([{ name: 'p', limitUsd, ...(rateLimits ? { rateLimits } : {}) }], 'policies')));
+  const budgets = {
+    reserve: (userId: string, at: number, estimateUsd: () => number) => book.reserve(userId, at, () => unitsFromCostUsd(estimateUsd())),
+    ratePolicy: (userId: string) => book.policies.match(userId)?.config,
+    rateWindows: new MemoryRateWindows(),
+  };
   const charged: number[] = [];
   const writer = new SpanWriter(openMemorySpanStore(100), { bufferSize: 100, batchSize: 10, flushIntervalMs: 1000 }, logger);
   writers.push(writer);
@@ -77,7 +82,7 @@ describe('a reservation is released exactly once, when the call finishes', () =>
     const { book, budgets, start, charged } = setUp('1');
     for (const status of ['ok', 'client_aborted', 'error', 'upstream_error'] as const) {
       const call = start('alice');
-      expect(reserveForCall(budgets, call, prices, { bytes: body('"max_tokens":100,'), size: 100 }, Date.now())).toBeNull();
+      expect(reserveForCall(budgets, call, prices, { bytes: body('"max_tokens":100,'), size: 100 }, { now: Date.now() })).toBeNull();
       expect(book.reserved('alice')).toBe(parseUsd('0.2025')); // 25 × 0.0001 + 100 × 0.002
       call.finish({ prices, usage: status === 'ok' || status === 'client_aborted' ? usageOf(10, 5) : null, status, statusCode: null });
       call.finish({ prices, usage: null, status: 'error', statusCode: null }); // a second finish changes nothing
@@ -91,13 +96,51 @@ describe('a reservation is released exactly once, when the call finishes', () =>
   it('a refused call holds nothing; a call with no user or to a local model is not budgeted at all', () => {
     const { book, budgets, start } = setUp('0.2');
     // 0.2025 > 0.2: refused, nothing held.
-    expect(reserveForCall(budgets, start('alice'), prices, { bytes: body('"max_tokens":100,'), size: 100 }, Date.now())).toMatchObject({
+    expect(reserveForCall(budgets, start('alice'), prices, { bytes: body('"max_tokens":100,'), size: 100 }, { now: Date.now() })).toMatchObject({
       short: { leftUsd: 0.2, reserveUsd: 0.2025 },
     });
     expect(book.reservingUsers).toBe(0);
-    expect(reserveForCall(budgets, start(null), prices, { bytes: body(''), size: 100 }, Date.now())).toBeNull();
-    expect(reserveForCall(budgets, start('alice', 'local'), prices, { bytes: body(''), size: 100 }, Date.now())).toBeNull();
+    expect(reserveForCall(budgets, start(null), prices, { bytes: body(''), size: 100 }, { now: Date.now() })).toBeNull();
+    expect(reserveForCall(budgets, start('alice', 'local'), prices, { bytes: body(''), size: 100 }, { now: Date.now() })).toBeNull();
     expect(book.reservingUsers).toBe(0);
+  });
+});
+
+describe('rate limits (ADR 1309) through the same hold', () => {
+  it('counts the estimate in tokens at admission and settles to the real tokens when the call finishes', () => {
+    // 1,000 tokens a minute and a budget large enough never to refuse.
+    const { budgets, start } = setUp('100', { tokensPerMinute: 1000 });
+    const call = start('alice');
+    // 25 input + 100 max output = 125 tokens held: 875 left.
+    expect(reserveForCall(budgets, call, prices, { bytes: body('"max_tokens":100,'), size: 100 }, { now: Date.now() })).toBeNull();
+    expect(budgets.rateWindows.admit('probe', { tokensPerMinute: 1000 }, 0, Date.now()).tokens?.remaining).toBe(1000);
+    const now = Date.now();
+    expect(budgets.rateWindows.admit('alice', { tokensPerMinute: 1000 }, 0, now).tokens?.remaining).toBe(875);
+    // The call used 10 + 5 = 15: 985 left (a second finish changes nothing).
+    call.finish({ prices, usage: usageOf(10, 5), status: 'ok', statusCode: 200 });
+    call.finish({ prices, usage: null, status: 'error', statusCode: null });
+    expect(budgets.rateWindows.admit('alice', { tokensPerMinute: 1000 }, 0, now).tokens?.remaining).toBe(985);
+  });
+
+  it('frees a concurrent slot once when the call ends; a refusal names the limit and releases the budget hold', () => {
+    const { book, budgets, start } = setUp('1', { concurrent: 1 });
+    const first = start('alice');
+    expect(reserveForCall(budgets, first, prices, { bytes: body('"max_tokens":100,'), size: 100 }, { now: Date.now() })).toBeNull();
+    const refusal = reserveForCall(budgets, start('alice'), prices, { bytes: body('"max_tokens":100,'), size: 100 }, { now: Date.now() });
+    expect(refusal).toMatchObject({ userId: 'alice', policy: 'p', retryAfterSeconds: 1, admission: { refusedBy: 'concurrent' } });
+    expect(refusalError(refusal!)).toBe('rate_limit_exceeded: user "alice" has 1 calls in flight, the concurrent limit of policy "p"; try again in 1s');
+    // Only the first call's 0.2025 is held: the refused one gave its hold back.
+    expect(book.reserved('alice')).toBe(parseUsd('0.2025'));
+    first.finish({ prices, usage: null, status: 'client_aborted', statusCode: null });
+    expect(book.reserved('alice')).toBe(0n);
+    expect(reserveForCall(budgets, start('alice'), prices, { bytes: body('"max_tokens":100,'), size: 100 }, { now: Date.now() })).toBeNull();
+  });
+
+  it('a call the budget refuses is not counted by the rate windows', () => {
+    const { budgets, start } = setUp('0.2', { requestsPerMinute: 1 });
+    // 0.2025 > 0.2: refused by the budget; the one request a minute is still there.
+    expect(reserveForCall(budgets, start('alice'), prices, { bytes: body('"max_tokens":100,'), size: 100 }, { now: Date.now() })).toMatchObject({ short: { reserveUsd: 0.2025 } });
+    expect(budgets.rateWindows.admit('alice', { requestsPerMinute: 1 }, 0, Date.now()).refusedBy).toBeNull();
   });
 });
 

@@ -10,6 +10,9 @@
 // estimated from the request body (estimateInputTokens) and the request's max output tokens (else
 // RESERVED_OUTPUT_TOKENS), priced by the call's price table. The hold is released by MeteredCall.finish,
 // which every call reaches whatever its end, when the real cost is charged.
+//
+// A user whose policy has rate limits (ADR 1309) is then admitted by the rate windows with the same estimate in
+// tokens; the call's end settles them to its real tokens through the same hold, so it happens exactly once.
 
 import type { ServerResponse } from 'node:http';
 import type { BudgetRefusal } from '../budgets/budget-book.ts';
@@ -21,6 +24,7 @@ import type { TokenUsage } from '../usage/usage.ts';
 import type { ErrorShape } from '../routes/error-shape.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
 import { sendJson } from './json-answer.ts';
+import { isRateRefusal, RATE_LIMIT_EXCEEDED, RATE_LIMITED, type RateRefusal, rateRefusalMessage, setRateLimitHeaders } from './rate-limit-answer.ts';
 
 export const BUDGET_EXCEEDED = 'budget_exceeded';
 const LEDGER_UNAVAILABLE = 'budget_ledger_unavailable';
@@ -43,34 +47,69 @@ export interface ReservationBody {
   usage?: TokenUsage | undefined;
 }
 
+/** Why a call is refused before it goes upstream: its budget, or its rate limits. */
+export type CallRefusal = BudgetRefusal | RateRefusal;
+
 /**
  * Whether a call about to go upstream is refused; when it is admitted under a blocking policy, its estimated
- * cost is held until `call` finishes. A call without a user is not budgeted; a call to a local model
+ * cost is held until `call` finishes, and under rate limits its request, tokens and slot are counted until
+ * then (`res` gets the x-ratelimit-* headers). A call without a user is not budgeted; a call to a local model
  * (provider `local`) costs 0 by definition, so a spent budget leaves the local models usable (ADR 1403).
  */
 export function reserveForCall(
-  budgets: Pick<BudgetEnforcer, 'reserve'> | undefined,
+  budgets: Pick<BudgetEnforcer, 'reserve' | 'ratePolicy' | 'rateWindows'> | undefined,
   call: MeteredCall,
   prices: PriceTable,
   body: ReservationBody,
-  now: number,
-): BudgetRefusal | null {
+  at: { now: number; res?: ServerResponse },
+): CallRefusal | null {
+  const { now, res } = at;
   const { userId, provider, model } = call.call;
   if (budgets === undefined || userId === null || provider === 'local') return null;
-  const outcome = budgets.reserve(userId, now, () => reservationUsd(prices, provider, model, body));
-  if (outcome === null) return null;
-  if (outcome.refusal) return outcome.refusal;
-  call.hold(outcome.release);
+  const policy = budgets.ratePolicy?.(userId);
+  const windows = budgets.rateWindows;
+  const usage = policy === undefined ? null : reservationUsage(body);
+  const outcome = budgets.reserve(userId, now, () => (usage === null ? reservationUsd(prices, provider, model, body) : prices.cost(provider, model, usage).costUsd));
+  if (outcome?.refusal) return outcome.refusal;
+  if (policy?.rateLimits === undefined || windows === undefined || usage === null) {
+    if (outcome) call.hold(outcome.release);
+    return null;
+  }
+  const limits = policy.rateLimits;
+  const tokens = usage.inputTokens + usage.outputTokens;
+  const admission = windows.admit(userId, limits, tokens, now);
+  if (res !== undefined) setRateLimitHeaders(res, admission);
+  const refusedBy = admission.refusedBy;
+  if (refusedBy !== null) {
+    outcome?.release();
+    RATE_LIMITED[refusedBy]++;
+    return {
+      userId,
+      policy: policy.name,
+      limits,
+      reservedTokens: tokens,
+      admission: { ...admission, refusedBy },
+      retryAfterSeconds: Math.max(1, Math.ceil(admission.retryAfterMs / 1000)),
+    };
+  }
+  call.hold((used) => {
+    outcome?.release();
+    void windows.settle(userId, limits, tokens, used === null ? null : used.inputTokens + used.outputTokens, Date.now());
+  });
   return null;
 }
 
 /** The most a call may cost by its request: estimated input and its max output, priced; 0 when unpriced. */
 export function reservationUsd(prices: PriceTable, provider: string, model: string, body: ReservationBody): number {
-  if (body.usage !== undefined) return prices.cost(provider, model, body.usage).costUsd;
+  return prices.cost(provider, model, reservationUsage(body)).costUsd;
+}
+
+/** The most a call may use by its request: its input estimated from the body and its max output tokens. */
+function reservationUsage(body: ReservationBody): TokenUsage {
+  if (body.usage !== undefined) return body.usage;
   const inputTokens = estimateInputTokens(body.bytes, body.size);
   const outputTokens = maxOutputTokens(body.json !== undefined ? body.json : parsed(body.bytes)) ?? RESERVED_OUTPUT_TOKENS;
-  const usage = { inputTokens, outputTokens, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, totalTokens: inputTokens + outputTokens };
-  return prices.cost(provider, model, usage).costUsd;
+  return { inputTokens, outputTokens, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, totalTokens: inputTokens + outputTokens };
 }
 
 /**
@@ -114,8 +153,19 @@ export function budgetRefusalMessage(refusal: BudgetRefusal): string {
   return `user ${JSON.stringify(refusal.userId)} has spent the ${refusal.limitUsd} USD ${PERIOD_WORD[refusal.period] ?? refusal.period} budget of policy ${JSON.stringify(refusal.policy)}; it renews at ${renews}`;
 }
 
-export function sendBudgetRefusal(res: ServerResponse, errors: ErrorShape, refusal: BudgetRefusal, trace: TraceContext): void {
+/** The span's error of a refused call: the stable code, then the message. */
+export function refusalError(refusal: CallRefusal): string {
+  return isRateRefusal(refusal) ? `${RATE_LIMIT_EXCEEDED}: ${rateRefusalMessage(refusal)}` : `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}`;
+}
+
+export function sendBudgetRefusal(res: ServerResponse, errors: ErrorShape, refusal: CallRefusal, trace: TraceContext): void {
   if (res.headersSent || res.destroyed) return;
+  if (isRateRefusal(refusal)) {
+    // A rate limit lifts within the minute: the SDKs' own retry after Retry-After is what the caller wants.
+    res.setHeader('retry-after', String(refusal.retryAfterSeconds));
+    sendJson(res, 429, errors.body(429, RATE_LIMIT_EXCEEDED, rateRefusalMessage(refusal)), trace);
+    return;
+  }
   if (refusal.unreachable) {
     res.setHeader('retry-after', String(UNREACHABLE_RETRY_AFTER_SECONDS));
     sendJson(res, 503, errors.body(503, LEDGER_UNAVAILABLE, budgetRefusalMessage(refusal)), trace);

@@ -37,7 +37,7 @@ import { parseJsonObject } from '../formats/json-object.ts';
 import { upstreamRequestHeaders } from './proxy-headers.ts';
 import { callerLeft, hasBody, readBoundedBody } from './request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
-import { BUDGET_EXCEEDED, budgetRefusalMessage, reserveForCall, sendBudgetRefusal } from './budget-refusal.ts';
+import { refusalError, reserveForCall, sendBudgetRefusal } from './budget-refusal.ts';
 import type { ApiPlan, GatewayApi } from '../gateway-apis/gateway-api.ts';
 import { chatCompletionsApi } from '../gateway-apis/chat-completions.ts';
 import { responsesApi } from '../gateway-apis/responses.ts';
@@ -404,10 +404,10 @@ function refusedOverBudget(g: GatewayCall, call: MeteredCall, planned: ApiPlan):
     call,
     g.snapshot.prices,
     { bytes: sent, size: sent.length, json: g.chat, usage: planned.reservation ?? planned.audio?.reservation },
-    Date.now(),
+    { now: Date.now(), res: g.res },
   );
   if (!refusal) return false;
-  call.finish({ prices: g.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
+  call.finish({ prices: g.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: refusalError(refusal) });
   sendBudgetRefusal(g.res, g.api.errors.shape, refusal, g.trace);
   return true;
 }

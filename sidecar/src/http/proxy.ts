@@ -34,7 +34,7 @@ import { sendFailure } from './json-answer.ts';
 import { answerFinished, closeConnectionAfter } from './caller-connection.ts';
 import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
-import { BUDGET_EXCEEDED, budgetRefusalMessage, reserveForCall, sendBudgetRefusal } from './budget-refusal.ts';
+import { refusalError, reserveForCall, sendBudgetRefusal } from './budget-refusal.ts';
 import { DeferredCharges } from '../metering/deferred-charges.ts';
 import { DeferredCall } from './deferred-calls.ts';
 
@@ -307,10 +307,10 @@ function refusedOverBudget(call: ProxyCall, metered: MeteredCall, body: CallBody
   // (the submission's hold covers it) and is not refused: the provider has done the work already.
   const refusal =
     deferred === undefined
-      ? reserveForCall(call.opts.budgets, metered, call.snapshot.prices, { bytes: body.bytes, size: Number.isFinite(size) ? size : 0, usage }, Date.now())
+      ? reserveForCall(call.opts.budgets, metered, call.snapshot.prices, { bytes: body.bytes, size: Number.isFinite(size) ? size : 0, usage }, { now: Date.now(), res: call.res })
       : deferred.reserve(call.opts.budgets, metered.call.userId, metered.call.provider, call.snapshot.prices, Date.now());
   if (!refusal) return false;
-  metered.finish({ prices: call.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}` });
+  metered.finish({ prices: call.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: refusalError(refusal) });
   if (streaming) call.request.raw.unpipe();
   call.request.raw.resume();
   identifyAnswer(call.res, call.request);

@@ -149,7 +149,7 @@ export class MeteredCall implements CallTimings {
   #finishedAt = Number.NaN;
   #finished: Span | null = null;
   /** Releases the budget reservation this call holds (ADR 1308); called once, by finish. */
-  #release: (() => void) | null = null;
+  #release: ((usage: TokenUsage | null) => void) | null = null;
 
   constructor(
     writer: SpanWriter,
@@ -241,9 +241,9 @@ export class MeteredCall implements CallTimings {
    * The call holds a budget reservation until it finishes (ADR 1308): `finish` releases it, whatever the call's
    * end, as it charges the real cost. A call holds one reservation; a call already finished releases it at once.
    */
-  hold(release: () => void): void {
-    if (this.#finished !== null) return release();
-    this.#release?.();
+  hold(release: (usage: TokenUsage | null) => void): void {
+    if (this.#finished !== null) return release(null);
+    this.#release?.(null);
     this.#release = release;
   }
 
@@ -290,9 +290,10 @@ export class MeteredCall implements CallTimings {
     // Released and charged in one turn of the event loop: no call is admitted in between.
     const release = this.#release;
     this.#release = null;
-    release?.();
     const problems: string[] = [];
     const usage = this.#plausible(withRequestUnits(end, this.call.units), problems);
+    // Rate windows settle to the real tokens (ADR 1309); a budget hold ignores them.
+    release?.(usage);
     const cost = this.#cost(end, usage);
     if (cost.failure !== undefined) problems.push(`metering_failed: ${cost.failure}`);
     const span = this.#span(end, usage, cost, problems);
