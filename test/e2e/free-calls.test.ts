@@ -6,6 +6,7 @@
 // priced at 0 and charges no budget, the embedding is costed from the tokens the answer reported.
 
 import Anthropic from '@anthropic-ai/sdk';
+import { BedrockRuntimeClient, CountTokensCommand } from '@aws-sdk/client-bedrock-runtime';
 import { GoogleGenAI } from '@google/genai';
 import { OAuth2Client } from 'google-auth-library';
 import OpenAI from 'openai';
@@ -13,7 +14,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { SpanJson } from '../../sidecar/src/spans/span-json.ts';
 import { findSpan } from '../support/spans.ts';
 import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
-import { OPENAI_KEY, PROJECT, startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
+import { AWS, OPENAI_KEY, PROJECT, startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
 
 let bed: UpstreamBed;
 let proxy: ProxyProcess;
@@ -164,6 +165,39 @@ describe("the anthropic SDK's messages.countTokens on every Claude route", () =>
       provider: 'anthropic',
       model: 'claude-haiku-4-5',
     });
+    expect(await aliceSpent()).toBe(0);
+  });
+});
+
+describe("the AWS SDK's CountTokensCommand through /proxy/gamma-cloudb", () => {
+  it('is signed with the proxy identity, forwarded as the SDK sent it, and free', async () => {
+    bed.bedrock.behave({ usage: { input: 900, output: 0, cacheRead: 100 } });
+    const client = new BedrockRuntimeClient({
+      region: AWS.region,
+      endpoint: `${proxy.url}/proxy/gamma-cloudb`,
+      credentials: { accessKeyId: 'AKIDCALLER', secretAccessKey: 'caller-secret' },
+      maxAttempts: 1,
+    });
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        Object.assign((args.request as { headers: Record<string, string> }).headers, { ...ALICE, 'x-request-id': 'bedrock-count-tokens-1' });
+        return next(args);
+      },
+      { step: 'build', name: 'tollgateUser' },
+    );
+    const invokeBody = { anthropic_version: 'bedrock-2023-05-31', max_tokens: 10, messages: [{ role: 'user', content: 'Count me.' }] };
+    const modelId = 'anthropic.claude-sonnet-4-5-20250929-v1:0';
+    const out = await client.send(new CountTokensCommand({ modelId, input: { invokeModel: { body: new TextEncoder().encode(JSON.stringify(invokeBody)) } } }));
+    client.destroy();
+    // Bedrock counts as Anthropic does: input and cache reads, 900 + 100.
+    expect(out.inputTokens).toBe(1000);
+    const seen = bed.bedrock.requests.at(-1)!;
+    expect(seen.path).toBe('/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/count-tokens');
+    expect(seen.headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDPROXYTEST\//);
+    const sent = (seen.json as { input: { invokeModel: { body: string } } }).input.invokeModel.body;
+    expect(JSON.parse(Buffer.from(sent, 'base64').toString('utf8'))).toEqual(invokeBody);
+    const span = await findSpan(proxy.url, { requestId: 'bedrock-count-tokens-1' });
+    expectFreeSpan(span, { name: `count_tokens ${modelId}`, route: 'gamma-cloudb', provider: 'anthropic', model: modelId });
     expect(await aliceSpent()).toBe(0);
   });
 });
