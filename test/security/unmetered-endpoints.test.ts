@@ -41,7 +41,7 @@ async function refusedUnmetered(method: string, path: string, body?: unknown): P
 describe('a path its format cannot meter is refused before anything is sent', () => {
   it.each([
     ['OpenAI image variations', 'POST', '/proxy/beta/v1/images/variations', { model: 'dall-e-2' }],
-    ['OpenAI speech', 'POST', '/proxy/beta/v1/audio/speech', { model: 'tts-1', input: 'hello', voice: 'alloy' }],
+    ['an OpenAI fine-tuning job', 'POST', '/proxy/beta/v1/fine_tuning/jobs', { model: 'gpt-4o-mini', training_file: 'file-1' }],
     ['an OpenAI batch', 'POST', '/proxy/beta/v1/batches', { input_file_id: 'file-1', endpoint: '/v1/chat/completions', completion_window: '24h' }],
     ["the Realtime API's client secrets", 'POST', '/proxy/beta/v1/realtime/client_secrets', { session: { type: 'realtime', model: 'gpt-realtime' } }],
     ['an Assistants run', 'POST', '/proxy/beta/v1/threads/thread_1/runs', { assistant_id: 'asst_1' }],
