@@ -100,6 +100,35 @@ describe.each([
   });
 });
 
+describe('OTLP export of billed units other than tokens (ADR 0910)', () => {
+  it('carries images, seconds of audio and characters on the spans that billed them', async () => {
+    const settings = resolveOtlpSettings({ endpoint: collector.httpEndpoint, protocol: 'http/protobuf', scheduledDelayMs: 50 }, {})!;
+    const exporter = new OtlpSpanExport({ settings, logger: silent });
+    const image = sampleSpan({
+      name: 'image_generation dall-e-3',
+      operation: 'image_generation',
+      model: 'dall-e-3',
+      inputTokens: 0,
+      outputTokens: 0,
+      totalTokens: 0,
+      images: 2,
+      costUsd: 0.24,
+    });
+    const audio = sampleSpan({ traceId: image.traceId, operation: 'audio_transcription', model: 'whisper-1', audioSeconds: 61.5 });
+    const speech = sampleSpan({ traceId: image.traceId, operation: 'audio_speech', model: 'tts-1', characters: 1234 });
+    const before = collector.spans.length;
+    for (const span of [image, audio, speech]) exporter.record(span, true);
+    await exporter.shutdown();
+    const spans = (await collector.waitForSpans(before + 3)).filter((s) => s.traceId === image.traceId);
+    const attributes = (id: string) => spans.find((s) => s.spanId === id)!.attributes;
+    expect(attributes(image.spanId)).toMatchObject({ 'gen_ai.operation.name': 'image_generation', 'tollgate.usage.images': 2, 'tollgate.cost_usd': 0.24 });
+    expect(attributes(image.spanId)).not.toHaveProperty('tollgate.usage.audio_seconds');
+    expect(attributes(audio.spanId)).toMatchObject({ 'tollgate.usage.audio_seconds': 61.5 });
+    expect(attributes(audio.spanId)).not.toHaveProperty('tollgate.usage.images');
+    expect(attributes(speech.spanId)).toMatchObject({ 'tollgate.usage.characters': 1234 });
+  });
+});
+
 describe('OTLP export: bounds and failures', () => {
   it('drops what does not fit the queue and counts spans the collector never got', async () => {
     const closed = await freePort(); // nothing listens there
