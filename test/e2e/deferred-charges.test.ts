@@ -9,7 +9,7 @@
 //   one batch request at Anthropic's batch price (half of both): 0.25 USD
 
 import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recentSpans } from '../support/spans.ts';
@@ -189,5 +189,82 @@ describe('OpenAI background responses through /proxy/beta', () => {
     });
     expect(free).toMatchObject({ cost_usd: 0, input_tokens: 0 });
     expect((await budgetOf('poller')).spent_usd).toBeCloseTo(0.5, 10);
+  });
+});
+
+describe('OpenAI batches through /proxy/beta', () => {
+  const client = (user: string) => new OpenAI({ baseURL: `${proxy.url}/proxy/beta/v1`, apiKey: 'unused', maxRetries: 0, defaultHeaders: { 'x-tollgate-user': user } });
+  // Each request's body is 88 bytes: {"model":"gpt-4o-mini","max_tokens":100,"messages":[{"role":"user","content":"Say hi"}]}
+  const input = ['first', 'second']
+    .map((id) =>
+      JSON.stringify({
+        custom_id: id,
+        method: 'POST',
+        url: '/v1/chat/completions',
+        body: { model: 'gpt-4o-mini', max_tokens: 100, messages: [{ role: 'user', content: 'Say hi' }] },
+      }),
+    )
+    .join('\n');
+  const upload = async (openai: OpenAI) => openai.files.create({ file: await toFile(Buffer.from(input), 'requests.jsonl'), purpose: 'batch' });
+  const created = () => bed.openai.requests.filter((request) => request.method === 'POST' && request.path === '/v1/batches').length;
+
+  it('a batch the budget cannot hold is refused before it reaches OpenAI; the reservation is read from its input file', async () => {
+    const tight = client('tight');
+    const file = await upload(tight);
+    const before = created();
+    // Each request holds ceil(88 / 4) = 22 input tokens × 100 / 10⁶ = 0.0022 plus max_tokens 100 × 2,000 / 10⁶
+    // = 0.20, at half price: 0.1011; two of them 0.2022, past the 0.15 limit.
+    const refused = await tight.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((refused as InstanceType<typeof OpenAI.RateLimitError>).message).toMatch(/may cost up to 0\.2022 USD/);
+    expect(created()).toBe(before);
+  });
+
+  it('a batch naming a file the provider does not have is refused naming it, and not created', async () => {
+    const before = created();
+    const refused = await client('batcher')
+      .batches.create({ input_file_id: 'file-missing', endpoint: '/v1/chat/completions', completion_window: '24h' })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((refused as Error).message).toContain('input_file_id "file-missing" could not be read to reserve the batch\'s cost: the provider answered 404');
+    expect(created()).toBe(before);
+  });
+
+  it('holds the reservation until the output file is read, charges it once at the batch price', async () => {
+    const openai = client('filer');
+    const file = await upload(openai);
+    const batch = await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    expect(batch.status).toBe('validating');
+    expect(await reservingUsers()).toBe(1);
+    expect((await openai.batches.retrieve(batch.id)).status).toBe('in_progress');
+    const done = await openai.batches.retrieve(batch.id);
+    expect(done.status).toBe('completed');
+
+    const firstRead = randomUUID();
+    const output = await (await openai.files.content(done.output_file_id!, { headers: { 'x-request-id': firstRead } })).text();
+    expect(
+      output
+        .trim()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as { custom_id: string }).custom_id),
+    ).toEqual(['first', 'second']);
+    // Two chat completions of 1,000 input and 200 output tokens, 0.25 each at the batch price: 0.50, to the submitter.
+    const [read] = await waitFor('the output read span', async () => {
+      const found = await spansOf(firstRead);
+      return found.length === 1 ? found : undefined;
+    });
+    expect(read).toMatchObject({ name: 'batch gpt-4o-mini', user_id: 'filer', input_tokens: 2000, output_tokens: 400, status: 'ok' });
+    expect(read!.cost_usd).toBeCloseTo(0.5, 10);
+    expect((await budgetOf('filer')).spent_usd).toBeCloseTo(0.5, 10);
+    expect(await reservingUsers()).toBe(0);
+
+    const secondRead = randomUUID();
+    expect(await (await openai.files.content(done.output_file_id!, { headers: { 'x-request-id': secondRead } })).text()).toBe(output);
+    const [again] = await waitFor('the second read span', async () => {
+      const found = await spansOf(secondRead);
+      return found.length === 1 ? found : undefined;
+    });
+    expect(again!.cost_usd).toBe(0);
+    expect((await budgetOf('filer')).spent_usd).toBeCloseTo(0.5, 10);
   });
 });

@@ -11,6 +11,7 @@ import type { StreamPlan } from './llm-reply-writer.ts';
 import { sendBehaviourError, sendGoogleError, sendOpenAiError } from './llm-errors.ts';
 import { bearerToken, jsonObject, requestHeader } from './llm-request.ts';
 import { responses, retrieveResponse } from './llm-openai-responses.ts';
+import { handleOpenAiBatches } from './llm-openai-batches.ts';
 import { openAiEmbeddings } from './llm-embeddings.ts';
 import { openAiImageEdit, openAiImageGeneration } from './llm-images.ts';
 import { openAiAudio, openAiSpeech } from './llm-audio.ts';
@@ -57,6 +58,7 @@ async function openAiPaths(x: FakeExchange): Promise<void> {
   if (x.req.method === 'POST' && x.path === '/v1/responses') return responses(x);
   const stored = x.req.method === 'GET' ? /^\/v1\/responses\/(resp_[A-Za-z0-9]+)$/.exec(x.path) : null;
   if (stored) return retrieveResponse(x, stored[1]!);
+  if ((x.path.startsWith('/v1/files') || x.path.startsWith('/v1/batches')) && (await handleOpenAiBatches(x))) return;
   if (x.req.method === 'POST' && x.path === '/v1/embeddings') return openAiEmbeddings(x);
   if (x.req.method === 'POST' && x.path === '/v1/images/generations') return openAiImageGeneration(x);
   if (x.req.method === 'POST' && x.path === '/v1/images/edits') return openAiImageEdit(x);

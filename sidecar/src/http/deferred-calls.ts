@@ -13,7 +13,12 @@ import type { PriceTable } from '../pricing/price-table.ts';
 import type { StreamTransform } from '../relay.ts';
 import type { DeferredPlan } from '../routes/deferred-plan.ts';
 import type { Span } from '../spans/span.ts';
-import { batchResultsExtractor, type BatchResultsExtractor } from '../usage/batch-results.ts';
+import { batchResultsExtractor, MAX_RESULT_LINE_BYTES, type BatchResultsExtractor } from '../usage/batch-results.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
+import { ProxyError } from '../errors.ts';
+import { JsonLines } from '../formats/json-lines.ts';
+import type { UpstreamRequestPlan } from '../routes/route-module.ts';
+import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 import { NoUsageExtractor, type UsageExtractor } from '../usage/usage-extractor.ts';
 import type { UsageResult } from '../usage/usage.ts';
 import { reservationUsd } from './budget-refusal.ts';
@@ -33,6 +38,8 @@ export class DeferredCall {
   /** The submission's reservation until the answer names the result, then DeferredCharges's. */
   #release: (() => void) | null = null;
   #results: BatchResultsExtractor | null = null;
+  /** An OpenAI batch's reservation, read from its input file (readInput). */
+  #inputUsd: number | null = null;
 
   constructor(charges: DeferredCharges, route: string, plan: DeferredPlan) {
     this.#charges = charges;
@@ -46,13 +53,46 @@ export class DeferredCall {
   }
 
   /**
+   * An OpenAI batch names its requests by file: the file is read from the provider (`fetchFile`), line by line
+   * as it comes, and each request's reservation summed at the discount. A file that cannot be read refuses the
+   * batch: its cost could not be held. Sets the plan's model to the requests' (or `mixed`).
+   */
+  async readInput(fetchFile: (path: string) => Promise<UpstreamResponse>, prices: PriceTable, provider: string, plan: UpstreamRequestPlan): Promise<void> {
+    const deferred = this.plan;
+    if (deferred.step !== 'submit' || deferred.inputFile === undefined) return;
+    const input = await fetchFile(deferred.inputFile.path);
+    if (input.statusCode >= 400) {
+      input.body.resume();
+      input.settle('success');
+      throw new ProxyError(
+        'invalid_request',
+        `input_file_id ${JSON.stringify(deferred.inputFile.id)} could not be read to reserve the batch's cost: the provider answered ${input.statusCode}`,
+      );
+    }
+    let usd = 0;
+    const models = new Set<string>();
+    const lines = new JsonLines(MAX_RESULT_LINE_BYTES, (line) => {
+      const body = 'value' in line && isRecord(line.value) ? line.value.body : undefined;
+      if (!isRecord(body) || typeof body.model !== 'string') return;
+      models.add(body.model);
+      const bytes = JSON.stringify(body);
+      usd += reservationUsd(prices, provider, body.model, { bytes, size: Buffer.byteLength(bytes), json: body }) * deferred.discount;
+    });
+    for await (const chunk of input.body) lines.write(chunk as Buffer);
+    lines.end();
+    input.settle('success');
+    this.#inputUsd = usd;
+    plan.model = models.size === 1 ? [...models][0]! : models.size === 0 ? 'unknown' : 'mixed';
+  }
+
+  /**
    * A submission holds the reservation of every request it names (each at the discount) until its result is
    * charged or expires; refused like a call when the budget cannot hold it. Null: admitted (or not budgeted).
    */
   reserve(budgets: Pick<BudgetEnforcer, 'reserve'> | undefined, userId: string | null, provider: string, prices: PriceTable, now: number): BudgetRefusal | null {
     const plan = this.plan;
     if (plan.step !== 'submit' || budgets === undefined || userId === null || provider === 'local') return null;
-    const outcome = budgets.reserve(userId, now, () => submissionUsd(plan, provider, prices));
+    const outcome = budgets.reserve(userId, now, () => this.#inputUsd ?? submissionUsd(plan, provider, prices));
     if (outcome === null) return null;
     if (outcome.refusal) return outcome.refusal;
     this.#release = outcome.release;
@@ -79,13 +119,14 @@ export class DeferredCall {
         });
         return this.#results;
       case 'status':
-        return inner;
+        // OpenAI's batch names its output file once it is done: reads of that file are this batch's results.
+        return plan.resultsUrl ? inner : new SubmissionAnswer(inner, (head) => this.#outputNamed(plan.id, head, statusCode));
     }
   }
 
   /** A status read: its results_url is pointed at this proxy's route (`base`), or null to pass it unchanged. */
   transform(base: string, statusCode: number): StreamTransform | undefined {
-    if (this.plan.step !== 'status' || statusCode >= 400) return undefined;
+    if (this.plan.step !== 'status' || !this.plan.resultsUrl || statusCode >= 400) return undefined;
     return new ResultsUrlRewrite(`${base}/v1/messages/batches/${this.plan.id}/results`);
   }
 
@@ -109,6 +150,11 @@ export class DeferredCall {
     this.#charges.keep(this.#route, id, { ...submission, holdUntil: (expires ?? now + 24 * 3600 * 1000) + EXPIRY_GRACE_MS, release }, now);
     // A background response streamed to its end carried its usage on this call: charged here, once.
     if (result.usage !== null) this.#charges.settle(this.#route, id, { whole: true }, now);
+  }
+
+  #outputNamed(batchId: string, head: string, statusCode: number): void {
+    const output = statusCode < 400 ? /"output_file_id"\s*:\s*"([A-Za-z0-9_-]{1,200})"/.exec(head)?.[1] : undefined;
+    if (output !== undefined) this.#charges.link(this.#route, output, batchId);
   }
 
   #polled(id: string, result: UsageResult): UsageResult {
@@ -137,9 +183,10 @@ function answerId(head: string, prefix: string): string | undefined {
   return match?.[1];
 }
 
+/** `expires_at` of the answer: an ISO time (Anthropic) or seconds since the epoch (OpenAI). */
 function answerExpiry(head: string): number | undefined {
-  const match = /"expires_at"\s*:\s*"([^"]{1,64})"/.exec(head);
-  const at = match ? Date.parse(match[1]!) : Number.NaN;
+  const match = /"expires_at"\s*:\s*(?:"([^"]{1,64})"|(\d{1,12}))/.exec(head);
+  const at = match?.[1] !== undefined ? Date.parse(match[1]) : match?.[2] !== undefined ? Number(match[2]) * 1000 : Number.NaN;
   return Number.isFinite(at) ? at : undefined;
 }
 

@@ -180,7 +180,7 @@ async function proxyCall(call: ProxyCall): Promise<void> {
       upstream: upstreamOf(route, call.snapshot.config),
       env: opts.env ?? process.env,
     });
-    if (plan.deferred !== undefined && opts.deferred !== undefined) call.deferred = new DeferredCall(opts.deferred, route.name, plan.deferred);
+    await startDeferred(call, plan);
     const unmeteredBody = plan.unmeteredBecause !== undefined && allowUnmetered(call, plan.unmeteredBecause);
     metered = startMetering(call, plan, unmetered || unmeteredBody);
     if (plan.storedObjects !== undefined && !mayReachStoredObjects(request.identity, call.snapshot.config)) {
@@ -269,6 +269,18 @@ async function callBody(call: ProxyCall): Promise<CallBody> {
     caller.end(failure);
   });
   return { bytes: null, stream: request.raw.pipe(limiter), limiter };
+}
+
+/**
+ * A call that submits or reads a deferred result (ADR 0913); an OpenAI batch's requests are read from its input
+ * file at the provider first, to reserve for them.
+ */
+async function startDeferred(call: ProxyCall, plan: UpstreamRequestPlan): Promise<void> {
+  const { opts, route, snapshot } = call;
+  if (plan.deferred === undefined || opts.deferred === undefined) return;
+  call.deferred = new DeferredCall(opts.deferred, route.name, plan.deferred);
+  const fetchFile = (path: string) => opts.client.send(snapshot.config, { route: route.name, method: 'GET', path, headers: {}, body: null, signal: call.caller.abort });
+  await call.deferred.readInput(fetchFile, snapshot.prices, route.provider, plan);
 }
 
 function startMetering(call: ProxyCall, plan: UpstreamRequestPlan, unmetered = false): MeteredCall {

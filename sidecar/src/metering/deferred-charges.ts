@@ -34,6 +34,8 @@ interface Entry extends DeferredSubmission {
 
 export class DeferredCharges {
   readonly #entries = new Map<string, Entry>();
+  /** Another id a result is read by (an OpenAI batch's output file) → the id it was submitted under. */
+  readonly #aliases = new Map<string, string>();
   readonly #max: number;
   #nextSweep = 0;
 
@@ -55,20 +57,28 @@ export class DeferredCharges {
     this.#entries.set(key, { ...submission, release: once(submission.release), chargedLines: 0, charged: false });
   }
 
+  /** `alias` names `id`'s result from now on (an OpenAI batch's output file id), for reads by it. */
+  link(route: string, alias: string, id: string): void {
+    const key = keyOf(route, alias);
+    if (this.#aliases.has(key) || !this.#entries.has(keyOf(route, id))) return;
+    if (this.#aliases.size >= this.#max) this.#aliases.delete(this.#aliases.keys().next().value!);
+    this.#aliases.set(key, keyOf(route, id));
+  }
+
   /** Who submitted `id` through this proxy, if it is remembered. */
   submitter(route: string, id: string, now: number): Pick<DeferredSubmission, 'userId' | 'projectId' | 'model'> | undefined {
     this.#sweep(now);
-    return this.#entries.get(keyOf(route, id));
+    return this.#entries.get(this.#key(route, id));
   }
 
   /** Whether `id`'s result was charged already: a later read charges nothing. */
   charged(route: string, id: string): boolean {
-    return this.#entries.get(keyOf(route, id))?.charged === true;
+    return this.#entries.get(this.#key(route, id))?.charged === true;
   }
 
   /** Lines of `id`'s results an earlier read that stopped short already charged. */
   chargedLines(route: string, id: string): number {
-    return this.#entries.get(keyOf(route, id))?.chargedLines ?? 0;
+    return this.#entries.get(this.#key(route, id))?.chargedLines ?? 0;
   }
 
   /**
@@ -76,17 +86,23 @@ export class DeferredCharges {
    * `lines` lines (a read cut short; the next read charges from there).
    */
   settle(route: string, id: string, outcome: { whole: boolean; lines?: number }, now: number): void {
-    const key = keyOf(route, id);
+    const key = this.#key(route, id);
     let entry = this.#entries.get(key);
     if (entry === undefined) {
       // Submitted elsewhere (or forgotten): remembered from now on, so it is charged once here too.
+      this.#aliases.delete(keyOf(route, id));
       this.keep(route, id, { userId: null, projectId: null, model: 'unknown', holdUntil: 0, release: () => undefined }, now);
-      entry = this.#entries.get(key)!;
+      entry = this.#entries.get(keyOf(route, id))!;
     }
     entry.chargedLines = Math.max(entry.chargedLines, outcome.lines ?? 0);
     if (!outcome.whole) return;
     entry.charged = true;
     entry.release();
+  }
+
+  #key(route: string, id: string): string {
+    const key = keyOf(route, id);
+    return this.#aliases.get(key) ?? key;
   }
 
   /** Gives back the holds of results whose expiry has passed; the ids stay remembered (who submitted them). */

@@ -4,7 +4,7 @@
 
 import { isRecord } from '../../../contracts/json-record.ts';
 import { ProxyError } from '../errors.ts';
-import { anthropicBatchLine, type ResultLineReader } from '../usage/batch-results.ts';
+import { anthropicBatchLine, openAiBatchLine, type ResultLineReader } from '../usage/batch-results.ts';
 import type { UpstreamRequestPlan } from './route-module.ts';
 
 /** How long a background response holds its reservation when nothing reads it: OpenAI names no expiry. */
@@ -23,15 +23,19 @@ export type DeferredPlan =
   /**
    * Work billed when its result is known: admitted holding the reservation of all its requests (at the
    * discount), kept under the id the answer names (`idPrefix`…) until it is charged or its hold ends:
-   * `expires_at` of the answer (plus a grace), or `holdMs` after submission.
+   * `expires_at` of the answer (plus a grace), or `holdMs` after submission. `inputFile`: the requests are in
+   * a file at the provider (OpenAI's Batch API), read from `path` to reserve for them.
    */
-  | { step: 'submit'; requests: DeferredRequest[]; discount: number; idPrefix: string; holdMs?: number }
+  | { step: 'submit'; requests: DeferredRequest[]; discount: number; idPrefix: string; holdMs?: number; inputFile?: { id: string; path: string } }
   /** Reads a batch's results, each line charged at the discount to the submitter, once. */
   | { step: 'results'; id: string; discount: number; lines: ResultLineReader }
   /** Reads a background response: charged to the submitter, once, when the answer shows its usage. */
   | { step: 'poll'; id: string }
-  /** Reads a batch's status: its results_url is pointed back through the proxy, so results are read there. */
-  | { step: 'status'; id: string };
+  /**
+   * Reads a batch's status: Anthropic's results_url is pointed back through the proxy, so results are read
+   * there (`resultsUrl`); OpenAI's output_file_id is remembered as the batch's results.
+   */
+  | { step: 'status'; id: string; resultsUrl: boolean };
 
 const MESSAGE_BATCH = /^\/v1\/messages\/batches\/([^/]+)$/;
 const MESSAGE_BATCH_RESULTS = /^\/v1\/messages\/batches\/([^/]+)\/results$/;
@@ -45,19 +49,51 @@ export function anthropicDeferred(method: string, rest: string, json: Record<str
   const results = MESSAGE_BATCH_RESULTS.exec(rest);
   if (results) return { step: 'results', id: results[1]!, discount: ANTHROPIC_BATCH_DISCOUNT, lines: anthropicBatchLine };
   const status = MESSAGE_BATCH.exec(rest);
-  return status ? { step: 'status', id: status[1]! } : undefined;
+  return status ? { step: 'status', id: status[1]!, resultsUrl: true } : undefined;
 }
 
 const STORED_RESPONSE = /^\/v1\/responses\/((?!input_tokens$)[^/]+)$/;
 
-/** OpenAI's background responses: submitted with `background: true`, billed when they finish. */
+/** OpenAI's Batch API at the same discount as Anthropic's: 50 % of input and output token prices. */
+export const OPENAI_BATCH_DISCOUNT = 0.5;
+const OPENAI_BATCH = /^\/v1\/batches\/([^/]+)$/;
+const FILE_CONTENT = /^\/v1\/files\/([^/]+)\/content$/;
+
+/**
+ * OpenAI's background responses (submitted with `background: true`, billed when they finish) and its Batch
+ * API: a batch is reserved from its input file (read from OpenAI when it is created) and charged when its
+ * output file is read.
+ */
 export function openAiDeferred(method: string, rest: string, json: Record<string, unknown> | null): DeferredPlan | undefined {
   if (method === 'POST' && rest === '/v1/responses' && json?.background === true) {
     const model = typeof json.model === 'string' && json.model !== '' ? json.model : 'unknown';
     return { step: 'submit', requests: [{ model, body: json }], discount: 1, idPrefix: 'resp_', holdMs: BACKGROUND_HOLD_MS };
   }
-  const stored = method === 'GET' ? STORED_RESPONSE.exec(rest) : null;
-  return stored ? { step: 'poll', id: stored[1]! } : undefined;
+  if (method === 'POST' && rest === '/v1/batches') {
+    const input = json?.input_file_id;
+    if (typeof input !== 'string' || input === '')
+      throw new ProxyError('invalid_request', 'a batch must name its "input_file_id": the file of requests uploaded with purpose "batch"');
+    return { step: 'submit', requests: [], discount: OPENAI_BATCH_DISCOUNT, idPrefix: 'batch_', inputFile: { id: input, path: `/v1/files/${encodeURIComponent(input)}/content` } };
+  }
+  if (method !== 'GET') return undefined;
+  const stored = STORED_RESPONSE.exec(rest);
+  if (stored) return { step: 'poll', id: stored[1]! };
+  const batch = OPENAI_BATCH.exec(rest);
+  if (batch) return { step: 'status', id: batch[1]!, resultsUrl: false };
+  const content = FILE_CONTENT.exec(rest);
+  return content ? { step: 'results', id: content[1]!, discount: OPENAI_BATCH_DISCOUNT, lines: openAiBatchLine } : undefined;
+}
+
+/** An OpenAI-format plan marked for what it submits or reads of a deferred result; a batch's calls are operation `batch`. */
+export function withOpenAiDeferred(plan: UpstreamRequestPlan, method: string, rest: string, json: Record<string, unknown> | null): UpstreamRequestPlan {
+  const deferred = openAiDeferred(method, rest, json);
+  const background = deferred?.step === 'poll' || (deferred?.step === 'submit' && deferred.inputFile === undefined);
+  return withDeferred(plan, deferred, background ? undefined : 'batch');
+}
+
+/** An upload to the Files API: passed through unread (its multipart body is the file); free at OpenAI. */
+export function isFileUpload(method: string, rest: string): boolean {
+  return method === 'POST' && rest === '/v1/files';
 }
 
 /** The plan, marked as submitting or reading a deferred result when it does. */

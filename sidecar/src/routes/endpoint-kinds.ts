@@ -26,6 +26,9 @@ const OPENAI_RULES: readonly Rule[] = [
   ['POST', /^\/v1\/(chat\/completions|completions|embeddings|responses)$/, 'metered'],
   // A background response (background: true) is charged when a read of it shows its usage (ADR 0913).
   ['GET', /^\/v1\/responses\/[^/]+$/, 'metered'],
+  // Batches: reserved from their input file when created, charged at the batch price when their output file is read.
+  ['POST', /^\/v1\/batches$/, 'metered'],
+  ['GET', /^\/v1\/files\/[^/]+\/content$/, 'metered'],
   ['POST', /^\/v1\/audio\/(transcriptions|translations|speech)$/, 'metered'],
   // Images (ADR 0910): the answer's `data` is counted, a GPT image model's `usage` read.
   ['POST', /^\/v1\/images\/(generations|edits)$/, 'metered'],

@@ -5,7 +5,7 @@
 import { bytesAskingForUsage, injectStreamUsage, requestNeedsInjectedUsage } from '../usage/extractor.ts';
 import { bodyModel, forwardedAsIs, parseRouteJson, withStoredObjects } from './native-request.ts';
 import { openAiStoredObjects } from './stored-objects.ts';
-import { openAiDeferred, withDeferred } from './deferred-plan.ts';
+import { isFileUpload, openAiDeferred, withDeferred, withOpenAiDeferred } from './deferred-plan.ts';
 import { openAiRequestUser } from './request-user.ts';
 import { audioOperationOf, planAudioNative } from './openai-audio.ts';
 import { imageOperationOf, planImagesNative } from './openai-images.ts';
@@ -19,8 +19,11 @@ export function planOpenAiNative(route: string, call: NativeCall): UpstreamReque
   if (image !== undefined) return planImagesNative(call, image, route);
   if (!body || body.length === 0) {
     // A stored response read by id may be a background response's result, charged then (ADR 0913).
-    return withDeferred(withStoredObjects(forwardedAsIs(rest + query, body, 'unknown', 'chat'), openAiStoredObjects(method, rest, null)), openAiDeferred(method, rest, null));
+    return withOpenAiDeferred(withStoredObjects(forwardedAsIs(rest + query, body, 'unknown', 'chat'), openAiStoredObjects(method, rest, null)), method, rest, null);
   }
+  // A file is uploaded as a multipart form: passed on as it came (a batch made from it is reserved from the
+  // file when it is created, ADR 0913).
+  if (isFileUpload(method, rest)) return withStoredObjects(forwardedAsIs(rest + query, body, 'unknown', 'upload'), openAiStoredObjects(method, rest, null));
   const json = parseRouteJson(body, route);
   const stored = openAiStoredObjects(method, rest, json);
   if (json.background === true && rest.endsWith('/responses')) {
@@ -32,7 +35,9 @@ export function planOpenAiNative(route: string, call: NativeCall): UpstreamReque
     plan.unmeteredBecause = "a background response (background: true) is billed when its result is fetched later, which Tollgate meters only on the OpenAI API's own /v1/responses";
     return plan;
   }
-  if (stored !== undefined) return withStoredObjects(forwardedAsIs(rest + query, body, bodyModel(json, route, false), 'chat', openAiRequestUser(json)), stored);
+  if (stored !== undefined) {
+    return withOpenAiDeferred(withStoredObjects(forwardedAsIs(rest + query, body, bodyModel(json, route, false), 'chat', openAiRequestUser(json)), stored), method, rest, json);
+  }
   const chatCompletions = method === 'POST' && rest.endsWith('/chat/completions');
   // OpenAI moderates with its default model when the body names none.
   const model = rest.endsWith('/moderations') && json.model === undefined ? 'omni-moderation-latest' : bodyModel(json, route, chatCompletions);

@@ -5,7 +5,9 @@
 // summed usage and the summed cost.
 
 import { isRecord } from '../../../contracts/json-record.ts';
+import { JsonLines, type JsonLine } from '../formats/json-lines.ts';
 import { normaliseAnthropicUsage } from './anthropic.ts';
+import { normaliseOpenAiUsage } from './openai.ts';
 import { NO_BYTES, type UsageExtractor } from './usage-extractor.ts';
 import type { TokenUsage, UsageResult } from './usage.ts';
 
@@ -27,6 +29,15 @@ export const anthropicBatchLine: ResultLineReader = (line) => {
   if (!isRecord(result) || result.type !== 'succeeded' || !isRecord(result.message)) return null;
   const usage = normaliseAnthropicUsage(result.message.usage);
   const model = result.message.model;
+  return usage !== null && typeof model === 'string' ? { model, usage } : null;
+};
+
+/** OpenAI's Batch API output: `{"id", "custom_id", "response": {"status_code", "body": {model, usage}}, "error"}`. */
+export const openAiBatchLine: ResultLineReader = (line) => {
+  const response = line.response;
+  if (!isRecord(response) || response.status_code !== 200 || !isRecord(response.body)) return null;
+  const usage = normaliseOpenAiUsage(response.body.usage);
+  const model = response.body.model;
   return usage !== null && typeof model === 'string' ? { model, usage } : null;
 };
 
@@ -54,9 +65,7 @@ const COST_UNITS = 1e10;
 class BatchResults implements BatchResultsExtractor {
   readonly sawEnd = false;
   readonly #o: BatchResultsOptions;
-  #pending: Buffer[] = [];
-  #pendingBytes = 0;
-  #overlong = false;
+  readonly #split = new JsonLines(MAX_RESULT_LINE_BYTES, (line) => this.#line(line));
   #lines = 0;
   #unread = 0;
   #usage: TokenUsage | null = null;
@@ -73,13 +82,7 @@ class BatchResults implements BatchResultsExtractor {
   }
 
   write(chunk: Buffer): Buffer {
-    let start = 0;
-    for (let nl = chunk.indexOf(0x0a); nl !== -1; nl = chunk.indexOf(0x0a, start)) {
-      this.#hold(chunk.subarray(start, nl));
-      this.#lineEnded();
-      start = nl + 1;
-    }
-    if (start < chunk.length) this.#hold(chunk.subarray(start));
+    this.#split.write(chunk);
     return chunk;
   }
 
@@ -88,8 +91,8 @@ class BatchResults implements BatchResultsExtractor {
   }
 
   end(streamError?: string): UsageResult {
-    // A last line without its newline is whole when the body ended cleanly.
-    if (streamError === undefined && this.#pendingBytes > 0) this.#lineEnded();
+    // A last line without its newline is whole only when the body ended cleanly.
+    if (streamError === undefined) this.#split.end();
     const result: UsageResult = { usage: this.#usage, streamEvents: this.#lines };
     if (this.#models.size === 1) result.responseModel = [...this.#models][0]!;
     if (this.#usage !== null) result.charge = { costUsd: Math.round(this.#costUnits) / COST_UNITS, priced: this.#priced };
@@ -99,41 +102,14 @@ class BatchResults implements BatchResultsExtractor {
     return result;
   }
 
-  #hold(bytes: Buffer): void {
-    if (this.#overlong || bytes.length === 0) return;
-    if (this.#pendingBytes + bytes.length > MAX_RESULT_LINE_BYTES) {
-      this.#overlong = true;
-      this.#pending = [];
-      this.#pendingBytes = 0;
-      return;
-    }
-    // A copy: the caller's chunk is written on and may be reused.
-    this.#pending.push(Buffer.from(bytes));
-    this.#pendingBytes += bytes.length;
-  }
-
-  #lineEnded(): void {
-    const overlong = this.#overlong;
-    const text = this.#pending.length === 1 ? this.#pending[0]! : Buffer.concat(this.#pending, this.#pendingBytes);
-    this.#pending = [];
-    this.#pendingBytes = 0;
-    this.#overlong = false;
-    if (overlong) {
-      this.#lines++;
-      this.#unread++;
-      return;
-    }
-    if (text.length === 0 || text.every((byte) => byte === 0x20 || byte === 0x0d || byte === 0x09)) return;
+  #line(line: JsonLine): void {
     this.#lines++;
     if (this.#lines <= this.#o.skip) return;
-    let line: unknown;
-    try {
-      line = JSON.parse(text.toString('utf8'));
-    } catch {
+    if ('unreadable' in line) {
       this.#unread++;
       return;
     }
-    const billed = isRecord(line) ? this.#o.read(line) : null;
+    const billed = isRecord(line.value) ? this.#o.read(line.value) : null;
     if (billed !== null) this.#add(billed);
   }
 

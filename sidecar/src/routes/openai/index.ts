@@ -6,12 +6,13 @@ import { openAiEndpoint } from '../endpoint-kinds.ts';
 import { OPENAI_ERRORS } from '../error-shape.ts';
 import { planOpenAiNative, planOpenAiPassThrough } from '../openai-chat-route.ts';
 import { defineFormat } from '../route-module.ts';
+import { isFileUpload } from '../deferred-plan.ts';
 import { isAudioUpload, OPENAI_AUDIO_PATHS } from '../openai-audio.ts';
 import { isImageUpload, OPENAI_IMAGE_PATHS } from '../openai-images.ts';
 
 export const openAi = defineFormat('openai', (route) => ({
   body: 'json',
-  formUpload: (method: string, rest: string) => isAudioUpload(method, rest) || isImageUpload(method, rest),
+  formUpload: (method: string, rest: string) => isAudioUpload(method, rest) || isImageUpload(method, rest) || isFileUpload(method, rest),
   endpoint: openAiEndpoint,
   errors: OPENAI_ERRORS,
   planNative: (call) => planOpenAiNative(route, call),
