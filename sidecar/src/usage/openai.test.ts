@@ -210,4 +210,27 @@ describe('OpenAI usage', () => {
     expect(pump(createUsageExtractor({ format: 'openai', contentType: 'application/json', headers: {}, statusCode: 429 }), [body]).result).toEqual({ usage: null });
     expect(pump(createUsageExtractor({ format: 'openai', contentType: 'application/json', headers: {} }), [body]).result).toEqual({ usage: null });
   });
+
+  it("reads the audio API's usage: a transcription's seconds or tokens, a verbose translation's duration; speech audio passes unread", () => {
+    const json = (document: unknown) => [Buffer.from(JSON.stringify(document))];
+    const read = (document: unknown) => pump(createUsageExtractor({ format: 'openai', contentType: 'application/json', headers: {} }), json(document)).result.usage;
+    expect(read({ text: 'hi', usage: { type: 'duration', seconds: 61 } })).toMatchObject({ inputTokens: 0, outputTokens: 0, units: { audioSeconds: 61 } });
+    expect(
+      read({ text: 'hi', usage: { type: 'tokens', input_tokens: 27, input_token_details: { text_tokens: 2, audio_tokens: 25 }, output_tokens: 9, total_tokens: 36 } }),
+    ).toMatchObject({
+      inputTokens: 27,
+      outputTokens: 9,
+      totalTokens: 36,
+    });
+    expect(read({ task: 'translate', language: 'english', duration: 2.5, text: 'hi', segments: [] })).toMatchObject({ units: { audioSeconds: 2.5 } });
+    // A translation's json says nothing; a negative duration is not a count.
+    expect(read({ text: 'hi' })).toBeNull();
+    expect(read({ text: 'hi', usage: { type: 'duration', seconds: -1 } })).toBeNull();
+    const audio = Buffer.from([0xff, 0xf3, 0x44, 0xc4, 0x00]);
+    expect(pump(createUsageExtractor({ format: 'openai', contentType: 'audio/mpeg', headers: {} }), [audio])).toEqual({
+      out: audio,
+      result: { usage: null },
+      streamEvents: undefined,
+    });
+  });
 });
