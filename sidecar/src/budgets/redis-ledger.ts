@@ -15,10 +15,10 @@
 // exact to the unit. They stop at MAX_SPEND_UNITS as every sum of money does; the client passes what room each
 // amount has below it, and the script compares decimal strings, so HINCRBY never overflows half-way through.
 
-import { readFileSync } from 'node:fs';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { BudgetRedisConfig } from '../../../contracts/budget-config.ts';
 import { MAX_SPEND_UNITS } from '../../../contracts/money.ts';
+import { openRedisClient } from './redis-client.ts';
 import type { Grant, PeriodUsage } from './budget-record.ts';
 import { type BudgetLedger, type DeductionBatch, type LedgerUser, refuseInvalidSpend } from './ledger.ts';
 
@@ -26,8 +26,6 @@ import { type BudgetLedger, type DeductionBatch, type LedgerUser, refuseInvalidS
 const MARKER_TTL_S = 7 * 86_400;
 /** An alert's marker outlives the longest period (a month). */
 const ALERT_TTL_S = 45 * 86_400;
-/** A command that takes longer fails, and the batch is retried with its id (the marker recognises a late landing). */
-const COMMAND_TIMEOUT_MS = 5_000;
 
 // Whole or not at all: every key is checked before anything is written, so a wrong type written by hand fails
 // the batch as a whole instead of half-way through.
@@ -74,17 +72,6 @@ export interface RedisLedgerOptions extends BudgetRedisConfig {
   commandTimeoutMs?: number;
 }
 
-/** The password from the environment variable or file the config names; never from the config itself. */
-function password(config: BudgetRedisConfig): string | undefined {
-  if (config.passwordEnv !== undefined) {
-    const value = process.env[config.passwordEnv];
-    if (value === undefined || value === '') throw new Error(`budgets.ledger.passwordEnv names ${config.passwordEnv}, which is not set`);
-    return value;
-  }
-  if (config.passwordFile !== undefined) return readFileSync(config.passwordFile, 'utf8').trim();
-  return undefined;
-}
-
 function room(units: bigint): string {
   return (MAX_SPEND_UNITS - units).toString();
 }
@@ -100,18 +87,7 @@ export class RedisLedger implements BudgetLedger {
 
   constructor(opts: RedisLedgerOptions) {
     this.#tag = `{${opts.keyPrefix}}`;
-    const secret = password(opts);
-    this.#redis = new Redis(opts.url, {
-      ...(secret === undefined ? {} : { password: secret }),
-      // A write to a store that is down fails soon and is retried by the engine (same batch id), which meanwhile
-      // enforces from memory; the client's own queue would only hold it longer.
-      maxRetriesPerRequest: 1,
-      commandTimeout: opts.commandTimeoutMs ?? COMMAND_TIMEOUT_MS,
-      retryStrategy: (times) => Math.min(times * 200, 2_000),
-      lazyConnect: false,
-    }) as Redis & DeductCommand;
-    // Reconnection is the client's job; its errors reach the engine through the commands that fail.
-    this.#redis.on('error', () => undefined);
+    this.#redis = openRedisClient(opts, opts.commandTimeoutMs) as Redis & DeductCommand;
     // EVALSHA, with the body sent again when the server answers NOSCRIPT (a restart emptied its script cache).
     this.#redis.defineCommand('tollgateDeduct', { lua: DEDUCT });
   }

@@ -1,0 +1,34 @@
+// The connection to the Redis-compatible counter store (ADR 1310), as the ledger and the rate windows open it.
+
+import { readFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import type { BudgetRedisConfig } from '../../../contracts/budget-config.ts';
+
+/** A command that takes longer fails; the ledger retries its batch by id (the marker recognises a late landing). */
+const COMMAND_TIMEOUT_MS = 5_000;
+
+/** The password from the environment variable or file the config names; never from the config itself. */
+function password(config: BudgetRedisConfig): string | undefined {
+  if (config.passwordEnv !== undefined) {
+    const value = process.env[config.passwordEnv];
+    if (value === undefined || value === '') throw new Error(`budgets.ledger.passwordEnv names ${config.passwordEnv}, which is not set`);
+    return value;
+  }
+  if (config.passwordFile !== undefined) return readFileSync(config.passwordFile, 'utf8').trim();
+  return undefined;
+}
+
+export function openRedisClient(config: BudgetRedisConfig, commandTimeoutMs = COMMAND_TIMEOUT_MS): Redis {
+  const secret = password(config);
+  const client = new Redis(config.url, {
+    ...(secret === undefined ? {} : { password: secret }),
+    // A command to a store that is down fails soon and the caller falls back on memory (the ledger retries its
+    // batch later); the client's own offline queue would only hold it longer.
+    maxRetriesPerRequest: 1,
+    commandTimeout: commandTimeoutMs,
+    retryStrategy: (times) => Math.min(times * 200, 2_000),
+  });
+  // Reconnection is the client's job; its errors reach the callers through the commands that fail.
+  client.on('error', () => undefined);
+  return client;
+}

@@ -1,0 +1,79 @@
+// Rate-limit windows on a real redis-server, shared by two engines (two clients), on an injected clock. Expected
+// numbers are worked out by hand from the GCRA of ADR 1309: a limit of L per minute spends 60 000 / L ms per unit.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RedisServer, startRedisServer } from '../../../test/support/redis-server.ts';
+import { RedisRateWindows } from './redis-rate-windows.ts';
+
+const T = Date.parse('2026-11-10T12:00:00Z');
+let redis: RedisServer;
+let a: RedisRateWindows;
+let b: RedisRateWindows;
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+  a = new RedisRateWindows({ url: redis.url, keyPrefix: 'rates', commandTimeoutMs: 1_000 });
+  b = new RedisRateWindows({ url: redis.url, keyPrefix: 'rates', commandTimeoutMs: 1_000 });
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([a?.close(), b?.close()]);
+  await redis?.stop();
+});
+
+describe('rate windows on Redis shared by two engines', () => {
+  const limits = { requestsPerMinute: 3, tokensPerMinute: 1000, concurrent: 2 };
+
+  it('count requests, tokens and calls in flight across engines, all or none', async () => {
+    // 1 request = 20 000 ms of the requests TAT; 100 tokens = 6 000 ms of the tokens TAT.
+    expect(await a.admit('alice', limits, 100, T)).toEqual({
+      refusedBy: null,
+      retryAfterMs: 0,
+      requests: { limit: 3, remaining: 2, resetMs: 20_000 },
+      tokens: { limit: 1000, remaining: 900, resetMs: 6_000 },
+    });
+    expect(await b.admit('alice', limits, 100, T)).toMatchObject({ refusedBy: null, requests: { remaining: 1, resetMs: 40_000 }, tokens: { remaining: 800, resetMs: 12_000 } });
+    // Two in flight: the third is refused by `concurrent` and counts nothing (the requests window stays at 1 left).
+    expect(await a.admit('alice', limits, 100, T)).toEqual({
+      refusedBy: 'concurrent',
+      retryAfterMs: 1_000,
+      requests: { limit: 3, remaining: 1, resetMs: 40_000 },
+      tokens: { limit: 1000, remaining: 800, resetMs: 12_000 },
+    });
+    // b's call used 40 of its 100 tokens: the tokens TAT goes back 60 × 60 = 3 600 ms, to T + 8 400.
+    await b.settle('alice', limits, 100, 40, T);
+    expect(await a.admit('alice', limits, 100, T)).toMatchObject({ refusedBy: null, requests: { remaining: 0, resetMs: 60_000 }, tokens: { remaining: 760, resetMs: 14_400 } });
+    await a.settle('alice', limits, 100, null, T);
+    // A fourth request within the minute: refused until the first one's 20 s have passed.
+    expect(await b.admit('alice', limits, 100, T)).toMatchObject({ refusedBy: 'requests', retryAfterMs: 20_000 });
+    expect(await b.admit('alice', limits, 100, T + 20_000)).toMatchObject({ refusedBy: null, requests: { remaining: 0, resetMs: 60_000 } });
+  });
+
+  it('refuses a call over the whole tokens limit for a full window', async () => {
+    expect(await a.admit('bob', { tokensPerMinute: 1000 }, 1001, T)).toEqual({
+      refusedBy: 'tokens',
+      retryAfterMs: 60_000,
+      requests: null,
+      tokens: { limit: 1000, remaining: 1000, resetMs: 0 },
+    });
+  });
+
+  it('keeps a fraction of a millisecond per token under a high tokens limit', async () => {
+    // 61 440 000 tokens per minute: one token is 1/1024 ms. Three calls of 10 tokens: 30/1024 ms of the window.
+    const high = { tokensPerMinute: 61_440_000 };
+    await a.admit('carol', high, 10, T);
+    await b.admit('carol', high, 10, T);
+    expect((await a.admit('carol', high, 10, T)).tokens).toEqual({ limit: 61_440_000, remaining: 61_439_970, resetMs: 1 });
+  });
+
+  it('admits from this engine’s memory while the store is down, and counts in the store again when it is back', async () => {
+    await redis.kill();
+    const whileDown = await a.admit('dave', { requestsPerMinute: 1 }, 0, T);
+    expect(whileDown.refusedBy).toBeNull();
+    expect((await a.admit('dave', { requestsPerMinute: 1 }, 0, T)).refusedBy).toBe('requests');
+    await a.settle('dave', { requestsPerMinute: 1 }, 0, null, T);
+    await redis.start();
+    // The store never saw dave: its window is whole.
+    expect(await b.admit('dave', { requestsPerMinute: 1 }, 0, T)).toMatchObject({ refusedBy: null, requests: { remaining: 0, resetMs: 60_000 } });
+  }, 60_000);
+});
