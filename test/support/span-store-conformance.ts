@@ -16,7 +16,15 @@ export function describeSpanStoreConformance(name: string, openEmpty: OpenEmptyS
     it('round-trips every field, newest first within the limit', async () => {
       const store = await openEmpty();
       try {
-        const full = sampleSpan({ parentSpanId: 'b7ad6b7169203331', startTime: '2026-01-15T10:00:02.000Z', costUsd: 0.0001234567 });
+        // Billed units other than tokens (schema v5, ADR 0910) round-trip too, a fractional second included.
+        const full = sampleSpan({
+          parentSpanId: 'b7ad6b7169203331',
+          startTime: '2026-01-15T10:00:02.000Z',
+          costUsd: 0.0001234567,
+          images: 2,
+          audioSeconds: 61.5,
+          characters: 1234,
+        });
         const failed = sampleSpan({
           status: 'error',
           statusCode: null,
