@@ -74,6 +74,28 @@ describe('render', () => {
     expect(() => render({ upstreams: { beta: { baseUrl: 'ftp://x' } } })).toThrow(/upstreams\.beta\.baseUrl/);
   });
 
+  it("renders a ProxyConfig's prices per image, minute of audio and character, and refuses a bad one naming it (ADR 0910)", () => {
+    const dalle = {
+      provider: 'openai' as const,
+      model: 'dall-e-3',
+      input_per_million: 0,
+      output_per_million: 0,
+      image_prices: [
+        { size: '1024x1024', quality: 'hd', usd: 0.08 },
+        { size: '1792x1024', usd: 0.1 },
+      ],
+    };
+    const whisper = { provider: 'openai' as const, model: 'whisper-1', input_per_million: 0, output_per_million: 0, audio_per_minute: 0.006 };
+    const tts = { provider: 'openai' as const, model: 'tts-1', input_per_million: 0, output_per_million: 0, characters_per_million: 15 };
+    expect(render({ pricing: { models: [dalle, whisper, tts] } }).patch.pricing?.models).toEqual([dalle, whisper, tts]);
+    expect(() => render({ pricing: { models: [{ ...dalle, image_prices: [{ size: 'big', usd: 1 }] }] } })).toThrow(
+      'pricing.models[0].image_prices[0].size must be WIDTHxHEIGHT in pixels (e.g. 1024x1024) or auto',
+    );
+    expect(() => render({ pricing: { models: [whisper, { ...tts, characters_per_million: 1000 }] } })).toThrow(
+      'pricing.models[1].characters_per_million must be at most 100 USD per million characters (got 1000)',
+    );
+  });
+
   it('expands AWS references with default key names', () => {
     const { credentialRefs } = render({ credentials: { aws: { secretName: 'aws' } } });
     expect(credentialRefs.map((r) => [r.name, r.secretName, r.key])).toEqual([
