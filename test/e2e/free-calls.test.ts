@@ -9,7 +9,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { BedrockRuntimeClient, CountTokensCommand } from '@aws-sdk/client-bedrock-runtime';
 import { GoogleGenAI } from '@google/genai';
 import { OAuth2Client } from 'google-auth-library';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { SpanJson } from '../../sidecar/src/spans/span-json.ts';
 import { findSpan } from '../support/spans.ts';
@@ -121,6 +121,23 @@ describe("moderation with the openai SDK's moderations.create", () => {
     expect(refused.message).toContain('model claude-sonnet-4-5 (provider anthropic) cannot moderate');
     for (const fake of [bed.openai, bed.anthropic, bed.vertex, bed.bedrock]) expect(fake.requests).toHaveLength(0);
     expect(await spanOf(refused.headers.get('x-proxy-span-id'))).toMatchObject({ status: 'rejected', route: 'gamma-direct', cost_usd: 0 });
+  });
+});
+
+describe("a file upload with the openai SDK's files.create through /proxy/beta", () => {
+  it('is free: the form is forwarded as it came, with the proxy key, and charges nothing', async () => {
+    const openai = new OpenAI({ baseURL: `${proxy.url}/proxy/beta/v1`, apiKey: 'unused', maxRetries: 0, defaultHeaders: ALICE });
+    const pdf = Buffer.from('%PDF-1.4 quarterly notes');
+    const { data, response } = await openai.files.create({ file: await toFile(pdf, 'notes.pdf'), purpose: 'user_data' }).withResponse();
+    expect(data).toMatchObject({ object: 'file', filename: 'notes.pdf', purpose: 'user_data', bytes: pdf.length });
+    const seen = bed.openai.requests.at(-1)!;
+    expect(seen.path).toBe('/v1/files');
+    expect(seen.headers.authorization).toBe(`Bearer ${OPENAI_KEY}`);
+    expect(seen.headers['content-type']).toMatch(/^multipart\/form-data; boundary=/);
+    expect(seen.body.includes(pdf)).toBe(true);
+    const span = await spanOf(response.headers.get('x-proxy-span-id'));
+    expect(span).toMatchObject({ route: 'beta', provider: 'openai', user_id: 'alice', status: 'ok', status_code: 200, cost_usd: 0, unmetered: false });
+    expect(await aliceSpent()).toBe(0);
   });
 });
 
