@@ -60,10 +60,10 @@ afterAll(async () => {
 
 beforeEach(() => bed.reset());
 
-async function spanOf(response: Response): Promise<SpanJson> {
+async function spanOf(response: Response, from: ProxyProcess = proxy): Promise<SpanJson> {
   const spanId = response.headers.get('x-proxy-span-id');
   expect(spanId).toMatch(/^[0-9a-f]{16}$/);
-  return findSpan(proxy.url, { spanId });
+  return findSpan(from.url, { spanId });
 }
 
 function expectSpan(
@@ -203,5 +203,42 @@ describe('budgets hold an image call at its price before it goes out', () => {
     expect(bed.openai.requests).toHaveLength(0);
     const { response } = await client.images.generate({ model: 'dall-e-3', prompt: 'a castle' }).withResponse();
     expect((await spanOf(response)).cost_usd).toBe(0.04);
+  });
+});
+
+describe('image prices set through the config API', () => {
+  // Changes the proxy's prices: its own proxy, so the other tests keep the built-in ones.
+  let own: ProxyProcess;
+  beforeAll(async () => {
+    own = await startProxyProcess({ configYaml: bed.configYaml(''), env: bed.env });
+  });
+  afterAll(async () => {
+    await own?.stop();
+  });
+
+  const post = (body: unknown) => fetch(`${own.url}/_local/api/config`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const dalle2 = (imagePrices: unknown) => ({
+    pricing: { models: [{ provider: 'openai', model: 'dall-e-2', input_per_million: 0, output_per_million: 0, image_prices: imagePrices }] },
+  });
+
+  it('refuses a bad image price naming the field and changes nothing; a good one prices the next call', async () => {
+    const client = new OpenAI({ baseURL: `${own.url}/v1`, apiKey: 'unused', maxRetries: 0, defaultHeaders: { 'x-tollgate-user': 'alice' } });
+    const refused = await post(
+      dalle2([
+        { size: '512x512', usd: 0.5 },
+        { size: 'huge', usd: 1 },
+      ]),
+    );
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({
+      error: { code: 'invalid_config', message: 'pricing.models[0].image_prices[1].size must be WIDTHxHEIGHT in pixels (e.g. 1024x1024) or auto' },
+    });
+    // Nothing applied: the built-in 0.018 still prices a 512x512 image.
+    const before = await client.images.generate({ model: 'dall-e-2', prompt: 'a fox', size: '512x512' }).withResponse();
+    expect((await spanOf(before.response, own)).cost_usd).toBe(0.018);
+    expect((await post(dalle2([{ size: '512x512', usd: 0.5 }]))).status).toBe(200);
+    // 2 × 0.5
+    const after = await client.images.generate({ model: 'dall-e-2', prompt: 'a fox', size: '512x512', n: 2 }).withResponse();
+    expect((await spanOf(after.response, own)).cost_usd).toBe(1);
   });
 });
