@@ -10,7 +10,8 @@
 //   gpt-4o-transcribe   audio tokens 10 a second = 25, text tokens = words of the prompt, output = 9 words
 //                       ("The quick brown fox jumps over the lazy dog")
 //   a translation       {text} only, no usage: the WAV header's 2.5 s are the bill
-// Speech answers are PCM, one second for every 15 characters of input (rounded up), 48,000 bytes a second.
+// Speech answers last one second for every 15 characters of input (rounded up): PCM at 48,000 bytes a second,
+// MP3 at 64 kbit/s (8,000 bytes a second).
 //
 // Prices (built in): whisper-1 0.006 USD a minute = 0.0001 a second; gpt-4o-transcribe 6 per million input
 // tokens (its audio rate), 10 per million output; tts-1 15 per million characters; gpt-4o-mini-tts 0.6 per
@@ -155,14 +156,25 @@ describe('speech with the official openai SDK', () => {
   it('streams tts-1 audio back and meters its input characters', async () => {
     const input = 'Hello from the toll gate.'; // 25 characters
     const { data, response } = await v1.audio.speech.create({ model: 'tts-1', voice: 'alloy', input }).withResponse();
-    // 25 characters: 2 seconds of PCM, 96,000 bytes, under mp3's Content-Type.
+    // 25 characters: 2 seconds of MP3 at 64 kbit/s, 16,000 bytes.
     expect(data.headers.get('content-type')).toBe('audio/mpeg');
-    expect((await data.arrayBuffer()).byteLength).toBe(96_000);
+    expect((await data.arrayBuffer()).byteLength).toBe(16_000);
     expect(bed.openai.requests.at(-1)!.json).toEqual({ model: 'tts-1', voice: 'alloy', input });
     const span = await spanOf(response);
     // 25 × 15 / 10⁶ = 0.000375 USD; nothing estimated.
     expect(span).toMatchObject({ name: 'audio_speech tts-1', characters: 25, input_tokens: 0, output_tokens: 0, usage_estimated: false, priced: true });
     expect(span.cost_usd).toBeCloseTo(0.000375, 12);
+  });
+
+  it('times an MP3 answer of gpt-4o-mini-tts by its frames’ bit rate', async () => {
+    const input = 'An MP3 answer, the default format.'; // 34 characters: 3 s, 24,000 bytes
+    const { data, response } = await v1.audio.speech.create({ model: 'gpt-4o-mini-tts', voice: 'coral', input }).withResponse();
+    expect((await data.arrayBuffer()).byteLength).toBe(24_000);
+    const span = await spanOf(response);
+    // input ⌈34 / 4⌉ = 9 tokens × 0.6 / 10⁶ = 0.0000054; 24,000 bytes at 8,000 a second = 3 s, 3 × 1,250 / 60 = 62.5 →
+    // 63 audio tokens × 12 / 10⁶ = 0.000756; 0.0007614 USD.
+    expect(span).toMatchObject({ characters: 34, input_tokens: 9, output_tokens: 63, usage_estimated: true });
+    expect(span.cost_usd).toBeCloseTo(0.0007614, 12);
   });
 
   it('estimates gpt-4o-mini-tts tokens from its input and the length of its PCM answer, marked estimated', async () => {

@@ -13,9 +13,9 @@
 //   gpt-4o-*transcribe {type: "tokens", input_tokens: audio + text, input_token_details: {text_tokens: words of
 //                      the prompt, audio_tokens: 10 a second of audio, rounded up}, output_tokens: words of the
 //                      transcript}
-// Speech answers are PCM at 24 kHz, 16-bit mono (48,000 bytes a second), one second for every 15 characters of
-// input, rounded up; `wav` puts a 44-byte RIFF header before it; other formats get those bytes under their
-// own Content-Type.
+// Speech answers last one second for every 15 characters of input, rounded up: PCM at 24 kHz, 16-bit mono (48,000
+// bytes a second); `wav` puts a 44-byte RIFF header before it; `mp3` is MPEG-2 Layer III frames at 64 kbit/s
+// (8,000 bytes a second); other formats get the PCM bytes under their own Content-Type.
 
 import { sendBehaviourError, sendOpenAiError } from './llm-errors.ts';
 import { writeJson } from './llm-reply-writer.ts';
@@ -120,11 +120,22 @@ export function openAiSpeech(x: FakeExchange): void {
   if (speed !== undefined && (typeof speed !== 'number' || speed < 0.25 || speed > 4)) return reject('speed must be between 0.25 and 4.0.', 'speed');
   if (instructions !== undefined && model !== 'gpt-4o-mini-tts') return reject(`instructions are not supported by ${model}.`, 'instructions');
   if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, 'openai');
-  const pcm = speechPcm(Math.ceil([...input].length / 15));
-  const audio = format === 'wav' ? Buffer.concat([wavHeader(pcm.length), pcm]) : pcm;
+  const seconds = Math.ceil([...input].length / 15);
+  const pcm = format === 'mp3' ? null : speechPcm(seconds);
+  const audio = pcm === null ? mp3Frames(seconds) : format === 'wav' ? Buffer.concat([wavHeader(pcm.length), pcm]) : pcm;
   // OpenAI streams speech chunked, with no length: the answer is audio as it is made.
   x.res.writeHead(200, { 'content-type': SPEECH_FORMATS[format], 'transfer-encoding': 'chunked' });
   x.res.end(audio);
+}
+
+/**
+ * `seconds` of silent MP3 at 24 kHz: MPEG-2 Layer III frames of 576 samples (24 ms), mono, 64 kbit/s, each
+ * 72 × 64,000 / 24,000 = 192 bytes, cut to exactly 8,000 bytes a second so tests can time it by hand.
+ */
+function mp3Frames(seconds: number): Buffer {
+  const frame = Buffer.alloc(192);
+  frame.set([0xff, 0xf3, 0x84, 0xc4]);
+  return Buffer.concat(Array.from({ length: Math.ceil((seconds * 1000) / 24) }, () => frame)).subarray(0, seconds * 8_000);
 }
 
 /** `seconds` of a 440 Hz tone, 24 kHz 16-bit mono. */

@@ -34,8 +34,20 @@ describe('the usage of a speech answer', () => {
     expect(extractor.end()).toEqual({ usage: expect.objectContaining({ inputTokens: 25, outputTokens: 63, totalTokens: 88 }), usageEstimated: true });
   });
 
-  it('guesses a compressed answer’s length from its text: 15 characters a second', () => {
-    const extractor = speechExtractor(new NoUsageExtractor(), { characters: 90, format: 'mp3' }, MINI_TTS, 200);
+  it('times an MP3 answer at its first frame’s bit rate, after an ID3 tag', () => {
+    const extractor = speechExtractor(new NoUsageExtractor(), { characters: 8, format: 'mp3' }, MINI_TTS, 200);
+    // A 10-byte ID3v2 header declaring 100 bytes of tag (syncsafe 0 0 0 100), then MPEG-1 Layer III at 128 kbit/s
+    // (index 9): 16,000 bytes a second.
+    const id3 = Buffer.concat([Buffer.from([0x49, 0x44, 0x33, 4, 0, 0, 0, 0, 0, 100]), Buffer.alloc(100)]);
+    const frame = Buffer.from([0xff, 0xfb, 0x90, 0x64]);
+    extractor.write(Buffer.concat([id3, frame]));
+    extractor.write(Buffer.alloc(80_000 - 4));
+    // 80,000 bytes after the tag: 5 s, 5 × 1,250 / 60 = 104.17 → 105 audio tokens; ⌈8 / 4⌉ = 2 text tokens.
+    expect(extractor.end().usage).toMatchObject({ inputTokens: 2, outputTokens: 105 });
+  });
+
+  it('guesses an answer’s length from its text where its bytes do not say it: 15 characters a second', () => {
+    const extractor = speechExtractor(new NoUsageExtractor(), { characters: 90, format: 'opus' }, MINI_TTS, 200);
     extractor.write(Buffer.alloc(5_000, 0xff));
     // 90 / 15 = 6 s: 6 × 1,250 / 60 = 125 audio tokens; ⌈90 / 4⌉ = 23 text tokens.
     expect(extractor.end().usage).toMatchObject({ inputTokens: 23, outputTokens: 125 });

@@ -3,10 +3,12 @@
 //   - input: the text at four characters a token, the rule every other estimate here uses (usage-estimate.ts);
 //   - output: OpenAI's own estimate of $0.015 a minute at $12 per million audio tokens, 1,250 tokens a minute of
 //     the answer. A PCM or WAV answer's minutes are its bytes (24 kHz 16-bit mono, 48,000 bytes a second, as
-//     OpenAI documents pcm); a compressed one's are not known without decoding it, so they are the input's
-//     characters at 15 a second (about 150 spoken words a minute).
+//     OpenAI documents pcm; a WAV header's own byte rate), an MP3 answer's its bytes at its first frame's bit
+//     rate; opus, aac and flac are not known without decoding them, so they are the input's characters at 15 a
+//     second (about 150 spoken words a minute).
 // A model billed per character (tts-1, tts-1-hd) needs none of this: its characters are exact.
 
+import { mp3Stream } from '../formats/mp3-frame.ts';
 import { wavLayout } from '../formats/wav-header.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
 import type { SpeechAnswer } from '../routes/openai-audio.ts';
@@ -17,14 +19,19 @@ const CHARACTERS_PER_TOKEN = 4;
 const AUDIO_TOKENS_PER_MINUTE = 1_250;
 const SPOKEN_CHARACTERS_PER_SECOND = 15;
 const PCM_BYTES_PER_SECOND = 48_000;
-/** Enough of a WAV answer to find its format chunk. */
-const WAV_HEAD_BYTES = 256;
+/** Enough of an answer to find a WAV file's format chunk, or an MP3 stream's first frame after a small ID3 tag. */
+const HEAD_BYTES = 4096;
 
 /** Seconds of speech an answer of `bytes` in `format` holds, or null when only decoding it would tell. */
 function answerSeconds(format: string, bytes: number, head: Buffer): number | null {
   if (format === 'pcm') return bytes / PCM_BYTES_PER_SECOND;
-  const wav = format === 'wav' ? wavLayout(head) : null;
-  return wav === null ? null : Math.max(0, bytes - wav.dataOffset) / wav.byteRate;
+  if (format === 'wav') {
+    const wav = wavLayout(head);
+    return wav === null ? null : Math.max(0, bytes - wav.dataOffset) / wav.byteRate;
+  }
+  if (format !== 'mp3') return null;
+  const mp3 = mp3Stream(head);
+  return mp3 === null ? null : Math.max(0, bytes - mp3.offset) / mp3.bytesPerSecond;
 }
 
 /** The estimated usage of a speech call: its text in, and its audio out (`seconds` when the answer's are known). */
@@ -54,7 +61,7 @@ class SpeechUsageExtractor implements UsageExtractor {
 
   write(chunk: Buffer): Buffer {
     const out = this.#inner.write(chunk);
-    if (this.#head.length < WAV_HEAD_BYTES) this.#head = Buffer.concat([this.#head, out.subarray(0, WAV_HEAD_BYTES - this.#head.length)]);
+    if (this.#head.length < HEAD_BYTES) this.#head = Buffer.concat([this.#head, out.subarray(0, HEAD_BYTES - this.#head.length)]);
     this.#bytes += out.length;
     return out;
   }
