@@ -42,14 +42,13 @@ describe('a path its format cannot meter is refused before anything is sent', ()
   it.each([
     ['OpenAI image variations', 'POST', '/proxy/beta/v1/images/variations', { model: 'dall-e-2' }],
     ['an OpenAI fine-tuning job', 'POST', '/proxy/beta/v1/fine_tuning/jobs', { model: 'gpt-4o-mini', training_file: 'file-1' }],
-    ['an OpenAI batch', 'POST', '/proxy/beta/v1/batches', { input_file_id: 'file-1', endpoint: '/v1/chat/completions', completion_window: '24h' }],
+    // Batches and background responses are reserved and charged when read (ADR 0913, test/e2e/deferred-charges.test.ts).
+    ['an OpenAI vector store', 'POST', '/proxy/beta/v1/vector_stores', { name: 'docs', file_ids: ['file-1'] }],
     ["the Realtime API's client secrets", 'POST', '/proxy/beta/v1/realtime/client_secrets', { session: { type: 'realtime', model: 'gpt-realtime' } }],
     ['an Assistants run', 'POST', '/proxy/beta/v1/threads/thread_1/runs', { assistant_id: 'asst_1' }],
-    ['an Anthropic message batch', 'POST', '/proxy/gamma-direct/v1/messages/batches', { requests: [] }],
-    ["a batch's results", 'GET', '/proxy/gamma-direct/v1/messages/batches/msgbatch_1/results', undefined],
+    ['an Anthropic skill', 'POST', '/proxy/gamma-direct/v1/skills', { display_title: 'docs' }],
     ['Vertex AI image generation', 'POST', '/proxy/alpha/v1/projects/p/locations/us-central1/publishers/google/models/imagen-4.0-generate-001:predict', { instances: [] }],
     ['a Vertex AI context cache', 'POST', '/proxy/alpha/v1/projects/p/locations/us-central1/cachedContents', { contents: [] }],
-    ['a background response', 'POST', '/proxy/beta/v1/responses', { model: 'gpt-4o-mini', input: 'hi', background: true }],
   ])('%s: 403 unmetered_endpoint, nothing reaches the provider', async (_what, method, path, body) => {
     await refusedUnmetered(method, path, body);
     expect(bed.upstream.calls).toHaveLength(0);
