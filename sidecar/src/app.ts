@@ -19,6 +19,7 @@ import type { BuiltInCredentialId } from '../../contracts/credential-kinds.ts';
 import { gatewayRoutes } from './http/gateway.ts';
 import { ResponseStore } from './responses/response-store.ts';
 import { LEAVING_READS } from './metering/leaving-reads.ts';
+import { RATE_LIMITED } from './http/rate-limit-answer.ts';
 import { TargetHealth } from './fallback/target-health.ts';
 import { configuredAliases } from './fallback/configured-aliases.ts';
 import { listenerOptions } from './http/listener-options.ts';
@@ -266,6 +267,7 @@ function watchEngineMetrics(parts: EngineParts, opened: OpenedSpanStore, followe
     budgets: (nearest) => budgets.standing(Date.now(), nearest),
     responses: () => responses.stats(),
     leavingReads: () => ({ inUse: LEAVING_READS.inUse, refused: LEAVING_READS.refused }),
+    rateLimited: () => RATE_LIMITED,
   });
 }
 

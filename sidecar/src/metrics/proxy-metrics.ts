@@ -66,6 +66,8 @@ export interface ProxyMetricSources {
   responses?: () => ResponseStoreStats;
   /** Reads on after callers left (metering/leaving-reads.ts): in progress, and refused at a bound. */
   leavingReads?: () => { inUse: number; refused: number };
+  /** Calls refused by a budget policy's rate limits, per limit (ADR 1309). */
+  rateLimited?: () => Readonly<Record<'requests' | 'tokens' | 'concurrent', number>>;
 }
 
 /** The per-sink counters of the audit fan-out (SinkStatus has these and more). */
@@ -277,6 +279,17 @@ export class ProxyMetrics implements CallObserver {
         otlpFailed.value = stats?.failed ?? 0;
       },
     );
+    const rateLimited = new CounterFamily(
+      r,
+      'tollgate_rate_limited_total',
+      "Calls refused with 429 rate_limit_exceeded by their budget policy's rate limits, by the limit that refused them (requests, tokens, concurrent).",
+      ['limit'],
+      () => {
+        const counts = this.#sources.rateLimited?.();
+        for (const [limit, series] of rateSeries) series.value = counts?.[limit] ?? 0;
+      },
+    );
+    const rateSeries = (['requests', 'tokens', 'concurrent'] as const).map((limit) => [limit, rateLimited.series(limit)] as const);
     const otlpQueueFull = otlpDropped.series('queue_full');
     const otlpFailed = otlpDropped.series('export_failed');
 
