@@ -5,7 +5,7 @@
 // route. Each fake checks what it receives in its own wire format; each span is read back: a free call is
 // priced at 0 and charges no budget, the embedding is costed from the tokens the answer reported.
 
-import Anthropic from '@anthropic-ai/sdk';
+import Anthropic, { toFile as anthropicFile } from '@anthropic-ai/sdk';
 import { BedrockRuntimeClient, CountTokensCommand } from '@aws-sdk/client-bedrock-runtime';
 import { GoogleGenAI } from '@google/genai';
 import { OAuth2Client } from 'google-auth-library';
@@ -14,7 +14,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { SpanJson } from '../../sidecar/src/spans/span-json.ts';
 import { findSpan } from '../support/spans.ts';
 import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
-import { AWS, OPENAI_KEY, PROJECT, startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
+import { ANTHROPIC_KEY, AWS, OPENAI_KEY, PROJECT, startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
 
 let bed: UpstreamBed;
 let proxy: ProxyProcess;
@@ -137,6 +137,23 @@ describe("a file upload with the openai SDK's files.create through /proxy/beta",
     expect(seen.body.includes(pdf)).toBe(true);
     const span = await spanOf(response.headers.get('x-proxy-span-id'));
     expect(span).toMatchObject({ route: 'beta', provider: 'openai', user_id: 'alice', status: 'ok', status_code: 200, cost_usd: 0, unmetered: false });
+    expect(await aliceSpent()).toBe(0);
+  });
+});
+
+describe("a file upload with the anthropic SDK's beta.files.upload through /proxy/gamma-direct", () => {
+  it('is free: the form is forwarded as it came, with the proxy key, and charges nothing', async () => {
+    const anthropic = new Anthropic({ baseURL: `${proxy.url}/proxy/gamma-direct`, apiKey: 'unused', maxRetries: 0, defaultHeaders: ALICE });
+    const text = Buffer.from('Quarterly notes: revenue up.');
+    const { data, response } = await anthropic.beta.files.upload({ file: await anthropicFile(text, 'notes.txt', { type: 'text/plain' }) }).withResponse();
+    expect(data).toMatchObject({ type: 'file', filename: 'notes.txt', mime_type: 'text/plain', size_bytes: text.length });
+    const seen = bed.anthropic.requests.at(-1)!;
+    expect(seen.path).toBe('/v1/files');
+    expect(seen.headers['x-api-key']).toBe(ANTHROPIC_KEY);
+    expect(seen.headers['content-type']).toMatch(/^multipart\/form-data; boundary=/);
+    expect(seen.body.includes(text)).toBe(true);
+    const span = await spanOf(response.headers.get('x-proxy-span-id'));
+    expect(span).toMatchObject({ route: 'gamma-direct', provider: 'anthropic', user_id: 'alice', status: 'ok', status_code: 200, cost_usd: 0, unmetered: false });
     expect(await aliceSpent()).toBe(0);
   });
 });

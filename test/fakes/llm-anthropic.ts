@@ -1,9 +1,11 @@
-// Fake Anthropic Messages API (direct; its Message Batches in llm-anthropic-batches.ts), Claude on Vertex AI
-// (rawPredict / streamRawPredict / count-tokens), and the Anthropic events Bedrock wraps in its event stream.
+// Fake Anthropic Messages API (direct; its Message Batches in llm-anthropic-batches.ts, its file uploads in
+// llm-anthropic-files.ts), Claude on Vertex AI (rawPredict / streamRawPredict / count-tokens), and the Anthropic
+// events Bedrock wraps in its event stream.
 
 import type { OutgoingHttpHeaders } from 'node:http';
 import { anthropicRequestId, sendAnthropicError, sendBehaviourError } from './llm-errors.ts';
 import { handleMessageBatches } from './llm-anthropic-batches.ts';
+import { uploadAnthropicFile } from './llm-anthropic-files.ts';
 import { mapLazy, randomId, replyContent, splitText, usageOf } from './llm-reply-content.ts';
 import type { ReplyContent } from './llm-reply-content.ts';
 import { sseEvent, writeJson, writeJsonWithText, writeStream } from './llm-reply-writer.ts';
@@ -23,6 +25,7 @@ export async function handleAnthropic(x: FakeExchange): Promise<void> {
   if (version === undefined) return sendAnthropicError(x.res, 400, 'anthropic-version: header is required');
   if (!knownVersions.has(version)) return sendAnthropicError(x.res, 400, `anthropic-version: invalid version "${version}"`);
   if (x.path.startsWith('/v1/messages/batches') && handleMessageBatches(x, (params) => extra(params, 'anthropic_version') ?? messagesProblem(params))) return;
+  if (x.req.method === 'POST' && x.path === '/v1/files') return uploadAnthropicFile(x);
   if (x.req.method !== 'POST' || (x.path !== '/v1/messages' && x.path !== '/v1/messages/count_tokens')) {
     return sendAnthropicError(x.res, 404, `Not found: ${x.req.method} ${x.path}`);
   }

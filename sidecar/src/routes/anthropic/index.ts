@@ -9,7 +9,7 @@ import { claudeModelId, isAnthropicApiClaudeId, type ClaudeIdForm } from '../cla
 import { ANTHROPIC_ERRORS } from '../error-shape.ts';
 import { bodyModel, forwardedAsIs, parseRouteJson, withStoredObjects } from '../native-request.ts';
 import { anthropicStoredObjects } from '../stored-objects.ts';
-import { anthropicDeferred, withDeferred } from '../deferred-plan.ts';
+import { anthropicDeferred, isFileUpload, withDeferred } from '../deferred-plan.ts';
 import { anthropicRequestUser } from '../request-user.ts';
 import { defineFormat, nativePlan } from '../route-module.ts';
 
@@ -20,10 +20,13 @@ export const anthropic = defineFormat('anthropic', (route) => {
   const modelId = (requested: string, entry: Parameters<typeof claudeModelId>[3]): string => claudeModelId(route, ID_FORM, requested, entry);
   return {
     body: 'json',
+    // A Files API upload is a multipart form, passed on as it came (ADR 0912).
+    formUpload: isFileUpload,
     endpoint: anthropicEndpoint,
     errors: ANTHROPIC_ERRORS,
     planNative({ method, rest, query, body }) {
       const stored = anthropicStoredObjects(rest);
+      if (isFileUpload(method, rest)) return withStoredObjects(forwardedAsIs(rest + query, body, 'unknown', 'upload'), stored);
       const json = body && body.length > 0 ? parseRouteJson(body, route) : null;
       const plan =
         json === null
