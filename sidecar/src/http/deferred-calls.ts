@@ -13,13 +13,13 @@ import type { PriceTable } from '../pricing/price-table.ts';
 import type { StreamTransform } from '../relay.ts';
 import type { DeferredPlan } from '../routes/deferred-plan.ts';
 import type { Span } from '../spans/span.ts';
-import { batchResultsExtractor, MAX_RESULT_LINE_BYTES, type BatchResultsExtractor } from '../usage/batch-results.ts';
+import { batchResultsExtractor, MAX_RESULT_LINE_BYTES, nothingCharged, type BatchResultsExtractor } from '../usage/batch-results.ts';
 import { isRecord } from '../../../contracts/json-record.ts';
 import { ProxyError } from '../errors.ts';
 import { JsonLines } from '../formats/json-lines.ts';
 import type { UpstreamRequestPlan } from '../routes/route-module.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
-import { NoUsageExtractor, type UsageExtractor } from '../usage/usage-extractor.ts';
+import { NO_BYTES, NoUsageExtractor, type UsageExtractor } from '../usage/usage-extractor.ts';
 import type { UsageResult } from '../usage/usage.ts';
 import { reservationUsd } from './budget-refusal.ts';
 
@@ -108,7 +108,8 @@ export class DeferredCall {
       case 'poll':
         return new PolledAnswer(inner, (result) => this.#polled(plan.id, result));
       case 'results':
-        if (statusCode >= 400 || this.#charges.charged(this.#route, plan.id)) return new NoUsageExtractor();
+        if (statusCode >= 400) return new NoUsageExtractor();
+        if (this.#charges.charged(this.#route, plan.id)) return new ChargedAlready();
         this.#results = batchResultsExtractor({
           read: plan.lines,
           skip: this.#charges.chargedLines(this.#route, plan.id),
@@ -162,7 +163,7 @@ export class DeferredCall {
     const now = Date.now();
     // Only a background response submitted here is charged when read: any other stored response was charged
     // when it was made, and a read of it costs nothing.
-    if (this.#charges.submitter(this.#route, id, now) === undefined || this.#charges.charged(this.#route, id)) return { usage: null };
+    if (this.#charges.submitter(this.#route, id, now) === undefined || this.#charges.charged(this.#route, id)) return nothingCharged();
     this.#charges.settle(this.#route, id, { whole: true }, now);
     return result;
   }
@@ -222,6 +223,25 @@ class SubmissionAnswer implements UsageExtractor {
   end(streamError?: string): UsageResult {
     const result = this.#inner.end(streamError);
     this.#answered(Buffer.concat(this.#head).toString('utf8'), result);
+    return result;
+  }
+}
+
+/** A read of results charged already: passed through unread, no tokens at no cost. */
+class ChargedAlready implements UsageExtractor {
+  readonly sawEnd = true;
+
+  write(chunk: Buffer): Buffer {
+    return chunk;
+  }
+
+  flush(): Buffer {
+    return NO_BYTES;
+  }
+
+  end(streamError?: string): UsageResult {
+    const result = nothingCharged();
+    if (streamError !== undefined) result.streamError = streamError;
     return result;
   }
 }

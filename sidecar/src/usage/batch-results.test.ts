@@ -36,7 +36,8 @@ describe('a batch results file read as it passes', () => {
     expect(rest.end().usage).toMatchObject({ inputTokens: 2000 });
     const none = batchResultsExtractor({ read: anthropicBatchLine, price, skip: 2 });
     none.write(body);
-    expect(none.end()).toMatchObject({ usage: null });
+    // No tokens at no cost, rather than no usage: a read the caller left would have its usage estimated.
+    expect(none.end()).toMatchObject({ usage: { inputTokens: 0, outputTokens: 0 }, charge: { costUsd: 0 } });
   });
 
   it('names the models apart: no single response model for a mixed batch', () => {

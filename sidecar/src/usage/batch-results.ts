@@ -41,6 +41,15 @@ export const openAiBatchLine: ResultLineReader = (line) => {
   return usage !== null && typeof model === 'string' ? { model, usage } : null;
 };
 
+/**
+ * What a read that charges nothing reports: no tokens at no cost. Not "no usage", which a read the caller
+ * left early would have estimated and charged (ADR 1305).
+ */
+export function nothingCharged(): UsageResult {
+  const usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, totalTokens: 0 };
+  return { usage, charge: { costUsd: 0, priced: true } };
+}
+
 export interface BatchResultsOptions {
   read: ResultLineReader;
   /** A line's cost at the batch's prices, USD. */
@@ -93,9 +102,10 @@ class BatchResults implements BatchResultsExtractor {
   end(streamError?: string): UsageResult {
     // A last line without its newline is whole only when the body ended cleanly.
     if (streamError === undefined) this.#split.end();
-    const result: UsageResult = { usage: this.#usage, streamEvents: this.#lines };
+    const result: UsageResult =
+      this.#usage === null ? nothingCharged() : { usage: this.#usage, charge: { costUsd: Math.round(this.#costUnits) / COST_UNITS, priced: this.#priced } };
+    result.streamEvents = this.#lines;
     if (this.#models.size === 1) result.responseModel = [...this.#models][0]!;
-    if (this.#usage !== null) result.charge = { costUsd: Math.round(this.#costUnits) / COST_UNITS, priced: this.#priced };
     const unread = this.#unread > 0 ? `${this.#unread} result line(s) not read (not JSON, or over ${MAX_RESULT_LINE_BYTES} bytes): their usage is not charged` : undefined;
     const error = [streamError, unread].filter((text) => text !== undefined).join('; ');
     if (error !== '') result.streamError = error;
