@@ -1,0 +1,71 @@
+// What rate limits cost per call on the request path (ADR 1309): MemoryRateWindows' admission and settlement
+// for 10,000 users with all three limits, a refused admission, the x-ratelimit-* headers, and the whole
+// reserveForCall (budget reservation, then rate admission, then both released as a call's end does) against
+// the same call without rate limits. Reports nanoseconds per call and heap growth. Usage:
+//   node --expose-gc bench/rate-limit-check.ts [iterations=200000]
+
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
+import { parseBudgetPolicies } from '../contracts/budget-config.ts';
+import { PolicySet } from '../contracts/budget-policies.ts';
+import { unitsFromCostUsd } from '../contracts/money.ts';
+import { BudgetBook } from '../sidecar/src/budgets/budget-book.ts';
+import { MemoryRateWindows } from '../sidecar/src/budgets/memory-rate-windows.ts';
+import { reserveForCall } from '../sidecar/src/http/budget-refusal.ts';
+import { setRateLimitHeaders } from '../sidecar/src/http/rate-limit-answer.ts';
+import type { MeteredCall } from '../sidecar/src/metering/call-meter.ts';
+import { DEFAULT_CACHE_SETTINGS } from '../sidecar/src/pricing/default-cache.ts';
+import { PriceTable } from '../sidecar/src/pricing/price-table.ts';
+import type { TokenUsage } from '../sidecar/src/usage/usage.ts';
+
+const iterations = Number(process.argv[2] ?? 200_000);
+const USERS = 10_000;
+const users = Array.from({ length: USERS }, (_, i) => `user-${i}`);
+const limits = { requestsPerMinute: 1_000_000, tokensPerMinute: 1_000_000_000, concurrent: 10_000 };
+
+function measure(name: string, op: (i: number) => void): void {
+  for (let i = 0; i < 10_000; i++) op(i); // warm-up
+  globalThis.gc?.();
+  const heapBefore = process.memoryUsage().heapUsed;
+  const started = process.hrtime.bigint();
+  for (let i = 0; i < iterations; i++) op(i);
+  const ns = Number(process.hrtime.bigint() - started) / iterations;
+  const heapAfter = process.memoryUsage().heapUsed;
+  console.log(`${name.padEnd(60)} ${ns.toFixed(0).padStart(7)} ns/op   heap ${((heapAfter - heapBefore) / 1024 / 1024).toFixed(1)} MiB`);
+}
+
+const now = Date.now();
+const windows = new MemoryRateWindows();
+measure('admit() + settle(), 10k users, all three limits', (i) => {
+  const user = users[i % USERS]!;
+  windows.admit(user, limits, 1_000, now);
+  windows.settle(user, limits, 1_000, 800, now);
+});
+const spent = new MemoryRateWindows();
+spent.admit('spent', { requestsPerMinute: 1 }, 0, now);
+measure('admit() refused (requests spent)', () => void spent.admit('spent', { requestsPerMinute: 1 }, 0, now));
+
+const res = new ServerResponse(new IncomingMessage(new Socket()));
+const admission = windows.admit('headers', limits, 1_000, now);
+measure('setRateLimitHeaders() (six headers)', () => setRateLimitHeaders(res, admission));
+
+const prices = new PriceTable([{ provider: 'openai', model: 'gpt-4o-mini', input_per_million: 0.15, output_per_million: 0.6 }], { ...DEFAULT_CACHE_SETTINGS });
+const body = { bytes: Buffer.from('{"model":"gpt-4o-mini","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}'), size: 84 };
+const usage: TokenUsage = { inputTokens: 21, outputTokens: 80, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, totalTokens: 101 };
+for (const [name, rateLimits] of [
+  ['reserveForCall() + its end, budget only', undefined],
+  ['reserveForCall() + its end, budget and all three rate limits', limits],
+] as const) {
+  const book = new BudgetBook(new PolicySet(parseBudgetPolicies([{ name: 'p', users: ['*'], limitUsd: '1000000', ...(rateLimits ? { rateLimits } : {}) }], 'policies')));
+  const budgets = {
+    reserve: (userId: string, at: number, estimateUsd: () => number) => book.reserve(userId, at, () => unitsFromCostUsd(estimateUsd())),
+    ratePolicy: (userId: string) => {
+      const config = book.policies.match(userId)?.config;
+      return config?.rateLimits === undefined ? undefined : config;
+    },
+    rateWindows: new MemoryRateWindows(),
+  };
+  // A stand-in for the metered call: the bench measures the check, not the span; its end comes at once.
+  const calls = users.map((userId) => ({ call: { userId, provider: 'openai', model: 'gpt-4o-mini' }, hold: (release: (u: TokenUsage | null) => void) => release(usage) }));
+  measure(name, (i) => void reserveForCall(budgets, calls[i % USERS] as unknown as MeteredCall, prices, body, { now, res }));
+}
