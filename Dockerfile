@@ -3,6 +3,7 @@
 # repository root:
 #   docker build --target tollgate -t ghcr.io/tollgate/tollgate:0.1.0 .          operator, webhook, crds
 #   docker build --target sidecar  -t ghcr.io/tollgate/tollgate-sidecar:0.1.0 .  the injected proxy only
+#   docker build --target redis    -t ghcr.io/tollgate/tollgate-redis:0.1.0 .    the chart's optional counter store
 # Each image holds cmd/ (the `tollgate` command), contracts/ (what components share) and its own components;
 # neither holds the other's. Both run JavaScript compiled once with tsc: type stripping at start-up would cost
 # ~35 MB of RSS per process (BENCHMARKS.md), which every injected pod would pay.
@@ -68,6 +69,18 @@ COPY proto ./proto
 USER 65532:65532
 ENTRYPOINT ["node", "--no-maglev", "--no-page-promotion", "cmd/tollgate.js"]
 CMD ["proxy"]
+
+# The counter store the chart can run (budgets.redis.deploy, ADR 1310): Debian's redis-server on the Debian base
+# every image here starts from (the kind tests build that base locally where no registry answers), as UID 65532
+# like the others. Its settings (append-only file, fsync before answering) are the chart's arguments.
+FROM ${NODE_IMAGE} AS redis
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /data
+USER 65532:65532
+ENTRYPOINT ["redis-server"]
+CMD ["--dir", "/data", "--appendonly", "yes", "--appendfsync", "always", "--save", ""]
 
 # The operator and webhook image (the default target). The layout mirrors the repository so relative paths
 # (proto/) hold; the chart runs it as 65532 with a read-only root filesystem.

@@ -197,7 +197,7 @@ export async function createKindCluster(opts: CreateOptions): Promise<KindCluste
   if (!assets.nodeImage.kindnet) await configurePodNetwork(cluster, log);
   log(`cluster ${name} Ready in ${Math.round((Date.now() - started) / 1000)} s`);
   const { images } = assets;
-  const refs = [images.tollgate.ref, images.sidecar.ref, images.testTools.ref, ...(opts.extraImages ?? [])];
+  const refs = [images.tollgate.ref, images.sidecar.ref, images.redis.ref, images.testTools.ref, ...(opts.extraImages ?? [])];
   const loaded = Date.now();
   await run(kind, ['load', 'docker-image', '--name', name, ...refs]);
   log(`kind load docker-image: ${refs.join(', ')} in ${Math.round((Date.now() - loaded) / 1000)} s`);

@@ -35,21 +35,25 @@ export interface TollgateImages {
   tollgate: BuiltImage;
   /** The injected proxy (Dockerfile target `sidecar`). */
   sidecar: BuiltImage;
+  /** The chart's optional counter store (Dockerfile target `redis`, budgets.redis.deploy). */
+  redis: BuiltImage;
   testTools: BuiltImage;
   /** The base the Dockerfile was built on, and whether it is the local stand-in. */
   base: { ref: string; standIn: boolean; nodeVersion: string };
 }
 
 /** The references the chart's default values give both images (repository, tag or the chart's appVersion). */
-export function chartImageRefs(): { tollgate: string; sidecar: string } {
+export function chartImageRefs(): { tollgate: string; sidecar: string; redis: string } {
   const chart = parseYaml(readFileSync(join(CHART, 'Chart.yaml'), 'utf8')) as { appVersion: string };
   const values = parseYaml(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as {
     image: { repository: string; tag: string };
     sidecar: { image: { repository: string; tag: string } };
+    budgets: { redis: { image: { repository: string; tag: string } } };
   };
   return {
     tollgate: `${values.image.repository}:${values.image.tag || chart.appVersion}`,
     sidecar: `${values.sidecar.image.repository}:${values.sidecar.image.tag || chart.appVersion}`,
+    redis: `${values.budgets.redis.image.repository}:${values.budgets.redis.image.tag || chart.appVersion}`,
   };
 }
 
@@ -91,6 +95,7 @@ export async function buildTollgateImages(log: (line: string) => void): Promise<
   };
   await build(['--target', 'tollgate', '-t', refs.tollgate, '.']);
   await build(['--target', 'sidecar', '-t', refs.sidecar, '.']);
+  await build(['--target', 'redis', '-t', refs.redis, '.']);
   // The test image's context holds only what it copies, so both builders see the same files.
   const context = mkdtempSync(join(tollgateCache(), 'test-tools-context-'));
   try {
@@ -106,6 +111,7 @@ export async function buildTollgateImages(log: (line: string) => void): Promise<
   return {
     tollgate: await builtImage(refs.tollgate),
     sidecar: await builtImage(refs.sidecar),
+    redis: await builtImage(refs.redis),
     testTools: await builtImage(TEST_TOOLS_IMAGE),
     base: { ref: baseRef, standIn, nodeVersion },
   };

@@ -100,3 +100,16 @@ capabilities:
 - name: POD_NAMESPACE
   valueFrom: { fieldRef: { fieldPath: metadata.namespace } }
 {{- end -}}
+
+{{- define "tollgate.redisName" -}}{{ include "tollgate.fullname" . }}-redis{{- end -}}
+
+{{/* The counter store's URL when budgets.store is redis (ADR 1310): the one given, else the release's own. */}}
+{{- define "tollgate.redisUrl" -}}
+{{- if .Values.budgets.redis.url -}}
+{{ .Values.budgets.redis.url }}
+{{- else if .Values.budgets.redis.deploy -}}
+redis://{{ include "tollgate.redisName" . }}.{{ .Release.Namespace }}.svc:6379
+{{- else -}}
+{{- fail "budgets.store is redis: set budgets.redis.url to your Redis, or budgets.redis.deploy: true to run one in the release" -}}
+{{- end -}}
+{{- end -}}
