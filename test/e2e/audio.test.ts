@@ -234,6 +234,17 @@ describe('requests the audio API or the meter cannot take', () => {
     expect(bed.openai.requests).toHaveLength(0);
   });
 
+  it('refuses a streamed transcription, naming stream', async () => {
+    const form = new FormData();
+    form.set('model', 'gpt-4o-transcribe');
+    form.set('stream', 'true');
+    form.set('file', new Blob([WAV], { type: 'audio/wav' }), 'hello.wav');
+    const { status, body } = await postForm('/v1/audio/transcriptions', form);
+    expect(status).toBe(400);
+    expect(body.error).toMatchObject({ param: 'stream' });
+    expect(bed.openai.requests).toHaveLength(0);
+  });
+
   it('refuses a speech input that is empty or over 4,096 characters', async () => {
     const empty = await v1.audio.speech.create({ model: 'tts-1', voice: 'alloy', input: '' }).catch((error: unknown) => error);
     expect(empty).toBeInstanceOf(APIError);

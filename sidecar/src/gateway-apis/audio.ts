@@ -51,7 +51,7 @@ function planUpload(call: ApiCall, operation: AudioOperation): V1RoutePlan {
   const { surface, path } = audioRoute(call.target, call.config, operation);
   const sent = call.body ?? null;
   const upload = readAudioUpload(sent, call.contentType, operation);
-  if (upload.unmeteredBecause !== undefined) throw new AudioRequestError(`the gateway meters every call: ${upload.unmeteredBecause}`, 'response_format');
+  if (upload.unmeteredBecause !== undefined) throw new AudioRequestError(`the gateway meters every call: ${upload.unmeteredBecause}`, upload.unmeteredField ?? null);
   // A WAV file's seconds bill only a per-second model: a token model's tokens are in the answer's usage alone.
   if (!upload.reportsUsage && call.target.entry.audio_per_minute === undefined) {
     throw new AudioRequestError(`model ${call.target.requested} bills tokens, which only a json answer reports: ask for response_format json`, 'response_format');

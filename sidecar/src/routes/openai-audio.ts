@@ -70,8 +70,9 @@ export interface AudioUpload {
   fileBytes: number;
   /** The answer asked for says what the call used (usage, a duration); else only a WAV header's seconds do. */
   reportsUsage: boolean;
-  /** Why the answer cannot be metered (a format without usage, a stream), when it cannot. */
+  /** Why the answer cannot be metered (a format without usage, a stream), when it cannot, and the field that says so. */
   unmeteredBecause?: string;
+  unmeteredField?: 'response_format' | 'stream';
 }
 
 export function readAudioUpload(body: Buffer | null, contentType: string | undefined, operation: AudioOperation): AudioUpload {
@@ -102,8 +103,10 @@ export function readAudioUpload(body: Buffer | null, contentType: string | undef
   // An answer that says nothing is metered by the seconds a WAV header declares; any other file cannot be.
   if (!reportsUsage && upload.seconds === null) {
     upload.unmeteredBecause = `response_format ${format} answers without usage, and only a WAV file's length is known without it; ask for ${USAGE_FORMATS[operation].join(' or ')}`;
+    upload.unmeteredField = 'response_format';
   } else if (formField(body, parts, 'stream') === 'true') {
     upload.unmeteredBecause = 'a streamed transcription (stream=true) is not metered; ask for the whole answer';
+    upload.unmeteredField = 'stream';
   }
   return upload;
 }
