@@ -16,6 +16,7 @@
 // reads hold upstream connections, so they are bounded per caller and in all (metering/leaving-reads.ts).
 
 import { answerFinished, callerGone } from './http/caller-connection.ts';
+import { keepOwnRateLimitHeaders } from './http/rate-limit-answer.ts';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { WireFormat } from '../../contracts/routes.ts';
@@ -130,6 +131,7 @@ class StreamRelay {
 
   start(): void {
     const { res, upstream } = this.#o;
+    keepOwnRateLimitHeaders(res, this.#o.headers);
     res.writeHead(upstream.statusCode, this.#o.headers);
     const body = upstream.body;
     body.on('data', (chunk: Buffer) => this.#onData(chunk));

@@ -60,6 +60,24 @@ export function setRateLimitHeaders(res: ServerResponse, admission: RateAdmissio
   }
 }
 
+const RATE_LIMIT_HEADERS = [
+  'x-ratelimit-limit-requests',
+  'x-ratelimit-remaining-requests',
+  'x-ratelimit-reset-requests',
+  'x-ratelimit-limit-tokens',
+  'x-ratelimit-remaining-tokens',
+  'x-ratelimit-reset-tokens',
+] as const;
+
+/**
+ * When the user's own limits are on the answer, an upstream's x-ratelimit-* (its organisation's limits, far
+ * larger) are dropped from the relayed headers, which would otherwise replace them: the caller sees one account.
+ */
+export function keepOwnRateLimitHeaders(res: ServerResponse, relayed: Record<string, unknown>): void {
+  if (!res.hasHeader('x-ratelimit-limit-requests') && !res.hasHeader('x-ratelimit-limit-tokens')) return;
+  for (const name of RATE_LIMIT_HEADERS) delete relayed[name];
+}
+
 /** Names the user, the limit, the policy and when the call would fit; the same text is the span's error. */
 export function rateRefusalMessage(refusal: RateRefusal): string {
   const { userId, policy, limits, reservedTokens, admission, retryAfterSeconds } = refusal;
