@@ -38,6 +38,9 @@ models:
   sonnet-direct: { targets: [{ route: gamma-direct, model: ${SONNET_ON['gamma-direct']} }] }
   sonnet-vertex: { targets: [{ route: gamma, model: "${SONNET_ON.gamma}" }] }
   sonnet-bedrock: { targets: [{ route: gamma-cloudb, model: "${SONNET_ON['gamma-cloudb']}" }] }
+pricing:
+  models:
+    - { provider: google, model: gemini-embedding-2, input_per_million: 0.2, output_per_million: 0 }
 budgets:
   policies:
     - { name: default, users: ["*"], limitUsd: 0.000001, period: month, timeZone: UTC, enforcement: block }
@@ -315,5 +318,24 @@ describe("the Google Gen AI SDK's models.embedContent through /proxy/alpha", () 
     const span = await spanOf(answer.sdkHttpResponse?.headers?.['x-proxy-span-id'] ?? null);
     expect(span).toMatchObject({ route: 'alpha', provider: 'google', model: 'gemini-embedding-001', input_tokens: 5, output_tokens: 0, priced: true, status: 'ok' });
     expect(span.cost_usd).toBeCloseTo(0.00000075, 12);
+  });
+
+  it('is sent as :embedContent for a newer Gemini embedding model and costed from its usageMetadata', async () => {
+    const ai = new GoogleGenAI({
+      vertexai: true,
+      project: PROJECT,
+      location: 'us-central1',
+      googleAuthOptions: { authClient: callerToken() as never },
+      httpOptions: { baseUrl: `${proxy.url}/proxy/alpha` },
+    });
+    const answer = await ai.models.embedContent({ model: 'gemini-embedding-2', contents: 'Seven words go into this one embedding.', config: { outputDimensionality: 128 } });
+    const seen = bed.vertex.requests.at(-1)!;
+    expect(seen.path).toBe(`/v1beta1/projects/${PROJECT}/locations/us-central1/publishers/google/models/gemini-embedding-2:embedContent`);
+    expect(seen.json).toMatchObject({ content: { parts: [{ text: 'Seven words go into this one embedding.' }] }, embedContentConfig: { outputDimensionality: 128 } });
+    expect(answer.embeddings?.[0]?.values).toHaveLength(128);
+    // 7 tokens (a word each) at the configured 0.2 per million: 7 × 0.2 / 1e6 = 0.0000014 USD.
+    const span = await spanOf(answer.sdkHttpResponse?.headers?.['x-proxy-span-id'] ?? null);
+    expect(span).toMatchObject({ route: 'alpha', provider: 'google', model: 'gemini-embedding-2', input_tokens: 7, output_tokens: 0, priced: true, status: 'ok' });
+    expect(span.cost_usd).toBeCloseTo(0.0000014, 12);
   });
 });

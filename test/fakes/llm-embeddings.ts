@@ -4,6 +4,8 @@
 //   Vertex   POST …/publishers/google/models/<m>:predict {instances: [{content}], parameters: {autoTruncate,
 //            outputDimensionality}} → {predictions: [{embeddings: {statistics: {token_count, truncated}, values}}],
 //            metadata: {billableCharacterCount}}, pretty-printed as Google's APIs write it
+//            …/models/gemini-embedding-<v>:embedContent {content: {parts: [{text}]}, embedContentConfig?} →
+//            {embedding: {values}, usageMetadata: {promptTokenCount, totalTokenCount}, truncated}
 //   Bedrock  POST /model/amazon.titan-embed-text-v2:0/invoke {inputText, dimensions, normalize} → {embedding,
 //            inputTextTokenCount}; cohere.embed-*-v3 {texts, input_type} → {embeddings, id, response_type, texts},
 //            its count only in X-Amzn-Bedrock-Input-Token-Count
@@ -135,6 +137,40 @@ export function vertexEmbeddings(x: FakeExchange, model: string): void {
   const bytes = Buffer.from(JSON.stringify(answer, null, 2));
   x.res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8', 'content-length': bytes.length });
   x.res.end(bytes);
+}
+
+/** The fields of :embedContent's embedContentConfig, as the Google Gen AI SDK sends them. */
+const EMBED_CONTENT_CONFIG = ['taskType', 'title', 'outputDimensionality', 'autoTruncate'];
+
+function embedContentProblem(body: Record<string, unknown>): string | undefined {
+  const unknown = unknownKey(body, ['content', 'embedContentConfig']);
+  if (unknown !== undefined) return `Invalid JSON payload received. Unknown name "${unknown}": Cannot find field.`;
+  const parts = jsonObject(body.content)?.parts;
+  if (!Array.isArray(parts) || parts.length === 0) return 'content.parts is required and must not be empty.';
+  if (parts.some((part) => typeof jsonObject(part)?.text !== 'string')) return 'content.parts: only text parts are embedded here.';
+  const config = body.embedContentConfig === undefined ? {} : jsonObject(body.embedContentConfig);
+  if (config === null) return 'embedContentConfig must be an object.';
+  const extra = unknownKey(config, EMBED_CONTENT_CONFIG);
+  if (extra !== undefined) return `embedContentConfig: unknown field "${extra}".`;
+  const dimensions = config.outputDimensionality;
+  if (dimensions !== undefined && (typeof dimensions !== 'number' || !Number.isInteger(dimensions) || dimensions < 1 || dimensions > 3072)) {
+    return 'embedContentConfig.outputDimensionality must be an integer from 1 to 3072.';
+  }
+  return undefined;
+}
+
+/** The newer Gemini embedding models' :embedContent: one content a request, its usage in usageMetadata. */
+export function vertexEmbedContent(x: FakeExchange, model: string): void {
+  if (!/^gemini-embedding-/.test(model)) return sendGoogleError(x.res, 400, `Model ${model} does not support the embedContent method.`);
+  const body = jsonObject(x.json);
+  if (body === null) return sendGoogleError(x.res, 400, 'Invalid JSON payload received.');
+  const problem = embedContentProblem(body);
+  if (problem !== undefined) return sendGoogleError(x.res, 400, problem);
+  if (x.behaviour.status !== undefined) return sendBehaviourError(x.res, x.behaviour, 'google');
+  const text = (jsonObject(body.content)!.parts as { text: string }[]).map((part) => part.text).join(' ');
+  const length = (jsonObject(body.embedContentConfig)?.outputDimensionality as number | undefined) ?? 3072;
+  const tokens = fakeTokenCount(text);
+  writeJson(x.res, 200, { embedding: { values: vectorOf(text, length) }, usageMetadata: { promptTokenCount: tokens, totalTokenCount: tokens }, truncated: false });
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -59,7 +59,8 @@ describe('what a native call is, per API', () => {
     expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/gemini-embedding-001:predict')).toBe('metered');
     expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/text-embedding-005:predict')).toBe('metered');
     expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/imagen-4.0-generate-001:predict')).toBeUndefined();
-    expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/gemini-embedding-001:embedContent')).toBeUndefined();
+    expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/gemini-embedding-2:embedContent')).toBe('metered');
+    expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:embedContent')).toBeUndefined();
     expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/cachedContents')).toBeUndefined();
   });
 

@@ -87,8 +87,10 @@ export function anthropicEndpoint(method: string, rest: string): EndpointKind | 
 const GEMINI_VERTEX_RULES: readonly Rule[] = [
   ['POST', /\/publishers\/google\/models\/[^/:]+:(generateContent|streamGenerateContent)$/, 'metered'],
   // The text embedding models' :predict (the Google Gen AI SDK's embedContent): each prediction's token_count is
-  // read (usage/prediction-tokens.ts). Other models' :predict (Imagen) carry no usage and stay refused.
+  // read (usage/prediction-tokens.ts). Other models' :predict (Imagen) carry no usage and stay refused. The newer
+  // Gemini embedding models' :embedContent answers with usageMetadata, read as generateContent's is.
   ['POST', /\/publishers\/google\/models\/(gemini-embedding-|text-embedding-|text-multilingual-embedding-)[^/:]*:predict$/, 'metered'],
+  ['POST', /\/publishers\/google\/models\/gemini-embedding-[^/:]*:embedContent$/, 'metered'],
   ['POST', /\/publishers\/google\/models\/[^/:]+:(countTokens|computeTokens)$/, 'free'],
   ['GET', /\/publishers\/google\/models(\/[^/:]+)?$/, 'free'],
 ];
