@@ -167,10 +167,6 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
   // /v1/moderations call is found by its model and recorded as priced, not unpriced.
   { provider: 'openai', model: 'omni-moderation-latest', aliases: ['omni-moderation-2024-09-26'], input_per_million: 0, output_per_million: 0 },
   { provider: 'openai', model: 'text-moderation-latest', aliases: ['text-moderation-stable', 'text-moderation-007'], input_per_million: 0, output_per_million: 0 },
-  // Moderation: "All OpenAI moderation models and endpoints are free of charge" (ADR 0912). Priced at 0, so a
-  // /v1/moderations call is found by its model and recorded as priced, not unpriced.
-  { provider: 'openai', model: 'omni-moderation-latest', aliases: ['omni-moderation-2024-09-26'], input_per_million: 0, output_per_million: 0 },
-  { provider: 'openai', model: 'text-moderation-latest', aliases: ['text-moderation-stable', 'text-moderation-007'], input_per_million: 0, output_per_million: 0 },
   // Images (developers.openai.com/api/docs/pricing, image generation): GPT image models by tokens, DALL·E per image.
   gptImage('gpt-image-1', 5, 10, 40),
   gptImage('gpt-image-1-mini', 2, 2.5, 8),
