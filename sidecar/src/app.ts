@@ -27,6 +27,7 @@ import { inboundPolicy, installRequestGuard, type InboundPolicy } from './inboun
 import { healthCheck, healthRoutes, type Health } from './http/health.ts';
 import { managementRoutes } from './http/management.ts';
 import { proxyRoutes } from './http/proxy.ts';
+import { openDeferredCharges } from './metering/deferred-store.ts';
 import { RuntimeHealth, runtimeHealthRoutes } from './http/runtime-health.ts';
 import { registerEngineHealth } from './http/engine-health.ts';
 import { localRuntimeRoutes } from './http/local-runtime-routes.ts';
@@ -133,7 +134,8 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
   app.register(metricsRoutes, { exposition: metrics.exposition });
   watchEngineMetrics(parts, opened, followed, responses);
-  app.register(proxyRoutes, { store, client, meter, lifecycle, budgets, env, unmetered: metrics });
+  // Batches and background responses taken here, remembered beside a SQLite span file across restarts (ADR 0913).
+  app.register(proxyRoutes, { store, client, meter, lifecycle, budgets, env, unmetered: metrics, deferred: await openDeferredCharges(config.storage, logger) });
   app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env, localModels: local?.models, responses, targetHealth: parts.targetHealth, fallbacks: metrics });
   const lmstudio =
     local !== null && config.local.lmstudioPort !== 0

@@ -11,6 +11,9 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recentSpans } from '../support/spans.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -266,5 +269,49 @@ describe('OpenAI batches through /proxy/beta', () => {
     });
     expect(again!.cost_usd).toBe(0);
     expect((await budgetOf('filer')).spent_usd).toBeCloseTo(0.5, 10);
+  });
+});
+
+describe('a proxy restarted over its files', () => {
+  it('still charges a batch read after the restart to its submitter, and only once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-deferred-'));
+    const config = bed.configYaml(`
+pricing:
+  models:
+    - { provider: anthropic, model: claude-haiku-4-5, input_per_million: 100, output_per_million: 2000 }
+budgets:
+  policies:
+    - { name: roomy, users: ["*"], limitUsd: 1, period: month, enforcement: block }
+`);
+    let first: ProxyProcess | undefined = await startProxyProcess({ env: bed.env, configYaml: config, dir });
+    let second: ProxyProcess | undefined;
+    try {
+      const submitter = new Anthropic({ baseURL: `${first.url}/proxy/gamma-direct`, apiKey: 'unused', maxRetries: 0, defaultHeaders: { 'x-tollgate-user': 'restarter' } });
+      const batch = await submitter.messages.batches.create({ requests: [{ custom_id: 'only', params }] });
+      await submitter.messages.batches.retrieve(batch.id);
+      await first.stop();
+      first = undefined;
+
+      second = await startProxyProcess({ env: bed.env, configYaml: config, dir });
+      const url = second.url;
+      const reader = new Anthropic({ baseURL: `${url}/proxy/gamma-direct`, apiKey: 'unused', maxRetries: 0, defaultHeaders: { 'x-tollgate-user': 'reader' } });
+      const read = async () => {
+        const requestId = randomUUID();
+        for await (const line of await reader.messages.batches.results(batch.id, {}, { headers: { 'x-request-id': requestId } })) expect(line.result.type).toBe('succeeded');
+        return waitFor('the results read span', async () => (await recentSpans(url)).find((span) => span.request_id === requestId && span.name.startsWith('batch')));
+      };
+      // One line of 1,000 input and 200 output tokens at the batch price: 0.25, to the user who submitted it.
+      const charged = await read();
+      expect(charged).toMatchObject({ user_id: 'restarter', input_tokens: 1000, output_tokens: 200 });
+      expect(charged.cost_usd).toBeCloseTo(0.25, 10);
+      expect((await read()).cost_usd).toBe(0);
+      const budgets = async (user: string) => (await (await fetch(`${url}/_local/api/budgets/${user}`)).json()) as { spent_usd: number };
+      expect((await budgets('restarter')).spent_usd).toBeCloseTo(0.25, 10);
+      expect((await budgets('reader')).spent_usd).toBe(0);
+    } finally {
+      await first?.stop();
+      await second?.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

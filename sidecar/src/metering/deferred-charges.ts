@@ -3,9 +3,12 @@
 // outlives it, kept here under the id the provider's answer names, until a read through the proxy shows the
 // usage (then charged to the submitter, once) or the provider's own expiry plus a grace passes.
 //
-// In memory and bounded: MAX_REMEMBERED ids, oldest dropped first (an open one gives its hold back as it
-// goes). A restart, or an id dropped for room, forgets who submitted it and that it was charged: a later read
-// charges the reader, again. A sidecar has no store of its own to keep them in; the trade-off is ADR 0913's.
+// Bounded: MAX_REMEMBERED ids, oldest dropped first (an open one gives its hold back as it goes). Who submitted
+// each and what was charged are written through to a DeferredStore when the proxy keeps its spans in SQLite, so
+// a restart forgets only the holds; without one an id dropped for room or a restart forgets it all, and a later
+// read charges the reader, again (the trade-off is ADR 0913's).
+
+import type { DeferredRow, DeferredStore } from './deferred-store.ts';
 
 /** Ids remembered, open or charged; each entry is a few hundred bytes. */
 export const MAX_REMEMBERED = 20_000;
@@ -37,10 +40,21 @@ export class DeferredCharges {
   /** Another id a result is read by (an OpenAI batch's output file) → the id it was submitted under. */
   readonly #aliases = new Map<string, string>();
   readonly #max: number;
+  readonly #store: DeferredStore | undefined;
+  /** A write the store refused: metering never fails a call (ADR 1001), so it is reported, not thrown. */
+  readonly #storeFailed: (error: unknown) => void;
   #nextSweep = 0;
 
-  constructor(opts: { max?: number } = {}) {
+  constructor(opts: { max?: number; store?: DeferredStore | undefined; storeFailed?: (error: unknown) => void } = {}) {
     this.#max = opts.max ?? MAX_REMEMBERED;
+    this.#store = opts.store;
+    this.#storeFailed = opts.storeFailed ?? (() => undefined);
+    const stored = this.#persist(() => this.#store?.load());
+    for (const row of stored?.rows.slice(-this.#max) ?? []) {
+      // A restart gave the holds back: what is kept is who submitted what, and what was charged.
+      this.#entries.set(row.key, { ...row, holdUntil: 0, release: () => undefined });
+    }
+    for (const [alias, key] of stored?.aliases.slice(-this.#max) ?? []) this.#aliases.set(alias, key);
   }
 
   /** A submission the provider accepted under `id`: its hold is kept until the result is charged or expires. */
@@ -53,8 +67,11 @@ export class DeferredCharges {
       const [oldest, entry] = this.#entries.entries().next().value!;
       entry.release();
       this.#entries.delete(oldest);
+      this.#persist(() => this.#store?.remove(oldest));
     }
-    this.#entries.set(key, { ...submission, release: once(submission.release), chargedLines: 0, charged: false });
+    const entry: Entry = { ...submission, release: once(submission.release), chargedLines: 0, charged: false };
+    this.#entries.set(key, entry);
+    this.#save(key, entry);
   }
 
   /** `alias` names `id`'s result from now on (an OpenAI batch's output file id), for reads by it. */
@@ -63,6 +80,7 @@ export class DeferredCharges {
     if (this.#aliases.has(key) || !this.#entries.has(keyOf(route, id))) return;
     if (this.#aliases.size >= this.#max) this.#aliases.delete(this.#aliases.keys().next().value!);
     this.#aliases.set(key, keyOf(route, id));
+    this.#persist(() => this.#store?.link(key, keyOf(route, id)));
   }
 
   /** Who submitted `id` through this proxy, if it is remembered. */
@@ -95,9 +113,25 @@ export class DeferredCharges {
       entry = this.#entries.get(keyOf(route, id))!;
     }
     entry.chargedLines = Math.max(entry.chargedLines, outcome.lines ?? 0);
-    if (!outcome.whole) return;
-    entry.charged = true;
-    entry.release();
+    if (outcome.whole) {
+      entry.charged = true;
+      entry.release();
+    }
+    this.#save(this.#key(route, id), entry);
+  }
+
+  #save(key: string, entry: Entry): void {
+    const row: DeferredRow = { key, userId: entry.userId, projectId: entry.projectId, model: entry.model, chargedLines: entry.chargedLines, charged: entry.charged };
+    this.#persist(() => this.#store?.put(row));
+  }
+
+  #persist<T>(write: () => T): T | undefined {
+    try {
+      return write();
+    } catch (error) {
+      this.#storeFailed(error);
+      return undefined;
+    }
   }
 
   #key(route: string, id: string): string {
