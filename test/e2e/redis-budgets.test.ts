@@ -1,5 +1,6 @@
-// Two `tollgate proxy` processes sharing one budget ledger on a real redis-server (ADR 1310): a user's limit holds
-// across them, and a Redis killed with SIGKILL mid-run and started again loses no charge and counts none twice.
+// `tollgate proxy` processes sharing one budget ledger on a real redis-server (ADR 1310): a user's limit holds
+// across two of them, a Redis killed with SIGKILL mid-run and started again loses no charge and counts none twice,
+// and with budgets.unreachable closed a proxy answers budgeted calls 503 while Redis stays down.
 
 import OpenAI from 'openai';
 import { Redis } from 'ioredis';
@@ -26,13 +27,14 @@ afterAll(async () => {
   await Promise.all([bed?.close(), redis?.stop()]);
 });
 
-async function proxy(keyPrefix: string): Promise<ProxyProcess> {
+async function proxy(keyPrefix: string, unreachable = 'open'): Promise<ProxyProcess> {
   const configYaml = bed.configYaml(`
 pricing:
   models:
     - { provider: openai, model: gpt-4o-mini, input_per_million: 1, output_per_million: 0 }
 budgets:
   ledger: { kind: redis, url: "${redis.url}", keyPrefix: ${keyPrefix} }
+  unreachable: ${unreachable}
   policies:
     - { name: team, users: ["*"], limitUsd: 0.01 }
 `);
@@ -76,7 +78,7 @@ async function storedSpent(keyPrefix: string, user: string): Promise<Record<stri
   return Object.fromEntries(Object.entries(hash).filter(([field]) => field.startsWith('spent:')));
 }
 
-describe('two proxies sharing one Redis ledger', () => {
+describe('tollgate proxy processes on one Redis ledger', () => {
   it('hold one user to one limit: what one spent is refused on the other', async () => {
     const [a, b] = await Promise.all([proxy('shared'), proxy('shared')]);
     expect(await calls(a, 'alice', 6)).toEqual(Array(6).fill('ok'));
@@ -102,4 +104,38 @@ describe('two proxies sharing one Redis ledger', () => {
     // 7 calls of 0.001 USD: 70,000,000 units.
     expect(Object.values(await storedSpent('outage', 'bob'))).toEqual(['70000000']);
   }, 120_000);
+
+  it('with budgets.unreachable closed, answer budgeted calls 503 once Redis has been down for 30 s, and serve them again when it is back', async () => {
+    const p = await proxy('closed', 'closed');
+    expect(await call(p, 'carol')).toBe('ok');
+    await redis.kill();
+    expect(await call(p, 'carol')).toBe('ok'); // within the grace: memory decides; its spend cannot be written
+    await waitFor('the failed deduction', () => p.logs.some((l) => l.msg === 'failed to deduct spend' && l.user_id === 'carol'), 20_000);
+    const refused = await waitFor(
+      'a 503 after the 30 s grace',
+      async () => {
+        const res = await fetch(`${p.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-tollgate-user': 'carol' },
+          body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 }),
+        });
+        const body = (await res.json()) as { error?: { code?: string; message?: string } };
+        return res.status === 503 ? { retryAfter: res.headers.get('retry-after'), error: body.error } : false;
+      },
+      { timeoutMs: 60_000, intervalMs: 1_000 },
+    );
+    expect(refused.retryAfter).toBe('5');
+    expect(refused.error).toMatchObject({
+      code: 'budget_ledger_unavailable',
+      message: expect.stringMatching(
+        /^the budget ledger \(redis\) has not been reachable since .* and budgets.unreachable is closed: calls of user "carol" under policy "team" are refused until it is back$/,
+      ),
+    });
+    await redis.start();
+    await waitFor('the queue written', async () => (await pendingDeductions(p)) === 0, 60_000);
+    // The outage's refusal is lifted: a new user is served, and carol, whose calls during the grace (one a second,
+    // 0.001 USD each) spent her 0.01 USD, meets her budget again.
+    expect(await call(p, 'dan')).toBe('ok');
+    expect(await call(p, 'carol')).toBe('429 budget_exceeded');
+  }, 150_000);
 });
