@@ -91,7 +91,7 @@ describe('/_local/api/budgets', () => {
     await other.shutdown(0);
   });
 
-  it('POST /_local/api/config with budgets takes effect at once; the ledger is refused', async () => {
+  it('POST /_local/api/config with budgets takes effect at once; the ledger and the unreachable rule are refused', async () => {
     engine.budgets.charge('alice', 0.004, Date.now());
     const res = await post('/_local/api/config', { budgets: { policies: [{ name: 'default', limitUsd: '0.004' }] } });
     expect(res.statusCode).toBe(200);
@@ -99,6 +99,9 @@ describe('/_local/api/budgets', () => {
     const bad = await post('/_local/api/config', { budgets: { ledger: { kind: 'memory' } } });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.message).toBe('budgets.ledger is read when the proxy starts: set it in the config file');
+    const rule = await post('/_local/api/config', { budgets: { unreachable: 'closed' } });
+    expect(rule.statusCode).toBe(400);
+    expect(rule.json().error.message).toBe('budgets.unreachable is read when the proxy starts: set it in the config file');
     const invalid = await post('/_local/api/config', { budgets: { policies: [{ name: 'x', limitUsd: 1, period: 'fortnight' }] } });
     expect(invalid.json().error.message).toContain('budgets.policies[0].period must be one of day, week, month');
     expect(engine.budgets.refusal('alice', Date.now())).toMatchObject({ limitUsd: 0.004 }); // unchanged
