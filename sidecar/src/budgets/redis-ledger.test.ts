@@ -101,6 +101,16 @@ describe('the Redis ledger', () => {
     await l.close();
   });
 
+  it('writes nothing of a batch when one of its keys holds another type, so a retry cannot apply half of it twice', async () => {
+    const client = new Redis(redis.url);
+    await client.set('{wrongtype}:u:zoe', 'not a hash');
+    const l = ledger('wrongtype');
+    await expect(l.deduct({ id: 'mixed', deltas: [delta('amy', 3n), delta('zoe', 4n)] })).rejects.toThrow(/key \{wrongtype\}:u:zoe holds a string/);
+    expect((await client.keys('{wrongtype}*')).sort()).toEqual(['{wrongtype}:u:zoe']);
+    client.disconnect();
+    await l.close();
+  });
+
   it('logs each alert once across engines, and an engine sees spend made by the others', async () => {
     const a = engine('shared', logs(), 50);
     const b = engine('shared', logs(), 50);
