@@ -17,7 +17,6 @@ import { batchResultsExtractor, MAX_RESULT_LINE_BYTES, nothingCharged, type Batc
 import { isRecord } from '../../../contracts/json-record.ts';
 import { ProxyError } from '../errors.ts';
 import { JsonLines } from '../formats/json-lines.ts';
-import type { UpstreamRequestPlan } from '../routes/route-module.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 import { NO_BYTES, NoUsageExtractor, type UsageExtractor } from '../usage/usage-extractor.ts';
 import type { UsageResult } from '../usage/usage.ts';
@@ -55,11 +54,12 @@ export class DeferredCall {
   /**
    * An OpenAI batch names its requests by file: the file is read from the provider (`fetchFile`), line by line
    * as it comes, and each request's reservation summed at the discount. A file that cannot be read refuses the
-   * batch: its cost could not be held. Sets the plan's model to the requests' (or `mixed`).
+   * batch: its cost could not be held. Returns the requests' model (or `mixed`) for the span; undefined when
+   * there is no file to read.
    */
-  async readInput(fetchFile: (path: string) => Promise<UpstreamResponse>, prices: PriceTable, provider: string, plan: UpstreamRequestPlan): Promise<void> {
+  async readInput(fetchFile: (path: string) => Promise<UpstreamResponse>, prices: PriceTable, provider: string): Promise<string | undefined> {
     const deferred = this.plan;
-    if (deferred.step !== 'submit' || deferred.inputFile === undefined) return;
+    if (deferred.step !== 'submit' || deferred.inputFile === undefined) return undefined;
     const input = await fetchFile(deferred.inputFile.path);
     if (input.statusCode >= 400) {
       input.body.resume();
@@ -78,11 +78,16 @@ export class DeferredCall {
       const bytes = JSON.stringify(body);
       usd += reservationUsd(prices, provider, body.model, { bytes, size: Buffer.byteLength(bytes), json: body }) * deferred.discount;
     });
-    for await (const chunk of input.body) lines.write(chunk as Buffer);
+    try {
+      for await (const chunk of input.body) lines.write(chunk as Buffer);
+    } catch (error) {
+      input.settle('failure');
+      throw error;
+    }
     lines.end();
     input.settle('success');
     this.#inputUsd = usd;
-    plan.model = models.size === 1 ? [...models][0]! : models.size === 0 ? 'unknown' : 'mixed';
+    return models.size === 1 ? [...models][0]! : models.size === 0 ? 'unknown' : 'mixed';
   }
 
   /**

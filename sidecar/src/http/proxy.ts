@@ -180,7 +180,7 @@ async function proxyCall(call: ProxyCall): Promise<void> {
       upstream: upstreamOf(route, call.snapshot.config),
       env: opts.env ?? process.env,
     });
-    await startDeferred(call, plan);
+    startDeferred(call, plan);
     const unmeteredBody = plan.unmeteredBecause !== undefined && allowUnmetered(call, plan.unmeteredBecause);
     metered = startMetering(call, plan, unmetered || unmeteredBody);
     if (plan.storedObjects !== undefined && !mayReachStoredObjects(request.identity, call.snapshot.config)) {
@@ -189,6 +189,7 @@ async function proxyCall(call: ProxyCall): Promise<void> {
         `${request.method} ${call.rest} reaches ${plan.storedObjects}, which every user of this server shares through its key: only server.auth.admins may; continue conversations through /v1/responses, which keeps them per user`,
       );
     }
+    await readDeferredInput(call, metered);
     // A call the provider does not bill (a token count) has nothing for a budget to hold back (ADR 0912).
     if (call.route.endpoint(request.method, call.rest) !== 'free' && refusedOverBudget(call, metered, body, plan.reservation ?? plan.audio?.reservation)) return;
     // Counted and logged once nothing else refuses it: what is counted went out.
@@ -271,16 +272,21 @@ async function callBody(call: ProxyCall): Promise<CallBody> {
   return { bytes: null, stream: request.raw.pipe(limiter), limiter };
 }
 
+/** A call that submits or reads a deferred result (ADR 0913). */
+function startDeferred(call: ProxyCall, plan: UpstreamRequestPlan): void {
+  const { opts, route } = call;
+  if (plan.deferred !== undefined && opts.deferred !== undefined) call.deferred = new DeferredCall(opts.deferred, route.name, plan.deferred);
+}
+
 /**
- * A call that submits or reads a deferred result (ADR 0913); an OpenAI batch's requests are read from its input
- * file at the provider first, to reserve for them.
+ * An OpenAI batch's requests are in its input file: read from the provider, once nothing else refuses the
+ * call, to reserve for them; the call's span then names their model.
  */
-async function startDeferred(call: ProxyCall, plan: UpstreamRequestPlan): Promise<void> {
+async function readDeferredInput(call: ProxyCall, metered: MeteredCall): Promise<void> {
   const { opts, route, snapshot } = call;
-  if (plan.deferred === undefined || opts.deferred === undefined) return;
-  call.deferred = new DeferredCall(opts.deferred, route.name, plan.deferred);
   const fetchFile = (path: string) => opts.client.send(snapshot.config, { route: route.name, method: 'GET', path, headers: {}, body: null, signal: call.caller.abort });
-  await call.deferred.readInput(fetchFile, snapshot.prices, route.provider, plan);
+  const model = await call.deferred?.readInput(fetchFile, snapshot.prices, route.provider);
+  if (model !== undefined) metered.retarget({ route: route.name, provider: route.provider, model, projectId: metered.call.projectId });
 }
 
 function startMetering(call: ProxyCall, plan: UpstreamRequestPlan, unmetered = false): MeteredCall {
