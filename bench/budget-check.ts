@@ -1,10 +1,15 @@
 // What budgets cost per call (ADR 1300): the refusal check on the request path and the charge when a call
 // finishes, with 10,000 users under a `*` policy, in memory (BudgetBook), in the SQLite-backed engine (the
 // charge's ledger write happens after it, batched) and in a sidecar's cluster budgets (a synchronous outbox
-// insert per charge). Reports nanoseconds per operation and heap growth. Usage:
-//   node bench/budget-check.ts [iterations=200000]
+// insert per charge). Then rate limits (ADR 1309): MemoryRateWindows' admission and settlement for 10,000 users
+// with all three limits, a refused admission, the x-ratelimit-* headers, and the whole reserveForCall (budget
+// reservation, rate admission, both released as a call's end does) with and without rate limits. Reports
+// nanoseconds per operation and heap growth. Usage:
+//   node --expose-gc bench/budget-check.ts [iterations=200000]
 
 import { mkdtempSync, rmSync } from 'node:fs';
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -14,6 +19,14 @@ import { PolicySet } from '../contracts/budget-policies.ts';
 import { ClusterBudgets } from '../sidecar/src/budgets/cluster-budgets.ts';
 import { LedgerBudgets } from '../sidecar/src/budgets/ledger-budgets.ts';
 import { SqliteLedger } from '../sidecar/src/budgets/sqlite-ledger.ts';
+import { unitsFromCostUsd } from '../contracts/money.ts';
+import { MemoryRateWindows } from '../sidecar/src/budgets/memory-rate-windows.ts';
+import { reserveForCall } from '../sidecar/src/http/budget-refusal.ts';
+import { setRateLimitHeaders } from '../sidecar/src/http/rate-limit-answer.ts';
+import type { MeteredCall } from '../sidecar/src/metering/call-meter.ts';
+import { DEFAULT_CACHE_SETTINGS } from '../sidecar/src/pricing/default-cache.ts';
+import { PriceTable } from '../sidecar/src/pricing/price-table.ts';
+import type { TokenUsage } from '../sidecar/src/usage/usage.ts';
 
 const iterations = Number(process.argv[2] ?? 200_000);
 const USERS = 10_000;
@@ -63,4 +76,41 @@ try {
   await cluster.close(0);
 } finally {
   rmSync(dir, { recursive: true, force: true });
+}
+
+const limits = { requestsPerMinute: 1_000_000, tokensPerMinute: 1_000_000_000, concurrent: 10_000 };
+
+const windows = new MemoryRateWindows();
+measure('admit() + settle(), 10k users, all three limits', (i) => {
+  const user = users[i % USERS]!;
+  windows.admit(user, limits, 1_000, now);
+  windows.settle(user, limits, 1_000, 800, now);
+});
+const spent = new MemoryRateWindows();
+spent.admit('spent', { requestsPerMinute: 1 }, 0, now);
+measure('admit() refused (requests spent)', () => void spent.admit('spent', { requestsPerMinute: 1 }, 0, now));
+
+const res = new ServerResponse(new IncomingMessage(new Socket()));
+const admission = windows.admit('headers', limits, 1_000, now);
+measure('setRateLimitHeaders() (six headers)', () => setRateLimitHeaders(res, admission));
+
+const prices = new PriceTable([{ provider: 'openai', model: 'gpt-4o-mini', input_per_million: 0.15, output_per_million: 0.6 }], { ...DEFAULT_CACHE_SETTINGS });
+const body = { bytes: Buffer.from('{"model":"gpt-4o-mini","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}'), size: 84 };
+const usage: TokenUsage = { inputTokens: 21, outputTokens: 80, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, totalTokens: 101 };
+for (const [name, rateLimits] of [
+  ['reserveForCall() + its end, budget only', undefined],
+  ['reserveForCall() + its end, budget and all three rate limits', limits],
+] as const) {
+  const book = new BudgetBook(new PolicySet(parseBudgetPolicies([{ name: 'p', users: ['*'], limitUsd: '1000000', ...(rateLimits ? { rateLimits } : {}) }], 'policies')));
+  const budgets = {
+    reserve: (userId: string, at: number, estimateUsd: () => number) => book.reserve(userId, at, () => unitsFromCostUsd(estimateUsd())),
+    ratePolicy: (userId: string) => {
+      const config = book.policies.match(userId)?.config;
+      return config?.rateLimits === undefined ? undefined : config;
+    },
+    rateWindows: new MemoryRateWindows(),
+  };
+  // A stand-in for the metered call: the bench measures the check, not the span; its end comes at once.
+  const calls = users.map((userId) => ({ call: { userId, provider: 'openai', model: 'gpt-4o-mini' }, hold: (release: (u: TokenUsage | null) => void) => release(usage) }));
+  measure(name, (i) => void reserveForCall(budgets, calls[i % USERS] as unknown as MeteredCall, prices, body, { now, res }));
 }

@@ -3,7 +3,6 @@
 // OpenAI-compatible server that takes no credential. Each is called with the official SDKs, natively on
 // /proxy/<name> and through /v1; each fake checks the credential header it receives; each call is one priced span.
 
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +11,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/llm-upstream.ts';
 import { findSpan } from '../support/spans.ts';
-import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
+import { refusedConfigFile, startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 
 const MISTRAL_KEY = 'sk-mistral-from-file';
 const KIMI_KEY = 'sk-kimi-from-env';
@@ -257,16 +256,7 @@ describe('routes added through the config API', () => {
 
 describe('a bad route in the config file', () => {
   it('stops the proxy at start with exit code 2, naming the field', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'tollgate-bad-route-'));
-    const configPath = join(dir, 'tollgate.yaml');
-    writeFileSync(configPath, 'routes:\n  - { name: groq, format: openai-chat, baseUrl: https://api.groq.com/openai, credential: { kind: bearer } }\n');
-    const child = spawn(process.execPath, [join(import.meta.dirname, '../../cmd/tollgate.ts'), 'proxy', '--port', '0', '--config', configPath], {
-      env: { PATH: process.env.PATH, HOME: dir, TOLLGATE_LMSTUDIO_PORT: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const { code, stderr } = await refusedConfigFile('routes:\n  - { name: groq, format: openai-chat, baseUrl: https://api.groq.com/openai, credential: { kind: bearer } }\n');
     expect(code).toBe(2);
     expect(stderr).toContain('routes[0].credential.kind must be one of api-key, google-adc, aws-sigv4, none (got "bearer")');
   });

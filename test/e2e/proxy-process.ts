@@ -107,3 +107,22 @@ export async function startProxyProcess(
     },
   };
 }
+
+/** Runs `tollgate proxy` with a config file it must refuse at start: its exit code and what it wrote to stderr. */
+export async function refusedConfigFile(configYaml: string): Promise<{ code: number | null; stderr: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-bad-config-'));
+  try {
+    const configPath = join(dir, 'tollgate.yaml');
+    writeFileSync(configPath, configYaml);
+    const child = spawn(process.execPath, [CLI, 'proxy', '--port', '0', '--config', configPath], {
+      env: { PATH: process.env.PATH, HOME: dir, TOLLGATE_LMSTUDIO_PORT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    return { code, stderr };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -3,14 +3,10 @@
 // Retry-After in the shape of the API called and never sent upstream; OpenAI's x-ratelimit-* headers on the
 // answers. The windows are a GCRA over 60 s: a limit of L spends 60 / L seconds per request or token.
 
-import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findSpan } from '../support/spans.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
+import { refusedConfigFile, startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 import { startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
 
 let bed: UpstreamBed;
@@ -180,16 +176,7 @@ describe('bad rate limits', () => {
   });
 
   it('a config file with one stops the proxy at start with exit code 2, naming the field', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'tollgate-bad-rate-'));
-    const configPath = join(dir, 'tollgate.yaml');
-    writeFileSync(configPath, 'budgets:\n  policies:\n    - { name: p, limitUsd: 1, rateLimits: { requestsPerMinute: 1000001 } }\n');
-    const child = spawn(process.execPath, [join(import.meta.dirname, '../../cmd/tollgate.ts'), 'proxy', '--port', '0', '--config', configPath], {
-      env: { PATH: process.env.PATH, HOME: dir, TOLLGATE_LMSTUDIO_PORT: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const { code, stderr } = await refusedConfigFile('budgets:\n  policies:\n    - { name: p, limitUsd: 1, rateLimits: { requestsPerMinute: 1000001 } }\n');
     expect(code).toBe(2);
     expect(stderr).toContain('budgets.policies[0].rateLimits.requestsPerMinute must be a whole number from 1 to 1000000 (got 1000001)');
   });

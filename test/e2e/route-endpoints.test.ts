@@ -4,7 +4,6 @@
 // sees no failure), cool an endpoint down for a 429's Retry-After, go to the idle endpoint under
 // least-outstanding, and reach each Vertex AI location at its own host and path.
 
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/llm-upstream.ts';
 import { sampleValue } from '../support/prometheus-text.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { freePort, startProxyProcess, type ProxyProcess } from './proxy-process.ts';
+import { freePort, refusedConfigFile, startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 import { PROJECT, startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
 
 const KEY_A = 'sk-endpoint-a-from-env';
@@ -278,16 +277,7 @@ storage: { kind: memory }
 
 describe('a bad endpoint in the config file', () => {
   it('stops the proxy at start with exit code 2, naming the field', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'tollgate-bad-endpoint-'));
-    const configPath = join(dir, 'tollgate.yaml');
-    writeFileSync(configPath, 'upstreams:\n  beta:\n    endpoints: [{ name: a }, { name: b, weight: 0 }]\n');
-    const child = spawn(process.execPath, [join(import.meta.dirname, '../../cmd/tollgate.ts'), 'proxy', '--port', '0', '--config', configPath], {
-      env: { PATH: process.env.PATH, HOME: dir, TOLLGATE_LMSTUDIO_PORT: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const { code, stderr } = await refusedConfigFile('upstreams:\n  beta:\n    endpoints: [{ name: a }, { name: b, weight: 0 }]\n');
     expect(code).toBe(2);
     expect(stderr).toContain('upstreams.beta.endpoints[1].weight must be a number greater than 0 and at most 1000 (got 0)');
   });
