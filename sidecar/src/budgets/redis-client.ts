@@ -28,7 +28,18 @@ export function openRedisClient(config: BudgetRedisConfig, commandTimeoutMs = CO
     commandTimeout: commandTimeoutMs,
     retryStrategy: (times) => Math.min(times * 200, 2_000),
   });
-  // Reconnection is the client's job; its errors reach the callers through the commands that fail.
-  client.on('error', () => undefined);
+  // Reconnection is the client's job; its errors reach the callers through the commands that fail, named by
+  // storeError (ioredis itself only says that its retries ran out).
+  client.on('error', (error: Error) => lastConnectError.set(client, error.message));
+  client.on('ready', () => lastConnectError.delete(client));
   return client;
+}
+
+const lastConnectError = new WeakMap<Redis, string>();
+
+/** A failed command's error, saying which store could not be reached and why when the connection is down. */
+export function storeError(client: Redis, config: BudgetRedisConfig, error: unknown): Error {
+  const cause = lastConnectError.get(client);
+  if (cause === undefined || client.status === 'ready') return error instanceof Error ? error : new Error(String(error));
+  return new Error(`the Redis store at ${new URL(config.url).host} cannot be reached: ${cause}`, { cause: error });
 }

@@ -6,6 +6,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseBudgetsPatch } from '../../../contracts/budget-config.ts';
 import { MAX_SPEND_UNITS, unitsFromCostUsd } from '../../../contracts/money.ts';
+import { freePort } from '../../../test/control-plane/free-port.ts';
 import { type RedisServer, startRedisServer } from '../../../test/support/redis-server.ts';
 import { waitFor } from '../../../test/support/wait-for.ts';
 import { LedgerBudgets } from './ledger-budgets.ts';
@@ -128,6 +129,15 @@ describe('the Redis ledger', () => {
     await waitFor('the exhausted budget on both engines', () => a.budgets.refusal('carol', T0) !== null && b.budgets.refusal('carol', T0) !== null);
     expect(ninety()).toHaveLength(1);
     await Promise.all([a.budgets.close(), b.budgets.close()]);
+  });
+});
+
+describe('a Redis ledger that cannot be reached', () => {
+  it('names the store and the connection error, which a proxy then names as the reason it does not start', async () => {
+    const port = await freePort(); // nothing listens there
+    const l = new RedisLedger({ url: `redis://127.0.0.1:${port}`, keyPrefix: 'none', commandTimeoutMs: 1_000 });
+    await expect(l.load(0)).rejects.toThrow(`the Redis store at 127.0.0.1:${port} cannot be reached: connect ECONNREFUSED 127.0.0.1:${port}`);
+    await l.close();
   });
 });
 

@@ -18,7 +18,7 @@
 import type { Redis } from 'ioredis';
 import type { BudgetRedisConfig } from '../../../contracts/budget-config.ts';
 import { MAX_SPEND_UNITS } from '../../../contracts/money.ts';
-import { openRedisClient } from './redis-client.ts';
+import { openRedisClient, storeError } from './redis-client.ts';
 import type { Grant, PeriodUsage } from './budget-record.ts';
 import { type BudgetLedger, type DeductionBatch, type LedgerUser, refuseInvalidSpend } from './ledger.ts';
 
@@ -84,9 +84,11 @@ export class RedisLedger implements BudgetLedger {
   readonly kind = 'redis' as const;
   readonly #redis: Redis & DeductCommand;
   readonly #tag: string;
+  readonly #config: RedisLedgerOptions;
 
   constructor(opts: RedisLedgerOptions) {
     this.#tag = `{${opts.keyPrefix}}`;
+    this.#config = opts;
     this.#redis = openRedisClient(opts, opts.commandTimeoutMs) as Redis & DeductCommand;
     // EVALSHA, with the body sent again when the server answers NOSCRIPT (a restart emptied its script cache).
     this.#redis.defineCommand('tollgateDeduct', { lua: DEDUCT });
@@ -96,8 +98,17 @@ export class RedisLedger implements BudgetLedger {
     return [this.#tag, kind, ...parts].join(':');
   }
 
+  /** Runs a command, its error naming the store when it cannot be reached. */
+  async #command<T>(run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      throw storeError(this.#redis, this.#config, error);
+    }
+  }
+
   async load(since: number): Promise<LedgerUser[]> {
-    const ids = await this.#redis.zrange(this.#key('users'), '0', '-1');
+    const ids = await this.#command(() => this.#redis.zrange(this.#key('users'), '0', '-1'));
     const users: LedgerUser[] = [];
     for (let i = 0; i < ids.length; i += 500) users.push(...(await this.#read(ids.slice(i, i + 500), since)));
     return users;
@@ -111,7 +122,7 @@ export class RedisLedger implements BudgetLedger {
   async #read(ids: string[], since: number): Promise<LedgerUser[]> {
     const pipeline = this.#redis.pipeline();
     for (const id of ids) pipeline.hgetall(this.#key('u', id)).hgetall(this.#key('g', id)).hgetall(this.#key('gu', id));
-    const replies = (await pipeline.exec()) ?? [];
+    const replies = (await this.#command(() => pipeline.exec())) ?? [];
     return ids.map((userId, i) => {
       const [usage, grants, used] = [0, 1, 2].map((j) => {
         const [error, value] = replies[i * 3 + j]!;
@@ -132,7 +143,7 @@ export class RedisLedger implements BudgetLedger {
       args.push(d.split.limitPart.toString(), room(d.split.limitPart), d.alerted, d.split.grantParts.length);
       for (const p of d.split.grantParts) args.push(p.grantId, p.amount.toString(), room(p.amount));
     }
-    await this.#redis.tollgateDeduct(keys.length, ...keys, ...args);
+    await this.#command(() => this.#redis.tollgateDeduct(keys.length, ...keys, ...args));
   }
 
   async addGrant(userId: string, grant: Grant): Promise<void> {
@@ -142,18 +153,18 @@ export class RedisLedger implements BudgetLedger {
       created_at: new Date(grant.createdAt).toISOString(),
       expires_at: grant.expiresAt === null ? null : new Date(grant.expiresAt).toISOString(),
     });
-    const replies = await this.#redis
+    const multi = this.#redis
       .multi()
       .zadd(this.#key('users'), 0, userId)
       .hsetnx(this.#key('g', userId), grant.id, json)
-      .hset(this.#key('gu', userId), grant.id, grant.used.toString())
-      .exec();
+      .hset(this.#key('gu', userId), grant.id, grant.used.toString());
+    const replies = await this.#command(() => multi.exec());
     const failed = replies?.find(([error]) => error !== null);
     if (failed) throw failed[0]!;
   }
 
   async claimAlert(userId: string, periodStart: number, threshold: number): Promise<boolean> {
-    const set = await this.#redis.set(this.#key('a', userId, periodStart, threshold), '1', 'EX', ALERT_TTL_S, 'NX');
+    const set = await this.#command(() => this.#redis.set(this.#key('a', userId, periodStart, threshold), '1', 'EX', ALERT_TTL_S, 'NX'));
     return set === 'OK';
   }
 
