@@ -40,7 +40,7 @@ export class DeferredCharges {
   /** Another id a result is read by (an OpenAI batch's output file) → the id it was submitted under. */
   readonly #aliases = new Map<string, string>();
   readonly #max: number;
-  readonly #store: DeferredStore | undefined;
+  #store: DeferredStore | undefined;
   /** A write the store refused: metering never fails a call (ADR 1001), so it is reported, not thrown. */
   readonly #storeFailed: (error: unknown) => void;
   #nextSweep = 0;
@@ -72,6 +72,13 @@ export class DeferredCharges {
     const entry: Entry = { ...submission, release: once(submission.release), chargedLines: 0, charged: false };
     this.#entries.set(key, entry);
     this.#save(key, entry);
+  }
+
+  /** Closes the store at shutdown: a later write (a read still finishing) is dropped, and the file is left whole. */
+  close(): void {
+    const store = this.#store;
+    this.#store = undefined;
+    this.#persist(() => store?.close());
   }
 
   /** `alias` names `id`'s result from now on (an OpenAI batch's output file id), for reads by it. */

@@ -27,6 +27,8 @@ export interface DeferredStore {
   put(row: DeferredRow): void;
   link(alias: string, key: string): void;
   remove(key: string): void;
+  /** Closes the file (the engine's shutdown); nothing is written after it. */
+  close(): void;
 }
 
 /** The registry of a proxy's deferred results, with its store when spans are kept in SQLite; a failed write is logged. */
@@ -84,6 +86,9 @@ async function openDeferredStore(storage: StorageConfig): Promise<DeferredStore 
     remove(key) {
       remove.run(key);
       removeAliases.run(key);
+    },
+    close() {
+      db.close();
     },
   };
 }
