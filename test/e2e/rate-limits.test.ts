@@ -3,6 +3,7 @@
 // Retry-After in the shape of the API called and never sent upstream; OpenAI's x-ratelimit-* headers on the
 // answers. The windows are a GCRA over 60 s: a limit of L spends 60 / L seconds per request or token.
 
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findSpan } from '../support/spans.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -22,6 +23,7 @@ budgets:
     - { name: three-a-minute, users: [rita, ruth], limitUsd: 100, rateLimits: { requestsPerMinute: 3 } }
     - { name: thousand-tokens, users: [tom], limitUsd: 100, rateLimits: { tokensPerMinute: 1000 } }
     - { name: two-at-once, users: [cora], limitUsd: 100, rateLimits: { concurrent: 2 } }
+    - { name: one-at-once, users: [lea], limitUsd: 100, rateLimits: { concurrent: 1 } }
 `),
   });
 });
@@ -158,6 +160,56 @@ describe('concurrent calls', () => {
     const again = await Promise.all([post('/v1/chat/completions', 'cora', body), post('/v1/chat/completions', 'cora', body)]);
     expect(again.map((r) => r.status)).toEqual([200, 200]);
     await Promise.all(again.map((r) => r.text()));
+    bed.openai.behave({});
+  });
+});
+
+/** A streamed /v1 call whose caller hangs up at the first bytes; resolves with the call's span id. */
+function streamAndLeave(user: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ ...chat, stream: true });
+    const req = request(`${proxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      agent: false,
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-tollgate-user': user },
+    });
+    req.once('response', (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`status ${res.statusCode}`));
+      res.once('data', () => {
+        req.destroy();
+        resolve(String(res.headers['x-proxy-span-id']));
+      });
+    });
+    req.once('error', (error) => {
+      if (!req.destroyed) reject(error);
+    });
+    req.end(body);
+  });
+}
+
+describe('a caller who leaves', () => {
+  it('keeps its slot while the proxy reads on for the usage, and frees it once, when the call ends', async () => {
+    let releaseTail!: () => void;
+    // The stream's last events (finish, usage) are held: the call goes on after its caller has left.
+    bed.openai.behave({ holdTail: new Promise<void>((resolve) => (releaseTail = resolve)) });
+    const spanId = await streamAndLeave('lea');
+    await waitFor('the proxy to notice the caller left', () => proxy.logs.some((line) => line.span_id === spanId && String(line.msg).startsWith('caller left mid-answer')));
+    const during = await post('/v1/chat/completions', 'lea', chat);
+    expect(during.status).toBe(429);
+    expect(((await during.json()) as { error: { message: string } }).error.message).toContain('has 1 calls in flight');
+    releaseTail();
+    await findSpan(proxy.url, { spanId });
+    // One slot again, not two: of two calls at once (their answers held), one goes upstream and one is refused.
+    let releaseReplies!: () => void;
+    bed.openai.behave({ hold: new Promise<void>((resolve) => (releaseReplies = resolve)) });
+    const sentBefore = bed.openai.requests.length;
+    const both = [post('/v1/chat/completions', 'lea', chat), post('/v1/chat/completions', 'lea', chat)];
+    const refused = await Promise.race(both);
+    expect(refused.status).toBe(429);
+    await waitFor('the admitted one upstream', () => bed.openai.requests.length - sentBefore === 1);
+    releaseReplies();
+    expect((await Promise.all(both)).map((r) => r.status).sort()).toEqual([200, 429]);
+    expect(bed.openai.requests.length - sentBefore).toBe(1);
     bed.openai.behave({});
   });
 });
