@@ -8,11 +8,10 @@
 //   ... fs.stop() / fs.restart() (the same port; it comes back empty) ...
 
 import { mkdtempSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../control-plane/free-port.ts';
+import { accepts, freePort } from '../control-plane/free-port.ts';
 import { type ManagedProcess, startManagedProcess } from '../control-plane/managed-process.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -26,17 +25,6 @@ export interface FirestoreEmulator {
   stop(): Promise<void>;
   /** Starts it again on the same port, empty. */
   restart(): Promise<void>;
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 export async function startFirestoreEmulator(opts: { projectId?: string } = {}): Promise<FirestoreEmulator> {

@@ -7,10 +7,9 @@
 //   await redis.start();                         // the same port and directory: it reloads its append-only file
 
 import { existsSync, mkdtempSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../control-plane/free-port.ts';
+import { accepts, freePort } from '../control-plane/free-port.ts';
 import { type ManagedProcess, startManagedProcess } from '../control-plane/managed-process.ts';
 import { installDebianPackages } from './debian-packages.ts';
 import { waitFor } from './wait-for.ts';
@@ -43,17 +42,6 @@ export async function ensureRedisServer(log: (line: string) => void = () => unde
   if (existsSync(REDIS_SERVER)) return;
   if (process.env.TOLLGATE_REDIS_SERVER !== undefined) throw new Error(`TOLLGATE_REDIS_SERVER names ${REDIS_SERVER}, which does not exist`);
   await installDebianPackages(['redis-server'], `the Redis tests need Debian's redis-server at ${REDIS_SERVER}`, log, ' (or set TOLLGATE_REDIS_SERVER)');
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 export async function startRedisServer(opts: RedisServerOptions = {}): Promise<RedisServer> {

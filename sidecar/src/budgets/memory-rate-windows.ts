@@ -2,10 +2,8 @@
 // counted synchronously on the request path. Each engine (a local proxy, a server, each sidecar) counts its
 // own calls; limits shared across the sidecars of a namespace need a shared store.
 
-import { CONCURRENT_RETRY_MS, RATE_WINDOW_MS, type RateAdmission, type RateLimits, type RateWindowState, type RateWindows } from './rate-windows.ts';
+import { CONCURRENT_RETRY_MS, RATE_WINDOW_MS, type RateAdmission, type RateLimits, type RateWindows, RATE_EPSILON_MS, rateWindowState } from './rate-windows.ts';
 
-/** Float slack for the GCRA sums (60 000 / L is rarely exact); far below a millisecond. */
-const EPSILON_MS = 1e-6;
 /** Subjects kept before idle ones (windows full again, nothing in flight) are dropped. */
 const MAX_SUBJECTS = 100_000;
 
@@ -44,15 +42,15 @@ export class MemoryRateWindows implements RateWindows {
     const requestsWait = requestsTat - now - RATE_WINDOW_MS;
     const tokensWait = tokensTat - now - RATE_WINDOW_MS;
     const concurrentFull = limits.concurrent !== undefined && s.inFlight >= limits.concurrent;
-    if (requestsWait > EPSILON_MS || tokensWait > EPSILON_MS || concurrentFull) {
+    if (requestsWait > RATE_EPSILON_MS || tokensWait > RATE_EPSILON_MS || concurrentFull) {
       // Refused: nothing counted; wait for the slowest dimension (a call over the whole tokens limit never fits).
       let wait = Math.max(requestsWait, tokensWait, concurrentFull ? CONCURRENT_RETRY_MS : 0);
       if (tpm !== undefined && tokens > tpm) wait = Math.max(wait, RATE_WINDOW_MS);
       return {
-        refusedBy: requestsWait > EPSILON_MS ? 'requests' : tokensWait > EPSILON_MS ? 'tokens' : 'concurrent',
-        retryAfterMs: Math.ceil(wait - EPSILON_MS),
-        requests: rpm === undefined ? null : windowState(rpm, s.requestsTat, now),
-        tokens: tpm === undefined ? null : windowState(tpm, s.tokensTat, now),
+        refusedBy: requestsWait > RATE_EPSILON_MS ? 'requests' : tokensWait > RATE_EPSILON_MS ? 'tokens' : 'concurrent',
+        retryAfterMs: Math.ceil(wait - RATE_EPSILON_MS),
+        requests: rpm === undefined ? null : rateWindowState(rpm, s.requestsTat, now),
+        tokens: tpm === undefined ? null : rateWindowState(tpm, s.tokensTat, now),
       };
     }
     if (rpm !== undefined) s.requestsTat = requestsTat;
@@ -61,8 +59,8 @@ export class MemoryRateWindows implements RateWindows {
     return {
       refusedBy: null,
       retryAfterMs: 0,
-      requests: rpm === undefined ? null : windowState(rpm, requestsTat, now),
-      tokens: tpm === undefined ? null : windowState(tpm, tokensTat, now),
+      requests: rpm === undefined ? null : rateWindowState(rpm, requestsTat, now),
+      tokens: tpm === undefined ? null : rateWindowState(tpm, tokensTat, now),
     };
   }
 
@@ -84,13 +82,4 @@ export class MemoryRateWindows implements RateWindows {
       if (s.inFlight === 0 && s.requestsTat <= now && s.tokensTat <= now) this.#subjects.delete(subject);
     }
   }
-}
-
-function windowState(limit: number, tat: number, now: number): RateWindowState {
-  const ahead = tat > now ? tat - now : 0;
-  return {
-    limit,
-    remaining: Math.max(0, Math.floor(((RATE_WINDOW_MS - ahead) * limit) / RATE_WINDOW_MS + EPSILON_MS)),
-    resetMs: Math.max(0, Math.ceil(ahead - EPSILON_MS)),
-  };
 }

@@ -43,6 +43,18 @@ export interface RateAdmission {
 export const RATE_WINDOW_MS = 60_000;
 /** What a concurrent refusal tells the caller to wait: a call in flight may end at any moment. */
 export const CONCURRENT_RETRY_MS = 1_000;
+/** Float slack for the GCRA sums (60 000 / L is rarely exact); far below a millisecond. */
+export const RATE_EPSILON_MS = 1e-6;
+
+/** A per-minute window of `limit` whose theoretical arrival time is `tat`, as the headers show it at `now`. */
+export function rateWindowState(limit: number, tat: number, now: number): RateWindowState {
+  const ahead = tat > now ? tat - now : 0;
+  return {
+    limit,
+    remaining: Math.max(0, Math.floor(((RATE_WINDOW_MS - ahead) * limit) / RATE_WINDOW_MS + RATE_EPSILON_MS)),
+    resetMs: Math.max(0, Math.ceil(ahead - RATE_EPSILON_MS)),
+  };
+}
 
 export interface RateWindows {
   /**

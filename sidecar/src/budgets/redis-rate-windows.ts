@@ -15,9 +15,17 @@ import type { Redis } from 'ioredis';
 import type { BudgetRedisConfig } from '../../../contracts/budget-config.ts';
 import { MemoryRateWindows } from './memory-rate-windows.ts';
 import { openRedisClient } from './redis-client.ts';
-import { CONCURRENT_RETRY_MS, RATE_WINDOW_MS, type RateAdmission, type RateDimension, type RateLimits, type RateWindowState, type RateWindows } from './rate-windows.ts';
+import {
+  CONCURRENT_RETRY_MS,
+  RATE_WINDOW_MS,
+  type RateAdmission,
+  type RateDimension,
+  type RateLimits,
+  type RateWindows,
+  RATE_EPSILON_MS,
+  rateWindowState,
+} from './rate-windows.ts';
 
-const EPSILON_MS = 1e-6;
 /** A subject's key outlives its fullest window by this much, so a call in flight keeps its slot counted. */
 const IDLE_TTL_MS = 15 * 60_000;
 
@@ -25,7 +33,7 @@ const IDLE_TTL_MS = 15 * 60_000;
 // Returns the state before the call ({rt, tt, n} as %.17g strings) and whether it was counted.
 const ADMIT = `
 local now, rpm, tpm, conc, tokens = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local w, eps = ${RATE_WINDOW_MS}, ${EPSILON_MS}
+local w, eps = ${RATE_WINDOW_MS}, ${RATE_EPSILON_MS}
 local s = redis.call('HMGET', KEYS[1], 'rt', 'tt', 'n')
 local rt, tt, n = tonumber(s[1]) or now, tonumber(s[2]) or now, tonumber(s[3]) or 0
 local nrt, ntt = rt, tt
@@ -123,8 +131,8 @@ function admissionOf(counted: boolean, before: { rt: number; tt: number; n: numb
     return {
       refusedBy: null,
       retryAfterMs: 0,
-      requests: rpm === undefined ? null : windowState(rpm, requestsTat, now),
-      tokens: tpm === undefined ? null : windowState(tpm, tokensTat, now),
+      requests: rpm === undefined ? null : rateWindowState(rpm, requestsTat, now),
+      tokens: tpm === undefined ? null : rateWindowState(tpm, tokensTat, now),
     };
   }
   const requestsWait = requestsTat - now - RATE_WINDOW_MS;
@@ -132,20 +140,11 @@ function admissionOf(counted: boolean, before: { rt: number; tt: number; n: numb
   const concurrentFull = limits.concurrent !== undefined && before.n >= limits.concurrent;
   let wait = Math.max(requestsWait, tokensWait, concurrentFull ? CONCURRENT_RETRY_MS : 0);
   if (tpm !== undefined && tokens > tpm) wait = Math.max(wait, RATE_WINDOW_MS);
-  const refusedBy: RateDimension = requestsWait > EPSILON_MS ? 'requests' : tokensWait > EPSILON_MS ? 'tokens' : 'concurrent';
+  const refusedBy: RateDimension = requestsWait > RATE_EPSILON_MS ? 'requests' : tokensWait > RATE_EPSILON_MS ? 'tokens' : 'concurrent';
   return {
     refusedBy,
-    retryAfterMs: Math.ceil(wait - EPSILON_MS),
-    requests: rpm === undefined ? null : windowState(rpm, before.rt, now),
-    tokens: tpm === undefined ? null : windowState(tpm, before.tt, now),
-  };
-}
-
-function windowState(limit: number, tat: number, now: number): RateWindowState {
-  const ahead = tat > now ? tat - now : 0;
-  return {
-    limit,
-    remaining: Math.max(0, Math.floor(((RATE_WINDOW_MS - ahead) * limit) / RATE_WINDOW_MS + EPSILON_MS)),
-    resetMs: Math.max(0, Math.ceil(ahead - EPSILON_MS)),
+    retryAfterMs: Math.ceil(wait - RATE_EPSILON_MS),
+    requests: rpm === undefined ? null : rateWindowState(rpm, before.rt, now),
+    tokens: tpm === undefined ? null : rateWindowState(tpm, before.tt, now),
   };
 }
