@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { anthropicEndpoint, bedrockEndpoint, claudeVertexEndpoint, geminiVertexEndpoint, ollamaEndpoint, openAiCompatibleEndpoint, openAiEndpoint } from './endpoint-kinds.ts';
+import {
+  anthropicEndpoint,
+  bedrockEndpoint,
+  claudeVertexEndpoint,
+  geminiVertexEndpoint,
+  ollamaEndpoint,
+  openAiCompatibleEndpoint,
+  openAiEndpoint,
+  vertexOpenAiEndpoint,
+} from './endpoint-kinds.ts';
 
 describe('what a native call is, per API', () => {
   it.each([
@@ -68,6 +77,14 @@ describe('what a native call is, per API', () => {
     expect(claudeVertexEndpoint('POST', '/v1/projects/p/locations/us-east5/publishers/anthropic/models/count-tokens:rawPredict')).toBe('free');
     expect(claudeVertexEndpoint('POST', '/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict')).toBe('metered');
     expect(claudeVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent')).toBeUndefined();
+  });
+
+  it("Vertex AI's OpenAI-compatible surface: its chat completions metered, audio and images (which Vertex does not offer there) refused", () => {
+    expect(vertexOpenAiEndpoint('POST', '/v1/projects/p/locations/us-central1/endpoints/openapi/chat/completions')).toBe('metered');
+    expect(vertexOpenAiEndpoint('GET', '/v1/projects/p/locations/us-central1/endpoints/openapi/models')).toBe('free');
+    expect(vertexOpenAiEndpoint('POST', '/v1/projects/p/locations/us-central1/endpoints/openapi/audio/speech')).toBeUndefined();
+    expect(vertexOpenAiEndpoint('POST', '/v1/projects/p/locations/us-central1/endpoints/openapi/images/generations')).toBeUndefined();
+    expect(vertexOpenAiEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent')).toBeUndefined();
   });
 
   it("Ollama's API: its OpenAI-compatible paths metered, its own only the listings", () => {

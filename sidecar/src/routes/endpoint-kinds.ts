@@ -61,6 +61,20 @@ export function openAiCompatibleEndpoint(method: string, rest: string): Endpoint
   return kindOf(COMPATIBLE_RULES, method, rest);
 }
 
+/**
+ * Vertex AI's OpenAI-compatible surface (format gemini-vertex-openai, route alpha-compat): chat completions,
+ * completions and embeddings, as before audio and images were added to the compatible list: Vertex has no
+ * OpenAI-shaped audio or image API there, so those paths are refused, not forwarded for a 404; the model list is free.
+ */
+const VERTEX_OPENAI_RULES: readonly Rule[] = [
+  ['POST', /\/endpoints\/openapi\/(chat\/completions|completions|embeddings)$/, 'metered'],
+  ['GET', /\/models(\/[^/]+)?$/, 'free'],
+];
+
+export function vertexOpenAiEndpoint(method: string, rest: string): EndpointKind | undefined {
+  return kindOf(VERTEX_OPENAI_RULES, method, rest);
+}
+
 /** The Anthropic API: Messages and Message Batches; token counts, the model list and the Files API (free at Anthropic) are free. */
 const ANTHROPIC_RULES: readonly Rule[] = [
   ['POST', /^\/v1\/messages$/, 'metered'],

@@ -1,7 +1,7 @@
 // Format gemini-vertex-openai (route alpha-compat): Vertex AI's OpenAI-compatible chat completions surface. It speaks OpenAI's format, so
 // /v1 calls pass through with the model as that surface names it (`google/<id>`).
 
-import { openAiCompatibleEndpoint } from '../endpoint-kinds.ts';
+import { vertexOpenAiEndpoint } from '../endpoint-kinds.ts';
 import { OPENAI_ERRORS } from '../error-shape.ts';
 import { planOpenAiNative, planOpenAiPassThrough } from '../openai-chat-route.ts';
 import { defineFormat } from '../route-module.ts';
@@ -11,7 +11,7 @@ const modelId = (requested: string): string => `google/${geminiModelId(requested
 
 export const geminiVertexOpenAi = defineFormat('gemini-vertex-openai', (route) => ({
   body: 'json',
-  endpoint: openAiCompatibleEndpoint,
+  endpoint: vertexOpenAiEndpoint,
   errors: OPENAI_ERRORS,
   planNative: (call) => planOpenAiNative(route, call),
   v1: {
