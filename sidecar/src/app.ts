@@ -135,12 +135,7 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   app.register(metricsRoutes, { exposition: metrics.exposition });
   watchEngineMetrics(parts, opened, followed, responses);
   // Batches and background responses taken here, remembered beside a SQLite span file across restarts (ADR 0913).
-  const deferred = await openDeferredCharges(config.storage, logger);
-  app.addHook('onClose', (_instance, done) => {
-    deferred.close();
-    done();
-  });
-  app.register(proxyRoutes, { store, client, meter, lifecycle, budgets, env, unmetered: metrics, deferred });
+  app.register(proxyRoutes, { store, client, meter, lifecycle, budgets, env, unmetered: metrics, deferred: await openDeferredCharges(config.storage, logger) });
   app.register(gatewayRoutes, { store, client, meter, lifecycle, budgets, env, localModels: local?.models, responses, targetHealth: parts.targetHealth, fallbacks: metrics });
   const lmstudio =
     local !== null && config.local.lmstudioPort !== 0

@@ -60,6 +60,11 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app: F
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
   const options: ProxyRoutesOptions = { ...opts, deferred: opts.deferred ?? new DeferredCharges() };
+  // Its store is closed with the engine, once the calls still reading a result have finished.
+  app.addHook('onClose', (_instance, done) => {
+    options.deferred?.close();
+    done();
+  });
   const handler = (request: FastifyRequest, reply: FastifyReply) => handleProxyCall(request, reply, options);
   app.all('/proxy/*', handler);
   app.all('/proxy', handler);
