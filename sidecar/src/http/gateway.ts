@@ -37,7 +37,7 @@ import { parseJsonObject } from '../formats/json-object.ts';
 import { upstreamRequestHeaders } from './proxy-headers.ts';
 import { callerLeft, hasBody, readBoundedBody } from './request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
-import { refusalError, reserveForCall, sendBudgetRefusal } from './budget-refusal.ts';
+import { type CallRefusal, refusalError, reserveForCall, sendBudgetRefusal } from './budget-refusal.ts';
 import type { ApiPlan, GatewayApi } from '../gateway-apis/gateway-api.ts';
 import { chatCompletionsApi } from '../gateway-apis/chat-completions.ts';
 import { responsesApi } from '../gateway-apis/responses.ts';
@@ -270,7 +270,19 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
       throw new GatewayError(400, 'you must provide a model parameter', { param: 'model', code: 'missing_required_parameter' });
     }
     const alias = aliasOf(config, requested);
-    const gateway: GatewayCall = { request, res, opts, api, snapshot, chat, body, contentType, trace, projectHeader, callerUser: spanUserId(request, config.mode, api.requestUser(chat)) };
+    const gateway: GatewayCall = {
+      request,
+      res,
+      opts,
+      api,
+      snapshot,
+      chat,
+      body,
+      contentType,
+      trace,
+      projectHeader,
+      callerUser: spanUserId(request, config.mode, api.requestUser(chat)),
+    };
     if (alias !== undefined) {
       // The call is known here as soon as it starts, so a failure thrown past it still finishes it (and
       // releases its budget reservation) rather than a span of its own.
@@ -287,7 +299,9 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
       throw error;
     }
     call = startCall(gateway, planned);
-    if (refusedOverBudget(gateway, call, planned)) return;
+    const refused = refusedOverBudget(gateway, call, planned);
+    // Awaited only when the rate windows are shared (ADR 1311): the in-memory answer costs no turn.
+    if (typeof refused === 'boolean' ? refused : await refused) return;
     const abort = new CallAbort();
     // Once the answer is being relayed, a caller who leaves no longer ends the exchange: the relay reads on
     // for the usage the provider bills (ADR 1305).
@@ -295,6 +309,8 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
     res.once('close', () => {
       if (!answerFinished(res) && !relaying) abort.abort(callerLeft());
     });
+    // A caller who left while a shared store answered: nothing goes upstream, the call ends (and settles) now.
+    if (res.destroyed && !answerFinished(res)) abort.abort(callerLeft());
     const upstream = await sendPlanned(gateway, planned, abort);
     call.attachUpstream(upstream.timing);
     relaying = true;
@@ -395,7 +411,7 @@ function startCall(g: GatewayCall, planned: ApiPlan, alias?: string): MeteredCal
  * A spent budget, or one without room for this call's reservation, refuses the call here, from memory, before
  * anything goes upstream (ADRs 1300, 1308); an admitted call holds its reservation until it finishes.
  */
-function refusedOverBudget(g: GatewayCall, call: MeteredCall, planned: ApiPlan): boolean {
+function refusedOverBudget(g: GatewayCall, call: MeteredCall, planned: ApiPlan): boolean | Promise<boolean> {
   // A call no provider bills (a token count, a moderation) has nothing for a budget to hold back (ADR 0912).
   if (g.api.free === true) return false;
   const sent = planned.body;
@@ -406,6 +422,11 @@ function refusedOverBudget(g: GatewayCall, call: MeteredCall, planned: ApiPlan):
     { bytes: sent, size: sent.length, json: g.chat, usage: planned.reservation ?? planned.audio?.reservation },
     { now: Date.now(), res: g.res },
   );
+  if (refusal instanceof Promise) return refusal.then((answer) => refuse(g, call, answer));
+  return refuse(g, call, refusal);
+}
+
+function refuse(g: GatewayCall, call: MeteredCall, refusal: CallRefusal | null): boolean {
   if (!refusal) return false;
   call.finish({ prices: g.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: refusalError(refusal) });
   sendBudgetRefusal(g.res, g.api.errors.shape, refusal, g.trace);
@@ -485,7 +506,7 @@ async function aliasGatewayCall(g: GatewayCall, name: string, alias: ModelAlias,
       // local model to a paid one is checked there, a fallback between paid ones keeps the reservation (ADR 1308).
       if (!budgeted && planned.provider !== 'local') {
         budgeted = true;
-        if (refusedOverBudget(g, call, planned)) throw new AliasCallEnded();
+        if (await refusedOverBudget(g, call, planned)) throw new AliasCallEnded();
       }
       return { plan: planned, upstream: await sendPlanned(g, planned, abort) };
     },
