@@ -60,6 +60,66 @@ describe('budgets config', () => {
       'budgets.policies[1].name repeats "a" (already at budgets.policies[0])',
     ],
     [{ policies: [{ name: 'a', limitUsd: 1, grants: [] }] }, 'budgets.policies[0].grants cannot be set here'],
+    // Subjects and hierarchy (ADR 1312).
+    [{ policies: [{ name: 'a', limitUsd: 0, scope: 'Namespace' }] }, 'budgets.policies[0].limitUsd must be more than 0 USD'],
+    [{ policies: [{ name: 'a', limitUsd: -1, team: { name: 't', users: ['x'] } }] }, 'budgets.policies[0].limitUsd must be a non-negative amount'],
+    [{ policies: [{ name: 'a', limitUsd: 100_000_001 }] }, 'budgets.policies[0].limitUsd must be at most 100000000 USD'],
+    [
+      {
+        policies: [
+          { name: 'a', limitUsd: 1 },
+          { name: 'b', limitUsd: 2 },
+        ],
+      },
+      'budgets.policies[1].users[0] names * (every other user), which budgets.policies[0] already names at the same level',
+    ],
+    [
+      {
+        policies: [
+          { name: 'a', limitUsd: 1, scope: 'Namespace' },
+          { name: 'b', limitUsd: 2, scope: 'Namespace' },
+        ],
+      },
+      'budgets.policies[1].scope names the namespace, which budgets.policies[0] already names',
+    ],
+    [{ policies: [{ name: 'a', limitUsd: 1, scope: 'Cluster' }] }, 'budgets.policies[0].scope must be one of Namespace (got "Cluster")'],
+    [{ policies: [{ name: 'a', limitUsd: 1, scope: 'Namespace', users: ['x'] }] }, 'budgets.policies[0].scope cannot be set together with budgets.policies[0].users'],
+    [{ policies: [{ name: 'a', limitUsd: 1, team: { name: 't', users: ['x'], teams: ['u'] } }] }, 'budgets.policies[0].team.teams cannot be set: teams do not nest'],
+    [{ policies: [{ name: 'a', limitUsd: 1, team: { name: 't', users: ['*'] } }] }, 'budgets.policies[0].team.users[0] cannot be * in a team'],
+    [{ policies: [{ name: 'a', limitUsd: 1, team: { name: 't' } }] }, 'budgets.policies[0].team must list users, serviceAccounts or both'],
+    [
+      {
+        policies: [
+          { name: 'a', limitUsd: 1, team: { name: 't', users: ['x'] } },
+          { name: 'b', limitUsd: 1, team: { name: 'u', users: ['y', 'x'] } },
+        ],
+      },
+      'budgets.policies[1].team.users[1] names the user "x" as a team member, which budgets.policies[0] already names at the same level',
+    ],
+    [
+      {
+        policies: [
+          { name: 'a', limitUsd: 1, team: { name: 't', users: ['x'] } },
+          { name: 'b', limitUsd: 1, team: { name: 't', users: ['y'] } },
+        ],
+      },
+      'budgets.policies[1].team.name names the team t',
+    ],
+    [
+      {
+        policies: [
+          { name: 'a', limitUsd: 1, users: ['system:serviceaccount:shop:bot'] },
+          { name: 'b', limitUsd: 1, serviceAccounts: ['shop/bot'] },
+        ],
+      },
+      'budgets.policies[1].serviceAccounts[0] names the service account shop/bot',
+    ],
+    [{ policies: [{ name: 'a', limitUsd: 1, serviceAccounts: ['bot'] }] }, 'budgets.policies[0].serviceAccounts[0] must be a service account as <namespace>/<name>'],
+    [{ policies: [{ name: 'a', limitUsd: 1, workloadSelector: { matchLabels: { app: 'x' } } }] }, 'budgets.policies[0].workloadSelector is not a known field'],
+    [
+      { policies: [{ name: 'a', limitUsd: 1, team: { name: 't', users: ['x'] }, rateLimits: { requestsPerMinute: 5 } }] },
+      'budgets.policies[0].rateLimits can only be set on a policy of users or serviceAccounts',
+    ],
     [{ policies: [{ name: 'a', limitUsd: 1, limit: 2 }] }, 'budgets.policies[0].limit is not a known field'],
     [{ ledger: { kind: 'postgres' } }, 'budgets.ledger.kind must be one of sqlite, firestore, memory, redis (got "postgres")'],
     [{ ledger: { kind: 'redis' } }, 'budgets.ledger.url must be a non-empty string'],

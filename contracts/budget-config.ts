@@ -7,6 +7,7 @@ import { ConfigError } from './config-error.ts';
 import { BUDGET_PERIODS, type BudgetPeriod, isTimeZone } from './budget-period.ts';
 import { formatUsd, parseUsd } from './money.ts';
 import { parseRateLimits, type RateLimitsConfig } from './rate-limits-config.ts';
+import { type BudgetTeamConfig, parseSubjects, refuseSameSubjects } from './budget-subjects.ts';
 
 export const BUDGET_ENFORCEMENTS = ['block', 'alert'] as const;
 export type BudgetEnforcement = (typeof BUDGET_ENFORCEMENTS)[number];
@@ -27,8 +28,17 @@ export interface BudgetGrantConfig {
 export interface BudgetPolicyConfig {
   /** Unique among the policies; in a cluster `<namespace>/<name>` of the BudgetPolicy. */
   name: string;
-  /** User ids this policy limits, each separately; `*` matches every user no other policy names exactly. */
+  /**
+   * User ids this policy limits, each separately; `*` matches every user no other policy names exactly. Empty
+   * when the policy limits a team or the namespace (ADR 1312).
+   */
   users: string[];
+  /** `<namespace>/<name>`: each service account's calls (user system:serviceaccount:<ns>:<name>) limited separately. */
+  serviceAccounts?: string[];
+  /** One budget shared by the team's users and service accounts. */
+  team?: BudgetTeamConfig;
+  /** Namespace: one budget shared by every call of the namespace (of the engine, for a local proxy or server). */
+  scope?: 'Namespace';
   /** Per user per period, decimal USD with at most six decimals. */
   limitUsd: string;
   period: BudgetPeriod;
@@ -149,6 +159,19 @@ export function parseUserId(value: unknown, field: string): string {
   return value;
 }
 
+function parseUsers(input: unknown, field: string): string[] {
+  if (!Array.isArray(input) || input.length === 0 || input.length > MAX_POLICY_USERS) {
+    throw new ConfigError(field, `must be a list of 1 to ${MAX_POLICY_USERS} user ids, or ["*"] for every user`);
+  }
+  const users = input.map((u, i) => parseUserId(u, `${field}[${i}]`));
+  const seen = new Set<string>();
+  users.forEach((u, i) => {
+    if (seen.has(u)) throw new ConfigError(`${field}[${i}]`, `repeats ${JSON.stringify(u)}`);
+    seen.add(u);
+  });
+  return users;
+}
+
 function parseThresholds(value: unknown, field: string): number[] {
   if (!Array.isArray(value) || value.length > 10) throw new ConfigError(field, 'must be a list of at most 10 percentages');
   const out = value.map((v, i) => {
@@ -180,7 +203,7 @@ function parseGrant(input: unknown, field: string): BudgetGrantConfig {
 /** One policy; defaults filled in. `allowGrants` only for policies the operator renders. */
 export function parseBudgetPolicy(input: unknown, field: string, opts: { allowGrants?: boolean } = {}): BudgetPolicyConfig {
   const v = object(input, field);
-  const keys = ['name', 'users', 'limitUsd', 'period', 'timeZone', 'alertThresholds', 'enforcement', 'rateLimits'];
+  const keys = ['name', 'users', 'serviceAccounts', 'team', 'scope', 'limitUsd', 'period', 'timeZone', 'alertThresholds', 'enforcement', 'rateLimits'];
   if (opts.allowGrants) keys.push('grants');
   else if (v.grants !== undefined) {
     throw new ConfigError(`${field}.grants`, 'cannot be set here: add a grant with POST /_local/api/budgets/{user}/grants (or in a BudgetPolicy)');
@@ -191,16 +214,7 @@ export function parseBudgetPolicy(input: unknown, field: string, opts: { allowGr
     throw new ConfigError(`${field}.name`, `must be a name of letters, digits, '.', '_', '-' and '/', at most 252 characters (got ${JSON.stringify(name)})`);
   }
   if (v.limitUsd === undefined) throw new ConfigError(`${field}.limitUsd`, 'is required');
-  const usersInput = v.users ?? ['*'];
-  if (!Array.isArray(usersInput) || usersInput.length === 0 || usersInput.length > MAX_POLICY_USERS) {
-    throw new ConfigError(`${field}.users`, `must be a list of 1 to ${MAX_POLICY_USERS} user ids, or ["*"] for every user`);
-  }
-  const users = usersInput.map((u, i) => parseUserId(u, `${field}.users[${i}]`));
-  const seen = new Set<string>();
-  users.forEach((u, i) => {
-    if (seen.has(u)) throw new ConfigError(`${field}.users[${i}]`, `repeats ${JSON.stringify(u)}`);
-    seen.add(u);
-  });
+  const subjects = parseSubjects(v, field, parseUsers, parseUserId);
   const period = v.period ?? 'month';
   if (typeof period !== 'string' || !(BUDGET_PERIODS as readonly string[]).includes(period)) {
     throw new ConfigError(`${field}.period`, `must be one of ${BUDGET_PERIODS.join(', ')} (got ${JSON.stringify(period)})`);
@@ -215,14 +229,19 @@ export function parseBudgetPolicy(input: unknown, field: string, opts: { allowGr
   }
   const policy: BudgetPolicyConfig = {
     name,
-    users,
-    limitUsd: parseUsdField(v.limitUsd, `${field}.limitUsd`),
+    ...subjects,
+    // A user's $0 limit is a budget of grants only; a team or namespace has no grants, so 0 could only refuse all.
+    limitUsd: parseUsdField(v.limitUsd, `${field}.limitUsd`, { positive: subjects.users.length === 0 }),
     period: period as BudgetPeriod,
     timeZone,
     alertThresholds: v.alertThresholds === undefined ? [...DEFAULT_ALERT_THRESHOLDS] : parseThresholds(v.alertThresholds, `${field}.alertThresholds`),
     enforcement: enforcement as BudgetEnforcement,
   };
-  if (v.rateLimits !== undefined) policy.rateLimits = parseRateLimits(v.rateLimits, `${field}.rateLimits`);
+  if (v.rateLimits !== undefined) {
+    // Windows are counted per user id today (ADR 1309): a shared window per team or namespace is not built yet.
+    if (policy.team || policy.scope) throw new ConfigError(`${field}.rateLimits`, 'can only be set on a policy of users or serviceAccounts: rate limits are counted per user');
+    policy.rateLimits = parseRateLimits(v.rateLimits, `${field}.rateLimits`);
+  }
   if (opts.allowGrants && v.grants !== undefined) {
     if (!Array.isArray(v.grants) || v.grants.length > MAX_POLICY_GRANTS) throw new ConfigError(`${field}.grants`, `must be a list of at most ${MAX_POLICY_GRANTS} grants`);
     policy.grants = v.grants.map((g, i) => parseGrant(g, `${field}.grants[${i}]`));
@@ -313,7 +332,12 @@ export function parseBudgetsPatch(input: unknown, field = 'budgets'): BudgetsPat
     }
     patch.unreachable = v.unreachable as BudgetUnreachableRule;
   }
-  if (v.policies !== undefined) patch.policies = parseBudgetPolicies(v.policies, `${field}.policies`);
+  if (v.policies !== undefined) {
+    patch.policies = parseBudgetPolicies(v.policies, `${field}.policies`);
+    // A config source is one author's list: a subject named twice at one level is a mistake to refuse (ADR 1312).
+    // BudgetPolicies are several objects, rendered one by one for the sidecars, where the first still wins.
+    refuseSameSubjects(patch.policies, `${field}.policies`);
+  }
   return patch;
 }
 

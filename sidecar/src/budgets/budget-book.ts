@@ -24,6 +24,8 @@ import { BudgetRecord } from './budget-record.ts';
 
 export interface BudgetRefusal {
   userId: string;
+  /** Set when the budget spent is one above the user's (ADR 1312): `@team:<name>` or `@namespace:<policy>`. */
+  group?: string;
   policy: string;
   limitUsd: number;
   /** day, week or month. */
@@ -106,8 +108,11 @@ export function chargeFinishedCall(book: BudgetBook, logger: Logger, call: Finis
   const amount = unitsFromCostUsd(call.costUsd);
   if (amount === 0n) return;
   try {
-    const result = book.charge(call.userId, amount, call.at);
-    if (result) charged(result);
+    // ADR 1312: the cost lands at every level the call falls under, each its own record (record.userId is its key).
+    for (const key of book.chargedKeys(call.userId)) {
+      const result = book.charge(key, amount, call.at);
+      if (result) charged(result);
+    }
   } catch (error) {
     logger.error({ user_id: call.userId, amount_usd: call.costUsd, err: (error as Error).message }, 'failed to deduct spend');
   }
@@ -154,14 +159,24 @@ export class BudgetBook {
     }
   }
 
-  /** Hot path: why this user's call must be refused now, or null. */
+  /** Hot path: why this user's call must be refused now (its own budget or one above it, ADR 1312), or null. */
   refusal(userId: string, at: number): BudgetRefusal | null {
-    let record = this.#records.get(userId);
+    const own = this.#refusalOf(userId, at);
+    if (own !== null || this.#policies.empty) return own;
+    for (const group of this.#policies.above(userId)) {
+      const refusal = this.#refusalOf(group, at);
+      if (refusal !== null) return { ...refusal, userId, group };
+    }
+    return null;
+  }
+
+  #refusalOf(key: string, at: number): BudgetRefusal | null {
+    let record = this.#records.get(key);
     if (record === undefined) {
       if (this.#policies.empty) return null;
-      const policy = this.#policies.match(userId);
+      const policy = this.#policies.match(key);
       if (policy === undefined || !policy.blocks) return null;
-      record = this.record(userId, at)!;
+      record = this.record(key, at)!;
     } else record.touched = true;
     if (at >= record.recheckAt) this.#catchUp(record, at);
     if (!record.exhausted || !record.policy.blocks) return null;
@@ -171,10 +186,36 @@ export class BudgetBook {
   /**
    * Hot path: admits a call and holds `estimate()` ledger units for it until `release` is called, or refuses
    * it. Null when no blocking policy limits the user (nothing held; `estimate` is not called). Refused when
-   * the budget is spent, or when spend + open reservations + this one would pass the limit plus active grants.
+   * the budget is spent, or when spend + open reservations + this one would pass the limit plus active grants,
+   * at the user's level or any above it (its team's, the namespace's: ADR 1312); admitted, it holds at each.
    */
   reserve(userId: string, at: number, estimate: () => bigint): ReserveOutcome | null {
-    const spent = this.refusal(userId, at);
+    const above = this.#policies.above(userId);
+    if (above.length === 0) return this.#reserveAt(userId, at, estimate);
+    let estimated: bigint | undefined;
+    const once = (): bigint => (estimated ??= estimate());
+    const releases: (() => void)[] = [];
+    for (const key of [userId, ...above]) {
+      const outcome = this.#reserveAt(key, at, once);
+      if (outcome === null) continue;
+      if (outcome.refusal) {
+        for (const release of releases) release();
+        return { refusal: key === userId ? outcome.refusal : { ...outcome.refusal, userId, group: key } };
+      }
+      releases.push(outcome.release);
+    }
+    if (releases.length === 0) return null;
+    return { release: () => releases.forEach((release) => release()) };
+  }
+
+  /** The keys a call of `userId` is charged to: the user's, then the budgets above it. */
+  chargedKeys(userId: string): readonly string[] {
+    const above = this.#policies.above(userId);
+    return above.length === 0 ? [userId] : [userId, ...above];
+  }
+
+  #reserveAt(userId: string, at: number, estimate: () => bigint): ReserveOutcome | null {
+    const spent = this.#refusalOf(userId, at);
     if (spent) return { refusal: spent };
     const record = this.#records.get(userId);
     if (record === undefined || !record.policy.blocks) return null;

@@ -134,7 +134,7 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
 
   charge(userId: string, costUsd: number, at: number): void {
     chargeFinishedCall(this.#book, this.#logger, { userId, costUsd, at }, (result) => {
-      const charge: OverlayCharge = { policy: result.record.policy.name, userId, periodStart: result.record.periodStart, split: result.split, sequence: null };
+      const charge: OverlayCharge = { policy: result.record.policy.name, userId: result.record.userId, periodStart: result.record.periodStart, split: result.split, sequence: null };
       this.#addOverlay(charge);
       this.#persist(charge);
     });

@@ -172,9 +172,9 @@ export class LedgerBudgets implements BudgetEnforcer {
 
   charge(userId: string, costUsd: number, at: number): void {
     chargeFinishedCall(this.#book, this.#logger, { userId, costUsd, at }, ({ record, split, crossed }) => {
-      const delta: SpendDelta = { userId, policy: record.policy.name, periodStart: record.periodStart, split, alerted: record.alerted };
+      const delta: SpendDelta = { userId: record.userId, policy: record.policy.name, periodStart: record.periodStart, split, alerted: record.alerted };
       this.#mirror(delta);
-      const key = `${userId}\0${record.periodStart}`;
+      const key = `${record.userId}\0${record.periodStart}`;
       const pending = this.#pending.get(key);
       if (pending) mergeDelta(pending, delta);
       else this.#pending.set(key, copyDelta(delta));

@@ -139,6 +139,14 @@ function parsed(bytes: Buffer | string | null): unknown {
   }
 }
 
+/** Whose budget it is: the user's own, or the team's or namespace's the user's call falls under (ADR 1312). */
+function budgetHolder(refusal: BudgetRefusal): string {
+  const user = `user ${JSON.stringify(refusal.userId)}`;
+  if (refusal.group === undefined) return user;
+  const team = refusal.group.startsWith('@team:') ? refusal.group.slice('@team:'.length) : null;
+  return team === null ? `the namespace budget (over ${user})` : `the team ${JSON.stringify(team)} (of ${user})`;
+}
+
 /** Names the user, the limit and when it renews; the same text is the span's error. */
 export function budgetRefusalMessage(refusal: BudgetRefusal): string {
   const renews = new Date(refusal.periodEnd).toISOString();
@@ -148,9 +156,9 @@ export function budgetRefusalMessage(refusal: BudgetRefusal): string {
   }
   if (refusal.short) {
     const { leftUsd, reserveUsd } = refusal.short;
-    return `user ${JSON.stringify(refusal.userId)} has ${leftUsd} USD left of the ${refusal.limitUsd} USD ${PERIOD_WORD[refusal.period] ?? refusal.period} budget of policy ${JSON.stringify(refusal.policy)} beyond the calls in flight, and this call may cost up to ${reserveUsd} USD (its input and its max output tokens); it renews at ${renews}`;
+    return `${budgetHolder(refusal)} has ${leftUsd} USD left of the ${refusal.limitUsd} USD ${PERIOD_WORD[refusal.period] ?? refusal.period} budget of policy ${JSON.stringify(refusal.policy)} beyond the calls in flight, and this call may cost up to ${reserveUsd} USD (its input and its max output tokens); it renews at ${renews}`;
   }
-  return `user ${JSON.stringify(refusal.userId)} has spent the ${refusal.limitUsd} USD ${PERIOD_WORD[refusal.period] ?? refusal.period} budget of policy ${JSON.stringify(refusal.policy)}; it renews at ${renews}`;
+  return `${budgetHolder(refusal)} has spent the ${refusal.limitUsd} USD ${PERIOD_WORD[refusal.period] ?? refusal.period} budget of policy ${JSON.stringify(refusal.policy)}; it renews at ${renews}`;
 }
 
 /** The span's error of a refused call: the stable code, then the message. */

@@ -1,0 +1,122 @@
+// Budgets above the user (ADR 1312): a call is admitted only if its user's, its team's and the namespace's
+// budgets all have room, and its cost lands at each. Every expected amount is worked out by hand beside it.
+
+import { describe, expect, it } from 'vitest';
+import pino from 'pino';
+import { parseBudgetPolicies } from '../../../contracts/budget-config.ts';
+import { PolicySet } from '../../../contracts/budget-policies.ts';
+import { parseUsd } from '../../../contracts/money.ts';
+import { BudgetBook, chargeFinishedCall, type ReserveOutcome } from './budget-book.ts';
+
+const usd = (text: string) => parseUsd(text) as bigint;
+const T0 = Date.parse('2026-11-10T12:00:00Z');
+
+const POLICIES = [
+  { name: 'per-user', users: ['*'], limitUsd: '1' },
+  { name: 'payments', team: { name: 'payments', users: ['alice', 'bob'], serviceAccounts: ['shop/checkout'] }, limitUsd: '1.5' },
+  { name: 'shop', scope: 'Namespace', limitUsd: '2' },
+];
+
+function book(list: unknown[] = POLICIES): BudgetBook {
+  return new BudgetBook(new PolicySet(parseBudgetPolicies(list, 'policies')));
+}
+
+function admitted(outcome: ReserveOutcome | null): () => void {
+  if (outcome === null || outcome.refusal) throw new Error(`expected the call admitted, got ${JSON.stringify(outcome)}`);
+  return outcome.release;
+}
+
+/** Charges a finished call the way the engines do: to every level it falls under. */
+function charge(b: BudgetBook, userId: string, amount: string): void {
+  chargeFinishedCall(b, pino({ level: 'silent' }), { userId, costUsd: Number(amount), at: T0 }, () => undefined);
+}
+
+const spent = (b: BudgetBook, key: string) => b.record(key, T0)?.spent;
+
+describe('matching', () => {
+  it('puts a team member under the team and the namespace, and anyone else under the namespace only', () => {
+    const set = new PolicySet(parseBudgetPolicies(POLICIES, 'policies'));
+    expect(set.above('alice')).toEqual(['@team:payments', '@namespace:shop']);
+    expect(set.above('system:serviceaccount:shop:checkout')).toEqual(['@team:payments', '@namespace:shop']);
+    expect(set.above('carol')).toEqual(['@namespace:shop']);
+    expect(set.match('@team:payments')?.name).toBe('payments');
+    expect(set.match('alice')?.name).toBe('per-user');
+  });
+
+  it('limits a service account named in serviceAccounts as the user its calls carry', () => {
+    const set = new PolicySet(
+      parseBudgetPolicies(
+        [
+          { name: 'bots', serviceAccounts: ['shop/checkout'], limitUsd: '3' },
+          { name: 'rest', limitUsd: '1' },
+        ],
+        'policies',
+      ),
+    );
+    expect(set.match('system:serviceaccount:shop:checkout')?.name).toBe('bots');
+    expect(set.match('system:serviceaccount:other:checkout')?.name).toBe('rest');
+  });
+
+  it('does not treat a removed team key found in a ledger as a user * limits', () => {
+    const set = new PolicySet(parseBudgetPolicies([{ name: 'rest', limitUsd: '1' }], 'policies'));
+    expect(set.match('@team:gone')).toBeUndefined();
+  });
+});
+
+describe('admission and charging across levels', () => {
+  it("stops a user who still has room of their own when the team's budget is spent, and charges every level", () => {
+    const b = book();
+    // alice 0.9 and bob 0.5: each within their own 1.00; the team has 0.9 + 0.5 = 1.4 of 1.5; the namespace 1.4 of 2.
+    charge(b, 'alice', '0.9');
+    charge(b, 'bob', '0.5');
+    expect(spent(b, 'alice')).toBe(usd('0.9'));
+    expect(spent(b, 'bob')).toBe(usd('0.5'));
+    expect(spent(b, '@team:payments')).toBe(usd('1.4'));
+    expect(spent(b, '@namespace:shop')).toBe(usd('1.4'));
+    // bob asks to hold 0.2: his own 0.5 + 0.2 = 0.7 ≤ 1.00, but the team's 1.4 + 0.2 = 1.6 > 1.5: refused by the team.
+    const refused = b.reserve('bob', T0, () => usd('0.2'));
+    expect(refused?.refusal).toMatchObject({ userId: 'bob', group: '@team:payments', policy: 'payments', limitUsd: 1.5, short: { leftUsd: 0.1, reserveUsd: 0.2 } });
+    // Nothing is held anywhere after a refusal: bob's own hold was given back.
+    expect(b.reserved('bob')).toBe(0n);
+    expect(b.reserved('@namespace:shop')).toBe(0n);
+    // A 0.1 call fits the team exactly (1.4 + 0.1 = 1.5) and is held at all three levels.
+    const release = admitted(b.reserve('bob', T0, () => usd('0.1')));
+    expect([b.reserved('bob'), b.reserved('@team:payments'), b.reserved('@namespace:shop')]).toEqual([usd('0.1'), usd('0.1'), usd('0.1')]);
+    release();
+    expect(b.reservingUsers).toBe(0);
+  });
+
+  it('lets a user outside the team spend up to the namespace budget, then refuses everyone', () => {
+    const b = book();
+    charge(b, 'alice', '0.9'); // team 0.9, namespace 0.9
+    charge(b, 'carol', '1'); // carol's own 1.00 spent; namespace 1.9; the team untouched
+    expect(spent(b, '@team:payments')).toBe(usd('0.9'));
+    expect(spent(b, '@namespace:shop')).toBe(usd('1.9'));
+    expect(b.refusal('carol', T0)).toMatchObject({ userId: 'carol', policy: 'per-user' });
+    charge(b, 'dave', '0.1'); // namespace 1.9 + 0.1 = 2.0: spent
+    // alice has 0.1 of her own and 0.6 of the team's left, but the namespace has none.
+    expect(b.refusal('alice', T0)).toMatchObject({ userId: 'alice', group: '@namespace:shop', policy: 'shop', limitUsd: 2 });
+    expect(b.reserve('erin', T0, () => usd('0.01'))?.refusal).toMatchObject({ userId: 'erin', group: '@namespace:shop' });
+  });
+
+  it('holds open reservations at each level: two team members in flight fill the team before either spends', () => {
+    const b = book();
+    const first = admitted(b.reserve('alice', T0, () => usd('0.8'))); // team holds 0.8
+    // bob: own 0 + 0.8 ≤ 1.00; team 0 spent + 0.8 held + 0.8 = 1.6 > 1.5: refused, 0.7 left.
+    expect(b.reserve('bob', T0, () => usd('0.8'))?.refusal).toMatchObject({ group: '@team:payments', short: { leftUsd: 0.7, reserveUsd: 0.8 }, retryAfterSeconds: 1 });
+    first();
+    admitted(b.reserve('bob', T0, () => usd('0.8')));
+  });
+
+  it('asks for the estimate once, whatever the number of levels', () => {
+    const b = book();
+    let asked = 0;
+    admitted(
+      b.reserve('alice', T0, () => {
+        asked++;
+        return usd('0.1');
+      }),
+    );
+    expect(asked).toBe(1);
+  });
+});
