@@ -5,12 +5,7 @@
 import type { BudgetRefusal, BudgetStanding, ReserveOutcome } from './budget-book.ts';
 import type { BudgetJson, GrantJson } from './budget-record.ts';
 import type { BudgetPolicyConfig } from '../../../contracts/budget-config.ts';
-import type { RateAdmission, RateLimits, RateWindows } from './rate-windows.ts';
-
-/** Windows that answer at once: the request path asks them synchronously today (ADR 1309). */
-interface InProcessRateWindows extends RateWindows {
-  admit(subject: string, limits: RateLimits, reservedTokens: number, now: number): RateAdmission;
-}
+import type { RateWindows } from './rate-windows.ts';
 
 export interface GrantRequest {
   amountUsd: string;
@@ -61,8 +56,11 @@ export interface BudgetEnforcer {
   reserve(userId: string, at: number, estimateUsd: () => number): ReserveOutcome | null;
   /** Hot path: the policy limiting this user when it has rate limits (ADR 1309), else undefined. */
   ratePolicy?(userId: string): BudgetPolicyConfig | undefined;
-  /** This engine's rate-limit counters, per user (ADR 1309). */
-  readonly rateWindows?: InProcessRateWindows;
+  /**
+   * The rate-limit counters, per user (ADR 1309): this process's own (synchronous), or shared by every engine
+   * on the Redis store (one round trip per admission, awaited only then: ADR 1311).
+   */
+  readonly rateWindows?: RateWindows;
   /** A finished call's cost (the span's cost_usd), charged to the user. Never throws. */
   charge(userId: string, costUsd: number, at: number): void;
   /** One page of budgets in user id order, after `after`; `next` is the `after` of the next page, or null. */

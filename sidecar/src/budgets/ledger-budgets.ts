@@ -23,6 +23,7 @@ import { BudgetBook, MAX_BUDGET_RECORDS, type BudgetRefusal, type BudgetStanding
 import type { BudgetEnforcer, BudgetHealth, BudgetPage, GrantRequest } from './budget-enforcer.ts';
 import { GrantError } from './budget-enforcer.ts';
 import { MemoryRateWindows } from './memory-rate-windows.ts';
+import type { RateWindows } from './rate-windows.ts';
 import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
 import { PolicySet } from '../../../contracts/budget-policies.ts';
 import type { BudgetJson, BudgetRecord, Grant, GrantJson, PeriodUsage } from './budget-record.ts';
@@ -48,6 +49,8 @@ export interface LedgerBudgetsOptions {
   refreshMs?: number;
   /** Users kept in memory (the ledger's mirror and the book each); default MAX_BUDGET_RECORDS. */
   maxUsers?: number;
+  /** Rate windows shared with other engines (Redis, ADR 1311), closed with the budgets; default this process's own. */
+  rateWindows?: RateWindows & { close(): Promise<void> };
 }
 
 export class LedgerBudgets implements BudgetEnforcer {
@@ -57,8 +60,9 @@ export class LedgerBudgets implements BudgetEnforcer {
   readonly #logger: Logger;
   readonly #now: () => number;
   readonly #book: BudgetBook;
-  /** Counted by this process alone, whichever ledger is shared (ADR 1309). */
-  readonly rateWindows = new MemoryRateWindows();
+  /** Counted by this process alone, unless the ledger is Redis: then shared through it (ADRs 1309, 1311). */
+  readonly rateWindows: RateWindows;
+  readonly #closeRateWindows: () => Promise<void>;
   /** What the ledger holds (as far as this engine knows), plus this engine's own charges; the users in use. */
   readonly #stored = new Map<string, LedgerUser>();
   readonly #maxUsers: number;
@@ -90,6 +94,9 @@ export class LedgerBudgets implements BudgetEnforcer {
     this.#now = opts.now ?? Date.now;
     this.#maxUsers = opts.maxUsers ?? MAX_BUDGET_RECORDS;
     this.#unreachableRule = opts.config.unreachable ?? 'open';
+    const shared = opts.rateWindows;
+    this.rateWindows = shared ?? new MemoryRateWindows();
+    this.#closeRateWindows = async () => shared?.close();
     this.#book = new BudgetBook(
       new PolicySet(opts.config.policies),
       {
@@ -286,6 +293,7 @@ export class LedgerBudgets implements BudgetEnforcer {
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
     if (this.#unsettled || this.#pending.size > 0) this.#keepUnwritten();
+    await this.#closeRateWindows();
     await this.#ledger.close();
   }
 

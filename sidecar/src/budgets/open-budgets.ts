@@ -4,10 +4,11 @@
 
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import type { BudgetsConfig } from '../../../contracts/budget-config.ts';
+import type { BudgetRedisConfig, BudgetsConfig, BudgetUnreachableRule } from '../../../contracts/budget-config.ts';
 import type { StorageConfig } from '../../../contracts/runtime-config.ts';
 import type { BudgetLedger } from './ledger.ts';
 import { DEFAULT_REFRESH_MS, LedgerBudgets } from './ledger-budgets.ts';
+import type { RedisRateWindows } from './redis-rate-windows.ts';
 
 export const SQLITE_LEDGER_FILE = 'tollgate-budgets.db';
 
@@ -60,5 +61,12 @@ export async function openLedgerBudgets(budgets: BudgetsConfig, storage: Storage
   }
   // Only a shared ledger has spend this engine did not make itself.
   const shared = ledger.kind === 'firestore' || ledger.kind === 'redis';
-  return new LedgerBudgets({ ledger, config: budgets, logger, refreshMs: shared ? DEFAULT_REFRESH_MS : 0 });
+  // A Redis ledger shares the rate windows too, on the same store and prefix (ADR 1311).
+  const rateWindows = budgets.ledger?.kind === 'redis' ? await openRedisRateWindows(budgets.ledger, budgets.unreachable, logger) : undefined;
+  return new LedgerBudgets({ ledger, config: budgets, logger, refreshMs: shared ? DEFAULT_REFRESH_MS : 0, ...(rateWindows ? { rateWindows } : {}) });
+}
+
+async function openRedisRateWindows(config: BudgetRedisConfig, unreachable: BudgetUnreachableRule | undefined, logger: Logger): Promise<RedisRateWindows> {
+  const { RedisRateWindows } = await import('./redis-rate-windows.ts');
+  return new RedisRateWindows({ ...config, logger, ...(unreachable ? { unreachable } : {}) });
 }

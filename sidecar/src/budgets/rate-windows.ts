@@ -70,3 +70,19 @@ export interface RateWindows {
    */
   settle(subject: string, limits: RateLimits, reservedTokens: number, usedTokens: number | null, now: number): void | Promise<void>;
 }
+
+/**
+ * A shared store's admission while the store cannot be reached past the grace and budgets.unreachable is
+ * closed (ADR 1311): nothing was counted; the call is answered 503 as a closed ledger's are.
+ */
+export class RateStoreUnreachable extends Error {
+  readonly store: string;
+  /** epoch ms: when the store last stopped answering. */
+  readonly since: number;
+  constructor(store: string, since: number, cause: string) {
+    super(`the rate-limit store (${store}) has not been reachable since ${new Date(since).toISOString()}: ${cause}`);
+    this.name = 'RateStoreUnreachable';
+    this.store = store;
+    this.since = since;
+  }
+}

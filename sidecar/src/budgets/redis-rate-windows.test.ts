@@ -3,6 +3,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, startRedisServer } from '../../../test/support/redis-server.ts';
+import { waitFor } from '../../../test/support/wait-for.ts';
+import { RateStoreUnreachable } from './rate-windows.ts';
 import { RedisRateWindows } from './redis-rate-windows.ts';
 
 const T = Date.parse('2026-11-10T12:00:00Z');
@@ -75,5 +77,26 @@ describe('rate windows on Redis shared by two engines', () => {
     await redis.start();
     // The store never saw dave: its window is whole.
     expect(await b.admit('dave', { requestsPerMinute: 1 }, 0, T)).toMatchObject({ refusedBy: null, requests: { remaining: 0, resetMs: 60_000 } });
+  }, 60_000);
+
+  it('with budgets.unreachable closed, admits from memory for the 30 s grace, then refuses naming the store, and counts in the store once it is back', async () => {
+    const closed = new RedisRateWindows({ url: redis.url, keyPrefix: 'rates', commandTimeoutMs: 1_000, unreachable: 'closed' });
+    try {
+      await redis.kill();
+      const minute = { requestsPerMinute: 60 };
+      // The outage starts at T (the first failed admission); 29 999 ms later it is still within the grace.
+      expect((await closed.admit('erin', minute, 0, T)).refusedBy).toBeNull();
+      expect((await closed.admit('erin', minute, 0, T + 29_999)).refusedBy).toBeNull();
+      const refused = await closed.admit('erin', minute, 0, T + 30_000).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(RateStoreUnreachable);
+      expect((refused as RateStoreUnreachable).since).toBe(T);
+      expect((refused as RateStoreUnreachable).message).toContain(`redis at ${new URL(redis.url).host}`);
+      await redis.start();
+      // Back: the store counts erin's first request there (60 per minute: 1 000 ms of the TAT, 59 left).
+      const back = await waitFor('the store answering again', () => closed.admit('erin', minute, 0, T + 31_000).catch(() => undefined));
+      expect(back).toMatchObject({ refusedBy: null, requests: { remaining: 59, resetMs: 1_000 } });
+    } finally {
+      await closed.close();
+    }
   }, 60_000);
 });

@@ -8,11 +8,14 @@
 // TAT is stored with %.17g, every digit of the double: a token under a high tokens-per-minute limit moves it by
 // microseconds, which the Lua default (%.14g, 0.1 ms at today's epoch) would round away.
 //
-// A store that cannot be reached does not stop calls: the subject is admitted by windows in this process
-// meanwhile (each engine then counts its own calls, as budgets.unreachable open does for spend).
+// A store that cannot be reached follows budgets.unreachable (ADR 1311): open, the subject is admitted by windows
+// in this process meanwhile (each engine then counts its own calls); closed, the same for the ledger's grace,
+// then the call is refused (RateStoreUnreachable, answered 503). Once a command failed, calls do not wait on the
+// store again until its client has reconnected: an outage costs no call a timeout. Logged once per outage.
 
 import type { Redis } from 'ioredis';
-import type { BudgetRedisConfig } from '../../../contracts/budget-config.ts';
+import type { Logger } from 'pino';
+import { type BudgetRedisConfig, type BudgetUnreachableRule, UNREACHABLE_GRACE_MS } from '../../../contracts/budget-config.ts';
 import { MemoryRateWindows } from './memory-rate-windows.ts';
 import { openRedisClient } from './redis-client.ts';
 import {
@@ -23,6 +26,7 @@ import {
   type RateLimits,
   type RateWindows,
   RATE_EPSILON_MS,
+  RateStoreUnreachable,
   rateWindowState,
 } from './rate-windows.ts';
 
@@ -67,15 +71,32 @@ interface RateCommands {
   tollgateRateSettle(key: string, ...args: (string | number)[]): Promise<number>;
 }
 
+export interface RedisRateWindowsOptions extends BudgetRedisConfig {
+  commandTimeoutMs?: number;
+  /** budgets.unreachable; absent: open. */
+  unreachable?: BudgetUnreachableRule;
+  /** Where an outage and the store's return are logged. */
+  logger?: Logger;
+}
+
 export class RedisRateWindows implements RateWindows {
   readonly #redis: Redis & RateCommands;
   readonly #prefix: string;
+  readonly #store: string;
+  readonly #rule: BudgetUnreachableRule;
+  readonly #logger: Logger | undefined;
   /** Admits while the store cannot be reached; the calls it admitted are settled there too. */
   readonly #fallback = new MemoryRateWindows();
   readonly #admittedHere = new Map<string, number>();
+  /** When the store stopped answering (the caller's clock); null while it answers. */
+  #downSince: number | null = null;
+  #downCause = '';
 
-  constructor(config: BudgetRedisConfig & { commandTimeoutMs?: number }) {
+  constructor(config: RedisRateWindowsOptions) {
     this.#prefix = config.keyPrefix;
+    this.#store = `redis at ${new URL(config.url).host}`;
+    this.#rule = config.unreachable ?? 'open';
+    this.#logger = config.logger;
     this.#redis = openRedisClient(config, config.commandTimeoutMs) as Redis & RateCommands;
     this.#redis.defineCommand('tollgateRateAdmit', { numberOfKeys: 1, lua: ADMIT });
     this.#redis.defineCommand('tollgateRateSettle', { numberOfKeys: 1, lua: SETTLE });
@@ -87,16 +108,40 @@ export class RedisRateWindows implements RateWindows {
 
   async admit(subject: string, limits: RateLimits, reservedTokens: number, now: number): Promise<RateAdmission> {
     const tokens = reservedTokens > 0 ? reservedTokens : 0;
+    // During an outage the store is asked again only once its client is connected again.
+    if (this.#downSince !== null && this.#redis.status !== 'ready') return this.#admitHere(subject, limits, tokens, now);
     let reply: [number, string, string, number];
     try {
       reply = await this.#redis.tollgateRateAdmit(this.#key(subject), now, limits.requestsPerMinute ?? 0, limits.tokensPerMinute ?? 0, limits.concurrent ?? 0, tokens);
-    } catch {
-      const admission = this.#fallback.admit(subject, limits, tokens, now);
-      if (admission.refusedBy === null) this.#admittedHere.set(subject, (this.#admittedHere.get(subject) ?? 0) + 1);
-      return admission;
+    } catch (error) {
+      this.#failed(error, now);
+      return this.#admitHere(subject, limits, tokens, now);
+    }
+    if (this.#downSince !== null) {
+      this.#logger?.info({ store: this.#store, down_since: new Date(this.#downSince).toISOString() }, 'rate limits shared through Redis again');
+      this.#downSince = null;
     }
     const [counted, rt, tt, inFlight] = reply;
     return admissionOf(counted === 1, { rt: Number(rt), tt: Number(tt), n: Number(inFlight) }, limits, tokens, now);
+  }
+
+  #failed(error: unknown, now: number): void {
+    if (this.#downSince !== null) return;
+    this.#downSince = now;
+    this.#downCause = error instanceof Error ? error.message : String(error);
+    this.#logger?.warn(
+      { store: this.#store, err: this.#downCause, unreachable: this.#rule },
+      'rate-limit store unreachable: counting rate limits in this process until it is back',
+    );
+  }
+
+  /** The store is down: this process's windows admit, or (closed, past the grace) nothing does. */
+  #admitHere(subject: string, limits: RateLimits, tokens: number, now: number): RateAdmission {
+    const since = this.#downSince ?? now;
+    if (this.#rule === 'closed' && now - since >= UNREACHABLE_GRACE_MS) throw new RateStoreUnreachable(this.#store, since, this.#downCause);
+    const admission = this.#fallback.admit(subject, limits, tokens, now);
+    if (admission.refusedBy === null) this.#admittedHere.set(subject, (this.#admittedHere.get(subject) ?? 0) + 1);
+    return admission;
   }
 
   async settle(subject: string, limits: RateLimits, reservedTokens: number, usedTokens: number | null, now: number): Promise<void> {

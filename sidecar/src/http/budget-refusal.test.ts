@@ -13,7 +13,7 @@ import { PriceTable } from '../pricing/price-table.ts';
 import { openMemorySpanStore } from '../spans/memory-span-store.ts';
 import { SpanWriter } from '../spans/span-writer.ts';
 import { startSpanContext } from '../spans/trace-context.ts';
-import { maxOutputTokens, RESERVED_OUTPUT_TOKENS, refusalError, reservationUsd, reserveForCall } from './budget-refusal.ts';
+import { type CallRefusal, maxOutputTokens, RESERVED_OUTPUT_TOKENS, refusalError, reservationUsd, reserveForCall } from './budget-refusal.ts';
 import { MemoryRateWindows } from '../budgets/memory-rate-windows.ts';
 
 // 100 USD per million input tokens, 2,000 per million output tokens: 0.0001 and 0.002 USD a token.
@@ -128,7 +128,8 @@ describe('rate limits (ADR 1309) through the same hold', () => {
     expect(reserveForCall(budgets, first, prices, { bytes: body('"max_tokens":100,'), size: 100 }, { now: Date.now() })).toBeNull();
     const refusal = reserveForCall(budgets, start('alice'), prices, { bytes: body('"max_tokens":100,'), size: 100 }, { now: Date.now() });
     expect(refusal).toMatchObject({ userId: 'alice', policy: 'p', retryAfterSeconds: 1, admission: { refusedBy: 'concurrent' } });
-    expect(refusalError(refusal!)).toBe('rate_limit_exceeded: user "alice" has 1 calls in flight, the concurrent limit of policy "p"; try again in 1s');
+    // The windows in memory answer synchronously: no promise to await.
+    expect(refusalError(refusal as CallRefusal)).toBe('rate_limit_exceeded: user "alice" has 1 calls in flight, the concurrent limit of policy "p"; try again in 1s');
     // Only the first call's 0.2025 is held: the refused one gave its hold back.
     expect(book.reserved('alice')).toBe(parseUsd('0.2025'));
     first.finish({ prices, usage: null, status: 'client_aborted', statusCode: null });

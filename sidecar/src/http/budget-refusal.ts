@@ -17,6 +17,8 @@
 import type { ServerResponse } from 'node:http';
 import type { BudgetRefusal } from '../budgets/budget-book.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
+import { type RateAdmission, type RateLimits, RateStoreUnreachable, type RateWindows } from '../budgets/rate-windows.ts';
+import type { BudgetPolicyConfig } from '../../../contracts/budget-config.ts';
 import type { MeteredCall } from '../metering/call-meter.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { estimateInputTokens } from '../usage/usage-estimate.ts';
@@ -55,6 +57,7 @@ export type CallRefusal = BudgetRefusal | RateRefusal;
  * cost is held until `call` finishes, and under rate limits its request, tokens and slot are counted until
  * then (`res` gets the x-ratelimit-* headers). A call without a user is not budgeted; a call to a local model
  * (provider `local`) costs 0 by definition, so a spent budget leaves the local models usable (ADR 1403).
+ * A promise only when the rate windows are shared (Redis, ADR 1311): the in-memory path stays synchronous.
  */
 export function reserveForCall(
   budgets: Pick<BudgetEnforcer, 'reserve' | 'ratePolicy' | 'rateWindows'> | undefined,
@@ -62,7 +65,7 @@ export function reserveForCall(
   prices: PriceTable,
   body: ReservationBody,
   at: { now: number; res?: ServerResponse },
-): CallRefusal | null {
+): CallRefusal | null | Promise<CallRefusal | null> {
   const { now, res } = at;
   const { userId, provider, model } = call.call;
   if (budgets === undefined || userId === null || provider === 'local') return null;
@@ -75,28 +78,65 @@ export function reserveForCall(
     if (outcome) call.hold(outcome.release);
     return null;
   }
-  const limits = policy.rateLimits;
-  const tokens = usage.inputTokens + usage.outputTokens;
-  const admission = windows.admit(userId, limits, tokens, now);
+  const admitting: Admitting = { userId, policy, limits: policy.rateLimits, tokens: usage.inputTokens + usage.outputTokens, release: outcome?.release, windows };
+  const admission = windows.admit(userId, admitting.limits, admitting.tokens, now);
+  if (!(admission instanceof Promise)) return admitted(admitting, admission, call, res);
+  return admission.then(
+    (answer) => admitted(admitting, answer, call, res),
+    (error: unknown) => {
+      admitting.release?.();
+      if (error instanceof RateStoreUnreachable) return storeUnreachableRefusal(policy, userId, error, now);
+      throw error;
+    },
+  );
+}
+
+/** A call asking the rate windows, with the budget hold it already has (given back when it is refused). */
+interface Admitting {
+  userId: string;
+  policy: BudgetPolicyConfig;
+  limits: RateLimits;
+  tokens: number;
+  release: (() => void) | undefined;
+  windows: RateWindows;
+}
+
+/** The windows' answer: a refusal, or the call counted and settled once when it finishes (ADR 1309). */
+function admitted(a: Admitting, admission: RateAdmission, call: MeteredCall, res: ServerResponse | undefined): RateRefusal | null {
+  const { userId, limits, tokens, windows } = a;
   if (res !== undefined) setRateLimitHeaders(res, admission);
   const refusedBy = admission.refusedBy;
   if (refusedBy !== null) {
-    outcome?.release();
+    a.release?.();
     RATE_LIMITED[refusedBy]++;
     return {
       userId,
-      policy: policy.name,
+      policy: a.policy.name,
       limits,
       reservedTokens: tokens,
       admission: { ...admission, refusedBy },
       retryAfterSeconds: Math.max(1, Math.ceil(admission.retryAfterMs / 1000)),
     };
   }
+  // A call already finished (its caller left while a shared store answered) settles here and now.
   call.hold((used) => {
-    outcome?.release();
+    a.release?.();
     void windows.settle(userId, limits, tokens, used === null ? null : used.inputTokens + used.outputTokens, Date.now());
   });
   return null;
+}
+
+/** budgets.unreachable closed and the shared rate windows down past the grace: 503, as the ledger's (ADR 1311). */
+function storeUnreachableRefusal(policy: BudgetPolicyConfig, userId: string, error: RateStoreUnreachable, now: number): BudgetRefusal {
+  return {
+    userId,
+    policy: policy.name,
+    limitUsd: Number(policy.limitUsd),
+    period: policy.period,
+    periodEnd: now,
+    retryAfterSeconds: 1,
+    unreachable: { ledger: error.store, since: error.since },
+  };
 }
 
 /** The most a call may cost by its request: estimated input and its max output, priced; 0 when unpriced. */

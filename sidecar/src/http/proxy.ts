@@ -34,7 +34,7 @@ import { sendFailure } from './json-answer.ts';
 import { answerFinished, closeConnectionAfter } from './caller-connection.ts';
 import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
-import { refusalError, reserveForCall, sendBudgetRefusal } from './budget-refusal.ts';
+import { type CallRefusal, refusalError, reserveForCall, sendBudgetRefusal } from './budget-refusal.ts';
 import { DeferredCharges } from '../metering/deferred-charges.ts';
 import { DeferredCall } from './deferred-calls.ts';
 
@@ -196,7 +196,11 @@ async function proxyCall(call: ProxyCall): Promise<void> {
     }
     await readDeferredInput(call, metered);
     // A call the provider does not bill (a token count) has nothing for a budget to hold back (ADR 0912).
-    if (call.route.endpoint(request.method, call.rest) !== 'free' && refusedOverBudget(call, metered, body, plan.reservation ?? plan.audio?.reservation)) return;
+    if (call.route.endpoint(request.method, call.rest) !== 'free') {
+      const refused = refusedOverBudget(call, metered, body, plan.reservation ?? plan.audio?.reservation);
+      // Awaited only when the rate windows are shared (ADR 1311): the in-memory answer costs no turn.
+      if (typeof refused === 'boolean' ? refused : await refused) return;
+    }
     // Counted and logged once nothing else refuses it: what is counted went out.
     if (unmetered || unmeteredBody) noteUnmetered(call);
     await forward(call, metered, plan, body);
@@ -322,7 +326,7 @@ function projectOf(call: ProxyCall): string | null {
  * A spent budget, or one without room for this call's reservation, refuses the call here, from memory, before
  * anything goes upstream (ADRs 1300, 1308); an admitted call holds its reservation until it finishes.
  */
-function refusedOverBudget(call: ProxyCall, metered: MeteredCall, body: CallBody, usage?: TokenUsage): boolean {
+function refusedOverBudget(call: ProxyCall, metered: MeteredCall, body: CallBody, usage?: TokenUsage): boolean | Promise<boolean> {
   const streaming = body.stream !== null;
   const size = body.bytes?.length ?? Number(headerValue(call.request.headers, 'content-length') ?? 0);
   const { deferred } = call;
@@ -332,6 +336,11 @@ function refusedOverBudget(call: ProxyCall, metered: MeteredCall, body: CallBody
     deferred === undefined
       ? reserveForCall(call.opts.budgets, metered, call.snapshot.prices, { bytes: body.bytes, size: Number.isFinite(size) ? size : 0, usage }, { now: Date.now(), res: call.res })
       : deferred.reserve(call.opts.budgets, metered.call.userId, metered.call.provider, call.snapshot.prices, Date.now());
+  if (refusal instanceof Promise) return refusal.then((answer) => refuse(call, metered, streaming, answer));
+  return refuse(call, metered, streaming, refusal);
+}
+
+function refuse(call: ProxyCall, metered: MeteredCall, streaming: boolean, refusal: CallRefusal | null): boolean {
   if (!refusal) return false;
   metered.finish({ prices: call.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: refusalError(refusal) });
   if (streaming) call.request.raw.unpipe();
