@@ -26,6 +26,14 @@ export const PROXY_ENV = {
   healthPort: 'TOLLGATE_HEALTH_PORT',
   logLevel: 'TOLLGATE_LOG_LEVEL',
   host: 'TOLLGATE_HOST',
+  /**
+   * The chart's counter store when budgets.store is redis (ADR 1311): the sidecar counts its rate limits there,
+   * with the central server and every other sidecar on the same key prefix. The password, when the store has
+   * one, only from a Secret (the webhook sets it by secretKeyRef).
+   */
+  budgetRedisUrl: 'TOLLGATE_BUDGET_REDIS_URL',
+  budgetRedisKeyPrefix: 'TOLLGATE_BUDGET_REDIS_KEY_PREFIX',
+  budgetRedisPassword: 'TOLLGATE_BUDGET_REDIS_PASSWORD',
   lmstudioPort: 'TOLLGATE_LMSTUDIO_PORT',
 } as const;
 

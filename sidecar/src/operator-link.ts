@@ -3,6 +3,9 @@
 // spend back. The last good snapshot (kept on disk) applies before the engine starts, so a pod that restarts
 // while the operator is unreachable serves with the config it last had.
 //
+// With budgets.store redis the webhook also names the chart's counter store: the rate limits are counted there
+// (ADR 1311).
+//
 // The central server (server mode) follows a ProxyConfig the same way (ADR 0813), for config only: its budgets
 // stay the ones its config file names (its ledger is shared by its replicas, and its users are identities,
 // not pods).
@@ -13,6 +16,8 @@ import { PROXY_ENV, SIDECAR_OPERATOR_CA_FILE, SIDECAR_STATE_DIR, SIDECAR_TOKEN_F
 import { AuditReporter } from './audit/audit-report.ts';
 import type { AuditController } from './audit/audit-controller.ts';
 import { ClusterBudgets } from './budgets/cluster-budgets.ts';
+import type { RedisRateWindows } from './budgets/redis-rate-windows.ts';
+import { DEFAULT_REDIS_KEY_PREFIX } from '../../contracts/budget-config.ts';
 import type { ConfigStore } from './config/config-store.ts';
 import type { PushClient } from './config/push-client.ts';
 import { type AliasHealthSource, aliasHealthMessage } from './fallback/alias-health-message.ts';
@@ -33,7 +38,8 @@ export class OperatorLink {
     const address = env[PROXY_ENV.operatorAddress];
     if (!address) return null;
     const stateDir = env[PROXY_ENV.stateDir] ?? SIDECAR_STATE_DIR;
-    const link = new OperatorLink(store.get().mode === 'server' ? undefined : new ClusterBudgets({ stateDir, logger }));
+    const rateWindows = store.get().mode === 'server' ? undefined : await sharedRateWindows(env, logger);
+    const link = new OperatorLink(store.get().mode === 'server' ? undefined : new ClusterBudgets({ stateDir, logger, ...(rateWindows ? { rateWindows } : {}) }));
     // Loaded only in a pod: the local proxy never speaks gRPC to an operator.
     const { startPushClient } = await import('./config/push-client.ts');
     const podName = env[PROXY_ENV.podName];
@@ -76,4 +82,21 @@ export class OperatorLink {
   #aliasHealthReport(): AliasHealthReportMessage | undefined {
     return this.#aliases && aliasHealthMessage(this.#aliases);
   }
+}
+
+/**
+ * budgets.store redis (ADR 1311): the webhook names the chart's store, and the sidecar counts its rate limits
+ * there with the server and the other sidecars; the operator's ConfigMap ledger keeps the spend. Loaded only
+ * then (ioredis).
+ */
+async function sharedRateWindows(env: NodeJS.ProcessEnv, logger: Logger): Promise<RedisRateWindows | undefined> {
+  const url = env[PROXY_ENV.budgetRedisUrl];
+  if (!url) return undefined;
+  const { RedisRateWindows } = await import('./budgets/redis-rate-windows.ts');
+  return new RedisRateWindows({
+    url,
+    keyPrefix: env[PROXY_ENV.budgetRedisKeyPrefix] || DEFAULT_REDIS_KEY_PREFIX,
+    ...(env[PROXY_ENV.budgetRedisPassword] ? { passwordEnv: PROXY_ENV.budgetRedisPassword } : {}),
+    logger,
+  });
 }

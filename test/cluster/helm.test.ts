@@ -23,6 +23,7 @@ import {
   RbacAuthorizationV1Api,
   setHeaderOptions,
   type KubeConfig,
+  type V1Container,
   type V1Deployment,
   type V1Pod,
 } from '@kubernetes/client-node';
@@ -31,6 +32,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
 import { freePort } from '../control-plane/free-port.ts';
 import { parseWebhookOptions } from '../../webhook/src/webhook-options.ts';
+import { planInjection } from '../../webhook/src/inject.ts';
 import type { WebhookServer } from '../../webhook/src/webhook-server.ts';
 import { appPod, capturedLogger, createPod, ensureNamespace, operatorCaFile, startLocalWebhook, waitFor } from './webhook-fixtures.ts';
 
@@ -177,6 +179,62 @@ describe('helm lint and template', () => {
     expect(result.stderr).toContain("values don't meet the specifications of the schema");
     expect(result.stderr).toContain("at '/webhook/timeoutSeconds': maximum: got 30, want 10");
     expect(result.stderr).toContain("at '/certificates/mode': value must be one of 'self-managed', 'cert-manager'");
+  });
+});
+
+describe('budgets.store redis', () => {
+  it('gives injected sidecars the store the server counts in: the webhook started with the rendered flags injects its URL and key prefix', async () => {
+    const result = await cp.helm([
+      'template',
+      RELEASE,
+      CHART,
+      '-n',
+      NS,
+      ...KUBE_VERSION,
+      '--set',
+      'server.enabled=true',
+      '--set-json',
+      'server.config.server.auth={"accessTokens":{}}',
+      '--set',
+      'budgets.store=redis',
+      '--set',
+      'budgets.redis.deploy=true',
+      '--set',
+      'budgets.redis.keyPrefix=acme:spend',
+    ]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const manifests = parseAllDocuments(result.stdout)
+      .map((d) => d.toJSON() as Manifest)
+      .filter(Boolean);
+    // The Deployment's args: the command, then the flags.
+    const options = parseWebhookOptions(containerArgs(find(manifests, 'Deployment', 'tollgate-webhook')).slice(1), { POD_NAMESPACE: NS });
+    if (options === 'help') throw new Error('help');
+    const decision = planInjection({
+      pod: appPod('web-1'),
+      namespace: 'shop',
+      namespaceLabels: { 'tollgate.dev/injection': 'enabled' },
+      ownNamespace: NS,
+      defaults: options.sidecar,
+      nativeSidecarSupported: true,
+      operatorCaPem: '-----BEGIN CERTIFICATE-----\nMIIBtestCA\n-----END CERTIFICATE-----\n',
+    });
+    if (decision.kind !== 'inject') throw new Error(`not injected: ${JSON.stringify(decision)}`);
+    // A native sidecar is added as an init container (or as the pod's first list of them).
+    const container = decision.patch.flatMap((op) => ('value' in op ? [op.value].flat() : [])).find((v) => (v as V1Container | null)?.name === 'tollgate-proxy') as
+      V1Container | undefined;
+    // The release's own Redis (the Service <release>-redis), under the prefix the server's ledger uses; no password.
+    expect(container?.env?.filter((e) => e.name.startsWith('TOLLGATE_BUDGET_'))).toEqual([
+      { name: 'TOLLGATE_BUDGET_REDIS_URL', value: `redis://tollgate-redis.${NS}.svc:6379` },
+      { name: 'TOLLGATE_BUDGET_REDIS_KEY_PREFIX', value: 'acme:spend' },
+    ]);
+    // The central server's config names the same store and prefix: one set of counters for all.
+    const serverConfig = manifests.find((m) => m.kind === 'ConfigMap' && JSON.stringify(m).includes('kind: redis'));
+    expect(JSON.stringify(serverConfig)).toContain(`url: redis://tollgate-redis.${NS}.svc:6379`);
+    expect(JSON.stringify(serverConfig)).toContain('keyPrefix: acme:spend');
+    // The default store, configmaps, gives the sidecars none.
+    const defaults = parseWebhookOptions(containerArgs(find(await template('default-values.yaml'), 'Deployment', 'tollgate-webhook')).slice(1), { POD_NAMESPACE: NS });
+    expect(defaults !== 'help' && defaults.sidecar.budgetStore).toBeUndefined();
   });
 });
 

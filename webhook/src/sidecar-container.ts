@@ -46,6 +46,7 @@ export function sidecarContainer(sidecar: ResolvedSidecar, defaults: SidecarDefa
       { name: PROXY_ENV.port, value: String(sidecar.port) },
       { name: PROXY_ENV.healthPort, value: String(SIDECAR_HEALTH_PORT) },
       { name: PROXY_ENV.logLevel, value: defaults.logLevel },
+      ...budgetStoreEnv(defaults),
     ],
     resources: {
       requests: { ...sidecar.resources.requests },
@@ -71,6 +72,17 @@ export function sidecarContainer(sidecar: ResolvedSidecar, defaults: SidecarDefa
       { name: VOLUMES.state, mountPath: SIDECAR_STATE_DIR },
     ],
   };
+}
+
+/** budgets.store redis: the store's URL and key prefix, and its password from a Secret, never as a value (ADR 1311). */
+function budgetStoreEnv(defaults: SidecarDefaults): V1EnvVar[] {
+  const store = defaults.budgetStore;
+  if (store === undefined) return [];
+  return [
+    { name: PROXY_ENV.budgetRedisUrl, value: store.url },
+    { name: PROXY_ENV.budgetRedisKeyPrefix, value: store.keyPrefix },
+    ...(store.passwordSecret ? [{ name: PROXY_ENV.budgetRedisPassword, valueFrom: { secretKeyRef: { name: store.passwordSecret.name, key: store.passwordSecret.key } } }] : []),
+  ];
 }
 
 export function sidecarVolumes(): V1Volume[] {

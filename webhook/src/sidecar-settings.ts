@@ -21,6 +21,16 @@ export interface SidecarDefaults {
   /** Passed to the sidecar as TOLLGATE_LOG_LEVEL. */
   logLevel: string;
   imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+  /** The chart's budgets.store redis (ADR 1311): where every sidecar counts its rate limits. */
+  budgetStore?: BudgetStoreSettings;
+}
+
+/** A Redis-compatible counter store, as the sidecar is told it; the password only by Secret reference. */
+export interface BudgetStoreSettings {
+  url: string;
+  keyPrefix: string;
+  /** A Secret in the pod's namespace and its key holding the store's password. */
+  passwordSecret?: { name: string; key: string };
 }
 
 /** The fully resolved settings for one pod: defaults with its valid annotation overrides applied. */

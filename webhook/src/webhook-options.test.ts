@@ -31,6 +31,30 @@ describe('parseWebhookOptions', () => {
     expect(() => parseWebhookOptions([...required, '--namespace', 'x', ...extra], {})).toThrow(message);
   });
 
+  it('takes the counter store the sidecars count their rate limits in (budgets.store redis), the password only as a Secret', () => {
+    const options = parseWebhookOptions(
+      [...required, '--namespace', 'x', '--budget-redis-url', 'redis://tollgate-redis.tollgate-system.svc:6379', '--budget-redis-password-secret', 'redis-auth/password'],
+      {},
+    );
+    if (options === 'help') throw new Error('help');
+    expect(options.sidecar.budgetStore).toEqual({
+      url: 'redis://tollgate-redis.tollgate-system.svc:6379',
+      keyPrefix: 'tollgate:budgets',
+      passwordSecret: { name: 'redis-auth', key: 'password' },
+    });
+    const none = parseWebhookOptions([...required, '--namespace', 'x'], {});
+    if (none === 'help') throw new Error('help');
+    expect(none.sidecar.budgetStore).toBeUndefined();
+  });
+
+  it.each([
+    [['--budget-redis-url', 'redis://:hunter2@redis:6379'], /--budget-redis-url: carries a password; give it as a Secret with --budget-redis-password-secret NAME\/KEY/],
+    [['--budget-redis-url', 'http://redis:6379'], /--budget-redis-url: "http:\/\/redis:6379" is not a redis:\/\/ or rediss:\/\/ URL/],
+    [['--budget-redis-url', 'redis://redis:6379', '--budget-redis-password-secret', 'only-a-name'], /--budget-redis-password-secret: "only-a-name" is not NAME\/KEY/],
+  ])('refuses the store %j naming the flag', (extra, message) => {
+    expect(() => parseWebhookOptions([...required, '--namespace', 'x', ...extra], {})).toThrow(message);
+  });
+
   it('names a missing required option and its variable', () => {
     expect(() => parseWebhookOptions(['--namespace', 'x'], {})).toThrow(new WebhookOptionsError('--sidecar-image (or TOLLGATE_WEBHOOK_SIDECAR_IMAGE) is required'));
   });

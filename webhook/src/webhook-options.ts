@@ -3,7 +3,8 @@
 
 import { parseArgs } from 'node:util';
 import { parseQuantity } from './quantity.ts';
-import { DEFAULT_PORT, type NativeSidecarMode, type SidecarDefaults } from './sidecar-settings.ts';
+import { DEFAULT_REDIS_KEY_PREFIX } from '../../contracts/budget-config.ts';
+import { type BudgetStoreSettings, DEFAULT_PORT, type NativeSidecarMode, type SidecarDefaults } from './sidecar-settings.ts';
 
 export type CertificateMode = 'self-managed' | 'files';
 
@@ -63,6 +64,11 @@ export const WEBHOOK_USAGE = `usage: tollgate webhook [options]      (every opti
   --audit-host-socket B         true|false (default false): mount the Tetragon socket directory (hostPath,
                                 read-only) into sidecars whose ProxyConfig enables audit
   --audit-socket-dir DIR        the agent's socket directory on the nodes (default /var/run/tetragon)
+  --budget-redis-url URL        budgets.store redis: the counter store every sidecar counts its rate limits in
+                                (redis:// or rediss://, without a password; default: none, per-pod counters)
+  --budget-redis-key-prefix P   its key prefix, the central server's (default tollgate:budgets)
+  --budget-redis-password-secret NAME/KEY
+                                the store's password from this Secret and key in each pod's namespace
 `;
 
 const STRING_OPTIONS = [
@@ -94,6 +100,9 @@ const STRING_OPTIONS = [
   'native-sidecar',
   'audit-host-socket',
   'audit-socket-dir',
+  'budget-redis-url',
+  'budget-redis-key-prefix',
+  'budget-redis-password-secret',
 ] as const;
 type OptionName = (typeof STRING_OPTIONS)[number];
 
@@ -184,6 +193,7 @@ export function parseWebhookOptions(argv: string[], env: NodeJS.ProcessEnv): Web
       operatorAddress,
       logLevel: oneOf('sidecar-log-level', levels, 'info'),
       ...(pullPolicy ? { imagePullPolicy: pullPolicy as 'Always' | 'IfNotPresent' | 'Never' } : {}),
+      ...budgetStoreOption(get),
     },
     audit: {
       hostSocket: oneOf('audit-host-socket', ['true', 'false'] as const, 'false') === 'true',
@@ -194,4 +204,22 @@ export function parseWebhookOptions(argv: string[], env: NodeJS.ProcessEnv): Web
       })(),
     },
   };
+}
+
+/** --budget-redis-*: the counter store the sidecars are told (ADR 1311), refused when it would carry a password. */
+function budgetStoreOption(get: (name: OptionName, fallback?: string) => string | undefined): { budgetStore?: BudgetStoreSettings } {
+  const url = get('budget-redis-url');
+  if (!url) return {};
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new WebhookOptionsError(`--budget-redis-url: ${JSON.stringify(url)} is not a URL`);
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw new WebhookOptionsError(`--budget-redis-url: ${JSON.stringify(url)} is not a redis:// or rediss:// URL`);
+  if (parsed.password !== '') throw new WebhookOptionsError('--budget-redis-url: carries a password; give it as a Secret with --budget-redis-password-secret NAME/KEY');
+  const secret = get('budget-redis-password-secret');
+  const [name, key, ...rest] = secret?.split('/') ?? [];
+  if (secret !== undefined && (rest.length > 0 || !name || !key)) throw new WebhookOptionsError(`--budget-redis-password-secret: ${JSON.stringify(secret)} is not NAME/KEY`);
+  return { budgetStore: { url, keyPrefix: get('budget-redis-key-prefix', DEFAULT_REDIS_KEY_PREFIX)!, ...(name && key ? { passwordSecret: { name, key } } : {}) } };
 }

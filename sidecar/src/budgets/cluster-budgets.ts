@@ -21,6 +21,7 @@ import { type CompiledPolicy, PolicySet } from '../../../contracts/budget-polici
 import type { BudgetJson, ChargeSplit, Grant, GrantJson, PeriodUsage } from './budget-record.ts';
 import { InvalidSpendError, SpendOutbox } from './spend-outbox.ts';
 import { MemoryRateWindows } from './memory-rate-windows.ts';
+import type { RateWindows } from './rate-windows.ts';
 
 /** What the push client hands budget messages to, and takes reports from. */
 export interface BudgetLink {
@@ -70,6 +71,11 @@ export interface ClusterBudgetsOptions {
   logger: Logger;
   now?: () => number;
   reportIntervalMs?: number;
+  /**
+   * The chart's counter store (budgets.store redis, ADR 1311): rate limits counted with the server and every
+   * other sidecar there, closed with the budgets. Default: this sidecar's own windows.
+   */
+  rateWindows?: RateWindows & { close(): Promise<void> };
 }
 
 export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
@@ -79,8 +85,9 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
   readonly #stateDir: string;
   readonly #outbox: SpendOutbox;
   readonly #book: BudgetBook;
-  /** Counted by this sidecar alone: the operator's ledger is not a counter store (ADR 1309). */
-  readonly rateWindows = new MemoryRateWindows();
+  /** This sidecar's own, unless the chart gives it the Redis store: the operator's ledger is not a counter store (ADRs 1309, 1311). */
+  readonly rateWindows: RateWindows;
+  readonly #closeRateWindows: () => Promise<void>;
   #base = new Map<string, BaseUsage>();
   /** Own spend not yet counted by the operator, summed per (policy, user, period, report). */
   #overlay = new Map<string, OverlayCharge>();
@@ -103,6 +110,9 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
     this.#logger = opts.logger.child({ component: 'budgets' });
     this.#now = opts.now ?? Date.now;
     this.#stateDir = opts.stateDir;
+    const shared = opts.rateWindows;
+    this.rateWindows = shared ?? new MemoryRateWindows();
+    this.#closeRateWindows = async () => shared?.close();
     mkdirSync(opts.stateDir, { recursive: true });
     this.#outbox = new SpendOutbox(join(opts.stateDir, OUTBOX_FILE));
     this.#logSkipped();
@@ -134,7 +144,13 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
 
   charge(userId: string, costUsd: number, at: number): void {
     chargeFinishedCall(this.#book, this.#logger, { userId, costUsd, at }, (result) => {
-      const charge: OverlayCharge = { policy: result.record.policy.name, userId: result.record.userId, periodStart: result.record.periodStart, split: result.split, sequence: null };
+      const charge: OverlayCharge = {
+        policy: result.record.policy.name,
+        userId: result.record.userId,
+        periodStart: result.record.periodStart,
+        split: result.split,
+        sequence: null,
+      };
       this.#addOverlay(charge);
       this.#persist(charge);
     });
@@ -195,6 +211,7 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
     clearInterval(this.#timer);
     this.#save(true);
     this.#outbox.close();
+    await this.#closeRateWindows();
   }
 
   #hasUnsent(): boolean {
