@@ -232,6 +232,33 @@ describe('budgets.store redis', () => {
     const serverConfig = manifests.find((m) => m.kind === 'ConfigMap' && JSON.stringify(m).includes('kind: redis'));
     expect(JSON.stringify(serverConfig)).toContain(`url: redis://tollgate-redis.${NS}.svc:6379`);
     expect(JSON.stringify(serverConfig)).toContain('keyPrefix: acme:spend');
+    // A password only by reference to a Secret in the pod's namespace.
+    const withSecret = await cp.helm([
+      ...['template', RELEASE, CHART, '-n', NS, ...KUBE_VERSION],
+      '--set',
+      'budgets.store=redis',
+      '--set',
+      'budgets.redis.url=redis://redis.store.svc:6379',
+      '--set',
+      'budgets.redis.passwordSecret.name=redis-auth',
+    ]);
+    expect(withSecret.stderr).toBe('');
+    const secretFlags = containerArgs(
+      find(
+        parseAllDocuments(withSecret.stdout)
+          .map((d) => d.toJSON() as Manifest)
+          .filter(Boolean),
+        'Deployment',
+        'tollgate-webhook',
+      ),
+    );
+    expect(secretFlags).toEqual(
+      expect.arrayContaining([
+        '--budget-redis-url=redis://redis.store.svc:6379',
+        '--budget-redis-key-prefix=tollgate:budgets',
+        '--budget-redis-password-secret=redis-auth/password',
+      ]),
+    );
     // The default store, configmaps, gives the sidecars none.
     const defaults = parseWebhookOptions(containerArgs(find(await template('default-values.yaml'), 'Deployment', 'tollgate-webhook')).slice(1), { POD_NAMESPACE: NS });
     expect(defaults !== 'help' && defaults.sidecar.budgetStore).toBeUndefined();
