@@ -26,7 +26,7 @@ export function compilePolicy(config: BudgetPolicyConfig): CompiledPolicy {
 }
 
 /** Ids of budgets above the user level; user ids of this form are reserved (ADR 1312). */
-export function isGroupKey(key: string): boolean {
+function isGroupKey(key: string): boolean {
   return key.startsWith('@team:') || key.startsWith('@namespace:');
 }
 

@@ -9,10 +9,9 @@
 
 import { ConfigError } from './config-error.ts';
 
-export const BUDGET_LEVELS = ['User', 'Team', 'Namespace'] as const;
-export type BudgetLevel = (typeof BUDGET_LEVELS)[number];
+type BudgetLevel = 'User' | 'Team' | 'Namespace';
 
-export const BUDGET_SCOPES = ['Namespace'] as const;
+const BUDGET_SCOPES = ['Namespace'] as const;
 
 export interface BudgetTeamConfig {
   name: string;
@@ -23,15 +22,15 @@ export interface BudgetTeamConfig {
 }
 
 /** The subject fields of a policy, parsed; `users` is empty for a Team or Namespace policy. */
-export interface BudgetSubjects {
+interface BudgetSubjects {
   users: string[];
   serviceAccounts?: string[];
   team?: BudgetTeamConfig;
   scope?: 'Namespace';
 }
 
-export const SUBJECT_FIELDS = ['users', 'serviceAccounts', 'team', 'scope'] as const;
-export const MAX_TEAM_MEMBERS = 1000;
+const SUBJECT_FIELDS = ['users', 'serviceAccounts', 'team', 'scope'] as const;
+const MAX_TEAM_MEMBERS = 1000;
 const TEAM_NAME = /^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$/;
 const SERVICE_ACCOUNT = /^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)$/;
 
@@ -41,9 +40,9 @@ export function serviceAccountUser(entry: string): string {
   return `system:serviceaccount:${namespace}:${name}`;
 }
 
-function serviceAccounts(value: unknown, field: string): string[] {
-  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_TEAM_MEMBERS) {
-    throw new ConfigError(field, `must be a list of 1 to ${MAX_TEAM_MEMBERS} service accounts, each <namespace>/<name>`);
+function serviceAccounts(value: unknown, field: string, min = 1): string[] {
+  if (!Array.isArray(value) || value.length < min || value.length > MAX_TEAM_MEMBERS) {
+    throw new ConfigError(field, `must be a list of ${min} to ${MAX_TEAM_MEMBERS} service accounts, each <namespace>/<name>`);
   }
   return value.map((entry, i) => {
     if (typeof entry !== 'string' || !SERVICE_ACCOUNT.test(entry)) {
@@ -65,7 +64,6 @@ function team(value: unknown, field: string, parseUser: (v: unknown, f: string) 
   if (typeof v.name !== 'string' || !TEAM_NAME.test(v.name)) {
     throw new ConfigError(`${field}.name`, `must be a name of lower-case letters, digits, '-' and '.', at most 63 characters (got ${JSON.stringify(v.name)})`);
   }
-  if (v.users === undefined && v.serviceAccounts === undefined) throw new ConfigError(field, 'must list users, serviceAccounts or both');
   let users: string[] = [];
   if (v.users !== undefined) {
     if (!Array.isArray(v.users) || v.users.length > MAX_TEAM_MEMBERS) throw new ConfigError(`${field}.users`, `must be a list of at most ${MAX_TEAM_MEMBERS} user ids`);
@@ -74,7 +72,9 @@ function team(value: unknown, field: string, parseUser: (v: unknown, f: string) 
       return parseUser(u, `${field}.users[${i}]`);
     });
   }
-  return { name: v.name, users, serviceAccounts: v.serviceAccounts === undefined ? [] : serviceAccounts(v.serviceAccounts, `${field}.serviceAccounts`) };
+  const accounts = v.serviceAccounts === undefined ? [] : serviceAccounts(v.serviceAccounts, `${field}.serviceAccounts`, 0);
+  if (users.length + accounts.length === 0) throw new ConfigError(field, 'must list users, serviceAccounts or both');
+  return { name: v.name, users, serviceAccounts: accounts };
 }
 
 /** The policy's subject fields; exactly one kind may be set, and none means `users: ["*"]`. */
@@ -84,7 +84,8 @@ export function parseSubjects(
   parseUsers: (v: unknown, f: string) => string[],
   parseUser: (v: unknown, f: string) => string,
 ): BudgetSubjects {
-  const set = SUBJECT_FIELDS.filter((key) => v[key] !== undefined);
+  // `users: []` is how a parsed team or namespace policy reads back (the operator sends it so to sidecars).
+  const set = SUBJECT_FIELDS.filter((key) => v[key] !== undefined && !(key === 'users' && Array.isArray(v.users) && v.users.length === 0));
   if (set.length > 1) throw new ConfigError(`${field}.${set[1]}`, `cannot be set together with ${field}.${set[0]}: a policy limits one kind of subject`);
   if (v.scope !== undefined) {
     if (v.scope !== 'Namespace') throw new ConfigError(`${field}.scope`, `must be one of ${BUDGET_SCOPES.join(', ')} (got ${JSON.stringify(v.scope)})`);
@@ -100,6 +101,37 @@ export function levelOf(subjects: BudgetSubjects): BudgetLevel {
   return subjects.team ? 'Team' : 'User';
 }
 
+/** What a policy limits, in a few words: the status's `subject`. */
+export function subjectOf(subjects: BudgetSubjects): string {
+  if (subjects.scope === 'Namespace') return 'the namespace';
+  if (subjects.team) return `team ${subjects.team.name}`;
+  if (subjects.serviceAccounts) return `each of ${subjects.serviceAccounts.length} service accounts`;
+  return subjects.users.includes('*') ? 'every user' : `each of ${subjects.users.length} users`;
+}
+
+interface Claim {
+  key: string;
+  /** The field under the policy that names it. */
+  at: string;
+  what: string;
+}
+
+/** What a policy names at its level, each as a key two policies must not share. */
+function claims(p: BudgetSubjects): Claim[] {
+  const out: Claim[] = [];
+  p.users.forEach((u, j) => out.push({ key: `User\u0000${u}`, at: `users[${j}]`, what: u === '*' ? '* (every other user)' : `the user ${JSON.stringify(u)}` }));
+  p.serviceAccounts?.forEach((sa, j) => out.push({ key: `User\u0000${serviceAccountUser(sa)}`, at: `serviceAccounts[${j}]`, what: `the service account ${sa}` }));
+  if (p.scope === 'Namespace') out.push({ key: 'Namespace', at: 'scope', what: 'the namespace' });
+  const t = p.team;
+  if (t === undefined) return out;
+  out.push({ key: `Team\u0000team\u0000${t.name}`, at: 'team.name', what: `the team ${t.name}` });
+  t.users.forEach((u, j) => out.push({ key: `Team\u0000${u}`, at: `team.users[${j}]`, what: `the user ${JSON.stringify(u)} as a team member` }));
+  t.serviceAccounts.forEach((sa, j) =>
+    out.push({ key: `Team\u0000${serviceAccountUser(sa)}`, at: `team.serviceAccounts[${j}]`, what: `the service account ${sa} as a team member` }),
+  );
+  return out;
+}
+
 /**
  * Refuses two policies naming the same subject at the same level: a user id (or service account) named by two
  * user-level policies or by two teams, a team name twice, `*` twice, two namespace budgets. A policy naming a user
@@ -107,19 +139,21 @@ export function levelOf(subjects: BudgetSubjects): BudgetLevel {
  */
 export function refuseSameSubjects(policies: readonly BudgetSubjects[], field: string): void {
   const seen = new Map<string, number>();
-  const claim = (key: string, i: number, at: string, what: string): void => {
-    const first = seen.get(key);
-    if (first !== undefined) throw new ConfigError(`${field}[${i}].${at}`, `names ${what}, which ${field}[${first}] already names at the same level`);
-    seen.set(key, i);
-  };
   policies.forEach((p, i) => {
-    p.users.forEach((u, j) => claim(`User\u0000${u}`, i, `users[${j}]`, u === '*' ? '* (every other user)' : `the user ${JSON.stringify(u)}`));
-    p.serviceAccounts?.forEach((sa, j) => claim(`User\u0000${serviceAccountUser(sa)}`, i, `serviceAccounts[${j}]`, `the service account ${sa}`));
-    if (p.scope === 'Namespace') claim('Namespace', i, 'scope', 'the namespace');
-    const t = p.team;
-    if (t === undefined) return;
-    claim(`Team\u0000team\u0000${t.name}`, i, 'team.name', `the team ${t.name}`);
-    t.users.forEach((u, j) => claim(`Team\u0000${u}`, i, `team.users[${j}]`, `the user ${JSON.stringify(u)} as a team member`));
-    t.serviceAccounts.forEach((sa, j) => claim(`Team\u0000${serviceAccountUser(sa)}`, i, `team.serviceAccounts[${j}]`, `the service account ${sa} as a team member`));
+    for (const { key, at, what } of claims(p)) {
+      const first = seen.get(key);
+      if (first !== undefined) throw new ConfigError(`${field}[${i}].${at}`, `names ${what}, which ${field}[${first}] already names at the same level`);
+      seen.set(key, i);
+    }
   });
+}
+
+/** The same rule between objects (BudgetPolicies): `policy` may not name what an older one already names. */
+export function refuseSubjectsTaken(older: readonly { name: string; subjects: BudgetSubjects }[], policy: BudgetSubjects, field: string): void {
+  const taken = new Map<string, string>();
+  for (const o of older) for (const { key } of claims(o.subjects)) if (!taken.has(key)) taken.set(key, o.name);
+  for (const { key, at, what } of claims(policy)) {
+    const owner = taken.get(key);
+    if (owner !== undefined) throw new ConfigError(`${field}.${at}`, `names ${what}, which the older policy ${owner} already names at the same level`);
+  }
 }

@@ -102,25 +102,66 @@ const rateLimits: SchemaNode = {
   },
 };
 
+const serviceAccountName: SchemaNode = {
+  type: 'string',
+  description: "A service account of the policy's namespace, by name.",
+  minLength: 1,
+  maxLength: 253,
+  pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
+};
+
+// ADR 1312: one kind of subject per policy; users (or none of them: every user), serviceAccounts, team or scope.
+const SUBJECTS = ['users', 'serviceAccounts', 'team', 'scope'];
+
+const team: SchemaNode = {
+  type: 'object',
+  tsType: 'BudgetTeamSpec',
+  description: 'A named team: its users and service accounts share one budget. Teams do not nest.',
+  required: ['name'],
+  properties: {
+    name: { type: 'string', description: 'The team, unique among the policies of the namespace.', minLength: 1, maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$' },
+    users: { type: 'array', description: 'User ids of the members (not *).', maxItems: 1000, 'x-kubernetes-list-type': 'set', items: userId },
+    serviceAccounts: { type: 'array', description: 'Service accounts of the members.', maxItems: 1000, 'x-kubernetes-list-type': 'set', items: serviceAccountName },
+  },
+  'x-kubernetes-validations': [
+    {
+      rule: '(has(self.users) && size(self.users) > 0) || (has(self.serviceAccounts) && size(self.serviceAccounts) > 0)',
+      message: 'a team lists users, serviceAccounts or both',
+      reason: 'FieldValueRequired',
+    },
+  ],
+};
+
 const spec: SchemaNode = {
   type: 'object',
   tsType: 'BudgetPolicySpec',
-  description: 'A per-user spending limit per calendar period, enforced by the sidecars of the selected pods.',
-  required: ['users'],
+  description:
+    'A spending limit per calendar period for each user, each service account, a team or the namespace as one budget, enforced by the sidecars of the selected pods. ' +
+    "A call is admitted only if its user's, its team's and the namespace's budgets all have room, and is charged to each.",
   properties: {
     selector: labelSelector,
     users: {
       type: 'array',
       description:
-        'User ids this policy limits, each separately, or ["*"] for every user no other policy of the namespace names. ' +
+        'User ids this policy limits, each separately, or ["*"] (the default when no subject is set) for every user no other policy of the namespace names. ' +
         "A call without a user id is charged to the pod's service account, system:serviceaccount:<namespace>:<name>.",
       minItems: 1,
       maxItems: 1000,
       'x-kubernetes-list-type': 'set',
       items: userId,
     },
-    limitUsd: usd('Limit per user per period.'),
-    limitMicroUsd: microUsd('Limit per user per period, instead of limitUsd.'),
+    serviceAccounts: {
+      type: 'array',
+      description: 'Service accounts of the namespace this policy limits, each separately: the calls their pods send without a user id.',
+      minItems: 1,
+      maxItems: 1000,
+      'x-kubernetes-list-type': 'set',
+      items: serviceAccountName,
+    },
+    team,
+    scope: { type: 'string', tsType: 'BudgetScopeName', description: 'Namespace: every call of the namespace shares this one budget.', enum: ['Namespace'] },
+    limitUsd: usd('Limit per subject per period.'),
+    limitMicroUsd: microUsd('Limit per subject per period, instead of limitUsd.'),
     period: {
       type: 'string',
       tsType: 'BudgetPeriodName',
@@ -153,7 +194,14 @@ const spec: SchemaNode = {
     grants: { type: 'array', description: 'Grants, at most 256.', maxItems: 256, items: grant },
     rateLimits,
   },
-  'x-kubernetes-validations': [{ rule: 'has(self.limitUsd) != has(self.limitMicroUsd)', message: 'set exactly one of limitUsd and limitMicroUsd', reason: 'FieldValueInvalid' }],
+  'x-kubernetes-validations': [
+    { rule: 'has(self.limitUsd) != has(self.limitMicroUsd)', message: 'set exactly one of limitUsd and limitMicroUsd', reason: 'FieldValueInvalid' },
+    {
+      rule: SUBJECTS.map((field) => `(has(self.${field}) ? 1 : 0)`).join(' + ') + ' <= 1',
+      message: `set at most one of ${SUBJECTS.join(', ')}: a policy limits one kind of subject`,
+      reason: 'FieldValueInvalid',
+    },
+  ],
 };
 
 const status: SchemaNode = {
@@ -170,6 +218,8 @@ const status: SchemaNode = {
       'x-kubernetes-list-map-keys': ['type'],
       items: condition,
     },
+    level: { type: 'string', description: 'User, Team or Namespace: the level of the budgets this policy keeps (ADR 1312).', maxLength: 16 },
+    subject: { type: 'string', description: 'What it limits: users, service accounts, team <name> or the namespace.', maxLength: 128 },
     limitUsd: { type: 'string', description: 'The limit, as decimal USD.', maxLength: 32 },
     periodStart: { type: 'string', format: 'date-time', description: 'Start of the current period.' },
     periodEnd: { type: 'string', format: 'date-time', description: 'End of the current period (Retry-After of a refusal counts down to it).' },
@@ -235,9 +285,11 @@ export const BUDGET_POLICY_CRD: CrdSource = {
         },
       },
       printerColumns: [
-        { name: 'Limit', type: 'string', jsonPath: '.status.limitUsd', description: 'USD per user per period' },
+        { name: 'Level', type: 'string', jsonPath: '.status.level', description: 'User, Team or Namespace' },
+        { name: 'Subject', type: 'string', jsonPath: '.status.subject', priority: 1 },
+        { name: 'Limit', type: 'string', jsonPath: '.status.limitUsd', description: 'USD per subject per period' },
         { name: 'Period', type: 'string', jsonPath: '.spec.period' },
-        { name: 'Spent', type: 'string', jsonPath: '.status.spentUsd', description: 'USD spent by all users this period' },
+        { name: 'Spent', type: 'string', jsonPath: '.status.spentUsd', description: 'USD spent by all its subjects this period' },
         { name: 'Over', type: 'integer', jsonPath: '.status.usersOverThreshold', description: 'Users at or over the lowest alert threshold' },
         { name: 'Exhausted', type: 'integer', jsonPath: '.status.usersExhausted', priority: 1 },
         { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },

@@ -617,21 +617,27 @@ export interface BudgetPolicy {
   /** BudgetPolicy */
   kind?: string;
   metadata?: ObjectMeta;
-  /** A per-user spending limit per calendar period, enforced by the sidecars of the selected pods. */
+  /** A spending limit per calendar period for each user, each service account, a team or the namespace as one budget, enforced by the sidecars of the selected pods. A call is admitted only if its user's, its team's and the namespace's budgets all have room, and is charged to each. */
   spec?: BudgetPolicySpec;
   /** Written by the operator through the status subresource: the current period as the cluster ledger holds it. */
   status?: BudgetPolicyStatus;
 }
 
-/** A per-user spending limit per calendar period, enforced by the sidecars of the selected pods. */
+/** A spending limit per calendar period for each user, each service account, a team or the namespace as one budget, enforced by the sidecars of the selected pods. A call is admitted only if its user's, its team's and the namespace's budgets all have room, and is charged to each. */
 export interface BudgetPolicySpec {
   /** Which pods of the namespace enforce this policy, by their labels (metav1.LabelSelector); empty: every injected pod. */
   selector?: LabelSelector;
-  /** User ids this policy limits, each separately, or ["*"] for every user no other policy of the namespace names. A call without a user id is charged to the pod's service account, system:serviceaccount:<namespace>:<name>. */
-  users: string[];
-  /** Limit per user per period. Decimal USD with at most 6 decimals, e.g. "25" or "0.01". */
+  /** User ids this policy limits, each separately, or ["*"] (the default when no subject is set) for every user no other policy of the namespace names. A call without a user id is charged to the pod's service account, system:serviceaccount:<namespace>:<name>. */
+  users?: string[];
+  /** Service accounts of the namespace this policy limits, each separately: the calls their pods send without a user id. */
+  serviceAccounts?: string[];
+  /** A named team: its users and service accounts share one budget. Teams do not nest. */
+  team?: BudgetTeamSpec;
+  /** Namespace: every call of the namespace shares this one budget. */
+  scope?: BudgetScopeName;
+  /** Limit per subject per period. Decimal USD with at most 6 decimals, e.g. "25" or "0.01". */
   limitUsd?: string;
-  /** Limit per user per period, instead of limitUsd. Whole micro-dollars (1 USD = 1000000). */
+  /** Limit per subject per period, instead of limitUsd. Whole micro-dollars (1 USD = 1000000). */
   limitMicroUsd?: number;
   /** Calendar period: day, week (ISO, from Monday) or month. Default: "month". */
   period?: BudgetPeriodName;
@@ -660,6 +666,19 @@ export interface LabelSelectorRequirement {
   operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
   values?: string[];
 }
+
+/** A named team: its users and service accounts share one budget. Teams do not nest. */
+export interface BudgetTeamSpec {
+  /** The team, unique among the policies of the namespace. */
+  name: string;
+  /** User ids of the members (not *). */
+  users?: string[];
+  /** Service accounts of the members. */
+  serviceAccounts?: string[];
+}
+
+/** Namespace: every call of the namespace shares this one budget. */
+export type BudgetScopeName = 'Namespace';
 
 /** Calendar period: day, week (ISO, from Monday) or month. */
 export type BudgetPeriodName = 'day' | 'week' | 'month';
@@ -697,6 +716,10 @@ export interface BudgetPolicyStatus {
   observedGeneration?: number;
   /** Ready: True once the policy is accepted and pushed to sidecars; False with a reason otherwise. */
   conditions?: Condition[];
+  /** User, Team or Namespace: the level of the budgets this policy keeps (ADR 1312). */
+  level?: string;
+  /** What it limits: users, service accounts, team <name> or the namespace. */
+  subject?: string;
   /** The limit, as decimal USD. */
   limitUsd?: string;
   /** Start of the current period. */

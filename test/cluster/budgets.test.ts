@@ -162,6 +162,17 @@ describe('a BudgetPolicy caps a user across two sidecars', () => {
     const float = await cp.kubectl(['apply', '--dry-run=server', '-f', '-'], { input: budgetPolicyYaml.replace('limitUsd: "0.02"', 'limitUsd: 0.02') });
     expect(float.code).not.toBe(0);
     expect(float.stderr).toContain('spec.limitUsd');
+    // ADR 1312: one kind of subject, a known scope, a team with members.
+    const twoKinds = await cp.kubectl(['apply', '--dry-run=server', '-f', '-'], { input: budgetPolicyYaml.replace('users: ["*"]', 'users: ["*"]\n  scope: Namespace') });
+    expect(twoKinds.code).not.toBe(0);
+    expect(twoKinds.stderr).toContain('set at most one of users, serviceAccounts, team, scope');
+    const cluster = await cp.kubectl(['apply', '--dry-run=server', '-f', '-'], { input: budgetPolicyYaml.replace('users: ["*"]', 'scope: Cluster') });
+    expect(cluster.code).not.toBe(0);
+    expect(cluster.stderr).toMatch(/spec\.scope: Unsupported value: "Cluster"/);
+    const empty = await cp.kubectl(['apply', '--dry-run=server', '-f', '-'], { input: budgetPolicyYaml.replace('users: ["*"]', 'team: { name: buyers }') });
+    expect(empty.code).not.toBe(0);
+    expect(empty.stderr).toContain('spec.team');
+    expect(empty.stderr).toContain('a team lists users, serviceAccounts or both');
   });
 
   it('kubectl apply reaches both sidecars, spend through one exhausts the user in both, and a killed leader loses nothing', async () => {
@@ -246,8 +257,8 @@ describe('a BudgetPolicy caps a user across two sidecars', () => {
     expect(status.periodStart).toMatch(/^\d{4}-\d{2}-01T00:00:00(\.000)?Z$/);
 
     const table = await cp.kubectl(['get', 'budgetpolicies', '-n', NS]);
-    expect(table.stdout).toMatch(/NAME\s+LIMIT\s+PERIOD\s+SPENT\s+OVER\s+READY\s+AGE/);
-    expect(table.stdout).toMatch(new RegExp(`checkout-monthly\\s+0\\.02\\s+month\\s+${expected.replace('.', '\\.')}\\s+1\\s+True`));
+    expect(table.stdout).toMatch(/NAME\s+LEVEL\s+LIMIT\s+PERIOD\s+SPENT\s+OVER\s+READY\s+AGE/);
+    expect(table.stdout).toMatch(new RegExp(`checkout-monthly\\s+User\\s+0\\.02\\s+month\\s+${expected.replace('.', '\\.')}\\s+1\\s+True`));
 
     // The thresholds were reached once each, across the failover: an Event each, and `budget alert` logged once.
     const events = await eventually('two BudgetThresholdReached events', async () => {
@@ -356,5 +367,56 @@ describe('a BudgetPolicy caps a user across two sidecars', () => {
     expect([...loaded.state.policies.keys()]).toEqual(['shop/checkout-monthly']);
     const ledger = loaded.state.policies.get('shop/checkout-monthly')!;
     expect([...ledger.applied.values()].map((w) => w.pod).sort()).toEqual(['shop/checkout-a', 'shop/checkout-b']);
+  });
+});
+
+// ADR 1312: a team's budget above the users', kept by the operator like a user's under @team:<name>.
+describe('a team BudgetPolicy above the per-user one', () => {
+  const teamYaml = (name: string) => `apiVersion: tollgate.dev/v1alpha1
+kind: BudgetPolicy
+metadata: { name: ${name}, namespace: ${NS} }
+spec:
+  selector: { matchLabels: { app: checkout } }
+  team: { name: buyers, users: [tina, tom] }
+  limitUsd: "0.002"
+`;
+  const path = (name: string) => `/apis/${BUDGET_POLICY.group}/${BUDGET_POLICY.version}/namespaces/${NS}/${BUDGET_POLICY.plural}/${name}`;
+
+  it("stops a member with room of their own once the team's 0.002 is spent through two sidecars, shows the level, and refuses a second policy naming the team", async () => {
+    expect((await cp.kubectl(['apply', '-f', '-'], { input: teamYaml('checkout-team') })).code).toBe(0);
+    await eventually('both sidecars to have the team policy', async () => {
+      const health = await Promise.all(sidecars.map((s) => sidecarHealth(s.url)));
+      if (health.every((h) => h.policies === 2)) return true;
+      const ready = (await api.get<BudgetPolicy>(path('checkout-team'))).status?.conditions?.find((c) => c.type === 'Ready');
+      throw new Error(`policies per sidecar ${health.map((h) => h.policies).join(', ')}; Ready ${ready?.status} ${ready?.reason}: ${ready?.message}`);
+    });
+    const [a, b] = [sidecars[0]!.url, sidecars.at(-1)!.url];
+    // 0.001 a call: tina through one pod, tom through the other; each has 0.02 of their own (checkout-monthly).
+    expect((await call(a, 'tina')).status).toBe(200);
+    expect((await call(b, 'tom')).status).toBe(200);
+    const status = await eventually('the team spent 0.002 in the status', async () => {
+      const s = (await api.get<BudgetPolicy>(path('checkout-team'))).status;
+      return s?.spentUsd === '0.002' && s.usersExhausted === 1 ? s : undefined;
+    });
+    expect(status).toMatchObject({ level: 'Team', subject: 'team buyers', limitUsd: '0.002', users: 1, topSpenders: [{ user: '@team:buyers', spentUsd: '0.002', percent: 100 }] });
+    // tina has spent 0.001 of her 0.02, but her team has nothing left: refused by either pod.
+    const refused = await call(a, 'tina');
+    expect(refused.status).toBe(429);
+    expect(refused.text).toContain('the team \\"buyers\\" (of user \\"tina\\") has spent the 0.002 USD monthly budget of policy \\"shop/checkout-team\\"');
+    expect((await call(b, 'tom')).status).toBe(429);
+
+    const table = await cp.kubectl(['get', 'budgetpolicies', '-n', NS, '-o', 'wide']);
+    expect(table.stdout).toMatch(/NAME\s+LEVEL\s+SUBJECT\s+LIMIT/);
+    expect(table.stdout).toMatch(/checkout-team\s+Team\s+team buyers\s+0\.002\s+month\s+0\.002\s+1\s+1\s+True/);
+
+    // A second policy for the same pods naming the same team: Ready=False SubjectConflict naming the field.
+    expect((await cp.kubectl(['apply', '-f', '-'], { input: teamYaml('checkout-team-2') })).code).toBe(0);
+    const conflict = await eventually('the second team policy refused', async () => {
+      const bp = await api.get<BudgetPolicy>(path('checkout-team-2'));
+      const ready = bp.status?.conditions?.find((c) => c.type === 'Ready');
+      return ready?.reason === 'SubjectConflict' && ready.observedGeneration === bp.metadata?.generation ? ready : undefined;
+    });
+    expect(conflict).toMatchObject({ status: 'False', message: 'spec.team.name names the team buyers, which the older policy checkout-team already names at the same level' });
+    expect((await cp.kubectl(['delete', 'budgetpolicy', 'checkout-team', 'checkout-team-2', '-n', NS])).code).toBe(0);
   });
 });

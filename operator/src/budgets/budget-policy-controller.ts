@@ -22,6 +22,8 @@ import { BudgetDistributor } from './budget-distributor.ts';
 import { type BudgetAlert, ClusterLedger, remainingUnits, type UserUsage } from './cluster-ledger.ts';
 import { LedgerStore } from './ledger-store.ts';
 import { renderBudgetPolicy } from './render-budget-policy.ts';
+import type { BudgetPolicyConfig } from '../../../contracts/budget-config.ts';
+import { levelOf, refuseSubjectsTaken, subjectOf } from '../../../contracts/budget-subjects.ts';
 
 export type CachedBudgetPolicy = BudgetPolicy & { metadata: { name: string; namespace: string } };
 
@@ -62,7 +64,7 @@ export async function reconcileBudgetPolicy(key: string, deps: BudgetControllerD
   const status: BudgetPolicyStatus = {
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
     conditions: ready.conditions,
-    ...(policy ? summary(policy, deps.ledger.usage(key, now), now) : {}),
+    ...(policy ? { level: levelOf(policy.config), subject: subjectOf(policy.config), ...summary(policy, deps.ledger.usage(key, now), now) } : {}),
     sidecars: deps.distributor.sidecarsFor(key),
   };
   if (stableJson(normalise(bp.status)) !== stableJson(normalise(status)) && !(await writeStatus(deps.api, BUDGET_POLICY, key, status))) return;
@@ -71,26 +73,58 @@ export async function reconcileBudgetPolicy(key: string, deps: BudgetControllerD
     else logger.warn({ budgetPolicy: key, generation, reason: verdict.reason, message: verdict.message }, 'BudgetPolicy rejected');
     await deps.recorder.record(verdictEvent(budgetPolicyRef(bp), verdict, generation));
   }
-  if (!policy) return;
+  // A conflict clears when the older policy goes, which queues only that one: look again.
+  if (!policy) return verdict.reason === 'SubjectConflict' ? { requeueAfterMs: RESYNC_MS } : undefined;
   const end = periodBounds(policy.config.period, policy.config.timeZone, now).end;
   return { requeueAfterMs: Math.max(1_000, Math.min(RESYNC_MS, end - now + 1_000)) };
 }
 
 /** Compiles the policy and hands it to the ledger and the sidecars; a spec that cannot be enforced withdraws it. */
 function enforce(key: string, bp: CachedBudgetPolicy, deps: BudgetControllerDeps): { policy: CompiledPolicy | undefined; verdict: Verdict } {
+  let config: BudgetPolicyConfig;
   try {
-    const config = renderBudgetPolicy(key, bp);
-    const policy = compilePolicy(config);
-    deps.compiled.set(key, policy);
-    deps.distributor.setPolicy(key, { config, ...(bp.spec?.selector ? { selector: bp.spec.selector } : {}) });
-    const message = `${config.enforcement === 'block' ? 'limit' : 'alert at'} ${config.limitUsd} USD per user per ${config.period} (${config.timeZone}), enforced by ${deps.distributor.sidecarsFor(key)} sidecars`;
-    return { policy, verdict: { ready: true, reason: 'Accepted', message } };
+    config = renderBudgetPolicy(key, bp);
   } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    deps.compiled.delete(key);
-    deps.distributor.setPolicy(key, undefined);
-    return { policy: undefined, verdict: { ready: false, reason: 'InvalidSpec', message: error.message } };
+    return refused(key, error, 'InvalidSpec', deps);
   }
+  try {
+    refuseSubjectsTaken(olderSiblings(bp, deps), config, 'spec');
+  } catch (error) {
+    return refused(key, error, 'SubjectConflict', deps);
+  }
+  const policy = compilePolicy(config);
+  deps.compiled.set(key, policy);
+  deps.distributor.setPolicy(key, { config, ...(bp.spec?.selector ? { selector: bp.spec.selector } : {}) });
+  const per = levelOf(config) === 'User' ? 'per user' : `for ${subjectOf(config)}`;
+  const message = `${config.enforcement === 'block' ? 'limit' : 'alert at'} ${config.limitUsd} USD ${per} per ${config.period} (${config.timeZone}), enforced by ${deps.distributor.sidecarsFor(key)} sidecars`;
+  return { policy, verdict: { ready: true, reason: 'Accepted', message } };
+}
+
+/** A spec that cannot be enforced withdraws the policy; `reason` is the Ready condition's. */
+function refused(key: string, error: unknown, reason: string, deps: BudgetControllerDeps): { policy: undefined; verdict: Verdict } {
+  if (!(error instanceof ConfigError)) throw error;
+  deps.compiled.delete(key);
+  deps.distributor.setPolicy(key, undefined);
+  return { policy: undefined, verdict: { ready: false, reason, message: error.message } };
+}
+
+/**
+ * ADR 1312: the policies of the namespace created before this one for the same pods (an equal selector), which
+ * keep what they name; later policies with different selectors may overlap, and there the older still wins.
+ */
+function olderSiblings(bp: CachedBudgetPolicy, deps: BudgetControllerDeps): { name: string; subjects: BudgetPolicyConfig }[] {
+  const order = (p: CachedBudgetPolicy) => `${p.metadata.creationTimestamp ?? ''}\u0000${p.metadata.name}`;
+  const selector = JSON.stringify(bp.spec?.selector ?? {});
+  const out: { name: string; subjects: BudgetPolicyConfig }[] = [];
+  for (const other of deps.budgetPolicies.list(bp.metadata.namespace)) {
+    if (order(other) >= order(bp) || other.metadata.deletionTimestamp || JSON.stringify(other.spec?.selector ?? {}) !== selector) continue;
+    try {
+      out.push({ name: other.metadata.name, subjects: renderBudgetPolicy(objectKey(other), other) });
+    } catch {
+      // An older policy that is itself refused names nothing.
+    }
+  }
+  return out;
 }
 
 /** Spenders in order: most spent first, then by user id. */

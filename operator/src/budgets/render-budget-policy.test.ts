@@ -22,6 +22,22 @@ describe('BudgetPolicy → runtime policy', () => {
     });
   });
 
+  it("renders a team's and the policy's service accounts in the policy's namespace, and the namespace scope (ADR 1312)", () => {
+    expect(renderBudgetPolicy('shop/cap', policy({ team: { name: 'payments', users: ['alice'], serviceAccounts: ['checkout'] }, limitUsd: '50' }))).toMatchObject({
+      users: [],
+      team: { name: 'payments', users: ['alice'], serviceAccounts: ['shop/checkout'] },
+    });
+    expect(renderBudgetPolicy('shop/cap', policy({ serviceAccounts: ['checkout', 'worker'], limitUsd: '5' }))).toMatchObject({
+      users: [],
+      serviceAccounts: ['shop/checkout', 'shop/worker'],
+    });
+    expect(renderBudgetPolicy('shop/cap', policy({ scope: 'Namespace', limitUsd: '500' }))).toMatchObject({ users: [], scope: 'Namespace', limitUsd: '500' });
+    // No subject at all: every user, as `users` was required to say before.
+    expect(renderBudgetPolicy('shop/cap', policy({ limitUsd: '1' })).users).toEqual(['*']);
+    expect(() => renderBudgetPolicy('shop/cap', policy({ scope: 'Namespace', limitUsd: '0' }))).toThrow('spec.limitUsd must be more than 0 USD');
+    expect(() => renderBudgetPolicy('shop/cap', policy({ team: { name: 'payments', users: ['*'] }, limitUsd: '1' }))).toThrow('spec.team.users[0] cannot be * in a team');
+  });
+
   it('gives grants stable ids from their content, distinct for identical grants', () => {
     const spec = {
       users: ['*'],

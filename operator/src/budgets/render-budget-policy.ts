@@ -43,9 +43,15 @@ export function renderBudgetPolicy(key: string, bp: BudgetPolicy): BudgetPolicyC
       ...(g.expiresAt !== undefined ? { expiresAt: g.expiresAt } : {}),
     };
   });
+  // Service accounts are named in the policy's own namespace; the runtime form carries <namespace>/<name>.
+  const namespace = key.slice(0, key.indexOf('/'));
+  const inNamespace = (names: string[] | undefined) => names?.map((name) => `${namespace}/${name}`);
   const input = {
     name: key,
     users: spec.users,
+    serviceAccounts: inNamespace(spec.serviceAccounts),
+    team: spec.team && { ...spec.team, serviceAccounts: inNamespace(spec.team.serviceAccounts) },
+    scope: spec.scope,
     limitUsd: spec.limitUsd ?? (spec.limitMicroUsd !== undefined ? formatUsd(microUsdToUnits(spec.limitMicroUsd)) : undefined),
     period: spec.period ?? 'month',
     timeZone: spec.timeZone ?? 'UTC',

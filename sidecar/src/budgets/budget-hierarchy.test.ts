@@ -57,6 +57,11 @@ describe('matching', () => {
     expect(set.match('system:serviceaccount:other:checkout')?.name).toBe('rest');
   });
 
+  it('reads a parsed policy back as it was (the operator sends sidecars the parsed form)', () => {
+    const parsed = parseBudgetPolicies([...POLICIES, { name: 'ops', team: { name: 'ops', users: ['olga'] }, limitUsd: '1' }], 'policies');
+    expect(parseBudgetPolicies(JSON.parse(JSON.stringify(parsed)), 'policies')).toEqual(parsed);
+  });
+
   it('does not treat a removed team key found in a ledger as a user * limits', () => {
     const set = new PolicySet(parseBudgetPolicies([{ name: 'rest', limitUsd: '1' }], 'policies'));
     expect(set.match('@team:gone')).toBeUndefined();
