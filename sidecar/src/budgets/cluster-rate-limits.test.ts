@@ -1,0 +1,98 @@
+// Two sidecars given the chart's Redis store (budgets.store redis, ADR 1311): the policy the operator pushes
+// limits each call through reserveForCall, and its rate windows are counted once for both pods on a real
+// redis-server (their spend still goes to the operator, as cluster-budgets.test.ts shows).
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RedisServer, startRedisServer } from '../../../test/support/redis-server.ts';
+import { CallMeter } from '../metering/call-meter.ts';
+import { DEFAULT_CACHE_SETTINGS } from '../pricing/default-cache.ts';
+import { PriceTable } from '../pricing/price-table.ts';
+import { openMemorySpanStore } from '../spans/memory-span-store.ts';
+import { SpanWriter } from '../spans/span-writer.ts';
+import { startSpanContext } from '../spans/trace-context.ts';
+import { reserveForCall } from '../http/budget-refusal.ts';
+import { ClusterBudgets } from './cluster-budgets.ts';
+import { RedisRateWindows } from './redis-rate-windows.ts';
+
+const logger = pino({ level: 'silent' });
+const prices = new PriceTable([{ provider: 'openai', model: 'gpt-4o-mini', input_per_million: 1, output_per_million: 1 }], { ...DEFAULT_CACHE_SETTINGS });
+const body = { bytes: '{"model":"gpt-4o-mini","max_tokens":10,"messages":[]}', size: 52 };
+const policiesJson = JSON.stringify([
+  {
+    name: 'shop/two-a-minute',
+    users: ['*'],
+    limitUsd: '100',
+    period: 'month',
+    timeZone: 'UTC',
+    alertThresholds: [],
+    enforcement: 'block',
+    grants: [],
+    rateLimits: { requestsPerMinute: 2 },
+  },
+]);
+
+let redis: RedisServer;
+let dir: string;
+const pods: { budgets: ClusterBudgets; meter: CallMeter; writer: SpanWriter }[] = [];
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+  dir = mkdtempSync(join(tmpdir(), 'tollgate-cluster-rate-'));
+  for (const pod of ['a', 'b']) {
+    const budgets = new ClusterBudgets({
+      stateDir: join(dir, pod),
+      logger,
+      reportIntervalMs: 60_000,
+      rateWindows: new RedisRateWindows({ url: redis.url, keyPrefix: 'tollgate:budgets', commandTimeoutMs: 1_000 }),
+    });
+    budgets.budgetState({ replace: true, policiesJson, policiesChanged: true, usage: [], includesSequence: '0', defaultUser: 'system:serviceaccount:shop:app' });
+    const writer = new SpanWriter(openMemorySpanStore(100), { bufferSize: 100, batchSize: 10, flushIntervalMs: 1000 }, logger);
+    pods.push({ budgets, writer, meter: new CallMeter(writer, logger, { cutting: false }, budgets) });
+  }
+}, 120_000);
+
+afterAll(async () => {
+  for (const pod of pods) {
+    await pod.budgets.close(0);
+    await pod.writer.close();
+  }
+  rmSync(dir, { recursive: true, force: true });
+  await redis?.stop();
+});
+
+/** One call of `userId` through pod `i`, ended at once when admitted: null, or the refusal's rate limit. */
+async function call(i: number, userId: string): Promise<string | null> {
+  const { meter, budgets } = pods[i]!;
+  const metered = meter.start({
+    route: 'beta',
+    provider: 'openai',
+    model: 'gpt-4o-mini',
+    operation: 'chat',
+    userId,
+    projectId: null,
+    requestId: 'r',
+    trace: startSpanContext(undefined, undefined),
+  });
+  const answer = reserveForCall(budgets, metered, prices, body, { now: Date.now() });
+  // The Redis windows answer asynchronously: the request path awaits them.
+  expect(answer).toBeInstanceOf(Promise);
+  const refusal = await answer;
+  metered.finish({ prices, usage: null, status: refusal ? 'rejected' : 'ok', statusCode: refusal ? null : 200 });
+  return refusal && 'admission' in refusal ? refusal.admission.refusedBy : null;
+}
+
+describe('sidecars on the chart’s Redis store', () => {
+  it('count a pushed policy’s requests per minute once for both pods', async () => {
+    // Two a minute for alice: one call on each pod, and the third, on either, is refused.
+    expect(await call(0, 'alice')).toBeNull();
+    expect(await call(1, 'alice')).toBeNull();
+    expect(await call(0, 'alice')).toBe('requests');
+    expect(await call(1, 'alice')).toBe('requests');
+    // Another user has a window of her own.
+    expect(await call(1, 'bob')).toBeNull();
+  });
+});
