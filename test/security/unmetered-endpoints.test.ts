@@ -47,7 +47,8 @@ describe('a path its format cannot meter is refused before anything is sent', ()
     ["the Realtime API's client secrets", 'POST', '/proxy/beta/v1/realtime/client_secrets', { session: { type: 'realtime', model: 'gpt-realtime' } }],
     ['an Assistants run', 'POST', '/proxy/beta/v1/threads/thread_1/runs', { assistant_id: 'asst_1' }],
     ['an Anthropic skill', 'POST', '/proxy/gamma-direct/v1/skills', { display_title: 'docs' }],
-    ['Vertex AI image generation', 'POST', '/proxy/alpha/v1/projects/p/locations/us-central1/publishers/google/models/imagen-4.0-generate-001:predict', { instances: [] }],
+    // Imagen's generation models are metered per image (ADR 0915); its editing model is not.
+    ['Vertex AI image editing', 'POST', '/proxy/alpha/v1/projects/p/locations/us-central1/publishers/google/models/imagen-3.0-capability-001:predict', { instances: [] }],
     ['a Vertex AI context cache', 'POST', '/proxy/alpha/v1/projects/p/locations/us-central1/cachedContents', { contents: [] }],
   ])('%s: 403 unmetered_endpoint, nothing reaches the provider', async (_what, method, path, body) => {
     await refusedUnmetered(method, path, body);

@@ -2,13 +2,16 @@
 // (OpenAI, configured OpenAI-compatible routes; ADR 0910). A generation passes through with the route's model
 // id; an edit is forwarded as the bytes it came in (only a `<route>/<model>` id is spliced to the route's id).
 // The answer passes through unread but for its usage: the images in `data`, and a GPT image model's tokens.
-// Vertex AI's Imagen and Bedrock's image models answer in their own APIs and are not served here (the ADR).
+// A generation on Vertex AI's Imagen or Bedrock's image models is translated into their own APIs and their base64
+// images written back as OpenAI's `data` (ADR 0915); edits are OpenAI's and compatible routes' only.
 
 import type { FormPart } from '../formats/multipart-form.ts';
 import { ImageRequestError, OPENAI_IMAGE_PATHS, readImageEdit, readImageGeneration, DEFAULT_IMAGE_MODEL, type ImageOperation, type ImageRequest } from '../routes/openai-images.ts';
 import { openAiRequestUser } from '../routes/request-user.ts';
-import { nativePlan, type V1RoutePlan } from '../routes/route-module.ts';
-import { v1Surface, type GatewayTarget } from '../routes/v1-plan.ts';
+import { nativePlan, type V1RoutePlan, type V1Surface } from '../routes/route-module.ts';
+import { upstreamOf } from '../routes/upstream-base-url.ts';
+import { v1RouteWith, v1Surface, type GatewayTarget } from '../routes/v1-plan.ts';
+import { openAiImageAnswer, type ProviderImagesReader } from '../translate/provider-images.ts';
 import { GatewayError, upstreamErrorBody } from '../translate/openai-error.ts';
 import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import { OPENAI_API_ERRORS, type ApiCall, type ApiPlan, type CallerAnswer, type GatewayApi } from './gateway-api.ts';
@@ -23,6 +26,17 @@ const PASSED_THROUGH: CallerAnswer = {
   },
   upstreamError: upstreamErrorBody,
 };
+
+/** A provider's own image answer (Imagen's predictions, Bedrock's images) written as OpenAI's. */
+function translatedAnswer(read: ProviderImagesReader): CallerAnswer {
+  return {
+    json: (document, _translation, shaping) => openAiImageAnswer(read(document), shaping.created),
+    encoder: () => {
+      throw new Error('an image answer is not streamed');
+    },
+    upstreamError: upstreamErrorBody,
+  };
+}
 
 /** The request as a GatewayError in OpenAI's shape (400, the field named). */
 function refusal(error: unknown): unknown {
@@ -78,11 +92,25 @@ function spliced(body: Buffer, part: FormPart, value: string): Buffer {
   return Buffer.concat([body.subarray(0, part.start), Buffer.from(value, 'utf8'), body.subarray(part.end)]);
 }
 
-function planGeneration(call: ApiCall): V1RoutePlan {
-  const { surface, path } = imageRoute(call.target, call.config, 'image_generation');
+/** A generation's route: one that speaks OpenAI's image API, or one that translates into its provider's (ADR 0915). */
+const generates = (surface: V1Surface): boolean => surface.images !== undefined || surface.imageGeneration !== undefined;
+
+function planGeneration(call: ApiCall): { plan: V1RoutePlan; route: string; provider: string; read?: ProviderImagesReader } {
+  const { module, surface } = v1RouteWith(call.target, call.config, generates, OPENAI_IMAGE_PATHS.image_generation);
+  const route = module.name;
+  if (surface.images === undefined) {
+    const { readImages, ...plan } = surface.imageGeneration!({
+      request: call.request,
+      requested: call.target.requested,
+      entry: call.target.entry,
+      upstream: upstreamOf(module, call.config),
+      env: call.env,
+    });
+    return { plan, route, provider: module.provider, read: readImages };
+  }
   const model = surface.modelId(call.target.requested, call.target.entry);
   const request = readImageGeneration({ ...call.request, model });
-  return withFacts(nativePlan(model, path, { ...call.request, model }), request);
+  return { plan: withFacts(nativePlan(model, surface.images.image_generation, { ...call.request, model }), request), route, provider: module.provider };
 }
 
 /** The /v1 image operation's API: a generation's JSON, an edit's multipart form. */
@@ -107,18 +135,23 @@ export function imagesApi(operation: ImageOperation): GatewayApi {
         }
       : {}),
     plan(call): ApiPlan {
-      let plan: V1RoutePlan;
       try {
-        plan = edit ? planEdit(call) : planGeneration(call);
+        if (edit) {
+          const plan = planEdit(call);
+          const { route, module } = imageRoute(call.target, call.config, operation);
+          return { ...plan, route, provider: module.provider, stream: false, translation: 'passthrough', answer: PASSED_THROUGH };
+        }
+        const { plan, route, provider, read } = planGeneration(call);
+        const translated =
+          read === undefined ? { translation: 'passthrough' as const, answer: PASSED_THROUGH } : { translation: 'images' as const, answer: translatedAnswer(read) };
+        return { ...plan, route, provider, stream: false, ...translated };
       } catch (error) {
         throw refusal(error);
       }
-      const { route, module } = imageRoute(call.target, call.config, operation);
-      return { ...plan, route, provider: module.provider, stream: false, translation: 'passthrough', answer: PASSED_THROUGH };
     },
     routeOf(target, config) {
       try {
-        return v1Surface(target, config).route;
+        return edit ? v1Surface(target, config).route : v1RouteWith(target, config, generates, OPENAI_IMAGE_PATHS.image_generation).module.name;
       } catch {
         return undefined;
       }

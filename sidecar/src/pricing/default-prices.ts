@@ -88,11 +88,20 @@ function embedding(provider: PriceEntry['provider'], model: string, input: numbe
  * An image model billed per image by size and quality (dall-e-*): no tokens to price, so its token prices are 0
  * (ADR 0910). `sizes`: size → USD per image, per quality (`any` for a size-only price).
  */
-function perImage(model: string, sizes: Record<string, Record<string, number>>): PriceEntry {
+function perImage(model: string, sizes: Record<string, Record<string, number>>, provider: PriceEntry['provider'] = 'openai'): PriceEntry {
   const image_prices = Object.entries(sizes).flatMap(([size, byQuality]) =>
     Object.entries(byQuality).map(([quality, usd]) => (quality === 'any' ? { size, usd } : { size, quality, usd })),
   );
-  return { provider: 'openai', model, input_per_million: 0, output_per_million: 0, image_prices };
+  return { provider, model, input_per_million: 0, output_per_million: 0, image_prices };
+}
+
+/**
+ * An Imagen model on Vertex AI (ADR 0915): one price per image whatever its size, listed at each size Imagen
+ * renders (a /v1 call's) and at `auto` (a native :predict, whose body the route passes through unread).
+ */
+function imagen(model: string, usd: number): PriceEntry {
+  const sizes = ['1024x1024', '896x1280', '1280x896', '768x1408', '1408x768', 'auto'];
+  return perImage(model, Object.fromEntries(sizes.map((size) => [size, { any: usd }])), 'google');
 }
 
 /** A GPT image model: text input, image input and image output tokens, each at its own price (ADR 0910). */
@@ -130,6 +139,12 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
   embedding('google', 'gemini-embedding-001', 0.15),
   embedding('google', 'text-embedding-005', 0.1),
   embedding('google', 'text-multilingual-embedding-002', 0.1),
+  // Imagen on Vertex AI, per image (ADR 0915). Not read from Google's pricing page, which the docs index reachable
+  // here did not hold: the list prices several third-party summaries quoting it agree on (docs/spans-and-pricing.md).
+  imagen('imagen-4.0-generate-001', 0.04),
+  imagen('imagen-4.0-fast-generate-001', 0.02),
+  imagen('imagen-4.0-ultra-generate-001', 0.06),
+  imagen('imagen-3.0-generate-002', 0.04),
 
   // OpenAI: developers.openai.com/api/docs/pricing and each model's page.
   openai('gpt-4o', 2.5, 1.25, 10, { aliases: ['gpt-4o-2024-08-06', 'gpt-4o-2024-11-20'] }),
@@ -223,4 +238,8 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
   bedrockModel('amazon.nova-micro-v1:0', 0.035, 0.00875, 0.14),
   bedrockModel('amazon.nova-lite-v1:0', 0.06, 0.015, 0.24),
   bedrockModel('amazon.nova-pro-v1:0', 0.8, 0.2, 3.2),
+  // Bedrock's image models, per image by quality and size tier (ADR 0915): an image is priced at the smallest tier
+  // its pixels fit in. Not read from AWS's own page either: the list prices third-party summaries agree on.
+  perImage('amazon.nova-canvas-v1:0', { '1024x1024': { standard: 0.04, premium: 0.06 }, '2048x2048': { standard: 0.06, premium: 0.08 } }, 'anthropic'),
+  perImage('amazon.titan-image-generator-v2:0', { '512x512': { standard: 0.008, premium: 0.01 }, '1024x1024': { standard: 0.01, premium: 0.012 } }, 'anthropic'),
 ];

@@ -64,10 +64,13 @@ describe('what a native call is, per API', () => {
     expect(geminiVertexEndpoint('POST', `${model}:countTokens`)).toBe('free');
     expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-opus-4-1:rawPredict')).toBeUndefined();
     expect(geminiVertexEndpoint('POST', `${model}:predict`)).toBeUndefined();
-    // The text embedding models' :predict answers carry token counts; Imagen's carry none.
+    // The text embedding models' :predict answers carry token counts; Imagen's generation models' carry their images (ADR 0915).
     expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/gemini-embedding-001:predict')).toBe('metered');
     expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/text-embedding-005:predict')).toBe('metered');
-    expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/imagen-4.0-generate-001:predict')).toBeUndefined();
+    expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/imagen-4.0-generate-001:predict')).toBe('metered');
+    expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/imagen-4.0-fast-generate-001:predict')).toBe('metered');
+    // Imagen's editing model is not priced per generated image here: still refused.
+    expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/imagen-3.0-capability-001:predict')).toBeUndefined();
     expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/gemini-embedding-2:embedContent')).toBe('metered');
     expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:embedContent')).toBeUndefined();
     expect(geminiVertexEndpoint('POST', '/v1/projects/p/locations/us-central1/cachedContents')).toBeUndefined();

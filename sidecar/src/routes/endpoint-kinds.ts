@@ -101,9 +101,12 @@ export function anthropicEndpoint(method: string, rest: string): EndpointKind | 
 const GEMINI_VERTEX_RULES: readonly Rule[] = [
   ['POST', /\/publishers\/google\/models\/[^/:]+:(generateContent|streamGenerateContent)$/, 'metered'],
   // The text embedding models' :predict (the Google Gen AI SDK's embedContent): each prediction's token_count is
-  // read (usage/prediction-tokens.ts). Other models' :predict (Imagen) carry no usage and stay refused. The newer
-  // Gemini embedding models' :embedContent answers with usageMetadata, read as generateContent's is.
+  // read (usage/prediction-tokens.ts). The newer Gemini embedding models' :embedContent answers with
+  // usageMetadata, read as generateContent's is.
   ['POST', /\/publishers\/google\/models\/(gemini-embedding-|text-embedding-|text-multilingual-embedding-)[^/:]*:predict$/, 'metered'],
+  // Imagen's generation models' :predict (ADR 0915): billed per image, its predictions counted as they pass.
+  // Other models' :predict (Imagen's editing and upscaling models, anything else) carry nothing read and stay refused.
+  ['POST', /\/publishers\/google\/models\/imagen-[\d.]+-(fast-|ultra-)?generate-[^/:]*:predict$/, 'metered'],
   ['POST', /\/publishers\/google\/models\/gemini-embedding-[^/:]*:embedContent$/, 'metered'],
   ['POST', /\/publishers\/google\/models\/[^/:]+:(countTokens|computeTokens)$/, 'free'],
   ['GET', /\/publishers\/google\/models(\/[^/:]+)?$/, 'free'],

@@ -18,6 +18,7 @@ import type { EmbeddingsTranslation } from '../translate/openai-embeddings.ts';
 import type { ErrorShape } from './error-shape.ts';
 import type { ImageOperation } from './openai-images.ts';
 import type { AudioOperation, SpeechAnswer } from './openai-audio.ts';
+import type { ProviderImagesReader } from '../translate/provider-images.ts';
 
 /**
  * What the proxy does with a native call's request body: pass the bytes through unread (`stream`), read them
@@ -139,6 +140,20 @@ export interface V1EmbeddingsPlan extends V1RoutePlan {
   embeddings?: EmbeddingsTranslation;
 }
 
+/** An image generation in a provider's own image API (ADR 0915): its body, the units it bills, its answer's reader. */
+export interface V1ImagesFacts {
+  body: Record<string, unknown>;
+  units: BilledUnits;
+  reservation: TokenUsage;
+  read: ProviderImagesReader;
+}
+
+/** A /v1/images/generations call translated for a route whose upstream has its own image API. */
+export interface V1ImagesPlan extends V1RoutePlan {
+  /** The base64 images of the route's answer, in order, written back as OpenAI's `data`. */
+  readImages: ProviderImagesReader;
+}
+
 /** The /v1 side of a route: translation to and from the chat format, and the route's model-id form. */
 export interface V1Surface {
   /** The model's id on this route: the caller's when it has the route's form, else the entry's alias of that form. */
@@ -161,6 +176,11 @@ export interface V1Surface {
   responsesPath?: string;
   /** The upstream serves OpenAI's image API (ADR 0910): each operation's path; a generation passes through, an edit as sent. */
   images?: Readonly<Record<ImageOperation, string>>;
+  /**
+   * The upstream generates images in its own API (Imagen's :predict, Bedrock's image models; ADR 0915): OpenAI's
+   * generation request translated. Throws ImageRequestError for a model or a request it cannot take.
+   */
+  imageGeneration?(call: V1Call): V1ImagesPlan;
   /** The upstream serves OpenAI's moderation API (OpenAI, OpenAI-compatible servers): its path; the request passes through. */
   moderationsPath?: string;
   /** The upstream serves OpenAI's audio API (ADR 0911): each operation's path; the request passes through as sent. */

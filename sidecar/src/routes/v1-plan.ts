@@ -23,7 +23,7 @@ export interface GatewayPlan extends V1RoutePlan {
    * How the answer is read: passed through (the upstream speaks the caller's API), translated from the
    * provider's format into the chat pivot, or a token count.
    */
-  translation: 'passthrough' | ChatResponseTranslation['name'] | 'count_tokens' | 'embeddings';
+  translation: 'passthrough' | ChatResponseTranslation['name'] | 'count_tokens' | 'embeddings' | 'images';
   /** What the caller's API asked for beyond chat (absent for chat callers). */
   extensions?: ChatExtensions | undefined;
 }
@@ -94,6 +94,27 @@ export function v1Surface(target: GatewayTarget, config: RuntimeConfig): { route
     });
   }
   return { route: module.name, module, surface };
+}
+
+/**
+ * The route serving a target for an API only some routes have (`has`): its configured route; else the provider's
+ * /v1 route when that one has it, else the first other route of the provider that has (Imagen is on `alpha`
+ * whichever route serves Gemini's chat, Bedrock's image models on `gamma-cloudb`). Throws GatewayError naming
+ * `path` when none has.
+ */
+export function v1RouteWith(target: GatewayTarget, config: RuntimeConfig, has: (surface: V1Surface) => boolean, path: string): { module: RouteModule; surface: V1Surface } {
+  const catalog = routeCatalog(config);
+  const builtIn = (PROVIDERS as readonly string[]).includes(target.provider) ? v1Routes(target.provider as Provider) : [];
+  const names = target.route !== undefined ? [target.route] : [v1RouteOf(target, config), ...builtIn, catalog.configuredForProvider(target.provider)?.name];
+  for (const name of names) {
+    const module = name === undefined ? undefined : catalog.get(name);
+    const surface = module?.v1;
+    if (module !== undefined && surface !== undefined && surface.serves?.(target.entry) !== false && has(surface)) return { module, surface };
+  }
+  throw new GatewayError(400, `model ${target.requested} (provider ${target.provider}) is not served on ${path}: none of its provider's routes serves it there`, {
+    param: 'model',
+    code: 'model_not_available',
+  });
 }
 
 /**

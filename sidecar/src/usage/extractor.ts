@@ -38,11 +38,14 @@ export interface UsageExtractorOptions {
 /** The operations of OpenAI's image API (routes/openai-images.ts), whose answers are read by image-answer.ts. */
 const IMAGE_OPERATIONS: ReadonlySet<string> = new Set(['image_generation', 'image_edit']);
 
+/** Where each format's image answer lists its images (ADR 0915): Imagen's :predict, Bedrock's image models' InvokeModel. */
+const IMAGE_LISTS: Readonly<Record<WireFormat, string>> = { openai: 'data', gemini: 'predictions', bedrock: 'images', anthropic: 'data' };
+
 export function createUsageExtractor(options: UsageExtractorOptions): UsageExtractor {
   if (options.statusCode !== undefined && options.statusCode >= 400) return new NoUsageExtractor();
   const kind = bodyKindOf(options.contentType);
   // An image answer is JSON (a streamed one is not metered): read as one whatever its Content-Type says.
-  if ((kind === 'json' || kind === 'unknown') && IMAGE_OPERATIONS.has(options.operation ?? '')) return new ImageAnswerExtractor();
+  if ((kind === 'json' || kind === 'unknown') && IMAGE_OPERATIONS.has(options.operation ?? '')) return new ImageAnswerExtractor(IMAGE_LISTS[options.format]);
   if (kind === 'unknown') return new SniffingUsageExtractor(options);
   if (kind === 'audio') return new NoUsageExtractor();
   return extractorFor(kind, options);

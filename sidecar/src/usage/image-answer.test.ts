@@ -46,3 +46,23 @@ describe("OpenAI's image answers", () => {
     expect(new ImageAnswerExtractor().end()).toEqual({ usage: null });
   });
 });
+
+describe("Imagen's and Bedrock's image answers (ADR 0915)", () => {
+  it("counts Imagen's predictions, each one image", () => {
+    const image = 'iVBORw0KGgo'.repeat(100);
+    const body = `{"predictions": [{"mimeType": "image/png", "bytesBase64Encoded": "${image}"}, {"bytesBase64Encoded": "${image}", "mimeType": "image/png"}]}`;
+    const extractor = new ImageAnswerExtractor('predictions');
+    extractor.write(Buffer.from(body));
+    expect(extractor.end()).toEqual({ usage: { ...zero, units: { images: 2 } } });
+  });
+
+  it("counts a Bedrock image model's images, and nothing for the list another format's answer has", () => {
+    const body = JSON.stringify({ images: ['AAAA', 'BBBB', 'CCCC'], error: null });
+    const bedrock = new ImageAnswerExtractor('images');
+    for (let at = 0; at < body.length; at += 4) bedrock.write(Buffer.from(body.slice(at, at + 4)));
+    expect(bedrock.end().usage?.units).toEqual({ images: 3 });
+    const openAi = new ImageAnswerExtractor();
+    openAi.write(Buffer.from(body));
+    expect(openAi.end().usage?.units).toEqual({ images: 0 });
+  });
+});

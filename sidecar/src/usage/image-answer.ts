@@ -3,7 +3,8 @@
 // images is in the middle of them: so the body is scanned as it passes and never held. The elements of the
 // top-level `data` are counted; only the top-level `usage`, `size`, `quality` and `model` are kept (each
 // bounded) and parsed at the end. GPT image models report tokens in `usage` (ImageGenUsage, image input tokens
-// apart); DALL·E answers have no usage, and are billed per image (ADR 0910).
+// apart); DALL·E answers have no usage, and are billed per image (ADR 0910). Vertex AI's Imagen puts its images
+// in `predictions` and Bedrock's image models in `images` (ADR 0915): the same scan counts that list instead.
 
 import { isRecord } from '../../../contracts/json-record.ts';
 import { normaliseOpenAiUsage } from './openai.ts';
@@ -22,6 +23,8 @@ const BACKSLASH = 0x5c;
 export class ImageAnswerExtractor implements UsageExtractor {
   /** A JSON body is whole only at its end. */
   readonly sawEnd = false;
+  /** The top-level list whose elements are the images: OpenAI's `data`, Imagen's `predictions`, Bedrock's `images`. */
+  readonly #list: string;
   #opened = false;
   #depth = 0;
   #inString = false;
@@ -39,6 +42,10 @@ export class ImageAnswerExtractor implements UsageExtractor {
   #elementExpected = false;
   #images = 0;
   readonly #kept: Record<string, unknown> = {};
+
+  constructor(list = 'data') {
+    this.#list = list;
+  }
 
   write(chunk: Buffer): Buffer {
     for (let i = 0; i < chunk.length; i++) {
@@ -125,7 +132,7 @@ export class ImageAnswerExtractor implements UsageExtractor {
     if (this.#depth === 1) {
       this.#opened = true;
       this.#expectKey = true;
-    } else if (this.#depth === 2 && c === 0x5b && this.#key === 'data' && this.#capture === null) {
+    } else if (this.#depth === 2 && c === 0x5b && this.#key === this.#list && this.#capture === null) {
       this.#inData = true;
       this.#elementExpected = true;
     }

@@ -1,6 +1,7 @@
 // Format bedrock (route gamma-cloudb): Claude on AWS Bedrock (InvokeModel), and on /v1 its other models (Converse), SigV4-signed. The body is read whole only to be
 // signed; the model is in the path, which is sent percent-encoded the way AWS SDKs send it. /v1/embeddings reaches
-// Bedrock's Titan and Cohere embedding models through InvokeModel too, and /v1/messages/count_tokens its CountTokens.
+// Bedrock's Titan and Cohere embedding models through InvokeModel too, /v1/images/generations its Nova Canvas and
+// Titan Image Generator (ADR 0915), and /v1/messages/count_tokens its CountTokens.
 
 import { bedrockEndpoint } from '../endpoint-kinds.ts';
 import type { PriceEntry } from '../../../../contracts/price-entry.ts';
@@ -16,6 +17,8 @@ import { forwardedAsIs } from '../native-request.ts';
 import { BedrockMessagesStream } from '../../translate/bedrock-messages.ts';
 import { notAnEmbeddingModel, readEmbeddingsRequest } from '../../translate/openai-embeddings.ts';
 import { bedrockEmbedder } from '../../translate/openai-bedrock-embeddings.ts';
+import { bedrockImageRequest, bedrockImageUnits } from '../../translate/openai-bedrock-images.ts';
+import { imagesReservation } from '../../translate/provider-images.ts';
 import { defineFormat, nativePlan, type V1RoutePlan } from '../route-module.ts';
 
 export const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
@@ -42,7 +45,15 @@ export const bedrock = defineFormat('bedrock', (route) => {
           'unmetered_endpoint',
           `${path} is not a Bedrock model invocation (/model/<id>/invoke, invoke-with-response-stream, converse or converse-stream) or token count (count-tokens): this route meters and signs only those`,
         );
-      return forwardedAsIs(path + query, body, decodeURIComponent(path.split('/')[2]!), match[1] === 'count-tokens' ? 'count_tokens' : 'chat');
+      const model = decodeURIComponent(path.split('/')[2]!);
+      // An image model's answer has no usage: its images are counted as they pass, at the request's size and quality (ADR 0915).
+      const units = match[1] === 'invoke' ? bedrockImageUnits(model, body) : undefined;
+      const plan = forwardedAsIs(path + query, body, model, units !== undefined ? 'image_generation' : match[1] === 'count-tokens' ? 'count_tokens' : 'chat');
+      if (units !== undefined) {
+        plan.units = units;
+        plan.reservation = imagesReservation(units);
+      }
+      return plan;
     },
     v1: {
       modelId,
@@ -90,6 +101,17 @@ export const bedrock = defineFormat('bedrock', (route) => {
         const request = readEmbeddingsRequest(call.request, model);
         const path = encodeAwsPath(`/model/${encodeURIComponent(model)}/invoke`);
         return { ...nativePlan(model, path, embedder.body(model, request)), embeddings: { read: embedder.read, encoding: request.encoding } };
+      },
+      imageGeneration(call) {
+        // The entry's own id when the caller sent another form of it.
+        const model = modelId(call.requested, call.entry);
+        const facts = bedrockImageRequest(call.request, model, route);
+        return {
+          ...nativePlan(model, encodeAwsPath(`/model/${encodeURIComponent(model)}/invoke`), facts.body),
+          units: facts.units,
+          reservation: facts.reservation,
+          readImages: facts.read,
+        };
       },
     },
   };

@@ -1,11 +1,13 @@
 // Format gemini-vertex (route alpha): Gemini on Vertex AI, native generateContent API. The body passes through unread (the model
 // is in the path); /v1 calls are translated to generateContent and back, a Messages token count to countTokens,
-// and /v1/embeddings to the text embedding models' :predict.
+// /v1/embeddings to the text embedding models' :predict, and /v1/images/generations to Imagen's (ADR 0915).
 
 import { geminiVertexEndpoint } from '../endpoint-kinds.ts';
 import { GEMINI_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { toGeminiRequest } from '../../translate/openai-gemini.ts';
 import { notAnEmbeddingModel, readEmbeddingsRequest } from '../../translate/openai-embeddings.ts';
+import { imagenRequest, isImagenModel } from '../../translate/openai-imagen.ts';
+import { ImageRequestError } from '../openai-images.ts';
 import { readVertexEmbeddings, vertexEmbedder, vertexEmbeddingsBody } from '../../translate/openai-vertex-embeddings.ts';
 import { GOOGLE_ERRORS } from '../error-shape.ts';
 import { forwardedAsIs, withStoredObjects } from '../native-request.ts';
@@ -17,7 +19,12 @@ export const geminiVertex = defineFormat('gemini-vertex', (route) => ({
   body: 'stream',
   endpoint: geminiVertexEndpoint,
   errors: GOOGLE_ERRORS,
-  planNative: ({ rest, query }) => withStoredObjects(forwardedAsIs(rest + query, null, vertexPathModel(rest), 'generate_content'), vertexStoredObjects(rest)),
+  planNative: ({ rest, query }) => {
+    const model = vertexPathModel(rest);
+    // Imagen's :predict answers with its images, counted as they pass (ADR 0915); its units are its predictions.
+    const operation = rest.endsWith(':predict') && isImagenModel(model) ? 'image_generation' : 'generate_content';
+    return withStoredObjects(forwardedAsIs(rest + query, null, model, operation), vertexStoredObjects(rest));
+  },
   v1: {
     modelId: (requested) => geminiModelId(requested),
     plan(call) {
@@ -53,6 +60,14 @@ export const geminiVertex = defineFormat('gemini-vertex', (route) => ({
       const request = readEmbeddingsRequest(call.request, model);
       const path = `${vertexLocationPath(route, call.upstream, call.env)}/publishers/google/models/${vertexModelSegment(model)}:predict`;
       return { ...nativePlan(model, path, vertexEmbeddingsBody(model, embedder, request)), embeddings: { read: readVertexEmbeddings, encoding: request.encoding } };
+    },
+    imageGeneration(call) {
+      const model = geminiModelId(call.requested);
+      if (!isImagenModel(model))
+        throw new ImageRequestError(`model ${model} does not generate images on route ${route}: the Imagen models do (imagen-4.0-generate-001, …)`, 'model');
+      const facts = imagenRequest(call.request, model, route);
+      const path = `${vertexLocationPath(route, call.upstream, call.env)}/publishers/google/models/${vertexModelSegment(model)}:predict`;
+      return { ...nativePlan(model, path, facts.body), units: facts.units, reservation: facts.reservation, readImages: facts.read };
     },
   },
 }));
