@@ -49,8 +49,12 @@ let webhook: WebhookServer | undefined;
 type Manifest = { kind: string; metadata: { name: string; namespace?: string; annotations?: Record<string, string> }; [key: string]: unknown };
 
 async function template(...values: string[]): Promise<Manifest[]> {
-  const args = ['template', RELEASE, CHART, '-n', NS, ...KUBE_VERSION, ...values.flatMap((v) => ['-f', join(CHART, 'ci', v)])];
-  const result = await cp.helm(args);
+  return templateWith(...values.flatMap((v) => ['-f', join(CHART, 'ci', v)]));
+}
+
+/** `helm template` of the release with these flags (values files, --set); it must render without a word on stderr. */
+async function templateWith(...flags: string[]): Promise<Manifest[]> {
+  const result = await cp.helm(['template', RELEASE, CHART, '-n', NS, ...KUBE_VERSION, ...flags]);
   expect(result.stderr).toBe('');
   expect(result.code).toBe(0);
   return parseAllDocuments(result.stdout)
@@ -184,13 +188,7 @@ describe('helm lint and template', () => {
 
 describe('budgets.store redis', () => {
   it('gives injected sidecars the store the server counts in: the webhook started with the rendered flags injects its URL and key prefix', async () => {
-    const result = await cp.helm([
-      'template',
-      RELEASE,
-      CHART,
-      '-n',
-      NS,
-      ...KUBE_VERSION,
+    const manifests = await templateWith(
       '--set',
       'server.enabled=true',
       '--set-json',
@@ -201,12 +199,7 @@ describe('budgets.store redis', () => {
       'budgets.redis.deploy=true',
       '--set',
       'budgets.redis.keyPrefix=acme:spend',
-    ]);
-    expect(result.stderr).toBe('');
-    expect(result.code).toBe(0);
-    const manifests = parseAllDocuments(result.stdout)
-      .map((d) => d.toJSON() as Manifest)
-      .filter(Boolean);
+    );
     // The Deployment's args: the command, then the flags.
     const options = parseWebhookOptions(containerArgs(find(manifests, 'Deployment', 'tollgate-webhook')).slice(1), { POD_NAMESPACE: NS });
     if (options === 'help') throw new Error('help');
@@ -233,25 +226,15 @@ describe('budgets.store redis', () => {
     expect(JSON.stringify(serverConfig)).toContain(`url: redis://tollgate-redis.${NS}.svc:6379`);
     expect(JSON.stringify(serverConfig)).toContain('keyPrefix: acme:spend');
     // A password only by reference to a Secret in the pod's namespace.
-    const withSecret = await cp.helm([
-      ...['template', RELEASE, CHART, '-n', NS, ...KUBE_VERSION],
+    const withSecret = await templateWith(
       '--set',
       'budgets.store=redis',
       '--set',
       'budgets.redis.url=redis://redis.store.svc:6379',
       '--set',
       'budgets.redis.passwordSecret.name=redis-auth',
-    ]);
-    expect(withSecret.stderr).toBe('');
-    const secretFlags = containerArgs(
-      find(
-        parseAllDocuments(withSecret.stdout)
-          .map((d) => d.toJSON() as Manifest)
-          .filter(Boolean),
-        'Deployment',
-        'tollgate-webhook',
-      ),
     );
+    const secretFlags = containerArgs(find(withSecret, 'Deployment', 'tollgate-webhook'));
     expect(secretFlags).toEqual(
       expect.arrayContaining([
         '--budget-redis-url=redis://redis.store.svc:6379',

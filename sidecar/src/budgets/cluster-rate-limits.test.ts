@@ -33,6 +33,17 @@ const policiesJson = JSON.stringify([
     grants: [],
     rateLimits: { requestsPerMinute: 2 },
   },
+  {
+    name: 'shop/one-at-once',
+    users: ['lea'],
+    limitUsd: '100',
+    period: 'month',
+    timeZone: 'UTC',
+    alertThresholds: [],
+    enforcement: 'block',
+    grants: [],
+    rateLimits: { concurrent: 1 },
+  },
 ]);
 
 let redis: RedisServer;
@@ -64,8 +75,7 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-/** One call of `userId` through pod `i`, ended at once when admitted: null, or the refusal's rate limit. */
-async function call(i: number, userId: string): Promise<string | null> {
+function start(i: number, userId: string) {
   const { meter, budgets } = pods[i]!;
   const metered = meter.start({
     route: 'beta',
@@ -80,9 +90,15 @@ async function call(i: number, userId: string): Promise<string | null> {
   const answer = reserveForCall(budgets, metered, prices, body, { now: Date.now() });
   // The Redis windows answer asynchronously: the request path awaits them.
   expect(answer).toBeInstanceOf(Promise);
-  const refusal = await answer;
-  metered.finish({ prices, usage: null, status: refusal ? 'rejected' : 'ok', statusCode: refusal ? null : 200 });
-  return refusal && 'admission' in refusal ? refusal.admission.refusedBy : null;
+  return { metered, answer: Promise.resolve(answer).then((refusal) => (refusal && 'admission' in refusal ? refusal.admission.refusedBy : null)) };
+}
+
+/** One call of `userId` through pod `i`, ended at once when admitted: null, or the refusal's rate limit. */
+async function call(i: number, userId: string): Promise<string | null> {
+  const { metered, answer } = start(i, userId);
+  const refusedBy = await answer;
+  metered.finish({ prices, usage: null, status: refusedBy ? 'rejected' : 'ok', statusCode: refusedBy ? null : 200 });
+  return refusedBy;
 }
 
 describe('sidecars on the chart’s Redis store', () => {
@@ -94,5 +110,17 @@ describe('sidecars on the chart’s Redis store', () => {
     expect(await call(1, 'alice')).toBe('requests');
     // Another user has a window of her own.
     expect(await call(1, 'bob')).toBeNull();
+  });
+
+  it('a caller who leaves while Redis answers gives the concurrent slot back once, and the next call holds it', async () => {
+    const left = start(0, 'lea');
+    // The caller leaves before the store has answered: the call ends first, its admission lands after.
+    left.metered.finish({ prices, usage: null, status: 'client_aborted', statusCode: null });
+    expect(await left.answer).toBeNull();
+    // Settled on the way in (same connection, ahead of the next admission): one slot of one is free again.
+    const held = start(0, 'lea');
+    expect(await held.answer).toBeNull();
+    expect(await call(1, 'lea')).toBe('concurrent');
+    held.metered.finish({ prices, usage: null, status: 'ok', statusCode: 200 });
   });
 });
