@@ -1,7 +1,7 @@
 // Fake Bedrock runtime for Claude: InvokeModel (JSON + token-count headers), InvokeModelWithResponseStream (AWS
 // event stream), and for any model Converse (JSON, camelCase usage, no token-count headers) and ConverseStream
 // (event stream whose last member, metadata, holds the usage; llm-converse.ts), behind a SigV4 check. InvokeModel also serves the Titan and Cohere
-// embedding models (llm-embeddings.ts). CountTokens counts an InvokeModel body (base64) or a Converse request.
+// embedding models (llm-embeddings.ts) and the Nova Canvas and Titan image models (llm-provider-images.ts). CountTokens counts an InvokeModel body (base64) or a Converse request.
 
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import type { MessageHeaders } from '@smithy/eventstream-codec';
@@ -15,6 +15,7 @@ import { jsonObject } from './llm-request.ts';
 import { verifySigV4 } from './llm-sigv4.ts';
 import { bedrockEmbeddings, isBedrockEmbeddingModel } from './llm-embeddings.ts';
 import { converseProblem, handleConverse } from './llm-converse.ts';
+import { bedrockImages, isBedrockImageModel } from './llm-provider-images.ts';
 import type { FakeExchange } from './llm-upstream.ts';
 
 const invokePath = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream|converse|converse-stream|count-tokens)$/;
@@ -40,6 +41,7 @@ export async function handleBedrock(x: FakeExchange): Promise<void> {
   if (match[2] === 'count-tokens') return countTokens(x, modelId);
   if (match[2] === 'converse' || match[2] === 'converse-stream') return handleConverse(x, modelId, match[2] === 'converse-stream');
   if (match[2] === 'invoke' && isBedrockEmbeddingModel(modelId)) return bedrockEmbeddings(x, modelId);
+  if (match[2] === 'invoke' && isBedrockImageModel(modelId)) return bedrockImages(x);
   const problem = bodyProblem(jsonObject(x.json));
   if (problem !== undefined) return sendBedrockError(x.res, 400, problem);
   if (!modelId.startsWith('arn:') && !modelId.includes('anthropic.')) {

@@ -1,9 +1,10 @@
-// Fake Vertex AI: one host serving Gemini, its text embeddings (:predict, :embedContent), the OpenAI-compatible
-// surface and Claude, behind Google bearer auth.
+// Fake Vertex AI: one host serving Gemini, its text embeddings (:predict, :embedContent), Imagen (:predict), the
+// OpenAI-compatible surface and Claude, behind Google bearer auth.
 
 import { handleClaudeOnVertex } from './llm-anthropic.ts';
 import { vertexEmbedContent, vertexEmbeddings } from './llm-embeddings.ts';
 import { sendGoogleError } from './llm-errors.ts';
+import { isImagenModel, vertexImagen } from './llm-provider-images.ts';
 import { handleGemini, handleGeminiCountTokens } from './llm-gemini.ts';
 import { chatCompletions } from './llm-openai.ts';
 import { bearerToken } from './llm-request.ts';
@@ -29,7 +30,7 @@ export async function handleVertex(x: FakeExchange): Promise<void> {
       return handleGemini(x, model, method);
     }
     if (publisher === 'google' && method === 'countTokens') return handleGeminiCountTokens(x);
-    if (publisher === 'google' && method === 'predict') return vertexEmbeddings(x, model);
+    if (publisher === 'google' && method === 'predict') return isImagenModel(model) ? vertexImagen(x, model) : vertexEmbeddings(x, model);
     if (publisher === 'google' && method === 'embedContent') return vertexEmbedContent(x, model);
     if (publisher === 'anthropic' && (method === 'rawPredict' || method === 'streamRawPredict')) {
       if (model !== 'count-tokens' || method === 'rawPredict') return handleClaudeOnVertex(x, model, method);
