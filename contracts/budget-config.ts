@@ -37,8 +37,11 @@ export interface BudgetPolicyConfig {
   serviceAccounts?: string[];
   /** One budget shared by the team's users and service accounts. */
   team?: BudgetTeamConfig;
-  /** Namespace: one budget shared by every call of the namespace (of the engine, for a local proxy or server). */
-  scope?: 'Namespace';
+  /**
+   * Namespace: one budget shared by every call of the namespace (of the engine, for a local proxy or server).
+   * Workload: one budget shared by every call through the pods a BudgetPolicy selects (BudgetPolicies only).
+   */
+  scope?: 'Workload' | 'Namespace';
   /** Per user per period, decimal USD with at most six decimals. */
   limitUsd: string;
   period: BudgetPeriod;
@@ -337,6 +340,13 @@ export function parseBudgetsPatch(input: unknown, field = 'budgets'): BudgetsPat
     // A config source is one author's list: a subject named twice at one level is a mistake to refuse (ADR 1312).
     // BudgetPolicies are several objects, rendered one by one for the sidecars, where the first still wins.
     refuseSameSubjects(patch.policies, `${field}.policies`);
+    const workload = patch.policies.findIndex((p) => p.scope === 'Workload');
+    if (workload >= 0) {
+      throw new ConfigError(
+        `${field}.policies[${workload}].scope`,
+        'cannot be Workload here: a workload is the pods a BudgetPolicy selects; use Namespace for every call of this engine',
+      );
+    }
   }
   return patch;
 }

@@ -1,7 +1,8 @@
 // Which policy limits a user: the policy that names the user id (or the service account it is) exactly, else
 // the policy with `*` (which limits each user separately). A user no policy matches is not limited. Above the
 // user, a call may also fall under its team's budget and the namespace's (ADR 1312): those are budgets of their
-// own, kept under a group key (`@team:<name>`, `@namespace:<policy>`) as a user's is kept under its id.
+// own, kept under a group key (`@team:<name>`, `@workload:<policy>`, `@namespace:<policy>`) as a user's is kept
+// under its id.
 // Policies are compiled once per config change, so matching a call is Map lookups.
 
 import type { BudgetPolicyConfig } from './budget-config.ts';
@@ -27,7 +28,7 @@ export function compilePolicy(config: BudgetPolicyConfig): CompiledPolicy {
 
 /** Ids of budgets above the user level; user ids of this form are reserved (ADR 1312). */
 function isGroupKey(key: string): boolean {
-  return key.startsWith('@team:') || key.startsWith('@namespace:');
+  return key.startsWith('@team:') || key.startsWith('@workload:') || key.startsWith('@namespace:');
 }
 
 export class PolicySet {
@@ -46,6 +47,7 @@ export class PolicySet {
     this.policies = configs.map(compilePolicy);
     let wildcard: CompiledPolicy | undefined;
     let namespace: string | undefined;
+    const workloads: string[] = [];
     const teams: { key: string; members: string[] }[] = [];
     for (const policy of this.policies) {
       const { config } = policy;
@@ -59,15 +61,22 @@ export class PolicySet {
         this.#groups.set(key, policy);
         teams.push({ key, members: [...config.team.users, ...config.team.serviceAccounts.map(serviceAccountUser)] });
       }
+      if (config.scope === 'Workload') {
+        // The operator sends a sidecar only the policies whose selector picks its pod: each one here applies.
+        const key = `@workload:${policy.name}`;
+        this.#groups.set(key, policy);
+        workloads.push(key);
+      }
       if (config.scope === 'Namespace' && namespace === undefined) {
         namespace = `@namespace:${policy.name}`;
         this.#groups.set(namespace, policy);
       }
     }
     this.#wildcard = wildcard;
-    this.#aboveDefault = namespace === undefined ? [] : [namespace];
+    const outer = namespace === undefined ? workloads : [...workloads, namespace];
+    this.#aboveDefault = outer;
     for (const { key, members } of teams) {
-      const above = namespace === undefined ? [key] : [key, namespace];
+      const above = [key, ...outer];
       for (const member of members) if (!this.#above.has(member)) this.#above.set(member, above);
     }
   }
@@ -76,7 +85,7 @@ export class PolicySet {
     return this.policies.length === 0;
   }
 
-  /** The policy that limits `userId` (or the group key of a team or namespace budget), or undefined when none does. */
+  /** The policy that limits `userId` (or the group key of a budget above the user), or undefined when none does. */
   match(userId: string): CompiledPolicy | undefined {
     const policy = this.#exact.get(userId) ?? this.#groups.get(userId);
     if (policy !== undefined) return policy;
@@ -84,7 +93,7 @@ export class PolicySet {
     return isGroupKey(userId) ? undefined : this.#wildcard;
   }
 
-  /** The group keys of the budgets above the user level that a call of `userId` falls under, team first. */
+  /** The group keys of the budgets above the user level that a call of `userId` falls under: team, workloads, namespace. */
   above(userId: string): readonly string[] {
     return this.#above.get(userId) ?? this.#aboveDefault;
   }

@@ -2,16 +2,18 @@
 //   users / serviceAccounts  level User: each user id (a service account is the user id its calls carry,
 //                            system:serviceaccount:<namespace>:<name>) has a budget of its own;
 //   team                     level Team: the team's users and service accounts share one budget;
+//   scope: Workload          level Workload: every call through the pods a BudgetPolicy's selector picks shares
+//                            one budget (the operator matches the labels and sends the policy to those pods only);
 //   scope: Namespace         level Namespace: every call of the engine's namespace shares one budget.
 // A call falls under at most one budget per level and is admitted only if each of them has room. Teams do not
-// nest: a team lists users and service accounts, never another team. Label-selected workloads are not a subject
-// kind yet (the sidecar does not know its pod's labels).
+// nest: a team lists users and service accounts, never another team.
 
 import { ConfigError } from './config-error.ts';
 
-type BudgetLevel = 'User' | 'Team' | 'Namespace';
+type BudgetLevel = 'User' | 'Team' | 'Workload' | 'Namespace';
 
-const BUDGET_SCOPES = ['Namespace'] as const;
+const BUDGET_SCOPES = ['Workload', 'Namespace'] as const;
+type BudgetScope = (typeof BUDGET_SCOPES)[number];
 
 export interface BudgetTeamConfig {
   name: string;
@@ -26,7 +28,7 @@ interface BudgetSubjects {
   users: string[];
   serviceAccounts?: string[];
   team?: BudgetTeamConfig;
-  scope?: 'Namespace';
+  scope?: BudgetScope;
 }
 
 const SUBJECT_FIELDS = ['users', 'serviceAccounts', 'team', 'scope'] as const;
@@ -88,8 +90,10 @@ export function parseSubjects(
   const set = SUBJECT_FIELDS.filter((key) => v[key] !== undefined && !(key === 'users' && Array.isArray(v.users) && v.users.length === 0));
   if (set.length > 1) throw new ConfigError(`${field}.${set[1]}`, `cannot be set together with ${field}.${set[0]}: a policy limits one kind of subject`);
   if (v.scope !== undefined) {
-    if (v.scope !== 'Namespace') throw new ConfigError(`${field}.scope`, `must be one of ${BUDGET_SCOPES.join(', ')} (got ${JSON.stringify(v.scope)})`);
-    return { users: [], scope: 'Namespace' };
+    if (!(BUDGET_SCOPES as readonly unknown[]).includes(v.scope)) {
+      throw new ConfigError(`${field}.scope`, `must be one of ${BUDGET_SCOPES.join(', ')} (got ${JSON.stringify(v.scope)})`);
+    }
+    return { users: [], scope: v.scope as BudgetScope };
   }
   if (v.team !== undefined) return { users: [], team: team(v.team, `${field}.team`, parseUser) };
   if (v.serviceAccounts !== undefined) return { users: [], serviceAccounts: serviceAccounts(v.serviceAccounts, `${field}.serviceAccounts`) };
@@ -97,13 +101,14 @@ export function parseSubjects(
 }
 
 export function levelOf(subjects: BudgetSubjects): BudgetLevel {
-  if (subjects.scope === 'Namespace') return 'Namespace';
+  if (subjects.scope !== undefined) return subjects.scope;
   return subjects.team ? 'Team' : 'User';
 }
 
 /** What a policy limits, in a few words: the status's `subject`. */
 export function subjectOf(subjects: BudgetSubjects): string {
   if (subjects.scope === 'Namespace') return 'the namespace';
+  if (subjects.scope === 'Workload') return 'the selected pods';
   if (subjects.team) return `team ${subjects.team.name}`;
   if (subjects.serviceAccounts) return `each of ${subjects.serviceAccounts.length} service accounts`;
   return subjects.users.includes('*') ? 'every user' : `each of ${subjects.users.length} users`;
@@ -122,6 +127,8 @@ function claims(p: BudgetSubjects): Claim[] {
   p.users.forEach((u, j) => out.push({ key: `User\u0000${u}`, at: `users[${j}]`, what: u === '*' ? '* (every other user)' : `the user ${JSON.stringify(u)}` }));
   p.serviceAccounts?.forEach((sa, j) => out.push({ key: `User\u0000${serviceAccountUser(sa)}`, at: `serviceAccounts[${j}]`, what: `the service account ${sa}` }));
   if (p.scope === 'Namespace') out.push({ key: 'Namespace', at: 'scope', what: 'the namespace' });
+  // Between BudgetPolicies only those with an equal selector are compared: two of them are the same pods.
+  if (p.scope === 'Workload') out.push({ key: 'Workload', at: 'scope', what: 'the selected pods as one workload' });
   const t = p.team;
   if (t === undefined) return out;
   out.push({ key: `Team\u0000team\u0000${t.name}`, at: 'team.name', what: `the team ${t.name}` });

@@ -110,7 +110,8 @@ const serviceAccountName: SchemaNode = {
   pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
 };
 
-// ADR 1312: one kind of subject per policy; users (or none of them: every user), serviceAccounts, team or scope.
+// ADR 1312: one kind of subject per policy; users (or none of them: every user), serviceAccounts, team or scope
+// (Workload: the selected pods as one budget; the operator matches their labels, so sidecars need not know them).
 const SUBJECTS = ['users', 'serviceAccounts', 'team', 'scope'];
 
 const team: SchemaNode = {
@@ -159,7 +160,13 @@ const spec: SchemaNode = {
       items: serviceAccountName,
     },
     team,
-    scope: { type: 'string', tsType: 'BudgetScopeName', description: 'Namespace: every call of the namespace shares this one budget.', enum: ['Namespace'] },
+    scope: {
+      type: 'string',
+      tsType: 'BudgetScopeName',
+      description:
+        'Workload: every call through the pods the selector picks shares this one budget. Namespace: every call of the namespace (of the selected pods, with a selector) does.',
+      enum: ['Workload', 'Namespace'],
+    },
     limitUsd: usd('Limit per subject per period.'),
     limitMicroUsd: microUsd('Limit per subject per period, instead of limitUsd.'),
     period: {
@@ -201,6 +208,12 @@ const spec: SchemaNode = {
       message: `set at most one of ${SUBJECTS.join(', ')}: a policy limits one kind of subject`,
       reason: 'FieldValueInvalid',
     },
+    {
+      rule: "!has(self.scope) || self.scope != 'Workload' || has(self.selector)",
+      message: 'scope Workload needs a selector: the pods whose calls share the budget',
+      fieldPath: '.scope',
+      reason: 'FieldValueRequired',
+    },
   ],
 };
 
@@ -218,7 +231,7 @@ const status: SchemaNode = {
       'x-kubernetes-list-map-keys': ['type'],
       items: condition,
     },
-    level: { type: 'string', description: 'User, Team or Namespace: the level of the budgets this policy keeps (ADR 1312).', maxLength: 16 },
+    level: { type: 'string', description: 'User, Team, Workload or Namespace: the level of the budgets this policy keeps (ADR 1312).', maxLength: 16 },
     subject: { type: 'string', description: 'What it limits: users, service accounts, team <name> or the namespace.', maxLength: 128 },
     limitUsd: { type: 'string', description: 'The limit, as decimal USD.', maxLength: 32 },
     periodStart: { type: 'string', format: 'date-time', description: 'Start of the current period.' },
@@ -285,7 +298,7 @@ export const BUDGET_POLICY_CRD: CrdSource = {
         },
       },
       printerColumns: [
-        { name: 'Level', type: 'string', jsonPath: '.status.level', description: 'User, Team or Namespace' },
+        { name: 'Level', type: 'string', jsonPath: '.status.level', description: 'User, Team, Workload or Namespace' },
         { name: 'Subject', type: 'string', jsonPath: '.status.subject', priority: 1 },
         { name: 'Limit', type: 'string', jsonPath: '.status.limitUsd', description: 'USD per subject per period' },
         { name: 'Period', type: 'string', jsonPath: '.spec.period' },

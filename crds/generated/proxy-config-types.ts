@@ -633,7 +633,7 @@ export interface BudgetPolicySpec {
   serviceAccounts?: string[];
   /** A named team: its users and service accounts share one budget. Teams do not nest. */
   team?: BudgetTeamSpec;
-  /** Namespace: every call of the namespace shares this one budget. */
+  /** Workload: every call through the pods the selector picks shares this one budget. Namespace: every call of the namespace (of the selected pods, with a selector) does. */
   scope?: BudgetScopeName;
   /** Limit per subject per period. Decimal USD with at most 6 decimals, e.g. "25" or "0.01". */
   limitUsd?: string;
@@ -677,8 +677,8 @@ export interface BudgetTeamSpec {
   serviceAccounts?: string[];
 }
 
-/** Namespace: every call of the namespace shares this one budget. */
-export type BudgetScopeName = 'Namespace';
+/** Workload: every call through the pods the selector picks shares this one budget. Namespace: every call of the namespace (of the selected pods, with a selector) does. */
+export type BudgetScopeName = 'Workload' | 'Namespace';
 
 /** Calendar period: day, week (ISO, from Monday) or month. */
 export type BudgetPeriodName = 'day' | 'week' | 'month';
@@ -716,7 +716,7 @@ export interface BudgetPolicyStatus {
   observedGeneration?: number;
   /** Ready: True once the policy is accepted and pushed to sidecars; False with a reason otherwise. */
   conditions?: Condition[];
-  /** User, Team or Namespace: the level of the budgets this policy keeps (ADR 1312). */
+  /** User, Team, Workload or Namespace: the level of the budgets this policy keeps (ADR 1312). */
   level?: string;
   /** What it limits: users, service accounts, team <name> or the namespace. */
   subject?: string;

@@ -173,6 +173,11 @@ describe('a BudgetPolicy caps a user across two sidecars', () => {
     expect(empty.code).not.toBe(0);
     expect(empty.stderr).toContain('spec.team');
     expect(empty.stderr).toContain('a team lists users, serviceAccounts or both');
+    const noPods = await cp.kubectl(['apply', '--dry-run=server', '-f', '-'], {
+      input: budgetPolicyYaml.replace('users: ["*"]', 'scope: Workload').replace(/ {2}selector: .*\n/, ''),
+    });
+    expect(noPods.code).not.toBe(0);
+    expect(noPods.stderr).toContain('scope Workload needs a selector');
   });
 
   it('kubectl apply reaches both sidecars, spend through one exhausts the user in both, and a killed leader loses nothing', async () => {
@@ -418,5 +423,35 @@ spec:
     });
     expect(conflict).toMatchObject({ status: 'False', message: 'spec.team.name names the team buyers, which the older policy checkout-team already names at the same level' });
     expect((await cp.kubectl(['delete', 'budgetpolicy', 'checkout-team', 'checkout-team-2', '-n', NS])).code).toBe(0);
+    await eventually('the team policy gone from the sidecars', async () => (await Promise.all(sidecars.map((s) => sidecarHealth(s.url)))).every((h) => h.policies === 1));
+  });
+});
+
+describe('a Workload BudgetPolicy: the pods its selector picks share one budget', () => {
+  it("stops any user once the two checkout pods together spent the workload's 0.002, and shows the level", async () => {
+    const yaml = `apiVersion: tollgate.dev/v1alpha1
+kind: BudgetPolicy
+metadata: { name: checkout-pods, namespace: ${NS} }
+spec:
+  selector: { matchLabels: { app: checkout } }
+  scope: Workload
+  limitUsd: "0.002"
+`;
+    expect((await cp.kubectl(['apply', '-f', '-'], { input: yaml })).code).toBe(0);
+    await eventually('both sidecars to have the workload policy', async () => (await Promise.all(sidecars.map((s) => sidecarHealth(s.url)))).every((h) => h.policies === 2));
+    const [a, b] = [sidecars[0]!.url, sidecars.at(-1)!.url];
+    // 0.001 a call, two users through two pods: 0.002 of 0.002 for the pods together.
+    expect((await call(a, 'wendy')).status).toBe(200);
+    expect((await call(b, 'walt')).status).toBe(200);
+    const status = await eventually('the workload spent 0.002 in the status', async () => {
+      const s = (await api.get<BudgetPolicy>(`/apis/${BUDGET_POLICY.group}/${BUDGET_POLICY.version}/namespaces/${NS}/${BUDGET_POLICY.plural}/checkout-pods`)).status;
+      return s?.spentUsd === '0.002' && s.usersExhausted === 1 ? s : undefined;
+    });
+    expect(status).toMatchObject({ level: 'Workload', subject: 'the selected pods', topSpenders: [{ user: '@workload:shop/checkout-pods', spentUsd: '0.002', percent: 100 }] });
+    // wanda has spent nothing, but the pods she calls through have.
+    const refused = await call(b, 'wanda');
+    expect(refused.status).toBe(429);
+    expect(refused.text).toContain('the workload budget (over user \\"wanda\\") has spent the 0.002 USD monthly budget of policy \\"shop/checkout-pods\\"');
+    expect((await cp.kubectl(['delete', 'budgetpolicy', 'checkout-pods', '-n', NS])).code).toBe(0);
   });
 });

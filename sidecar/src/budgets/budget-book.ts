@@ -24,7 +24,7 @@ import { BudgetRecord } from './budget-record.ts';
 
 export interface BudgetRefusal {
   userId: string;
-  /** Set when the budget spent is one above the user's (ADR 1312): `@team:<name>` or `@namespace:<policy>`. */
+  /** Set when the budget spent is one above the user's (ADR 1312): `@team:<name>`, `@workload:<policy>` or `@namespace:<policy>`. */
   group?: string;
   policy: string;
   limitUsd: number;

@@ -68,6 +68,18 @@ describe('matching', () => {
   });
 });
 
+describe('a workload budget (scope: Workload, from a BudgetPolicy whose selector picks this pod)', () => {
+  it('sits between the team and the namespace, and stops a user with room of their own and in their team', () => {
+    const b = book([...POLICIES, { name: 'shop/checkout-pods', scope: 'Workload', limitUsd: '0.8' }]);
+    expect(b.policies.above('alice')).toEqual(['@team:payments', '@workload:shop/checkout-pods', '@namespace:shop']);
+    expect(b.policies.above('carol')).toEqual(['@workload:shop/checkout-pods', '@namespace:shop']);
+    charge(b, 'alice', '0.5'); // alice 0.5 of 1, team 0.5 of 1.5, workload 0.5 of 0.8, namespace 0.5 of 2
+    expect(spent(b, '@workload:shop/checkout-pods')).toBe(usd('0.5'));
+    // 0.5 + 0.4 = 0.9 > 0.8 at the workload only: 0.3 left there.
+    expect(b.reserve('bob', T0, () => usd('0.4'))?.refusal).toMatchObject({ userId: 'bob', group: '@workload:shop/checkout-pods', short: { leftUsd: 0.3, reserveUsd: 0.4 } });
+  });
+});
+
 describe('admission and charging across levels', () => {
   it("stops a user who still has room of their own when the team's budget is spent, and charges every level", () => {
     const b = book();

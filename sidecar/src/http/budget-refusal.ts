@@ -183,8 +183,8 @@ function parsed(bytes: Buffer | string | null): unknown {
 function budgetHolder(refusal: BudgetRefusal): string {
   const user = `user ${JSON.stringify(refusal.userId)}`;
   if (refusal.group === undefined) return user;
-  const team = refusal.group.startsWith('@team:') ? refusal.group.slice('@team:'.length) : null;
-  return team === null ? `the namespace budget (over ${user})` : `the team ${JSON.stringify(team)} (of ${user})`;
+  if (refusal.group.startsWith('@team:')) return `the team ${JSON.stringify(refusal.group.slice('@team:'.length))} (of ${user})`;
+  return `the ${refusal.group.startsWith('@workload:') ? 'workload' : 'namespace'} budget (over ${user})`;
 }
 
 /** Names the user, the limit and when it renews; the same text is the span's error. */
