@@ -38,9 +38,9 @@ export class PolicySet {
   readonly #byName = new Map<string, CompiledPolicy>();
   /** Budgets above the user level by group key. */
   readonly #groups = new Map<string, CompiledPolicy>();
-  /** Per team member: the group keys of its calls (its team's, then the namespace's). */
+  /** Per team member: the group keys of its calls (its team's, then the workloads' and the namespace's). */
   readonly #above = new Map<string, readonly string[]>();
-  /** The group keys of a call by a user in no team: the namespace's, if a policy limits it. */
+  /** The group keys of a call by a user in no team: the workloads' and the namespace's, where policies set them. */
   readonly #aboveDefault: readonly string[];
 
   constructor(configs: readonly BudgetPolicyConfig[]) {
@@ -56,7 +56,8 @@ export class PolicySet {
         if (user === WILDCARD_USER) wildcard ??= policy;
         else if (!this.#exact.has(user)) this.#exact.set(user, policy);
       }
-      if (config.team) {
+      // Two BudgetPolicies with different selectors may name one team for this pod: the first keeps it.
+      if (config.team && !this.#groups.has(`@team:${config.team.name}`)) {
         const key = `@team:${config.team.name}`;
         this.#groups.set(key, policy);
         teams.push({ key, members: [...config.team.users, ...config.team.serviceAccounts.map(serviceAccountUser)] });

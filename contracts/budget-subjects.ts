@@ -23,7 +23,7 @@ export interface BudgetTeamConfig {
   serviceAccounts: string[];
 }
 
-/** The subject fields of a policy, parsed; `users` is empty for a Team or Namespace policy. */
+/** The subject fields of a policy, parsed; `users` is empty for a policy above the user level. */
 interface BudgetSubjects {
   users: string[];
   serviceAccounts?: string[];
