@@ -172,4 +172,16 @@ describe('budgets hold a provider image call at its price before it goes out', (
     const { response } = await frugal.images.generate({ model: 'amazon.nova-canvas-v1:0', prompt: 'a castle' }).withResponse();
     expect((await spanOf(response)).cost_usd).toBe(0.04);
   });
+
+  it("holds a native Imagen :predict at the most it may make, 4 images: Ultra's 4 × 0.06 = 0.24 USD is refused against 0.1, sending nothing", async () => {
+    const res = await fetch(`${proxy.url}/proxy/alpha${IMAGEN_PATH}/imagen-4.0-ultra-generate-001:predict`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-tollgate-user': 'frugal' },
+      body: JSON.stringify({ instances: [{ prompt: 'one owl' }], parameters: { sampleCount: 1 } }),
+    });
+    expect(res.status).toBe(429);
+    // Google's error shape, as the Gen AI SDK reads it.
+    expect(await res.json()).toMatchObject({ error: { code: 429, status: 'RESOURCE_EXHAUSTED' } });
+    expect(bed.vertex.requests).toHaveLength(0);
+  });
 });

@@ -20,6 +20,12 @@ const IMAGEN_SIZES: Readonly<Record<string, string>> = {
 /** Imagen makes at most 4 images a request (sampleCount 1–4). */
 const IMAGEN_MOST_IMAGES = 4;
 
+/**
+ * What a native :predict's reservation holds: its body passes through unread, so the most it may make, 4 images
+ * at the model's one price (`auto`); the answer's count is what is charged.
+ */
+export const IMAGEN_NATIVE_RESERVATION = imagesReservation({ images: IMAGEN_MOST_IMAGES, imageSize: 'auto' });
+
 /** Vertex AI's Imagen generation models: imagen-3.0-generate-002, imagen-4.0-(fast-|ultra-)generate-001, …. */
 export const isImagenModel = (model: string): boolean => /^imagen-[\d.]+-(fast-|ultra-)?generate-/.test(model);
 

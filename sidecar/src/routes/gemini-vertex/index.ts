@@ -6,7 +6,7 @@ import { geminiVertexEndpoint } from '../endpoint-kinds.ts';
 import { GEMINI_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { toGeminiRequest } from '../../translate/openai-gemini.ts';
 import { notAnEmbeddingModel, readEmbeddingsRequest } from '../../translate/openai-embeddings.ts';
-import { imagenRequest, isImagenModel } from '../../translate/openai-imagen.ts';
+import { IMAGEN_NATIVE_RESERVATION, imagenRequest, isImagenModel } from '../../translate/openai-imagen.ts';
 import { ImageRequestError } from '../openai-images.ts';
 import { readVertexEmbeddings, vertexEmbedder, vertexEmbeddingsBody } from '../../translate/openai-vertex-embeddings.ts';
 import { GOOGLE_ERRORS } from '../error-shape.ts';
@@ -22,8 +22,8 @@ export const geminiVertex = defineFormat('gemini-vertex', (route) => ({
   planNative: ({ rest, query }) => {
     const model = vertexPathModel(rest);
     // Imagen's :predict answers with its images, counted as they pass (ADR 0915); its units are its predictions.
-    const operation = rest.endsWith(':predict') && isImagenModel(model) ? 'image_generation' : 'generate_content';
-    return withStoredObjects(forwardedAsIs(rest + query, null, model, operation), vertexStoredObjects(rest));
+    if (rest.endsWith(':predict') && isImagenModel(model)) return { ...forwardedAsIs(rest + query, null, model, 'image_generation'), reservation: IMAGEN_NATIVE_RESERVATION };
+    return withStoredObjects(forwardedAsIs(rest + query, null, model, 'generate_content'), vertexStoredObjects(rest));
   },
   v1: {
     modelId: (requested) => geminiModelId(requested),
