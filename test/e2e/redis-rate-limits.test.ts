@@ -116,6 +116,9 @@ describe('two proxies while Redis is killed (budgets.unreachable open)', () => {
     // on a, the third refused there, and two more on b.
     expect([await remaining(a, 'kim'), await remaining(a, 'kim'), await remaining(a, 'kim')]).toEqual(['200 1', '200 0', '429 0']);
     expect([await remaining(b, 'kim'), await remaining(b, 'kim')]).toEqual(['200 1', '200 0']);
+    // The health answer says where the rate limits are counted, and since when that store has been unreachable.
+    const health = (await (await fetch(`${a.url}/_local/api/health`)).json()) as { budgets: { rateLimitStore?: { store: string; unreachableSince: string | null } } };
+    expect(health.budgets.rateLimitStore).toEqual({ store: `redis at ${new URL(redis.url).host}`, unreachableSince: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
     for (const p of [a, b]) {
       const outage = p.logs.filter((l) => l.msg === 'rate-limit store unreachable: counting rate limits in this process until it is back');
       expect(outage).toHaveLength(1);
@@ -134,6 +137,8 @@ describe('two proxies while Redis is killed (budgets.unreachable open)', () => {
         { timeoutMs: 30_000, intervalMs: 200 },
       );
     }
+    const back = (await (await fetch(`${a.url}/_local/api/health`)).json()) as { budgets: { rateLimitStore?: { unreachableSince: string | null } } };
+    expect(back.budgets.rateLimitStore?.unreachableSince).toBeNull();
     // One window again: kim-back's two a minute go one on a, one on b, and the third is refused on a.
     expect([await remaining(a, 'kim-back'), await remaining(b, 'kim-back'), await remaining(a, 'kim-back')]).toEqual(['200 1', '200 0', '429 0']);
   }, 120_000);

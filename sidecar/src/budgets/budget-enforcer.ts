@@ -5,7 +5,7 @@
 import type { BudgetRefusal, BudgetStanding, ReserveOutcome } from './budget-book.ts';
 import type { BudgetJson, GrantJson } from './budget-record.ts';
 import type { BudgetPolicyConfig } from '../../../contracts/budget-config.ts';
-import type { RateWindows } from './rate-windows.ts';
+import type { RateStoreHealth, RateWindows } from './rate-windows.ts';
 
 export interface GrantRequest {
   amountUsd: string;
@@ -43,6 +43,8 @@ export interface BudgetHealth {
   lastError: string | null;
   /** Users with calls in flight holding a reservation here (ADR 1308). */
   reservingUsers?: number;
+  /** Where the rate limits are counted when that is a shared store (ADR 1311), and since when it is unreachable. */
+  rateLimitStore?: RateStoreHealth;
 }
 
 export interface BudgetEnforcer {

@@ -192,6 +192,7 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
       failedWrites: this.#failedWrites,
       lastError: this.#lastError,
       reservingUsers: this.#book.reservingUsers,
+      ...(this.rateWindows.store ? { rateLimitStore: this.rateWindows.store } : {}),
       connected: this.#send !== null,
       includesSequence: this.#included,
       acknowledgedSequence: this.#acked,

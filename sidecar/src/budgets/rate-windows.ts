@@ -69,6 +69,15 @@ export interface RateWindows {
    * an async store may settle in the background.
    */
   settle(subject: string, limits: RateLimits, reservedTokens: number, usedTokens: number | null, now: number): void | Promise<void>;
+  /** A shared store's state for the health answer (ADR 1311); absent: windows in this process. */
+  readonly store?: RateStoreHealth;
+}
+
+export interface RateStoreHealth {
+  /** e.g. `redis at host:port`. */
+  store: string;
+  /** ISO time the store stopped answering; null while it answers. */
+  unreachableSince: string | null;
 }
 
 /**

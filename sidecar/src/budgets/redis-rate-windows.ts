@@ -26,6 +26,7 @@ import {
   type RateLimits,
   type RateWindows,
   RATE_EPSILON_MS,
+  type RateStoreHealth,
   RateStoreUnreachable,
   rateWindowState,
 } from './rate-windows.ts';
@@ -104,6 +105,10 @@ export class RedisRateWindows implements RateWindows {
 
   #key(subject: string): string {
     return `{${this.#prefix}:rate:${subject}}`;
+  }
+
+  get store(): RateStoreHealth {
+    return { store: this.#store, unreachableSince: this.#downSince === null ? null : new Date(this.#downSince).toISOString() };
   }
 
   async admit(subject: string, limits: RateLimits, reservedTokens: number, now: number): Promise<RateAdmission> {
