@@ -1,12 +1,19 @@
 // Budgets above the user (ADR 1312): a call is admitted only if its user's, its team's and the namespace's
 // budgets all have room, and its cost lands at each. Every expected amount is worked out by hand beside it.
 
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { parseBudgetPolicies } from '../../../contracts/budget-config.ts';
 import { PolicySet } from '../../../contracts/budget-policies.ts';
 import { parseUsd } from '../../../contracts/money.ts';
+import { waitFor } from '../../../test/support/wait-for.ts';
 import { BudgetBook, chargeFinishedCall, type ReserveOutcome } from './budget-book.ts';
+import { LedgerBudgets } from './ledger-budgets.ts';
+import { SqliteLedger } from './sqlite-ledger.ts';
 
 const usd = (text: string) => parseUsd(text) as bigint;
 const T0 = Date.parse('2026-11-10T12:00:00Z');
@@ -135,5 +142,29 @@ describe('admission and charging across levels', () => {
       }),
     );
     expect(asked).toBe(1);
+  });
+});
+
+describe('budgets.unreachable closed', () => {
+  it('refuses a user whose only blocking budget is the namespace once the ledger has failed for 30 s', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-hierarchy-'));
+    const path = join(dir, 'tollgate-budgets.db');
+    const clock = { now: T0 };
+    const lines: { msg: string }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as { msg: string }) });
+    const policies = parseBudgetPolicies([{ name: 'shop', scope: 'Namespace', limitUsd: '2' }], 'policies');
+    const budgets = new LedgerBudgets({ ledger: new SqliteLedger(path), config: { ledger: { kind: 'sqlite' }, unreachable: 'closed', policies }, logger, now: () => clock.now });
+    await budgets.ready;
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE'); // another process holds the write lock: the ledger cannot be written
+    budgets.charge('carol', 0.25, T0);
+    await waitFor('the failed deduction', () => lines.some((l) => l.msg === 'failed to deduct spend'));
+    clock.now = T0 + 30_000;
+    // dave has no policy of his own; the namespace's budget is one this engine can no longer see spent elsewhere.
+    expect(budgets.reserve('dave', clock.now, () => 0.01)?.refusal).toMatchObject({ userId: 'dave', policy: 'shop', unreachable: { ledger: 'sqlite', since: T0 } });
+    other.exec('COMMIT');
+    other.close();
+    await budgets.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -160,8 +160,10 @@ export class LedgerBudgets implements BudgetEnforcer {
   #unreachableRefusal(userId: string, at: number): BudgetRefusal | null {
     const since = this.#failingSince;
     if (this.#unreachableRule === 'open' || since === null || at - since < UNREACHABLE_GRACE_MS) return null;
-    const policy = this.#book.policies.match(userId);
-    if (policy === undefined || !policy.blocks) return null;
+    // Any blocking budget the call falls under, the user's or one above it (ADR 1312), is one this engine cannot see.
+    const policies = this.#book.policies;
+    const policy = [userId, ...policies.above(userId)].map((key) => policies.match(key)).find((p) => p?.blocks === true);
+    if (policy === undefined) return null;
     return {
       userId,
       policy: policy.name,
