@@ -15,6 +15,8 @@ import { SpanWriter } from '../spans/span-writer.ts';
 import { startSpanContext } from '../spans/trace-context.ts';
 import { type CallRefusal, maxOutputTokens, RESERVED_OUTPUT_TOKENS, refusalError, reservationUsd, reserveForCall } from './budget-refusal.ts';
 import { MemoryRateWindows } from '../budgets/memory-rate-windows.ts';
+import { RedisRateWindows } from '../budgets/redis-rate-windows.ts';
+import { freePort } from '../../../test/control-plane/free-port.ts';
 
 // 100 USD per million input tokens, 2,000 per million output tokens: 0.0001 and 0.002 USD a token.
 const prices = new PriceTable([{ provider: 'openai', model: 'gpt-4o-mini', input_per_million: 100, output_per_million: 2000 }], { ...DEFAULT_CACHE_SETTINGS });
@@ -135,6 +137,28 @@ describe('rate limits (ADR 1309) through the same hold', () => {
     first.finish({ prices, usage: null, status: 'client_aborted', statusCode: null });
     expect(book.reserved('alice')).toBe(0n);
     expect(reserveForCall(budgets, start('alice'), prices, { bytes: body('"max_tokens":100,'), size: 100 }, { now: Date.now() })).toBeNull();
+  });
+
+  it('shared windows on a Redis nobody answers, budgets.unreachable closed: counted here for the 30 s grace, then refused naming the store, the budget hold given back', async () => {
+    const port = await freePort();
+    const windows = new RedisRateWindows({ url: `redis://127.0.0.1:${port}`, keyPrefix: 't', commandTimeoutMs: 500, unreachable: 'closed' });
+    try {
+      const { book, budgets, start } = setUp('1', { requestsPerMinute: 60 });
+      const shared = { ...budgets, rateWindows: windows };
+      const T = Date.parse('2026-11-10T12:00:00Z');
+      const first = start('alice');
+      // The store's first failure starts the outage at T: within the grace, this process's windows admit.
+      expect(await reserveForCall(shared, first, prices, { bytes: body('"max_tokens":100,'), size: 100 }, { now: T })).toBeNull();
+      first.finish({ prices, usage: null, status: 'ok', statusCode: 200 });
+      const refusal = await reserveForCall(shared, start('alice'), prices, { bytes: body('"max_tokens":100,'), size: 100 }, { now: T + 30_000 });
+      expect(refusal).toMatchObject({ userId: 'alice', policy: 'p', unreachable: { ledger: `redis at 127.0.0.1:${port}`, since: T } });
+      expect(refusalError(refusal!)).toContain(
+        `the budget ledger (redis at 127.0.0.1:${port}) has not been reachable since 2026-11-10T12:00:00.000Z and budgets.unreachable is closed: calls of user "alice" under policy "p" are refused until it is back`,
+      );
+      expect(book.reserved('alice')).toBe(0n);
+    } finally {
+      await windows.close();
+    }
   });
 
   it('a call the budget refuses is not counted by the rate windows', () => {
