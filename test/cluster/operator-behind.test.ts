@@ -1,8 +1,9 @@
 // Version skew the other way (ADR 0723): an operator one release behind its sidecars, as after a `helm
 // rollback` while pods created under the newer release keep running. The operator is the previous release's
 // own code (the commit test/kind/previous-release.txt records, ADR 0113), run from its source with this
-// checkout's dependencies (the two lock files must be the same); the sidecar is this release's push client,
-// which names a config revision the previous operator has never heard of and sends alias health reports (ADR 0724)
+// checkout's dependencies (every package the previous lock file installs is installed here at the same
+// version: this release may add dependencies, not change those the previous one runs on); the sidecar is this
+// release's push client, which names a config revision the previous operator has never heard of and sends alias health reports (ADR 0724)
 // it has no field for. It still gets its config, acks it, and takes a price change.
 
 import { cpSync, readFileSync, symlinkSync } from 'node:fs';
@@ -37,6 +38,16 @@ const spec = (price: number): ProxyConfigSpec => ({
   upstreams: { beta: { baseUrl: 'http://fake-openai.llm-fakes:8080' } },
 });
 
+/** Packages `previousLock` installs that `currentLock` does not, or at another version or integrity. */
+function dependenciesNotHere(previousLock: string, currentLock: string): string[] {
+  type Lock = { packages: Record<string, { version?: string; integrity?: string }> };
+  const previous = (JSON.parse(readFileSync(previousLock, 'utf8')) as Lock).packages;
+  const current = (JSON.parse(readFileSync(currentLock, 'utf8')) as Lock).packages;
+  return Object.entries(previous)
+    .filter(([path, entry]) => path !== '' && (current[path]?.version !== entry.version || current[path]?.integrity !== entry.integrity))
+    .map(([path, entry]) => `${path}@${entry.version ?? '?'}`);
+}
+
 describe("an operator one release behind: the previous release's operator pushes to this release's sidecar", () => {
   let cp: ControlPlane;
   let api: KubeApi;
@@ -57,8 +68,11 @@ describe("an operator one release behind: the previous release's operator pushes
   beforeAll(async () => {
     dir = tempDir('tollgate-operator-behind-');
     const tree = await previousTree(recordedPreviousCommit());
-    if (readFileSync(join(tree, 'package-lock.json'), 'utf8') !== readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) {
-      throw new Error(`the previous release (${tree}) has other dependencies than this checkout: this test runs it with this checkout's node_modules`);
+    const changed = dependenciesNotHere(join(tree, 'package-lock.json'), join(ROOT, 'package-lock.json'));
+    if (changed.length > 0) {
+      throw new Error(
+        `the previous release (${tree}) has dependencies this checkout does not install at the same version (${changed.slice(0, 5).join(', ')}): this test runs it with this checkout's node_modules`,
+      );
     }
     // The cached tree is shared by every checkout on the machine, so it runs from a copy beside this run's files
     // with this checkout's node_modules linked in. A link inside the cache pointed at the checkout that made it
