@@ -20,11 +20,31 @@ export function wavLayout(head: Buffer): WavLayout | null {
     const id = head.toString('latin1', at, at + 4);
     const size = head.readUInt32LE(at + 4);
     const body = at + 8;
-    if (id === 'fmt ' && body + 12 <= head.length) byteRate = head.readUInt32LE(body + 8);
+    if (id === 'fmt ' && body + 16 <= head.length) byteRate = sampleBytesPerSecond(head, body);
     if (id === 'data') return byteRate === 0 ? null : { dataOffset: body, dataBytes: size === 0 || size === 0xffffffff ? null : size, byteRate };
     at = body + size + (size % 2); // chunks are padded to an even length
   }
   return null;
+}
+
+/** Sample formats whose byte rate is their sample rate times their block size: PCM, float, A-law, µ-law, extensible. */
+const SAMPLE_FORMATS = new Set([0x0001, 0x0003, 0x0006, 0x0007, 0xfffe]);
+
+/**
+ * The byte rate of a format chunk at `at`, or 0 when it cannot be trusted. The header's own byte rate is a field
+ * the writer fills in, and a decoder times the file by its sample rate and sample size instead: a caller who
+ * wrote a huge byte rate over ordinary samples would be billed a fraction of a second for a long recording.
+ * It is taken only when it is what the samples' rate and size make, for formats whose samples are fixed-size.
+ */
+function sampleBytesPerSecond(head: Buffer, at: number): number {
+  const format = head.readUInt16LE(at);
+  const channels = head.readUInt16LE(at + 2);
+  const sampleRate = head.readUInt32LE(at + 4);
+  const byteRate = head.readUInt32LE(at + 8);
+  const blockAlign = head.readUInt16LE(at + 12);
+  const bits = head.readUInt16LE(at + 14);
+  if (!SAMPLE_FORMATS.has(format) || channels === 0 || bits === 0 || blockAlign !== channels * Math.ceil(bits / 8)) return 0;
+  return byteRate === sampleRate * blockAlign ? byteRate : 0;
 }
 
 /** Seconds of audio in a whole WAV file (no more than the bytes present), or null when it is not one. */

@@ -65,6 +65,23 @@ describe('an audio upload, read without decoding it', () => {
     expect(readAudioUpload(wavText, TYPE, 'audio_transcription').unmeteredBecause).toBeUndefined();
   });
 
+  it('does not time a WAV by a byte rate its samples do not make: 30 s of 16 kHz 16-bit mono claiming 1,000,000,000 bytes a second', () => {
+    // 960,000 bytes of samples are 30 s at 16,000 × 2 bytes a second, which is what a decoder plays; the forged
+    // byte rate would bill them 0.00096 s. Not timed, a text answer cannot be metered.
+    const forged = wav(960_000);
+    forged.writeUInt32LE(1_000_000_000, 28);
+    const body = form('----b0undary', { model: 'whisper-1', response_format: 'text' }, { name: 'a.wav', bytes: forged });
+    const upload = readAudioUpload(body, TYPE, 'audio_transcription');
+    expect(upload.seconds).toBeNull();
+    expect(upload.unmeteredBecause).toContain('response_format text answers without usage');
+    // A compressed format's average byte rate says nothing a decoder keeps to either (0x55: MPEG layer III in a WAV).
+    const mp3InWav = wav(960_000);
+    mp3InWav.writeUInt16LE(0x55, 20);
+    expect(
+      readAudioUpload(form('----b0undary', { model: 'whisper-1', response_format: 'text' }, { name: 'a.wav', bytes: mp3InWav }), TYPE, 'audio_transcription').seconds,
+    ).toBeNull();
+  });
+
   it.each([
     ['no file part', form('----b0undary', { model: 'whisper-1' }), TYPE, 'file'],
     ['a file field without a filename', form('----b0undary', { model: 'whisper-1', file: 'abc' }), TYPE, 'file'],
