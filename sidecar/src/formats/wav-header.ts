@@ -47,10 +47,22 @@ function sampleBytesPerSecond(head: Buffer, at: number): number {
   return byteRate === sampleRate * blockAlign ? byteRate : 0;
 }
 
-/** Seconds of audio in a whole WAV file (no more than the bytes present), or null when it is not one. */
+/**
+ * Seconds of audio in a whole WAV file (no more than the bytes present), or null when it is not one. A decoder
+ * that reaches the end of a data chunk looks for another and plays it too, so every data chunk is counted: a
+ * first one declaring a few bytes cannot hide the rest of the recording from the bill.
+ */
 export function wavSeconds(file: Buffer): number | null {
   const layout = wavLayout(file);
   if (layout === null) return null;
   const present = file.length - layout.dataOffset;
-  return Math.min(layout.dataBytes ?? present, present) / layout.byteRate;
+  if (layout.dataBytes === null || layout.dataBytes >= present) return present / layout.byteRate;
+  let bytes = layout.dataBytes;
+  // Each chunk header moves the walk on by at least 8 bytes: a file of 25 MiB has at most ~3 million of them.
+  for (let at = layout.dataOffset + layout.dataBytes + (layout.dataBytes % 2); at + 8 <= file.length;) {
+    const size = file.readUInt32LE(at + 4);
+    if (file.toString('latin1', at, at + 4) === 'data') bytes += Math.min(size, file.length - at - 8);
+    at += 8 + size + (size % 2);
+  }
+  return bytes / layout.byteRate;
 }

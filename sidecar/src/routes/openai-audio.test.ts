@@ -82,6 +82,18 @@ describe('an audio upload, read without decoding it', () => {
     ).toBeNull();
   });
 
+  it('times every data chunk a decoder plays, not only the first: 2 bytes declared, then a second chunk of 30 s', () => {
+    // A decoder that reaches the end of a data chunk looks for another one; the first declaring 2 bytes would have
+    // billed 2 / 32,000 s. Both: (2 + 960,000) / 32,000 = 30.0000625 s.
+    const first = wav(2);
+    const second = Buffer.alloc(8);
+    second.write('data', 0, 'latin1');
+    second.writeUInt32LE(960_000, 4);
+    const bytes = Buffer.concat([first, second, Buffer.alloc(960_000, 1)]);
+    const body = form('----b0undary', { model: 'whisper-1', response_format: 'text' }, { name: 'a.wav', bytes });
+    expect(readAudioUpload(body, TYPE, 'audio_transcription').seconds).toBe(30.0000625);
+  });
+
   it.each([
     ['no file part', form('----b0undary', { model: 'whisper-1' }), TYPE, 'file'],
     ['a file field without a filename', form('----b0undary', { model: 'whisper-1', file: 'abc' }), TYPE, 'file'],
