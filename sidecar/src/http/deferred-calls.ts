@@ -118,6 +118,8 @@ export class DeferredCall {
         this.#results = batchResultsExtractor({
           read: plan.lines,
           skip: this.#charges.chargedLines(this.#route, plan.id),
+          // Two reads at once (a retry while the first still runs) share the lines: each is charged by one.
+          claim: (line) => this.#charges.claimLine(this.#route, plan.id, line),
           price: (model, usage) => {
             const cost = prices.cost(provider, model, usage);
             return { costUsd: cost.costUsd * plan.discount, priced: cost.priced };

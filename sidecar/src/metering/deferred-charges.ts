@@ -107,6 +107,19 @@ export class DeferredCharges {
   }
 
   /**
+   * A read of `id`'s results reached its `line`th line: true when that read charges it, which makes it charged for
+   * every other read; false when the result is charged whole or another read (at the same time) charged the line.
+   * A result not remembered here is the reader's own: its reads are settled when they end.
+   */
+  claimLine(route: string, id: string, line: number): boolean {
+    const entry = this.#entries.get(this.#key(route, id));
+    if (entry === undefined) return true;
+    if (entry.charged || line <= entry.chargedLines) return false;
+    entry.chargedLines = line;
+    return true;
+  }
+
+  /**
    * A read charged `id`'s result: whole (its hold is given back and later reads charge nothing), or its first
    * `lines` lines (a read cut short; the next read charges from there).
    */

@@ -56,6 +56,11 @@ export interface BatchResultsOptions {
   price: (model: string, usage: TokenUsage) => { costUsd: number; priced: boolean };
   /** Lines an earlier read of the same results already charged: read, not charged again. */
   skip: number;
+  /**
+   * Asked as each later line is read: whether this read charges it (false: another read of the same results,
+   * running at the same time, got to it first).
+   */
+  claim?: (line: number) => boolean;
 }
 
 /** A batch's results being read: what the read charged, and how far it got. */
@@ -114,7 +119,7 @@ class BatchResults implements BatchResultsExtractor {
 
   #line(line: JsonLine): void {
     this.#lines++;
-    if (this.#lines <= this.#o.skip) return;
+    if (this.#lines <= this.#o.skip || this.#o.claim?.(this.#lines) === false) return;
     if ('unreadable' in line) {
       this.#unread++;
       return;
