@@ -41,6 +41,7 @@ models:
 pricing:
   models:
     - { provider: google, model: gemini-embedding-2, input_per_million: 0.2, output_per_million: 0 }
+    - { provider: compatible, model: mistral-moderation-latest, input_per_million: 50, output_per_million: 0 }
 budgets:
   policies:
     - { name: default, users: ["*"], limitUsd: 0.000001, period: month, timeZone: UTC, enforcement: block }
@@ -113,6 +114,17 @@ describe("moderation with the openai SDK's moderations.create", () => {
     expect(data.results[0]!.flagged).toBe(false);
     // The configured route's provider has no price entry for it: recorded as unpriced, at 0.
     expect(await spanOf(response.headers.get('x-proxy-span-id'))).toMatchObject({ route: 'compatible', provider: 'compatible', status: 'ok', cost_usd: 0, priced: false });
+  });
+
+  it('on a configured route whose price entry bills moderation: held to the budget like any billed call, refused with nothing sent', async () => {
+    // Mistral bills its moderation model by the token; priced so here at 50 USD per million input tokens, one
+    // reservation of the request's few tokens (over 0.0001 USD) does not fit alice's 0.000001 USD.
+    const openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0, defaultHeaders: ALICE });
+    const error = await openai.moderations.create({ model: 'compatible/mistral-moderation-latest', input: 'hello' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(error).toMatchObject({ status: 429, code: 'budget_exceeded' });
+    expect(bed.openai.requests).toHaveLength(0);
+    expect(await aliceSpent()).toBe(0);
   });
 
   it('for a model whose provider has no moderation API: 400 unsupported_operation naming the model and provider, nothing sent', async () => {

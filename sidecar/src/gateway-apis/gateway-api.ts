@@ -54,6 +54,8 @@ export interface ApiCall {
 
 export interface ApiPlan extends GatewayPlan {
   answer: CallerAnswer;
+  /** This call is billed nothing where its API is billed on some routes only (a moderation): as `free` below. */
+  free?: boolean;
 }
 
 export interface GatewayApi {

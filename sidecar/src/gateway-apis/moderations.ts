@@ -2,7 +2,8 @@
 // OpenAI-compatible routes): passed through as sent, with OpenAI's default model when the body names none. OpenAI
 // bills nothing for it ("All OpenAI moderation models and endpoints are free of charge"): its moderation models'
 // price entries are 0, so the span is priced, costs 0 and charges no budget (ADR 0912). A configured route's call
-// costs what its answer's usage and its price entry say, as any other call there.
+// costs what its answer's usage and its price entry say, as any other call there; one whose entry prices its
+// tokens (Mistral bills its moderation model) is held to the budget like any billed call, not waved through.
 
 import { openAiRequestUser } from '../routes/request-user.ts';
 import { nativePlan } from '../routes/route-module.ts';
@@ -24,7 +25,6 @@ const PASSED_THROUGH: CallerAnswer = {
 export const moderationsApi: GatewayApi = {
   operation: 'moderation',
   defaultModel: 'omni-moderation-latest',
-  free: true,
   errors: OPENAI_API_ERRORS,
   requestUser: openAiRequestUser,
   plan(call) {
@@ -39,6 +39,7 @@ export const moderationsApi: GatewayApi = {
       );
     }
     const model = surface.modelId(target.requested, target.entry);
-    return { ...nativePlan(model, path, { ...call.request, model }), route, provider: module.provider, stream: false, translation: 'passthrough', answer: PASSED_THROUGH };
+    const free = target.entry.input_per_million === 0 && target.entry.output_per_million === 0;
+    return { ...nativePlan(model, path, { ...call.request, model }), route, provider: module.provider, stream: false, translation: 'passthrough', answer: PASSED_THROUGH, free };
   },
 };

@@ -413,7 +413,7 @@ function startCall(g: GatewayCall, planned: ApiPlan, alias?: string): MeteredCal
  */
 function refusedOverBudget(g: GatewayCall, call: MeteredCall, planned: ApiPlan): boolean | Promise<boolean> {
   // A call no provider bills (a token count, a moderation) has nothing for a budget to hold back (ADR 0912).
-  if (g.api.free === true) return false;
+  if (g.api.free === true || planned.free === true) return false;
   const sent = planned.body;
   const refusal = reserveForCall(
     g.opts.budgets,
