@@ -73,6 +73,8 @@ describe("a non-admin cannot reach what the providers keep under the server's ke
     ['delete it', 'DELETE', '/proxy/beta/v1/responses/resp_alice', undefined],
     ['continue it', 'POST', '/proxy/beta/v1/responses', { model: 'gpt-4o-mini', input: 'go on', previous_response_id: 'resp_alice' }],
     ['continue a stored conversation', 'POST', '/proxy/beta/v1/responses', { model: 'gpt-4o-mini', input: 'go on', conversation: 'conv_alice' }],
+    ["count another user's response's input", 'POST', '/proxy/beta/v1/responses/input_tokens', { model: 'gpt-4o-mini', input: 'go on', previous_response_id: 'resp_alice' }],
+    ["count a stored conversation's input", 'POST', '/proxy/beta/v1/responses/input_tokens', { model: 'gpt-4o-mini', input: 'go on', conversation: 'conv_alice' }],
     ['list the files', 'GET', '/proxy/beta/v1/files', undefined],
     ['read a batch', 'GET', '/proxy/beta/v1/batches/batch_alice', undefined],
     ["list Anthropic's message batches", 'GET', '/proxy/gamma-direct/v1/messages/batches', undefined],
@@ -93,6 +95,18 @@ describe("a non-admin cannot reach what the providers keep under the server's ke
     const conversation = await call(bob, 'POST', '/v1/responses', { model: 'gpt-4o-mini', input: 'go on', conversation: 'conv_alice' });
     expect(conversation.status).toBe(400);
     expect(await conversation.json()).toMatchObject({ error: { param: 'conversation' } });
+    expect(upstream.calls).toHaveLength(0);
+  });
+
+  it("/v1/responses/input_tokens does not hand OpenAI another user's response or conversation to count for a non-admin", async () => {
+    for (const [param, value] of [
+      ['previous_response_id', 'resp_alice'],
+      ['conversation', 'conv_alice'],
+    ] as const) {
+      const res = await call(bob, 'POST', '/v1/responses/input_tokens', { model: 'gpt-4o-mini', input: 'go on', [param]: value });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ error: { param } });
+    }
     expect(upstream.calls).toHaveLength(0);
   });
 

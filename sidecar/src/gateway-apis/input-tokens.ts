@@ -68,6 +68,13 @@ export const inputTokensApi: GatewayApi = {
   plan(call) {
     const { target } = call;
     const { route, module, surface } = v1Surface(target, call.config);
+    // OpenAI counts what a stored response or conversation holds: one stored under a server's key, which its
+    // users share, is for its admins only (ADR 1007), as /v1/responses keeps it.
+    for (const name of ['previous_response_id', 'conversation'] as const) {
+      if (!call.storedObjects && surface.responsesPath !== undefined && call.request[name] !== undefined && call.request[name] !== null) {
+        throw invalidParameter(name, `${name} names what OpenAI stores under this server's key, which its users share: only server.auth.admins may count it; send the whole input`);
+      }
+    }
     if (surface.responsesPath !== undefined) {
       const model = surface.modelId(target.requested, target.entry);
       const plan = nativePlan(model, `${surface.responsesPath}/input_tokens`, { ...call.request, model });

@@ -10,6 +10,8 @@ describe('calls that reach what a provider stores under the key', () => {
     ['POST', '/v1/responses/resp_1/cancel', null, 'a stored response'],
     ['POST', '/v1/responses', { previous_response_id: 'resp_1' }, 'a stored response (previous_response_id)'],
     ['POST', '/v1/responses', { conversation: { id: 'conv_1' } }, 'a stored conversation'],
+    ['POST', '/v1/responses/input_tokens', { previous_response_id: 'resp_1' }, 'a stored response (previous_response_id)'],
+    ['POST', '/v1/responses/input_tokens', { conversation: 'conv_1' }, 'a stored conversation'],
     ['GET', '/v1/vector_stores', null, 'vector_stores stored at the provider'],
     ['POST', '/v1/fine_tuning/jobs', null, 'fine_tuning stored at the provider'],
   ])('OpenAI: %s %s reaches %s', (method, path, body, what) => {

@@ -15,7 +15,8 @@ export function openAiStoredObjects(method: string, rest: string, json: Record<s
   if (OPENAI_STORES.test(rest)) return `${rest.split('/')[2]} stored at the provider`;
   if (OPENAI_CHAT_BY_ID.test(rest) || (method === 'GET' && rest === '/v1/chat/completions')) return 'stored chat completions';
   if (OPENAI_RESPONSE_BY_ID.test(rest)) return 'a stored response';
-  if (json !== null && rest === '/v1/responses') {
+  // A token count of a request that names a stored response or conversation counts what is stored (its size).
+  if (json !== null && (rest === '/v1/responses' || rest === '/v1/responses/input_tokens')) {
     if (json.previous_response_id !== undefined && json.previous_response_id !== null) return 'a stored response (previous_response_id)';
     if (json.conversation !== undefined && json.conversation !== null) return 'a stored conversation';
   }
