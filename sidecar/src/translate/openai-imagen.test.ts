@@ -35,6 +35,15 @@ describe("OpenAI's image generation as Imagen's :predict", () => {
     expect(refusal({ prompt: 'p', size: '1536x1024' }).param).toBe('size');
   });
 
+  it("refuses a size named after an object's own properties: it would go out with no ratio (Imagen's default) and be billed at no price", () => {
+    for (const size of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      expect(refusal({ prompt: 'p', size, n: 4 })).toEqual({
+        param: 'size',
+        message: `size ${JSON.stringify(size)} is not one model ${model} renders: 1024x1024, 896x1280, 1280x896, 768x1408, 1408x768 (or auto)`,
+      });
+    }
+  });
+
   it('refuses what Imagen cannot give: a url, more than 4 images, a quality, a field it would drop, no prompt', () => {
     expect(refusal({ prompt: 'p', response_format: 'url' })).toMatchObject({ param: 'response_format', message: expect.stringContaining('use b64_json') });
     expect(refusal({ prompt: 'p', n: 5 })).toEqual({ param: 'n', message: `model ${model} makes 1 to 4 images a request: n must be an integer from 1 to 4 (got 5)` });

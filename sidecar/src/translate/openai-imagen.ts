@@ -34,7 +34,8 @@ export function imagenRequest(request: Record<string, unknown>, model: string, r
   const read = readProviderImageRequest(request, model, route, IMAGEN_MOST_IMAGES);
   // OpenAI's `auto` and an absent size are Imagen's default, 1:1.
   const size = read.size === undefined || read.size === 'auto' ? '1024x1024' : read.size;
-  const aspectRatio = IMAGEN_SIZES[size];
+  // Own keys only: a size such as "constructor" must not find Object.prototype's members (a ratio of nothing, no price).
+  const aspectRatio = Object.hasOwn(IMAGEN_SIZES, size) ? IMAGEN_SIZES[size] : undefined;
   if (aspectRatio === undefined) {
     throw new ImageRequestError(`size ${JSON.stringify(size)} is not one model ${model} renders: ${Object.keys(IMAGEN_SIZES).join(', ')} (or auto)`, 'size');
   }
