@@ -66,6 +66,14 @@ describe("OpenAI's image generation as Bedrock's InvokeModel", () => {
     expect(bedrockImageUnits('anthropic.claude-sonnet-4-5-20250929-v1:0', body({}))).toBeUndefined();
   });
 
+  it("takes a model id named after an Object member (a caller's /model/constructor/invoke) as no image model, without throwing", () => {
+    const body = Buffer.from(JSON.stringify({ imageGenerationConfig: { numberOfImages: 2 } }));
+    for (const id of ['constructor', '__proto__', 'toString']) {
+      expect(bedrockImageUnits(id, body)).toBeUndefined();
+      expect(() => bedrockImageRequest({ prompt: 'p' }, id, 'gamma-cloudb')).toThrow(`model ${id} does not generate images on route gamma-cloudb`);
+    }
+  });
+
   it("writes Bedrock's images back in order", () => {
     expect(readBedrockImages({ images: ['QUFB', 'QkJC'], error: null })).toEqual(['QUFB', 'QkJC']);
     expect(() => readBedrockImages({ images: [1] })).toThrow('base64 strings');

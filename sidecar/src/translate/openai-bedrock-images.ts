@@ -75,7 +75,9 @@ const MOST_IMAGES = 5;
 
 /** The Bedrock image model an id names (with or without a geography prefix), or undefined. */
 function modelOf(model: string): BedrockImageModel | undefined {
-  return MODELS[model.replace(/^[a-z]{2,6}\.(?=amazon\.)/, '')];
+  const id = model.replace(/^[a-z]{2,6}\.(?=amazon\.)/, '');
+  // Own keys only: the id is the caller's (a native path's), and "constructor" must not find Object.prototype's.
+  return Object.hasOwn(MODELS, id) ? MODELS[id] : undefined;
 }
 
 /** The price tier of an image: the first tier it fits in; the largest for anything bigger. */
