@@ -68,8 +68,23 @@ function parameter(header: string, key: string): string | null {
   return Buffer.from(match[1] ?? match[2] ?? '', 'latin1').toString('utf8');
 }
 
-/** A text field's value, or undefined when the form has no part of that name. */
+/** A one-value field sent more than once: which value the provider reads is its own choice, not the proxy's. */
+export class RepeatedFormField extends MultipartProblem {
+  readonly field: string;
+  constructor(field: string) {
+    super(`the form has more than one ${field} field: send it once`);
+    this.field = field;
+  }
+}
+
+/**
+ * A text field's value, or undefined when the form has no part of that name. Throws RepeatedFormField when it has
+ * several: the fields read here (model, size, response_format, …) set the bill, and a server that keeps the last
+ * value would make what the first did not price.
+ */
 export function formField(body: Buffer, parts: readonly FormPart[], name: string): string | undefined {
-  const part = parts.find((candidate) => candidate.name === name && candidate.filename === null);
+  const named = parts.filter((candidate) => candidate.name === name && candidate.filename === null);
+  if (named.length > 1) throw new RepeatedFormField(name);
+  const part = named[0];
   return part === undefined ? undefined : body.toString('utf8', part.start, part.end);
 }

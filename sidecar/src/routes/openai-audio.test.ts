@@ -94,6 +94,31 @@ describe('an audio upload, read without decoding it', () => {
     expect(readAudioUpload(body, TYPE, 'audio_transcription').seconds).toBe(30.0000625);
   });
 
+  it('refuses a model or response_format sent twice, naming it: the provider may read the other value', () => {
+    const once = form('----b0undary', { model: 'whisper-1', response_format: 'text' }, { name: 'a.wav', bytes: wav(32_000) });
+    const close = Buffer.from('------b0undary--\r\n');
+    for (const [name, value] of [
+      ['model', 'gpt-4o-transcribe'],
+      ['response_format', 'srt'],
+    ]) {
+      const twice = Buffer.concat([
+        once.subarray(0, once.length - close.length),
+        Buffer.from(`------b0undary\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`),
+        close,
+      ]);
+      const refused = (() => {
+        try {
+          readAudioUpload(twice, TYPE, 'audio_transcription');
+        } catch (error) {
+          return error as AudioRequestError;
+        }
+        return undefined;
+      })();
+      expect(refused).toBeInstanceOf(AudioRequestError);
+      expect({ param: refused?.param, message: refused?.message }).toEqual({ param: name, message: `the form has more than one ${name} field: send it once` });
+    }
+  });
+
   it.each([
     ['no file part', form('----b0undary', { model: 'whisper-1' }), TYPE, 'file'],
     ['a file field without a filename', form('----b0undary', { model: 'whisper-1', file: 'abc' }), TYPE, 'file'],

@@ -4,7 +4,7 @@
 // must be to be metered is decided here once; each door words the refusal in its own error shape.
 
 import { ProxyError } from '../errors.ts';
-import { formBoundary, formField, formParts, MultipartProblem, type FormPart } from '../formats/multipart-form.ts';
+import { formBoundary, formField, formParts, MultipartProblem, RepeatedFormField, type FormPart } from '../formats/multipart-form.ts';
 import { wavSeconds } from '../formats/wav-header.ts';
 import { forwardedAsIs, parseRouteJson } from './native-request.ts';
 import { openAiRequestUser } from './request-user.ts';
@@ -94,17 +94,24 @@ export function readAudioUpload(body: Buffer | null, contentType: string | undef
   }
   const file = parts.find((part) => part.name === 'file' && part.filename !== null);
   if (file === undefined) throw new AudioRequestError("Missing required parameter: 'file' (a form part named file, with a filename)", 'file');
+  const field = (name: string): string | undefined => {
+    try {
+      return formField(body, parts, name);
+    } catch (error) {
+      throw error instanceof RepeatedFormField ? new AudioRequestError(error.message, error.field) : error;
+    }
+  };
   const modelPart = parts.find((part) => part.name === 'model' && part.filename === null);
-  const model = formField(body, parts, 'model');
+  const model = field('model');
   if (modelPart === undefined || model === undefined || model === '') throw new AudioRequestError('you must provide a model parameter', 'model');
-  const format = formField(body, parts, 'response_format') ?? 'json';
+  const format = field('response_format') ?? 'json';
   const reportsUsage = USAGE_FORMATS[operation].includes(format);
   const upload: AudioUpload = { model, modelPart, seconds: wavSeconds(body.subarray(file.start, file.end)), fileBytes: file.end - file.start, reportsUsage };
   // An answer that says nothing is metered by the seconds a WAV header declares; any other file cannot be.
   if (!reportsUsage && upload.seconds === null) {
     upload.unmeteredBecause = `response_format ${format} answers without usage, and only a WAV file's length is known without it; ask for ${USAGE_FORMATS[operation].join(' or ')}`;
     upload.unmeteredField = 'response_format';
-  } else if (formField(body, parts, 'stream') === 'true') {
+  } else if (field('stream') === 'true') {
     upload.unmeteredBecause = 'a streamed transcription (stream=true) is not metered; ask for the whole answer';
     upload.unmeteredField = 'stream';
   }

@@ -86,4 +86,21 @@ describe('an image edit upload', () => {
     expect(problem(() => readImageEdit(huge, CONTENT_TYPE))).toEqual({ param: 'image', message: `the upload is ${huge.length} bytes; the most taken is 52428800 (50 MiB)` });
     expect(problem(() => readImageEdit(form({ prompt: 'x' }, { image }), 'application/json')).message).toMatch(/must be sent as multipart\/form-data/);
   });
+
+  it('refuses a field the bill depends on sent twice, naming it: the provider may read the other value', () => {
+    // Metered as dall-e-2 at 256x256 (0.016 USD) while a server that keeps the last value makes a gpt-image-1 image.
+    const once = form({ model: 'dall-e-2', prompt: 'add a hat', size: '256x256' }, { image });
+    const close = Buffer.from(`--${BOUNDARY}--\r\n`);
+    for (const [name, value] of [
+      ['model', 'gpt-image-1'],
+      ['size', '1024x1024'],
+    ]) {
+      const twice = Buffer.concat([
+        once.subarray(0, once.length - close.length),
+        Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`),
+        close,
+      ]);
+      expect(problem(() => readImageEdit(twice, CONTENT_TYPE))).toEqual({ param: name, message: `the form has more than one ${name} field: send it once` });
+    }
+  });
 });

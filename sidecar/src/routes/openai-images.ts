@@ -4,7 +4,7 @@
 // metered is decided here once; each door words the refusal in its own error shape.
 
 import { ProxyError } from '../errors.ts';
-import { formBoundary, formField, formParts, MultipartProblem, type FormPart } from '../formats/multipart-form.ts';
+import { formBoundary, formField, formParts, MultipartProblem, RepeatedFormField, type FormPart } from '../formats/multipart-form.ts';
 import type { BilledUnits, TokenUsage } from '../usage/usage.ts';
 import { forwardedAsIs, parseRouteJson } from './native-request.ts';
 import { openAiRequestUser } from './request-user.ts';
@@ -162,7 +162,13 @@ export function readImageEdit(body: Buffer | null, contentType: string | undefin
   // gpt-image-* take several images as `image[]`; dall-e-2 one as `image`.
   const images = parts.filter((part) => (part.name === 'image' || part.name === 'image[]') && part.filename !== null);
   if (images.length === 0) throw new ImageRequestError("Missing required parameter: 'image' (a form part named image, with a filename)", 'image');
-  const field = (name: string) => formField(body, parts, name);
+  const field = (name: string): string | undefined => {
+    try {
+      return formField(body, parts, name);
+    } catch (error) {
+      throw error instanceof RepeatedFormField ? new ImageRequestError(error.message, error.field) : error;
+    }
+  };
   const modelPart = parts.find((part) => part.name === 'model' && part.filename === null);
   const named = field('model');
   if (named === '') throw new ImageRequestError('model must be a non-empty string', 'model');
