@@ -88,3 +88,12 @@ export function formField(body: Buffer, parts: readonly FormPart[], name: string
   const part = named[0];
   return part === undefined ? undefined : body.toString('utf8', part.start, part.end);
 }
+
+/**
+ * Whether a form's boolean field may be read as true by the server: anything but absent, `false` or `0` (any
+ * case). Servers differ in what they take for true (`true`, `True`, `1`, `on`), and the proxy must not meter as
+ * off what the provider takes as on.
+ */
+export function mayBeTrue(value: string | undefined): boolean {
+  return value !== undefined && !/^(false|0)$/i.test(value.trim());
+}

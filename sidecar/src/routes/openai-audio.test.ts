@@ -94,6 +94,15 @@ describe('an audio upload, read without decoding it', () => {
     expect(readAudioUpload(body, TYPE, 'audio_transcription').seconds).toBe(30.0000625);
   });
 
+  it('takes any stream value but false as a stream, which it cannot meter: a server may read 1 or True as true', () => {
+    for (const stream of ['true', 'True', '1', 'on']) {
+      const body = form('----b0undary', { model: 'whisper-1', stream }, { name: 'a.wav', bytes: wav(32_000) });
+      expect(readAudioUpload(body, TYPE, 'audio_transcription')).toMatchObject({ unmeteredField: 'stream' });
+    }
+    const whole = form('----b0undary', { model: 'whisper-1', stream: 'false' }, { name: 'a.wav', bytes: wav(32_000) });
+    expect(readAudioUpload(whole, TYPE, 'audio_transcription').unmeteredBecause).toBeUndefined();
+  });
+
   it('refuses a model or response_format sent twice, naming it: the provider may read the other value', () => {
     const once = form('----b0undary', { model: 'whisper-1', response_format: 'text' }, { name: 'a.wav', bytes: wav(32_000) });
     const close = Buffer.from('------b0undary--\r\n');

@@ -4,7 +4,7 @@
 // must be to be metered is decided here once; each door words the refusal in its own error shape.
 
 import { ProxyError } from '../errors.ts';
-import { formBoundary, formField, formParts, MultipartProblem, RepeatedFormField, type FormPart } from '../formats/multipart-form.ts';
+import { formBoundary, formField, formParts, mayBeTrue, MultipartProblem, RepeatedFormField, type FormPart } from '../formats/multipart-form.ts';
 import { wavSeconds } from '../formats/wav-header.ts';
 import { forwardedAsIs, parseRouteJson } from './native-request.ts';
 import { openAiRequestUser } from './request-user.ts';
@@ -111,7 +111,7 @@ export function readAudioUpload(body: Buffer | null, contentType: string | undef
   if (!reportsUsage && upload.seconds === null) {
     upload.unmeteredBecause = `response_format ${format} answers without usage, and only a WAV file's length is known without it; ask for ${USAGE_FORMATS[operation].join(' or ')}`;
     upload.unmeteredField = 'response_format';
-  } else if (field('stream') === 'true') {
+  } else if (mayBeTrue(field('stream'))) {
     upload.unmeteredBecause = 'a streamed transcription (stream=true) is not metered; ask for the whole answer';
     upload.unmeteredField = 'stream';
   }

@@ -87,6 +87,13 @@ describe('an image edit upload', () => {
     expect(problem(() => readImageEdit(form({ prompt: 'x' }, { image }), 'application/json')).message).toMatch(/must be sent as multipart\/form-data/);
   });
 
+  it('takes any stream value but false as a stream, which it cannot meter: a server may read 1 or True as true', () => {
+    for (const stream of ['true', 'True', '1', 'on']) {
+      expect(readImageEdit(form({ model: 'gpt-image-1', prompt: 'add a hat', stream }, { image }), CONTENT_TYPE).unmeteredBecause).toMatch(/streamed image generation/);
+    }
+    expect(readImageEdit(form({ model: 'gpt-image-1', prompt: 'add a hat', stream: 'false' }, { image }), CONTENT_TYPE).unmeteredBecause).toBeUndefined();
+  });
+
   it('refuses a field the bill depends on sent twice, naming it: the provider may read the other value', () => {
     // Metered as dall-e-2 at 256x256 (0.016 USD) while a server that keeps the last value makes a gpt-image-1 image.
     const once = form({ model: 'dall-e-2', prompt: 'add a hat', size: '256x256' }, { image });

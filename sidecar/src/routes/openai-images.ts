@@ -4,7 +4,7 @@
 // metered is decided here once; each door words the refusal in its own error shape.
 
 import { ProxyError } from '../errors.ts';
-import { formBoundary, formField, formParts, MultipartProblem, RepeatedFormField, type FormPart } from '../formats/multipart-form.ts';
+import { formBoundary, formField, formParts, mayBeTrue, MultipartProblem, RepeatedFormField, type FormPart } from '../formats/multipart-form.ts';
 import type { BilledUnits, TokenUsage } from '../usage/usage.ts';
 import { forwardedAsIs, parseRouteJson } from './native-request.ts';
 import { openAiRequestUser } from './request-user.ts';
@@ -179,7 +179,7 @@ export function readImageEdit(body: Buffer | null, contentType: string | undefin
     size: field('size'),
     quality: field('quality'),
     prompt: field('prompt'),
-    stream: field('stream') === 'true',
+    stream: mayBeTrue(field('stream')),
     inputImages: images.length,
   };
   const request = checked(fields, 'image_edit');
