@@ -234,6 +234,23 @@ describe('requests the audio API or the meter cannot take', () => {
     expect(bed.openai.requests).toHaveLength(0);
   });
 
+  it('refuses a text transcript by a token-billed model even of a WAV: its seconds price nothing, so only usage would bill it', async () => {
+    // gpt-4o-transcribe bills audio tokens (6 USD a million), which a text answer does not report; the WAV's 2.5 s
+    // have no price for it (no audio_per_minute), so the call would be recorded unpriced at 0 USD.
+    const form = new FormData();
+    form.set('model', 'gpt-4o-transcribe');
+    form.set('response_format', 'text');
+    form.set('file', new Blob([WAV], { type: 'audio/wav' }), 'hello.wav');
+    const { status, body } = await postForm('/v1/audio/transcriptions', form);
+    expect(status).toBe(400);
+    expect(body.error).toMatchObject({ param: 'response_format' });
+    const native = await postForm('/proxy/beta/v1/audio/transcriptions', form);
+    expect(native.status).toBe(403);
+    expect(native.body.error.code).toBe('unmetered_endpoint');
+    expect(native.body.error.message).toContain('response_format text');
+    expect(bed.openai.requests).toHaveLength(0);
+  });
+
   it('refuses a streamed transcription, naming stream', async () => {
     const form = new FormData();
     form.set('model', 'gpt-4o-transcribe');

@@ -20,6 +20,7 @@ import { checkNoFragment, checkPathSegments, planUpstreamRequest, type UpstreamR
 import type { RouteModule } from '../routes/route-module.ts';
 import { routeCatalog, wireFormat } from '../routes/route-catalog.ts';
 import { upstreamOf } from '../routes/upstream-base-url.ts';
+import { unpricedSeconds } from '../routes/openai-audio.ts';
 import { relayStream, responseExtractor } from '../relay.ts';
 import { spanUserId } from '../inbound/identity/caller-user.ts';
 import { mayReachStoredObjects } from '../inbound/identity/identity-hook.ts';
@@ -186,7 +187,8 @@ async function proxyCall(call: ProxyCall): Promise<void> {
       env: opts.env ?? process.env,
     });
     startDeferred(call, plan);
-    const unmeteredBody = plan.unmeteredBecause !== undefined && allowUnmetered(call, plan.unmeteredBecause);
+    const unmeteredWhy = plan.unmeteredBecause ?? (plan.audio && unpricedSeconds(plan.audio, plan.model, call.snapshot.prices.resolve(route.provider, plan.model)));
+    const unmeteredBody = unmeteredWhy !== undefined && allowUnmetered(call, unmeteredWhy);
     metered = startMetering(call, plan, unmetered || unmeteredBody);
     if (plan.storedObjects !== undefined && !mayReachStoredObjects(request.identity, call.snapshot.config)) {
       throw new ProxyError(

@@ -11,6 +11,7 @@ import { openAiRequestUser } from './request-user.ts';
 import type { AudioFacts, NativeCall, UpstreamRequestPlan } from './route-module.ts';
 import { speechTokens } from '../usage/speech-estimate.ts';
 import type { BilledUnits, TokenUsage } from '../usage/usage.ts';
+import type { PriceEntry } from '../../../contracts/price-entry.ts';
 
 export type AudioOperation = 'audio_transcription' | 'audio_translation' | 'audio_speech';
 
@@ -70,6 +71,8 @@ export interface AudioUpload {
   fileBytes: number;
   /** The answer asked for says what the call used (usage, a duration); else only a WAV header's seconds do. */
   reportsUsage: boolean;
+  /** The answer's format (`response_format`, json when absent). */
+  format: string;
   /** Why the answer cannot be metered (a format without usage, a stream), when it cannot, and the field that says so. */
   unmeteredBecause?: string;
   unmeteredField?: 'response_format' | 'stream';
@@ -106,7 +109,7 @@ export function readAudioUpload(body: Buffer | null, contentType: string | undef
   if (modelPart === undefined || model === undefined || model === '') throw new AudioRequestError('you must provide a model parameter', 'model');
   const format = field('response_format') ?? 'json';
   const reportsUsage = USAGE_FORMATS[operation].includes(format);
-  const upload: AudioUpload = { model, modelPart, seconds: wavSeconds(body.subarray(file.start, file.end)), fileBytes: file.end - file.start, reportsUsage };
+  const upload: AudioUpload = { model, modelPart, seconds: wavSeconds(body.subarray(file.start, file.end)), fileBytes: file.end - file.start, reportsUsage, format };
   // An answer that says nothing is metered by the seconds a WAV header declares; any other file cannot be.
   if (!reportsUsage && upload.seconds === null) {
     upload.unmeteredBecause = `response_format ${format} answers without usage, and only a WAV file's length is known without it; ask for ${USAGE_FORMATS[operation].join(' or ')}`;
@@ -161,7 +164,19 @@ function usageOf(inputTokens: number, outputTokens: number, units: BilledUnits):
 export function uploadFacts(upload: AudioUpload): AudioFacts {
   const seconds = upload.seconds ?? upload.fileBytes / ASSUMED_UPLOAD_BYTES_PER_SECOND;
   const reservation = usageOf(Math.ceil((seconds * RESERVED_AUDIO_TOKENS_PER_MINUTE) / 60), RESERVED_TRANSCRIPT_TOKENS, { audioSeconds: seconds });
-  return upload.seconds === null ? { reservation } : { units: { audioSeconds: upload.seconds }, reservation };
+  const facts: AudioFacts = upload.seconds === null ? { reservation } : { units: { audioSeconds: upload.seconds }, reservation };
+  if (!upload.reportsUsage) facts.unreportedFormat = upload.format;
+  return facts;
+}
+
+/**
+ * Why an upload whose answer reports no usage cannot be metered by its model, or undefined when it can: only a
+ * WAV file's seconds bill it then, which a model priced by tokens alone (gpt-4o-transcribe) has no price for, so
+ * the call would be recorded at 0 USD. A model without a price entry is unpriced whatever it answers.
+ */
+export function unpricedSeconds(audio: AudioFacts, model: string, entry: PriceEntry | undefined): string | undefined {
+  if (audio.unreportedFormat === undefined || entry === undefined || entry.audio_per_minute !== undefined) return undefined;
+  return `response_format ${audio.unreportedFormat} answers without usage, and model ${model} bills tokens, not seconds of audio (no audio_per_minute): ask for json`;
 }
 
 /** A speech request's facts: its characters (tts-1's bill), and the tokens a token-billed model's estimate starts from. */

@@ -76,6 +76,8 @@ export interface AudioFacts {
   reservation: TokenUsage;
   /** A speech request: its answer is audio, whose usage a token-billed model has estimated from these. */
   speech?: SpeechAnswer;
+  /** An upload whose answer (this response_format) reports no usage: only its WAV seconds can bill it. */
+  unreportedFormat?: string;
 }
 
 /**
