@@ -56,16 +56,39 @@ export function formParts(body: Buffer, boundary: string): FormPart[] {
 function disposition(headers: string, index: number): { name: string; filename: string | null } {
   const line = headers.split('\r\n').find((header) => /^content-disposition\s*:/i.test(header));
   if (line === undefined) throw new MultipartProblem(`part ${index} has no Content-Disposition header`);
-  const name = parameter(line, 'name');
-  if (name === null) throw new MultipartProblem(`part ${index}'s Content-Disposition names no form field (name=)`);
-  return { name, filename: parameter(line, 'filename') };
+  const parameters = dispositionParameters(line.slice(line.indexOf(':') + 1), index);
+  const name = parameters.get('name');
+  if (name === undefined) throw new MultipartProblem(`part ${index}'s Content-Disposition names no form field (name=)`);
+  return { name, filename: parameters.get('filename') ?? null };
 }
 
-function parameter(header: string, key: string): string | null {
-  const match = new RegExp(`;\\s*${key}\\s*=\\s*(?:"((?:[^"\\\\]|\\\\.)*)"|([^\\s;]+))`, 'i').exec(header);
-  if (match === null) return null;
-  // Header bytes were read as latin1; names and file names are UTF-8 (RFC 7578 §5.1).
-  return Buffer.from(match[1] ?? match[2] ?? '', 'latin1').toString('utf8');
+/** One `; key=value` parameter, the value a token or a quoted string with backslash escapes (RFC 7578 §4.2). */
+const PARAMETER = /\s*;\s*([^\s=;"]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]*))\s*/y;
+const REST_BLANK = /\s*;?\s*$/y;
+
+/**
+ * The parameters of a Content-Disposition value, read in order as a multipart parser reads them: a name= inside
+ * another parameter's quoted value is that value's text, never the part's name, or the proxy would meter one
+ * field while the server reads another. A parameter given twice, or text that is not a parameter, is refused.
+ */
+function dispositionParameters(value: string, index: number): Map<string, string> {
+  const parameters = new Map<string, string>();
+  const first = value.indexOf(';');
+  if (first === -1) return parameters;
+  PARAMETER.lastIndex = first;
+  for (;;) {
+    const at = PARAMETER.lastIndex;
+    // What is left is blank (or a trailing `;`): read to the end. Sticky, so the header is not copied each time.
+    REST_BLANK.lastIndex = at;
+    if (REST_BLANK.test(value)) return parameters;
+    const match = PARAMETER.exec(value);
+    if (match === null) throw new MultipartProblem(`part ${index}'s Content-Disposition cannot be read from ${JSON.stringify(value.slice(at, at + 40))}`);
+    const key = match[1]!.toLowerCase();
+    if (parameters.has(key)) throw new MultipartProblem(`part ${index}'s Content-Disposition has ${key}= more than once`);
+    // Header bytes were read as latin1; names and file names are UTF-8 (RFC 7578 §5.1).
+    const text = match[2] !== undefined ? match[2].replace(/\\(.)/g, '$1') : match[3]!;
+    parameters.set(key, Buffer.from(text, 'latin1').toString('utf8'));
+  }
 }
 
 /** A one-value field sent more than once: which value the provider reads is its own choice, not the proxy's. */
