@@ -66,3 +66,34 @@ describe("Imagen's and Bedrock's image answers (ADR 0915)", () => {
     expect(openAi.end().usage?.units).toEqual({ images: 0 });
   });
 });
+
+describe('an answer of many small strings', () => {
+  /** Counts the bytes every indexOf on the chunk looks at: a scan to the end per string is quadratic. */
+  function countingChunk(body: string): { chunk: Buffer; scanned: () => number } {
+    const chunk = Buffer.from(body);
+    let scanned = 0;
+    const indexOf = chunk.indexOf.bind(chunk);
+    chunk.indexOf = ((value: number, from: number) => {
+      const at = indexOf(value, from);
+      scanned += (at === -1 ? chunk.length : at + 1) - from;
+      return at;
+    }) as Buffer['indexOf'];
+    return { chunk, scanned: () => scanned };
+  }
+
+  it('reads each byte a bounded number of times, with or without escapes', () => {
+    // 20,000 strings of one character: 100,005 bytes; one pass for quotes and one for backslashes is ≤ 2 × that.
+    const plain = `{"x":[${Array.from({ length: 20_000 }, () => '"a"').join(',')}]}`;
+    // One string of 20,000 escapes: each escape must not send a new search for the closing quote to the end.
+    const escaped = `{"x":"${'\\n'.repeat(20_000)}","data":[1]}`;
+    for (const body of [plain, escaped]) {
+      const { chunk, scanned } = countingChunk(body);
+      const extractor = new ImageAnswerExtractor();
+      extractor.write(chunk);
+      expect(scanned()).toBeLessThanOrEqual(2 * chunk.length);
+    }
+    const extractor = new ImageAnswerExtractor();
+    extractor.write(Buffer.from(`{"x":"${'\\n'.repeat(20_000)}","data":[1]}`));
+    expect(extractor.end().usage?.units).toEqual({ images: 1 });
+  });
+});

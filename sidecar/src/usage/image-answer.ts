@@ -41,6 +41,9 @@ export class ImageAnswerExtractor implements UsageExtractor {
   #inData = false;
   #elementExpected = false;
   #images = 0;
+  /** The next quote and backslash at or after the last search in this chunk (-1: none; -2: not searched yet). */
+  #nextQuote = -2;
+  #nextBackslash = -2;
   readonly #kept: Record<string, unknown> = {};
 
   constructor(list = 'data') {
@@ -48,6 +51,8 @@ export class ImageAnswerExtractor implements UsageExtractor {
   }
 
   write(chunk: Buffer): Buffer {
+    this.#nextQuote = -2;
+    this.#nextBackslash = -2;
     for (let i = 0; i < chunk.length; i++) {
       if (this.#inString) i = this.#string(chunk, i);
       else this.#structure(chunk, i);
@@ -66,7 +71,10 @@ export class ImageAnswerExtractor implements UsageExtractor {
     return streamError === undefined ? result : { ...result, streamError };
   }
 
-  /** Inside a string: skips to its next quote or backslash (base64 has neither); returns the last index read. */
+  /**
+   * Inside a string: skips to its next quote or backslash (base64 has neither); returns the last index read.
+   * Each search result is kept until passed, so a chunk of many small strings is searched once, not once a string.
+   */
   #string(chunk: Buffer, i: number): number {
     const key = this.#keyBytes;
     if (this.#escape) {
@@ -76,8 +84,10 @@ export class ImageAnswerExtractor implements UsageExtractor {
     }
     let at = i;
     if (key === null) {
-      const quote = chunk.indexOf(QUOTE, i);
-      const backslash = chunk.indexOf(BACKSLASH, i);
+      if (this.#nextQuote !== -1 && this.#nextQuote < i) this.#nextQuote = chunk.indexOf(QUOTE, i);
+      if (this.#nextBackslash !== -1 && this.#nextBackslash < i) this.#nextBackslash = chunk.indexOf(BACKSLASH, i);
+      const quote = this.#nextQuote;
+      const backslash = this.#nextBackslash;
       at = quote === -1 ? backslash : backslash === -1 ? quote : Math.min(quote, backslash);
       if (at === -1) return chunk.length - 1;
     }
