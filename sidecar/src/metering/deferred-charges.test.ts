@@ -55,3 +55,16 @@ describe('deferred results kept until they are charged', () => {
     expect(charges.charged('other-route', 'msgbatch_x')).toBe(false);
   });
 });
+
+describe('reads of results not submitted here', () => {
+  it('take no room from submissions: many such reads keep every hold and its submitter', () => {
+    const charges = new DeferredCharges({ max: 2 });
+    const h = hold();
+    charges.keep('r', 'batch_mine', submission(h.release), 0);
+    // Reads of files nobody submitted here (an uploaded input file, another tool's batch), each read to its end.
+    for (const id of ['file-1', 'file-2', 'file-3', 'file-4']) charges.settle('r', id, { whole: true, lines: 1 }, 0);
+    expect(h.state.released).toBe(0);
+    expect(charges.submitter('r', 'batch_mine', 0)).toMatchObject({ userId: 'alice' });
+    expect(charges.charged('r', 'batch_mine')).toBe(false);
+  });
+});

@@ -6,7 +6,8 @@
 // Bounded: MAX_REMEMBERED ids, oldest dropped first (an open one gives its hold back as it goes). Who submitted
 // each and what was charged are written through to a DeferredStore when the proxy keeps its spans in SQLite, so
 // a restart forgets only the holds; without one an id dropped for room or a restart forgets it all, and a later
-// read charges the reader, again (the trade-off is ADR 0913's).
+// read charges the reader, again (the trade-off is ADR 0913's). Reads of results not submitted here are kept
+// apart, in memory, with their own bound: they never take a submission's room.
 
 import type { DeferredRow, DeferredStore } from './deferred-store.ts';
 
@@ -29,16 +30,24 @@ export interface DeferredSubmission {
   release: () => void;
 }
 
-interface Entry extends DeferredSubmission {
+interface Charged {
   /** Result lines already charged by reads that did not reach the end (a batch's results). */
   chargedLines: number;
   charged: boolean;
 }
 
+interface Entry extends DeferredSubmission, Charged {}
+
 export class DeferredCharges {
   readonly #entries = new Map<string, Entry>();
   /** Another id a result is read by (an OpenAI batch's output file) → the id it was submitted under. */
   readonly #aliases = new Map<string, string>();
+  /**
+   * Results read here that were not submitted here (another tool's batch, any file's content): what reads
+   * charged, apart from the submissions, so that no number of such reads evicts a submission and its hold.
+   * In memory only, bounded like the submissions, oldest dropped first.
+   */
+  readonly #unknown = new Map<string, Charged>();
   readonly #max: number;
   #store: DeferredStore | undefined;
   /** A write the store refused: metering never fails a call (ADR 1001), so it is reported, not thrown. */
@@ -98,12 +107,12 @@ export class DeferredCharges {
 
   /** Whether `id`'s result was charged already: a later read charges nothing. */
   charged(route: string, id: string): boolean {
-    return this.#entries.get(this.#key(route, id))?.charged === true;
+    return this.#charges(this.#key(route, id))?.charged === true;
   }
 
   /** Lines of `id`'s results an earlier read that stopped short already charged. */
   chargedLines(route: string, id: string): number {
-    return this.#entries.get(this.#key(route, id))?.chargedLines ?? 0;
+    return this.#charges(this.#key(route, id))?.chargedLines ?? 0;
   }
 
   /**
@@ -124,20 +133,30 @@ export class DeferredCharges {
    * `lines` lines (a read cut short; the next read charges from there).
    */
   settle(route: string, id: string, outcome: { whole: boolean; lines?: number }, now: number): void {
+    this.#sweep(now);
     const key = this.#key(route, id);
-    let entry = this.#entries.get(key);
-    if (entry === undefined) {
-      // Submitted elsewhere (or forgotten): remembered from now on, so it is charged once here too.
-      this.#aliases.delete(keyOf(route, id));
-      this.keep(route, id, { userId: null, projectId: null, model: 'unknown', holdUntil: 0, release: () => undefined }, now);
-      entry = this.#entries.get(keyOf(route, id))!;
-    }
-    entry.chargedLines = Math.max(entry.chargedLines, outcome.lines ?? 0);
-    if (outcome.whole) {
-      entry.charged = true;
-      entry.release();
-    }
-    this.#save(this.#key(route, id), entry);
+    const entry = this.#entries.get(key);
+    // Submitted elsewhere (or forgotten): remembered apart from the submissions, so it is charged once here too.
+    const charged = entry ?? this.#unknownRead(key);
+    charged.chargedLines = Math.max(charged.chargedLines, outcome.lines ?? 0);
+    if (outcome.whole) charged.charged = true;
+    if (entry === undefined) return;
+    if (outcome.whole) entry.release();
+    this.#save(key, entry);
+  }
+
+  #charges(key: string): Charged | undefined {
+    return this.#entries.get(key) ?? this.#unknown.get(key);
+  }
+
+  /** The record of a result not submitted here, made on its first read; the oldest such goes when full. */
+  #unknownRead(key: string): Charged {
+    let charged = this.#unknown.get(key);
+    if (charged !== undefined) return charged;
+    if (this.#unknown.size >= this.#max) this.#unknown.delete(this.#unknown.keys().next().value!);
+    charged = { chargedLines: 0, charged: false };
+    this.#unknown.set(key, charged);
+    return charged;
   }
 
   #save(key: string, entry: Entry): void {
