@@ -46,3 +46,23 @@ describe("a batch's results read twice at once", () => {
     expect(third.extractor.end().charge?.costUsd).toBe(0);
   });
 });
+
+describe('results of a batch not submitted through this proxy, read twice at once', () => {
+  it('are charged to the readers once between them, and nothing to a read after them (ADR 0913)', () => {
+    const charges = new DeferredCharges();
+    const first = resultsRead(charges);
+    const second = resultsRead(charges);
+    first.extractor.write(Buffer.from(line('a', 1000, 200)));
+    second.extractor.write(Buffer.from(line('a', 1000, 200) + line('b', 3000, 100)));
+    first.extractor.write(Buffer.from(line('b', 3000, 100)));
+    // Line a, 0.0015 USD, to the first read; line b, 0.002 USD, to the second: 0.0035 in all, the batch's cost.
+    expect(first.extractor.end().charge?.costUsd).toBe(0.0015);
+    expect(second.extractor.end().charge?.costUsd).toBe(0.002);
+    const ended = { statusCode: 200, status: 'ok' } as Span;
+    first.call.finished(ended, Date.now());
+    second.call.finished(ended, Date.now());
+    const third = resultsRead(charges);
+    third.extractor.write(Buffer.from(line('a', 1000, 200) + line('b', 3000, 100)));
+    expect(third.extractor.end().charge?.costUsd).toBe(0);
+  });
+});

@@ -68,3 +68,16 @@ describe('reads of results not submitted here', () => {
     expect(charges.charged('r', 'batch_mine')).toBe(false);
   });
 });
+
+describe('concurrent reads of results not submitted here', () => {
+  it('charge each line to one reader: a second read at the same time claims none of the lines the first did', () => {
+    const charges = new DeferredCharges();
+    // Two reads of another tool's batch, interleaved line by line, then a third after both stopped short.
+    const first = [1, 2].map((line) => charges.claimLine('r', 'msgbatch_elsewhere', line));
+    const second = [1, 2, 3].map((line) => charges.claimLine('r', 'msgbatch_elsewhere', line));
+    expect(first).toEqual([true, true]);
+    expect(second).toEqual([false, false, true]);
+    expect(charges.chargedLines('r', 'msgbatch_elsewhere')).toBe(3);
+    expect(charges.claimLine('other-route', 'msgbatch_elsewhere', 1)).toBe(true);
+  });
+});

@@ -118,11 +118,12 @@ export class DeferredCharges {
   /**
    * A read of `id`'s results reached its `line`th line: true when that read charges it, which makes it charged for
    * every other read; false when the result is charged whole or another read (at the same time) charged the line.
-   * A result not remembered here is the reader's own: its reads are settled when they end.
+   * A result not submitted here is charged to its reader, and its lines are claimed the same way, so two reads at
+   * once charge each line to one of them (ADR 0913).
    */
   claimLine(route: string, id: string, line: number): boolean {
-    const entry = this.#entries.get(this.#key(route, id));
-    if (entry === undefined) return true;
+    const key = this.#key(route, id);
+    const entry = this.#entries.get(key) ?? this.#unknownRead(key);
     if (entry.charged || line <= entry.chargedLines) return false;
     entry.chargedLines = line;
     return true;
