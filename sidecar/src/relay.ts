@@ -49,8 +49,11 @@ export interface RelayOptions {
   /** Response headers for the caller (status is the upstream's). */
   headers: OutgoingHttpHeaders;
   transform?: StreamTransform | undefined;
-  /** Input tokens the request stands for (usage-estimate.ts), asked only when a cut stream's usage must be estimated. */
-  estimateInput: () => number;
+  /**
+   * Input tokens the request stands for (usage-estimate.ts), asked only when a cut stream's usage must be
+   * estimated; undefined for a call never charged an estimate (a deferred result's submission, ADR 0913).
+   */
+  estimateInput: (() => number) | undefined;
 }
 
 /** How long and how far the upstream is read after the caller left, for the usage it owes (ADR 1305). */

@@ -13,9 +13,10 @@ import OpenAI, { toFile } from 'openai';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recentSpans } from '../support/spans.ts';
+import { findSpan, recentSpans } from '../support/spans.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { startProxyProcess, type ProxyProcess } from './proxy-process.ts';
 import { startUpstreamBed, type UpstreamBed } from './upstream-bed.ts';
@@ -192,6 +193,90 @@ describe('OpenAI background responses through /proxy/beta', () => {
     });
     expect(free).toMatchObject({ cost_usd: 0, input_tokens: 0 });
     expect((await budgetOf('poller')).spent_usd).toBeCloseTo(0.5, 10);
+  });
+});
+
+/**
+ * Submits a streamed background response as `user` and hangs up once the stream named the response's id (in
+ * response.created); resolves with the id and the submission's span id once the proxy noticed the caller left.
+ */
+async function submitStreamAndHangUp(user: string, body: unknown): Promise<{ id: string; spanId: string }> {
+  const payload = JSON.stringify(body);
+  const left = await new Promise<{ id: string; spanId: string }>((resolve, reject) => {
+    const req = request(`${proxy.url}/proxy/beta/v1/responses`, {
+      method: 'POST',
+      agent: false,
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), 'x-tollgate-user': user },
+    });
+    req.once('response', (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => {
+        text += chunk.toString('utf8');
+        const id = /"id":"(resp_[A-Za-z0-9]+)"/.exec(text)?.[1];
+        if (id === undefined || req.destroyed) return;
+        req.destroy();
+        resolve({ id, spanId: String(res.headers['x-proxy-span-id']) });
+      });
+    });
+    req.once('error', (error) => {
+      if (!req.destroyed) reject(error);
+    });
+    req.end(payload);
+  });
+  await waitFor('the proxy to notice the caller left', () => proxy.logs.some((line) => line.span_id === left.spanId && String(line.msg).startsWith('caller left mid-answer')));
+  return left;
+}
+
+describe('OpenAI background responses streamed (stream: true) through /proxy/beta', () => {
+  const client = (user: string) => new OpenAI({ baseURL: `${proxy.url}/proxy/beta/v1`, apiKey: 'unused', maxRetries: 0, defaultHeaders: { 'x-tollgate-user': user } });
+  const request = { model: 'gpt-4o-mini', input: 'Say hi', background: true, stream: true, max_output_tokens: 100 } as const;
+
+  it('whose caller leaves before the usage: the submission charges nothing, the read charges it once', async () => {
+    let release!: () => void;
+    const tail = new Promise<void>((resolve) => (release = resolve));
+    // 3 MB of text before the held usage: the proxy reads on 2 MiB after the caller left, then stops (ADR 1305).
+    bed.openai.behave({ usage: { input: 1000, output: 200 }, bigBodyBytes: 3_000_000, holdTail: tail, forRequests: 1 });
+    try {
+      const { id, spanId } = await submitStreamAndHangUp('streamer', request);
+      const submitted = await findSpan(proxy.url, { spanId }, 15_000);
+      // Its cost is the response's, charged when read: an estimate here would be charged a second time then.
+      expect(submitted).toMatchObject({ status: 'client_aborted', usage_estimated: false, cost_usd: 0, user_id: 'streamer' });
+      expect((await budgetOf('streamer')).spent_usd).toBe(0);
+      const reader = client('streamer');
+      expect((await reader.responses.retrieve(id)).status).toBe('in_progress');
+      const readId = randomUUID();
+      expect((await reader.responses.retrieve(id, {}, { headers: { 'x-request-id': readId } })).status).toBe('completed');
+      const read = await findSpan(proxy.url, { requestId: readId });
+      // 1,000 × 100 / 10⁶ + 200 × 2,000 / 10⁶ = 0.50, once.
+      expect(read).toMatchObject({ user_id: 'streamer', input_tokens: 1000, output_tokens: 200 });
+      expect(read.cost_usd).toBeCloseTo(0.5, 10);
+      expect((await budgetOf('streamer')).spent_usd).toBeCloseTo(0.5, 10);
+    } finally {
+      release();
+      bed.openai.behave({ usage: { input: 1000, output: 200 } });
+    }
+  });
+
+  it('read to its end: charged by its own stream, and a read by id charges nothing', async () => {
+    const streamed = await client('streamer2').responses.create(request).withResponse();
+    const types: string[] = [];
+    let id = '';
+    for await (const event of streamed.data) {
+      types.push(event.type);
+      if (event.type === 'response.created') id = event.response.id;
+    }
+    expect(types.slice(0, 3)).toEqual(['response.created', 'response.queued', 'response.in_progress']);
+    expect(types.at(-1)).toBe('response.completed');
+    const submitted = await findSpan(proxy.url, { spanId: streamed.response.headers.get('x-proxy-span-id') });
+    expect(submitted).toMatchObject({ input_tokens: 1000, output_tokens: 200 });
+    expect(submitted.cost_usd).toBeCloseTo(0.5, 10);
+    // The fake shows it in_progress on the first read, then completed with its usage: neither charges again.
+    const reader = client('streamer2');
+    expect((await reader.responses.retrieve(id)).status).toBe('in_progress');
+    const readId = randomUUID();
+    expect(await reader.responses.retrieve(id, {}, { headers: { 'x-request-id': readId } })).toMatchObject({ status: 'completed', usage: { input_tokens: 1000 } });
+    expect(await findSpan(proxy.url, { requestId: readId })).toMatchObject({ cost_usd: 0, input_tokens: 0 });
+    expect((await budgetOf('streamer2')).spent_usd).toBeCloseTo(0.5, 10);
   });
 });
 

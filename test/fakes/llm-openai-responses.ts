@@ -47,8 +47,9 @@ const KNOWN_FIELDS = new Set([
 ]);
 
 /**
- * Background responses (background: true): the answer is `queued`; a read by id shows it `in_progress` the
- * first time and `completed`, with its usage, from then on, as a poller sees a response finish.
+ * Background responses (background: true): the answer is `queued` (streamed: response.created and
+ * response.queued with status `queued`, then the usual events to response.completed); a read by id shows it
+ * `in_progress` the first time and `completed`, with its usage, from then on, as a poller sees a response finish.
  */
 const backgrounds = new Map<string, { reads: number; done: Record<string, unknown> }>();
 
@@ -167,9 +168,13 @@ export async function responses(x: FakeExchange): Promise<void> {
   if (body.background === true) {
     // OpenAI keeps a background response to be read later: it cannot be run without storing it.
     if (body.store === false) return reject('Background mode requires store to be true.', 'store', 'invalid_value');
-    if (body.stream === true) return reject('This fake does not stream background responses.', 'stream', 'invalid_value');
-    backgrounds.set(id, { reads: 0, done: { ...envelope('completed', [...reasoningItem, finalItem(content.text ?? '')], true), background: true } });
-    return writeJson(x.res, 200, { ...envelope('queued', [], false), background: true }, headers);
+    const background = (status: string, output: unknown[], withUsage: boolean) => ({ ...envelope(status, output, withUsage), background: true });
+    backgrounds.set(id, { reads: 0, done: background('completed', [...reasoningItem, finalItem(content.text ?? '')], true) });
+    if (body.stream === true) {
+      const parts = { content, envelope: background, finalItem, reasoningItem, messageId, call, queued: true };
+      return writeStream(x.res, streamPlan(parts), x.behaviour).then(() => undefined);
+    }
+    return writeJson(x.res, 200, background('queued', [], false), headers);
   }
   if (body.stream !== true) {
     return writeJsonWithText(x.res, headers, content, (text) => envelope('completed', [...reasoningItem, finalItem(text)], true));
@@ -184,14 +189,18 @@ interface ResponseParts {
   reasoningItem: unknown[];
   messageId: string;
   call: { id: string; call_id: string; name: string; arguments: string } | undefined;
+  /** A background response streamed: it is created queued (response.queued) before it runs. */
+  queued?: boolean;
 }
 
-function streamPlan({ content, envelope, finalItem, reasoningItem, messageId, call }: ResponseParts) {
+function streamPlan({ content, envelope, finalItem, reasoningItem, messageId, call, queued }: ResponseParts) {
   let sequence = 0;
   const event = (type: string, fields: Record<string, unknown>) => sseEvent({ type, sequence_number: sequence++, ...fields }, { event: type });
   const index = reasoningItem.length;
   const head = [
-    event('response.created', { response: envelope('in_progress', [], false) }),
+    ...(queued
+      ? [event('response.created', { response: envelope('queued', [], false) }), event('response.queued', { response: envelope('queued', [], false) })]
+      : [event('response.created', { response: envelope('in_progress', [], false) })]),
     event('response.in_progress', { response: envelope('in_progress', [], false) }),
     ...reasoningItem.map((item, i) => event('response.output_item.done', { output_index: i, item })),
     call

@@ -385,7 +385,9 @@ async function forward(call: ProxyCall, metered: MeteredCall, plan: UpstreamRequ
   );
   call.caller.relaying = true;
   const sent = plan.body ?? body.bytes;
-  const estimateInput = () => estimateInputTokens(sent, sent === null ? (body.limiter?.bytes ?? 0) : sent.length);
+  // A deferred result's submission is charged when its result is read (or by its own stream's usage): an
+  // estimate charged here when its caller left would be charged again by that read (ADR 0913).
+  const estimateInput = deferred?.plan.step === 'submit' ? undefined : () => estimateInputTokens(sent, sent === null ? (body.limiter?.bytes ?? 0) : sent.length);
   await relayStream({ res: call.res, upstream, call: metered, prices: snapshot.prices, extractor, headers: headersOut, estimateInput, transform });
 }
 
