@@ -140,7 +140,7 @@ describe('the management UI at /_local/', () => {
 
   it('saves a price from the form, shows a bad value next to its field, and costs the next call at the new price (Pricing)', async () => {
     await page.locator('#tab-pricing').click();
-    await page.getByRole('button', { name: 'Edit the price of gpt-4o-mini' }).click();
+    await page.getByRole('button', { name: 'Edit the price of gpt-4o-mini', exact: true }).click();
     expect(await page.locator('#price-input').inputValue()).toBe('0.15');
 
     await page.locator('#price-output').fill('-1');
