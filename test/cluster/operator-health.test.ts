@@ -43,6 +43,28 @@ describe('operator health listener on a real API server', () => {
     return { proc, healthPort, grpcPort };
   };
 
+  /**
+   * An operator that came up ready. A port freePort found free can be taken by another suite's process (kind,
+   * Docker) before the operator binds it; an operator that exits for that is started again on new ports, and one
+   * that exits for any other reason fails the test with its log.
+   */
+  const readyOperator = async (identity: string) => {
+    for (let attempt = 1; ; attempt += 1) {
+      const launched = await operator(identity);
+      await eventually(
+        `${identity} ready on ${launched.healthPort}, or exited`,
+        async () => {
+          if (launched.proc.hasExited()) return true;
+          return (await probe(launched.healthPort, '/readyz').catch(() => ({ status: 0 }))).status === 200;
+        },
+        60_000,
+      );
+      if (!launched.proc.hasExited()) return launched;
+      const log = launched.proc.logTail(40);
+      if (attempt === 3 || !/EADDRINUSE|cannot open the health port/.test(log)) throw new Error(`operator ${identity} exited before it was ready:\n${log}`);
+    }
+  };
+
   beforeAll(async () => {
     dir = tempDir('tollgate-operator-health-');
     cp = await startControlPlane();
@@ -57,11 +79,11 @@ describe('operator health listener on a real API server', () => {
   });
 
   it('leader and standby are both live and ready; the standby without opening the push port', async () => {
-    const leader = await operator('health-a');
+    const leader = await readyOperator('health-a');
     await eventually('health-a to lead', async () => (await leaseHolder(api)) === 'health-a', 60_000);
-    const standby = await operator('health-b');
+    const standby = await readyOperator('health-b');
     for (const { healthPort } of [leader, standby]) {
-      await eventually(`ready on ${healthPort}`, async () => (await probe(healthPort, '/readyz')).status === 200, 60_000);
+      expect(await probe(healthPort, '/readyz')).toMatchObject({ status: 200 });
       expect(await probe(healthPort, '/healthz')).toEqual({ status: 200, body: 'ok\n' });
     }
     expect(await leaseHolder(api)).toBe('health-a');
