@@ -9,20 +9,12 @@ import { AudioRequestError, OPENAI_AUDIO_PATHS, readAudioUpload, readSpeechReque
 import { openAiRequestUser } from '../routes/request-user.ts';
 import { nativePlan, type V1RoutePlan } from '../routes/route-module.ts';
 import { v1Surface, type GatewayTarget } from '../routes/v1-plan.ts';
-import { GatewayError, upstreamErrorBody } from '../translate/openai-error.ts';
+import { GatewayError } from '../translate/openai-error.ts';
 import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
-import { OPENAI_API_ERRORS, type ApiCall, type ApiPlan, type CallerAnswer, type GatewayApi } from './gateway-api.ts';
+import { OPENAI_API_ERRORS, type ApiCall, type ApiPlan, type GatewayApi, passedThroughAnswer } from './gateway-api.ts';
 
 /** The upstream answers in OpenAI's audio API itself: a transcript's JSON, or audio bytes, pass through. */
-const PASSED_THROUGH: CallerAnswer = {
-  json: () => {
-    throw new Error('an audio answer passes through');
-  },
-  encoder: () => {
-    throw new Error('an audio answer passes through');
-  },
-  upstreamError: upstreamErrorBody,
-};
+const PASSED_THROUGH = passedThroughAnswer('an audio answer');
 
 /** The request as a GatewayError in OpenAI's shape (400, the field named). */
 function refusal(error: unknown): unknown {

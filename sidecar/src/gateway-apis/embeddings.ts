@@ -9,18 +9,10 @@ import { upstreamOf } from '../routes/upstream-base-url.ts';
 import { embeddingsRoute } from '../routes/v1-plan.ts';
 import { openAiEmbeddingList, type EmbeddingsTranslation } from '../translate/openai-embeddings.ts';
 import { upstreamErrorBody } from '../translate/openai-error.ts';
-import { OPENAI_API_ERRORS, type CallerAnswer, type GatewayApi } from './gateway-api.ts';
+import { OPENAI_API_ERRORS, type CallerAnswer, type GatewayApi, passedThroughAnswer } from './gateway-api.ts';
 
 /** An upstream that speaks OpenAI's embeddings API answers the caller itself; only its errors name the route. */
-const PASSED_THROUGH: CallerAnswer = {
-  json: () => {
-    throw new Error('an OpenAI-format embeddings answer passes through');
-  },
-  encoder: () => {
-    throw new Error('embeddings are not streamed');
-  },
-  upstreamError: upstreamErrorBody,
-};
+const PASSED_THROUGH = passedThroughAnswer('an OpenAI-format embeddings answer');
 
 /** A translated route's answer, read with its reader and written as OpenAI's list. */
 function translatedAnswer(translation: EmbeddingsTranslation): CallerAnswer {

@@ -11,7 +11,7 @@ import type { GatewayPlan, GatewayTarget } from '../routes/v1-plan.ts';
 import { anthropicProxyErrorBody, anthropicRefusalBody } from '../translate/anthropic-error.ts';
 import type { ChatResponseTranslation, ResponseShaping } from '../translate/chat-responses.ts';
 import type { ChunkEncoder } from '../translate/chat-stream.ts';
-import { proxyErrorBody, type GatewayError } from '../translate/openai-error.ts';
+import { proxyErrorBody, upstreamErrorBody, type GatewayError } from '../translate/openai-error.ts';
 
 /** How an answer reaches the caller in its API (http/gateway-relay.ts reads it). */
 export interface CallerAnswer {
@@ -21,6 +21,17 @@ export interface CallerAnswer {
   encoder(model: string): ChunkEncoder;
   /** An upstream's error response in the caller's shape (the status is kept). */
   upstreamError(route: string, statusCode: number, headers: Record<string, string | string[] | undefined>, body: Buffer): unknown;
+}
+
+/**
+ * The answer of an upstream that already speaks the caller's API: its bytes pass through unread, so only its
+ * errors are rewritten (to name the route). `what` names the answer in the error a misuse would throw.
+ */
+export function passedThroughAnswer(what: string, upstreamError: CallerAnswer['upstreamError'] = upstreamErrorBody): CallerAnswer {
+  const misuse = (): never => {
+    throw new Error(`${what} passes through`);
+  };
+  return { json: misuse, encoder: misuse, upstreamError };
 }
 
 /** How the API's callers read a failure the gateway answers itself. */

@@ -14,18 +14,10 @@ import { v1RouteWith, v1Surface, type GatewayTarget } from '../routes/v1-plan.ts
 import { openAiImageAnswer, type ProviderImagesReader } from '../translate/provider-images.ts';
 import { GatewayError, upstreamErrorBody } from '../translate/openai-error.ts';
 import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
-import { OPENAI_API_ERRORS, type ApiCall, type ApiPlan, type CallerAnswer, type GatewayApi } from './gateway-api.ts';
+import { OPENAI_API_ERRORS, type ApiCall, type ApiPlan, type CallerAnswer, type GatewayApi, passedThroughAnswer } from './gateway-api.ts';
 
 /** The upstream answers in OpenAI's image API itself: its JSON passes through. */
-const PASSED_THROUGH: CallerAnswer = {
-  json: () => {
-    throw new Error('an image answer passes through');
-  },
-  encoder: () => {
-    throw new Error('an image answer passes through');
-  },
-  upstreamError: upstreamErrorBody,
-};
+const PASSED_THROUGH = passedThroughAnswer('an image answer');
 
 /** A provider's own image answer (Imagen's predictions, Bedrock's images) written as OpenAI's. */
 function translatedAnswer(read: ProviderImagesReader): CallerAnswer {

@@ -12,7 +12,7 @@ import { toAnthropicRequest } from '../translate/openai-anthropic.ts';
 import { GatewayError, invalidParameter, upstreamErrorBody } from '../translate/openai-error.ts';
 import { responsesToChat } from '../translate/responses-request.ts';
 import { tokenCount } from '../usage/token-count.ts';
-import { OPENAI_API_ERRORS, type CallerAnswer, type GatewayApi } from './gateway-api.ts';
+import { OPENAI_API_ERRORS, type CallerAnswer, type GatewayApi, passedThroughAnswer } from './gateway-api.ts';
 import { inCallerTerms } from './through-chat.ts';
 
 /** Chat parameter names as a Responses caller knows them. */
@@ -22,15 +22,7 @@ const NAMES: Readonly<Record<string, string>> = { max_completion_tokens: 'max_ou
 const COUNTED_FIELDS = ['messages', 'system', 'tools', 'tool_choice', 'thinking'];
 
 /** OpenAI answers in its own shape; only its errors name the route. */
-const PASSED_THROUGH: CallerAnswer = {
-  json: () => {
-    throw new Error("OpenAI's input token count passes through");
-  },
-  encoder: () => {
-    throw new Error('a token count is not streamed');
-  },
-  upstreamError: upstreamErrorBody,
-};
+const PASSED_THROUGH = passedThroughAnswer("OpenAI's input token count");
 
 /** A provider's own count (`field` of its answer) as OpenAI's answer. */
 function countAnswer(field: string): CallerAnswer {

@@ -15,7 +15,7 @@ import { messagesToChat } from '../translate/messages-request.ts';
 import { messageFromCompletion, MessagesStreamEncoder } from '../translate/messages-output.ts';
 import { GatewayError } from '../translate/openai-error.ts';
 import { tokenCount } from '../usage/token-count.ts';
-import { ANTHROPIC_API_ERRORS, type ApiCall, type ApiPlan, type CallerAnswer, type GatewayApi } from './gateway-api.ts';
+import { ANTHROPIC_API_ERRORS, type ApiCall, type ApiPlan, type CallerAnswer, type GatewayApi, passedThroughAnswer } from './gateway-api.ts';
 import { inCallerTerms, planThroughChat } from './through-chat.ts';
 
 /** Chat parameter names as a Messages caller knows them. */
@@ -24,15 +24,7 @@ const NAMES: Readonly<Record<string, string>> = { max_completion_tokens: 'max_to
 const newMessageId = (): string => `msg_${randomId(24)}`;
 
 /** Claude answers in the Messages API itself; only its errors are rewritten, to name the route. */
-const NATIVE_ANSWER: CallerAnswer = {
-  json: () => {
-    throw new Error('a native Messages answer passes through');
-  },
-  encoder: () => {
-    throw new Error('a native Messages answer passes through');
-  },
-  upstreamError: anthropicUpstreamErrorBody,
-};
+const NATIVE_ANSWER = passedThroughAnswer('a native Messages answer', anthropicUpstreamErrorBody);
 
 /** Another provider's answer, through the chat pivot. */
 const TRANSLATED_ANSWER: CallerAnswer = {

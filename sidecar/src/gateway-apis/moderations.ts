@@ -8,19 +8,11 @@
 import { openAiRequestUser } from '../routes/request-user.ts';
 import { nativePlan } from '../routes/route-module.ts';
 import { v1Surface } from '../routes/v1-plan.ts';
-import { GatewayError, upstreamErrorBody } from '../translate/openai-error.ts';
-import { OPENAI_API_ERRORS, type CallerAnswer, type GatewayApi } from './gateway-api.ts';
+import { GatewayError } from '../translate/openai-error.ts';
+import { OPENAI_API_ERRORS, type GatewayApi, passedThroughAnswer } from './gateway-api.ts';
 
 /** The upstream answers in OpenAI's moderation format itself; only its errors name the route. */
-const PASSED_THROUGH: CallerAnswer = {
-  json: () => {
-    throw new Error('a moderation answer passes through');
-  },
-  encoder: () => {
-    throw new Error('a moderation answer is not streamed');
-  },
-  upstreamError: upstreamErrorBody,
-};
+const PASSED_THROUGH = passedThroughAnswer('a moderation answer');
 
 export const moderationsApi: GatewayApi = {
   operation: 'moderation',

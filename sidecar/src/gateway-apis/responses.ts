@@ -14,7 +14,7 @@ import { nowSeconds } from '../translate/openai-chat.ts';
 import { outputItems, responseEcho, responseObject, responseStatus, responsesUsage } from '../translate/responses-output.ts';
 import { includesEncryptedReasoning, inputItems, isTollgateReasoning, responsesToChat, type ResponseItem } from '../translate/responses-request.ts';
 import { ResponsesStreamEncoder } from '../translate/responses-stream.ts';
-import { OPENAI_API_ERRORS, type ApiCall, type CallerAnswer, type GatewayApi } from './gateway-api.ts';
+import { OPENAI_API_ERRORS, type ApiCall, type CallerAnswer, type GatewayApi, passedThroughAnswer } from './gateway-api.ts';
 import { planThroughChat } from './through-chat.ts';
 import { MAX_TRANSLATED_BODY_BYTES } from '../http/gateway-relay.ts';
 
@@ -24,15 +24,7 @@ const NAMES: Readonly<Record<string, string>> = { max_completion_tokens: 'max_ou
 const newItemId = (prefix: string): string => `${prefix}${randomId(48)}`;
 
 /** OpenAI answers in the Responses API itself: only its errors are rewritten, to name the route. */
-const NATIVE_ANSWER: CallerAnswer = {
-  json: () => {
-    throw new Error('a native Responses answer passes through');
-  },
-  encoder: () => {
-    throw new Error('a native Responses answer passes through');
-  },
-  upstreamError: upstreamErrorBody,
-};
+const NATIVE_ANSWER = passedThroughAnswer('a native Responses answer');
 
 export function responsesApi(store: ResponseStore): GatewayApi {
   return {
