@@ -236,6 +236,7 @@ describe('SinkWorker', () => {
     await waitFor('the first batch dead-lettered', () => worker.status().deadLettered === 5);
     expect(worker.status()).toMatchObject({ down: true, failures: 3 });
     expect(worker.status().downSince).toBeDefined();
+    expect(Date.parse(worker.status().nextProbeAt!)).toBeGreaterThanOrEqual(Date.parse(worker.status().downSince!));
     expect(logs.filter((l) => String(l.msg).startsWith('audit sink down'))).toHaveLength(1);
 
     // While down: 40 events in 8 batches, none retried: each batch goes straight to the file or gets one probe.

@@ -57,6 +57,8 @@ export interface SinkStatus extends SinkCounters {
   /** Down: batches go to the dead-letter file as they come, with a probe now and then. */
   down: boolean;
   downSince?: string;
+  /** While down: the first batch that arrives after this time is tried (a probe); earlier ones are dead-lettered. */
+  nextProbeAt?: string;
   lastError?: string;
   lastErrorAt?: string;
   lastDeliveredAt?: string;
@@ -200,7 +202,7 @@ export class SinkWorker {
       queueBytes: this.#queue.bytes,
       inFlightBytes: this.#inFlightBytes,
       down: this.#down !== undefined,
-      ...(this.#down ? { downSince: new Date(this.#down.since).toISOString() } : {}),
+      ...(this.#down ? { downSince: new Date(this.#down.since).toISOString(), nextProbeAt: new Date(this.#down.probeAt).toISOString() } : {}),
       ...(this.#lastError !== undefined ? { lastError: this.#lastError, lastErrorAt: new Date(this.#lastErrorAt!).toISOString() } : {}),
       ...(this.#lastDeliveredAt !== undefined ? { lastDeliveredAt: new Date(this.#lastDeliveredAt).toISOString() } : {}),
     };
