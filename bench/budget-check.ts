@@ -83,15 +83,15 @@ const limits = { requestsPerMinute: 1_000_000, tokensPerMinute: 1_000_000_000, c
 const windows = new MemoryRateWindows();
 measure('admit() + settle(), 10k users, all three limits', (i) => {
   const user = users[i % USERS]!;
-  windows.admit(user, limits, 1_000, now);
-  windows.settle(user, limits, 1_000, 800, now);
+  windows.admit([{ key: user, limits }], 1_000, now);
+  windows.settle([{ key: user, limits }], 1_000, 800, now);
 });
 const spent = new MemoryRateWindows();
-spent.admit('spent', { requestsPerMinute: 1 }, 0, now);
-measure('admit() refused (requests spent)', () => void spent.admit('spent', { requestsPerMinute: 1 }, 0, now));
+spent.admit([{ key: 'spent', limits: { requestsPerMinute: 1 } }], 0, now);
+measure('admit() refused (requests spent)', () => void spent.admit([{ key: 'spent', limits: { requestsPerMinute: 1 } }], 0, now));
 
 const res = new ServerResponse(new IncomingMessage(new Socket()));
-const admission = windows.admit('headers', limits, 1_000, now);
+const admission = windows.admit([{ key: 'headers', limits }], 1_000, now);
 measure('setRateLimitHeaders() (six headers)', () => setRateLimitHeaders(res, admission));
 
 const prices = new PriceTable([{ provider: 'openai', model: 'gpt-4o-mini', input_per_million: 0.15, output_per_million: 0.6 }], { ...DEFAULT_CACHE_SETTINGS });
@@ -104,10 +104,7 @@ for (const [name, rateLimits] of [
   const book = new BudgetBook(new PolicySet(parseBudgetPolicies([{ name: 'p', users: ['*'], limitUsd: '1000000', ...(rateLimits ? { rateLimits } : {}) }], 'policies')));
   const budgets = {
     reserve: (userId: string, at: number, estimateUsd: () => number) => book.reserve(userId, at, () => unitsFromCostUsd(estimateUsd())),
-    ratePolicy: (userId: string) => {
-      const config = book.policies.match(userId)?.config;
-      return config?.rateLimits === undefined ? undefined : config;
-    },
+    rateLevels: (userId: string) => book.policies.rateLevels(userId),
     rateWindows: new MemoryRateWindows(),
   };
   // A stand-in for the metered call: the bench measures the check, not the span; its end comes at once.

@@ -50,7 +50,7 @@ function redisBudgets(rateWindows: RedisRateWindows, rateLimits: RateLimits) {
   const book = new BudgetBook(new PolicySet(parseBudgetPolicies([{ name: 'p', users: ['*'], limitUsd: '1000000', rateLimits }], 'policies')));
   return {
     reserve: (userId: string, at: number, estimateUsd: () => number) => book.reserve(userId, at, () => unitsFromCostUsd(estimateUsd())),
-    ratePolicy: (userId: string) => book.policies.match(userId)?.config,
+    rateLevels: (userId: string) => book.policies.rateLevels(userId),
     rateWindows,
   };
 }
@@ -66,7 +66,7 @@ for (const fsync of ['always', 'everysec'] as const) {
   await measure('PING', () => client.ping());
   await measure('ledger deduct, 1 user', (i) => ledger.deduct({ id: `one-${fsync}-${i}`, deltas: [delta(`user-${i % 1000}`)] }));
   await measure('ledger deduct, 100 users', (i) => ledger.deduct({ id: `hundred-${fsync}-${i}`, deltas: hundred }));
-  await measure('rate windows admit (3 dimensions)', (i) => windows.admit(`user-${i % 1000}`, limits, 500, Date.now()));
+  await measure('rate windows admit (3 dimensions)', (i) => windows.admit([{ key: `user-${i % 1000}`, limits }], 500, Date.now()));
   // The request path's whole admission (ADR 1311): budget hold, one admit round trip, and the call's end at once
   // (its settle goes out in the background, on the same connection, ahead of the next call's admit).
   const budgets = redisBudgets(new RedisRateWindows({ url: server.url, keyPrefix: 'bench-path' }), limits);

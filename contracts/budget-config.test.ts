@@ -41,6 +41,16 @@ describe('budgets config', () => {
     });
   });
 
+  it('takes rate limits on a team and on the namespace, for the group as a whole (ADR 1313)', () => {
+    const patch = parseBudgetsPatch({
+      policies: [
+        { name: 'eng', limitUsd: 10, team: { name: 'eng', users: ['ann', 'ben'] }, rateLimits: { requestsPerMinute: 3 } },
+        { name: 'all', limitUsd: 100, scope: 'Namespace', rateLimits: { tokensPerMinute: 100_000, concurrent: 4 } },
+      ],
+    });
+    expect(patch.policies?.map((p) => p.rateLimits)).toEqual([{ requestsPerMinute: 3 }, { tokensPerMinute: 100_000, concurrent: 4 }]);
+  });
+
   it.each([
     [{ policies: [{ name: 'a' }] }, 'budgets.policies[0].limitUsd is required'],
     [{ policies: [{ name: 'a', limitUsd: 0.1 + 0.2 }] }, 'budgets.policies[0].limitUsd must be a non-negative amount of USD with at most 6 decimal places'],
@@ -117,10 +127,20 @@ describe('budgets config', () => {
     ],
     [{ policies: [{ name: 'a', limitUsd: 1, serviceAccounts: ['bot'] }] }, 'budgets.policies[0].serviceAccounts[0] must be a service account as <namespace>/<name>'],
     [{ policies: [{ name: 'a', limitUsd: 1, workloadSelector: { matchLabels: { app: 'x' } } }] }, 'budgets.policies[0].workloadSelector is not a known field'],
+    // Rate limits above the user (ADR 1313) are bounded as a user's are.
     [
-      { policies: [{ name: 'a', limitUsd: 1, team: { name: 't', users: ['x'] }, rateLimits: { requestsPerMinute: 5 } }] },
-      'budgets.policies[0].rateLimits can only be set on a policy of users or serviceAccounts',
+      { policies: [{ name: 'a', limitUsd: 1, team: { name: 't', users: ['x'] }, rateLimits: { requestsPerMinute: 0 } }] },
+      'budgets.policies[0].rateLimits.requestsPerMinute must be a whole number from 1 to 1000000 (got 0)',
     ],
+    [
+      { policies: [{ name: 'a', limitUsd: 1, scope: 'Namespace', rateLimits: { concurrent: 10_001 } }] },
+      'budgets.policies[0].rateLimits.concurrent must be a whole number from 1 to 10000 (got 10001)',
+    ],
+    [
+      { policies: [{ name: 'a', limitUsd: 1, scope: 'Namespace', rateLimits: {} }] },
+      'budgets.policies[0].rateLimits must set at least one of requestsPerMinute, tokensPerMinute, concurrent',
+    ],
+    [{ policies: [{ name: 'a', limitUsd: 1, team: { name: 't', users: ['x'] }, rateLimits: { perMember: 5 } }] }, 'budgets.policies[0].rateLimits.perMember is not a known field'],
     [{ policies: [{ name: 'a', limitUsd: 1, limit: 2 }] }, 'budgets.policies[0].limit is not a known field'],
     [{ ledger: { kind: 'postgres' } }, 'budgets.ledger.kind must be one of sqlite, firestore, memory, redis (got "postgres")'],
     [{ ledger: { kind: 'redis' } }, 'budgets.ledger.url must be a non-empty string'],

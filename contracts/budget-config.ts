@@ -240,11 +240,8 @@ export function parseBudgetPolicy(input: unknown, field: string, opts: { allowGr
     alertThresholds: v.alertThresholds === undefined ? [...DEFAULT_ALERT_THRESHOLDS] : parseThresholds(v.alertThresholds, `${field}.alertThresholds`),
     enforcement: enforcement as BudgetEnforcement,
   };
-  if (v.rateLimits !== undefined) {
-    // Windows are counted per user id today (ADR 1309): a shared window per team or namespace is not built yet.
-    if (policy.team || policy.scope) throw new ConfigError(`${field}.rateLimits`, 'can only be set on a policy of users or serviceAccounts: rate limits are counted per user');
-    policy.rateLimits = parseRateLimits(v.rateLimits, `${field}.rateLimits`);
-  }
+  // On a team, workload or namespace policy the limits are the group's as a whole (ADR 1313), bounded alike.
+  if (v.rateLimits !== undefined) policy.rateLimits = parseRateLimits(v.rateLimits, `${field}.rateLimits`);
   if (opts.allowGrants && v.grants !== undefined) {
     if (!Array.isArray(v.grants) || v.grants.length > MAX_POLICY_GRANTS) throw new ConfigError(`${field}.grants`, `must be a list of at most ${MAX_POLICY_GRANTS} grants`);
     policy.grants = v.grants.map((g, i) => parseGrant(g, `${field}.grants[${i}]`));

@@ -3,6 +3,8 @@
 // user, a call may also fall under its team's budget and the namespace's (ADR 1312): those are budgets of their
 // own, kept under a group key (`@team:<name>`, `@workload:<policy>`, `@namespace:<policy>`) as a user's is kept
 // under its id.
+// Rate limits (ADR 1313) follow the same levels: a call is counted in the windows of every level whose policy
+// sets `rateLimits`, the group's window shared by all its members' calls.
 // Policies are compiled once per config change, so matching a call is Map lookups.
 
 import type { BudgetPolicyConfig } from './budget-config.ts';
@@ -19,6 +21,17 @@ export interface CompiledPolicy {
 
 export const WILDCARD_USER = '*';
 
+/** The level of a budget: a user's own, or one above it (ADR 1312). */
+export type BudgetLevel = 'user' | 'team' | 'workload' | 'namespace';
+
+/** One level whose rate limits a call is counted under (ADR 1313): the user id or the group key, and its policy. */
+export interface RateLevel {
+  readonly key: string;
+  readonly level: BudgetLevel;
+  readonly policy: BudgetPolicyConfig;
+  readonly limits: NonNullable<BudgetPolicyConfig['rateLimits']>;
+}
+
 export function compilePolicy(config: BudgetPolicyConfig): CompiledPolicy {
   const limit = parseUsd(config.limitUsd);
   // Policies reach here validated; a string here is a programming error, not input.
@@ -29,6 +42,10 @@ export function compilePolicy(config: BudgetPolicyConfig): CompiledPolicy {
 /** Ids of budgets above the user level; user ids of this form are reserved (ADR 1312). */
 function isGroupKey(key: string): boolean {
   return key.startsWith('@team:') || key.startsWith('@workload:') || key.startsWith('@namespace:');
+}
+
+function groupLevel(key: string): BudgetLevel {
+  return key.startsWith('@team:') ? 'team' : key.startsWith('@workload:') ? 'workload' : 'namespace';
 }
 
 export class PolicySet {
@@ -42,6 +59,9 @@ export class PolicySet {
   readonly #above = new Map<string, readonly string[]>();
   /** The group keys of a call by a user in no team: the workloads' and the namespace's, where policies set them. */
   readonly #aboveDefault: readonly string[];
+  /** Per team member, and for everyone else: the levels above the user that have rate limits (ADR 1313). */
+  readonly #rateAbove = new Map<string, readonly RateLevel[]>();
+  readonly #rateAboveDefault: readonly RateLevel[];
 
   constructor(configs: readonly BudgetPolicyConfig[]) {
     this.policies = configs.map(compilePolicy);
@@ -76,10 +96,25 @@ export class PolicySet {
     this.#wildcard = wildcard;
     const outer = namespace === undefined ? workloads : [...workloads, namespace];
     this.#aboveDefault = outer;
+    this.#rateAboveDefault = this.#rateLevelsOf(outer);
     for (const { key, members } of teams) {
       const above = [key, ...outer];
-      for (const member of members) if (!this.#above.has(member)) this.#above.set(member, above);
+      const rateAbove = this.#rateLevelsOf(above);
+      for (const member of members) {
+        if (this.#above.has(member)) continue;
+        this.#above.set(member, above);
+        this.#rateAbove.set(member, rateAbove);
+      }
     }
+  }
+
+  #rateLevelsOf(keys: readonly string[]): readonly RateLevel[] {
+    const levels: RateLevel[] = [];
+    for (const key of keys) {
+      const policy = this.#groups.get(key)?.config;
+      if (policy?.rateLimits !== undefined) levels.push({ key, level: groupLevel(key), policy, limits: policy.rateLimits });
+    }
+    return levels;
   }
 
   get empty(): boolean {
@@ -97,6 +132,18 @@ export class PolicySet {
   /** The group keys of the budgets above the user level that a call of `userId` falls under: team, workloads, namespace. */
   above(userId: string): readonly string[] {
     return this.#above.get(userId) ?? this.#aboveDefault;
+  }
+
+  /**
+   * The levels whose rate limits a call of `userId` is counted under, innermost first (user, team, workloads,
+   * namespace), or undefined when none has any. Precomputed above the user; a user's own level is one object.
+   */
+  rateLevels(userId: string): readonly RateLevel[] | undefined {
+    const policy = this.match(userId)?.config;
+    const above = this.#rateAbove.get(userId) ?? this.#rateAboveDefault;
+    if (policy?.rateLimits === undefined) return above.length === 0 ? undefined : above;
+    const own: RateLevel = { key: userId, level: 'user', policy, limits: policy.rateLimits };
+    return above.length === 0 ? [own] : [own, ...above];
   }
 
   byName(name: string): CompiledPolicy | undefined {

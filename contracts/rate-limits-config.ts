@@ -1,6 +1,7 @@
 // The `rateLimits` of a budget policy (config file, config API, BudgetPolicy): requests per minute, tokens per
-// minute (input + output) and calls in flight, each per user the policy matches (ADR 1309). Every bound is a
-// whole number above 0 and at most its maximum, checked by the one parser every source goes through.
+// minute (input + output) and calls in flight, per user the policy matches or for its team, workload or
+// namespace as a whole (ADR 1309, 1313). Every bound is a whole number above 0 and at most its maximum, checked
+// by the one parser every source goes through.
 
 import { ConfigError } from './config-error.ts';
 

@@ -4,7 +4,7 @@
 
 import type { BudgetRefusal, BudgetStanding, ReserveOutcome } from './budget-book.ts';
 import type { BudgetJson, GrantJson } from './budget-record.ts';
-import type { BudgetPolicyConfig } from '../../../contracts/budget-config.ts';
+import type { RateLevel } from '../../../contracts/budget-policies.ts';
 import type { RateStoreHealth, RateWindows } from './rate-windows.ts';
 
 export interface GrantRequest {
@@ -56,11 +56,14 @@ export interface BudgetEnforcer {
    * memory only; the holds are this process's own.
    */
   reserve(userId: string, at: number, estimateUsd: () => number): ReserveOutcome | null;
-  /** Hot path: the policy limiting this user when it has rate limits (ADR 1309), else undefined. */
-  ratePolicy?(userId: string): BudgetPolicyConfig | undefined;
   /**
-   * The rate-limit counters, per user (ADR 1309): this process's own (synchronous), or shared by every engine
-   * on the Redis store (one round trip per admission, awaited only then: ADR 1311).
+   * Hot path: the levels whose rate limits a call of this user is counted under, innermost first: its own
+   * policy's (ADR 1309), its team's, workloads' and namespace's (ADR 1313); undefined when none has any.
+   */
+  rateLevels?(userId: string): readonly RateLevel[] | undefined;
+  /**
+   * The rate-limit counters, per user or group key (ADR 1309, 1313): this process's own (synchronous), or shared
+   * by every engine on the Redis store (one round trip per admission, awaited only then: ADR 1311).
    */
   readonly rateWindows?: RateWindows;
   /** A finished call's cost (the span's cost_usd), charged to the user. Never throws. */

@@ -17,7 +17,7 @@ import type { BudgetStateMessage, SidecarMessage } from '../../../contracts/push
 import { MAX_SPEND_ENTRIES_PER_REPORT } from '../../../contracts/push-protocol.ts';
 import { BudgetBook, type BudgetRefusal, type BudgetStanding, type ReserveOutcome, chargeFinishedCall } from './budget-book.ts';
 import { type BudgetEnforcer, type BudgetHealth, type BudgetPage, GrantError } from './budget-enforcer.ts';
-import { type CompiledPolicy, PolicySet } from '../../../contracts/budget-policies.ts';
+import { type CompiledPolicy, PolicySet, type RateLevel } from '../../../contracts/budget-policies.ts';
 import type { BudgetJson, ChargeSplit, Grant, GrantJson, PeriodUsage } from './budget-record.ts';
 import { InvalidSpendError, SpendOutbox } from './spend-outbox.ts';
 import { MemoryRateWindows } from './memory-rate-windows.ts';
@@ -137,9 +137,8 @@ export class ClusterBudgets implements BudgetEnforcer, BudgetLink {
     return this.#book.reserve(userId, at, () => unitsFromCostUsd(estimateUsd()));
   }
 
-  ratePolicy(userId: string): BudgetPolicyConfig | undefined {
-    const config = this.#book.policies.match(userId)?.config;
-    return config?.rateLimits === undefined ? undefined : config;
+  rateLevels(userId: string): readonly RateLevel[] | undefined {
+    return this.#book.policies.rateLevels(userId);
   }
 
   charge(userId: string, costUsd: number, at: number): void {

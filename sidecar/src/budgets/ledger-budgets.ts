@@ -17,14 +17,14 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type BudgetPolicyConfig, type BudgetsConfig, type BudgetUnreachableRule, UNREACHABLE_GRACE_MS } from '../../../contracts/budget-config.ts';
+import { type BudgetsConfig, type BudgetUnreachableRule, UNREACHABLE_GRACE_MS } from '../../../contracts/budget-config.ts';
 import { formatUsd, parseUsd, unitsFromCostUsd, unitsToUsd } from '../../../contracts/money.ts';
 import { BudgetBook, MAX_BUDGET_RECORDS, type BudgetRefusal, type BudgetStanding, type ReserveOutcome, chargeFinishedCall } from './budget-book.ts';
 import type { BudgetEnforcer, BudgetHealth, BudgetPage, GrantRequest } from './budget-enforcer.ts';
 import { GrantError } from './budget-enforcer.ts';
 import { MemoryRateWindows } from './memory-rate-windows.ts';
 import type { RateWindows } from './rate-windows.ts';
-import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
+import type { CompiledPolicy, RateLevel } from '../../../contracts/budget-policies.ts';
 import { PolicySet } from '../../../contracts/budget-policies.ts';
 import type { BudgetJson, BudgetRecord, Grant, GrantJson, PeriodUsage } from './budget-record.ts';
 import { applyDelta, type BudgetLedger, copyDelta, type DeductionBatch, type LedgerUser, mergeDelta, type SpendDelta } from './ledger.ts';
@@ -148,9 +148,8 @@ export class LedgerBudgets implements BudgetEnforcer {
     return this.#book.reserve(userId, at, () => unitsFromCostUsd(estimateUsd()));
   }
 
-  ratePolicy(userId: string): BudgetPolicyConfig | undefined {
-    const config = this.#book.policies.match(userId)?.config;
-    return config?.rateLimits === undefined ? undefined : config;
+  rateLevels(userId: string): readonly RateLevel[] | undefined {
+    return this.#book.policies.rateLevels(userId);
   }
 
   /**

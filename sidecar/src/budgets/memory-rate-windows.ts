@@ -1,21 +1,26 @@
 // The rate-limit windows of one engine process (ADR 1309): a Map from subject to three numbers, checked and
 // counted synchronously on the request path. Each engine (a local proxy, a server, each sidecar) counts its
-// own calls; limits shared across the sidecars of a namespace need a shared store.
+// own calls; limits shared across the sidecars of a namespace need a shared store. A subject is a user id or a
+// group key (ADR 1313): a call under several levels is checked at all of them before it is counted at any.
 
-import { CONCURRENT_RETRY_MS, RATE_WINDOW_MS, type RateAdmission, type RateLimits, type RateWindows, RATE_EPSILON_MS, rateWindowState } from './rate-windows.ts';
+import {
+  admissionOf,
+  firstRefusal,
+  type RateAdmission,
+  type RateSubject,
+  type RateWindows,
+  RATE_WINDOW_MS,
+  requestsTatAfter,
+  tokensTatAfter,
+  type WindowsBefore,
+} from './rate-windows.ts';
 
 /** Subjects kept before idle ones (windows full again, nothing in flight) are dropped. */
 const MAX_SUBJECTS = 100_000;
 
-interface SubjectWindows {
-  /** Theoretical arrival times, epoch ms; at or before now: the full allowance is there. */
-  requestsTat: number;
-  tokensTat: number;
-  inFlight: number;
-}
-
 export class MemoryRateWindows implements RateWindows {
-  readonly #subjects = new Map<string, SubjectWindows>();
+  /** Per subject: the theoretical arrival times (epoch ms; at or before now: the full allowance is there) and calls in flight. */
+  readonly #subjects = new Map<string, WindowsBefore>();
   readonly #maxSubjects: number;
 
   constructor(opts: { maxSubjects?: number } = {}) {
@@ -27,59 +32,54 @@ export class MemoryRateWindows implements RateWindows {
     return this.#subjects.size;
   }
 
-  admit(subject: string, limits: RateLimits, reservedTokens: number, now: number): RateAdmission {
-    let s = this.#subjects.get(subject);
+  #windows(key: string, now: number): WindowsBefore {
+    let s = this.#subjects.get(key);
     if (s === undefined) {
       if (this.#subjects.size >= this.#maxSubjects) this.#dropIdle(now);
-      s = { requestsTat: now, tokensTat: now, inFlight: 0 };
-      this.#subjects.set(subject, s);
+      s = { rt: now, tt: now, n: 0 };
+      this.#subjects.set(key, s);
     }
-    const rpm = limits.requestsPerMinute;
-    const tpm = limits.tokensPerMinute;
+    return s;
+  }
+
+  admit(subjects: readonly RateSubject[], reservedTokens: number, now: number): RateAdmission {
     const tokens = reservedTokens > 0 ? reservedTokens : 0;
-    const requestsTat = rpm === undefined ? now : Math.max(s.requestsTat, now) + RATE_WINDOW_MS / rpm;
-    const tokensTat = tpm === undefined ? now : Math.max(s.tokensTat, now) + (tokens * RATE_WINDOW_MS) / tpm;
-    const requestsWait = requestsTat - now - RATE_WINDOW_MS;
-    const tokensWait = tokensTat - now - RATE_WINDOW_MS;
-    const concurrentFull = limits.concurrent !== undefined && s.inFlight >= limits.concurrent;
-    if (requestsWait > RATE_EPSILON_MS || tokensWait > RATE_EPSILON_MS || concurrentFull) {
-      // Refused: nothing counted; wait for the slowest dimension (a call over the whole tokens limit never fits).
-      let wait = Math.max(requestsWait, tokensWait, concurrentFull ? CONCURRENT_RETRY_MS : 0);
-      if (tpm !== undefined && tokens > tpm) wait = Math.max(wait, RATE_WINDOW_MS);
-      return {
-        refusedBy: requestsWait > RATE_EPSILON_MS ? 'requests' : tokensWait > RATE_EPSILON_MS ? 'tokens' : 'concurrent',
-        retryAfterMs: Math.ceil(wait - RATE_EPSILON_MS),
-        requests: rpm === undefined ? null : rateWindowState(rpm, s.requestsTat, now),
-        tokens: tpm === undefined ? null : rateWindowState(tpm, s.tokensTat, now),
-      };
+    const windows = subjects.map((subject) => this.#windows(subject.key, now));
+    const refusedAt = firstRefusal(windows, subjects, tokens, now);
+    // The admission reads the windows before the call: it is worked out before they are counted.
+    const admission = admissionOf(windows, subjects, tokens, now, refusedAt);
+    if (refusedAt !== -1) return admission;
+    for (let i = 0; i < subjects.length; i++) {
+      const s = windows[i]!;
+      const { limits } = subjects[i]!;
+      s.rt = requestsTatAfter(s.rt, limits, now);
+      s.tt = tokensTatAfter(s.tt, limits, tokens, now);
+      if (limits.concurrent !== undefined) s.n++;
     }
-    if (rpm !== undefined) s.requestsTat = requestsTat;
-    if (tpm !== undefined) s.tokensTat = tokensTat;
-    if (limits.concurrent !== undefined) s.inFlight++;
-    return {
-      refusedBy: null,
-      retryAfterMs: 0,
-      requests: rpm === undefined ? null : rateWindowState(rpm, requestsTat, now),
-      tokens: tpm === undefined ? null : rateWindowState(tpm, tokensTat, now),
-    };
+    return admission;
   }
 
-  settle(subject: string, limits: RateLimits, reservedTokens: number, usedTokens: number | null, now: number): void {
-    const s = this.#subjects.get(subject);
-    if (s === undefined) return;
-    if (limits.concurrent !== undefined && s.inFlight > 0) s.inFlight--;
-    const tpm = limits.tokensPerMinute;
-    if (tpm === undefined || usedTokens === null) return;
+  settle(subjects: readonly RateSubject[], reservedTokens: number, usedTokens: number | null, now: number): void {
     const reserved = reservedTokens > 0 ? reservedTokens : 0;
-    // Tokens given back never make the window fuller than full (a TAT before now means full).
-    const tat = s.tokensTat + ((usedTokens - reserved) * RATE_WINDOW_MS) / tpm;
-    s.tokensTat = tat > now ? tat : now;
+    for (const { key, limits } of subjects) {
+      const s = this.#subjects.get(key);
+      if (s === undefined) continue;
+      if (limits.concurrent !== undefined && s.n > 0) s.n--;
+      const tpm = limits.tokensPerMinute;
+      if (tpm === undefined || usedTokens === null) continue;
+      // Tokens given back never make the window fuller than full (a TAT before now means full).
+      const tat = s.tt + ((usedTokens - reserved) * RATE_WINDOW_MS) / tpm;
+      s.tt = tat > now ? tat : now;
+    }
   }
 
-  /** Drops subjects whose windows are full again and that have nothing in flight: they hold no information. */
+  /**
+   * Drops subjects whose windows are full again and that have nothing in flight: they hold no information. Not
+   * those created at `now`: the call being admitted may have just created one level's windows before this.
+   */
   #dropIdle(now: number): void {
     for (const [subject, s] of this.#subjects) {
-      if (s.inFlight === 0 && s.requestsTat <= now && s.tokensTat <= now) this.#subjects.delete(subject);
+      if (s.n === 0 && s.rt < now && s.tt < now) this.#subjects.delete(subject);
     }
   }
 }

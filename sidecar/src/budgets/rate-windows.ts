@@ -8,6 +8,10 @@
 // arrival time (TAT). A limit of L per minute spends 60 000 / L ms of the TAT per unit; a cost of n fits when
 // max(TAT, now) + n · 60 000 / L − now ≤ 60 000. A full minute's allowance may go at once, then it comes back
 // evenly (one unit every 60 000 / L ms); nothing else is stored, and the store needs no sweep of old windows.
+//
+// A call may fall under the rate limits of several levels (ADR 1313): its user's own, its team's, its workloads'
+// and its namespace's, each a subject of its own (a user id or a group key) whose window all its members' calls
+// share. It is admitted only if every level has room, and counted in all of them or in none.
 
 /** The limits of one policy, applied to each subject it matches. Absent: that dimension is not limited. */
 export interface RateLimits {
@@ -20,6 +24,19 @@ export interface RateLimits {
 
 export type RateDimension = 'requests' | 'tokens' | 'concurrent';
 
+/** One level a call is counted under: its user id or a group key (`@team:<name>`, …), with that policy's limits. */
+export interface RateSubject {
+  readonly key: string;
+  readonly limits: RateLimits;
+}
+
+/** One subject's windows before a call: theoretical arrival times (epoch ms; at or before now: full) and calls in flight. */
+export interface WindowsBefore {
+  rt: number;
+  tt: number;
+  n: number;
+}
+
 /** One per-minute window as the OpenAI-style `x-ratelimit-*` headers show it. */
 export interface RateWindowState {
   limit: number;
@@ -30,11 +47,18 @@ export interface RateWindowState {
 }
 
 export interface RateAdmission {
-  /** null: admitted and counted (settle it once); else the limit that refused it, and nothing was counted. */
+  /** null: admitted and counted at every level (settle it once); else the limit that refused it, and nothing was counted. */
   refusedBy: RateDimension | null;
-  /** Refused: ms until this call would fit (a concurrent refusal cannot know: 1 000). 0 when admitted. */
+  /** Refused: the index of the first subject (innermost level) whose limit refused it. */
+  refusedAt?: number;
+  /** Refused by tokens: the whole tokens that level has left (the headers may show a tighter level). */
+  tokensLeft?: number;
+  /** Refused: ms until this call would fit at every level (a concurrent refusal cannot know: 1 000). 0 when admitted. */
   retryAfterMs: number;
-  /** Present when the limits have requestsPerMinute / tokensPerMinute. */
+  /**
+   * Present when a level limits requestsPerMinute / tokensPerMinute: the level with the fewest remaining (on a
+   * tie the innermost), after this call when it was admitted, as it stands when it was refused.
+   */
   requests: RateWindowState | null;
   tokens: RateWindowState | null;
 }
@@ -56,19 +80,95 @@ export function rateWindowState(limit: number, tat: number, now: number): RateWi
   };
 }
 
+/** The tighter of two windows as the headers show them: fewer remaining; on a tie the first (inner) one. */
+function tighter(a: RateWindowState | null, b: RateWindowState): RateWindowState {
+  return a === null || b.remaining < a.remaining ? b : a;
+}
+
+/** A requests TAT after one more call under `limits` (unchanged when requests are not limited). */
+export function requestsTatAfter(rt: number, limits: RateLimits, now: number): number {
+  const rpm = limits.requestsPerMinute;
+  return rpm === undefined ? rt : Math.max(rt, now) + RATE_WINDOW_MS / rpm;
+}
+
+/** A tokens TAT after `tokens` more under `limits` (unchanged when tokens are not limited). */
+export function tokensTatAfter(tt: number, limits: RateLimits, tokens: number, now: number): number {
+  const tpm = limits.tokensPerMinute;
+  return tpm === undefined ? tt : Math.max(tt, now) + (tokens * RATE_WINDOW_MS) / tpm;
+}
+
+/** Which limit of one level refuses a call of `tokens` (null: it fits), and how long until it would fit. */
+function levelVerdict(before: WindowsBefore, limits: RateLimits, tokens: number, now: number): { refusedBy: RateDimension | null; waitMs: number } {
+  const tpm = limits.tokensPerMinute;
+  const requestsWait = limits.requestsPerMinute === undefined ? 0 : requestsTatAfter(before.rt, limits, now) - now - RATE_WINDOW_MS;
+  const tokensWait = tpm === undefined ? 0 : tokensTatAfter(before.tt, limits, tokens, now) - now - RATE_WINDOW_MS;
+  const concurrentFull = limits.concurrent !== undefined && before.n >= limits.concurrent;
+  const refusedBy: RateDimension | null = requestsWait > RATE_EPSILON_MS ? 'requests' : tokensWait > RATE_EPSILON_MS ? 'tokens' : concurrentFull ? 'concurrent' : null;
+  if (refusedBy === null) return { refusedBy, waitMs: 0 };
+  // Wait for the slowest dimension; a call over the whole tokens limit never fits.
+  let waitMs = Math.max(requestsWait, tokensWait, concurrentFull ? CONCURRENT_RETRY_MS : 0);
+  if (tpm !== undefined && tokens > tpm) waitMs = Math.max(waitMs, RATE_WINDOW_MS);
+  return { refusedBy, waitMs };
+}
+
+/**
+ * The index of the first subject whose limits refuse a call of `tokens`, given each one's windows before it,
+ * or -1 when every level has room: the check the in-memory windows and the store's script make alike.
+ */
+export function firstRefusal(befores: readonly WindowsBefore[], subjects: readonly RateSubject[], tokens: number, now: number): number {
+  for (let i = 0; i < subjects.length; i++) if (levelVerdict(befores[i]!, subjects[i]!.limits, tokens, now).refusedBy !== null) return i;
+  return -1;
+}
+
+/**
+ * The admission of a call of `tokens` under `subjects`, from each one's windows before it: admitted (counted at
+ * every level) when `refusedAt` is -1, else refused there, with the wait of the slowest refusing level.
+ */
+export function admissionOf(befores: readonly WindowsBefore[], subjects: readonly RateSubject[], tokens: number, now: number, refusedAt: number): RateAdmission {
+  let requests: RateWindowState | null = null;
+  let tokensState: RateWindowState | null = null;
+  let waitMs = 0;
+  let refusedBy: RateDimension | null = null;
+  let tokensLeft = 0;
+  for (let i = 0; i < subjects.length; i++) {
+    const before = befores[i]!;
+    const { limits } = subjects[i]!;
+    const counted = refusedAt === -1;
+    if (!counted) {
+      const verdict = levelVerdict(before, limits, tokens, now);
+      if (verdict.refusedBy !== null) waitMs = Math.max(waitMs, verdict.waitMs);
+      // The store's script judged it refused; its own judgement agrees but for float noise below a millisecond.
+      if (i === refusedAt) refusedBy = verdict.refusedBy ?? 'concurrent';
+    }
+    const rpm = limits.requestsPerMinute;
+    const tpm = limits.tokensPerMinute;
+    if (rpm !== undefined) requests = tighter(requests, rateWindowState(rpm, counted ? requestsTatAfter(before.rt, limits, now) : before.rt, now));
+    if (tpm !== undefined) {
+      const state = rateWindowState(tpm, counted ? tokensTatAfter(before.tt, limits, tokens, now) : before.tt, now);
+      if (i === refusedAt) tokensLeft = state.remaining;
+      tokensState = tighter(tokensState, state);
+    }
+  }
+  if (refusedBy === null) return { refusedBy: null, retryAfterMs: 0, requests, tokens: tokensState };
+  const refusal: RateAdmission = { refusedBy, refusedAt, retryAfterMs: Math.ceil(waitMs - RATE_EPSILON_MS), requests, tokens: tokensState };
+  if (refusedBy === 'tokens') refusal.tokensLeft = tokensLeft;
+  return refusal;
+}
+
 export interface RateWindows {
   /**
-   * Admits one call of `subject` that reserves `reservedTokens` (estimated input + max output), counting it
-   * in every dimension `limits` sets, or refuses it and counts nothing: all or none, atomically. `now` is
-   * epoch ms (the in-memory windows use it; a shared store may use its own clock).
+   * Admits one call that reserves `reservedTokens` (estimated input + max output) under the rate limits of
+   * every level in `subjects` (innermost first), counting it in every dimension each level's limits set, or
+   * refuses it and counts nothing at any level: all or none, atomically. `now` is epoch ms (the in-memory
+   * windows use it; a shared store may use its own clock).
    */
-  admit(subject: string, limits: RateLimits, reservedTokens: number, now: number): RateAdmission | Promise<RateAdmission>;
+  admit(subjects: readonly RateSubject[], reservedTokens: number, now: number): RateAdmission | Promise<RateAdmission>;
   /**
-   * Ends an admitted call, exactly once, with the `limits` it was admitted under: frees its concurrent slot
-   * and replaces its reserved tokens by `usedTokens` (null: unknown, the reservation stands). Never throws;
-   * an async store may settle in the background.
+   * Ends an admitted call, exactly once, with the `subjects` it was admitted under: frees its concurrent slot
+   * and replaces its reserved tokens by `usedTokens` at every level (null: unknown, the reservation stands).
+   * Never throws; an async store may settle in the background.
    */
-  settle(subject: string, limits: RateLimits, reservedTokens: number, usedTokens: number | null, now: number): void | Promise<void>;
+  settle(subjects: readonly RateSubject[], reservedTokens: number, usedTokens: number | null, now: number): void | Promise<void>;
   /** A shared store's state for the health answer (ADR 1311); absent: windows in this process. */
   readonly store?: RateStoreHealth;
 }

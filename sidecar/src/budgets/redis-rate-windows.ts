@@ -1,8 +1,9 @@
 // Rate-limit windows shared by every engine on one Redis-compatible store (ADR 1309's GCRA, ADR 1310's store):
 // one round trip per admission, a script that checks every dimension and counts the call in all or none.
 //
-//   {<prefix>:rate:<subject>}   hash: rt (requests TAT), tt (tokens TAT), n (calls in flight); one key per
-//                               subject, so subjects spread over a Redis Cluster's slots
+//   {<prefix>:rate}:<subject>   hash: rt (requests TAT), tt (tokens TAT), n (calls in flight); one key per
+//                               subject (a user id or a group key: @team:<name>, …), every one under the same
+//                               hash tag, so one script can count a call at every level it falls under (ADR 1313)
 //
 // Times are the callers' epoch ms (engines' clocks agree to NTP's milliseconds, far below a window's minute). A
 // TAT is stored with %.17g, every digit of the double: a token under a high tokens-per-minute limit moves it by
@@ -19,57 +20,78 @@ import { type BudgetRedisConfig, type BudgetUnreachableRule, UNREACHABLE_GRACE_M
 import { MemoryRateWindows } from './memory-rate-windows.ts';
 import { openRedisClient } from './redis-client.ts';
 import {
-  CONCURRENT_RETRY_MS,
+  admissionOf,
   RATE_WINDOW_MS,
   type RateAdmission,
-  type RateDimension,
-  type RateLimits,
+  type RateSubject,
   type RateWindows,
   RATE_EPSILON_MS,
   type RateStoreHealth,
   RateStoreUnreachable,
-  rateWindowState,
+  type WindowsBefore,
 } from './rate-windows.ts';
 
 /** A subject's key outlives its fullest window by this much, so a call in flight keeps its slot counted. */
 const IDLE_TTL_MS = 15 * 60_000;
 
-// ARGV: now, requests per minute, tokens per minute, concurrent (0: not limited), reserved tokens.
-// Returns the state before the call ({rt, tt, n} as %.17g strings) and whether it was counted.
+// KEYS: one per level, innermost first. ARGV: now, reserved tokens, then per level its requests per minute,
+// tokens per minute and concurrent (0: not limited). Checks every level before it counts the call at any.
+// Returns the index of the first level that refused (0: counted at all) and per level the state before the
+// call: rt, tt (%.17g strings), n.
 const ADMIT = `
-local now, rpm, tpm, conc, tokens = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local now, tokens = tonumber(ARGV[1]), tonumber(ARGV[2])
 local w, eps = ${RATE_WINDOW_MS}, ${RATE_EPSILON_MS}
-local s = redis.call('HMGET', KEYS[1], 'rt', 'tt', 'n')
-local rt, tt, n = tonumber(s[1]) or now, tonumber(s[2]) or now, tonumber(s[3]) or 0
-local nrt, ntt = rt, tt
-if rpm > 0 then nrt = math.max(rt, now) + w / rpm end
-if tpm > 0 then ntt = math.max(tt, now) + tokens * w / tpm end
-local fits = (rpm == 0 or nrt - now - w <= eps) and (tpm == 0 or ntt - now - w <= eps) and (conc == 0 or n < conc)
 local f = function(x) return string.format('%.17g', x) end
-if fits then
-  if rpm > 0 then redis.call('HSET', KEYS[1], 'rt', f(nrt)) end
-  if tpm > 0 then redis.call('HSET', KEYS[1], 'tt', f(ntt)) end
-  if conc > 0 then redis.call('HINCRBY', KEYS[1], 'n', 1) end
-  redis.call('PEXPIRE', KEYS[1], math.ceil(math.max(nrt, ntt, now) - now) + ${IDLE_TTL_MS})
+local out, after, refused = {0}, {}, 0
+for i, key in ipairs(KEYS) do
+  local rpm, tpm, conc = tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
+  local s = redis.call('HMGET', key, 'rt', 'tt', 'n')
+  local rt, tt, n = tonumber(s[1]) or now, tonumber(s[2]) or now, tonumber(s[3]) or 0
+  local nrt, ntt = rt, tt
+  if rpm > 0 then nrt = math.max(rt, now) + w / rpm end
+  if tpm > 0 then ntt = math.max(tt, now) + tokens * w / tpm end
+  local fits = (rpm == 0 or nrt - now - w <= eps) and (tpm == 0 or ntt - now - w <= eps) and (conc == 0 or n < conc)
+  if not fits and refused == 0 then refused = i end
+  after[i] = {nrt, ntt}
+  out[#out + 1] = f(rt)
+  out[#out + 1] = f(tt)
+  out[#out + 1] = n
 end
-return {fits and 1 or 0, f(rt), f(tt), n}
+if refused == 0 then
+  for i, key in ipairs(KEYS) do
+    local rpm, tpm, conc = tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
+    local nrt, ntt = after[i][1], after[i][2]
+    if rpm > 0 then redis.call('HSET', key, 'rt', f(nrt)) end
+    if tpm > 0 then redis.call('HSET', key, 'tt', f(ntt)) end
+    if conc > 0 then redis.call('HINCRBY', key, 'n', 1) end
+    redis.call('PEXPIRE', key, math.ceil(math.max(nrt, ntt, now) - now) + ${IDLE_TTL_MS})
+  end
+end
+out[1] = refused
+return out
 `;
 
-// ARGV: now, tokens per minute (0: not limited), concurrent (0: not limited), used − reserved tokens (or '' unknown).
+// KEYS: the levels the call was admitted at. ARGV: now, used − reserved tokens (or '' unknown), then per level
+// its tokens per minute and concurrent (0: not limited).
 const SETTLE = `
-local now, tpm, conc = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if conc > 0 and (tonumber(redis.call('HGET', KEYS[1], 'n')) or 0) > 0 then redis.call('HINCRBY', KEYS[1], 'n', -1) end
-if tpm > 0 and ARGV[4] ~= '' then
-  local tt = (tonumber(redis.call('HGET', KEYS[1], 'tt')) or now) + tonumber(ARGV[4]) * ${RATE_WINDOW_MS} / tpm
-  redis.call('HSET', KEYS[1], 'tt', string.format('%.17g', math.max(tt, now)))
+local now = tonumber(ARGV[1])
+for i, key in ipairs(KEYS) do
+  local tpm, conc = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
+  if redis.call('EXISTS', key) == 1 then
+    if conc > 0 and (tonumber(redis.call('HGET', key, 'n')) or 0) > 0 then redis.call('HINCRBY', key, 'n', -1) end
+    if tpm > 0 and ARGV[2] ~= '' then
+      local tt = (tonumber(redis.call('HGET', key, 'tt')) or now) + tonumber(ARGV[2]) * ${RATE_WINDOW_MS} / tpm
+      redis.call('HSET', key, 'tt', string.format('%.17g', math.max(tt, now)))
+    end
+  end
 end
 return 1
 `;
 
+/** Scripts over a variable number of keys: the first argument is how many keys follow. */
 interface RateCommands {
-  tollgateRateAdmit(key: string, ...args: (string | number)[]): Promise<[number, string, string, number]>;
-  tollgateRateSettle(key: string, ...args: (string | number)[]): Promise<number>;
+  tollgateRateAdmit(...args: (string | number)[]): Promise<(number | string)[]>;
+  tollgateRateSettle(...args: (string | number)[]): Promise<number>;
 }
 
 export interface RedisRateWindowsOptions extends BudgetRedisConfig {
@@ -99,35 +121,40 @@ export class RedisRateWindows implements RateWindows {
     this.#rule = config.unreachable ?? 'open';
     this.#logger = config.logger;
     this.#redis = openRedisClient(config, config.commandTimeoutMs) as Redis & RateCommands;
-    this.#redis.defineCommand('tollgateRateAdmit', { numberOfKeys: 1, lua: ADMIT });
-    this.#redis.defineCommand('tollgateRateSettle', { numberOfKeys: 1, lua: SETTLE });
+    this.#redis.defineCommand('tollgateRateAdmit', { lua: ADMIT });
+    this.#redis.defineCommand('tollgateRateSettle', { lua: SETTLE });
   }
 
+  /** ADR 1313: one hash tag for every rate key of a prefix, so a call's levels are one slot on Redis Cluster. */
   #key(subject: string): string {
-    return `{${this.#prefix}:rate:${subject}}`;
+    return `{${this.#prefix}:rate}:${subject}`;
   }
 
   get store(): RateStoreHealth {
     return { store: this.#store, unreachableSince: this.#downSince === null ? null : new Date(this.#downSince).toISOString() };
   }
 
-  async admit(subject: string, limits: RateLimits, reservedTokens: number, now: number): Promise<RateAdmission> {
+  async admit(subjects: readonly RateSubject[], reservedTokens: number, now: number): Promise<RateAdmission> {
     const tokens = reservedTokens > 0 ? reservedTokens : 0;
     // During an outage the store is asked again only once its client is connected again.
-    if (this.#downSince !== null && this.#redis.status !== 'ready') return this.#admitHere(subject, limits, tokens, now);
-    let reply: [number, string, string, number];
+    if (this.#downSince !== null && this.#redis.status !== 'ready') return this.#admitHere(subjects, tokens, now);
+    const args: (string | number)[] = [subjects.length];
+    for (const { key } of subjects) args.push(this.#key(key));
+    args.push(now, tokens);
+    for (const { limits } of subjects) args.push(limits.requestsPerMinute ?? 0, limits.tokensPerMinute ?? 0, limits.concurrent ?? 0);
+    let reply: (number | string)[];
     try {
-      reply = await this.#redis.tollgateRateAdmit(this.#key(subject), now, limits.requestsPerMinute ?? 0, limits.tokensPerMinute ?? 0, limits.concurrent ?? 0, tokens);
+      reply = await this.#redis.tollgateRateAdmit(...args);
     } catch (error) {
       this.#failed(error, now);
-      return this.#admitHere(subject, limits, tokens, now);
+      return this.#admitHere(subjects, tokens, now);
     }
     if (this.#downSince !== null) {
       this.#logger?.info({ store: this.#store, down_since: new Date(this.#downSince).toISOString() }, 'rate limits shared through Redis again');
       this.#downSince = null;
     }
-    const [counted, rt, tt, inFlight] = reply;
-    return admissionOf(counted === 1, { rt: Number(rt), tt: Number(tt), n: Number(inFlight) }, limits, tokens, now);
+    const befores: WindowsBefore[] = subjects.map((_, i) => ({ rt: Number(reply[1 + 3 * i]), tt: Number(reply[2 + 3 * i]), n: Number(reply[3 + 3 * i]) }));
+    return admissionOf(befores, subjects, tokens, now, Number(reply[0]) - 1);
   }
 
   #failed(error: unknown, now: number): void {
@@ -140,26 +167,34 @@ export class RedisRateWindows implements RateWindows {
     );
   }
 
-  /** The store is down: this process's windows admit, or (closed, past the grace) nothing does. */
-  #admitHere(subject: string, limits: RateLimits, tokens: number, now: number): RateAdmission {
+  /**
+   * The store is down: this process's windows admit, or (closed, past the grace) nothing does. Calls admitted
+   * here are counted by their innermost subject (the user), whose settlement then goes here too.
+   */
+  #admitHere(subjects: readonly RateSubject[], tokens: number, now: number): RateAdmission {
     const since = this.#downSince ?? now;
     if (this.#rule === 'closed' && now - since >= UNREACHABLE_GRACE_MS) throw new RateStoreUnreachable(this.#store, since, this.#downCause);
-    const admission = this.#fallback.admit(subject, limits, tokens, now);
-    if (admission.refusedBy === null) this.#admittedHere.set(subject, (this.#admittedHere.get(subject) ?? 0) + 1);
+    const admission = this.#fallback.admit(subjects, tokens, now);
+    const first = subjects[0]!.key;
+    if (admission.refusedBy === null) this.#admittedHere.set(first, (this.#admittedHere.get(first) ?? 0) + 1);
     return admission;
   }
 
-  async settle(subject: string, limits: RateLimits, reservedTokens: number, usedTokens: number | null, now: number): Promise<void> {
-    const here = this.#admittedHere.get(subject) ?? 0;
+  async settle(subjects: readonly RateSubject[], reservedTokens: number, usedTokens: number | null, now: number): Promise<void> {
+    const first = subjects[0]!.key;
+    const here = this.#admittedHere.get(first) ?? 0;
     if (here > 0) {
-      if (here === 1) this.#admittedHere.delete(subject);
-      else this.#admittedHere.set(subject, here - 1);
-      this.#fallback.settle(subject, limits, reservedTokens, usedTokens, now);
+      if (here === 1) this.#admittedHere.delete(first);
+      else this.#admittedHere.set(first, here - 1);
+      this.#fallback.settle(subjects, reservedTokens, usedTokens, now);
       return;
     }
-    const delta = usedTokens === null ? '' : usedTokens - (reservedTokens > 0 ? reservedTokens : 0);
+    const args: (string | number)[] = [subjects.length];
+    for (const { key } of subjects) args.push(this.#key(key));
+    args.push(now, usedTokens === null ? '' : usedTokens - (reservedTokens > 0 ? reservedTokens : 0));
+    for (const { limits } of subjects) args.push(limits.tokensPerMinute ?? 0, limits.concurrent ?? 0);
     // Never throws: a settle lost to an outage leaves the reservation standing, and the slot until the key expires.
-    await this.#redis.tollgateRateSettle(this.#key(subject), now, limits.tokensPerMinute ?? 0, limits.concurrent ?? 0, delta).catch(() => undefined);
+    await this.#redis.tollgateRateSettle(...args).catch(() => undefined);
   }
 
   async close(): Promise<void> {
@@ -169,32 +204,4 @@ export class RedisRateWindows implements RateWindows {
       this.#redis.disconnect();
     }
   }
-}
-
-/** The admission as the memory windows report it, from the state the script saw before the call. */
-function admissionOf(counted: boolean, before: { rt: number; tt: number; n: number }, limits: RateLimits, tokens: number, now: number): RateAdmission {
-  const rpm = limits.requestsPerMinute;
-  const tpm = limits.tokensPerMinute;
-  const requestsTat = rpm === undefined ? now : Math.max(before.rt, now) + RATE_WINDOW_MS / rpm;
-  const tokensTat = tpm === undefined ? now : Math.max(before.tt, now) + (tokens * RATE_WINDOW_MS) / tpm;
-  if (counted) {
-    return {
-      refusedBy: null,
-      retryAfterMs: 0,
-      requests: rpm === undefined ? null : rateWindowState(rpm, requestsTat, now),
-      tokens: tpm === undefined ? null : rateWindowState(tpm, tokensTat, now),
-    };
-  }
-  const requestsWait = requestsTat - now - RATE_WINDOW_MS;
-  const tokensWait = tokensTat - now - RATE_WINDOW_MS;
-  const concurrentFull = limits.concurrent !== undefined && before.n >= limits.concurrent;
-  let wait = Math.max(requestsWait, tokensWait, concurrentFull ? CONCURRENT_RETRY_MS : 0);
-  if (tpm !== undefined && tokens > tpm) wait = Math.max(wait, RATE_WINDOW_MS);
-  const refusedBy: RateDimension = requestsWait > RATE_EPSILON_MS ? 'requests' : tokensWait > RATE_EPSILON_MS ? 'tokens' : 'concurrent';
-  return {
-    refusedBy,
-    retryAfterMs: Math.ceil(wait - RATE_EPSILON_MS),
-    requests: rpm === undefined ? null : rateWindowState(rpm, before.rt, now),
-    tokens: tpm === undefined ? null : rateWindowState(tpm, before.tt, now),
-  };
 }

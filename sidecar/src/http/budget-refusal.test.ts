@@ -26,11 +26,12 @@ afterEach(async () => {
   for (const writer of writers.splice(0)) await writer.close();
 });
 
-function setUp(limitUsd: string, rateLimits?: object) {
-  const book = new BudgetBook(new PolicySet(parseBudgetPolicies([{ name: 'p', limitUsd, ...(rateLimits ? { rateLimits } : {}) }], 'policies')));
+/** A policy `p` of every user, and `above` it the policies of groups (ADR 1312). */
+function setUp(limitUsd: string, rateLimits?: object, above: object[] = []) {
+  const book = new BudgetBook(new PolicySet(parseBudgetPolicies([{ name: 'p', limitUsd, ...(rateLimits ? { rateLimits } : {}) }, ...above], 'policies')));
   const budgets = {
     reserve: (userId: string, at: number, estimateUsd: () => number) => book.reserve(userId, at, () => unitsFromCostUsd(estimateUsd())),
-    ratePolicy: (userId: string) => book.policies.match(userId)?.config,
+    rateLevels: (userId: string) => book.policies.rateLevels(userId),
     rateWindows: new MemoryRateWindows(),
   };
   const charged: number[] = [];
@@ -115,13 +116,13 @@ describe('rate limits (ADR 1309) through the same hold', () => {
     const call = start('alice');
     // 25 input + 100 max output = 125 tokens held: 875 left.
     expect(reserveForCall(budgets, call, prices, { bytes: body('"max_tokens":100,'), size: 100 }, { now: Date.now() })).toBeNull();
-    expect(budgets.rateWindows.admit('probe', { tokensPerMinute: 1000 }, 0, Date.now()).tokens?.remaining).toBe(1000);
+    expect(budgets.rateWindows.admit([{ key: 'probe', limits: { tokensPerMinute: 1000 } }], 0, Date.now()).tokens?.remaining).toBe(1000);
     const now = Date.now();
-    expect(budgets.rateWindows.admit('alice', { tokensPerMinute: 1000 }, 0, now).tokens?.remaining).toBe(875);
+    expect(budgets.rateWindows.admit([{ key: 'alice', limits: { tokensPerMinute: 1000 } }], 0, now).tokens?.remaining).toBe(875);
     // The call used 10 + 5 = 15: 985 left (a second finish changes nothing).
     call.finish({ prices, usage: usageOf(10, 5), status: 'ok', statusCode: 200 });
     call.finish({ prices, usage: null, status: 'error', statusCode: null });
-    expect(budgets.rateWindows.admit('alice', { tokensPerMinute: 1000 }, 0, now).tokens?.remaining).toBe(985);
+    expect(budgets.rateWindows.admit([{ key: 'alice', limits: { tokensPerMinute: 1000 } }], 0, now).tokens?.remaining).toBe(985);
   });
 
   it('frees a concurrent slot once when the call ends; a refusal names the limit and releases the budget hold', () => {
@@ -165,7 +166,27 @@ describe('rate limits (ADR 1309) through the same hold', () => {
     const { budgets, start } = setUp('0.2', { requestsPerMinute: 1 });
     // 0.2025 > 0.2: refused by the budget; the one request a minute is still there.
     expect(reserveForCall(budgets, start('alice'), prices, { bytes: body('"max_tokens":100,'), size: 100 }, { now: Date.now() })).toMatchObject({ short: { reserveUsd: 0.2025 } });
-    expect(budgets.rateWindows.admit('alice', { requestsPerMinute: 1 }, 0, Date.now()).refusedBy).toBeNull();
+    expect(budgets.rateWindows.admit([{ key: 'alice', limits: { requestsPerMinute: 1 } }], 0, Date.now()).refusedBy).toBeNull();
+  });
+});
+
+describe('rate limits of a team (ADR 1313)', () => {
+  const team = { name: 'eng', limitUsd: '100', team: { name: 'eng', users: ['ann', 'ben'] }, rateLimits: { requestsPerMinute: 3 } };
+
+  it('refuses the 4th call of the minute by either member naming the team, and gives the budget hold back', () => {
+    const { book, budgets, start } = setUp('100', undefined, [team]);
+    const T = Date.parse('2026-11-29T12:00:00Z');
+    const request = { bytes: body('"max_tokens":100,'), size: 100 };
+    for (const user of ['ann', 'ben', 'ann']) expect(reserveForCall(budgets, start(user), prices, request, { now: T })).toBeNull();
+    const refusal = reserveForCall(budgets, start('ben'), prices, request, { now: T });
+    expect(refusal).toMatchObject({ userId: 'ben', policy: 'eng', level: 'team', subject: '@team:eng', retryAfterSeconds: 20, admission: { refusedBy: 'requests' } });
+    expect(refusalError(refusal as CallRefusal)).toBe(
+      'rate_limit_exceeded: rate limit of team "eng" (user "ben"): the team has made the 3 requests per minute of policy "eng"; try again in 20s',
+    );
+    // Ben's refused call holds nothing against his budget or the team's; his first call still holds its 0.2025.
+    expect(book.reserved('ben')).toBe(parseUsd('0.2025'));
+    // A user outside the team is not counted in its window.
+    expect(reserveForCall(budgets, start('cy'), prices, request, { now: T })).toBeNull();
   });
 });
 

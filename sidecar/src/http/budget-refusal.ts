@@ -11,14 +11,16 @@
 // RESERVED_OUTPUT_TOKENS), priced by the call's price table. The hold is released by MeteredCall.finish,
 // which every call reaches whatever its end, when the real cost is charged.
 //
-// A user whose policy has rate limits (ADR 1309) is then admitted by the rate windows with the same estimate in
-// tokens; the call's end settles them to its real tokens through the same hold, so it happens exactly once.
+// A call under rate limits (ADR 1309: its user's policy; ADR 1313: also its team's, workloads' or namespace's) is
+// then admitted by the rate windows of every such level at once, with the same estimate in tokens; the call's
+// end settles them all to its real tokens through the same hold, so it happens exactly once.
 
 import type { ServerResponse } from 'node:http';
 import type { BudgetRefusal } from '../budgets/budget-book.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
-import { type RateAdmission, type RateLimits, RateStoreUnreachable, type RateWindows } from '../budgets/rate-windows.ts';
+import { type RateAdmission, RateStoreUnreachable, type RateWindows } from '../budgets/rate-windows.ts';
 import type { BudgetPolicyConfig } from '../../../contracts/budget-config.ts';
+import type { RateLevel } from '../../../contracts/budget-policies.ts';
 import type { MeteredCall } from '../metering/call-meter.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { estimateInputTokens } from '../usage/usage-estimate.ts';
@@ -60,7 +62,7 @@ export type CallRefusal = BudgetRefusal | RateRefusal;
  * A promise only when the rate windows are shared (Redis, ADR 1311): the in-memory path stays synchronous.
  */
 export function reserveForCall(
-  budgets: Pick<BudgetEnforcer, 'reserve' | 'ratePolicy' | 'rateWindows'> | undefined,
+  budgets: Pick<BudgetEnforcer, 'reserve' | 'rateLevels' | 'rateWindows'> | undefined,
   call: MeteredCall,
   prices: PriceTable,
   body: ReservationBody,
@@ -69,33 +71,32 @@ export function reserveForCall(
   const { now, res } = at;
   const { userId, provider, model } = call.call;
   if (budgets === undefined || userId === null || provider === 'local') return null;
-  const policy = budgets.ratePolicy?.(userId);
+  const levels = budgets.rateLevels?.(userId);
   const windows = budgets.rateWindows;
-  const usage = policy === undefined ? null : reservationUsage(body);
+  const usage = levels === undefined ? null : reservationUsage(body);
   const outcome = budgets.reserve(userId, now, () => (usage === null ? reservationUsd(prices, provider, model, body) : prices.cost(provider, model, usage).costUsd));
   if (outcome?.refusal) return outcome.refusal;
-  if (policy?.rateLimits === undefined || windows === undefined || usage === null) {
+  if (levels === undefined || windows === undefined || usage === null) {
     if (outcome) call.hold(outcome.release);
     return null;
   }
-  const admitting: Admitting = { userId, policy, limits: policy.rateLimits, tokens: usage.inputTokens + usage.outputTokens, release: outcome?.release, windows };
-  const admission = windows.admit(userId, admitting.limits, admitting.tokens, now);
+  const admitting: Admitting = { userId, levels, tokens: usage.inputTokens + usage.outputTokens, release: outcome?.release, windows };
+  const admission = windows.admit(levels, admitting.tokens, now);
   if (!(admission instanceof Promise)) return admitted(admitting, admission, call, res);
   return admission.then(
     (answer) => admitted(admitting, answer, call, res),
     (error: unknown) => {
       admitting.release?.();
-      if (error instanceof RateStoreUnreachable) return storeUnreachableRefusal(policy, userId, error, now);
+      if (error instanceof RateStoreUnreachable) return storeUnreachableRefusal(levels[0]!.policy, userId, error, now);
       throw error;
     },
   );
 }
 
-/** A call asking the rate windows, with the budget hold it already has (given back when it is refused). */
+/** A call asking the rate windows of its levels, with the budget hold it already has (given back when it is refused). */
 interface Admitting {
   userId: string;
-  policy: BudgetPolicyConfig;
-  limits: RateLimits;
+  levels: readonly RateLevel[];
   tokens: number;
   release: (() => void) | undefined;
   windows: RateWindows;
@@ -103,16 +104,19 @@ interface Admitting {
 
 /** The windows' answer: a refusal, or the call counted and settled once when it finishes (ADR 1309). */
 function admitted(a: Admitting, admission: RateAdmission, call: MeteredCall, res: ServerResponse | undefined): RateRefusal | null {
-  const { userId, limits, tokens, windows } = a;
+  const { userId, levels, tokens, windows } = a;
   if (res !== undefined) setRateLimitHeaders(res, admission);
   const refusedBy = admission.refusedBy;
   if (refusedBy !== null) {
     a.release?.();
-    RATE_LIMITED[refusedBy]++;
+    const refuser = levels[admission.refusedAt ?? 0]!;
+    RATE_LIMITED[refuser.level][refusedBy]++;
     return {
       userId,
-      policy: a.policy.name,
-      limits,
+      policy: refuser.policy.name,
+      level: refuser.level,
+      subject: refuser.key,
+      limits: refuser.limits,
       reservedTokens: tokens,
       admission: { ...admission, refusedBy },
       retryAfterSeconds: Math.max(1, Math.ceil(admission.retryAfterMs / 1000)),
@@ -121,7 +125,7 @@ function admitted(a: Admitting, admission: RateAdmission, call: MeteredCall, res
   // A call already finished (its caller left while a shared store answered) settles here and now.
   call.hold((used) => {
     a.release?.();
-    void windows.settle(userId, limits, tokens, used === null ? null : used.inputTokens + used.outputTokens, Date.now());
+    void windows.settle(levels, tokens, used === null ? null : used.inputTokens + used.outputTokens, Date.now());
   });
   return null;
 }

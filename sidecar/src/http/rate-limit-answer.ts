@@ -4,16 +4,26 @@
 // Unlike a spent budget, a rate limit lifts within the minute, so the SDKs may retry (no x-should-retry).
 
 import type { ServerResponse } from 'node:http';
+import type { BudgetLevel } from '../../../contracts/budget-policies.ts';
 import type { RateAdmission, RateDimension, RateLimits } from '../budgets/rate-windows.ts';
 
 export const RATE_LIMIT_EXCEEDED = 'rate_limit_exceeded';
 
-/** Calls refused per limit since the process started, for tollgate_rate_limited_total. */
-export const RATE_LIMITED: Record<RateDimension, number> = { requests: 0, tokens: 0, concurrent: 0 };
+/** Calls refused per level and limit since the process started, for tollgate_rate_limited_total (ADR 1313). */
+export const RATE_LIMITED: Record<BudgetLevel, Record<RateDimension, number>> = {
+  user: { requests: 0, tokens: 0, concurrent: 0 },
+  team: { requests: 0, tokens: 0, concurrent: 0 },
+  workload: { requests: 0, tokens: 0, concurrent: 0 },
+  namespace: { requests: 0, tokens: 0, concurrent: 0 },
+};
 
 export interface RateRefusal {
   userId: string;
+  /** The policy whose limit refused the call, at its level (ADR 1313). */
   policy: string;
+  level: BudgetLevel;
+  /** The user id, or the group key (`@team:<name>`, `@workload:<policy>`, `@namespace:<policy>`) of that level. */
+  subject: string;
   limits: RateLimits;
   /** The tokens this call would have held (estimated input + max output). */
   reservedTokens: number;
@@ -44,7 +54,10 @@ export function formatResetDuration(ms: number): string {
   return minutes > 0 ? `${minutes}m${seconds}` : seconds;
 }
 
-/** The windows the user's policy limits, as OpenAI names them; nothing for a dimension it does not limit. */
+/**
+ * The windows the call's levels limit, as OpenAI names them; nothing for a dimension none limits. Of several
+ * levels the headers show the one with the fewest remaining (RateAdmission): what the caller can still send.
+ */
 export function setRateLimitHeaders(res: ServerResponse, admission: RateAdmission): void {
   if (res.headersSent) return;
   const { requests, tokens } = admission;
@@ -78,10 +91,25 @@ export function keepOwnRateLimitHeaders(res: ServerResponse, relayed: Record<str
   for (const name of RATE_LIMIT_HEADERS) delete relayed[name];
 }
 
-/** Names the user, the limit, the policy and when the call would fit; the same text is the span's error. */
+/** Whose limit it is: `user "ann"`, or `team "eng"` / `workload "p"` / `namespace "p"` named by its group key. */
+function rateHolder(refusal: RateRefusal): string {
+  if (refusal.level === 'user') return `user ${JSON.stringify(refusal.userId)}`;
+  return `${refusal.level} ${JSON.stringify(refusal.subject.slice(refusal.subject.indexOf(':') + 1))}`;
+}
+
+/**
+ * Names the level, the user, the limit, the policy and when the call would fit; the same text is the span's
+ * error. A limit above the user starts `rate limit of team "eng" (user "ann"): …` so the level is plain.
+ */
 export function rateRefusalMessage(refusal: RateRefusal): string {
-  const { userId, policy, limits, reservedTokens, admission, retryAfterSeconds } = refusal;
-  const who = `user ${JSON.stringify(userId)}`;
+  const text = rateRefusalText(refusal);
+  if (refusal.level === 'user') return text;
+  return `rate limit of ${rateHolder(refusal)} (user ${JSON.stringify(refusal.userId)}): ${text}`;
+}
+
+function rateRefusalText(refusal: RateRefusal): string {
+  const { policy, limits, reservedTokens, admission, retryAfterSeconds } = refusal;
+  const who = refusal.level === 'user' ? rateHolder(refusal) : `the ${refusal.level}`;
   const of = `of policy ${JSON.stringify(policy)}`;
   const wait = `try again in ${retryAfterSeconds}s`;
   switch (admission.refusedBy) {
@@ -91,7 +119,7 @@ export function rateRefusalMessage(refusal: RateRefusal): string {
       const limit = limits.tokensPerMinute!;
       const held = `this call may use up to ${reservedTokens} tokens (its input and its max output tokens)`;
       if (reservedTokens > limit) return `${held}, more than the ${limit} tokens per minute ${of}: lower its max_tokens`;
-      return `${who} has ${admission.tokens?.remaining ?? 0} of the ${limit} tokens per minute ${of} left and ${held}; ${wait}`;
+      return `${who} has ${admission.tokensLeft ?? admission.tokens?.remaining ?? 0} of the ${limit} tokens per minute ${of} left and ${held}; ${wait}`;
     }
     case 'concurrent':
       return `${who} has ${limits.concurrent} calls in flight, the concurrent limit ${of}; ${wait}`;

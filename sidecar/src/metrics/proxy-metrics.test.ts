@@ -130,12 +130,19 @@ describe('ProxyMetrics: state read at scrape time', () => {
       inFlight: () => 5,
       breakers: () => ({ beta: 'open', alpha: 'closed' }),
       config: () => ({ revision: 12, appliedAtMs: 1_700_000_000_500 }),
-      rateLimited: () => ({ requests: 3, tokens: 1, concurrent: 0 }),
+      rateLimited: () => ({
+        user: { requests: 3, tokens: 1, concurrent: 0 },
+        team: { requests: 2, tokens: 0, concurrent: 0 },
+        workload: { requests: 0, tokens: 0, concurrent: 0 },
+        namespace: { requests: 0, tokens: 0, concurrent: 5 },
+      }),
     });
     const body = await scrape(metrics);
-    expect(sampleValue(body, 'tollgate_rate_limited_total', { limit: 'requests' })).toBe(3);
-    expect(sampleValue(body, 'tollgate_rate_limited_total', { limit: 'tokens' })).toBe(1);
-    expect(sampleValue(body, 'tollgate_rate_limited_total', { limit: 'concurrent' })).toBe(0);
+    expect(sampleValue(body, 'tollgate_rate_limited_total', { limit: 'requests', level: 'user' })).toBe(3);
+    expect(sampleValue(body, 'tollgate_rate_limited_total', { limit: 'tokens', level: 'user' })).toBe(1);
+    expect(sampleValue(body, 'tollgate_rate_limited_total', { limit: 'concurrent', level: 'user' })).toBe(0);
+    expect(sampleValue(body, 'tollgate_rate_limited_total', { limit: 'requests', level: 'team' })).toBe(2);
+    expect(sampleValue(body, 'tollgate_rate_limited_total', { limit: 'concurrent', level: 'namespace' })).toBe(5);
     expect(sampleValue(body, 'tollgate_spans_written_total')).toBe(7);
     expect(sampleValue(body, 'tollgate_spans_dropped_total', { reason: 'buffer_full' })).toBe(1);
     expect(sampleValue(body, 'tollgate_spans_dropped_total', { reason: 'write_failed' })).toBe(2);

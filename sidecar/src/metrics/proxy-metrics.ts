@@ -18,6 +18,11 @@ import type { SpanWriterStats } from '../spans/span-writer.ts';
 import type { BudgetStanding } from '../budgets/budget-book.ts';
 import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries } from './metric-families.ts';
 
+const RATE_LIMIT_KINDS = ['requests', 'tokens', 'concurrent'] as const;
+const RATE_LIMIT_LEVELS = ['user', 'team', 'workload', 'namespace'] as const;
+type RateLimitKind = (typeof RATE_LIMIT_KINDS)[number];
+type RateLimitLevel = (typeof RATE_LIMIT_LEVELS)[number];
+
 /** Seconds; LLM calls run from tens of milliseconds to minutes. */
 const CALL_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300];
 const FIRST_BYTE_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -67,7 +72,8 @@ export interface ProxyMetricSources {
   /** Reads on after callers left (metering/leaving-reads.ts): in progress, and refused at a bound. */
   leavingReads?: () => { inUse: number; refused: number };
   /** Calls refused by a budget policy's rate limits, per limit (ADR 1309). */
-  rateLimited?: () => Readonly<Record<'requests' | 'tokens' | 'concurrent', number>>;
+  /** Per budget level and limit (ADR 1313): a fixed set of series, never a subject's name. */
+  rateLimited?: () => Readonly<Record<RateLimitLevel, Readonly<Record<RateLimitKind, number>>>>;
 }
 
 /** The per-sink counters of the audit fan-out (SinkStatus has these and more). */
@@ -282,14 +288,14 @@ export class ProxyMetrics implements CallObserver {
     const rateLimited = new CounterFamily(
       r,
       'tollgate_rate_limited_total',
-      "Calls refused with 429 rate_limit_exceeded by their budget policy's rate limits, by the limit that refused them (requests, tokens, concurrent).",
-      ['limit'],
+      "Calls refused with 429 rate_limit_exceeded by their budget policy's rate limits, by the limit that refused them (requests, tokens, concurrent) and the level of its policy (user, team, workload, namespace).",
+      ['limit', 'level'],
       () => {
         const counts = this.#sources.rateLimited?.();
-        for (const [limit, series] of rateSeries) series.value = counts?.[limit] ?? 0;
+        for (const [level, limit, series] of rateSeries) series.value = counts?.[level][limit] ?? 0;
       },
     );
-    const rateSeries = (['requests', 'tokens', 'concurrent'] as const).map((limit) => [limit, rateLimited.series(limit)] as const);
+    const rateSeries = RATE_LIMIT_LEVELS.flatMap((level) => RATE_LIMIT_KINDS.map((limit) => [level, limit, rateLimited.series(limit, level)] as const));
     const otlpQueueFull = otlpDropped.series('queue_full');
     const otlpFailed = otlpDropped.series('export_failed');
 
