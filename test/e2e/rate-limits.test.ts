@@ -1,7 +1,7 @@
 // Rate limits of a budget policy (ADR 1309, issue 38) on a real `tollgate proxy` process against the fake
 // upstreams: requests per minute, tokens per minute and calls in flight, per user, refused with 429 and
 // Retry-After in the shape of the API called and never sent upstream; OpenAI's x-ratelimit-* headers on the
-// answers. The windows are a GCRA over 60 s: a limit of L spends 60 / L seconds per request or token.
+// answers. A team's limit (ADR 1313) counts all its members' calls together. The windows are a GCRA over 60 s: a limit of L spends 60 / L seconds per request or token.
 
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,6 +24,7 @@ budgets:
     - { name: thousand-tokens, users: [tom], limitUsd: 100, rateLimits: { tokensPerMinute: 1000 } }
     - { name: two-at-once, users: [cora], limitUsd: 100, rateLimits: { concurrent: 2 } }
     - { name: one-at-once, users: [lea], limitUsd: 100, rateLimits: { concurrent: 1 } }
+    - { name: eng, team: { name: eng, users: [ann, ben] }, limitUsd: 100, rateLimits: { requestsPerMinute: 3 } }
 `),
   });
 });
@@ -90,6 +91,37 @@ describe('requests per minute', () => {
       error: { type: 'rate_limit_error', message: `rate_limit_exceeded: user "ruth" has made the 3 requests per minute of policy "three-a-minute"; try again in ${retryAfter}s` },
     });
     expect(bed.anthropic.requests.length - sentBefore).toBe(3);
+  });
+});
+
+describe('a team’s requests per minute (ADR 1313)', () => {
+  it('3 a minute for ann and ben together: the 4th call, by either, is refused naming the team, and not sent', async () => {
+    const sentBefore = bed.openai.requests.length;
+    const answers = [];
+    for (const user of ['ann', 'ben', 'ann']) answers.push(await post('/v1/chat/completions', user, chat));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+    // The team's window, one request 20 s: after the 2nd call (ben's) 1 of 3 is left, 40 s to full (less the
+    // milliseconds since ann's first call).
+    expect(answers[1]!.headers.get('x-ratelimit-limit-requests')).toBe('3');
+    expect(answers[1]!.headers.get('x-ratelimit-remaining-requests')).toBe('1');
+    expect(answers[1]!.headers.get('x-ratelimit-reset-requests')).toMatch(/^(39\.\d+|40)s$/);
+    const refused = await post('/v1/chat/completions', 'ben', chat);
+    expect(refused.status).toBe(429);
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(18);
+    expect(retryAfter).toBeLessThanOrEqual(20);
+    expect(refused.headers.get('x-ratelimit-remaining-requests')).toBe('0');
+    expect(await refused.json()).toEqual({
+      error: {
+        message: `rate limit of team "eng" (user "ben"): the team has made the 3 requests per minute of policy "eng"; try again in ${retryAfter}s`,
+        type: 'rate_limit_error',
+        param: null,
+        code: 'rate_limit_exceeded',
+      },
+    });
+    expect(bed.openai.requests.length - sentBefore).toBe(3);
+    const metrics = await (await fetch(`${proxy.url}/metrics`)).text();
+    expect(metrics).toMatch(/tollgate_rate_limited_total\{limit="requests",level="team"\} 1\n/);
   });
 });
 

@@ -44,6 +44,17 @@ const policiesJson = JSON.stringify([
     grants: [],
     rateLimits: { concurrent: 1 },
   },
+  {
+    name: 'shop/eng',
+    team: { name: 'eng', users: ['ann', 'ben'] },
+    limitUsd: '100',
+    period: 'month',
+    timeZone: 'UTC',
+    alertThresholds: [],
+    enforcement: 'block',
+    grants: [],
+    rateLimits: { requestsPerMinute: 3 },
+  },
 ]);
 
 let redis: RedisServer;
@@ -90,7 +101,11 @@ function start(i: number, userId: string) {
   const answer = reserveForCall(budgets, metered, prices, body, { now: Date.now() });
   // The Redis windows answer asynchronously: the request path awaits them.
   expect(answer).toBeInstanceOf(Promise);
-  return { metered, answer: Promise.resolve(answer).then((refusal) => (refusal && 'admission' in refusal ? refusal.admission.refusedBy : null)) };
+  return {
+    metered,
+    answer: Promise.resolve(answer).then((refusal) => (refusal && 'admission' in refusal ? refusal.admission.refusedBy : null)),
+    level: Promise.resolve(answer).then((refusal) => (refusal && 'admission' in refusal ? refusal.level : null)),
+  };
 }
 
 /** One call of `userId` through pod `i`, ended at once when admitted: null, or the refusal's rate limit. */
@@ -101,7 +116,27 @@ async function call(i: number, userId: string): Promise<string | null> {
   return refusedBy;
 }
 
+/** One call as `call`, answered with the level whose limit refused it, or null. */
+async function levelOf(i: number, userId: string): Promise<string | null> {
+  const { metered, level } = start(i, userId);
+  const refusedAt = await level;
+  metered.finish({ prices, usage: null, status: refusedAt ? 'rejected' : 'ok', statusCode: refusedAt ? null : 200 });
+  return refusedAt;
+}
+
 describe('sidecars on the chart’s Redis store', () => {
+  it('count a team’s 3 requests a minute once for both pods and both members (ADR 1313)', async () => {
+    // ann and ben also have 2 a minute each of their own (the * policy). Three calls on either pod fill the team.
+    expect(await levelOf(0, 'ann')).toBeNull();
+    expect(await levelOf(1, 'ben')).toBeNull();
+    expect(await levelOf(1, 'ann')).toBeNull();
+    // Ben has one of his own left, but the team has none, on either pod.
+    expect(await levelOf(0, 'ben')).toBe('team');
+    expect(await levelOf(1, 'ben')).toBe('team');
+    // Ann's own two are spent: her own limit, the inner level, is the one named.
+    expect(await levelOf(0, 'ann')).toBe('user');
+  });
+
   it('count a pushed policy’s requests per minute once for both pods', async () => {
     // Two a minute for alice: one call on each pod, and the third, on either, is refused.
     expect(await call(0, 'alice')).toBeNull();
