@@ -89,11 +89,12 @@ function perUserLimit(description: string, maximum: number): SchemaNode {
 }
 
 // ADR 1309: counted per sidecar with the in-memory windows; shared by the namespace with a shared store.
+// ADR 1313: on a team, Workload or Namespace policy the limits are the group's as a whole.
 const rateLimits: SchemaNode = {
   type: 'object',
   tsType: 'BudgetRateLimitsSpec',
   description:
-    'Rate limits for each user the policy matches: a refusal is HTTP 429 rate_limit_exceeded with Retry-After. Counted by each sidecar unless the budgets store is shared (docs/budgets.md).',
+    'Rate limits for each user the policy matches, or for its team, workload or namespace as a whole: a call is admitted only if every level it falls under has room; a refusal is HTTP 429 rate_limit_exceeded with Retry-After. Counted by each sidecar unless the budgets store is shared (docs/budgets.md).',
   minProperties: 1,
   properties: {
     requestsPerMinute: perUserLimit("Calls per minute (GCRA: a minute's calls may come at once, then one every 60/N seconds).", MAX_REQUESTS_PER_MINUTE),

@@ -649,7 +649,7 @@ export interface BudgetPolicySpec {
   enforcement?: BudgetEnforcementName;
   /** Grants, at most 256. */
   grants?: BudgetGrantSpec[];
-  /** Rate limits for each user the policy matches: a refusal is HTTP 429 rate_limit_exceeded with Retry-After. Counted by each sidecar unless the budgets store is shared (docs/budgets.md). */
+  /** Rate limits for each user the policy matches, or for its team, workload or namespace as a whole: a call is admitted only if every level it falls under has room; a refusal is HTTP 429 rate_limit_exceeded with Retry-After. Counted by each sidecar unless the budgets store is shared (docs/budgets.md). */
   rateLimits?: BudgetRateLimitsSpec;
 }
 
@@ -700,7 +700,7 @@ export interface BudgetGrantSpec {
   expiresAt?: string;
 }
 
-/** Rate limits for each user the policy matches: a refusal is HTTP 429 rate_limit_exceeded with Retry-After. Counted by each sidecar unless the budgets store is shared (docs/budgets.md). */
+/** Rate limits for each user the policy matches, or for its team, workload or namespace as a whole: a call is admitted only if every level it falls under has room; a refusal is HTTP 429 rate_limit_exceeded with Retry-After. Counted by each sidecar unless the budgets store is shared (docs/budgets.md). */
 export interface BudgetRateLimitsSpec {
   /** Calls per minute (GCRA: a minute's calls may come at once, then one every 60/N seconds). */
   requestsPerMinute?: number;

@@ -66,6 +66,17 @@ describe('BudgetPolicy → runtime policy', () => {
     });
     expect(() => renderBudgetPolicy('shop/cap', policy({ users: ['*'], limitUsd: '1', rateLimits: {} }))).toThrow('spec.rateLimits must set at least one of');
   });
+
+  it('passes a team’s and the namespace’s rateLimits through, for the group as a whole (ADR 1313)', () => {
+    expect(renderBudgetPolicy('shop/cap', policy({ team: { name: 'payments', users: ['alice'] }, limitUsd: '50', rateLimits: { requestsPerMinute: 3 } }))).toMatchObject({
+      team: { name: 'payments' },
+      rateLimits: { requestsPerMinute: 3 },
+    });
+    expect(renderBudgetPolicy('shop/cap', policy({ scope: 'Namespace', limitUsd: '50', rateLimits: { concurrent: 8 } })).rateLimits).toEqual({ concurrent: 8 });
+    expect(() => renderBudgetPolicy('shop/cap', policy({ scope: 'Namespace', limitUsd: '50', rateLimits: { tokensPerMinute: 0 } }))).toThrow(
+      'spec.rateLimits.tokensPerMinute must be a whole number from 1 to 1000000000 (got 0)',
+    );
+  });
 });
 
 describe('label selectors', () => {
