@@ -8,7 +8,10 @@ import type { Logger } from 'pino';
 import { Backoff } from '../../kube-client/backoff.ts';
 import type { KubeApi } from '../../kube-client/api-client.ts';
 import type { EventRecorder } from '../../kube-client/event-recorder.ts';
+import type { Redis } from 'ioredis';
 import { BudgetPolicyController } from './budgets/budget-policy-controller.ts';
+import { type LedgerBackend, LedgerStore } from './budgets/ledger-store.ts';
+import { RedisLedgerStore } from './budgets/redis-ledger-store.ts';
 import { ProxyConfigController } from './controller/proxy-config-controller.ts';
 import type { LeaderEndpoint } from './kube/leader-endpoint.ts';
 import type { OperatorCaches } from './operator-caches.ts';
@@ -31,6 +34,8 @@ interface LeadershipContext {
   caches: OperatorCaches;
   caPublication: CaPublication;
   leaderEndpoint: LeaderEndpoint | undefined;
+  /** budgets.store redis: the open connection the leader keeps the cluster ledger through (ADR 1314). */
+  ledgerRedis?: { client: Redis; keyPrefix: string; url: string };
 }
 
 export class Leadership {
@@ -86,7 +91,7 @@ export class Leadership {
     const { opts, api, recorder, caches } = this.#context;
     if (!(await caches.synced(signal))) return;
     const context = { api, logger: opts.logger, recorder };
-    const budgets = new BudgetPolicyController({ ...context, budgetPolicies: caches.budgetPolicies }, { namespace: opts.leaseNamespace, owner: opts.owner });
+    const budgets = new BudgetPolicyController({ ...context, budgetPolicies: caches.budgetPolicies }, this.#ledgerStore());
     await budgets.load();
     if (signal.aborted) return;
     const proxyConfigs = new ProxyConfigController({
@@ -121,6 +126,13 @@ export class Leadership {
       const abort = new AbortController();
       work.endpoint = { abort, publishing: leaderEndpoint.publish(work.server.port, abort.signal) };
     }
+  }
+
+  #ledgerStore(): LedgerBackend {
+    const { opts, api, ledgerRedis } = this.#context;
+    const configMaps = new LedgerStore(api, opts.leaseNamespace, opts.owner);
+    if (!ledgerRedis) return configMaps;
+    return new RedisLedgerStore(ledgerRedis.client, { keyPrefix: ledgerRedis.keyPrefix, url: ledgerRedis.url, before: () => configMaps.load() });
   }
 
   async #stop(): Promise<void> {

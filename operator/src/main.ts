@@ -61,6 +61,7 @@ export async function main(argv: string[]): Promise<number> {
     renewDeadlineMs: settings.renewDeadlineMs,
     retryPeriodMs: settings.retryPeriodMs,
     aliasDegradedAfterMs: settings.aliasDegradedAfterMs,
+    ...(settings.ledgerRedis ? { ledgerRedis: settings.ledgerRedis } : {}),
   });
   let health;
   try {

@@ -17,6 +17,8 @@ import { OperatorCaches } from './operator-caches.ts';
 import { CaPublication } from './tls/ca-publication.ts';
 import { storedCa, type TlsSource } from './tls/serving-certificate.ts';
 import type { OperatorMetrics } from './metrics/operator-metrics.ts';
+import type { BudgetRedisConfig } from '../../contracts/budget-config.ts';
+import { openRedisClient } from '../../contracts/redis-connection.ts';
 
 export interface OperatorOptions {
   kubeConfig: KubeConfig;
@@ -49,6 +51,8 @@ export interface OperatorOptions {
   aliasDegradedAfterMs?: number;
   /** Counts reconciles, queue waits and snapshots, and reads leadership, queue depth and streams at scrape time. */
   metrics?: OperatorMetrics;
+  /** budgets.store redis: the leader keeps the cluster ledger there instead of in ConfigMaps (ADR 1314). */
+  ledgerRedis?: BudgetRedisConfig;
 }
 
 export interface Operator {
@@ -72,7 +76,9 @@ export function startOperator(opts: OperatorOptions): Operator {
     logger: opts.logger,
     owner: opts.owner,
   });
-  const leadership = new Leadership({ opts, api, recorder, caches, caPublication, leaderEndpoint: leaderEndpoint(api, opts) });
+  // One connection for the process: a new leadership term reuses it, and it reconnects on its own.
+  const ledgerRedis = opts.ledgerRedis ? { client: openRedisClient(opts.ledgerRedis), keyPrefix: opts.ledgerRedis.keyPrefix, url: opts.ledgerRedis.url } : undefined;
+  const leadership = new Leadership({ opts, api, recorder, caches, caPublication, leaderEndpoint: leaderEndpoint(api, opts), ...(ledgerRedis ? { ledgerRedis } : {}) });
   void publishStoredCa(opts, api, caPublication);
   ProxyConfigController.watch(caches, () => leadership.work?.proxyConfigs);
   BudgetPolicyController.watch(caches.budgetPolicies, () => leadership.work?.budgets);
@@ -108,6 +114,7 @@ export function startOperator(opts: OperatorOptions): Operator {
       await elector.stop();
       await leadership.settled();
       await caches.stop();
+      ledgerRedis?.client.disconnect();
     },
   };
 }

@@ -66,6 +66,21 @@ describe('parseOperatorArgs', () => {
     expect(() => parse(['--alias-degraded-after=0'])).toThrow(/--alias-degraded-after must be a number of seconds between 0 and 3600 \(got "0"\)/);
   });
 
+  it('keeps the cluster ledger on Redis with --ledger-redis-url, the password only from the environment', () => {
+    expect(parse([]).ledgerRedis).toBeUndefined();
+    expect(parse(['--ledger-redis-url=redis://tollgate-redis.tollgate-system.svc:6379']).ledgerRedis).toEqual({
+      url: 'redis://tollgate-redis.tollgate-system.svc:6379',
+      keyPrefix: 'tollgate:budgets',
+    });
+    expect(
+      parseOperatorArgs(['--ledger-redis-url=rediss://store:6380', '--ledger-redis-key-prefix=prod:ledger'], { TOLLGATE_LEDGER_REDIS_PASSWORD: 's3cret' }, 'host', 1).ledgerRedis,
+    ).toEqual({ url: 'rediss://store:6380', keyPrefix: 'prod:ledger', passwordEnv: 'TOLLGATE_LEDGER_REDIS_PASSWORD' });
+    expect(() => parse(['--ledger-redis-url=redis://:hunter2@store:6379'])).toThrow(/--ledger-redis-url must not contain a password: set \$TOLLGATE_LEDGER_REDIS_PASSWORD/);
+    expect(() => parse(['--ledger-redis-url=http://store:6379'])).toThrow(/--ledger-redis-url must start with redis:\/\/ or rediss:\/\/ \(got "http:\/\/store:6379"\)/);
+    expect(() => parse(['--ledger-redis-url=redis://store:6379', '--ledger-redis-key-prefix={x}'])).toThrow(/--ledger-redis-key-prefix must be 1 to 64 letters/);
+    expect(() => parse(['--ledger-redis-key-prefix=x'])).toThrow(/--ledger-redis-key-prefix goes with --ledger-redis-url/);
+  });
+
   it('names the flag that is wrong', () => {
     expect(() => parse(['--grpc-port', '70000'])).toThrow(/--grpc-port must be a port number/);
     expect(() => parse(['--health-port', 'http'])).toThrow(/--health-port must be a port number 0-65535 \(got "http"\)/);

@@ -4,6 +4,7 @@
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { TlsSource } from './tls/serving-certificate.ts';
+import { type BudgetRedisConfig, DEFAULT_REDIS_KEY_PREFIX } from '../../contracts/budget-config.ts';
 
 export const OPERATOR_USAGE = `usage: tollgate operator [options]
 
@@ -46,6 +47,11 @@ options:
   --alias-degraded-after SEC
                            a model alias served below its first priority for longer than this gets an
                            AliasDegraded Warning Event on its ProxyConfig (default: 180)
+  --ledger-redis-url URL   budgets.store redis: keep the cluster's budget ledger on this Redis-compatible
+                           store (redis:// or rediss://, without a password) instead of ConfigMaps of
+                           --namespace; its password, if any, from $TOLLGATE_LEDGER_REDIS_PASSWORD
+  --ledger-redis-key-prefix P
+                           its key prefix (default: tollgate:budgets)
   --log-level LEVEL        trace, debug, info, warn, error (default: info)
   -h, --help               show this help
 `;
@@ -80,6 +86,8 @@ export interface OperatorSettings {
   retryPeriodMs: number;
   /** A model alias served below its first priority this long is degraded (ADR 0724). */
   aliasDegradedAfterMs: number;
+  /** budgets.store redis: where the leader keeps the cluster ledger (ADR 1314). */
+  ledgerRedis?: BudgetRedisConfig;
   logLevel: string;
 }
 
@@ -144,6 +152,7 @@ export function parseOperatorArgs(argv: string[], env: Record<string, string | u
     ...(podIP ? { leaderEndpoint: { service: pushService, podIP } } : {}),
     ...timings,
     aliasDegradedAfterMs: seconds(values['alias-degraded-after'], '--alias-degraded-after', 180),
+    ...ledgerRedisOf(values, env),
     logLevel,
   };
 }
@@ -174,6 +183,31 @@ function leaseTimings(values: OperatorFlags): Pick<OperatorSettings, 'leaseDurat
   if (renewDeadlineMs >= leaseDurationMs) throw new UsageError('--renew-deadline must be shorter than --lease-duration');
   if (retryPeriodMs >= renewDeadlineMs) throw new UsageError('--retry-period must be shorter than --renew-deadline');
   return { leaseDurationMs, renewDeadlineMs, retryPeriodMs };
+}
+
+const LEDGER_REDIS_PASSWORD_ENV = 'TOLLGATE_LEDGER_REDIS_PASSWORD';
+const REDIS_KEY_PREFIX = /^[A-Za-z0-9:._-]{1,64}$/;
+
+/** --ledger-redis-*: the store of the cluster ledger, refused when the URL would carry the password. */
+function ledgerRedisOf(values: OperatorFlags, env: Record<string, string | undefined>): { ledgerRedis?: BudgetRedisConfig } {
+  const url = values['ledger-redis-url'];
+  if (url === undefined) {
+    if (values['ledger-redis-key-prefix'] !== undefined) throw new UsageError('--ledger-redis-key-prefix goes with --ledger-redis-url');
+    return {};
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new UsageError(`--ledger-redis-url must be a URL such as redis://tollgate-redis:6379 (got ${JSON.stringify(url)})`);
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw new UsageError(`--ledger-redis-url must start with redis:// or rediss:// (got ${JSON.stringify(url)})`);
+  if (parsed.hostname === '') throw new UsageError('--ledger-redis-url must name a host');
+  if (parsed.password !== '') throw new UsageError(`--ledger-redis-url must not contain a password: set $${LEDGER_REDIS_PASSWORD_ENV} (from a Secret)`);
+  const keyPrefix = values['ledger-redis-key-prefix'] ?? DEFAULT_REDIS_KEY_PREFIX;
+  if (!REDIS_KEY_PREFIX.test(keyPrefix))
+    throw new UsageError(`--ledger-redis-key-prefix must be 1 to 64 letters, digits, ':', '.', '_' and '-' (got ${JSON.stringify(keyPrefix)})`);
+  return { ledgerRedis: { url, keyPrefix, ...(env[LEDGER_REDIS_PASSWORD_ENV] ? { passwordEnv: LEDGER_REDIS_PASSWORD_ENV } : {}) } };
 }
 
 /** The pod's own address, which the leader lists as the push Service's endpoint (in a cluster). */
@@ -216,6 +250,8 @@ function parse(argv: string[]) {
       'renew-deadline': { type: 'string' },
       'retry-period': { type: 'string' },
       'alias-degraded-after': { type: 'string' },
+      'ledger-redis-url': { type: 'string' },
+      'ledger-redis-key-prefix': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },

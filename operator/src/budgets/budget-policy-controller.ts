@@ -9,7 +9,6 @@ import { formatUsd, unitsToUsd } from '../../../contracts/money.ts';
 import { periodBounds } from '../../../contracts/budget-period.ts';
 import { BUDGET_POLICY, type BudgetPolicy, type BudgetPolicyStatus } from '../../../crds/index.ts';
 import { isStatus, type KubeApi, objectKey } from '../../../kube-client/api-client.ts';
-import type { OwnerReference } from '../../../kube-client/owner-reference.ts';
 import type { EventRecorder, ObjectReference } from '../../../kube-client/event-recorder.ts';
 import type { Informer } from '../../../kube-client/informer.ts';
 import { ConfigError } from '../../../contracts/config-error.ts';
@@ -20,7 +19,7 @@ import { type ReconcileResult, runWorkers, WorkQueue, type Workers } from '../ku
 import type { BudgetStreams } from '../push/push-server.ts';
 import { BudgetDistributor } from './budget-distributor.ts';
 import { type BudgetAlert, ClusterLedger, remainingUnits, type UserUsage } from './cluster-ledger.ts';
-import { LedgerStore } from './ledger-store.ts';
+import type { LedgerBackend } from './ledger-store.ts';
 import { renderBudgetPolicy } from './render-budget-policy.ts';
 import type { BudgetPolicyConfig } from '../../../contracts/budget-config.ts';
 import { levelOf, refuseSubjectsTaken, subjectOf } from '../../../contracts/budget-subjects.ts';
@@ -198,11 +197,11 @@ export class BudgetPolicyController {
   #distributor: BudgetDistributor | undefined;
   #workers: Workers | undefined;
 
-  constructor(context: ControllerContext, ledgerAt: { namespace: string; owner?: OwnerReference | undefined }) {
+  constructor(context: ControllerContext, store: LedgerBackend) {
     this.#context = context;
     const logger = context.logger.child({ component: 'budgets' });
     this.ledger = new ClusterLedger({
-      store: new LedgerStore(context.api, ledgerAt.namespace, ledgerAt.owner),
+      store,
       logger,
       policy: (key) => this.#compiled.get(key),
       acknowledge: (source, sequence) => this.#distributor?.acknowledge(source.podUid, sequence),

@@ -16,7 +16,7 @@ import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
 import { type Grant, isGrantActive, newlyCrossed, splitCharge } from '../../../contracts/budget-grants.ts';
 import type { SpendEntryMessage } from '../../../contracts/push-protocol.ts';
 import { LedgerState, type UsageRecord } from './ledger-state.ts';
-import { LedgerConflictError, type LedgerStore, MAX_PART_BYTES } from './ledger-store.ts';
+import { type LedgerBackend, LedgerConflictError, MAX_PART_BYTES } from './ledger-store.ts';
 
 /** Who sent a report: from the stream's token review, never from the report. */
 export interface SpendSource {
@@ -56,7 +56,7 @@ export interface AppliedReports {
 }
 
 export interface ClusterLedgerOptions {
-  store: LedgerStore;
+  store: LedgerBackend;
   logger: Logger;
   /** The compiled policy of a key (`namespace/name`), or undefined when it does not exist or is invalid. */
   policy(key: string): CompiledPolicy | undefined;
@@ -168,7 +168,7 @@ export class ClusterLedger {
     }
     this.#durableSeq = new Map(this.#appliedSeq);
     const users = [...this.#state.policies.values()].reduce((n, l) => n + [...l.periods.values()].reduce((m, u) => m + u.size, 0), 0);
-    this.#opts.logger.info({ policies: this.#state.policies.size, users, base: this.#base, patches: loaded.patches }, 'budget ledger loaded');
+    this.#opts.logger.info({ policies: this.#state.policies.size, users, base: this.#base, patches: loaded.patches, store: this.#opts.store.where }, 'budget ledger loaded');
     if (!this.#stopped) this.#startTimers();
   }
 

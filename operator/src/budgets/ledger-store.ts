@@ -65,7 +65,20 @@ export interface LoadedLedger {
   legacy: boolean;
 }
 
-export class LedgerStore {
+/**
+ * Where the leader keeps the ledger: this file's ConfigMaps (budgets.store configmaps) or a Redis-compatible
+ * store (redis-ledger-store.ts, ADR 1314). Both write a patch whole or not at all, refuse a patch number that
+ * exists and a compaction over a base that changed (LedgerConflictError), and read back what they acknowledged.
+ */
+export interface LedgerBackend {
+  /** Where the ledger is, for the operator's log. */
+  readonly where: string;
+  load(): Promise<LoadedLedger>;
+  writePatch(seq: number, base: number, json: string): Promise<void>;
+  compact(gen: number, parts: string[], previous: { base: number; manifestVersion: string | undefined }): Promise<string>;
+}
+
+export class LedgerStore implements LedgerBackend {
   readonly #api: KubeApi;
   readonly #namespace: string;
   readonly #owner: OwnerReference | undefined;
@@ -78,6 +91,10 @@ export class LedgerStore {
     this.#api = api;
     this.#namespace = namespace;
     this.#owner = owner;
+  }
+
+  get where(): string {
+    return `ConfigMaps of namespace ${this.#namespace}`;
   }
 
   #path(name?: string): string {

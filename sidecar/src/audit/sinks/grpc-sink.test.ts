@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type FakeAuditCollector, startFakeAuditCollector } from '../../../../test/fakes/audit-collector.ts';
 import { mixedEvents } from '../../../../test/fakes/tetragon-agent.ts';
+import { waitFor } from '../../../../test/support/wait-for.ts';
 import { TetragonEvent } from '../tetragon-protocol.ts';
 import { GrpcSink } from './grpc-sink.ts';
 
@@ -29,11 +30,15 @@ describe('GrpcSink', () => {
     // Failed writes for three seconds: long enough for a shared channel to back off past a second.
     const until = Date.now() + 3_000;
     let failures = 0;
-    while (Date.now() < until) {
-      await expect(sink.write(records(1), new AbortController().signal)).rejects.toThrow(/UNAVAILABLE/);
-      failures++;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await waitFor(
+      'three seconds of writes refused',
+      async () => {
+        await expect(sink!.write(records(1), new AbortController().signal)).rejects.toThrow(/UNAVAILABLE/);
+        failures++;
+        return Date.now() >= until;
+      },
+      { timeoutMs: 10_000, intervalMs: 50 },
+    );
     expect(failures).toBeGreaterThan(10);
 
     await collector.start();
