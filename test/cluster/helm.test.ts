@@ -32,6 +32,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
 import { freePort } from '../control-plane/free-port.ts';
 import { parseWebhookOptions } from '../../webhook/src/webhook-options.ts';
+import { parseOperatorArgs } from '../../operator/src/options.ts';
 import { planInjection } from '../../webhook/src/inject.ts';
 import type { WebhookServer } from '../../webhook/src/webhook-server.ts';
 import { appPod, capturedLogger, createPod, ensureNamespace, operatorCaFile, startLocalWebhook, waitFor } from './webhook-fixtures.ts';
@@ -242,7 +243,19 @@ describe('budgets.store redis', () => {
         '--budget-redis-password-secret=redis-auth/password',
       ]),
     );
-    // The default store, configmaps, gives the sidecars none.
+    // The operator keeps the cluster ledger on the same store (ADR 1314), its password from the Secret in the
+    // release namespace, by reference only.
+    const operator = find(withSecret, 'Deployment', 'tollgate-operator') as V1Deployment;
+    const operatorEnv = operator.spec!.template.spec!.containers[0]!.env!;
+    expect(operatorEnv.find((e) => e.name === 'TOLLGATE_LEDGER_REDIS_PASSWORD')).toEqual({
+      name: 'TOLLGATE_LEDGER_REDIS_PASSWORD',
+      valueFrom: { secretKeyRef: { name: 'redis-auth', key: 'password' } },
+    });
+    const operatorSettings = parseOperatorArgs(containerArgs(operator).slice(1), { POD_NAMESPACE: NS, TOLLGATE_LEDGER_REDIS_PASSWORD: 'from-the-secret' }, 'host', 1);
+    expect(operatorSettings.ledgerRedis).toEqual({ url: 'redis://redis.store.svc:6379', keyPrefix: 'tollgate:budgets', passwordEnv: 'TOLLGATE_LEDGER_REDIS_PASSWORD' });
+    // The default store, configmaps, gives the sidecars none, and the operator keeps its ConfigMaps.
+    const defaultOperator = containerArgs(find(await template('default-values.yaml'), 'Deployment', 'tollgate-operator')).slice(1);
+    expect(parseOperatorArgs(defaultOperator, { POD_NAMESPACE: NS }, 'host', 1).ledgerRedis).toBeUndefined();
     const defaults = parseWebhookOptions(containerArgs(find(await template('default-values.yaml'), 'Deployment', 'tollgate-webhook')).slice(1), { POD_NAMESPACE: NS });
     expect(defaults !== 'help' && defaults.sidecar.budgetStore).toBeUndefined();
   });
