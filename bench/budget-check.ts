@@ -86,6 +86,13 @@ measure('admit() + settle(), 10k users, all three limits', (i) => {
   windows.admit([{ key: user, limits }], 1_000, now);
   windows.settle([{ key: user, limits }], 1_000, 800, now);
 });
+// ADR 1313: the user's own limits and a team's, checked at both before either is counted.
+const teamLevel = { key: '@team:eng', limits };
+measure('admit() + settle(), 10k users, user and team levels', (i) => {
+  const levels = [{ key: users[i % USERS]!, limits }, teamLevel];
+  windows.admit(levels, 1_000, now);
+  windows.settle(levels, 1_000, 800, now);
+});
 const spent = new MemoryRateWindows();
 spent.admit([{ key: 'spent', limits: { requestsPerMinute: 1 } }], 0, now);
 measure('admit() refused (requests spent)', () => void spent.admit([{ key: 'spent', limits: { requestsPerMinute: 1 } }], 0, now));

@@ -59,7 +59,7 @@ export class PolicySet {
   readonly #above = new Map<string, readonly string[]>();
   /** The group keys of a call by a user in no team: the workloads' and the namespace's, where policies set them. */
   readonly #aboveDefault: readonly string[];
-  /** Per team member, and for everyone else: the levels above the user that have rate limits (ADR 1313). */
+  /** Per member of a team with rate limits, and for everyone else: the levels above the user that have them (ADR 1313). */
   readonly #rateAbove = new Map<string, readonly RateLevel[]>();
   readonly #rateAboveDefault: readonly RateLevel[];
 
@@ -99,11 +99,12 @@ export class PolicySet {
     this.#rateAboveDefault = this.#rateLevelsOf(outer);
     for (const { key, members } of teams) {
       const above = [key, ...outer];
-      const rateAbove = this.#rateLevelsOf(above);
+      // Kept only when the team's own policy has rate limits: otherwise a member's are everyone's (the default).
+      const rateAbove = this.#groups.get(key)?.config.rateLimits === undefined ? undefined : this.#rateLevelsOf(above);
       for (const member of members) {
         if (this.#above.has(member)) continue;
         this.#above.set(member, above);
-        this.#rateAbove.set(member, rateAbove);
+        if (rateAbove !== undefined) this.#rateAbove.set(member, rateAbove);
       }
     }
   }
@@ -140,7 +141,8 @@ export class PolicySet {
    */
   rateLevels(userId: string): readonly RateLevel[] | undefined {
     const policy = this.match(userId)?.config;
-    const above = this.#rateAbove.get(userId) ?? this.#rateAboveDefault;
+    // No team with rate limits: no second lookup on the hot path.
+    const above = (this.#rateAbove.size === 0 ? undefined : this.#rateAbove.get(userId)) ?? this.#rateAboveDefault;
     if (policy?.rateLimits === undefined) return above.length === 0 ? undefined : above;
     const own: RateLevel = { key: userId, level: 'user', policy, limits: policy.rateLimits };
     return above.length === 0 ? [own] : [own, ...above];

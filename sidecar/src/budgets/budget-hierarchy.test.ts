@@ -168,3 +168,36 @@ describe('budgets.unreachable closed', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 });
+
+describe('rate limits across levels (ADR 1313)', () => {
+  const levelsOf = (list: unknown[], userId: string) =>
+    new PolicySet(parseBudgetPolicies(list, 'policies')).rateLevels(userId)?.map((l) => ({ key: l.key, level: l.level, policy: l.policy.name, limits: l.limits }));
+
+  it('counts a call under each level whose policy has rate limits, innermost first', () => {
+    const list = [
+      { name: 'per-user', users: ['*'], limitUsd: '1', rateLimits: { requestsPerMinute: 2 } },
+      { name: 'payments', team: { name: 'payments', users: ['alice'] }, limitUsd: '1.5', rateLimits: { requestsPerMinute: 3 } },
+      { name: 'ops', team: { name: 'ops', users: ['olga'] }, limitUsd: '1.5' },
+      { name: 'shop', scope: 'Namespace', limitUsd: '2', rateLimits: { concurrent: 4 } },
+    ];
+    expect(levelsOf(list, 'alice')).toEqual([
+      { key: 'alice', level: 'user', policy: 'per-user', limits: { requestsPerMinute: 2 } },
+      { key: '@team:payments', level: 'team', policy: 'payments', limits: { requestsPerMinute: 3 } },
+      { key: '@namespace:shop', level: 'namespace', policy: 'shop', limits: { concurrent: 4 } },
+    ]);
+    // Olga's team has no rate limits: her own and the namespace's.
+    expect(levelsOf(list, 'olga')?.map((l) => l.key)).toEqual(['olga', '@namespace:shop']);
+  });
+
+  it('has no levels for a user no rate limit applies to, and only the groups’ for a user without limits of her own', () => {
+    const list = [
+      { name: 'vip', users: ['vera'], limitUsd: '1' },
+      { name: 'per-user', users: ['*'], limitUsd: '1', rateLimits: { requestsPerMinute: 2 } },
+      { name: 'payments', team: { name: 'payments', users: ['alice'] }, limitUsd: '1.5', rateLimits: { tokensPerMinute: 1000 } },
+    ];
+    expect(levelsOf(list, 'vera')).toBeUndefined();
+    expect(levelsOf([{ name: 'vip', users: ['vera', 'alice'], limitUsd: '1' }, list[2]], 'alice')).toEqual([
+      { key: '@team:payments', level: 'team', policy: 'payments', limits: { tokensPerMinute: 1000 } },
+    ]);
+  });
+});

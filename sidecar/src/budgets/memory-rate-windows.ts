@@ -5,8 +5,10 @@
 
 import {
   admissionOf,
-  firstRefusal,
+  admittedAt,
+  levelFits,
   type RateAdmission,
+  type RateLimits,
   type RateSubject,
   type RateWindows,
   RATE_WINDOW_MS,
@@ -14,6 +16,13 @@ import {
   tokensTatAfter,
   type WindowsBefore,
 } from './rate-windows.ts';
+
+/** Counts an admitted call in one level's windows. */
+function count(s: WindowsBefore, limits: RateLimits, tokens: number, now: number): void {
+  s.rt = requestsTatAfter(s.rt, limits, now);
+  s.tt = tokensTatAfter(s.tt, limits, tokens, now);
+  if (limits.concurrent !== undefined) s.n++;
+}
 
 /** Subjects kept before idle ones (windows full again, nothing in flight) are dropped. */
 const MAX_SUBJECTS = 100_000;
@@ -44,18 +53,21 @@ export class MemoryRateWindows implements RateWindows {
 
   admit(subjects: readonly RateSubject[], reservedTokens: number, now: number): RateAdmission {
     const tokens = reservedTokens > 0 ? reservedTokens : 0;
+    if (subjects.length === 1) {
+      // One level (the common case): no array, no second pass, as before there were levels.
+      const subject = subjects[0]!;
+      const s = this.#windows(subject.key, now);
+      if (!levelFits(s, subject.limits, tokens, now)) return admissionOf([s], subjects, tokens, now, 0);
+      const admitted = admittedAt(s, subject.limits, tokens, now);
+      count(s, subject.limits, tokens, now);
+      return admitted;
+    }
     const windows = subjects.map((subject) => this.#windows(subject.key, now));
-    const refusedAt = firstRefusal(windows, subjects, tokens, now);
+    let refusedAt = -1;
+    for (let i = 0; i < subjects.length && refusedAt === -1; i++) if (!levelFits(windows[i]!, subjects[i]!.limits, tokens, now)) refusedAt = i;
     // The admission reads the windows before the call: it is worked out before they are counted.
     const admission = admissionOf(windows, subjects, tokens, now, refusedAt);
-    if (refusedAt !== -1) return admission;
-    for (let i = 0; i < subjects.length; i++) {
-      const s = windows[i]!;
-      const { limits } = subjects[i]!;
-      s.rt = requestsTatAfter(s.rt, limits, now);
-      s.tt = tokensTatAfter(s.tt, limits, tokens, now);
-      if (limits.concurrent !== undefined) s.n++;
-    }
+    if (refusedAt === -1) for (let i = 0; i < subjects.length; i++) count(windows[i]!, subjects[i]!.limits, tokens, now);
     return admission;
   }
 

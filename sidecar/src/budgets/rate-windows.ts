@@ -111,13 +111,25 @@ function levelVerdict(before: WindowsBefore, limits: RateLimits, tokens: number,
   return { refusedBy, waitMs };
 }
 
-/**
- * The index of the first subject whose limits refuse a call of `tokens`, given each one's windows before it,
- * or -1 when every level has room: the check the in-memory windows and the store's script make alike.
- */
-export function firstRefusal(befores: readonly WindowsBefore[], subjects: readonly RateSubject[], tokens: number, now: number): number {
-  for (let i = 0; i < subjects.length; i++) if (levelVerdict(befores[i]!, subjects[i]!.limits, tokens, now).refusedBy !== null) return i;
-  return -1;
+/** Whether one level has room for a call of `tokens`: the check the store's script makes alike. Allocates nothing. */
+export function levelFits(before: WindowsBefore, limits: RateLimits, tokens: number, now: number): boolean {
+  const rpm = limits.requestsPerMinute;
+  const tpm = limits.tokensPerMinute;
+  if (rpm !== undefined && requestsTatAfter(before.rt, limits, now) - now - RATE_WINDOW_MS > RATE_EPSILON_MS) return false;
+  if (tpm !== undefined && tokensTatAfter(before.tt, limits, tokens, now) - now - RATE_WINDOW_MS > RATE_EPSILON_MS) return false;
+  return limits.concurrent === undefined || before.n < limits.concurrent;
+}
+
+/** The admission of a call counted at one level, from that level's windows before it. */
+export function admittedAt(before: WindowsBefore, limits: RateLimits, tokens: number, now: number): RateAdmission {
+  const rpm = limits.requestsPerMinute;
+  const tpm = limits.tokensPerMinute;
+  return {
+    refusedBy: null,
+    retryAfterMs: 0,
+    requests: rpm === undefined ? null : rateWindowState(rpm, requestsTatAfter(before.rt, limits, now), now),
+    tokens: tpm === undefined ? null : rateWindowState(tpm, tokensTatAfter(before.tt, limits, tokens, now), now),
+  };
 }
 
 /**
