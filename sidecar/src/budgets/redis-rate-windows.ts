@@ -1,5 +1,6 @@
 // Rate-limit windows shared by every engine on one Redis-compatible store (ADR 1309's GCRA, ADR 1310's store):
-// one round trip per admission, a script that checks every dimension and counts the call in all or none.
+// one round trip per admission, a script that checks every dimension of every level and counts the call in all
+// or none.
 //
 //   {<prefix>:rate}:<subject>   hash: rt (requests TAT), tt (tokens TAT), n (calls in flight); one key per
 //                               subject (a user id or a group key: @team:<name>, …), every one under the same
