@@ -1,6 +1,6 @@
 // budgets.store redis on a real API server and a real redis-server (ADR 1314): two operators elect a leader
 // that keeps the cluster ledger in Redis, two sidecar processes spend through it, and both the leader and the
-// store are SIGKILLed in the middle of the spending. What a platform team checks: the limit holds across the
+// store are SIGKILLed in the middle of the spending, and the store is later emptied. What a platform team checks: the limit holds across the
 // pods, the spend already in the ConfigMap ledger when they switched stores is kept, the final spend equals
 // the spans' costs exactly (nothing lost or counted twice), and no ledger write reaches the API server.
 
@@ -157,13 +157,13 @@ afterAll(async () => {
 });
 
 describe('budgets.store redis: the operator keeps the cluster ledger in Redis', () => {
-  it('holds a 0.02 USD limit across two pods through a leader kill and a store kill, keeps the spend from before the switch, and writes no ledger ConfigMap', async () => {
+  it('holds a 0.02 USD limit across two pods through a leader kill, a store kill and an emptied store, keeps the spend from before the switch, and writes no ledger ConfigMap', async () => {
     const before = await ledgerConfigMaps();
     expect(before).toEqual(['tollgate-budget-log-000000000001']);
     const path = `/apis/${BUDGET_POLICY.group}/${BUDGET_POLICY.version}/namespaces/${NS}/${BUDGET_POLICY.plural}/till-monthly`;
     await eventually('the BudgetPolicy to show the spend kept before the switch', async () => (await api.get<BudgetPolicy>(path)).status?.spentUsd === '0.005', 60_000);
 
-    // alice spends through both pods in turn; the leader dies after 6 calls, the store is down from 12 to 16.
+    // alice spends through both pods in turn; the leader dies after 6 calls, the store is down from 12 to 16, and comes back empty at 17.
     const [a, b] = sidecars as [(typeof sidecars)[0], (typeof sidecars)[0]];
     let answered = 0;
     let refusedAt = -1;
@@ -174,6 +174,12 @@ describe('budgets.store redis: the operator keeps the cluster ledger in Redis', 
         // Only once the leader has tried to write the reports of the calls made meanwhile, and failed.
         await eventually('the leader to fail a ledger write', () => readFileSync(operators[1]!.logPath, 'utf8').includes('failed to deduct spend'), 30_000);
         await redis.start();
+      }
+      // Then the store comes back empty (a new pod on an empty emptyDir): the leader writes it again from memory.
+      if (i === 17) {
+        const client = new Redis(redis.url);
+        await client.flushall();
+        client.disconnect();
       }
       const status = await call(i % 2 === 0 ? a.url : b.url, 'alice');
       if (status === 200) answered++;
@@ -234,6 +240,7 @@ describe('budgets.store redis: the operator keeps the cluster ledger in Redis', 
       .split('\n')
       .filter((l) => l.includes('failed to deduct spend: the budget ledger write failed'));
     expect(failed.length).toBeGreaterThan(0);
+    expect(readFileSync(operators[1]!.logPath, 'utf8')).toContain('budget ledger lost by its store: writing the whole ledger from memory again');
     expect(JSON.parse(failed[0]!)).toMatchObject({ err: expect.stringContaining(`the Redis store at 127.0.0.1:${redis.port} cannot be reached`) as unknown });
 
     // The ledger is in Redis, read back as a new leader reads it; the API server holds only what was there.

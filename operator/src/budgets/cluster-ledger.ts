@@ -16,7 +16,7 @@ import type { CompiledPolicy } from '../../../contracts/budget-policies.ts';
 import { type Grant, isGrantActive, newlyCrossed, splitCharge } from '../../../contracts/budget-grants.ts';
 import type { SpendEntryMessage } from '../../../contracts/push-protocol.ts';
 import { LedgerState, type UsageRecord } from './ledger-state.ts';
-import { type LedgerBackend, LedgerConflictError, MAX_PART_BYTES } from './ledger-store.ts';
+import { type LedgerBackend, LedgerConflictError, LedgerLostError, MAX_PART_BYTES } from './ledger-store.ts';
 
 /** Who sent a report: from the stream's token review, never from the report. */
 export interface SpendSource {
@@ -436,6 +436,10 @@ export class ClusterLedger {
             await this.#reload(error);
             continue;
           }
+          if (error instanceof LedgerLostError && job.kind === 'patch') {
+            this.#rewriteWhole(job, error);
+            continue;
+          }
           const message = error instanceof Error ? error.message : String(error);
           this.#opts.logger.error(
             { err: message, retryInMs: this.#retryDelay },
@@ -466,6 +470,19 @@ export class ClusterLedger {
       this.#opts.acknowledge(source, sequence);
     }
     this.#opts.written(job.epoch.policies);
+  }
+
+  /**
+   * The store lost the base (ADR 1314): everything the ledger holds is in this leader's memory, so it becomes the
+   * new base, written before the patch's acknowledgements go out. Later changes in memory ride along; the patches
+   * after it carry absolute values, so writing them on top changes nothing twice.
+   */
+  #rewriteWhole(job: Extract<WriteJob, { kind: 'patch' }>, error: LedgerLostError): void {
+    this.#opts.logger.error({ err: error.message, base: job.seq }, 'budget ledger lost by its store: writing the whole ledger from memory again');
+    this.#manifestVersion = undefined;
+    this.#base = 0;
+    const parts = this.#state.chunks(MAX_PART_BYTES).map((p) => JSON.stringify(p));
+    this.#jobs.splice(0, 1, { kind: 'compact', gen: job.seq, parts }, { ...job, json: '' });
   }
 
   /** Someone else wrote the ledger: drop what is not written, read it again, and have every sidecar start over. */

@@ -36,6 +36,12 @@ export const MAX_PART_BYTES = 700 * 1024;
 
 export class LedgerConflictError extends Error {}
 
+/**
+ * The store no longer holds the base the leader wrote (a Redis that came back empty: a deleted pod's emptyDir, a
+ * FLUSHALL). The leader holds the whole ledger in memory and writes it again as a new base.
+ */
+export class LedgerLostError extends Error {}
+
 export interface LedgerConfigMap {
   apiVersion?: string;
   kind?: string;

@@ -6,7 +6,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, startRedisServer } from '../../../test/support/redis-server.ts';
-import { LedgerConflictError, type LoadedLedger } from './ledger-store.ts';
+import { LedgerConflictError, LedgerLostError, type LoadedLedger } from './ledger-store.ts';
 import { type LedgerPatch, LedgerState } from './ledger-state.ts';
 import { RedisLedgerStore } from './redis-ledger-store.ts';
 
@@ -106,5 +106,17 @@ describe('the cluster ledger on Redis', () => {
     const after = await backend.load();
     expect(after).toMatchObject({ base: 1, manifestVersion: '1', patches: 0 });
     expect(spent(after, 'alice')).toBe(10n);
+  });
+
+  it('says so when the store has lost the base the leader wrote (emptied, or a new pod on an empty disk)', async () => {
+    const { backend, client } = store('t3');
+    await backend.writePatch(1, 0, patch({ alice: '10' }, 1));
+    const parts = (await backend.load()).state.chunks(700 * 1024).map((p) => JSON.stringify(p));
+    await backend.compact(1, parts, { base: 0, manifestVersion: undefined });
+    await client.flushall();
+    await expect(backend.writePatch(2, 1, patch({ alice: '20' }, 2))).rejects.toThrow(LedgerLostError);
+    // Written again whole by the leader (no version to match on an empty store), it is read back.
+    expect(await backend.compact(2, [patch({ alice: '20' }, 2)], { base: 0, manifestVersion: undefined })).toBe('1');
+    expect(spent(await backend.load(), 'alice')).toBe(20n);
   });
 });

@@ -9,7 +9,9 @@
 // A patch is written by a script that refuses a number that exists or that the base already includes (a deposed
 // leader still writing); a compaction by one that checks the manifest's version, replaces the base, drops the
 // patches it folds in and bumps the version, all at once, so no half-done compaction is ever read. The store
-// runs with appendfsync always (the chart's and the tests' setting): what it answered is on its disk.
+// runs with appendfsync always (the chart's and the tests' setting): what it answered is on its disk. A store
+// that comes back without the base the leader wrote (a deleted pod's emptyDir) is a LedgerLostError at the next
+// patch, and the leader writes the whole ledger from its memory again.
 //
 // While the store holds no manifest, the ConfigMap ledger (what this operator kept before the switch to Redis)
 // is read as the base under whatever the store's log holds; the first compaction writes it into the store and
@@ -17,12 +19,15 @@
 
 import type { Redis } from 'ioredis';
 import { storeError } from '../../../contracts/redis-connection.ts';
-import { type LedgerBackend, LedgerConflictError, type LoadedLedger } from './ledger-store.ts';
+import { type LedgerBackend, LedgerConflictError, LedgerLostError, type LoadedLedger } from './ledger-store.ts';
 import { type LedgerPatch, LedgerState } from './ledger-state.ts';
 
+// ARGV: the patch's number, its JSON, and the base the leader believes is there (0: none yet). -1: the store has
+// lost that base.
 const WRITE_PATCH = `
-local base = tonumber(redis.call('HGET', KEYS[1], 'base') or '0')
-if tonumber(ARGV[1]) <= base then return 0 end
+local stored = redis.call('HGET', KEYS[1], 'base')
+if not stored and tonumber(ARGV[3]) > 0 then return -1 end
+if tonumber(ARGV[1]) <= tonumber(stored or '0') then return 0 end
 return redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
 `;
 
@@ -42,7 +47,7 @@ return next
 `;
 
 interface LedgerCommands {
-  tollgateLedgerPatch(manifest: string, log: string, seq: string, json: string): Promise<number>;
+  tollgateLedgerPatch(manifest: string, log: string, seq: string, json: string, base: string): Promise<number>;
   tollgateLedgerCompact(manifest: string, base: string, log: string, version: string, gen: string, ...parts: string[]): Promise<string | null>;
 }
 
@@ -74,7 +79,7 @@ export class RedisLedgerStore implements LedgerBackend {
     try {
       return await command;
     } catch (error) {
-      throw error instanceof LedgerConflictError ? error : storeError(this.#redis, { url: this.#url, keyPrefix: '' }, error);
+      throw error instanceof LedgerConflictError || error instanceof LedgerLostError ? error : storeError(this.#redis, { url: this.#url, keyPrefix: '' }, error);
     }
   }
 
@@ -118,8 +123,9 @@ export class RedisLedgerStore implements LedgerBackend {
     };
   }
 
-  async writePatch(seq: number, _base: number, json: string): Promise<void> {
-    const written = await this.#named(this.#redis.tollgateLedgerPatch(this.#keys.manifest, this.#keys.log, String(seq), json));
+  async writePatch(seq: number, base: number, json: string): Promise<void> {
+    const written = await this.#named(this.#redis.tollgateLedgerPatch(this.#keys.manifest, this.#keys.log, String(seq), json, String(base)));
+    if (written === -1) throw new LedgerLostError(`the Redis store at ${new URL(this.#url).host} no longer holds the budget ledger's base ${base} (emptied or replaced)`);
     if (written !== 1) throw new LedgerConflictError(`budget ledger patch ${seq} exists already in Redis, or its base includes it: another operator replica wrote it`);
   }
 
