@@ -11,7 +11,10 @@
 //   ./tollgatew node bench/control-plane-scale.ts               # N = 100, 500, 1000, 2000 (about 16 minutes)
 //   ./tollgatew node bench/control-plane-scale.ts --n 100,500 --skip failover --json /tmp/scale.json
 //
-// Options: --n LIST, --per-process N (simulated sidecars per load generator, default 500), --skip LIST (rest,
+// --store redis runs the operators with the cluster ledger on a local redis-server (budgets.store redis,
+// ADR 1314; Debian's, installed as the Redis tests install it) instead of ConfigMaps.
+//
+// Options: --store configmaps|redis, --n LIST, --per-process N (simulated sidecars per load generator, default 500), --skip LIST (rest,
 // price, budget, failover, webhook), --rest-seconds, --budget-seconds, --price-changes, --users, --source (run
 // the operator and webhook from TypeScript source instead of dist/), --operator-node-args="FLAGS" (e.g.
 // --cpu-prof --cpu-prof-dir=DIR), --json FILE, --keep (leave the log folder).
@@ -21,6 +24,7 @@ import { cpus, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startControlPlane } from '../test/control-plane/control-plane.ts';
+import { type RedisServer, startRedisServer } from '../test/support/redis-server.ts';
 import { ClusterBed, FLEET_NAMESPACE } from './control-plane/cluster-bed.ts';
 import { Fleets } from './control-plane/fleets.ts';
 import { loadAverage, pidsMatching, processName } from './control-plane/measure.ts';
@@ -29,6 +33,7 @@ import * as phase from './control-plane/phases.ts';
 const { values } = parseArgs({
   options: {
     n: { type: 'string', default: '100,500,1000,2000' },
+    store: { type: 'string', default: 'configmaps' },
     'per-process': { type: 'string', default: '500' },
     skip: { type: 'string', default: '' },
     'rest-seconds': { type: 'string', default: '30' },
@@ -42,6 +47,7 @@ const { values } = parseArgs({
   },
 });
 const sizes = values.n.split(',').map(Number);
+if (values.store !== 'configmaps' && values.store !== 'redis') throw new Error(`--store must be configmaps or redis (got ${JSON.stringify(values.store)})`);
 const skip = new Set(values.skip.split(',').filter(Boolean));
 const log = (line: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)} load ${loadAverage()}] ${line}\n`);
 
@@ -61,8 +67,14 @@ const rows: Row[] = [];
 let admission: phase.AdmissionResult[] = [];
 let bed: ClusterBed | undefined;
 let fleets: Fleets | undefined;
+let redis: RedisServer | undefined;
 try {
-  bed = await ClusterBed.start(cp, dir, { fromSource: values.source, operatorNodeArgs: values['operator-node-args'].split(' ').filter(Boolean) });
+  if (values.store === 'redis') redis = await startRedisServer();
+  bed = await ClusterBed.start(cp, dir, {
+    fromSource: values.source,
+    operatorNodeArgs: values['operator-node-args'].split(' ').filter(Boolean),
+    ...(redis ? { ledgerRedisUrl: redis.url } : {}),
+  });
   const controlPlanePids = pidsMatching(basename(cp.workDir));
   const apiServerPid = controlPlanePids.find((pid) => processName(pid) === 'kube-apiserver');
   const etcdPid = controlPlanePids.find((pid) => processName(pid) === 'etcd');
@@ -111,12 +123,21 @@ try {
   await fleets?.stop();
   await bed?.stop();
   await cp.stop();
+  await redis?.stop();
   if (!values.keep) rmSync(dir, { recursive: true, force: true });
   else log(`logs kept in ${dir}`);
 }
 
 const cpu = cpus()[0]?.model ?? 'unknown CPU';
-const report = { machine: `${cpus().length} × ${cpu}`, node: process.version, sizes, rows, admission, memInfo: readFileSync('/proc/meminfo', 'utf8').split('\n')[0] };
+const report = {
+  machine: `${cpus().length} × ${cpu}`,
+  node: process.version,
+  store: values.store,
+  sizes,
+  rows,
+  admission,
+  memInfo: readFileSync('/proc/meminfo', 'utf8').split('\n')[0],
+};
 if (values.json)
   writeFileSync(
     values.json,
@@ -138,6 +159,11 @@ function renderTable(all: Row[]): string {
     line('price change → last ack p50 / p99 / max (ms)', (r) => `${f(r.price?.latency.p50)} / ${f(r.price?.latency.p99)} / ${f(r.price?.latency.max)}`),
     line('spend: reports/s, leader CPU (cores)', (r) => `${f(r.budget?.reportsPerSecond)}, ${f(r.budget?.leaderCores, 2)}`),
     line('spend: API writes/s, etcd growth MiB', (r) => `${f(r.budget?.server.writesPerSecond, 1)}, ${f(r.budget?.server.etcdDbGrowthMb, 1)}`),
+    line(
+      'spend: KB/s API server received, etcd put, etcd WAL',
+      (r) =>
+        `${f((r.budget?.server.apiServerReceivedBytesPerSecond ?? NaN) / 1000, 1)}, ${f((r.budget?.server.etcdPutBytesPerSecond ?? NaN) / 1000, 1)}, ${f((r.budget?.server.etcdWalBytesPerSecond ?? NaN) / 1000, 1)}`,
+    ),
     line('spend: report → all others p50 / p99 / max (ms)', (r) => `${f(r.budget?.visibility.p50)} / ${f(r.budget?.visibility.p99)} / ${f(r.budget?.visibility.max)}`),
     line('failover: all back (s), lease taken (s)', (r) => `${f(r.failover?.allBackSeconds, 1)}, ${f(r.failover?.leaseTakenSeconds, 1)}`),
     line(

@@ -43,6 +43,8 @@ export interface BedOptions {
   fromSource: boolean;
   /** node flags for the operators after the image's (a heap snapshot on a signal, a CPU profile). */
   operatorNodeArgs?: string[];
+  /** budgets.store redis: the operators keep the cluster ledger on this store (ADR 1314). */
+  ledgerRedisUrl?: string;
 }
 
 export interface OperatorReplica {
@@ -64,6 +66,7 @@ export class ClusterBed {
   #pods = 0;
 
   readonly #operatorNodeArgs: string[];
+  readonly #operatorFlags: string[];
 
   private constructor(cp: ControlPlane, dir: string, grpcPort: number, opts: BedOptions) {
     this.cp = cp;
@@ -72,6 +75,7 @@ export class ClusterBed {
     this.grpcPort = grpcPort;
     const image = imageStage('tollgate');
     this.#operatorNodeArgs = opts.operatorNodeArgs ?? [];
+    this.#operatorFlags = opts.ledgerRedisUrl ? [`--ledger-redis-url=${opts.ledgerRedisUrl}`] : [];
     this.#app = opts.fromSource
       ? { dir: ROOT, nodeArgs: [], env: { NODE_ENV: 'production' }, script: 'cmd/tollgate.ts' }
       : { dir: controlImageLayout(dir), nodeArgs: image.nodeArgs, env: image.env, script: image.script };
@@ -105,6 +109,7 @@ export class ClusterBed {
         '--health-host=127.0.0.1',
         '--health-port=0',
         '--log-level=info',
+        ...this.#operatorFlags,
       ],
       logPath: join(this.dir, `${identity}.log`),
       env: { PATH: globalThis.process.env.PATH, ...this.#app.env },

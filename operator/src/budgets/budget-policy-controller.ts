@@ -219,7 +219,13 @@ export class BudgetPolicyController {
   /** The controller's watch, registered once on the informer: a BudgetPolicy event queues it on whichever controller leads now. */
   static watch(budgetPolicies: Informer<CachedBudgetPolicy>, current: () => BudgetPolicyController | undefined): void {
     const enqueue = (bp: CachedBudgetPolicy) => current()?.queue.add(objectKey(bp));
-    budgetPolicies.on({ add: enqueue, update: enqueue, delete: enqueue });
+    // Not on the operator's own status patches (controller-runtime's GenerationChangedPredicate): each would
+    // reconcile and patch the status again while spend changes, a loop bounded only by how fast reconciles run.
+    // Spend reaches the status through the ledger's writes, at most once a second per policy.
+    const changed = (bp: CachedBudgetPolicy, old: CachedBudgetPolicy) => {
+      if (bp.metadata.generation !== old.metadata.generation || bp.metadata.deletionTimestamp !== old.metadata.deletionTimestamp) enqueue(bp);
+    };
+    budgetPolicies.on({ add: enqueue, update: changed, delete: enqueue });
   }
 
   /** Reads the ledger back; the sidecars' streams are served only after. */
