@@ -18,7 +18,7 @@
 import type { Redis } from 'ioredis';
 import type { BudgetRedisConfig } from '../../../contracts/budget-config.ts';
 import { MAX_SPEND_UNITS } from '../../../contracts/money.ts';
-import { openRedisClient, storeError } from './redis-client.ts';
+import { openRedisClient, storeError } from '../../../contracts/redis-connection.ts';
 import type { Grant, PeriodUsage } from './budget-record.ts';
 import { type BudgetLedger, type DeductionBatch, type LedgerUser, refuseInvalidSpend } from './ledger.ts';
 

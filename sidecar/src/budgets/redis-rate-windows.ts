@@ -19,7 +19,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { type BudgetRedisConfig, type BudgetUnreachableRule, UNREACHABLE_GRACE_MS } from '../../../contracts/budget-config.ts';
 import { MemoryRateWindows } from './memory-rate-windows.ts';
-import { openRedisClient } from './redis-client.ts';
+import { openRedisClient } from '../../../contracts/redis-connection.ts';
 import {
   admissionOf,
   RATE_WINDOW_MS,
