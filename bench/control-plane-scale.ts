@@ -160,9 +160,8 @@ function renderTable(all: Row[]): string {
     line('spend: reports/s, leader CPU (cores)', (r) => `${f(r.budget?.reportsPerSecond)}, ${f(r.budget?.leaderCores, 2)}`),
     line('spend: API writes/s, etcd growth MiB', (r) => `${f(r.budget?.server.writesPerSecond, 1)}, ${f(r.budget?.server.etcdDbGrowthMb, 1)}`),
     line(
-      'spend: KB/s API server received, etcd put, etcd WAL',
-      (r) =>
-        `${f((r.budget?.server.apiServerReceivedBytesPerSecond ?? NaN) / 1000, 1)}, ${f((r.budget?.server.etcdPutBytesPerSecond ?? NaN) / 1000, 1)}, ${f((r.budget?.server.etcdWalBytesPerSecond ?? NaN) / 1000, 1)}`,
+      'spend: etcd KB/s put, KB/s WAL',
+      (r) => `${f((r.budget?.server.etcdPutBytesPerSecond ?? NaN) / 1000, 1)}, ${f((r.budget?.server.etcdWalBytesPerSecond ?? NaN) / 1000, 1)}`,
     ),
     line('spend: report → all others p50 / p99 / max (ms)', (r) => `${f(r.budget?.visibility.p50)} / ${f(r.budget?.visibility.p99)} / ${f(r.budget?.visibility.max)}`),
     line('failover: all back (s), lease taken (s)', (r) => `${f(r.failover?.allBackSeconds, 1)}, ${f(r.failover?.leaseTakenSeconds, 1)}`),

@@ -81,10 +81,7 @@ export async function serverCounters(cp: ControlPlane): Promise<ServerCounters> 
   const raw = await cp.kubectl(['get', '--raw', '/metrics']);
   if (raw.code !== 0) throw new Error(`kubectl get --raw /metrics: ${raw.stderr}`);
   const keep = (s: Sample) =>
-    s.name === 'apiserver_request_total' ||
-    s.name === 'process_network_receive_bytes_total' ||
-    s.name.startsWith('apiserver_flowcontrol_') ||
-    s.name.startsWith('apiserver_admission_webhook_admission_duration_seconds');
+    s.name === 'apiserver_request_total' || s.name.startsWith('apiserver_flowcontrol_') || s.name.startsWith('apiserver_admission_webhook_admission_duration_seconds');
   const apiserver = parseSamples(
     raw.stdout
       .split('\n')
@@ -117,8 +114,7 @@ export interface ServerActivity {
   /** etcd: keys put, and how much its database grew. */
   etcdPuts: number;
   etcdDbGrowthMb: number;
-  /** Bytes a second: what the API server received (every client), what etcd was asked to put, and wrote to its WAL. */
-  apiServerReceivedBytesPerSecond: number;
+  /** Bytes a second etcd was asked to put (the API server's writes), and wrote to its WAL. */
   etcdPutBytesPerSecond: number;
   etcdWalBytesPerSecond: number;
 }
@@ -149,7 +145,6 @@ export function activity(before: ServerCounters, after: ServerCounters): ServerA
     rejected: delta('apiserver_flowcontrol_rejected_requests_total'),
     etcdPuts: etcd('etcd_mvcc_put_total'),
     etcdDbGrowthMb: (sum(after.etcd, 'etcd_mvcc_db_total_size_in_bytes') - sum(before.etcd, 'etcd_mvcc_db_total_size_in_bytes')) / 2 ** 20,
-    apiServerReceivedBytesPerSecond: delta('process_network_receive_bytes_total') / seconds,
     etcdPutBytesPerSecond: etcd('etcd_debugging_mvcc_total_put_size_in_bytes') / seconds,
     etcdWalBytesPerSecond: etcd('etcd_disk_wal_write_bytes_total') / seconds,
   };
