@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { planInjection, type InjectionInput } from './inject.ts';
-import type { JsonPatchOperation } from './json-patch.ts';
 import type { SidecarDefaults } from './sidecar-settings.ts';
+import { applyPatch } from '../testdata/apply-patch.ts';
 import { TEST_DEFAULTS } from '../testdata/sidecar-defaults.ts';
 
 const TESTDATA = join(import.meta.dirname, '..', 'testdata');
@@ -38,37 +38,6 @@ function inputFor(c: CaseFile, pod: V1Pod = c.pod): InjectionInput {
     operatorCaPem: OPERATOR_CA,
     ...(c.audit ? { audit: c.audit } : {}),
   };
-}
-
-function parsePointer(path: string): string[] {
-  return path
-    .split('/')
-    .slice(1)
-    .map((t) => t.replaceAll('~1', '/').replaceAll('~0', '~'));
-}
-
-/** RFC 6902 `add`, strict about parents: the operation the API server applies for a mutating webhook. */
-function applyPatch<T>(document: T, patch: JsonPatchOperation[]): T {
-  const doc = structuredClone(document) as unknown;
-  for (const op of patch) {
-    if (op.op !== 'add') throw new Error(`unexpected op ${op.op}`);
-    const tokens = parsePointer(op.path);
-    const last = tokens.pop()!;
-    let parent: unknown = doc;
-    for (const t of tokens) {
-      const next: unknown = Array.isArray(parent) ? parent[Number(t)] : (parent as Record<string, unknown>)[t];
-      if (next === undefined || next === null || typeof next !== 'object') throw new Error(`${op.path}: ${t} does not exist`);
-      parent = next;
-    }
-    if (Array.isArray(parent)) {
-      const index = last === '-' ? parent.length : Number(last);
-      if (!(index >= 0 && index <= parent.length)) throw new Error(`${op.path}: index out of range`);
-      parent.splice(index, 0, structuredClone(op.value));
-    } else {
-      (parent as Record<string, unknown>)[last] = structuredClone(op.value);
-    }
-  }
-  return doc as T;
 }
 
 const cases = readdirSync(TESTDATA)

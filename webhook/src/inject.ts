@@ -80,6 +80,18 @@ function annotationOperations(pod: V1Pod, annotations: Record<string, string>): 
   return Object.entries(annotations).map(([key, value]) => ({ op: 'add', path: pointer('metadata', 'annotations', key), value }));
 }
 
+/**
+ * Containers of the pod that mount a volume the webhook is about to add. The pod cannot name such a volume
+ * itself (that is refused as a clash), but a mount of it is valid once the patch adds it: an app container
+ * would then read the sidecar's credential files (tollgate-state) or present its operator token
+ * (tollgate-token) and be pushed the keys. Keys stay in the sidecar only if nothing else mounts these.
+ */
+function reservedMounts(pod: V1Pod, volumes: readonly { name: string }[]): string[] {
+  const reserved = new Set(volumes.map((v) => v.name));
+  const containers = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  return containers.flatMap((c) => [...(c.volumeMounts ?? []), ...(c.volumeDevices ?? [])].filter((m) => reserved.has(m.name)).map((m) => `container ${c.name} mounts ${m.name}`));
+}
+
 export function planInjection(input: InjectionInput): InjectionDecision {
   const { pod } = input;
   const ctx = { pod, namespace: input.namespace, namespaceLabels: input.namespaceLabels, ownNamespace: input.ownNamespace };
@@ -100,6 +112,11 @@ export function planInjection(input: InjectionInput): InjectionDecision {
   const clashes = volumes.filter((v) => taken.has(v.name)).map((v) => v.name);
   if (clashes.length > 0) {
     return refuse([{ annotation: 'spec.volumes', message: `the pod already has volume(s) ${clashes.join(', ')}, reserved for the Tollgate sidecar` }]);
+  }
+
+  const mounted = reservedMounts(pod, volumes);
+  if (mounted.length > 0) {
+    return refuse([{ annotation: 'spec.containers[].volumeMounts', message: `${mounted.join(', ')}: only the Tollgate sidecar may mount its volumes` }]);
   }
 
   const notes: string[] = [];
