@@ -308,8 +308,8 @@ export async function appClient<T>(node: KindCluster, args: string[]): Promise<T
 }
 
 /** A client.ts command left running in the app container of `pod` until stop() closes its stdin and parses its one JSON line. */
-export function startInApp<T>(node: KindCluster, pod: string, args: string[]): { stop(): Promise<T> } {
-  const child = node.kubectlProcess(['exec', '-i', '-n', APP_NAMESPACE, pod, '-c', 'app', '--', 'node', 'test/kind/in-pod/client.ts', ...args]);
+export function startInApp<T>(node: KindCluster, pod: string, args: string[], namespace = APP_NAMESPACE): { stop(): Promise<T> } {
+  const child = node.kubectlProcess(['exec', '-i', '-n', namespace, pod, '-c', 'app', '--', 'node', 'test/kind/in-pod/client.ts', ...args]);
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));

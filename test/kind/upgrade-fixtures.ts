@@ -22,8 +22,8 @@ export interface SteadyCalls {
 }
 
 /** One caller per pod (`client.ts steady`), each sending a call every `intervalMs` as `user`. */
-export function startSteadyCalls(node: KindCluster, pods: string[], user: string, intervalMs: number): SteadyCalls {
-  const callers = pods.map((pod) => ({ pod, caller: startInApp<Omit<SteadyResult, 'pod'>>(node, pod, ['steady', String(intervalMs), user]) }));
+export function startSteadyCalls(node: KindCluster, pods: string[], user: string, intervalMs: number, namespace = APP_NAMESPACE): SteadyCalls {
+  const callers = pods.map((pod) => ({ pod, caller: startInApp<Omit<SteadyResult, 'pod'>>(node, pod, ['steady', String(intervalMs), user], namespace) }));
   return {
     stop() {
       return Promise.all(callers.map(async ({ pod, caller }) => ({ pod, ...(await caller.stop()) })));
@@ -45,8 +45,8 @@ export async function runningAppPods(node: KindCluster): Promise<Array<{ name: s
 }
 
 /** Runs client.ts in the app container of one pod and parses its one JSON line. */
-export async function appClientIn<T>(node: KindCluster, pod: string, args: string[]): Promise<T> {
-  const r = await node.kubectl(['exec', '-n', APP_NAMESPACE, pod, '-c', 'app', '--', 'node', 'test/kind/in-pod/client.ts', ...args]);
+export async function appClientIn<T>(node: KindCluster, pod: string, args: string[], namespace = APP_NAMESPACE): Promise<T> {
+  const r = await node.kubectl(['exec', '-n', namespace, pod, '-c', 'app', '--', 'node', 'test/kind/in-pod/client.ts', ...args]);
   if (r.code !== 0) throw new Error(`client ${args.join(' ')} in ${pod} failed (${r.code}): ${r.stderr}${r.stdout}`);
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as T;
 }

@@ -17,6 +17,7 @@
 //                                           [DONE] and carries no error event
 //   client.ts spend [GROUP_BY] [SINCE]      calls and cost per user (or model, …) in the sidecar's span store
 //                                           (/_local/api/spend), since 1d or an ISO time
+//   client.ts health                        the sidecar's /_local/api/health (budgets: policies, pending reports)
 
 const baseUrl = process.env.OPENAI_BASE_URL;
 if (!baseUrl) {
@@ -159,7 +160,10 @@ if (command === 'call') {
   const res = await fetch(`${sidecar}/_local/api/spend?${query.toString()}`, { signal: AbortSignal.timeout(10_000) });
   const report = (await res.json()) as { rows: Array<{ key: string | null; calls: number; cost_usd: number }> };
   console.log(JSON.stringify({ status: res.status, rows: report.rows }));
+} else if (command === 'health') {
+  const res = await fetch(`${sidecar}/_local/api/health`, { signal: AbortSignal.timeout(10_000) });
+  console.log(JSON.stringify({ status: res.status, body: await res.json() }));
 } else {
-  console.error(`client: unknown command ${command} (call, traces, load, connect, steady, calls, spend)`);
+  console.error(`client: unknown command ${command} (call, traces, load, connect, steady, calls, spend, health)`);
   process.exit(2);
 }
