@@ -4,6 +4,7 @@
 
 import { parseModelAliases, type ModelAliasesConfig } from './model-aliases.ts';
 import { type AuditConfig, parseAuditConfig } from './audit-config.ts';
+import { parseProvenanceConfig, type ProvenanceConfig } from './provenance-config.ts';
 import { type BudgetsPatch, parseBudgetsPatch } from './budget-config.ts';
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
 import { parsePriceEntry } from './parse-price-entry.ts';
@@ -63,6 +64,8 @@ export interface RuntimeConfigPatch {
   local?: Partial<Omit<LocalConfig, 'runtime'>> & { runtime?: Partial<LocalRuntimeConfig> };
   /** Replaces the whole audit section of earlier layers. */
   audit?: AuditConfig;
+  /** Replaces the whole provenance section of earlier layers. */
+  provenance?: ProvenanceConfig;
   /** `ledger` and `policies` each replace those of earlier layers. */
   budgets?: BudgetsPatch;
   metrics?: { perUser?: Partial<MetricsConfig['perUser']> };
@@ -539,6 +542,7 @@ const SECTIONS = [
   'gateway',
   'local',
   'audit',
+  'provenance',
   'budgets',
   'metrics',
   'tracing',
@@ -576,6 +580,7 @@ export function parseRuntimeConfigPatch(input: unknown, sections: readonly strin
   if (v.gateway !== undefined) patch.gateway = parseGateway(v.gateway, 'gateway');
   if (v.local !== undefined) patch.local = parseLocal(v.local, 'local');
   if (v.audit !== undefined) patch.audit = parseAuditConfig(v.audit, 'audit');
+  if (v.provenance !== undefined) patch.provenance = parseProvenanceConfig(v.provenance, 'provenance');
   if (v.budgets !== undefined) patch.budgets = parseBudgetsPatch(v.budgets, 'budgets');
   if (v.metrics !== undefined) patch.metrics = parseMetrics(v.metrics, 'metrics');
   if (v.tracing !== undefined) patch.tracing = parseTracing(v.tracing, 'tracing');

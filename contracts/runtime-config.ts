@@ -5,6 +5,7 @@
 import type { ModelAliasesConfig } from './model-aliases.ts';
 import type { CacheSettings, PriceEntry } from './price-entry.ts';
 import type { AuditConfig } from './audit-config.ts';
+import type { ProvenanceConfig } from './provenance-config.ts';
 import type { BudgetsConfig } from './budget-config.ts';
 import type { Provider, RouteFormat, RouteName } from './routes.ts';
 import type { BreakerSpec, GatewaySpec, OtlpSpec, PerUserMetricsSpec, TracingSpec } from './generated/runtime-config-types.ts';
@@ -179,6 +180,8 @@ export interface RuntimeConfig {
   local: LocalConfig;
   /** Tetragon audit fan-out (sidecar/src/audit); absent: off. */
   audit?: AuditConfig;
+  /** Calling process on spans and bypass detection (sidecar/src/provenance); absent: off. */
+  provenance?: ProvenanceConfig;
   /** Budget policies and where spend is kept (sidecar/src/budgets); in a sidecar the operator sends them instead. */
   budgets: BudgetsConfig;
   metrics: MetricsConfig;

@@ -10,6 +10,7 @@ import { PROVIDERS, ROUTE_FORMAT_NAMES, ROUTE_FORMATS, ROUTE_NAMES, ROUTES, type
 import { BUILT_IN_CREDENTIALS, CREDENTIAL_KIND_NAMES, CREDENTIAL_KINDS, type BuiltInCredential } from '../contracts/credential-kinds.ts';
 import type { CrdSource, SchemaNode, ValidationRule } from './crd-schema.ts';
 import { BREAKER_SCHEMA, CACHE_SETTINGS_SCHEMA, GATEWAY_SCHEMA, int, METRICS_SCHEMA, MODELS_SCHEMA, storageSchema, TRACING_SCHEMA } from '../contracts/runtime-config-schema.ts';
+import { PROVENANCE_SCHEMA } from '../contracts/provenance-config.ts';
 import { auditSpec } from './proxy-config-audit.ts';
 import { ENDPOINT_STRATEGIES, MAX_ENDPOINT_WEIGHT, MAX_ENDPOINTS } from '../contracts/route-endpoints.ts';
 
@@ -562,6 +563,7 @@ const spec: SchemaNode = {
     storage,
     gateway,
     audit: auditSpec(secretKeyRef),
+    provenance: PROVENANCE_SCHEMA,
     metrics,
     tracing,
     models,

@@ -54,6 +54,8 @@ export interface ProxyConfigSpec {
   gateway?: GatewaySpec;
   /** Forward the Tetragon runtime-security events of each sidecar's own pod to several sinks. The sidecar reads the node's Tetragon agent (the hostPath socket when the chart allows it, else the node IP on port 54321). */
   audit?: AuditSpec;
+  /** Which process in the pod made each call (from Tetragon tcp_connect events or /proc), and provider calls that bypass the sidecar (docs/provenance.md). */
+  provenance?: ProvenanceSpec;
   /** Prometheus metrics of the sidecars (docs/observability.md). */
   metrics?: MetricsSpec;
   /** Export of each call span to an OpenTelemetry collector; OTEL_EXPORTER_OTLP_* variables fill what is not set here. */
@@ -518,6 +520,36 @@ export interface AuditRetrySpec {
 export interface AuditDeadLetterSpec {
   /** Size bound of the dead-letter file; past it events are dropped and counted. */
   maxBytes?: number;
+}
+
+/** Which process in the pod made each call (from Tetragon tcp_connect events or /proc), and provider calls that bypass the sidecar (docs/provenance.md). */
+export interface ProvenanceSpec {
+  /** false turns it off (default true when the section is present). */
+  enabled?: boolean;
+  /** The Tetragon agent (unix:///path or host:port); default the node's. While audit is on, its stream serves both. */
+  address?: string;
+  /** How long a finished span waits for its connection's event, milliseconds. */
+  attributionWindowMs?: number;
+  /** Process arguments on spans: none (binary only, the default), redacted, or all. */
+  arguments?: 'none' | 'redacted' | 'all';
+  /** Case-insensitive regular expressions whose matches in an argument are replaced by [redacted] (arguments: redacted). */
+  redact?: string[];
+  /** Also look connections up in /proc (needs shareProcessNamespace: true). */
+  procfs?: boolean;
+  /** The sidecar's container name (default tollgate-proxy). */
+  sidecarContainer?: string;
+  /** Detection of connections from the pod to provider endpoints that did not come from the sidecar. */
+  bypass?: ProvenanceBypassSpec;
+}
+
+/** Detection of connections from the pod to provider endpoints that did not come from the sidecar. */
+export interface ProvenanceBypassSpec {
+  /** Default true. */
+  enabled?: boolean;
+  /** More provider endpoints, host:port. */
+  extraHosts?: string[];
+  /** How often provider host names are resolved again, milliseconds. */
+  resolveIntervalMs?: number;
 }
 
 /** Written by the operator through the status subresource. */

@@ -62,6 +62,7 @@ export function render(spec: ProxyConfigSpec | undefined): RenderedConfig {
   if (s.gateway) draft.gateway = defined({ ...s.gateway });
   if (s.metrics) draft.metrics = structuredClone(s.metrics);
   if (s.tracing) draft.tracing = structuredClone(s.tracing);
+  if (s.provenance) draft.provenance = structuredClone(s.provenance);
   if (s.models) draft.models = structuredClone(s.models);
   const audit = s.audit ? renderAudit(s.audit) : undefined;
   if (audit) draft.audit = audit.draft;

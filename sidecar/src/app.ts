@@ -42,6 +42,7 @@ import { UpstreamClient } from './upstream/upstream-client.ts';
 import { ProxyMetrics } from './metrics/proxy-metrics.ts';
 import { metricsRoutes } from './http/metrics.ts';
 import { OtlpFollower } from './spans/otlp-follower.ts';
+import { ProvenanceController } from './provenance/provenance-controller.ts';
 
 export interface Engine {
   app: FastifyInstance;
@@ -62,6 +63,8 @@ export interface Engine {
   runtimeHealth: RuntimeHealth;
   /** The Tetragon audit fan-out, following the live config's audit section. */
   audit: AuditController;
+  /** The calling process on spans and bypass detection, following the live config's provenance section. */
+  provenance: ProvenanceController;
   /** The local model runtime (local.enabled); null in a pod and in server mode unless the config file turns it on. */
   local: LocalRuntime | null;
   /** The LM Studio-compatible listener's app (listen on local.lmstudioPort); null when local is off or the port is 0. */
@@ -105,16 +108,21 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   const client = new UpstreamClient({ credentials, breaker: config.breaker, logger, env });
   const lifecycle = new Lifecycle();
   const budgets = opts.budgets ?? (await openLedgerBudgets(config.budgets, config.storage, logger));
-  const meter = new CallMeter(writer, logger, lifecycle, budgets);
+  const placement = placementFromEnv(env);
+  // Spans go through the provenance gate, which holds one briefly only while its caller is being attributed (ADR 1600).
+  const provenance = new ProvenanceController({ store, spans: writer, placement, logger });
+  const meter = new CallMeter(provenance.gate, logger, lifecycle, budgets);
   const metrics = new ProxyMetrics();
   // One store for previous_response_id behind both listeners: a conversation started on one continues on the other.
   const responses = new ResponseStore();
   const otlp = new OtlpFollower({ store, env, logger });
-  for (const observer of [metrics, otlp]) meter.observe(observer);
+  meter.observe(metrics);
+  meter.observe(provenance.gate.delayed(otlp));
   const followed = followConfig({ store, config, client, budgets, metrics, logger, env, credentialsGiven: opts.credentials !== undefined });
   const inbound = inboundPolicy(config.server, env);
   const refusals = { meter, store, inbound, logger };
   const app = Fastify(listenerOptions(config.server, refusals));
+  provenance.install(app);
 
   installRequestGuard(app, inbound);
   dropConnectionHeaderOnHttp2(app);
@@ -126,10 +134,10 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   app.register(managementUiRoutes);
   const local = config.local.enabled ? new LocalRuntime({ store, logger, ...(opts.env ? { env: opts.env } : {}) }) : null;
   app.register(localRuntimeRoutes, { runtime: local, lifecycle });
-  const audit = new AuditController(store, placementFromEnv(env), logger);
+  const audit = new AuditController(store, placement, logger, provenance.tap);
   // One alias target health per engine behind both listeners, like the breakers: a target cooling down is
   // cooling for every caller.
-  const parts = { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, audit, budgets, metrics, otlp, local, targetHealth: new TargetHealth() };
+  const parts = { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, audit, provenance, budgets, metrics, otlp, local, targetHealth: new TargetHealth() };
   const runtimeHealth = engineHealth(parts, opened, config.mode);
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
   app.register(metricsRoutes, { exposition: metrics.exposition });
@@ -231,6 +239,7 @@ function engineHealth(parts: EngineParts, opened: OpenedSpanStore, mode: Runtime
   const runtimeHealth = new RuntimeHealth();
   registerEngineHealth(runtimeHealth, { lifecycle, client, local, mode });
   runtimeHealth.register('audit', () => audit.health());
+  runtimeHealth.register('provenance', () => parts.provenance.health());
   runtimeHealth.register('budgets', () => budgets.health());
   // Each model alias's targets: healthy, cooling down after a 429, or behind an open breaker; and whether calls
   // are served below the alias's first priority, since when.
@@ -264,6 +273,7 @@ function watchEngineMetrics(parts: EngineParts, opened: OpenedSpanStore, followe
       return 'sinks' in view ? view.sinks : [];
     },
     otlp: () => otlp.stats(),
+    provenanceBypass: () => parts.provenance.counters().bypass,
     authFailures: () => identity.failures.total,
     tokeninfoThrottled: () => identity.authenticator?.accessTokens?.throttled ?? 0,
     budgets: (nearest) => budgets.standing(Date.now(), nearest),
@@ -306,6 +316,8 @@ async function shutdownEngine(engine: Omit<Engine, 'shutdown'>, at: { logger: Lo
   }
   await closed;
   at.followed.stop();
+  // Spans held for attribution go on now, with what is known, before the writer closes.
+  await engine.provenance.shutdown();
   await engine.writer.close();
   await engine.otlp.close();
   await engine.budgets.close();

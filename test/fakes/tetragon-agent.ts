@@ -83,6 +83,78 @@ export function fakeEvent(spec: FakeEventSpec): Buffer {
   return Buffer.concat([encoded, Buffer.from([0xba, 0x3e, extra.length]), extra]);
 }
 
+export interface TcpConnectSpec {
+  namespace: string;
+  pod: string;
+  container?: string;
+  pid: number;
+  binary: string;
+  /** Tetragon's argv[1:], space-joined (an argument with spaces in double quotes). */
+  arguments?: string;
+  parentBinary?: string;
+  saddr?: string;
+  sport: number;
+  daddr?: string;
+  dport: number;
+  /** Event time, epoch ms (default now). */
+  atMs?: number;
+}
+
+/**
+ * A `process_kprobe` for the `tcp_connect` policy in Tetragon's shape (provenance.md §1.4): the connecting process
+ * with its pod and container, its parent, one sock_arg in state TCP_SYN_SENT with the source port already chosen.
+ */
+export function tcpConnectEvent(spec: TcpConnectSpec): Buffer {
+  const at = spec.atMs ?? Date.now();
+  const execId = Buffer.from(`node-a:${at}:${spec.pid}`).toString('base64');
+  const parentExecId = Buffer.from(`node-a:1:${spec.pid - 1}`).toString('base64');
+  const process = {
+    exec_id: execId,
+    pid: { value: spec.pid },
+    uid: { value: 1000 },
+    cwd: '/app',
+    binary: spec.binary,
+    arguments: spec.arguments ?? '',
+    flags: 'execve',
+    start_time: { seconds: Math.floor(at / 1000) - 3, nanos: 0 },
+    auid: { value: 4294967295 },
+    pod: {
+      namespace: spec.namespace,
+      name: spec.pod,
+      container: { id: 'containerd://551e161c47d8ff0eb665438a7bcd5b4', name: spec.container ?? 'app', image: { id: 'registry.invalid/app@sha256:00', name: 'registry.invalid/app:1' }, pid: { value: 7 } },
+    },
+    docker: '551e161c47d8ff0eb665438a7bcd5b4',
+    parent_exec_id: parentExecId,
+    refcnt: 1,
+  };
+  return encodeEvent({
+    process_kprobe: {
+      process,
+      parent: { exec_id: parentExecId, pid: { value: spec.pid - 1 }, binary: spec.parentBinary ?? '/bin/sh', pod: process.pod },
+      function_name: 'tcp_connect',
+      args: [
+        {
+          sock_arg: {
+            family: 'AF_INET',
+            type: 'SOCK_STREAM',
+            protocol: 'IPPROTO_TCP',
+            saddr: spec.saddr ?? '127.0.0.1',
+            daddr: spec.daddr ?? '127.0.0.1',
+            sport: spec.sport,
+            dport: spec.dport,
+            cookie: '18446614267298931072',
+            state: 'TCP_SYN_SENT',
+          },
+        },
+      ],
+      action: 'KPROBE_ACTION_POST',
+      policy_name: 'monitor-tcp-connections',
+    },
+    node_name: 'node-a',
+    time: { seconds: Math.floor(at / 1000), nanos: (at % 1000) * 1e6 },
+  });
+}
+
 /** The events of a mixed stream: every type, for each pod, in turn. */
 export function mixedEvents(pods: { namespace: string; pod: string }[], count: number, opts: { unknownField?: boolean; node?: string; extraBytes?: number } = {}): Buffer[] {
   const types = ['process_exec', 'process_kprobe', 'process_tracepoint', 'process_exit'] as const;

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { ConfigStore } from '../config/config-store.ts';
 import type { AuditConfig } from '../../../contracts/audit-config.ts';
 import type { AuditPlacement } from './audit-placement.ts';
-import type { AuditHealth, AuditRuntime } from './audit-runtime.ts';
+import type { AuditHealth, AuditRuntime, EventTap } from './audit-runtime.ts';
 import type { SinkStatus } from './sink-worker.ts';
 
 export class AuditController {
@@ -17,10 +17,13 @@ export class AuditController {
   #chain: Promise<void> = Promise.resolve();
   #unsubscribe: () => void;
   #closed = false;
+  readonly #tap: EventTap | undefined;
 
-  constructor(store: ConfigStore, placement: AuditPlacement, logger: Logger) {
+  /** `tap` also gets every event the fan-out reads: provenance shares the one stream (ADR 1600). */
+  constructor(store: ConfigStore, placement: AuditPlacement, logger: Logger, tap?: EventTap) {
     this.#placement = placement;
     this.#logger = logger;
+    this.#tap = tap;
     this.#apply(store.get().audit);
     this.#unsubscribe = store.subscribe((snapshot) => this.#apply(snapshot.config.audit));
   }
@@ -54,7 +57,7 @@ export class AuditController {
         try {
           // Loaded on the first audit section only: the fan-out brings gRPC and protobufjs (ADR 0003).
           const { AuditRuntime } = await import('./audit-runtime.ts');
-          this.#runtime = await AuditRuntime.create(wanted, this.#placement, this.#logger);
+          this.#runtime = await AuditRuntime.create(wanted, this.#placement, this.#logger, this.#tap);
           this.#runtime.start();
         } catch (error) {
           this.#logger.error({ err: (error as Error).message }, 'audit fan-out could not start');

@@ -12,7 +12,7 @@ import type { DeadLetterSettings } from './dead-letter.ts';
 import type { AuditSink } from './sinks/audit-sink.ts';
 import type { SinkStatus } from './sink-worker.ts';
 import { createSink } from './sinks/create-sink.ts';
-import type { GetEventsRequest, TetragonFilter } from './tetragon-protocol.ts';
+import type { GetEventsRequest, TetragonEvent, TetragonFilter } from './tetragon-protocol.ts';
 import { type SourceStatus, TetragonSource } from './tetragon-source.ts';
 
 function escapeRegex(text: string): string {
@@ -65,6 +65,11 @@ export interface AuditHealth {
   sinks: SinkStatus[];
 }
 
+/** Another reader of the fan-out's stream (provenance): handed each event after the router, never waited on. */
+export interface EventTap {
+  deliver(event: TetragonEvent): void;
+}
+
 export class AuditRuntime {
   readonly config: AuditConfig;
   readonly resolved: ResolvedSource;
@@ -74,11 +79,11 @@ export class AuditRuntime {
   #stopped: Promise<SinkStatus[]> | undefined;
 
   /** Builds the runtime; each sink kind's module (a gRPC client, the BigQuery SDK) is loaded only if configured. */
-  static async create(config: AuditConfig, placement: AuditPlacement, logger: Logger): Promise<AuditRuntime> {
+  static async create(config: AuditConfig, placement: AuditPlacement, logger: Logger, tap?: EventTap): Promise<AuditRuntime> {
     const child = logger.child({ component: 'audit' });
     const resolved = resolveSource(config, placement);
     const sinks = await Promise.all(config.sinks.map((s) => createSink(s, { sender: resolved.sender, logger: child })));
-    return new AuditRuntime({ config, resolved, sinks, deadLetter: deadLetterFile(config, placement), logger: child });
+    return new AuditRuntime({ config, resolved, sinks, deadLetter: deadLetterFile(config, placement), logger: child, tap });
   }
 
   private constructor({
@@ -87,12 +92,14 @@ export class AuditRuntime {
     sinks,
     deadLetter,
     logger,
+    tap,
   }: {
     config: AuditConfig;
     resolved: ResolvedSource;
     sinks: AuditSink[];
     deadLetter: DeadLetterSettings;
     logger: Logger;
+    tap: EventTap | undefined;
   }) {
     this.config = config;
     this.#logger = logger;
@@ -111,7 +118,10 @@ export class AuditRuntime {
     this.#source = new TetragonSource({
       address: this.resolved.address,
       request: this.resolved.request,
-      onEvent: (event) => this.#router.publish(event),
+      onEvent: (event) => {
+        this.#router.publish(event);
+        tap?.deliver(event);
+      },
       logger: this.#logger,
     });
   }

@@ -81,6 +81,7 @@ export function applyPatch(base: RuntimeConfig, patch: RuntimeConfigPatch): Runt
     if (runtime) Object.assign(next.local.runtime, structuredClone(runtime));
   }
   if (patch.audit) next.audit = structuredClone(patch.audit);
+  if (patch.provenance) next.provenance = structuredClone(patch.provenance);
   if (patch.budgets?.ledger) next.budgets.ledger = structuredClone(patch.budgets.ledger);
   if (patch.budgets?.unreachable) next.budgets.unreachable = patch.budgets.unreachable;
   if (patch.budgets?.policies) next.budgets.policies = structuredClone(patch.budgets.policies);
@@ -193,6 +194,8 @@ function mergePatches(a: RuntimeConfigPatch, b: RuntimeConfigPatch): RuntimeConf
       out.pricing = { models: mergePriceEntries(out.pricing?.models ?? [], (value as { models: [] }).models) };
     } else if (key === 'audit') {
       out.audit = structuredClone(value as NonNullable<RuntimeConfigPatch['audit']>);
+    } else if (key === 'provenance') {
+      out.provenance = structuredClone(value as NonNullable<RuntimeConfigPatch['provenance']>);
     } else if (key === 'budgets') {
       out.budgets = { ...out.budgets, ...structuredClone(value as NonNullable<RuntimeConfigPatch['budgets']>) };
     } else if (key === 'models') {

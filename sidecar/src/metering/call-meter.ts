@@ -5,7 +5,6 @@
 import type { Logger } from 'pino';
 import type { PriceTable } from '../pricing/price-table.ts';
 import type { Span, SpanStatus } from '../spans/span.ts';
-import type { SpanWriter } from '../spans/span-writer.ts';
 import { newSpanId, type TraceContext } from '../spans/trace-context.ts';
 import { implausibleUsage } from '../usage/usage-bounds.ts';
 import type { BilledUnits, CallCharge, TokenUsage } from '../usage/usage.ts';
@@ -101,15 +100,18 @@ export interface ShutdownState {
   readonly drainTimeoutMs?: number | undefined;
 }
 
+/** Where finished spans go: the span writer, or the provenance gate in front of it. */
+type SpanRecorder = { record(span: Span): void };
+
 export class CallMeter {
-  readonly #writer: SpanWriter;
+  readonly #writer: SpanRecorder;
   readonly #logger: Logger;
   readonly #shutdown: ShutdownState;
   readonly #stats: MeteringStats = { meteringErrors: 0, implausibleUsage: 0 };
   readonly #observers: CallObserver[] = [];
   readonly #spend: SpendSink | undefined;
 
-  constructor(writer: SpanWriter, logger: Logger, shutdown: ShutdownState = { cutting: false }, spend?: SpendSink) {
+  constructor(writer: SpanRecorder, logger: Logger, shutdown: ShutdownState = { cutting: false }, spend?: SpendSink) {
     this.#writer = writer;
     this.#logger = logger;
     this.#shutdown = shutdown;
@@ -136,7 +138,7 @@ const NO_OBSERVERS: readonly CallObserver[] = [];
 const NOT_SENT: UpstreamTiming = { startedAt: Number.NaN, headersAt: Number.NaN, endedAt: Number.NaN };
 
 export class MeteredCall implements CallTimings {
-  readonly #writer: SpanWriter;
+  readonly #writer: SpanRecorder;
   readonly #logger: Logger;
   readonly #stats: MeteringStats;
   readonly #shutdown: ShutdownState;
@@ -152,7 +154,7 @@ export class MeteredCall implements CallTimings {
   #release: ((usage: TokenUsage | null) => void) | null = null;
 
   constructor(
-    writer: SpanWriter,
+    writer: SpanRecorder,
     logger: Logger,
     call: CallStart,
     context: { stats?: MeteringStats; shutdown?: ShutdownState; spend?: SpendSink | undefined; observers?: readonly CallObserver[] } = {},

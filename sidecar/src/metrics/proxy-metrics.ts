@@ -59,6 +59,8 @@ export interface ProxyMetricSources {
   config?: () => { revision: number; appliedAtMs: number };
   metering?: () => MeteringStats;
   audit?: () => AuditSinkCounters[];
+  /** Connections from the pod to a provider that did not come from the sidecar, per provider (ADR 1601). */
+  provenanceBypass?: () => ReadonlyMap<string, number>;
   /** Spans handed to the OTLP exporter and what became of them. */
   otlp?: () => { exported: number; dropped: number; failed: number };
   /** Requests refused by inbound authentication (central server). */
@@ -360,6 +362,16 @@ export class ProxyMetrics implements CallObserver {
         for (const sink of audit()) queue.set({ sink: sink.name, kind: sink.kind }, sink.queueDepth);
       },
     });
+    const bypass: CounterFamily = new CounterFamily(
+      r,
+      'tollgate_provenance_bypass_total',
+      "Connections from the pod to a provider endpoint that did not come from the sidecar (Tetragon tcp_connect), by the endpoint's provider.",
+      ['provider'],
+      () => {
+        bypass.clear();
+        for (const [provider, count] of this.#sources.provenanceBypass?.() ?? []) bypass.series(provider).value = count;
+      },
+    );
     this.#budgetMetrics(r);
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: r });
   }

@@ -35,7 +35,12 @@ describe('DuckDB span store', () => {
   it('creates the table with the same column names as SQLite, typed for analysis, and keeps spans across reopening', async () => {
     const path = join(dir, 'nested', 'spans.duckdb');
     const store = await openDuckDbSpanStore(path);
-    const span = sampleSpan({ images: 2, audioSeconds: 61.5, characters: 1234 });
+    const span = sampleSpan({
+      images: 2,
+      audioSeconds: 61.5,
+      characters: 1234,
+      process: { attribution: 'unattributed', pid: null, executablePath: null, commandArgs: null, parentExecutables: [], containerName: null },
+    });
     await store.insertBatch([span]);
     await store.close();
     const columns = await withFile(path, (run) => run("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'spans' ORDER BY ordinal_position"));
@@ -49,6 +54,8 @@ describe('DuckDB span store', () => {
       gen_ai_usage_images: 'BIGINT',
       gen_ai_usage_audio_seconds: 'DOUBLE',
       gen_ai_usage_characters: 'BIGINT',
+      process_attribution: 'VARCHAR',
+      process_pid: 'BIGINT',
     });
     // an analyst's query on the file sees the call as it was recorded
     const [row] = await withFile(path, (run) => run("SELECT user_id, gen_ai_cost_usd, strftime(start_time, '%Y-%m-%dT%H:%M:%S.%g') AS t FROM spans"));

@@ -13,7 +13,7 @@ import { defaultResource, detectResources, envDetector, resourceFromAttributes, 
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
 import { isRouteName, ROUTES } from '../../../contracts/routes.ts';
-import type { Span } from './span.ts';
+import type { Span, SpanProcess } from './span.ts';
 import type { OtlpSettings, OtlpStats } from './otlp-settings.ts';
 
 /**
@@ -25,6 +25,16 @@ function genAiProviderName(span: Span): string {
   if (span.route === 'v1') return 'tollgate';
   // a configured route's service is its provider
   return isRouteName(span.route) ? ROUTES[span.route].genAiProvider : span.provider;
+}
+
+/** The calling process under the OTel process.* and container.* names (ADR 1600). */
+function addProcessAttributes(attributes: Attributes, process: SpanProcess): void {
+  attributes['tollgate.process.attribution'] = process.attribution;
+  if (process.pid !== null) attributes['process.pid'] = process.pid;
+  if (process.executablePath !== null) attributes['process.executable.path'] = process.executablePath;
+  if (process.commandArgs !== null) attributes['process.command_args'] = process.commandArgs;
+  if (process.containerName !== null) attributes['container.name'] = process.containerName;
+  if (process.parentExecutables.length > 0) attributes['tollgate.process.parent_executables'] = process.parentExecutables;
 }
 
 function hrTime(epochMs: number): HrTime {
@@ -118,6 +128,7 @@ class ExportedSpan implements ReadableSpan {
     if (span.status !== 'ok') attributes['error.type'] = errorType(span);
     if (span.userId !== null) attributes['enduser.id'] = span.userId;
     if (span.projectId !== null) attributes['tollgate.project_id'] = span.projectId;
+    if (span.process) addProcessAttributes(attributes, span.process);
     return attributes;
   }
 }

@@ -6,7 +6,7 @@
 // every reader fills a missing or null value with the column's `missing` value, so rows written by an older
 // version read back whole.
 
-import type { Span, SpanStatus } from './span.ts';
+import type { Span, SpanProcess, SpanStatus } from './span.ts';
 
 export type ColumnType = 'string' | 'int' | 'float' | 'bool' | 'timestamp';
 
@@ -25,12 +25,13 @@ export interface SpanColumn {
 }
 
 /** The schema version of SPAN_COLUMNS (SQLite keeps it in PRAGMA user_version). */
-export const SPAN_SCHEMA_VERSION = 5;
+export const SPAN_SCHEMA_VERSION = 6;
 
 // Version 1 had the identity, timing, outcome, model and the basic token and cost columns; version 2 added
 // project and request ids, the response model, cache and reasoning tokens and `priced`; version 3 added
 // `usage_estimated`; version 4 added `alias` and `attempt` (model aliases and fallback) and `unmetered`;
-// version 5 added the billed units other than tokens: images, seconds of audio, characters (ADR 0910).
+// version 5 added the billed units other than tokens: images, seconds of audio, characters (ADR 0910); version 6
+// added the calling process (ADR 1600).
 export const SPAN_COLUMNS: readonly SpanColumn[] = [
   { name: 'span_id', type: 'string', nullable: false, since: 1 },
   { name: 'trace_id', type: 'string', nullable: false, since: 1 },
@@ -70,6 +71,14 @@ export const SPAN_COLUMNS: readonly SpanColumn[] = [
   { name: 'gen_ai_usage_images', type: 'int', nullable: false, since: 5, missing: 0 },
   { name: 'gen_ai_usage_audio_seconds', type: 'float', nullable: false, since: 5, missing: 0 },
   { name: 'gen_ai_usage_characters', type: 'int', nullable: false, since: 5, missing: 0 },
+  // Null when provenance was off: the call was not looked up, which is not the same as `unattributed`.
+  { name: 'process_attribution', type: 'string', nullable: true, since: 6 },
+  { name: 'process_pid', type: 'int', nullable: true, since: 6 },
+  { name: 'process_executable_path', type: 'string', nullable: true, since: 6 },
+  // JSON arrays of strings: argv (redacted per provenance.arguments) and the parents' binaries, nearest first.
+  { name: 'process_command_args', type: 'string', nullable: true, since: 6 },
+  { name: 'process_parent_executables', type: 'string', nullable: true, since: 6 },
+  { name: 'container_name', type: 'string', nullable: true, since: 6 },
 ];
 
 export const SPAN_COLUMN_NAMES: readonly string[] = SPAN_COLUMNS.map((c) => c.name);
@@ -108,6 +117,12 @@ export interface SpanRecord {
   gen_ai_usage_images: number;
   gen_ai_usage_audio_seconds: number;
   gen_ai_usage_characters: number;
+  process_attribution: string | null;
+  process_pid: number | null;
+  process_executable_path: string | null;
+  process_command_args: string | null;
+  process_parent_executables: string | null;
+  container_name: string | null;
 }
 
 export function spanToRecord(s: Span): SpanRecord {
@@ -144,6 +159,38 @@ export function spanToRecord(s: Span): SpanRecord {
     gen_ai_usage_images: s.images,
     gen_ai_usage_audio_seconds: s.audioSeconds,
     gen_ai_usage_characters: s.characters,
+    process_attribution: s.process?.attribution ?? null,
+    process_pid: s.process?.pid ?? null,
+    process_executable_path: s.process?.executablePath ?? null,
+    process_command_args: s.process?.commandArgs ? JSON.stringify(s.process.commandArgs) : null,
+    process_parent_executables: s.process ? JSON.stringify(s.process.parentExecutables) : null,
+    container_name: s.process?.containerName ?? null,
+  };
+}
+
+function stringList(text: unknown): string[] | null {
+  if (typeof text !== 'string') return null;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return Array.isArray(parsed) ? parsed.map(String) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The calling process of a stored row, or undefined for a row written with provenance off (or before v6). */
+function recordToProcess(row: Readonly<Record<string, unknown>>): SpanProcess | undefined {
+  const attribution = row.process_attribution;
+  if (typeof attribution !== 'string') return undefined;
+  const pid = row.process_pid;
+  const text = (name: string) => (typeof row[name] === 'string' ? (row[name] as string) : null);
+  return {
+    attribution: attribution as SpanProcess['attribution'],
+    pid: pid === null || pid === undefined ? null : Number(pid),
+    executablePath: text('process_executable_path'),
+    commandArgs: stringList(row.process_command_args),
+    parentExecutables: stringList(row.process_parent_executables) ?? [],
+    containerName: text('container_name'),
   };
 }
 
@@ -170,7 +217,9 @@ export function recordToSpan(row: Readonly<Record<string, unknown>>): Span {
     const v = value(name);
     return v === true || (v !== false && Number(v) !== 0);
   };
+  const process = recordToProcess(row);
   return {
+    ...(process ? { process } : {}),
     spanId: text('span_id'),
     traceId: text('trace_id'),
     parentSpanId: nullableText('parent_span_id'),

@@ -1,6 +1,6 @@
 // The span as the HTTP API shows it (GET /_local/api/traces): snake_case keys, short usage names.
 
-import type { Span, SpanStatus } from './span.ts';
+import type { Span, SpanProcess, SpanStatus } from './span.ts';
 
 export interface SpanJson {
   span_id: string;
@@ -40,6 +40,17 @@ export interface SpanJson {
   error: string | null;
   /** ISO 8601 UTC start time. */
   timestamp: string;
+  /** The process that opened the call's connection (docs/provenance.md); absent when provenance is off. */
+  process?: SpanProcessJson;
+}
+
+export interface SpanProcessJson {
+  attribution: SpanProcess['attribution'];
+  pid: number | null;
+  executable_path: string | null;
+  command_args: string[] | null;
+  parent_executables: string[];
+  container_name: string | null;
 }
 
 export function spanToJson(span: Span): SpanJson {
@@ -75,5 +86,17 @@ export function spanToJson(span: Span): SpanJson {
     status_code: span.statusCode,
     error: span.error,
     timestamp: span.startTime,
+    ...(span.process ? { process: processToJson(span.process) } : {}),
+  };
+}
+
+function processToJson(p: SpanProcess): SpanProcessJson {
+  return {
+    attribution: p.attribution,
+    pid: p.pid,
+    executable_path: p.executablePath,
+    command_args: p.commandArgs,
+    parent_executables: p.parentExecutables,
+    container_name: p.containerName,
   };
 }

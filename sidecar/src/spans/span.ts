@@ -65,4 +65,20 @@ export interface Span {
   error: string | null;
   /** ISO 8601 UTC start time. */
   startTime: string;
+  /** The process in the pod that opened the call's connection; absent when provenance is off (ADR 1600). */
+  process?: SpanProcess | undefined;
+}
+
+/** Who made a call: what Tetragon or /proc said about the process behind the connection the sidecar accepted. */
+export interface SpanProcess {
+  /** Where the answer came from; `unattributed` when nothing matched within the attribution window. */
+  attribution: 'tetragon' | 'procfs' | 'unattributed';
+  /** Host PID namespace for Tetragon, the sidecar's view for /proc. */
+  pid: number | null;
+  executablePath: string | null;
+  /** argv with argv[0], redacted per provenance.arguments; null when arguments are not recorded. */
+  commandArgs: string[] | null;
+  /** The parents' binaries, nearest first. */
+  parentExecutables: string[];
+  containerName: string | null;
 }

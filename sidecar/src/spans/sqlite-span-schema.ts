@@ -74,6 +74,12 @@ export interface SpanRow {
   gen_ai_usage_images: number;
   gen_ai_usage_audio_seconds: number;
   gen_ai_usage_characters: number;
+  process_attribution: string | null;
+  process_pid: number | null;
+  process_executable_path: string | null;
+  process_command_args: string | null;
+  process_parent_executables: string | null;
+  container_name: string | null;
 }
 
 /**

@@ -109,6 +109,12 @@ describe('SQLite span store file', () => {
           'gen_ai_usage_images',
           'gen_ai_usage_audio_seconds',
           'gen_ai_usage_characters',
+          'process_attribution',
+          'process_pid',
+          'process_executable_path',
+          'process_command_args',
+          'process_parent_executables',
+          'container_name',
         ].sort(),
       );
       const row = db.prepare('SELECT user_id, gen_ai_cost_usd, gen_ai_total_tokens, start_time, gen_ai_provider_name FROM spans').get();
@@ -188,7 +194,16 @@ describe('SQLite span store file', () => {
       startTime: '2025-06-01T08:00:00.000Z',
     });
 
-    const fresh = sampleSpan({ cachedTokens: 300, cacheWriteTokens: 50, projectId: 'p2', images: 2, audioSeconds: 61.5, characters: 1234 });
+    // A version 6 span: the calling process, with its arguments and parents, reads back whole.
+    const fresh = sampleSpan({
+      cachedTokens: 300,
+      cacheWriteTokens: 50,
+      projectId: 'p2',
+      images: 2,
+      audioSeconds: 61.5,
+      characters: 1234,
+      process: { attribution: 'tetragon', pid: 4242, executablePath: '/usr/bin/python3', commandArgs: ['/usr/bin/python3', 'agent.py'], parentExecutables: ['/bin/sh'], containerName: 'app' },
+    });
     await store.insertBatch([fresh]);
     expect(store.recent(10)).toEqual([fresh, old]);
     await store.close();

@@ -1,0 +1,127 @@
+// Keeps provenance in step with the live config (ADR 1600): with a `provenance` section on, every metered
+// request's connection is noted (a hook that only reads the socket), finished spans go through the span gate,
+// and the Tetragon part is loaded and configured; with it off, spans pass straight through and nothing is
+// loaded. The audit fan-out hands its events to `tap`, so one stream serves both when both are on.
+
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
+import type { AuditPlacement } from '../audit/audit-placement.ts';
+import type { TetragonEvent } from '../audit/tetragon-protocol.ts';
+import type { ConfigStore } from '../config/config-store.ts';
+import type { SpanProcess } from '../spans/span.ts';
+import { ArgumentPolicy, splitTetragonArguments } from './argument-redaction.ts';
+import { ConnectionTracker } from './connection-tracker.ts';
+import type { ProvenanceHealth, ProvenanceRuntime } from './provenance-runtime.ts';
+import { SpanGate, type SpanRecorder } from './span-gate.ts';
+import type { TcpConnect } from './tcp-connect-event.ts';
+
+/** Requests that record spans: the /proxy routes and the /v1 gateway. */
+function metered(url: string): boolean {
+  return url.startsWith('/proxy/') || url === '/v1' || url.startsWith('/v1/');
+}
+
+export interface ProvenanceCounters {
+  bypass: ReadonlyMap<string, number>;
+}
+
+export class ProvenanceController {
+  readonly gate: SpanGate;
+  /** Where the audit fan-out hands every event it reads. */
+  readonly tap = { deliver: (event: TetragonEvent): void => this.#runtime?.deliver(event) };
+  readonly #placement: AuditPlacement;
+  readonly #logger: Logger;
+  #tracker: ConnectionTracker | null = null;
+  #procfs = false;
+  #runtime: ProvenanceRuntime | undefined;
+  #applied = 'null';
+  #chain: Promise<void> = Promise.resolve();
+  #unsubscribe: () => void;
+  #closed = false;
+
+  constructor(opts: { store: ConfigStore; spans: SpanRecorder; placement: AuditPlacement; logger: Logger }) {
+    this.gate = new SpanGate(opts.spans);
+    this.#placement = opts.placement;
+    this.#logger = opts.logger.child({ component: 'provenance' });
+    this.#apply(opts.store.get());
+    this.#unsubscribe = opts.store.subscribe((snapshot) => this.#apply(snapshot.config));
+  }
+
+  /** Notes each metered request's connection; reads the socket only, and only while provenance is on. */
+  install(app: FastifyInstance): void {
+    app.addHook('onRequest', (request, _reply, done) => {
+      const tracker = this.#tracker;
+      if (tracker !== null && metered(request.url)) {
+        const fresh = tracker.noteRequest(request.id, request.raw.socket, Date.now());
+        if (fresh && fresh.process === null && this.#procfs) this.#runtime?.lookupProcfs(fresh);
+      }
+      done();
+    });
+  }
+
+  health(): ProvenanceHealth | { enabled: false } {
+    return this.#tracker !== null && this.#runtime ? this.#runtime.health() : { enabled: false };
+  }
+
+  counters(): ProvenanceCounters {
+    return { bypass: this.#runtime?.bypassCounts() ?? new Map() };
+  }
+
+  /** Resolves once every config change seen so far has been applied. */
+  settled(): Promise<void> {
+    return this.#chain;
+  }
+
+  #apply(config: RuntimeConfig): void {
+    const wanted = config.provenance?.enabled ? config.provenance : undefined;
+    // The audit section decides which stream is read, so its being on is part of what is applied.
+    const key = JSON.stringify([wanted ?? null, wanted ? config.audit?.enabled === true : null, config.server.port, config.upstreams, config.routes]);
+    if (key === this.#applied || this.#closed) return;
+    this.#applied = key;
+    this.#chain = this.#chain.then(async () => {
+      if (this.#closed) return;
+      if (!wanted) {
+        this.#tracker = null;
+        this.gate.follow(null, 0);
+        await this.#runtime?.stop();
+        this.#runtime = undefined;
+        return;
+      }
+      try {
+        const policy = new ArgumentPolicy(wanted.arguments, wanted.redact);
+        const tracker = new ConnectionTracker({ describe: (event) => describeConnect(event, policy), aheadMs: wanted.attributionWindowMs });
+        // Loaded on the first provenance section only (ADR 0003).
+        const { ProvenanceRuntime } = await import('./provenance-runtime.ts');
+        this.#runtime ??= new ProvenanceRuntime(this.#placement, this.#logger);
+        await this.#runtime.configure(config, wanted, tracker, policy);
+        this.#tracker = tracker;
+        this.#procfs = wanted.procfs;
+        this.gate.follow(tracker, wanted.attributionWindowMs);
+      } catch (error) {
+        this.#logger.error({ err: (error as Error).message }, 'provenance could not start');
+      }
+    });
+  }
+
+  /** SIGTERM: held spans go on with what is known; the stream ends. */
+  async shutdown(): Promise<void> {
+    this.#closed = true;
+    this.#unsubscribe();
+    await this.#chain;
+    this.gate.releaseAll();
+    await this.#runtime?.stop();
+  }
+}
+
+/** What a span records of the process behind a Tetragon connect. */
+function describeConnect(event: TcpConnect, policy: ArgumentPolicy): SpanProcess {
+  return {
+    attribution: 'tetragon',
+    pid: event.pid,
+    executablePath: event.binary || null,
+    commandArgs: policy.commandArgs(event.binary, splitTetragonArguments(event.arguments)),
+    parentExecutables: event.parents,
+    containerName: event.containerName,
+  };
+}
+

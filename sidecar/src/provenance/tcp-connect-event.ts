@@ -1,0 +1,70 @@
+// A Tetragon `process_kprobe` event for `tcp_connect` (provenance.md §1.3, §1.4), read into what attribution and
+// bypass detection need: who connected (pid, binary, arguments, container, parent), from where to where, when.
+// Any other event reads as null. The kprobe runs in the connecting thread, so `process` is the caller; at this
+// point the source port is already chosen, so saddr:sport -> daddr:dport names the connection.
+
+import type protobuf from 'protobufjs';
+import { type TetragonEvent, tetragonRoot } from '../audit/tetragon-protocol.ts';
+
+export interface TcpConnect {
+  /** Event time, epoch milliseconds. */
+  atMs: number;
+  podNamespace: string;
+  podName: string;
+  containerName: string | null;
+  pid: number | null;
+  binary: string;
+  /** Tetragon's argv[1:], space-joined, arguments with spaces in double quotes. */
+  arguments: string;
+  /** The parent's binary, then the ancestors' when the agent sends them; nearest first. */
+  parents: string[];
+  saddr: string;
+  daddr: string;
+  sport: number;
+  dport: number;
+}
+
+type Obj = Record<string, unknown>;
+
+function wrapped(value: unknown): number | null {
+  const v = (value as { value?: unknown } | undefined)?.value;
+  return typeof v === 'number' ? v : null;
+}
+
+function timeMs(time: unknown): number {
+  const t = time as { seconds?: number | { toString(): string }; nanos?: number } | undefined;
+  if (!t) return Date.now();
+  return Number(String(t.seconds ?? 0)) * 1000 + Math.floor((t.nanos ?? 0) / 1e6);
+}
+
+let responseType: protobuf.Type | undefined;
+
+/** The connect in `event`, or null for any event that is not a tcp_connect kprobe with a socket argument. */
+export function readTcpConnect(event: TetragonEvent): TcpConnect | null {
+  if (event.info.type !== 'process_kprobe') return null;
+  responseType ??= tetragonRoot().lookupType('tetragon.GetEventsResponse');
+  const message = responseType.decode(event.raw) as unknown as Obj;
+  const kprobe = message.process_kprobe as Obj | undefined;
+  if (kprobe?.function_name !== 'tcp_connect') return null;
+  const sock = ((kprobe.args as Obj[] | undefined) ?? []).map((a) => a.sock_arg as Obj | undefined).find((s) => s !== undefined);
+  if (!sock) return null;
+  const process = (kprobe.process as Obj | undefined) ?? {};
+  const parent = kprobe.parent as Obj | undefined;
+  const pod = process.pod as Obj | undefined;
+  const container = pod?.container as Obj | undefined;
+  const ancestors = ((kprobe.ancestors as Obj[] | undefined) ?? []).map((a) => String(a.binary ?? ''));
+  return {
+    atMs: timeMs(message.time),
+    podNamespace: (pod?.namespace as string | undefined) ?? '',
+    podName: (pod?.name as string | undefined) ?? '',
+    containerName: (container?.name as string | undefined) || null,
+    pid: wrapped(process.pid),
+    binary: (process.binary as string | undefined) ?? '',
+    arguments: (process.arguments as string | undefined) ?? '',
+    parents: [...(parent?.binary ? [String(parent.binary)] : []), ...ancestors].filter((b) => b !== ''),
+    saddr: (sock.saddr as string | undefined) ?? '',
+    daddr: (sock.daddr as string | undefined) ?? '',
+    sport: Number(sock.sport ?? 0),
+    dport: Number(sock.dport ?? 0),
+  };
+}
