@@ -137,7 +137,25 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   const audit = new AuditController(store, placement, logger, provenance.tap);
   // One alias target health per engine behind both listeners, like the breakers: a target cooling down is
   // cooling for every caller.
-  const parts = { app, store, spans, writer, client, lifecycle, meter, inbound, identity, health, audit, provenance, budgets, metrics, otlp, local, targetHealth: new TargetHealth() };
+  const parts = {
+    app,
+    store,
+    spans,
+    writer,
+    client,
+    lifecycle,
+    meter,
+    inbound,
+    identity,
+    health,
+    audit,
+    provenance,
+    budgets,
+    metrics,
+    otlp,
+    local,
+    targetHealth: new TargetHealth(),
+  };
   const runtimeHealth = engineHealth(parts, opened, config.mode);
   app.register(runtimeHealthRoutes, { health: runtimeHealth, status: health });
   app.register(metricsRoutes, { exposition: metrics.exposition });

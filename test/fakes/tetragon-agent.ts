@@ -121,7 +121,12 @@ export function tcpConnectEvent(spec: TcpConnectSpec): Buffer {
     pod: {
       namespace: spec.namespace,
       name: spec.pod,
-      container: { id: 'containerd://551e161c47d8ff0eb665438a7bcd5b4', name: spec.container ?? 'app', image: { id: 'registry.invalid/app@sha256:00', name: 'registry.invalid/app:1' }, pid: { value: 7 } },
+      container: {
+        id: 'containerd://551e161c47d8ff0eb665438a7bcd5b4',
+        name: spec.container ?? 'app',
+        image: { id: 'registry.invalid/app@sha256:00', name: 'registry.invalid/app:1' },
+        pid: { value: 7 },
+      },
     },
     docker: '551e161c47d8ff0eb665438a7bcd5b4',
     parent_exec_id: parentExecId,

@@ -35,7 +35,14 @@ function tracker(aheadMs = 2_000): ConnectionTracker {
   const policy = new ArgumentPolicy('none', []);
   return new ConnectionTracker({
     aheadMs,
-    describe: (e) => ({ attribution: 'tetragon', pid: e.pid, executablePath: e.binary, commandArgs: policy.commandArgs(e.binary, []), parentExecutables: e.parents, containerName: e.containerName }),
+    describe: (e) => ({
+      attribution: 'tetragon',
+      pid: e.pid,
+      executablePath: e.binary,
+      commandArgs: policy.commandArgs(e.binary, []),
+      parentExecutables: e.parents,
+      containerName: e.containerName,
+    }),
   });
 }
 

@@ -70,7 +70,14 @@ export class ConnectionTracker {
     let state = this.#bySocket.get(socket);
     let fresh: ConnectionState | undefined;
     if (state === undefined) {
-      state = { remoteAddress: socket.remoteAddress ?? '', remotePort: socket.remotePort ?? 0, localPort: socket.localPort ?? 0, seenAtMs: nowMs, process: null, waiters: new Set() };
+      state = {
+        remoteAddress: socket.remoteAddress ?? '',
+        remotePort: socket.remotePort ?? 0,
+        localPort: socket.localPort ?? 0,
+        seenAtMs: nowMs,
+        process: null,
+        waiters: new Set(),
+      };
       this.#bySocket.set(socket, state);
       const found = this.#ring.find(state, this.#window());
       if (found) state.process = this.#describe(found);

@@ -124,4 +124,3 @@ function describeConnect(event: TcpConnect, policy: ArgumentPolicy): SpanProcess
     containerName: event.containerName,
   };
 }
-

@@ -202,7 +202,14 @@ describe('SQLite span store file', () => {
       images: 2,
       audioSeconds: 61.5,
       characters: 1234,
-      process: { attribution: 'tetragon', pid: 4242, executablePath: '/usr/bin/python3', commandArgs: ['/usr/bin/python3', 'agent.py'], parentExecutables: ['/bin/sh'], containerName: 'app' },
+      process: {
+        attribution: 'tetragon',
+        pid: 4242,
+        executablePath: '/usr/bin/python3',
+        commandArgs: ['/usr/bin/python3', 'agent.py'],
+        parentExecutables: ['/bin/sh'],
+        containerName: 'app',
+      },
     });
     await store.insertBatch([fresh]);
     expect(store.recent(10)).toEqual([fresh, old]);

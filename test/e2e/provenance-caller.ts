@@ -1,0 +1,32 @@
+// A client process for the provenance e2e test: opens one TCP connection to `url`, prints its pid and the
+// connection's source port (what Tetragon's tcp_connect would show), waits for `go` on stdin, then sends one
+// POST over that connection and prints the answer's status and span id.
+//   node test/e2e/provenance-caller.ts <url> <path> [bearer key]
+
+import { request } from 'node:http';
+import { connect } from 'node:net';
+import { createInterface } from 'node:readline';
+
+const [url, path, key] = process.argv.slice(2);
+const target = new URL(url!);
+const socket = connect(Number(target.port), target.hostname);
+socket.once('connect', () => {
+  process.stdout.write(`${JSON.stringify({ pid: process.pid, sport: socket.localPort })}\n`);
+  createInterface({ input: process.stdin }).once('line', () => {
+    const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'close' };
+    if (key) headers.authorization = `Bearer ${key}`;
+    const req = request({ createConnection: () => socket, host: target.hostname, port: target.port, method: 'POST', path, headers }, (res) => {
+      res.resume();
+      res.on('end', () => {
+        process.stdout.write(`${JSON.stringify({ status: res.statusCode, spanId: res.headers['x-proxy-span-id'] ?? null })}\n`);
+        process.exit(0);
+      });
+    });
+    req.on('error', (error) => {
+      process.stdout.write(`${JSON.stringify({ error: error.message })}\n`);
+      process.exit(1);
+    });
+    req.end(body);
+  });
+});
