@@ -10,7 +10,7 @@ import { AuditController } from './audit/audit-controller.ts';
 import type { BudgetEnforcer } from './budgets/budget-enforcer.ts';
 import { LedgerBudgets } from './budgets/ledger-budgets.ts';
 import { openLedgerBudgets } from './budgets/open-budgets.ts';
-import { placementFromEnv } from './audit/audit-placement.ts';
+import { type AuditPlacement, placementFromEnv } from './audit/audit-placement.ts';
 import { followCredentialSettings } from './auth/live-credentials.ts';
 import type { ConfigStore } from './config/config-store.ts';
 import { Lifecycle } from './lifecycle.ts';
@@ -109,15 +109,9 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   const lifecycle = new Lifecycle();
   const budgets = opts.budgets ?? (await openLedgerBudgets(config.budgets, config.storage, logger));
   const placement = placementFromEnv(env);
-  // Spans go through the provenance gate, which holds one briefly only while its caller is being attributed (ADR 1600).
-  const provenance = new ProvenanceController({ store, spans: writer, placement, logger });
-  const meter = new CallMeter(provenance.gate, logger, lifecycle, budgets);
-  const metrics = new ProxyMetrics();
+  const { provenance, meter, metrics, otlp } = meterCalls({ store, writer, placement, logger, lifecycle, budgets, env });
   // One store for previous_response_id behind both listeners: a conversation started on one continues on the other.
   const responses = new ResponseStore();
-  const otlp = new OtlpFollower({ store, env, logger });
-  meter.observe(metrics);
-  meter.observe(provenance.gate.delayed(otlp));
   const followed = followConfig({ store, config, client, budgets, metrics, logger, env, credentialsGiven: opts.credentials !== undefined });
   const inbound = inboundPolicy(config.server, env);
   const refusals = { meter, store, inbound, logger };
@@ -186,6 +180,30 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
 
   const engine = { ...parts, runtimeHealth, lmstudio };
   return { ...engine, shutdown: shutdownOnce(engine, { logger, followed, drainTimeoutMs: config.server.drainTimeoutMs }) };
+}
+
+/**
+ * The call meter and who hears of each call. Spans go through the provenance gate, which holds one briefly only
+ * while its caller is being attributed (ADR 1600); the OTLP export sees a span when the gate lets it go, the
+ * metrics at once.
+ */
+function meterCalls(at: {
+  store: ConfigStore;
+  writer: SpanWriter;
+  placement: AuditPlacement;
+  logger: Logger;
+  lifecycle: Lifecycle;
+  budgets: BudgetEnforcer;
+  env: NodeJS.ProcessEnv;
+}): { provenance: ProvenanceController; meter: CallMeter; metrics: ProxyMetrics; otlp: OtlpFollower } {
+  const { store, writer, placement, logger, lifecycle, budgets, env } = at;
+  const provenance = new ProvenanceController({ store, spans: writer, placement, logger });
+  const meter = new CallMeter(provenance.gate, logger, lifecycle, budgets);
+  const metrics = new ProxyMetrics();
+  const otlp = new OtlpFollower({ store, env, logger });
+  meter.observe(metrics);
+  meter.observe(provenance.gate.delayed(otlp));
+  return { provenance, meter, metrics, otlp };
 }
 
 /**

@@ -36,13 +36,13 @@ const callers: ChildProcess[] = [];
 async function startCaller(url: string, path: string, key?: string): Promise<Caller> {
   const child = spawn(process.execPath, [CALLER, url, path, ...(key ? [key] : [])], { stdio: ['pipe', 'pipe', 'inherit'] });
   callers.push(child);
-  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const first = JSON.parse((await lines.next()).value as string) as { pid: number; sport: number };
   return {
     child,
     ...first,
     async call() {
-      child.stdin!.write('go\n');
+      child.stdin.write('go\n');
       return JSON.parse((await lines.next()).value as string) as { status: number; spanId: string | null };
     },
   };

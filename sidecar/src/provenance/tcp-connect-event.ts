@@ -52,7 +52,7 @@ export function readTcpConnect(event: TetragonEvent): TcpConnect | null {
   const parent = kprobe.parent as Obj | undefined;
   const pod = process.pod as Obj | undefined;
   const container = pod?.container as Obj | undefined;
-  const ancestors = ((kprobe.ancestors as Obj[] | undefined) ?? []).map((a) => String(a.binary ?? ''));
+  const ancestors = ((kprobe.ancestors as Obj[] | undefined) ?? []).map((a) => (typeof a.binary === 'string' ? a.binary : ''));
   return {
     atMs: timeMs(message.time),
     podNamespace: (pod?.namespace as string | undefined) ?? '',
@@ -61,7 +61,7 @@ export function readTcpConnect(event: TetragonEvent): TcpConnect | null {
     pid: wrapped(process.pid),
     binary: (process.binary as string | undefined) ?? '',
     arguments: (process.arguments as string | undefined) ?? '',
-    parents: [...(parent?.binary ? [String(parent.binary)] : []), ...ancestors].filter((b) => b !== ''),
+    parents: [typeof parent?.binary === 'string' ? parent.binary : '', ...ancestors].filter((b) => b !== ''),
     saddr: (sock.saddr as string | undefined) ?? '',
     daddr: (sock.daddr as string | undefined) ?? '',
     sport: Number(sock.sport ?? 0),

@@ -183,7 +183,10 @@ function recordToProcess(row: Readonly<Record<string, unknown>>): SpanProcess | 
   const attribution = row.process_attribution;
   if (typeof attribution !== 'string') return undefined;
   const pid = row.process_pid;
-  const text = (name: string) => (typeof row[name] === 'string' ? (row[name] as string) : null);
+  const text = (name: string): string | null => {
+    const v = row[name];
+    return typeof v === 'string' ? v : null;
+  };
   return {
     attribution: attribution as SpanProcess['attribution'],
     pid: pid === null || pid === undefined ? null : Number(pid),
