@@ -12,6 +12,7 @@ import type { CrdSource, SchemaNode, ValidationRule } from './crd-schema.ts';
 import { BREAKER_SCHEMA, CACHE_SETTINGS_SCHEMA, GATEWAY_SCHEMA, int, METRICS_SCHEMA, MODELS_SCHEMA, storageSchema, TRACING_SCHEMA } from '../contracts/runtime-config-schema.ts';
 import { PROVENANCE_SCHEMA } from '../contracts/provenance-config.ts';
 import { auditSpec } from './proxy-config-audit.ts';
+import { ENFORCEMENT_PROPERTIES } from './proxy-config-enforcement.ts';
 import { ENDPOINT_STRATEGIES, MAX_ENDPOINT_WEIGHT, MAX_ENDPOINTS } from '../contracts/route-endpoints.ts';
 
 // Go's regexp (RE2) syntax, as the API server evaluates `pattern`.
@@ -563,7 +564,8 @@ const spec: SchemaNode = {
     storage,
     gateway,
     audit: auditSpec(secretKeyRef),
-    provenance: PROVENANCE_SCHEMA,
+    // The sidecar's section plus the operator's enforcement fields (ADR 1602).
+    provenance: { ...PROVENANCE_SCHEMA, properties: { ...PROVENANCE_SCHEMA.properties, ...ENFORCEMENT_PROPERTIES } },
     metrics,
     tracing,
     models,

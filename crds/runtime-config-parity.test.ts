@@ -14,9 +14,18 @@ const spec = PROXY_CONFIG_CRD.versions[0]!.schema.properties!.spec!;
 /**
  * Sections, or fields, the operator rewrites before the validator sees them, so they cannot be compared
  * one to one: Secret references become files, a route's prices become price entries, audit sinks are rendered
- * (render-audit.ts). Everything else is walked.
+ * (render-audit.ts), and the bypass enforcement fields stay with the operator (ADR 1602). Everything else is walked.
  */
-const NOT_HANDED_AS_IS = new Set(['credentials', 'audit', 'routes', 'pricing', 'storage.bigquery.credentials', 'storage.firestore.credentials']);
+const NOT_HANDED_AS_IS = new Set([
+  'credentials',
+  'audit',
+  'routes',
+  'pricing',
+  'storage.bigquery.credentials',
+  'storage.firestore.credentials',
+  'provenance.enforcement',
+  'provenance.enforcementAction',
+]);
 
 /** Keys the engine's own config has beside the CRD's, because the CRD's sidecars cannot use them. */
 const RUNTIME_ONLY: Readonly<Record<string, readonly string[]>> = {

@@ -540,6 +540,10 @@ export interface ProvenanceSpec {
   sidecarContainer?: string;
   /** Detection of connections from the pod to provider endpoints that did not come from the sidecar. */
   bypass?: ProvenanceBypassSpec;
+  /** off (default): no policy. audit: a Tetragon TracingPolicyNamespaced reports every connection from a container other than the sidecar to a provider endpoint. enforce: the same policy stops it (enforcementAction). Needs Tetragon's CRD (docs/provenance.md). */
+  enforcement?: 'off' | 'audit' | 'enforce';
+  /** enforce: sigkill (default; kills the process at tcp_connect, needs bpf_send_signal, kernel 5.3+) or override (connect() fails with ECONNREFUSED at security_socket_connect, needs CONFIG_BPF_KPROBE_OVERRIDE and kernel 5.7+). */
+  enforcementAction?: 'sigkill' | 'override';
 }
 
 /** Detection of connections from the pod to provider endpoints that did not come from the sidecar. */

@@ -61,6 +61,13 @@ describe('render', () => {
     expect(render({})).toEqual({ patch: {}, credentialRefs: [] });
   });
 
+  it("keeps the operator's enforcement fields out of the sidecar's provenance section (ADR 1602)", () => {
+    const { patch } = render({ provenance: { enforcement: 'enforce', enforcementAction: 'override', arguments: 'redacted', bypass: { extraHosts: ['llm.example.com:443'] } } });
+    expect(patch.provenance).toMatchObject({ arguments: 'redacted', bypass: { extraHosts: ['llm.example.com:443'] } });
+    expect(Object.keys(patch.provenance!)).not.toContain('enforcement');
+    expect(Object.keys(patch.provenance!)).not.toContain('enforcementAction');
+  });
+
   it('renders the metrics and tracing sections as the sidecar reads them', () => {
     const spec = { metrics: { perUser: { enabled: true, maxUsers: 50 } }, tracing: { otlp: { endpoint: 'http://otel-collector.observability:4317', protocol: 'grpc' as const } } };
     expect(render(spec).patch).toEqual(spec);

@@ -62,7 +62,11 @@ export function render(spec: ProxyConfigSpec | undefined): RenderedConfig {
   if (s.gateway) draft.gateway = defined({ ...s.gateway });
   if (s.metrics) draft.metrics = structuredClone(s.metrics);
   if (s.tracing) draft.tracing = structuredClone(s.tracing);
-  if (s.provenance) draft.provenance = structuredClone(s.provenance);
+  if (s.provenance) {
+    // The enforcement fields are the operator's (ADR 1602); the sidecar's schema does not know them.
+    const { enforcement: _mode, enforcementAction: _action, ...sidecar } = s.provenance;
+    draft.provenance = structuredClone(sidecar);
+  }
   if (s.models) draft.models = structuredClone(s.models);
   const audit = s.audit ? renderAudit(s.audit) : undefined;
   if (audit) draft.audit = audit.draft;

@@ -20,6 +20,7 @@ import type { OperatorMetrics } from '../metrics/operator-metrics.ts';
 import { buildSnapshot } from '../push/snapshot.ts';
 import { referencedSecrets, render, resolveCredentials } from '../render.ts';
 import type { SecretObject } from './secret-object.ts';
+import { ENFORCEMENT_CONDITION, type EnforcementDeps, reconcileBypassPolicy, resolveWithDns } from '../enforcement/bypass-enforcement.ts';
 
 export type CachedProxyConfig = ProxyConfig & { metadata: { name: string; namespace: string } };
 
@@ -34,6 +35,8 @@ export interface ControllerDeps {
   aliasDegradedAfterMs: number;
   /** Per ProxyConfig, whether each alias was last announced degraded: no Event twice while the cache lags our writes. */
   aliasAnnounced: Map<string, Map<string, boolean>>;
+  /** spec.provenance.enforcement: the Tetragon bypass policy (ADR 1602). */
+  enforcement: EnforcementDeps;
 }
 
 export function proxyConfigRef(pc: CachedProxyConfig): ObjectReference {
@@ -52,14 +55,17 @@ export async function reconcileProxyConfig(key: string, deps: ControllerDeps): P
   const verdict = publish(key, pc, deps);
   // The message names the config version: a new version is news even while Ready stays True.
   const ready = setReady(pc.status?.conditions, verdict, { generation, compareMessage: true });
+  const enforcement = await enforceBypassPolicy(pc, ready.conditions, deps);
   // What the sidecars running the last good snapshot report of its aliases; looked at again when one turns degraded.
   const aliases = aliasStatus(registry.aliasModels(key), registry.aliasReports(key), pc.status?.models, { now: Date.now(), degradedAfterMs: deps.aliasDegradedAfterMs });
-  const status = statusOf(key, pc, ready.conditions, registry, aliases.models);
+  const status = statusOf(key, pc, enforcement.conditions, registry, aliases.models);
   // A merge patch keeps a field it does not name: status.models of aliases now gone is removed with null.
   const patch = pc.status?.models && !status.models ? { ...status, models: null } : status;
   if (!sameStatus(pc.status, status) && !(await writeStatus(deps.api, PROXY_CONFIG, key, patch))) return;
   await announceAliases(key, pc, aliases.models, deps);
-  const next = aliases.recheckInMs === undefined ? undefined : { requeueAfterMs: aliases.recheckInMs };
+  await enforcement.announce();
+  const recheck = [aliases.recheckInMs, enforcement.requeueAfterMs].filter((ms) => ms !== undefined);
+  const next = recheck.length === 0 ? undefined : { requeueAfterMs: Math.min(...recheck) };
   if (!ready.changed) return next;
   if (verdict.ready) logger.info({ proxyConfig: key, generation, version: status.configVersion }, 'ProxyConfig accepted');
   else logger.warn({ proxyConfig: key, generation, reason: verdict.reason, message: verdict.message }, 'ProxyConfig rejected');
@@ -79,6 +85,35 @@ async function announceAliases(key: string, pc: CachedProxyConfig, models: reado
     else deps.logger.info({ proxyConfig: key, alias: event.alias, note: event.note }, 'model alias recovered');
     await deps.recorder.record({ regarding: proxyConfigRef(pc), type: event.type, reason: event.reason, action: 'Serve', note: event.note });
   }
+}
+
+/**
+ * Applies or deletes the bypass policy and sets the BypassEnforcement condition; `announce` records a Warning
+ * (or Normal) Event and a log line when the condition's status or reason changed, after the status is written.
+ */
+async function enforceBypassPolicy(pc: CachedProxyConfig, conditions: Condition[], deps: ControllerDeps) {
+  const before = pc.status?.conditions?.find((c) => c.type === ENFORCEMENT_CONDITION);
+  const outcome = await reconcileBypassPolicy(pc, before !== undefined, deps.enforcement);
+  const { condition } = outcome;
+  const generation = pc.metadata.generation;
+  const next = condition
+    ? setCondition(conditions, { type: ENFORCEMENT_CONDITION, ...condition, ...(generation !== undefined ? { observedGeneration: generation } : {}) }, rfc3339())
+    : conditions.filter((c) => c.type !== ENFORCEMENT_CONDITION);
+  const announce = async () => {
+    if (!condition || (before?.status === condition.status && before.reason === condition.reason)) return;
+    const key = objectKey(pc);
+    if (condition.status === 'True') deps.logger.info({ proxyConfig: key, reason: condition.reason, message: condition.message }, 'bypass policy applied');
+    else deps.logger.warn({ proxyConfig: key, reason: condition.reason, message: condition.message }, 'bypass enforcement unavailable');
+    const type = condition.status === 'True' ? 'Normal' : 'Warning';
+    await deps.recorder.record({
+      regarding: proxyConfigRef(pc),
+      type,
+      reason: condition.status === 'True' ? 'BypassPolicyApplied' : condition.reason,
+      action: 'Enforce',
+      note: condition.message,
+    });
+  };
+  return { conditions: next, requeueAfterMs: outcome.requeueAfterMs, announce };
 }
 
 /** Renders the spec, resolves its Secrets and publishes the snapshot; the verdict says how that went. */
@@ -146,7 +181,10 @@ export class ProxyConfigController {
   #workers: Workers | undefined;
 
   constructor(
-    opts: Omit<ControllerDeps, 'registry' | 'aliasDegradedAfterMs' | 'aliasAnnounced'> & { metrics?: OperatorMetrics | undefined; aliasDegradedAfterMs?: number | undefined },
+    opts: Omit<ControllerDeps, 'registry' | 'aliasDegradedAfterMs' | 'aliasAnnounced' | 'enforcement'> & {
+      metrics?: OperatorMetrics | undefined;
+      aliasDegradedAfterMs?: number | undefined;
+    },
   ) {
     const { logger, proxyConfigs } = opts;
     this.queue = new WorkQueue(undefined, opts.metrics);
@@ -156,7 +194,13 @@ export class ProxyConfigController {
       logger: logger.child({ component: 'push' }),
       listener: pushEvents(opts, this.queue),
     });
-    this.#deps = { ...opts, registry: this.registry, aliasDegradedAfterMs: opts.aliasDegradedAfterMs ?? DEFAULT_ALIAS_DEGRADED_AFTER_MS, aliasAnnounced: new Map() };
+    this.#deps = {
+      ...opts,
+      registry: this.registry,
+      aliasDegradedAfterMs: opts.aliasDegradedAfterMs ?? DEFAULT_ALIAS_DEGRADED_AFTER_MS,
+      aliasAnnounced: new Map(),
+      enforcement: { api: opts.api, resolve: resolveWithDns, recent: new Map(), now: Date.now },
+    };
   }
 
   /**

@@ -1,0 +1,136 @@
+// Opt-in bypass enforcement (ADR 1602) on a real API server, with the `tollgate operator` command running as the
+// chart's operator ServiceAccount: spec.provenance.enforcement on a ProxyConfig becomes a Tetragon
+// TracingPolicyNamespaced in its namespace once Tetragon's CRD is served (a stub of it here: the real group,
+// version, kind and plural, its spec kept as sent), with Post under audit, Sigkill or Override under enforce,
+// and gone under off; without the CRD the ProxyConfig says so in a condition and an Event.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ProxyConfigSpec } from '../../crds/index.ts';
+import { isStatus } from '../../kube-client/api-client.ts';
+import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
+import { freePort } from '../control-plane/free-port.ts';
+import { crdEstablished } from './crd-established.ts';
+import {
+  apply,
+  ensureNamespace,
+  eventsFor,
+  eventually,
+  getProxyConfig,
+  installOperatorPrerequisites,
+  KubeApi,
+  putProxyConfig,
+  readyCondition,
+  startOperatorProcess,
+  tempDir,
+  type OperatorProcess,
+} from './operator-fixtures.ts';
+
+const NS = 'agents';
+const POLICY = `/apis/cilium.io/v1alpha1/namespaces/${NS}/tracingpoliciesnamespaced/tollgate-bypass-default`;
+
+const TETRAGON_CRD_STUB = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'tracingpoliciesnamespaced.cilium.io' },
+  spec: {
+    group: 'cilium.io',
+    names: { kind: 'TracingPolicyNamespaced', listKind: 'TracingPolicyNamespacedList', plural: 'tracingpoliciesnamespaced', singular: 'tracingpolicynamespaced' },
+    scope: 'Namespaced',
+    versions: [
+      {
+        name: 'v1alpha1',
+        served: true,
+        storage: true,
+        schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } } },
+      },
+    ],
+  },
+};
+
+/** Providers at IP literals, so the addresses need no DNS: the Vertex and Bedrock routes' hosts need a location or region it does not give. */
+function spec(enforcement: 'off' | 'audit' | 'enforce', enforcementAction?: 'sigkill' | 'override'): ProxyConfigSpec {
+  return {
+    upstreams: { beta: { baseUrl: 'https://203.0.113.10' }, 'gamma-direct': { baseUrl: 'https://198.51.100.20:8443' } },
+    provenance: { enforcement, ...(enforcementAction ? { enforcementAction } : {}), bypass: { resolveIntervalMs: 1_000 } },
+  };
+}
+
+interface Policy {
+  metadata: { ownerReferences?: { kind: string; name: string }[] };
+  spec: { containerSelector: unknown; kprobes: { call: string; selectors: { matchArgs: { operator: string; values: string[] }[]; matchActions: object[] }[] }[] };
+}
+
+describe('bypass enforcement: the operator renders a Tetragon policy for a ProxyConfig that opts in', () => {
+  let cp: ControlPlane;
+  let api: KubeApi;
+  let operator: OperatorProcess | undefined;
+  let dir: ReturnType<typeof tempDir>;
+
+  const policy = () => api.get<Policy>(POLICY).catch((error: unknown) => (isStatus(error, 404) ? undefined : Promise.reject(error as Error)));
+  const condition = async () => (await getProxyConfig(api, NS, 'default')).status?.conditions?.find((c) => c.type === 'BypassEnforcement');
+
+  beforeAll(async () => {
+    dir = tempDir('tollgate-bypass-enforcement-test-');
+    cp = await startControlPlane();
+    api = new KubeApi(cp.kubeConfig);
+    const kubeconfig = await installOperatorPrerequisites(cp, dir.path);
+    await ensureNamespace(api, NS);
+    operator = startOperatorProcess({ kubeconfig, identity: 'enforcement-operator', grpcPort: await freePort(), logDir: dir.path });
+  });
+
+  afterAll(async () => {
+    await operator?.stop();
+    await cp?.stop();
+    dir?.remove();
+  });
+
+  it('without the CRD: a condition and an Event; with it: audit (Post), enforce (Sigkill, Override), off (deleted)', async () => {
+    await putProxyConfig(api, NS, 'default', spec('audit'));
+    const absent = await eventually('the TetragonCrdAbsent condition', async () => ((await condition())?.reason === 'TetragonCrdAbsent' ? condition() : undefined));
+    expect(absent).toMatchObject({ status: 'False' });
+    expect(absent.message).toContain('spec.provenance.enforcement is audit, but this cluster does not serve tracingpoliciesnamespaced.cilium.io/v1alpha1');
+    const event = await eventually('a TetragonCrdAbsent Event', async () => (await eventsFor(api, NS, 'default')).find((e) => e.reason === 'TetragonCrdAbsent'));
+    expect(event).toMatchObject({ type: 'Warning', regarding: { kind: 'ProxyConfig', name: 'default' } });
+    // The sidecars' config is unaffected: the operator's fields are not in the snapshot the sidecar validates.
+    expect(readyCondition(await getProxyConfig(api, NS, 'default'))).toMatchObject({ status: 'True', reason: 'Accepted' });
+
+    await apply(cp, [TETRAGON_CRD_STUB]);
+    await crdEstablished(cp.kubeConfig, 'tracingpoliciesnamespaced.cilium.io');
+    const audit = await eventually('the audit policy', policy);
+    expect(audit.metadata.ownerReferences).toMatchObject([{ kind: 'ProxyConfig', name: 'default' }]);
+    expect(audit.spec.containerSelector).toEqual({ matchExpressions: [{ key: 'name', operator: 'NotIn', values: ['tollgate-proxy'] }] });
+    expect(audit.spec.kprobes).toMatchObject([
+      {
+        call: 'tcp_connect',
+        selectors: [
+          {
+            matchArgs: [
+              { operator: 'DAddr', values: ['198.51.100.20/32', '203.0.113.10/32'] },
+              { operator: 'DPort', values: ['443', '8443'] },
+            ],
+            matchActions: [{ action: 'Post' }],
+          },
+        ],
+      },
+    ]);
+    expect(await eventually('the Audit condition', async () => ((await condition())?.reason === 'Audit' ? condition() : undefined))).toMatchObject({ status: 'True' });
+
+    await putProxyConfig(api, NS, 'default', spec('enforce'));
+    const sigkill = await eventually(
+      'the Sigkill policy',
+      async () => ((await policy())?.spec.kprobes[0]!.selectors[0]!.matchActions[0] as { action?: string })?.action === 'Sigkill' || undefined,
+    );
+    expect(sigkill).toBe(true);
+    await putProxyConfig(api, NS, 'default', spec('enforce', 'override'));
+    const override = await eventually('the Override policy', async () => {
+      const p = await policy();
+      return p?.spec.kprobes[0]!.call === 'security_socket_connect' ? p : undefined;
+    });
+    expect(override.spec.kprobes[0]!.selectors[0]!.matchActions).toEqual([{ action: 'Override', argError: -111 }]);
+    expect(override.spec.kprobes[0]!.selectors[0]!.matchArgs.map((m) => m.operator)).toEqual(['SAddr', 'SPort']);
+
+    await putProxyConfig(api, NS, 'default', spec('off'));
+    await eventually('the policy deleted', async () => ((await policy()) === undefined ? true : undefined));
+    await eventually('the condition gone', async () => ((await condition()) === undefined ? true : undefined));
+  });
+});
