@@ -332,6 +332,10 @@ describe('helm install into the real control plane', () => {
     expect(await canOperator(['update', 'configmaps', '-n', 'shop'])).toBe('no');
 
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+    // spec.provenance.enforcement: the Tetragon bypass policy (ADR 1602), nothing else of Cilium's. Read from the
+    // role: `kubectl auth can-i` cannot name a resource whose CRD this cluster does not have.
+    const cilium = (await rbac.readClusterRole({ name: 'tollgate-operator' })).rules!.filter((r) => r.apiGroups?.includes('cilium.io'));
+    expect(cilium).toEqual([expect.objectContaining({ apiGroups: ['cilium.io'], resources: ['tracingpoliciesnamespaced'], verbs: ['create', 'patch', 'delete'] })]);
     const webhookRole = await rbac.readClusterRole({ name: 'tollgate-webhook' });
     expect(webhookRole.rules).toContainEqual(expect.objectContaining({ resources: ['mutatingwebhookconfigurations'], resourceNames: ['tollgate'], verbs: ['get', 'patch'] }));
     // Nothing cluster-wide on Secrets for the webhook.
