@@ -49,6 +49,8 @@ export async function reconcileProxyConfig(key: string, deps: ControllerDeps): P
   if (!pc || pc.metadata.deletionTimestamp) {
     registry.withdraw(key);
     deps.aliasAnnounced.delete(key);
+    // Its bypass policy, if any, goes with it through the owner reference.
+    deps.enforcement.recent.delete(key);
     return;
   }
   const generation = pc.metadata.generation;
