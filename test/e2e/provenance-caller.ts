@@ -1,6 +1,7 @@
 // A client process for the provenance e2e test: opens one TCP connection to `url`, prints its pid and the
 // connection's source port (what Tetragon's tcp_connect would show), waits for `go` on stdin, then sends one
-// POST over that connection and prints the answer's status and span id.
+// POST over that connection and prints the answer's status and span id. Like an agent, it keeps running (and
+// its connection open) until its stdin ends.
 //   node test/e2e/provenance-caller.ts <url> <path> [bearer key]
 
 import { request } from 'node:http';
@@ -12,15 +13,17 @@ const target = new URL(url!);
 const socket = connect(Number(target.port), target.hostname);
 socket.once('connect', () => {
   process.stdout.write(`${JSON.stringify({ pid: process.pid, sport: socket.localPort })}\n`);
-  createInterface({ input: process.stdin }).once('line', () => {
+  const input = createInterface({ input: process.stdin });
+  input.once('close', () => process.exit(0));
+  input.once('line', () => {
     const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'close' };
+    // Without an agent Node's client asks to close the connection after the answer; an agent keeps it.
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'keep-alive' };
     if (key) headers.authorization = `Bearer ${key}`;
     const req = request({ createConnection: () => socket, host: target.hostname, port: target.port, method: 'POST', path, headers }, (res) => {
       res.resume();
       res.on('end', () => {
         process.stdout.write(`${JSON.stringify({ status: res.statusCode, spanId: res.headers['x-proxy-span-id'] ?? null })}\n`);
-        process.exit(0);
       });
     });
     req.on('error', (error) => {

@@ -6,6 +6,7 @@
 // well, one stream serves both.
 
 import { type ChildProcess, spawn } from 'node:child_process';
+import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -149,6 +150,48 @@ provenance:
       async () => sampleValue(await (await fetch(`${proxy.url}/metrics`)).text(), 'tollgate_provenance_bypass_total', { provider: 'openai' }) === 2,
     );
     expect(logsWith(proxy, 'provider call bypassed the sidecar')).toHaveLength(1);
+  });
+});
+
+describe('provenance from /proc, the pod sharing its process namespace', { timeout: 60_000 }, () => {
+  let agent: FakeTetragonAgent;
+  let bed: UpstreamBed;
+  let proxy: ProxyProcess;
+
+  beforeAll(async () => {
+    agent = await startFakeTetragonAgent();
+    bed = await startUpstreamBed();
+    // The test's processes share the proxy's PID and network namespaces, as a pod's containers do with
+    // shareProcessNamespace: true. The agent reports nothing here.
+    proxy = await startProxyProcess({
+      configYaml: bed.configYaml(`
+provenance: { address: "${agent.address}", procfs: true, arguments: all }
+`),
+      env: { ...bed.env, ...POD_ENV },
+    });
+  });
+
+  afterAll(async () => {
+    await proxy?.stop();
+    await bed?.close();
+    await agent?.stop();
+  });
+
+  it('finds the caller through its socket in /proc: pid, executable, argv, parent', async () => {
+    const caller = await startCaller(proxy.url, CHAT);
+    const answer = await caller.call();
+    expect(answer.status).toBe(200);
+    const span = await findSpan(proxy.url, { spanId: answer.spanId });
+    // argv as the caller was started (arguments: all); its parent is this test's own process
+    expect(span.process).toEqual({
+      attribution: 'procfs',
+      pid: caller.pid,
+      executable_path: realpathSync(process.execPath),
+      command_args: [process.execPath, CALLER, proxy.url, CHAT],
+      parent_executables: expect.arrayContaining([realpathSync(process.execPath)]) as unknown,
+      container_name: null,
+    });
+    expect(span.process?.parent_executables[0]).toBe(realpathSync(process.execPath));
   });
 });
 

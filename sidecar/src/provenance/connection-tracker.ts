@@ -1,5 +1,5 @@
-// Which process opened each connection the sidecar accepted (ADR 1600). A connection is noted at its first
-// request (a WeakMap on the socket, so a kept-alive connection is looked up once), matched at once against the
+// Which process opened each connection the sidecar accepted (ADR 1600). A connection is noted when accepted (a
+// WeakMap on the socket, so a kept-alive connection is looked up once), matched at once against the
 // recent connects in the ring, and otherwise left waiting for a connect that arrives late; whoever waits on it
 // (the span gate) is told when it resolves. Everything is bounded: the ring, the waiting connections, the
 // request index. Nothing here waits: the request path only notes the socket.
@@ -65,25 +65,31 @@ export class ConnectionTracker {
     return { ringDropped: this.#ring.dropped, waiting: this.#waiting.size, waitingGivenUp: this.#gaveUp };
   }
 
-  /** On a request's arrival: its connection, noted and matched the first time it is seen. Returns it when new. */
+  /**
+   * A connection, noted and matched the first time it is seen (when accepted, or at its first request where the
+   * listener hands requests another socket object, as HTTP/2 does). Returns it when new.
+   */
+  noteConnection(socket: SocketView & object, nowMs: number): ConnectionState | undefined {
+    if (this.#bySocket.has(socket)) return undefined;
+    const state: ConnectionState = {
+      remoteAddress: socket.remoteAddress ?? '',
+      remotePort: socket.remotePort ?? 0,
+      localPort: socket.localPort ?? 0,
+      seenAtMs: nowMs,
+      process: null,
+      waiters: new Set(),
+    };
+    this.#bySocket.set(socket, state);
+    const found = this.#ring.find(state, this.#window());
+    if (found) state.process = this.#describe(found);
+    else this.#wait(state);
+    return state;
+  }
+
+  /** On a request's arrival: its connection (noted now if it was not yet), found later by the request id. */
   noteRequest(requestId: string, socket: SocketView & object, nowMs: number): ConnectionState | undefined {
-    let state = this.#bySocket.get(socket);
-    let fresh: ConnectionState | undefined;
-    if (state === undefined) {
-      state = {
-        remoteAddress: socket.remoteAddress ?? '',
-        remotePort: socket.remotePort ?? 0,
-        localPort: socket.localPort ?? 0,
-        seenAtMs: nowMs,
-        process: null,
-        waiters: new Set(),
-      };
-      this.#bySocket.set(socket, state);
-      const found = this.#ring.find(state, this.#window());
-      if (found) state.process = this.#describe(found);
-      else this.#wait(state);
-      fresh = state;
-    }
+    const fresh = this.noteConnection(socket, nowMs);
+    const state = fresh ?? this.#bySocket.get(socket)!;
     if (this.#byRequest.size >= this.#limits.maxRequests) this.#byRequest.delete(this.#byRequest.keys().next().value!);
     this.#byRequest.set(requestId, state);
     return fresh;

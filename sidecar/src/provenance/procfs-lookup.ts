@@ -38,27 +38,6 @@ async function socketInode(procRoot: string, localPort: number, remotePort: numb
   return undefined;
 }
 
-async function holderOf(procRoot: string, inode: string): Promise<number | undefined> {
-  const link = `socket:[${inode}]`;
-  const pids = (await readdir(procRoot)).filter((name) => /^\d+$/.test(name));
-  for (const pid of pids) {
-    let fds: string[];
-    try {
-      fds = await readdir(join(procRoot, pid, 'fd'));
-    } catch {
-      continue;
-    }
-    for (const fd of fds) {
-      try {
-        if ((await readlink(join(procRoot, pid, 'fd', fd))) === link) return Number(pid);
-      } catch {
-        // closed meanwhile
-      }
-    }
-  }
-  return undefined;
-}
-
 async function executable(procRoot: string, pid: number): Promise<string | null> {
   try {
     return await readlink(join(procRoot, String(pid), 'exe'));
@@ -78,18 +57,20 @@ async function parentPid(procRoot: string, pid: number): Promise<number | undefi
   }
 }
 
-/** The process holding the client end of the connection from `clientPort` to `serverPort`, or null. */
-export async function lookupProcfs(clientPort: number, serverPort: number, procRoot = '/proc'): Promise<ProcProcess | null> {
-  const inode = await socketInode(procRoot, clientPort, serverPort);
-  if (inode === undefined) return null;
-  const pid = await holderOf(procRoot, inode);
-  if (pid === undefined) return null;
-  let argv: string[] = [];
+async function holds(procRoot: string, pid: string, link: string): Promise<boolean> {
+  let fds: string[];
   try {
-    argv = (await readFile(join(procRoot, String(pid), 'cmdline'), 'utf8')).split('\0').filter((a) => a !== '');
+    fds = await readdir(join(procRoot, pid, 'fd'));
   } catch {
-    // gone
+    return false;
   }
+  const links = await Promise.all(fds.map((fd) => readlink(join(procRoot, pid, 'fd', fd)).catch(() => '')));
+  return links.includes(link);
+}
+
+/** What /proc says of `pid`, read as soon as it is found: a short call's client may live for milliseconds. */
+async function describe(procRoot: string, pid: number): Promise<ProcProcess> {
+  const [executablePath, cmdline] = await Promise.all([executable(procRoot, pid), readFile(join(procRoot, String(pid), 'cmdline'), 'utf8').catch(() => '')]);
   const parents: string[] = [];
   let at = await parentPid(procRoot, pid);
   while (at !== undefined && parents.length < MAX_PARENTS) {
@@ -97,5 +78,16 @@ export async function lookupProcfs(clientPort: number, serverPort: number, procR
     if (exe !== null) parents.push(exe);
     at = await parentPid(procRoot, at);
   }
-  return { pid, executablePath: await executable(procRoot, pid), argv, parents };
+  return { pid, executablePath, argv: cmdline.split('\0').filter((a) => a !== ''), parents };
+}
+
+/** The process holding the client end of the connection from `clientPort` to `serverPort`, or null. */
+export async function lookupProcfs(clientPort: number, serverPort: number, procRoot = '/proc'): Promise<ProcProcess | null> {
+  const inode = await socketInode(procRoot, clientPort, serverPort);
+  if (inode === undefined) return null;
+  const link = `socket:[${inode}]`;
+  // Every process at once, each described the moment its descriptors show the socket.
+  const pids = (await readdir(procRoot)).filter((name) => /^\d+$/.test(name) && name !== String(process.pid));
+  const found = await Promise.all(pids.map(async (pid) => ((await holds(procRoot, pid, link)) ? describe(procRoot, Number(pid)) : null)));
+  return found.find((p) => p !== null) ?? null;
 }

@@ -3,6 +3,7 @@
 // and the Tetragon part is loaded and configured; with it off, spans pass straight through and nothing is
 // loaded. The audit fan-out hands its events to `tap`, so one stream serves both when both are on.
 
+import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
@@ -11,7 +12,7 @@ import type { TetragonEvent } from '../audit/tetragon-protocol.ts';
 import type { ConfigStore } from '../config/config-store.ts';
 import type { SpanProcess } from '../spans/span.ts';
 import { ArgumentPolicy, splitTetragonArguments } from './argument-redaction.ts';
-import { ConnectionTracker } from './connection-tracker.ts';
+import { type ConnectionState, ConnectionTracker } from './connection-tracker.ts';
 import type { ProvenanceHealth, ProvenanceRuntime } from './provenance-runtime.ts';
 import { SpanGate, type SpanRecorder } from './span-gate.ts';
 import type { TcpConnect } from './tcp-connect-event.ts';
@@ -49,14 +50,24 @@ export class ProvenanceController {
 
   /** Notes each metered request's connection; reads the socket only, and only while provenance is on. */
   install(app: FastifyInstance): void {
+    // Noted when accepted: closest in time to the client's connect, and a /proc lookup starts while the client
+    // still holds the socket (a short call's client can be gone by the time its span is written).
+    app.server.on('connection', (socket: Socket) => {
+      const fresh = this.#tracker?.noteConnection(socket, Date.now());
+      if (fresh) this.#lookUp(fresh);
+    });
     app.addHook('onRequest', (request, _reply, done) => {
       const tracker = this.#tracker;
       if (tracker !== null && metered(request.url)) {
         const fresh = tracker.noteRequest(request.id, request.raw.socket, Date.now());
-        if (fresh && fresh.process === null && this.#procfs) this.#runtime?.lookupProcfs(fresh);
+        if (fresh) this.#lookUp(fresh);
       }
       done();
     });
+  }
+
+  #lookUp(state: ConnectionState): void {
+    if (state.process === null && this.#procfs) this.#runtime?.lookupProcfs(state);
   }
 
   health(): ProvenanceHealth | { enabled: false } {
