@@ -129,6 +129,44 @@ describe('OTLP export of billed units other than tokens (ADR 0910)', () => {
   });
 });
 
+describe('OTLP export of the calling process (ADR 1600)', () => {
+  it('carries process.pid, process.executable.path, process.command_args and container.name when provenance found them', async () => {
+    const settings = resolveOtlpSettings({ endpoint: collector.httpEndpoint, protocol: 'http/protobuf', scheduledDelayMs: 50 }, {})!;
+    const exporter = new OtlpSpanExport({ settings, logger: silent });
+    const attributed = sampleSpan({
+      process: {
+        attribution: 'tetragon',
+        pid: 52699,
+        executablePath: '/usr/bin/python3',
+        commandArgs: ['/usr/bin/python3', 'agent.py'],
+        parentExecutables: ['/bin/sh'],
+        containerName: 'app',
+      },
+    });
+    const unattributed = sampleSpan({
+      traceId: attributed.traceId,
+      process: { attribution: 'unattributed', pid: null, executablePath: null, commandArgs: null, parentExecutables: [], containerName: null },
+    });
+    const off = sampleSpan({ traceId: attributed.traceId });
+    const before = collector.spans.length;
+    for (const span of [attributed, unattributed, off]) exporter.record(span, true);
+    await exporter.shutdown();
+    const spans = (await collector.waitForSpans(before + 3)).filter((s) => s.traceId === attributed.traceId);
+    const attributes = (id: string) => spans.find((s) => s.spanId === id)!.attributes;
+    expect(attributes(attributed.spanId)).toMatchObject({
+      'tollgate.process.attribution': 'tetragon',
+      'process.pid': 52699,
+      'process.executable.path': '/usr/bin/python3',
+      'process.command_args': ['/usr/bin/python3', 'agent.py'],
+      'tollgate.process.parent_executables': ['/bin/sh'],
+      'container.name': 'app',
+    });
+    expect(attributes(unattributed.spanId)['tollgate.process.attribution']).toBe('unattributed');
+    expect(attributes(unattributed.spanId)).not.toHaveProperty('process.pid');
+    expect(attributes(off.spanId)).not.toHaveProperty('tollgate.process.attribution');
+  });
+});
+
 describe('OTLP export: bounds and failures', () => {
   it('drops what does not fit the queue and counts spans the collector never got', async () => {
     const closed = await freePort(); // nothing listens there

@@ -37,28 +37,34 @@ export interface CollectedSpan {
   kind: number;
   startTimeUnixNano: string;
   endTimeUnixNano: string;
-  attributes: Record<string, string | number | boolean>;
+  attributes: Record<string, AttributeValue>;
   status: { code?: number; message?: string };
-  resource: Record<string, string | number | boolean>;
+  resource: Record<string, AttributeValue>;
   scope: { name: string; version?: string };
 }
+
+type Scalar = string | number | boolean;
+type AttributeValue = Scalar | Scalar[];
 
 interface AnyValue {
   stringValue?: string;
   intValue?: string | number;
   doubleValue?: number;
   boolValue?: boolean;
+  arrayValue?: { values?: AnyValue[] };
 }
 interface KeyValue {
   key: string;
   value: AnyValue;
 }
 
-function plain(attributes: KeyValue[] | undefined): Record<string, string | number | boolean> {
-  const out: Record<string, string | number | boolean> = {};
-  for (const { key, value } of attributes ?? []) {
-    out[key] = value.stringValue ?? (value.intValue !== undefined ? Number(value.intValue) : undefined) ?? value.doubleValue ?? value.boolValue ?? '';
-  }
+function scalar(value: AnyValue): Scalar {
+  return value.stringValue ?? (value.intValue !== undefined ? Number(value.intValue) : undefined) ?? value.doubleValue ?? value.boolValue ?? '';
+}
+
+function plain(attributes: KeyValue[] | undefined): Record<string, AttributeValue> {
+  const out: Record<string, AttributeValue> = {};
+  for (const { key, value } of attributes ?? []) out[key] = value.arrayValue ? (value.arrayValue.values ?? []).map(scalar) : scalar(value);
   return out;
 }
 
