@@ -34,6 +34,7 @@ export class ProvenanceController {
   readonly #logger: Logger;
   #tracker: ConnectionTracker | null = null;
   #procfs = false;
+  #policy = new ArgumentPolicy('none', []);
   #runtime: ProvenanceRuntime | undefined;
   #applied = 'null';
   #chain: Promise<void> = Promise.resolve();
@@ -100,7 +101,10 @@ export class ProvenanceController {
       }
       try {
         const policy = new ArgumentPolicy(wanted.arguments, wanted.redact);
-        const tracker = new ConnectionTracker({ describe: (event) => describeConnect(event, policy), aheadMs: wanted.attributionWindowMs });
+        this.#policy = policy;
+        // Kept across config changes while provenance stays on: connections already noted stay attributable.
+        const tracker = this.#tracker ?? new ConnectionTracker({ describe: (event) => describeConnect(event, this.#policy), aheadMs: wanted.attributionWindowMs });
+        tracker.aheadMs = wanted.attributionWindowMs;
         // Loaded on the first provenance section only (ADR 0003).
         const { ProvenanceRuntime } = await import('./provenance-runtime.ts');
         this.#runtime ??= new ProvenanceRuntime(this.#placement, this.#logger);

@@ -68,8 +68,10 @@ export class ProvenanceRuntime {
     this.#tracker = tracker;
     this.#policy = policy;
     this.#ports = new Set([config.server.port, config.local.lmstudioPort].filter((p) => p > 0));
+    // In a pod the agent prints host PIDs, which the sidecar's own PID says nothing about: its container name does.
+    const ownPid = this.#placement.podName === undefined ? process.pid : -1;
     this.#bypass = provenance.bypass.enabled
-      ? new BypassDetector({ endpoints: this.#endpoints, sidecarContainer: provenance.sidecarContainer, ownPid: process.pid, logger: this.#logger, counts: this.#bypassCounts })
+      ? new BypassDetector({ endpoints: this.#endpoints, sidecarContainer: provenance.sidecarContainer, ownPid, logger: this.#logger, counts: this.#bypassCounts })
       : null;
     if (this.#resolveTimer) clearInterval(this.#resolveTimer);
     this.#resolveTimer = null;
