@@ -89,6 +89,17 @@ describe('connection attribution', () => {
     expect(t.connectionOf('r2')?.process?.pid).toBe(11);
   });
 
+  it('gives a late connect to both views of an HTTP/2 connection: its socket and its session', () => {
+    const t = tracker();
+    const raw = socket(40_000);
+    const session = socket(40_000);
+    t.noteConnection(raw, T0 + 5);
+    t.noteRequest('r1', session, T0 + 9);
+    t.onConnect(connect({ pid: 11, atMs: T0 + 3 }));
+    expect(t.connectionOf('r1')?.process?.pid).toBe(11);
+    expect(t.stats().waiting).toBe(0);
+  });
+
   it('holds a span whose connect arrives late and writes it with the process when it comes', () => {
     const t = tracker();
     const written: Span[] = [];

@@ -108,14 +108,18 @@ export class ConnectionTracker {
     this.#waiting.add(state);
   }
 
-  /** A tcp_connect into the sidecar's port: kept for later connections, and given to one that waits for it. */
+  /** A tcp_connect into the sidecar's port: kept for later connections, and given to those that wait for it. */
   onConnect(event: TcpConnect): void {
     this.#ring.add(event);
     const window = this.#window();
+    // Every waiting state it matches: an HTTP/2 connection is noted twice (its socket when accepted, the
+    // session's socket object at its first request), and both are the same connection.
+    let process: SpanProcess | undefined;
     for (const state of this.#waiting) {
       if (!connectMatches(event, state, window)) continue;
-      this.resolve(state, this.#describe(event));
-      break;
+      process ??= this.#describe(event);
+      // resolve() deletes the state being visited, which a Set's iteration allows.
+      this.resolve(state, process);
     }
   }
 
