@@ -2,9 +2,10 @@
 // connection's source port (what Tetragon's tcp_connect would show), waits for `go` on stdin, then sends one
 // POST over that connection and prints the answer's status and span id. Like an agent, it keeps running (and
 // its connection open) until its stdin ends.
-//   node test/e2e/provenance-caller.ts <url> <path> [bearer key]
+//   node test/e2e/provenance-caller.ts <url> <path> [bearer key]      (CALLER_PROTOCOL=h2: HTTP/2 with prior knowledge)
 
 import { request } from 'node:http';
+import { connect as connectH2 } from 'node:http2';
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
 
@@ -16,6 +17,10 @@ socket.once('connect', () => {
   const input = createInterface({ input: process.stdin });
   input.once('close', () => process.exit(0));
   input.once('line', () => {
+    if (process.env.CALLER_PROTOCOL === 'h2') {
+      callH2();
+      return;
+    }
     const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
     // Without an agent Node's client asks to close the connection after the answer; an agent keeps it.
     const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'keep-alive' };
@@ -33,3 +38,15 @@ socket.once('connect', () => {
     req.end(body);
   });
 });
+
+/** The same call over HTTP/2 on the same connection (h2c, as the AWS SDK's Bedrock client speaks it). */
+function callH2(): void {
+  const session = connectH2(url!, { createConnection: () => socket });
+  const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+  const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) });
+  stream.on('response', (headers) => {
+    stream.resume();
+    stream.on('end', () => process.stdout.write(`${JSON.stringify({ status: headers[':status'], spanId: headers['x-proxy-span-id'] ?? null })}\n`));
+  });
+  stream.end(body);
+}

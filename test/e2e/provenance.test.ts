@@ -34,8 +34,11 @@ interface Caller {
 const callers: ChildProcess[] = [];
 
 /** A client process connected to `url`, waiting for `go`. */
-async function startCaller(url: string, path: string, key?: string): Promise<Caller> {
-  const child = spawn(process.execPath, [CALLER, url, path, ...(key ? [key] : [])], { stdio: ['pipe', 'pipe', 'inherit'] });
+async function startCaller(url: string, path: string, key?: string, protocol: 'http1' | 'h2' = 'http1'): Promise<Caller> {
+  const child = spawn(process.execPath, [CALLER, url, path, ...(key ? [key] : [])], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    env: { ...process.env, CALLER_PROTOCOL: protocol },
+  });
   callers.push(child);
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const first = JSON.parse((await lines.next()).value as string) as { pid: number; sport: number };
@@ -115,6 +118,15 @@ provenance:
       parent_executables: ['/bin/sh'],
       container_name: 'app',
     });
+  });
+
+  it('names an HTTP/2 caller too, its connect reported after the answer', async () => {
+    const h2 = await startCaller(proxy.url, CHAT, undefined, 'h2');
+    const answer = await h2.call();
+    expect(answer.status).toBe(200);
+    agent.emit([connectOf(h2, proxy.port, { binary: '/usr/local/bin/aws' })]);
+    const span = await findSpan(proxy.url, { spanId: answer.spanId });
+    expect(span.process).toMatchObject({ attribution: 'tetragon', pid: h2.pid, executable_path: '/usr/local/bin/aws' });
   });
 
   it('says `unattributed` when no connect matches within the window', async () => {
