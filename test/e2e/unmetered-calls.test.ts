@@ -68,6 +68,24 @@ describe("the Realtime API's client secrets on route beta, by default", () => {
   });
 });
 
+describe("a Bedrock model whose answers carry nothing to bill, through route gamma-cloudb's InvokeModel", () => {
+  const proxy = ownProxy(false);
+
+  it('is refused with 403 unmetered_endpoint saying why, never signed or sent', async () => {
+    const res = await post(proxy(), `/proxy/gamma-cloudb/model/${encodeURIComponent('stability.sd3-5-large-v1:0')}/invoke`, { prompt: 'a lighthouse', mode: 'text-to-image' });
+    expect(res.status).toBe(403);
+    const answer = (await res.json()) as { error: { code: string; message: string } };
+    expect(answer.error.code).toBe('unmetered_endpoint');
+    expect(answer.error.message).toContain(
+      'is not a call Tollgate can meter (stability.sd3-5-large-v1:0 answers without token counts and is not an image model Tollgate counts (Nova Canvas, Titan Image Generator v2))',
+    );
+    expect(bed.bedrock.requests).toHaveLength(0);
+    // A geography prefix is the same model.
+    expect((await post(proxy(), `/proxy/gamma-cloudb/model/${encodeURIComponent('us.stability.stable-image-core-v1:1')}/invoke`, { prompt: 'x' })).status).toBe(403);
+    expect(bed.bedrock.requests).toHaveLength(0);
+  });
+});
+
 describe("the Realtime API's client secrets on a route beta whose config file allows unmetered calls", () => {
   const proxy = ownProxy(true);
 

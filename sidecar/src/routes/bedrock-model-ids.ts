@@ -28,3 +28,16 @@ export function isConverseModel(entry: PriceEntry): boolean {
     return vendor !== undefined && vendor !== 'anthropic';
   });
 }
+
+/**
+ * Bedrock models whose InvokeModel answers carry nothing Tollgate can bill: Stability's image models and Titan
+ * Image Generator v1 answer images with no usage and no per-image price here; Nova Reel and Luma answer video
+ * (through an asynchronous invoke elsewhere). Matched by id, a geography prefix allowed; an ARN says nothing.
+ */
+const UNMETERED_INVOKE = /^(?:[a-z]{2,6}(?:-[a-z]+)?\.)?(?:stability\.|luma\.|amazon\.titan-image-generator-v1|amazon\.nova-reel)/;
+
+/** Why a native InvokeModel of `id` cannot be metered, or undefined when its answer can be. */
+export function unmeteredInvoke(id: string): string | undefined {
+  if (!UNMETERED_INVOKE.test(id.toLowerCase())) return undefined;
+  return `${id} answers without token counts and is not an image model Tollgate counts (Nova Canvas, Titan Image Generator v2)`;
+}

@@ -10,7 +10,7 @@ import { ProxyError } from '../../errors.ts';
 import { BEDROCK_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { chatToMessages, claudePlan } from '../claude-chat.ts';
 import { claudeModelId, isBedrockClaudeId, type ClaudeIdForm } from '../claude-model-ids.ts';
-import { isConverseModel } from '../bedrock-model-ids.ts';
+import { isConverseModel, unmeteredInvoke } from '../bedrock-model-ids.ts';
 import { conversePlan, converseModelId } from './converse.ts';
 import { BEDROCK_ERRORS } from '../error-shape.ts';
 import { forwardedAsIs } from '../native-request.ts';
@@ -53,6 +53,9 @@ export const bedrock = defineFormat('bedrock', (route) => {
         plan.units = units;
         plan.reservation = imagesReservation(units);
       }
+      // Refused unless the route allows unmetered calls: such an answer would be recorded unpriced.
+      const unmetered = match[1] === 'count-tokens' ? undefined : unmeteredInvoke(model);
+      if (unmetered !== undefined) plan.unmeteredBecause = unmetered;
       return plan;
     },
     v1: {
