@@ -105,6 +105,20 @@ describe('memory', () => {
     expect(w.size).toBe(2);
     expect(w.admit([{ key: 'b', limits: { concurrent: 1 } }], 0, T0 + 2_000).refusedBy).toBe('concurrent');
   });
+
+  it('never drops a level of the call being admitted to make room for another of its levels', () => {
+    const w = new MemoryRateWindows({ maxSubjects: 2 });
+    const annOwn = { key: 'ann', limits: { requestsPerMinute: 60, concurrent: 1 } };
+    w.admit([annOwn], 0, T0); // 1 s ahead, then settled: nothing in flight
+    w.settle([annOwn], 0, 0, T0);
+    w.admit([{ key: 'x', limits: { requestsPerMinute: 60 } }], 0, T0);
+    // At T0 + 2 s ann and x are idle and the map is full: making room for the team's window drops x, not ann,
+    // whose window this call has already fetched, so her one slot is taken where the next call sees it.
+    const levels = [annOwn, { key: '@team:eng', limits: { requestsPerMinute: 60 } }];
+    expect(w.admit(levels, 0, T0 + 2_000).refusedBy).toBeNull();
+    expect(w.size).toBe(2);
+    expect(w.admit(levels, 0, T0 + 2_000)).toMatchObject({ refusedBy: 'concurrent', refusedAt: 0 });
+  });
 });
 
 describe('levels above the user (ADR 1313)', () => {

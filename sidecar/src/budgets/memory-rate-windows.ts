@@ -41,10 +41,11 @@ export class MemoryRateWindows implements RateWindows {
     return this.#subjects.size;
   }
 
-  #windows(key: string, now: number): WindowsBefore {
+  /** `call`: every level of the call being admitted; none of them is dropped to make room for another. */
+  #windows(key: string, now: number, call: readonly RateSubject[]): WindowsBefore {
     let s = this.#subjects.get(key);
     if (s === undefined) {
-      if (this.#subjects.size >= this.#maxSubjects) this.#dropIdle(now);
+      if (this.#subjects.size >= this.#maxSubjects) this.#dropIdle(now, call);
       s = { rt: now, tt: now, n: 0 };
       this.#subjects.set(key, s);
     }
@@ -56,13 +57,13 @@ export class MemoryRateWindows implements RateWindows {
     if (subjects.length === 1) {
       // One level (the common case): no array, no second pass, as before there were levels.
       const subject = subjects[0]!;
-      const s = this.#windows(subject.key, now);
+      const s = this.#windows(subject.key, now, subjects);
       if (!levelFits(s, subject.limits, tokens, now)) return admissionOf([s], subjects, tokens, now, 0);
       const admitted = admittedAt(s, subject.limits, tokens, now);
       count(s, subject.limits, tokens, now);
       return admitted;
     }
-    const windows = subjects.map((subject) => this.#windows(subject.key, now));
+    const windows = subjects.map((subject) => this.#windows(subject.key, now, subjects));
     let refusedAt = -1;
     for (let i = 0; i < subjects.length && refusedAt === -1; i++) if (!levelFits(windows[i]!, subjects[i]!.limits, tokens, now)) refusedAt = i;
     // The admission reads the windows before the call: it is worked out before they are counted.
@@ -87,11 +88,12 @@ export class MemoryRateWindows implements RateWindows {
 
   /**
    * Drops subjects whose windows are full again and that have nothing in flight: they hold no information. Not
-   * those created at `now`: the call being admitted may have just created one level's windows before this.
+   * the levels of the call being admitted: one fetched before this would be counted in a detached object, its
+   * concurrent slot lost to the next call.
    */
-  #dropIdle(now: number): void {
+  #dropIdle(now: number, call: readonly RateSubject[]): void {
     for (const [subject, s] of this.#subjects) {
-      if (s.n === 0 && s.rt < now && s.tt < now) this.#subjects.delete(subject);
+      if (s.n === 0 && s.rt < now && s.tt < now && !call.some((level) => level.key === subject)) this.#subjects.delete(subject);
     }
   }
 }
