@@ -223,7 +223,16 @@ export class BudgetPolicyController {
     // reconcile and patch the status again while spend changes, a loop bounded only by how fast reconciles run.
     // Spend reaches the status through the ledger's writes, at most once a second per policy.
     const changed = (bp: CachedBudgetPolicy, old: CachedBudgetPolicy) => {
-      if (bp.metadata.generation !== old.metadata.generation || bp.metadata.deletionTimestamp !== old.metadata.deletionTimestamp) enqueue(bp);
+      const { metadata } = bp;
+      if (
+        bp === old || // the informer's periodic resync
+        metadata.generation !== old.metadata.generation ||
+        metadata.uid !== old.metadata.uid || // deleted and created again while the watch was away
+        metadata.deletionTimestamp !== old.metadata.deletionTimestamp ||
+        bp.status?.observedGeneration !== metadata.generation // a status someone else removed or rewrote
+      ) {
+        enqueue(bp);
+      }
     };
     budgetPolicies.on({ add: enqueue, update: changed, delete: enqueue });
   }

@@ -436,7 +436,7 @@ export class ClusterLedger {
             await this.#reload(error);
             continue;
           }
-          if (error instanceof LedgerLostError && job.kind === 'patch') {
+          if (error instanceof LedgerLostError) {
             this.#rewriteWhole(job, error);
             continue;
           }
@@ -477,12 +477,24 @@ export class ClusterLedger {
    * new base, written before the patch's acknowledgements go out. Later changes in memory ride along; the patches
    * after it carry absolute values, so writing them on top changes nothing twice.
    */
-  #rewriteWhole(job: Extract<WriteJob, { kind: 'patch' }>, error: LedgerLostError): void {
-    this.#opts.logger.error({ err: error.message, base: job.seq }, 'budget ledger lost by its store: writing the whole ledger from memory again');
+  #rewriteWhole(job: WriteJob, error: LedgerLostError): void {
+    const gen = job.kind === 'patch' ? job.seq : job.gen;
+    this.#opts.logger.error({ err: error.message, base: gen }, 'budget ledger lost by its store: writing the whole ledger from memory again');
     this.#manifestVersion = undefined;
     this.#base = 0;
     const parts = this.#state.chunks(MAX_PART_BYTES).map((p) => JSON.stringify(p));
-    this.#jobs.splice(0, 1, { kind: 'compact', gen: job.seq, parts }, { ...job, json: '' });
+    // A compaction's own parts were the whole ledger as of its patch, later changes are in later patches: only
+    // the version it checked is wrong. A patch becomes a base of everything now, then its acknowledgements.
+    this.#jobs.splice(
+      0,
+      1,
+      ...(job.kind === 'patch'
+        ? [
+            { kind: 'compact' as const, gen, parts },
+            { ...job, json: '' },
+          ]
+        : [job]),
+    );
   }
 
   /** Someone else wrote the ledger: drop what is not written, read it again, and have every sidecar start over. */

@@ -108,13 +108,19 @@ describe('the cluster ledger on Redis', () => {
     expect(spent(after, 'alice')).toBe(10n);
   });
 
-  it('says so when the store has lost the base the leader wrote (emptied, or a new pod on an empty disk)', async () => {
+  it('says so when the store has lost what the leader wrote (emptied, a new pod on an empty disk, a replica that lags)', async () => {
     const { backend, client } = store('t3');
     await backend.writePatch(1, 0, patch({ alice: '10' }, 1));
     const parts = (await backend.load()).state.chunks(700 * 1024).map((p) => JSON.stringify(p));
     await backend.compact(1, parts, { base: 0, manifestVersion: undefined });
+    // A replica that lags: the patch before the next one is missing.
+    await backend.writePatch(2, 1, patch({ alice: '15' }, 2));
+    await client.hdel('{t3:cluster}:log', '2');
+    await expect(backend.writePatch(3, 1, patch({ alice: '16' }, 3))).rejects.toThrow(/holds neither patch 2 nor a base that includes it/);
     await client.flushall();
     await expect(backend.writePatch(2, 1, patch({ alice: '20' }, 2))).rejects.toThrow(LedgerLostError);
+    // A compaction over the version the leader read, on a store that lost its manifest, is a loss, not a conflict.
+    await expect(backend.compact(2, [patch({ alice: '20' }, 2)], { base: 1, manifestVersion: '1' })).rejects.toThrow(LedgerLostError);
     // Written again whole by the leader (no version to match on an empty store), it is read back.
     expect(await backend.compact(2, [patch({ alice: '20' }, 2)], { base: 0, manifestVersion: undefined })).toBe('1');
     expect(spent(await backend.load(), 'alice')).toBe(20n);

@@ -10,8 +10,9 @@
 // leader still writing); a compaction by one that checks the manifest's version, replaces the base, drops the
 // patches it folds in and bumps the version, all at once, so no half-done compaction is ever read. The store
 // runs with appendfsync always (the chart's and the tests' setting): what it answered is on its disk. A store
-// that comes back without the base the leader wrote (a deleted pod's emptyDir) is a LedgerLostError at the next
-// patch, and the leader writes the whole ledger from its memory again.
+// that no longer holds what the leader wrote (a deleted pod's emptyDir, a failover to a lagging replica) is a
+// LedgerLostError at the next patch (it lacks the patch before) or compaction (it lacks the manifest), and the
+// leader writes the whole ledger from its memory again. A store without a base gets one at the first write.
 //
 // While the store holds no manifest, the ConfigMap ledger (what this operator kept before the switch to Redis)
 // is read as the base under whatever the store's log holds; the first compaction writes it into the store and
@@ -22,18 +23,21 @@ import { storeError } from '../../../contracts/redis-connection.ts';
 import { type LedgerBackend, LedgerConflictError, LedgerLostError, type LoadedLedger } from './ledger-store.ts';
 import { type LedgerPatch, LedgerState } from './ledger-state.ts';
 
-// ARGV: the patch's number, its JSON, and the base the leader believes is there (0: none yet). -1: the store has
-// lost that base.
+// ARGV: the patch's number and its JSON. Patch numbers are consecutive (a compaction's base is a patch's
+// number), so a patch goes on top of its predecessor or of the base that folded it in; anything else means the
+// store lost what the leader wrote (emptied, a new pod on an empty disk, a failover to a replica that lags): -1.
 const WRITE_PATCH = `
-local stored = redis.call('HGET', KEYS[1], 'base')
-if not stored and tonumber(ARGV[3]) > 0 then return -1 end
-if tonumber(ARGV[1]) <= tonumber(stored or '0') then return 0 end
+local base = tonumber(redis.call('HGET', KEYS[1], 'base') or '0')
+local seq = tonumber(ARGV[1])
+if seq <= base then return 0 end
+if seq - 1 ~= base and redis.call('HEXISTS', KEYS[2], tostring(seq - 1)) == 0 then return -1 end
 return redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
 `;
 
 // ARGV: the manifest version the leader read ('' for none), the new base's patch number, then its parts.
 const COMPACT = `
 local version = redis.call('HGET', KEYS[1], 'version') or ''
+if version == '' and ARGV[1] ~= '' then return -1 end
 if version ~= ARGV[1] then return false end
 local gen = tonumber(ARGV[2])
 redis.call('DEL', KEYS[2])
@@ -47,8 +51,8 @@ return next
 `;
 
 interface LedgerCommands {
-  tollgateLedgerPatch(manifest: string, log: string, seq: string, json: string, base: string): Promise<number>;
-  tollgateLedgerCompact(manifest: string, base: string, log: string, version: string, gen: string, ...parts: string[]): Promise<string | null>;
+  tollgateLedgerPatch(manifest: string, log: string, seq: string, json: string): Promise<number>;
+  tollgateLedgerCompact(manifest: string, base: string, log: string, version: string, gen: string, ...parts: string[]): Promise<string | number | null>;
 }
 
 export class RedisLedgerStore implements LedgerBackend {
@@ -97,11 +101,12 @@ export class RedisLedgerStore implements LedgerBackend {
       .filter((p) => p.seq > base)
       .sort((a, b) => a.seq - b.seq);
     let state: LedgerState;
-    let legacy = false;
+    // A store without a base gets one at the first write (`legacy` asks for the compaction): until then a lost
+    // store could not be told from a fresh one, and patches of absolute values alone would lose the users they
+    // do not name.
+    const legacy = manifest.version === undefined;
     if (manifest.version === undefined) {
-      const before = await this.#before();
-      state = before.state;
-      legacy = before.state.policies.size > 0;
+      state = (await this.#before()).state;
     } else {
       state = new LedgerState();
       const count = Number(manifest.parts);
@@ -124,15 +129,21 @@ export class RedisLedgerStore implements LedgerBackend {
   }
 
   async writePatch(seq: number, base: number, json: string): Promise<void> {
-    const written = await this.#named(this.#redis.tollgateLedgerPatch(this.#keys.manifest, this.#keys.log, String(seq), json, String(base)));
-    if (written === -1) throw new LedgerLostError(`the Redis store at ${new URL(this.#url).host} no longer holds the budget ledger's base ${base} (emptied or replaced)`);
+    const written = await this.#named(this.#redis.tollgateLedgerPatch(this.#keys.manifest, this.#keys.log, String(seq), json));
+    if (written === -1) {
+      throw new LedgerLostError(
+        `the Redis store at ${new URL(this.#url).host} holds neither patch ${seq - 1} nor a base that includes it (leader's base ${base}): emptied, replaced or rolled back`,
+      );
+    }
     if (written !== 1) throw new LedgerConflictError(`budget ledger patch ${seq} exists already in Redis, or its base includes it: another operator replica wrote it`);
   }
 
   async compact(gen: number, parts: string[], previous: { base: number; manifestVersion: string | undefined }): Promise<string> {
     const { manifest, base, log } = this.#keys;
     const version = await this.#named(this.#redis.tollgateLedgerCompact(manifest, base, log, previous.manifestVersion ?? '', String(gen), ...parts));
+    if (version === -1)
+      throw new LedgerLostError(`the Redis store at ${new URL(this.#url).host} no longer holds the budget ledger's manifest (version ${previous.manifestVersion})`);
     if (version === null) throw new LedgerConflictError('the budget ledger manifest in Redis was changed by someone else (another operator replica?)');
-    return version;
+    return String(version);
   }
 }
