@@ -53,6 +53,11 @@ export interface RateAdmission {
   refusedAt?: number;
   /** Refused by tokens: the whole tokens that level has left (the headers may show a tighter level). */
   tokensLeft?: number;
+  /**
+   * True when a shared store's windows could not be reached and this process's admitted the call (ADR 1311):
+   * it is settled there too, whatever the store's state when it ends. Absent: counted where `admit` counts.
+   */
+  countedHere?: true;
   /** Refused: ms until this call would fit at every level (a concurrent refusal cannot know: 1 000). 0 when admitted. */
   retryAfterMs: number;
   /**
@@ -178,9 +183,10 @@ export interface RateWindows {
   /**
    * Ends an admitted call, exactly once, with the `subjects` it was admitted under: frees its concurrent slot
    * and replaces its reserved tokens by `usedTokens` at every level (null: unknown, the reservation stands).
-   * Never throws; an async store may settle in the background.
+   * `countedHere`: the admission's, so the call is settled in the windows that counted it. Never throws; an
+   * async store may settle in the background.
    */
-  settle(subjects: readonly RateSubject[], reservedTokens: number, usedTokens: number | null, now: number): void | Promise<void>;
+  settle(subjects: readonly RateSubject[], reservedTokens: number, usedTokens: number | null, now: number, countedHere?: boolean): void | Promise<void>;
   /** A shared store's state for the health answer (ADR 1311); absent: windows in this process. */
   readonly store?: RateStoreHealth;
 }

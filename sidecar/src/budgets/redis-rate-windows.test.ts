@@ -91,6 +91,29 @@ describe('rate windows on Redis shared by two engines', () => {
     expect(await b.admit([{ key: 'dave', limits: { requestsPerMinute: 1 } }], 0, T)).toMatchObject({ refusedBy: null, requests: { remaining: 0, resetMs: 60_000 } });
   }, 60_000);
 
+  it('settles a call in the windows that admitted it: one admitted from memory in an outage does not take over the settlement of its team’s next call', async () => {
+    // Team ops may have one call in flight; its members have no limits of their own, so the team's key is each
+    // call's first level. Ann's call is admitted from engine a's memory during an outage.
+    const ops = [{ key: '@team:ops', limits: { concurrent: 1 } }];
+    await redis.kill();
+    const inOutage = await a.admit(ops, 0, T);
+    expect(inOutage).toMatchObject({ refusedBy: null, countedHere: true });
+    await redis.start();
+    const probe = [{ key: 'probe', limits: {} }];
+    await waitFor('engine a counting in the store again', async () => (await a.admit(probe, 0, T), a.store.unreachableSince === null));
+    // Ben's call is counted in the store: the team's one slot there is taken, as engine b sees.
+    const inStore = await a.admit(ops, 0, T);
+    expect(inStore.refusedBy).toBeNull();
+    expect(inStore.countedHere).toBeUndefined();
+    expect(await b.admit(ops, 0, T)).toMatchObject({ refusedBy: 'concurrent', refusedAt: 0 });
+    // Ben's call ends: its slot is freed in the store (not in engine a's memory), so engine b's next call fits.
+    await a.settle(ops, 0, null, T, inStore.countedHere);
+    const next = await b.admit(ops, 0, T);
+    expect(next.refusedBy).toBeNull();
+    await b.settle(ops, 0, null, T, next.countedHere);
+    await a.settle(ops, 0, null, T, inOutage.countedHere);
+  }, 60_000);
+
   it('with budgets.unreachable closed, admits from memory for the 30 s grace, then refuses naming the store, and counts in the store once it is back', async () => {
     const closed = new RedisRateWindows({ url: redis.url, keyPrefix: 'rates', commandTimeoutMs: 1_000, unreachable: 'closed' });
     try {

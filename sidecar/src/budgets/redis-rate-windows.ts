@@ -109,9 +109,8 @@ export class RedisRateWindows implements RateWindows {
   readonly #store: string;
   readonly #rule: BudgetUnreachableRule;
   readonly #logger: Logger | undefined;
-  /** Admits while the store cannot be reached; the calls it admitted are settled there too. */
+  /** Admits while the store cannot be reached; the calls it admitted (`countedHere`) are settled there too. */
   readonly #fallback = new MemoryRateWindows();
-  readonly #admittedHere = new Map<string, number>();
   /** When the store stopped answering (the caller's clock); null while it answers. */
   #downSince: number | null = null;
   #downCause = '';
@@ -169,24 +168,20 @@ export class RedisRateWindows implements RateWindows {
   }
 
   /**
-   * The store is down: this process's windows admit, or (closed, past the grace) nothing does. Calls admitted
-   * here are counted by their innermost subject (the user), whose settlement then goes here too.
+   * The store is down: this process's windows admit, or (closed, past the grace) nothing does. The admission
+   * says so (`countedHere`): the call's hold keeps it, and its settlement comes back here, not to the store,
+   * whichever call of whichever subject the store answers meanwhile.
    */
   #admitHere(subjects: readonly RateSubject[], tokens: number, now: number): RateAdmission {
     const since = this.#downSince ?? now;
     if (this.#rule === 'closed' && now - since >= UNREACHABLE_GRACE_MS) throw new RateStoreUnreachable(this.#store, since, this.#downCause);
     const admission = this.#fallback.admit(subjects, tokens, now);
-    const first = subjects[0]!.key;
-    if (admission.refusedBy === null) this.#admittedHere.set(first, (this.#admittedHere.get(first) ?? 0) + 1);
+    if (admission.refusedBy === null) admission.countedHere = true;
     return admission;
   }
 
-  async settle(subjects: readonly RateSubject[], reservedTokens: number, usedTokens: number | null, now: number): Promise<void> {
-    const first = subjects[0]!.key;
-    const here = this.#admittedHere.get(first) ?? 0;
-    if (here > 0) {
-      if (here === 1) this.#admittedHere.delete(first);
-      else this.#admittedHere.set(first, here - 1);
+  async settle(subjects: readonly RateSubject[], reservedTokens: number, usedTokens: number | null, now: number, countedHere = false): Promise<void> {
+    if (countedHere) {
       this.#fallback.settle(subjects, reservedTokens, usedTokens, now);
       return;
     }

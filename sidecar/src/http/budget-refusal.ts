@@ -125,7 +125,7 @@ function admitted(a: Admitting, admission: RateAdmission, call: MeteredCall, res
   // A call already finished (its caller left while a shared store answered) settles here and now.
   call.hold((used) => {
     a.release?.();
-    void windows.settle(levels, tokens, used === null ? null : used.inputTokens + used.outputTokens, Date.now());
+    void windows.settle(levels, tokens, used === null ? null : used.inputTokens + used.outputTokens, Date.now(), admission.countedHere === true);
   });
   return null;
 }
