@@ -80,8 +80,8 @@ spec:${SCOPE}
     expect(renderBypassPolicy({ ...INPUT, addresses: [] })).toBeUndefined();
   });
 
-  it('names another sidecar container when provenance.sidecarContainer does', () => {
+  it('exempts tollgate-proxy (the name the webhook gives the sidecar) as well as another provenance.sidecarContainer', () => {
     const policy = renderBypassPolicy({ ...INPUT, sidecarContainer: 'metering' }) as { spec: { containerSelector: unknown } };
-    expect(policy.spec.containerSelector).toEqual({ matchExpressions: [{ key: 'name', operator: 'NotIn', values: ['metering'] }] });
+    expect(policy.spec.containerSelector).toEqual({ matchExpressions: [{ key: 'name', operator: 'NotIn', values: ['tollgate-proxy', 'metering'] }] });
   });
 });

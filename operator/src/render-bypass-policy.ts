@@ -4,6 +4,7 @@
 // Shapes and operator spellings are Tetragon's CRD's (cilium.io/v1alpha1), which the API server checks.
 
 import { isIP } from 'node:net';
+import { PROVENANCE_DEFAULTS } from '../../contracts/provenance-config.ts';
 import { PROXY_CONFIG } from '../../crds/index.ts';
 import type { EnforcementAction } from '../../crds/proxy-config-enforcement.ts';
 
@@ -16,7 +17,7 @@ export interface BypassPolicyInput {
   proxyConfig: { name: string; namespace: string; uid?: string | undefined };
   mode: 'audit' | 'enforce';
   action: EnforcementAction;
-  /** The one container whose connections to providers are the metered ones. */
+  /** provenance.sidecarContainer: exempt as well as tollgate-proxy, the name the webhook always gives the sidecar. */
   sidecarContainer: string;
   /** Provider IP addresses (or CIDRs) the pods must not reach but through the sidecar. */
   addresses: readonly string[];
@@ -25,6 +26,15 @@ export interface BypassPolicyInput {
 
 export function bypassPolicyName(proxyConfig: string): string {
   return `tollgate-bypass-${proxyConfig}`.slice(0, 253);
+}
+
+/**
+ * The containers the policy leaves alone. The webhook always names the sidecar tollgate-proxy (the provenance
+ * default), whatever provenance.sidecarContainer says: a policy exempting only that field's value would have
+ * enforce kill the real sidecar's own provider calls.
+ */
+export function exemptContainers(sidecarContainer: string): string[] {
+  return [...new Set([PROVENANCE_DEFAULTS.sidecarContainer, sidecarContainer])];
 }
 
 /** An address as the CIDR Tetragon's DAddr/SAddr maps take; loopback is never a bypass (apps reach the sidecar there). */
@@ -102,7 +112,7 @@ export function renderBypassPolicy(input: BypassPolicyInput): object | undefined
     spec: {
       // Every pod of the namespace, every container but the sidecar (Tetragon's policy filter; ADR 1602 says why not matchBinaries).
       podSelector: {},
-      containerSelector: { matchExpressions: [{ key: 'name', operator: 'NotIn', values: [input.sidecarContainer] }] },
+      containerSelector: { matchExpressions: [{ key: 'name', operator: 'NotIn', values: exemptContainers(input.sidecarContainer) }] },
       kprobes: [kprobe(input, cidrs, ports)],
     },
   };

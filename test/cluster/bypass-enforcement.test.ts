@@ -2,11 +2,14 @@
 // chart's operator ServiceAccount: spec.provenance.enforcement on a ProxyConfig becomes a Tetragon
 // TracingPolicyNamespaced in its namespace once Tetragon's CRD is served (a stub of it here: the real group,
 // version, kind and plural, its spec kept as sent), with Post under audit, Sigkill or Override under enforce,
-// and gone under off; without the CRD the ProxyConfig says so in a condition and an Event.
+// and gone under off (even when the status forgot it was applied); without the CRD the ProxyConfig says so in a
+// condition and an Event. Then the policy's addresses against a scripted resolver (the one thing not real
+// here: DNS answers are what the test is about): they rotate, fail and expire.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProxyConfigSpec } from '../../crds/index.ts';
-import { isStatus } from '../../kube-client/api-client.ts';
+import { isStatus, type RequestOptions } from '../../kube-client/api-client.ts';
+import { type EnforcementDeps, reconcileBypassPolicy } from '../../operator/src/enforcement/bypass-enforcement.ts';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
 import { freePort } from '../control-plane/free-port.ts';
 import { crdEstablished } from './crd-established.ts';
@@ -132,5 +135,78 @@ describe('bypass enforcement: the operator renders a Tetragon policy for a Proxy
     await putProxyConfig(api, NS, 'default', spec('off'));
     await eventually('the policy deleted', async () => ((await policy()) === undefined ? true : undefined));
     await eventually('the condition gone', async () => ((await condition()) === undefined ? true : undefined));
+
+    // A policy left behind while the status does not show the condition (the operator crashed between the apply
+    // and the status write, or a GitOps tool dropped the status): off still deletes it.
+    await api.post(POLICY.slice(0, POLICY.lastIndexOf('/')), { ...override, metadata: { name: 'tollgate-bypass-default', namespace: NS } });
+    expect(await policy()).toBeDefined();
+    await putProxyConfig(api, NS, 'default', { ...spec('off'), provenance: { enforcement: 'off', bypass: { resolveIntervalMs: 2_000 } } });
+    await eventually('the leftover policy deleted', async () => ((await policy()) === undefined ? true : undefined));
+  });
+
+  it('addresses: a rotated answer adds to the set, a failed one keeps it, an address unseen for 5 intervals goes; unchanged is not applied again', async () => {
+    const ns = 'dns-answers';
+    await ensureNamespace(api, ns);
+    await apply(cp, [TETRAGON_CRD_STUB]);
+    await crdEstablished(cp.kubeConfig, 'tracingpoliciesnamespaced.cilium.io');
+    const path = `/apis/cilium.io/v1alpha1/namespaces/${ns}/tracingpoliciesnamespaced/tollgate-bypass-resolved`;
+    const daddr = async () => (await api.get<Policy>(path).catch(() => undefined))?.spec.kprobes[0]!.selectors[0]!.matchArgs[0]!.values;
+    const patches: string[] = [];
+    const counting = new (class extends KubeApi {
+      override request<T>(method: Parameters<KubeApi['request']>[0], p: string, opts?: RequestOptions): Promise<T> {
+        if (method === 'PATCH') patches.push(p);
+        return super.request<T>(method, p, opts);
+      }
+    })(cp.kubeConfig);
+    let answer: string[] | undefined;
+    let now = 0;
+    const asked = new Set<string>();
+    const deps = (): EnforcementDeps => ({
+      api: counting,
+      resolve: async (host) => {
+        asked.add(host);
+        return answer ?? Promise.reject(new Error(`queryA ETIMEOUT ${host}`));
+      },
+      recent: new Map(),
+      now: () => now,
+    });
+    const pc = {
+      metadata: { name: 'resolved', namespace: ns, generation: 1 },
+      spec: { upstreams: { beta: { baseUrl: 'https://api.example.test' } }, provenance: { enforcement: 'audit', bypass: { resolveIntervalMs: 60_000 } } },
+    } satisfies Parameters<typeof reconcileBypassPolicy>[0];
+    const operator = deps();
+
+    answer = ['192.0.2.1', '192.0.2.2'];
+    expect((await reconcileBypassPolicy(pc, operator)).condition).toMatchObject({ status: 'True', reason: 'Audit' });
+    expect(await daddr()).toEqual(['192.0.2.1/32', '192.0.2.2/32']);
+
+    // One minute later the CDN answers with another address: the earlier ones stay.
+    now = 60_000;
+    answer = ['192.0.2.3'];
+    await reconcileBypassPolicy(pc, operator);
+    expect(await daddr()).toEqual(['192.0.2.1/32', '192.0.2.2/32', '192.0.2.3/32']);
+
+    // DNS fails: the set stays, and the condition says so; the same answer again is no new apply.
+    now = 120_000;
+    answer = undefined;
+    const failed = await reconcileBypassPolicy(pc, operator);
+    expect(failed.condition).toMatchObject({ status: 'True', reason: 'Audit' });
+    expect(failed.condition!.message).toContain('not resolved (last known addresses kept): api.example.test');
+    expect(await daddr()).toEqual(['192.0.2.1/32', '192.0.2.2/32', '192.0.2.3/32']);
+    expect(patches).toHaveLength(2);
+
+    // 192.0.2.1 and .2 were last seen at 0: at 300 s (5 intervals of 60 s) they go, .3 (seen now) stays.
+    now = 300_000;
+    answer = ['192.0.2.3'];
+    await reconcileBypassPolicy(pc, operator);
+    expect(await daddr()).toEqual(['192.0.2.3/32']);
+    expect(patches).toHaveLength(3);
+
+    // A restarted operator that cannot resolve anything leaves the applied policy alone rather than deleting it.
+    answer = undefined;
+    const restarted = await reconcileBypassPolicy(pc, deps());
+    expect(restarted.condition).toMatchObject({ status: 'False', reason: 'ProviderAddressesUnresolved' });
+    expect(await daddr()).toEqual(['192.0.2.3/32']);
+    expect([...asked]).toEqual(['api.example.test']);
   });
 });

@@ -20,7 +20,8 @@ import type { OperatorMetrics } from '../metrics/operator-metrics.ts';
 import { buildSnapshot } from '../push/snapshot.ts';
 import { referencedSecrets, render, resolveCredentials } from '../render.ts';
 import type { SecretObject } from './secret-object.ts';
-import { ENFORCEMENT_CONDITION, type EnforcementDeps, reconcileBypassPolicy, resolveWithDns } from '../enforcement/bypass-enforcement.ts';
+import { ENFORCEMENT_CONDITION, type EnforcementDeps, reconcileBypassPolicy } from '../enforcement/bypass-enforcement.ts';
+import { resolveWithDns } from '../enforcement/provider-dns.ts';
 
 export type CachedProxyConfig = ProxyConfig & { metadata: { name: string; namespace: string } };
 
@@ -95,7 +96,7 @@ async function announceAliases(key: string, pc: CachedProxyConfig, models: reado
  */
 async function enforceBypassPolicy(pc: CachedProxyConfig, conditions: Condition[], deps: ControllerDeps) {
   const before = pc.status?.conditions?.find((c) => c.type === ENFORCEMENT_CONDITION);
-  const outcome = await reconcileBypassPolicy(pc, before !== undefined, deps.enforcement);
+  const outcome = await reconcileBypassPolicy(pc, deps.enforcement);
   const { condition } = outcome;
   const generation = pc.metadata.generation;
   const next = condition

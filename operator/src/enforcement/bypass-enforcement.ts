@@ -1,22 +1,35 @@
 // Keeps a ProxyConfig's Tetragon bypass policy in step with spec.provenance.enforcement (ADR 1602): applied
 // (server-side) while audit or enforce, deleted when off. Applied only where Tetragon's TracingPolicyNamespaced
 // CRD is served (discovery); otherwise the BypassEnforcement condition says the CRD is absent. Provider host
-// names are resolved here and again every bypass.resolveIntervalMs, since their addresses move.
+// names are resolved here and again every bypass.resolveIntervalMs, since their addresses move: an address
+// stays in the policy for a few intervals after it was last in an answer (CDN answers rotate), a name that does
+// not resolve keeps its last known addresses, and the policy is applied again only when it changed.
 
 import { isIP } from 'node:net';
-import { lookup } from 'node:dns/promises';
 import type { ProxyConfigSpec } from '../../../crds/index.ts';
 import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
-import { bypassPolicyName, renderBypassPolicy, TRACING_POLICY_NAMESPACED } from '../render-bypass-policy.ts';
+import { bypassPolicyName, exemptContainers, renderBypassPolicy, TRACING_POLICY_NAMESPACED } from '../render-bypass-policy.ts';
+import { type HostResolver, resolveHosts } from './provider-dns.ts';
 import { providerEndpoints } from './provider-endpoints.ts';
 
 export const ENFORCEMENT_CONDITION = 'BypassEnforcement';
 const DEFAULT_RESOLVE_INTERVAL_MS = 60_000;
 const FIELD_MANAGER = 'tollgate-operator';
+/** How many resolve intervals an address stays after the last answer that had it. */
+const KEEP_UNSEEN_INTERVALS = 5;
 
-export type HostResolver = (host: string) => Promise<string[]>;
+/** Per host name (or IP literal), each address known for it and when an answer last had it. */
+type KnownAddresses = Map<string, Map<string, number>>;
 
-export const resolveWithDns: HostResolver = async (host) => (await lookup(host, { all: true })).map((a) => a.address);
+interface Recent {
+  mode: 'off' | 'audit' | 'enforce';
+  generation: number | undefined;
+  at: number;
+  outcome: EnforcementOutcome;
+  known: KnownAddresses;
+  /** The policy as last applied (JSON), so an unchanged one is not applied again. */
+  applied?: string | undefined;
+}
 
 export interface EnforcementDeps {
   api: KubeApi;
@@ -26,7 +39,7 @@ export interface EnforcementDeps {
    * whenever its sidecars come and go, and the policy needs another look only when its spec changed or the
    * resolve interval passed.
    */
-  recent: Map<string, { generation: number | undefined; at: number; outcome: EnforcementOutcome }>;
+  recent: Map<string, Recent>;
   now: () => number;
 }
 
@@ -73,16 +86,32 @@ async function deletePolicy(api: KubeApi, namespace: string, name: string): Prom
   }
 }
 
-/** Every provider address: IP literals as they are, host names through the resolver; a name that does not resolve is reported, not fatal. */
-async function providerAddresses(spec: ProxyConfigSpec | undefined, resolve: HostResolver) {
+/**
+ * Every provider address: IP literals as they are, host names through the resolver, merged with what was known
+ * (`before`). An address missing from a name's answer stays until KEEP_UNSEEN_INTERVALS intervals after it was
+ * last seen; a name that does not resolve keeps what it had and is reported, not fatal.
+ */
+async function providerAddresses(spec: ProxyConfigSpec | undefined, deps: EnforcementDeps, before: KnownAddresses, intervalMs: number) {
   const { endpoints, unknown } = providerEndpoints(spec);
   const hosts = [...new Set(endpoints.map((e) => e.host))];
-  const results = await Promise.allSettled(hosts.map((h) => (isIP(h) ? Promise.resolve([h]) : resolve(h))));
-  const unresolved = hosts.filter((_, i) => results[i]!.status === 'rejected');
+  const answers = await resolveHosts(
+    hosts.filter((h) => !isIP(h)),
+    deps.resolve,
+  );
+  const now = deps.now();
+  const known: KnownAddresses = new Map();
+  const unresolved: string[] = [];
+  for (const host of hosts) {
+    const answer = isIP(host) ? [host] : answers.get(host);
+    const had = before.get(host) ?? new Map<string, number>();
+    if (answer === undefined) unresolved.push(host);
+    const kept = answer === undefined ? [...had] : [...had].filter(([, seen]) => now - seen < KEEP_UNSEEN_INTERVALS * intervalMs);
+    known.set(host, new Map([...kept, ...(answer ?? []).map((a) => [a, now] as const)]));
+  }
   // Loopback is where apps reach the sidecar (and a local model runtime): never a provider to watch, nor its port.
-  const byHost = new Map(hosts.map((h, i) => [h, results[i]!.status === 'fulfilled' ? (results[i] as PromiseFulfilledResult<string[]>).value.filter((a) => !isLoopback(a)) : []]));
-  const reached = endpoints.filter((e) => byHost.get(e.host)!.length > 0);
-  return { addresses: reached.flatMap((e) => byHost.get(e.host)!), ports: reached.map((e) => e.port), unresolved, unknown };
+  const of = (host: string) => [...known.get(host)!.keys()].filter((a) => !isLoopback(a));
+  const reached = endpoints.filter((e) => of(e.host).length > 0);
+  return { known, addresses: reached.flatMap((e) => of(e.host)), ports: reached.map((e) => e.port), unresolved, unknown };
 }
 
 function isLoopback(address: string): boolean {
@@ -91,7 +120,7 @@ function isLoopback(address: string): boolean {
 
 function uncovered(unresolved: string[], unknown: string[]): string {
   const parts = [
-    ...(unresolved.length ? [`not resolved: ${unresolved.join(', ')}`] : []),
+    ...(unresolved.length ? [`not resolved (last known addresses kept): ${unresolved.join(', ')}`] : []),
     ...(unknown.length ? [`host depends on the sidecar's defaults: ${unknown.join(', ')}`] : []),
   ];
   return parts.length ? `; ${parts.join('; ')}` : '';
@@ -99,32 +128,40 @@ function uncovered(unresolved: string[], unknown: string[]): string {
 
 type PolicyOwner = { metadata: { name: string; namespace: string; uid?: string; generation?: number }; spec?: ProxyConfigSpec };
 
-/** `hadPolicy`: the ProxyConfig's status still shows the condition, so a policy may exist to delete. */
-export async function reconcileBypassPolicy(pc: PolicyOwner, hadPolicy: boolean, deps: EnforcementDeps): Promise<EnforcementOutcome> {
+/**
+ * Off: the policy is deleted wherever the CRD is served, whether or not the status remembers applying one (a
+ * crash before the status write, a status a GitOps tool dropped), once per generation in this process.
+ */
+export async function reconcileBypassPolicy(pc: PolicyOwner, deps: EnforcementDeps): Promise<EnforcementOutcome> {
   const key = `${pc.metadata.namespace}/${pc.metadata.name}`;
   const s = settings(pc.spec);
   const mode = s.mode;
-  if (mode === 'off') {
-    deps.recent.delete(key);
-    if (hadPolicy) await deletePolicy(deps.api, pc.metadata.namespace, pc.metadata.name);
-    return {};
-  }
   const recent = deps.recent.get(key);
   const now = deps.now();
-  if (recent && recent.generation === pc.metadata.generation && now - recent.at < s.intervalMs) return { ...recent.outcome, requeueAfterMs: recent.at + s.intervalMs - now };
-  const outcome = await applyPolicy(pc, { ...s, mode }, deps);
-  deps.recent.set(key, { generation: pc.metadata.generation, at: now, outcome });
-  return outcome;
+  const generation = pc.metadata.generation;
+  if (mode === 'off') {
+    if (recent?.mode === 'off' && recent.generation === generation) return {};
+    if (await tetragonCrdServed(deps.api)) await deletePolicy(deps.api, pc.metadata.namespace, pc.metadata.name);
+    deps.recent.set(key, { mode, generation, at: now, outcome: {}, known: new Map() });
+    return {};
+  }
+  if (recent?.mode === mode && recent.generation === generation && now - recent.at < s.intervalMs) return { ...recent.outcome, requeueAfterMs: recent.at + s.intervalMs - now };
+  const next = await applyPolicy(pc, { ...s, mode }, deps, recent?.mode === 'off' ? undefined : recent);
+  deps.recent.set(key, { mode, generation, at: now, ...next });
+  return next.outcome;
 }
 
-async function applyPolicy(pc: PolicyOwner, s: ReturnType<typeof settings> & { mode: 'audit' | 'enforce' }, deps: EnforcementDeps): Promise<EnforcementOutcome> {
+type Applied = Pick<Recent, 'outcome' | 'known' | 'applied'>;
+
+async function applyPolicy(pc: PolicyOwner, s: ReturnType<typeof settings> & { mode: 'audit' | 'enforce' }, deps: EnforcementDeps, recent: Recent | undefined): Promise<Applied> {
   const { name, namespace, uid } = pc.metadata;
   const requeueAfterMs = s.intervalMs;
+  const known = recent?.known ?? new Map<string, Map<string, number>>();
   if (!(await tetragonCrdServed(deps.api))) {
     const message = `spec.provenance.enforcement is ${s.mode}, but this cluster does not serve ${TRACING_POLICY_NAMESPACED.plural}.${TRACING_POLICY_NAMESPACED.group}/${TRACING_POLICY_NAMESPACED.version}: install Tetragon; no connection is watched or stopped until then`;
-    return { condition: { status: 'False', reason: 'TetragonCrdAbsent', message }, requeueAfterMs };
+    return { outcome: { condition: { status: 'False', reason: 'TetragonCrdAbsent', message }, requeueAfterMs }, known };
   }
-  const found = await providerAddresses(pc.spec, deps.resolve);
+  const found = await providerAddresses(pc.spec, deps, known, s.intervalMs);
   const policy = renderBypassPolicy({
     proxyConfig: { name, namespace, uid },
     mode: s.mode,
@@ -134,24 +171,49 @@ async function applyPolicy(pc: PolicyOwner, s: ReturnType<typeof settings> & { m
     ports: found.ports,
   });
   const missed = uncovered(found.unresolved, found.unknown);
+  const failed = (reason: string, message: string, applied = recent?.applied): Applied => ({
+    outcome: { condition: { status: 'False', reason, message }, requeueAfterMs },
+    known: found.known,
+    applied,
+  });
+  if (!policy && found.unresolved.length > 0) {
+    // A DNS outage must not turn enforcement off: a policy applied before stays as it was.
+    return failed('ProviderAddressesUnresolved', `no provider address is known yet; a policy applied before is left as it was${missed}`);
+  }
   if (!policy) {
     await deletePolicy(deps.api, namespace, name);
-    return { condition: { status: 'False', reason: 'NoProviderAddresses', message: `no provider address is known${missed}` }, requeueAfterMs };
+    return failed('NoProviderAddresses', `no provider address is known${missed}`, undefined);
   }
-  try {
-    await deps.api.request('PATCH', policyPath(namespace, bypassPolicyName(name)), {
-      body: policy,
-      contentType: 'application/apply-patch+yaml',
-      query: { fieldManager: FIELD_MANAGER, force: true },
-    });
-  } catch (error) {
-    // Tetragon's own CRD refuses a policy its version does not know (an operator spelling, a field).
-    if (!isStatus(error, 422) && !isStatus(error, 400)) throw error;
-    return { condition: { status: 'False', reason: 'PolicyRejected', message: (error as Error).message }, requeueAfterMs };
+  const applied = JSON.stringify(policy);
+  if (applied !== recent?.applied) {
+    const refused = await patchPolicy(deps.api, namespace, name, policy);
+    if (refused) return failed(refused.reason, refused.message);
   }
   const spec = (policy as { spec: { kprobes: { selectors: { matchArgs: { values: string[] }[] }[] }[] } }).spec;
   const [addresses, ports] = spec.kprobes[0]!.selectors[0]!.matchArgs.map((m) => m.values);
   const how = s.mode === 'audit' ? 'reports' : s.action === 'sigkill' ? 'kills the process at' : 'refuses (ECONNREFUSED)';
-  const message = `TracingPolicyNamespaced ${bypassPolicyName(name)} ${how} connections to ${addresses!.length} provider address(es) on port(s) ${ports!.join(', ')} from every container but ${s.sidecarContainer}${missed}`;
-  return { condition: { status: 'True', reason: s.mode === 'audit' ? 'Audit' : 'Enforce', message }, requeueAfterMs };
+  const message = `TracingPolicyNamespaced ${bypassPolicyName(name)} ${how} connections to ${addresses!.length} provider address(es) on port(s) ${ports!.join(', ')} from every container but ${exemptContainers(s.sidecarContainer).join(', ')}${missed}`;
+  return { outcome: { condition: { status: 'True', reason: s.mode === 'audit' ? 'Audit' : 'Enforce', message }, requeueAfterMs }, known: found.known, applied };
+}
+
+/** Server-side apply; a refusal the ProxyConfig can do something about comes back as a condition, anything else throws. */
+async function patchPolicy(api: KubeApi, namespace: string, name: string, policy: object): Promise<{ reason: string; message: string } | undefined> {
+  try {
+    await api.request('PATCH', policyPath(namespace, bypassPolicyName(name)), {
+      body: policy,
+      contentType: 'application/apply-patch+yaml',
+      query: { fieldManager: FIELD_MANAGER, force: true },
+    });
+    return undefined;
+  } catch (error) {
+    // Tetragon's own CRD refuses a policy its version does not know (an operator spelling, a field).
+    if (isStatus(error, 422) || isStatus(error, 400)) return { reason: 'PolicyRejected', message: (error as Error).message };
+    if (isStatus(error, 403)) {
+      return {
+        reason: 'PolicyForbidden',
+        message: `the operator may not apply ${TRACING_POLICY_NAMESPACED.plural}.${TRACING_POLICY_NAMESPACED.group} in ${namespace}: ${(error as Error).message}`,
+      };
+    }
+    throw error;
+  }
 }

@@ -2,14 +2,18 @@ import { describe, expect, it } from 'vitest';
 import { providerEndpoints } from './provider-endpoints.ts';
 
 describe('provider endpoints of a ProxyConfig', () => {
-  it('without a spec: the built-in routes whose host needs no setting, the Vertex and Bedrock ones listed as unknown', () => {
-    expect(providerEndpoints(undefined)).toEqual({
-      endpoints: [
-        { host: 'api.openai.com', port: 443 },
-        { host: 'api.anthropic.com', port: 443 },
-        { host: '127.0.0.1', port: 11434 },
-      ],
-      unknown: ['https://{location}-aiplatform.googleapis.com', 'https://bedrock-runtime.{region}.amazonaws.com'],
+  it('without a spec: nothing, since a built-in route the ProxyConfig does not set up is not its provider', () => {
+    // api.openai.com sits on a CDN's shared anycast addresses: listing it unasked would stop unrelated sites.
+    expect(providerEndpoints(undefined)).toEqual({ endpoints: [], unknown: [] });
+    expect(providerEndpoints({ provenance: { enforcement: 'enforce' } })).toEqual({ endpoints: [], unknown: [] });
+  });
+
+  it("a built-in route with its credential but no upstreams entry: the route's public endpoint, or unknown when it needs a setting", () => {
+    const ref = { secretName: 'keys', key: 'k' };
+    expect(providerEndpoints({ credentials: { anthropicApiKey: ref, googleServiceAccount: ref } })).toEqual({
+      endpoints: [{ host: 'api.anthropic.com', port: 443 }],
+      // alpha, alpha-compat, gamma and gamma-cloud all use the Google credential and share one default.
+      unknown: ['https://{location}-aiplatform.googleapis.com'],
     });
   });
 
@@ -39,9 +43,7 @@ describe('provider endpoints of a ProxyConfig', () => {
       { host: '10.20.0.7', port: 8080 },
       { host: 'eu.api.openai.com', port: 443 },
       { host: 'vertex.internal.example', port: 8443 },
-      { host: 'api.anthropic.com', port: 443 },
       { host: 'bedrock-runtime.eu-central-1.amazonaws.com', port: 443 },
-      { host: '127.0.0.1', port: 11434 },
       { host: 'api.mistral.ai', port: 443 },
       { host: 'api.openai.com', port: 443 },
       { host: '2001:db8::7', port: 8443 },

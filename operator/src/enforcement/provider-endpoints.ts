@@ -1,10 +1,13 @@
-// Where a ProxyConfig's providers are, as host and port: every base URL its routes and their endpoints name
-// (upstreams.<route>, routes[]), the built-in routes' public endpoints it does not override, and
-// provenance.bypass.extraHosts. A connection from the pod to one of these that does not come from the sidecar
-// goes around the meter (ADR 1602). Pure.
+// Where a ProxyConfig's providers are, as host and port: every base URL its configured routes and their
+// endpoints name (routes[]), the built-in routes it sets up (an upstreams.<route> entry, or the credential the
+// route uses under credentials), and provenance.bypass.extraHosts. A built-in route it does not set up is left
+// out: providers' addresses are shared front-ends (a CDN's anycast, a cloud's ranges), and a policy that stops
+// them stops unrelated sites too (ADR 1602). A connection from the pod to one of these that does not come from
+// the sidecar goes around the meter. Pure.
 
+import { BUILT_IN_CREDENTIALS } from '../../../contracts/credential-kinds.ts';
 import { ROUTE_NAMES, ROUTES } from '../../../contracts/routes.ts';
-import type { ProxyConfigSpec } from '../../../crds/index.ts';
+import type { CredentialsSpec, ProxyConfigSpec } from '../../../crds/index.ts';
 
 export interface ProviderEndpoint {
   host: string;
@@ -53,8 +56,12 @@ function routeUrls(upstream: UpstreamLike | undefined, defaultBaseUrl: string | 
 
 export function providerEndpoints(spec: ProxyConfigSpec | undefined): ProviderEndpoints {
   const upstreams = (spec?.upstreams ?? {}) as Readonly<Record<string, UpstreamLike | undefined>>;
+  const setUp = ROUTE_NAMES.filter((route) => {
+    const key = (BUILT_IN_CREDENTIALS[ROUTES[route].credential] as { crdField?: keyof CredentialsSpec }).crdField;
+    return upstreams[route] !== undefined || (key !== undefined && spec?.credentials?.[key] !== undefined);
+  });
   const urls = [
-    ...ROUTE_NAMES.flatMap((route) => routeUrls(upstreams[route], ROUTES[route].defaultBaseUrl)),
+    ...setUp.flatMap((route) => routeUrls(upstreams[route], ROUTES[route].defaultBaseUrl)),
     ...(spec?.routes ?? []).flatMap((r) => routeUrls(r as UpstreamLike, undefined)),
   ];
   const seen = new Set<string>();
