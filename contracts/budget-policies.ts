@@ -39,8 +39,11 @@ export function compilePolicy(config: BudgetPolicyConfig): CompiledPolicy {
   return { config, name: config.name, limit, blocks: config.enforcement === 'block' };
 }
 
-/** Ids of budgets above the user level; user ids of this form are reserved (ADR 1312). */
-function isGroupKey(key: string): boolean {
+/**
+ * Ids of budgets above the user level; user ids of this form are reserved (ADR 1312): a call that names one as
+ * its user is refused (budget-refusal.ts), since its budget and rate windows would be the group's.
+ */
+export function isGroupKey(key: string): boolean {
   return key.startsWith('@team:') || key.startsWith('@workload:') || key.startsWith('@namespace:');
 }
 
@@ -122,12 +125,20 @@ export class PolicySet {
     return this.policies.length === 0;
   }
 
-  /** The policy that limits `userId` (or the group key of a budget above the user), or undefined when none does. */
+  /**
+   * The policy of a budget record's key: a group key's (a budget above the user), else the user's. Not for a
+   * caller's user id: one of a group key's form would get the group's policy (#userPolicy is for those).
+   */
   match(userId: string): CompiledPolicy | undefined {
     const policy = this.#exact.get(userId) ?? this.#groups.get(userId);
     if (policy !== undefined) return policy;
     // A group key no policy declares any more (a removed team, in the ledger) is not a user `*` limits.
     return isGroupKey(userId) ? undefined : this.#wildcard;
+  }
+
+  /** The policy that limits a caller's user id; never a group's, whatever the id looks like. */
+  #userPolicy(userId: string): CompiledPolicy | undefined {
+    return isGroupKey(userId) ? undefined : (this.#exact.get(userId) ?? this.#wildcard);
   }
 
   /** The group keys of the budgets above the user level that a call of `userId` falls under: team, workloads, namespace. */
@@ -140,7 +151,7 @@ export class PolicySet {
    * namespace), or undefined when none has any. Precomputed above the user; a user's own level is one object.
    */
   rateLevels(userId: string): readonly RateLevel[] | undefined {
-    const policy = this.match(userId)?.config;
+    const policy = this.#userPolicy(userId)?.config;
     // No team with rate limits: no second lookup on the hot path.
     const above = (this.#rateAbove.size === 0 ? undefined : this.#rateAbove.get(userId)) ?? this.#rateAboveDefault;
     if (policy?.rateLimits === undefined) return above.length === 0 ? undefined : above;

@@ -25,6 +25,7 @@ budgets:
     - { name: two-at-once, users: [cora], limitUsd: 100, rateLimits: { concurrent: 2 } }
     - { name: one-at-once, users: [lea], limitUsd: 100, rateLimits: { concurrent: 1 } }
     - { name: eng, team: { name: eng, users: [ann, ben] }, limitUsd: 100, rateLimits: { requestsPerMinute: 3 } }
+    - { name: ops, team: { name: ops, users: [olga] }, limitUsd: 100, rateLimits: { requestsPerMinute: 2 } }
 `),
   });
 });
@@ -122,6 +123,33 @@ describe('a team’s requests per minute (ADR 1313)', () => {
     expect(bed.openai.requests.length - sentBefore).toBe(3);
     const metrics = await (await fetch(`${proxy.url}/metrics`)).text();
     expect(metrics).toMatch(/tollgate_rate_limited_total\{limit="requests",level="team"\} 1\n/);
+  });
+});
+
+describe('a user id that names a team (ADR 1312)', () => {
+  it('x-tollgate-user: @team:ops is refused 400 naming the id, not sent, and counts nothing against team ops', async () => {
+    const sentBefore = bed.openai.requests.length;
+    const refused = await post('/v1/chat/completions', '@team:ops', chat);
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({
+      error: {
+        message:
+          'user id "@team:ops" is reserved: ids starting with @team:, @workload: or @namespace: name the budgets above the user; the credential, x-tollgate-user or the request\'s user must name a user',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'reserved_user_id',
+      },
+    });
+    expect(bed.openai.requests.length).toBe(sentBefore);
+    // Team ops may make 2 calls a minute: olga's first leaves 1, her second 0; had the refused call been counted
+    // as the team's, her second would be refused.
+    const first = await post('/v1/chat/completions', 'olga', chat);
+    expect(first.status).toBe(200);
+    expect(first.headers.get('x-ratelimit-remaining-requests')).toBe('1');
+    const second = await post('/v1/chat/completions', 'olga', chat);
+    expect(second.status).toBe(200);
+    expect(second.headers.get('x-ratelimit-remaining-requests')).toBe('0');
+    expect(bed.openai.requests.length - sentBefore).toBe(2);
   });
 });
 

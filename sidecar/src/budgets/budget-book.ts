@@ -18,7 +18,7 @@
 import { periodBounds } from '../../../contracts/budget-period.ts';
 import type { Logger } from 'pino';
 import { unitsFromCostUsd, unitsToUsd } from '../../../contracts/money.ts';
-import type { CompiledPolicy, PolicySet } from '../../../contracts/budget-policies.ts';
+import { type CompiledPolicy, isGroupKey, type PolicySet } from '../../../contracts/budget-policies.ts';
 import { type ChargeSplit, type Grant, newlyCrossed, type PeriodUsage, splitCharge } from '../../../contracts/budget-grants.ts';
 import { BudgetRecord } from './budget-record.ts';
 
@@ -210,6 +210,9 @@ export class BudgetBook {
 
   /** The keys a call of `userId` is charged to: the user's, then the budgets above it. */
   chargedKeys(userId: string): readonly string[] {
+    // A user id of a group key's form is refused before it goes upstream; one that got through (a call with
+    // nothing to hold back) is charged nowhere rather than to the group it names.
+    if (isGroupKey(userId)) return [];
     const above = this.#policies.above(userId);
     return above.length === 0 ? [userId] : [userId, ...above];
   }

@@ -200,4 +200,15 @@ describe('rate limits across levels (ADR 1313)', () => {
       { key: '@team:payments', level: 'team', policy: 'payments', limits: { tokensPerMinute: 1000 } },
     ]);
   });
+
+  it('never gives a user id of a group key’s form the group’s window as its own, nor the namespace’s twice', () => {
+    const list = [
+      { name: 'payments', team: { name: 'payments', users: ['alice'] }, limitUsd: '1.5', rateLimits: { requestsPerMinute: 3 } },
+      { name: 'shop', scope: 'Namespace', limitUsd: '2', rateLimits: { concurrent: 4 } },
+    ];
+    // Such a call is refused before it is counted (budget-refusal.ts); were it asked, it gets only what a user in
+    // no team gets: the namespace's window, once.
+    expect(levelsOf(list, '@team:payments')?.map((l) => l.key)).toEqual(['@namespace:shop']);
+    expect(levelsOf(list, '@namespace:shop')?.map((l) => l.key)).toEqual(['@namespace:shop']);
+  });
 });

@@ -20,7 +20,7 @@ import type { BudgetRefusal } from '../budgets/budget-book.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
 import { type RateAdmission, RateStoreUnreachable, type RateWindows } from '../budgets/rate-windows.ts';
 import type { BudgetPolicyConfig } from '../../../contracts/budget-config.ts';
-import type { RateLevel } from '../../../contracts/budget-policies.ts';
+import { isGroupKey, type RateLevel } from '../../../contracts/budget-policies.ts';
 import type { MeteredCall } from '../metering/call-meter.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { estimateInputTokens } from '../usage/usage-estimate.ts';
@@ -31,6 +31,7 @@ import { sendJson } from './json-answer.ts';
 import { isRateRefusal, RATE_LIMIT_EXCEEDED, RATE_LIMITED, type RateRefusal, rateRefusalMessage, setRateLimitHeaders } from './rate-limit-answer.ts';
 
 export const BUDGET_EXCEEDED = 'budget_exceeded';
+const RESERVED_USER_ID = 'reserved_user_id';
 const LEDGER_UNAVAILABLE = 'budget_ledger_unavailable';
 /** A refusal for an unreachable ledger lifts when the ledger is back: the SDKs may retry it soon. */
 const UNREACHABLE_RETRY_AFTER_SECONDS = 5;
@@ -51,8 +52,30 @@ export interface ReservationBody {
   usage?: TokenUsage | undefined;
 }
 
-/** Why a call is refused before it goes upstream: its budget, or its rate limits. */
-export type CallRefusal = BudgetRefusal | RateRefusal;
+/**
+ * A call whose user id has the form of a budget above the user (`@team:eng`, ADR 1312): under that id it would
+ * spend the group's budget and rate windows as its own, so it is refused 400 whoever wrote the id.
+ */
+interface ReservedUserRefusal {
+  readonly userId: string;
+  readonly reservedUserId: true;
+}
+
+/** Why a call is refused before it goes upstream: its budget, its rate limits, or a user id that is not one. */
+export type CallRefusal = BudgetRefusal | RateRefusal | ReservedUserRefusal;
+
+/** The refusal of a user id that names a budget above the user, or null for any other. Budgets on only. */
+export function reservedUserRefusal(userId: string): ReservedUserRefusal | null {
+  return isGroupKey(userId) ? { userId, reservedUserId: true } : null;
+}
+
+function isReservedUserRefusal(refusal: CallRefusal): refusal is ReservedUserRefusal {
+  return 'reservedUserId' in refusal;
+}
+
+function reservedUserMessage(refusal: ReservedUserRefusal): string {
+  return `user id ${JSON.stringify(refusal.userId)} is reserved: ids starting with @team:, @workload: or @namespace: name the budgets above the user; the credential, x-tollgate-user or the request's user must name a user`;
+}
 
 /**
  * Whether a call about to go upstream is refused; when it is admitted under a blocking policy, its estimated
@@ -70,7 +93,10 @@ export function reserveForCall(
 ): CallRefusal | null | Promise<CallRefusal | null> {
   const { now, res } = at;
   const { userId, provider, model } = call.call;
-  if (budgets === undefined || userId === null || provider === 'local') return null;
+  if (budgets === undefined || userId === null) return null;
+  const reserved = reservedUserRefusal(userId);
+  if (reserved !== null) return reserved;
+  if (provider === 'local') return null;
   const levels = budgets.rateLevels?.(userId);
   const windows = budgets.rateWindows;
   const usage = levels === undefined ? null : reservationUsage(body);
@@ -207,11 +233,16 @@ export function budgetRefusalMessage(refusal: BudgetRefusal): string {
 
 /** The span's error of a refused call: the stable code, then the message. */
 export function refusalError(refusal: CallRefusal): string {
+  if (isReservedUserRefusal(refusal)) return `${RESERVED_USER_ID}: ${reservedUserMessage(refusal)}`;
   return isRateRefusal(refusal) ? `${RATE_LIMIT_EXCEEDED}: ${rateRefusalMessage(refusal)}` : `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}`;
 }
 
 export function sendBudgetRefusal(res: ServerResponse, errors: ErrorShape, refusal: CallRefusal, trace: TraceContext): void {
   if (res.headersSent || res.destroyed) return;
+  if (isReservedUserRefusal(refusal)) {
+    sendJson(res, 400, errors.body(400, RESERVED_USER_ID, reservedUserMessage(refusal)), trace);
+    return;
+  }
   if (isRateRefusal(refusal)) {
     // A rate limit lifts within the minute: the SDKs' own retry after Retry-After is what the caller wants.
     res.setHeader('retry-after', String(refusal.retryAfterSeconds));

@@ -5,7 +5,6 @@
 // line by line as they pass, a batch's status whole (it is small) to point its results_url back here.
 
 import { StringDecoder } from 'node:string_decoder';
-import type { BudgetRefusal } from '../budgets/budget-book.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
 import type { DeferredCharges, DeferredSubmission } from '../metering/deferred-charges.ts';
 import { EXPIRY_GRACE_MS } from '../metering/deferred-charges.ts';
@@ -20,7 +19,7 @@ import { JsonLines } from '../formats/json-lines.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 import { NO_BYTES, NoUsageExtractor, type UsageExtractor } from '../usage/usage-extractor.ts';
 import type { UsageResult } from '../usage/usage.ts';
-import { reservationUsd } from './budget-refusal.ts';
+import { type CallRefusal, reservationUsd, reservedUserRefusal } from './budget-refusal.ts';
 
 type Submit = Extract<DeferredPlan, { step: 'submit' }>;
 
@@ -94,9 +93,11 @@ export class DeferredCall {
    * A submission holds the reservation of every request it names (each at the discount) until its result is
    * charged or expires; refused like a call when the budget cannot hold it. Null: admitted (or not budgeted).
    */
-  reserve(budgets: Pick<BudgetEnforcer, 'reserve'> | undefined, userId: string | null, provider: string, prices: PriceTable, now: number): BudgetRefusal | null {
+  reserve(budgets: Pick<BudgetEnforcer, 'reserve'> | undefined, userId: string | null, provider: string, prices: PriceTable, now: number): CallRefusal | null {
     const plan = this.plan;
-    if (plan.step !== 'submit' || budgets === undefined || userId === null || provider === 'local') return null;
+    if (plan.step !== 'submit' || budgets === undefined || userId === null) return null;
+    const reserved = reservedUserRefusal(userId);
+    if (reserved !== null || provider === 'local') return reserved;
     const outcome = budgets.reserve(userId, now, () => this.#inputUsd ?? submissionUsd(plan, provider, prices));
     if (outcome === null) return null;
     if (outcome.refusal) return outcome.refusal;
