@@ -193,3 +193,18 @@ describe('rate limits of a team (ADR 1313)', () => {
 function usageOf(inputTokens: number, outputTokens: number) {
   return { inputTokens, outputTokens, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, totalTokens: inputTokens + outputTokens };
 }
+
+describe('a user id of a group key’s form (ADR 1312)', () => {
+  it('is refused before anything is held or counted, so team eng’s budget and window stay whole for ann', () => {
+    const eng = { name: 'eng', team: { name: 'eng', users: ['ann'] }, limitUsd: '1', rateLimits: { requestsPerMinute: 1 } };
+    const { book, budgets, start } = setUp('10', undefined, [eng]);
+    const sent = { bytes: body('"max_tokens":100,'), size: 100 };
+    const refusal = reserveForCall(budgets, start('@team:eng'), prices, sent, { now: Date.now() });
+    expect(refusalError(refusal as CallRefusal)).toBe(
+      'reserved_user_id: user id "@team:eng" is reserved: ids starting with @team:, @workload: or @namespace: name the budgets above the user; the credential, x-tollgate-user or the request\'s user must name a user',
+    );
+    expect(book.reserved('@team:eng')).toBe(0n);
+    // The team's one request of the minute is still there for ann.
+    expect(reserveForCall(budgets, start('ann'), prices, sent, { now: Date.now() })).toBeNull();
+  });
+});
