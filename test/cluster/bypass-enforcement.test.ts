@@ -76,7 +76,7 @@ describe('bypass enforcement: the operator renders a Tetragon policy for a Proxy
     dir = tempDir('tollgate-bypass-enforcement-test-');
     cp = await startControlPlane();
     api = new KubeApi(cp.kubeConfig);
-    const kubeconfig = await installOperatorPrerequisites(cp, dir.path);
+    const kubeconfig = await installOperatorPrerequisites(cp, dir.path, { 'operator.bypassEnforcement': 'true' });
     await ensureNamespace(api, NS);
     operator = startOperatorProcess({ kubeconfig, identity: 'enforcement-operator', grpcPort: await freePort(), logDir: dir.path });
   });

@@ -178,6 +178,15 @@ describe('helm lint and template', () => {
     expect(find(manifests, 'Role', 'tollgate-operator')).toBeDefined();
   });
 
+  it('grants the Tetragon bypass policy verbs only with operator.bypassEnforcement: true', async () => {
+    const rules = (m: Manifest[]) =>
+      (find(m, 'ClusterRole', 'tollgate-operator') as unknown as { rules: { apiGroups: string[] }[] }).rules.filter((r) => r.apiGroups.includes('cilium.io'));
+    expect(rules(await template('default-values.yaml'))).toEqual([]);
+    expect(rules(await templateWith('--set', 'operator.bypassEnforcement=true'))).toEqual([
+      { apiGroups: ['cilium.io'], resources: ['tracingpoliciesnamespaced'], verbs: ['create', 'patch', 'delete'] },
+    ]);
+  });
+
   it('refuses bad values at install time with the schema message naming each field', async () => {
     const result = await cp.helm(['template', RELEASE, CHART, '-n', NS, ...KUBE_VERSION, '-f', join(CHART, 'ci', 'bad-values.yaml.invalid')]);
     expect(result.code).not.toBe(0);
@@ -332,10 +341,10 @@ describe('helm install into the real control plane', () => {
     expect(await canOperator(['update', 'configmaps', '-n', 'shop'])).toBe('no');
 
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-    // spec.provenance.enforcement: the Tetragon bypass policy (ADR 1602), nothing else of Cilium's. Read from the
-    // role: `kubectl auth can-i` cannot name a resource whose CRD this cluster does not have.
+    // Nothing of Cilium's by default: the Tetragon bypass policy needs operator.bypassEnforcement (ADR 1602). Read
+    // from the role: `kubectl auth can-i` cannot name a resource whose CRD this cluster does not have.
     const cilium = (await rbac.readClusterRole({ name: 'tollgate-operator' })).rules!.filter((r) => r.apiGroups?.includes('cilium.io'));
-    expect(cilium).toEqual([expect.objectContaining({ apiGroups: ['cilium.io'], resources: ['tracingpoliciesnamespaced'], verbs: ['create', 'patch', 'delete'] })]);
+    expect(cilium).toEqual([]);
     const webhookRole = await rbac.readClusterRole({ name: 'tollgate-webhook' });
     expect(webhookRole.rules).toContainEqual(expect.objectContaining({ resources: ['mutatingwebhookconfigurations'], resourceNames: ['tollgate'], verbs: ['get', 'patch'] }));
     // Nothing cluster-wide on Secrets for the webhook.

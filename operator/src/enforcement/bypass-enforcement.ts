@@ -81,8 +81,9 @@ async function deletePolicy(api: KubeApi, namespace: string, name: string): Prom
   try {
     await api.request('DELETE', policyPath(namespace, bypassPolicyName(name)));
   } catch (error) {
-    // Gone already, or the CRD itself is gone and the policy with it.
-    if (!isStatus(error, 404)) throw error;
+    // Gone already, or the CRD itself is gone and the policy with it. Forbidden: the chart grants no verb on
+    // policies (operator.bypassEnforcement off), so this operator cannot have applied one either.
+    if (!isStatus(error, 404) && !isStatus(error, 403)) throw error;
   }
 }
 
@@ -146,7 +147,9 @@ export async function reconcileBypassPolicy(pc: PolicyOwner, deps: EnforcementDe
     return {};
   }
   if (recent?.mode === mode && recent.generation === generation && now - recent.at < s.intervalMs) return { ...recent.outcome, requeueAfterMs: recent.at + s.intervalMs - now };
-  const next = await applyPolicy(pc, { ...s, mode }, deps, recent?.mode === 'off' ? undefined : recent);
+  // The addresses known carry over a spec change; the last apply does not, so a changed spec is applied once.
+  const before = recent === undefined || recent.mode === 'off' ? undefined : recent.generation === generation ? recent : { ...recent, applied: undefined };
+  const next = await applyPolicy(pc, { ...s, mode }, deps, before);
   deps.recent.set(key, { mode, generation, at: now, ...next });
   return next.outcome;
 }
@@ -211,7 +214,7 @@ async function patchPolicy(api: KubeApi, namespace: string, name: string, policy
     if (isStatus(error, 403)) {
       return {
         reason: 'PolicyForbidden',
-        message: `the operator may not apply ${TRACING_POLICY_NAMESPACED.plural}.${TRACING_POLICY_NAMESPACED.group} in ${namespace}: ${(error as Error).message}`,
+        message: `the operator may not apply ${TRACING_POLICY_NAMESPACED.plural}.${TRACING_POLICY_NAMESPACED.group} in ${namespace} (the chart's operator.bypassEnforcement grants it): ${(error as Error).message}`,
       };
     }
     throw error;
