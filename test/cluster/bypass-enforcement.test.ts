@@ -209,4 +209,20 @@ describe('bypass enforcement: the operator renders a Tetragon policy for a Proxy
     expect(await daddr()).toEqual(['192.0.2.3/32']);
     expect([...asked]).toEqual(['api.example.test']);
   });
+
+  it('an operator without the chart value operator.bypassEnforcement: the condition says the apply is forbidden; off goes on', async () => {
+    const ns = 'no-policy-rbac';
+    await ensureNamespace(api, ns);
+    await apply(cp, [TETRAGON_CRD_STUB]);
+    await crdEstablished(cp.kubeConfig, 'tracingpoliciesnamespaced.cilium.io');
+    // The chart's operator role rendered without the value has no rule on cilium.io (test/cluster/helm.test.ts): as a user with none.
+    const unprivileged = new KubeApi(await cp.userKubeConfig('system:serviceaccount:tollgate-system:no-policies', ['system:serviceaccounts']));
+    const deps: EnforcementDeps = { api: unprivileged, resolve: async () => Promise.reject(new Error('no DNS needed')), recent: new Map(), now: () => 0 };
+    const pc = { metadata: { name: 'forbidden', namespace: ns, generation: 1 }, spec: spec('enforce') };
+    const outcome = await reconcileBypassPolicy(pc, deps);
+    expect(outcome.condition).toMatchObject({ status: 'False', reason: 'PolicyForbidden' });
+    expect(outcome.condition!.message).toContain(`the operator may not apply tracingpoliciesnamespaced.cilium.io in ${ns} (the chart's operator.bypassEnforcement grants it)`);
+    // Off sends a DELETE that is forbidden too: nothing this operator could have applied, so no error.
+    expect(await reconcileBypassPolicy({ ...pc, metadata: { ...pc.metadata, generation: 2 }, spec: spec('off') }, deps)).toEqual({});
+  });
 });
