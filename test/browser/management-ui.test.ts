@@ -197,7 +197,7 @@ describe('the management UI at /_local/', () => {
     expect(await page.locator('#health-cards').textContent()).toContain('Upstream breakers');
     expect(await page.locator('#health-cards').textContent()).toContain('gamma-cloudb');
     expect(await page.locator('#health-cards section[aria-label="Budgets"]').textContent()).toBe('BudgetsLedgersqlitePolicies1Charges pending0Failed writes0Last errornone');
-    expect(await page.locator('#health-off').textContent()).toBe('Not configured: audit.');
+    expect(await page.locator('#health-off').textContent()).toBe('Not configured: audit, provenance.');
 
     await page.getByLabel('Model name').fill('not a model!');
     await page.getByRole('button', { name: 'Pull' }).click();
