@@ -4,8 +4,7 @@
 // pods, the spend already in the ConfigMap ledger when they switched stores is kept, the final spend equals
 // the spans' costs exactly (nothing lost or counted twice), and no ledger write reaches the API server.
 
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatUsd, unitsFromCostUsd } from '../../contracts/money.ts';
@@ -14,12 +13,11 @@ import { LEDGER_LABEL, LedgerStore } from '../../operator/src/budgets/ledger-sto
 import { RedisLedgerStore } from '../../operator/src/budgets/redis-ledger-store.ts';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
 import { freePort } from '../control-plane/free-port.ts';
-import { startManagedProcess, type ManagedProcess } from '../control-plane/managed-process.ts';
+import type { ManagedProcess } from '../control-plane/managed-process.ts';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/llm-upstream.ts';
 import { type RedisServer, startRedisServer } from '../support/redis-server.ts';
 import { recentSpans } from '../support/spans.ts';
 import {
-  CLI,
   ensureNamespace,
   eventually,
   installOperatorPrerequisites,
@@ -30,6 +28,7 @@ import {
   podWithToken,
   putSecret,
   startOperatorProcess,
+  startPodSidecar,
   tempDir,
   type OperatorProcess,
 } from './operator-fixtures.ts';
@@ -64,26 +63,7 @@ spec:
 
 async function startSidecar(name: string, caFile: string): Promise<{ proc: ManagedProcess; url: string; pod: string }> {
   const pod = await podWithToken(api, { namespace: NS, name, labels: { app: 'till' }, dir: dir.path });
-  const port = await freePort();
-  const work = join(dir.path, name);
-  mkdirSync(work, { recursive: true });
-  const proc = startManagedProcess({
-    name: `sidecar ${name}`,
-    command: 'sh',
-    args: ['-c', `cd "${work}" && exec "${process.execPath}" "${CLI}" proxy --port ${port}`],
-    logPath: join(dir.path, `${name}.log`),
-    env: {
-      PATH: process.env.PATH,
-      HOME: work,
-      TOLLGATE_OPERATOR_ADDRESS: `127.0.0.1:${grpcPort}`,
-      TOLLGATE_OPERATOR_CA_FILE: caFile,
-      TOLLGATE_TOKEN_FILE: pod.tokenFile,
-      TOLLGATE_STATE_DIR: join(work, 'state'),
-      TOLLGATE_POD_NAME: pod.name,
-      TOLLGATE_POD_NAMESPACE: pod.namespace,
-    },
-  });
-  return { proc, url: `http://127.0.0.1:${port}`, pod: name };
+  return startPodSidecar({ pod, dir: dir.path, grpcPort, caFile });
 }
 
 async function call(url: string, user: string): Promise<number> {

@@ -3,7 +3,7 @@
 // refuse the user within seconds; BudgetPolicy status and Events; and the leader operator SIGKILLed in the
 // middle of the spending, after which the ledger's final spend equals the sum of the span costs exactly.
 
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatUsd, parseUsd, unitsFromCostUsd } from '../../contracts/money.ts';
@@ -11,11 +11,10 @@ import { BUDGET_POLICY, type BudgetPolicy } from '../../crds/index.ts';
 import { LEDGER_LABEL, LedgerStore } from '../../operator/src/budgets/ledger-store.ts';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane.ts';
 import { freePort } from '../control-plane/free-port.ts';
-import { startManagedProcess, type ManagedProcess } from '../control-plane/managed-process.ts';
+import type { ManagedProcess } from '../control-plane/managed-process.ts';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/llm-upstream.ts';
 import { recentSpans } from '../support/spans.ts';
 import {
-  CLI,
   ensureNamespace,
   eventsFor,
   eventually,
@@ -28,6 +27,7 @@ import {
   type PodWithToken,
   putSecret,
   startOperatorProcess,
+  startPodSidecar,
   tempDir,
   type OperatorProcess,
 } from './operator-fixtures.ts';
@@ -81,26 +81,7 @@ async function startSidecar(name: string): Promise<{ proc: ManagedProcess; url: 
     pod = await podWithToken(api, { namespace: NS, name, labels: { app: 'checkout' }, dir: dir.path });
     pods.set(name, pod);
   }
-  const port = await freePort();
-  const work = join(dir.path, name);
-  mkdirSync(work, { recursive: true });
-  const proc = startManagedProcess({
-    name: `sidecar ${name}`,
-    command: 'sh',
-    args: ['-c', `cd "${work}" && exec "${process.execPath}" "${CLI}" proxy --port ${port}`],
-    logPath: join(dir.path, `${name}.log`),
-    env: {
-      PATH: process.env.PATH,
-      HOME: work,
-      TOLLGATE_OPERATOR_ADDRESS: `127.0.0.1:${grpcPort}`,
-      TOLLGATE_OPERATOR_CA_FILE: caFile,
-      TOLLGATE_TOKEN_FILE: pod.tokenFile,
-      TOLLGATE_STATE_DIR: join(work, 'state'),
-      TOLLGATE_POD_NAME: pod.name,
-      TOLLGATE_POD_NAMESPACE: pod.namespace,
-    },
-  });
-  return { proc, url: `http://127.0.0.1:${port}`, pod: name };
+  return startPodSidecar({ pod, dir: dir.path, grpcPort, caFile });
 }
 
 /** One chat call as `user` (or as nobody): its status and body. */

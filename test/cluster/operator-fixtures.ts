@@ -2,7 +2,7 @@
 // operator, run `tollgate operator` as a child process (as the chart's ServiceAccount), create pods with service accounts
 // and mint their projected tokens through the TokenRequest API, and wait for things to happen.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,7 @@ import { stringify } from 'yaml';
 import { BUDGET_POLICY, crdManifests, PROXY_CONFIG, type ProxyConfig, type ProxyConfigSpec } from '../../crds/index.ts';
 import { KubeApi } from '../../kube-client/api-client.ts';
 import type { ControlPlane } from '../control-plane/control-plane.ts';
+import { freePort } from '../control-plane/free-port.ts';
 import { startManagedProcess, type ManagedProcess } from '../control-plane/managed-process.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { asChartServiceAccount, CHART_NAMES } from './chart-rbac.ts';
@@ -228,4 +229,33 @@ export async function postOperatorDeployment(api: KubeApi): Promise<string> {
     },
   });
   return deployment.metadata.uid;
+}
+
+/**
+ * `tollgate proxy` as the sidecar of `pod`, as the webhook starts it: the operator's address and CA, the pod's
+ * token, its name and namespace, and a state directory under `dir/<pod>` (started again for the same pod, it
+ * keeps that directory: a container restart).
+ */
+export async function startPodSidecar(opts: { pod: PodWithToken; dir: string; grpcPort: number; caFile: string }): Promise<{ proc: ManagedProcess; url: string; pod: string }> {
+  const { pod } = opts;
+  const port = await freePort();
+  const work = join(opts.dir, pod.name);
+  mkdirSync(work, { recursive: true });
+  const proc = startManagedProcess({
+    name: `sidecar ${pod.name}`,
+    command: 'sh',
+    args: ['-c', `cd "${work}" && exec "${process.execPath}" "${CLI}" proxy --port ${port}`],
+    logPath: join(opts.dir, `${pod.name}.log`),
+    env: {
+      PATH: process.env.PATH,
+      HOME: work,
+      TOLLGATE_OPERATOR_ADDRESS: `127.0.0.1:${opts.grpcPort}`,
+      TOLLGATE_OPERATOR_CA_FILE: opts.caFile,
+      TOLLGATE_TOKEN_FILE: pod.tokenFile,
+      TOLLGATE_STATE_DIR: join(work, 'state'),
+      TOLLGATE_POD_NAME: pod.name,
+      TOLLGATE_POD_NAMESPACE: pod.namespace,
+    },
+  });
+  return { proc, url: `http://127.0.0.1:${port}`, pod: pod.name };
 }
