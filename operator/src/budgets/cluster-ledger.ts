@@ -84,7 +84,11 @@ export interface ClusterLedgerOptions {
 const MAX_QUEUED_PER_POD = 16;
 /** Users in one patch: at ~60 bytes each (and the pods' watermarks beside them) it stays under one ConfigMap. */
 const MAX_PATCH_USERS = 6_000;
-/** Patches sealed and not yet written; beyond this, reports wait (on the sidecars' disks) for the API server. */
+/**
+ * Patches sealed and not yet written. Beyond this, no more are sealed: reports are still applied (and pushed to
+ * the sidecars, so enforcement sees them) into the one patch being gathered, until it holds MAX_PATCH_USERS;
+ * only then do reports wait, on the sidecars' disks, for the store. Memory stays bounded by users, not time.
+ */
 const MAX_PENDING_PATCHES = 4;
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 30_000;
@@ -282,9 +286,11 @@ export class ClusterLedger {
     const result: AppliedReports = { changes: new Map(), applied: new Map(), charged: new Map() };
     const at = this.#now();
     while (this.#queue.length > 0) {
-      if (this.#state.dirtyUsers >= MAX_PATCH_USERS) this.#seal(true);
-      // The API server is behind: the rest waits, unacknowledged, until patches are written.
-      if (this.#jobs.length >= MAX_PENDING_PATCHES) break;
+      if (this.#state.dirtyUsers >= MAX_PATCH_USERS) {
+        // The store is behind and the patch being gathered is full: the rest waits, unacknowledged.
+        if (this.#jobs.length >= MAX_PENDING_PATCHES) break;
+        this.#seal(true);
+      }
       this.#applyReport(this.#queue.shift()!, at, result);
     }
     if (result.applied.size > 0) this.#opts.applied(result);
@@ -397,6 +403,8 @@ export class ClusterLedger {
   /** Closes the epoch: what changed becomes the next patch to write (and, when due, a compaction after it). */
   #seal(force = false): void {
     if ((!force && this.#stopped) || (!this.#state.dirty && this.#epoch.acks.size === 0)) return;
+    // While the store is behind, what changes gathers in the next patch rather than in more patches.
+    if (!force && this.#jobs.length >= MAX_PENDING_PATCHES) return;
     // Reports that changed nothing (every entry refused) still wait their turn: acknowledgements are cumulative.
     const json = this.#state.dirty ? JSON.stringify(this.#state.takePatch()) : '';
     const job: WriteJob = { kind: 'patch', seq: json ? this.#next++ : 0, json, epoch: this.#epoch };
