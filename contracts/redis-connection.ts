@@ -39,8 +39,8 @@ export function openRedisClient(config: BudgetRedisConfig, commandTimeoutMs = CO
 const lastConnectError = new WeakMap<Redis, string>();
 
 /** A failed command's error, saying which store could not be reached and why when the connection is down. */
-export function storeError(client: Redis, config: BudgetRedisConfig, error: unknown): Error {
+export function storeError(client: Redis, url: string, error: unknown): Error {
   const cause = lastConnectError.get(client);
   if (cause === undefined || client.status === 'ready') return error instanceof Error ? error : new Error(String(error));
-  return new Error(`the Redis store at ${new URL(config.url).host} cannot be reached: ${cause}`, { cause: error });
+  return new Error(`the Redis store at ${new URL(url).host} cannot be reached: ${cause}`, { cause: error });
 }

@@ -83,7 +83,7 @@ export class RedisLedgerStore implements LedgerBackend {
     try {
       return await command;
     } catch (error) {
-      throw error instanceof LedgerConflictError || error instanceof LedgerLostError ? error : storeError(this.#redis, { url: this.#url, keyPrefix: '' }, error);
+      throw error instanceof LedgerConflictError || error instanceof LedgerLostError ? error : storeError(this.#redis, this.#url, error);
     }
   }
 

@@ -103,7 +103,7 @@ export class RedisLedger implements BudgetLedger {
     try {
       return await run();
     } catch (error) {
-      throw storeError(this.#redis, this.#config, error);
+      throw storeError(this.#redis, this.#config.url, error);
     }
   }
 
