@@ -67,6 +67,21 @@ export interface Span {
   startTime: string;
   /** The process in the pod that opened the call's connection; absent when provenance is off (ADR 1600). */
   process?: SpanProcess | undefined;
+  /**
+   * The tool calls in the model's answer, in answer order; absent when provenance is off, empty when the answer
+   * asked for none (ADR 1603).
+   */
+  toolCalls?: SpanToolCall[] | undefined;
+}
+
+/** One tool call the model's answer asked the caller to make: what a causal trail starts from (ADR 1603). */
+export interface SpanToolCall {
+  /** The provider's id for it (`call_…`, `toolu_…`), which the caller's tool result echoes; null where the format has none. */
+  id: string | null;
+  /** The function (or built-in tool, e.g. `local_shell`) name. */
+  name: string;
+  /** SHA-256, hex, of the arguments as canonical JSON (object keys sorted), so a streamed and a whole answer hash alike. */
+  argumentsSha256: string;
 }
 
 /** Who made a call: what Tetragon or /proc said about the process behind the connection the sidecar accepted. */
@@ -81,4 +96,6 @@ export interface SpanProcess {
   /** The parents' binaries, nearest first. */
   parentExecutables: string[];
   containerName: string | null;
+  /** Tetragon's exec_id of the process (unique across the node's lifetime); null from /proc or unattributed. */
+  execId?: string | null | undefined;
 }
