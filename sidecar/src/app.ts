@@ -173,6 +173,8 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
           env,
         })
       : null;
+  // A call on the LM Studio port is metered like one on the proxy port, so its caller is named the same way.
+  if (lmstudio) provenance.install(lmstudio);
 
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ error: { code: 'not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` } });
