@@ -31,6 +31,14 @@ export interface ProvenanceConfig {
     /** How often provider host names are resolved again. */
     resolveIntervalMs: number;
   };
+  /** The causal trail: what the caller's process tree did after each answer (docs/provenance.md, ADR 1604). */
+  trail: {
+    enabled: boolean;
+    /** How long after an answer ended an action of the caller's process tree is linked to that call. */
+    windowMs: number;
+    /** Traces whose trail is kept in memory, the oldest forgotten first. */
+    maxTraces: number;
+  };
 }
 
 export const PROVENANCE_DEFAULTS: Omit<ProvenanceConfig, 'enabled'> = {
@@ -41,6 +49,7 @@ export const PROVENANCE_DEFAULTS: Omit<ProvenanceConfig, 'enabled'> = {
   procfs: false,
   sidecarContainer: 'tollgate-proxy',
   bypass: { enabled: true, extraHosts: [], resolveIntervalMs: 60_000 },
+  trail: { enabled: true, windowMs: 30_000, maxTraces: 1_000 },
 };
 
 export const PROVENANCE_SCHEMA: SchemaNode = {
@@ -75,10 +84,26 @@ export const PROVENANCE_SCHEMA: SchemaNode = {
         resolveIntervalMs: { type: 'integer', format: 'int32', description: 'How often provider host names are resolved again, milliseconds.', minimum: 1_000, maximum: 3_600_000 },
       },
     },
+    trail: {
+      type: 'object',
+      tsType: 'ProvenanceTrailSpec',
+      description: "The causal trail: execs, exits, connects and file writes of the caller's process tree after each answer, linked to the call (in memory).",
+      properties: {
+        enabled: { type: 'boolean', description: 'Default true.' },
+        windowMs: {
+          type: 'integer',
+          format: 'int32',
+          description: 'How long after an answer an action is linked to it, milliseconds (default 30000).',
+          minimum: 100,
+          maximum: 600_000,
+        },
+        maxTraces: { type: 'integer', format: 'int32', description: 'Traces whose trail is kept, the oldest forgotten first (default 1000).', minimum: 1, maximum: 100_000 },
+      },
+    },
   },
 };
 
-type ProvenancePatch = Partial<Omit<ProvenanceConfig, 'bypass'>> & { bypass?: Partial<ProvenanceConfig['bypass']> };
+type ProvenancePatch = Partial<Omit<ProvenanceConfig, 'bypass' | 'trail'>> & { bypass?: Partial<ProvenanceConfig['bypass']>; trail?: Partial<ProvenanceConfig['trail']> };
 
 /** The section from file, API or snapshot input, defaults filled in; a bad value throws naming its field. */
 export function parseProvenanceConfig(input: unknown, field: string): ProvenanceConfig {
@@ -100,5 +125,6 @@ export function parseProvenanceConfig(input: unknown, field: string): Provenance
     procfs: v.procfs ?? PROVENANCE_DEFAULTS.procfs,
     sidecarContainer: v.sidecarContainer ?? PROVENANCE_DEFAULTS.sidecarContainer,
     bypass: { ...PROVENANCE_DEFAULTS.bypass, ...v.bypass },
+    trail: { ...PROVENANCE_DEFAULTS.trail, ...v.trail },
   };
 }

@@ -540,6 +540,8 @@ export interface ProvenanceSpec {
   sidecarContainer?: string;
   /** Detection of connections from the pod to provider endpoints that did not come from the sidecar. */
   bypass?: ProvenanceBypassSpec;
+  /** The causal trail: execs, exits, connects and file writes of the caller's process tree after each answer, linked to the call (in memory). */
+  trail?: ProvenanceTrailSpec;
   /** off (default): no policy. audit: a Tetragon TracingPolicyNamespaced reports every connection from a container other than the sidecar to a provider endpoint. enforce: the same policy stops it (enforcementAction). Needs Tetragon's CRD (docs/provenance.md). */
   enforcement?: 'off' | 'audit' | 'enforce';
   /** enforce: sigkill (default; kills the process at tcp_connect, needs bpf_send_signal, kernel 5.3+) or override (connect() fails with ECONNREFUSED at security_socket_connect, needs CONFIG_BPF_KPROBE_OVERRIDE and kernel 5.7+). */
@@ -554,6 +556,16 @@ export interface ProvenanceBypassSpec {
   extraHosts?: string[];
   /** How often provider host names are resolved again, milliseconds. */
   resolveIntervalMs?: number;
+}
+
+/** The causal trail: execs, exits, connects and file writes of the caller's process tree after each answer, linked to the call (in memory). */
+export interface ProvenanceTrailSpec {
+  /** Default true. */
+  enabled?: boolean;
+  /** How long after an answer an action is linked to it, milliseconds (default 30000). */
+  windowMs?: number;
+  /** Traces whose trail is kept, the oldest forgotten first (default 1000). */
+  maxTraces?: number;
 }
 
 /** Written by the operator through the status subresource. */

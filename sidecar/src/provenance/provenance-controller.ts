@@ -137,5 +137,7 @@ function describeConnect(event: TcpConnect, policy: ArgumentPolicy): SpanProcess
     commandArgs: policy.commandArgs(event.binary, splitTetragonArguments(event.arguments)),
     parentExecutables: event.parents,
     containerName: event.containerName,
+    // What the causal trail joins on: the caller's later execs and connects descend from it (ADR 1604).
+    execId: event.execId || null,
   };
 }

@@ -51,6 +51,8 @@ describe('reading a tcp_connect event', () => {
       podName: '',
       containerName: null,
       pid: 814533,
+      execId: 'YmVuYmVuOjcwMDA3NDAwMDAwMDAwOjgxNDUzMw==',
+      parentExecId: 'YmVuYmVuOjI1MTAwMDAwMDAwOjEwNjM=',
       binary: '/usr/lib/firefox/firefox',
       arguments: '',
       parents: [],

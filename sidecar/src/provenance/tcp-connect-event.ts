@@ -13,6 +13,9 @@ export interface TcpConnect {
   podName: string;
   containerName: string | null;
   pid: number | null;
+  /** Tetragon's exec_id of the connecting process (unique on the node across time); '' when the agent left it out. */
+  execId?: string | undefined;
+  parentExecId?: string | undefined;
   binary: string;
   /** Tetragon's argv[1:], space-joined, arguments with spaces in double quotes. */
   arguments: string;
@@ -26,12 +29,14 @@ export interface TcpConnect {
 
 type Obj = Record<string, unknown>;
 
-function wrapped(value: unknown): number | null {
+/** A protobuf wrapper's value (pid: UInt32Value), or null when unset. */
+export function wrapped(value: unknown): number | null {
   const v = (value as { value?: unknown } | undefined)?.value;
   return typeof v === 'number' ? v : null;
 }
 
-function timeMs(time: unknown): number {
+/** A protobuf Timestamp as epoch ms; now when absent. */
+export function timeMs(time: unknown): number {
   const t = time as { seconds?: number | { toString(): string }; nanos?: number } | undefined;
   if (!t) return Date.now();
   return Number(String(t.seconds ?? 0)) * 1000 + Math.floor((t.nanos ?? 0) / 1e6);
@@ -59,6 +64,8 @@ export function readTcpConnect(event: TetragonEvent): TcpConnect | null {
     podName: (pod?.name as string | undefined) ?? '',
     containerName: (container?.name as string | undefined) || null,
     pid: wrapped(process.pid),
+    execId: (process.exec_id as string | undefined) ?? '',
+    parentExecId: (process.parent_exec_id as string | undefined) ?? '',
     binary: (process.binary as string | undefined) ?? '',
     arguments: (process.arguments as string | undefined) ?? '',
     parents: [typeof parent?.binary === 'string' ? parent.binary : '', ...ancestors].filter((b) => b !== ''),
