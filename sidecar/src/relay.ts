@@ -28,6 +28,7 @@ import type { PriceTable } from './pricing/price-table.ts';
 import type { SpanStatus } from './spans/span.ts';
 import { scrubbingExtractor } from './upstream/credential-scrub.ts';
 import type { UpstreamResponse } from './upstream/upstream-client.ts';
+import { ToolCallTap } from './tool-calls/tool-call-tap.ts';
 import { createUsageExtractor, type UsageExtractor } from './usage/extractor.ts';
 
 /** Rewrites the bytes the caller receives. A failure it meets ends the caller's stream with its own last words. */
@@ -116,6 +117,8 @@ class StreamRelay {
   #releaseLeavingRead: (() => void) | undefined;
   /** Whose reads after leaving this call counts among: its user, else its address, taken while the socket is open. */
   readonly #caller: string;
+  /** Reads the caller's bytes for the answer's tool calls, while provenance is on (ADR 1603). */
+  readonly #toolCalls: ToolCallTap | null;
   // Writes of one turn leave in one syscall: the headers with the first bytes of a small answer read in one
   // go. Uncorked on the next tick at the latest, and always before the response ends: an end while corked
   // lost the corked writes (the /v1 error event after a stream's first chunks did not reach the caller).
@@ -130,6 +133,8 @@ class StreamRelay {
     this.#done = done;
     this.#expectedBytes = declaredLength(options.upstream.headers);
     this.#caller = options.call.call.userId ?? options.res.socket?.remoteAddress ?? 'unknown';
+    const contentType = options.headers['content-type'];
+    this.#toolCalls = options.call.recordsToolCalls ? new ToolCallTap(typeof contentType === 'string' ? contentType : undefined) : null;
   }
 
   start(): void {
@@ -156,7 +161,8 @@ class StreamRelay {
     this.#releaseLeavingRead?.();
     const { call, upstream, extractor, prices, transform, estimateInput } = this.#o;
     const afterLeaving: ReadAfterLeaving | undefined = this.#leftAtBytes === -1 ? undefined : { bytes: this.#receivedBytes - this.#leftAtBytes, complete: this.#readToEnd };
-    finishRelayedCall({ call, upstream, extractor, prices, status, streamError, laterFailure: transform?.failure, afterLeaving, estimateInput });
+    const toolCalls = this.#toolCalls?.end();
+    finishRelayedCall({ call, upstream, extractor, prices, status, streamError, laterFailure: transform?.failure, afterLeaving, estimateInput, toolCalls });
     this.#done();
   }
 
@@ -178,6 +184,7 @@ class StreamRelay {
     }
     const held = this.#toCaller(extractor.flush());
     const last = transform ? `${held as string}${transform.end()}` : held;
+    this.#toolCalls?.write(last);
     this.#finish(upstream.statusCode >= 400 ? 'upstream_error' : 'ok');
     if (this.#corked) this.#uncork();
     if (out.length > 0) res.write(out);
@@ -190,6 +197,7 @@ class StreamRelay {
     const { res, extractor, transform, upstream } = this.#o;
     if (this.#leftAtBytes !== -1) return this.#readOn(chunk);
     const out = this.#toCaller(extractor.write(chunk));
+    this.#toolCalls?.write(out);
     if (transform?.failure !== undefined) {
       // The error event is the caller's last; what the upstream still sends after a failure is not an answer.
       this.#finish('error', transform.failure);

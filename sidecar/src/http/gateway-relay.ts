@@ -14,6 +14,7 @@ import { ProxyError } from '../errors.ts';
 import type { MeteredCall } from '../metering/call-meter.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { relayStream, responseExtractor } from '../relay.ts';
+import { toolCallsOfAnswer } from '../tool-calls/tool-call-tap.ts';
 import { speechExtractor } from '../usage/speech-estimate.ts';
 import type { UsageExtractor } from '../usage/extractor.ts';
 import type { GatewayPlan } from '../routes/v1-plan.ts';
@@ -181,7 +182,9 @@ async function relayTranslatedJson(ctx: RelayContext): Promise<void> {
   }
   // Read whole even when the caller left meanwhile: the provider billed it (ADR 1305).
   const status = answerClosed(ctx.res) ? 'client_aborted' : 'ok';
-  call.finish({ prices: ctx.prices, usage: result.usage, responseModel: result.responseModel, status, statusCode: upstream.statusCode });
+  // The tool calls of the answer in the caller's API: their ids are the ones the caller echoes (ADR 1603).
+  const toolCalls = call.recordsToolCalls ? toolCallsOfAnswer(answer) : undefined;
+  call.finish({ prices: ctx.prices, usage: result.usage, responseModel: result.responseModel, status, statusCode: upstream.statusCode, toolCalls });
   if (!answerClosed(ctx.res)) sendJson(ctx.res, 200, answer, ctx.trace);
 }
 

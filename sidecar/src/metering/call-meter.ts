@@ -9,6 +9,7 @@ import { newSpanId, type TraceContext } from '../spans/trace-context.ts';
 import { implausibleUsage } from '../usage/usage-bounds.ts';
 import type { BilledUnits, CallCharge, TokenUsage } from '../usage/usage.ts';
 import type { UpstreamTiming } from '../upstream/upstream-client.ts';
+import type { AnswerToolCalls } from '../tool-calls/tool-call-collector.ts';
 
 export interface CallStart {
   /** A route's name, or `v1` for a /v1 call refused before it reached one. */
@@ -54,6 +55,8 @@ export interface CallEnd {
   status: SpanStatus;
   statusCode: number | null;
   error?: string | null | undefined;
+  /** The answer's tool calls, read while provenance is on (ADR 1603); more than were recorded are logged. */
+  toolCalls?: AnswerToolCalls | undefined;
 }
 
 /** Calls whose metering went wrong; each is also on its span's `error` and in its `llm call` line. */
@@ -100,8 +103,11 @@ export interface ShutdownState {
   readonly drainTimeoutMs?: number | undefined;
 }
 
-/** Where finished spans go: the span writer, or the provenance gate in front of it. */
-type SpanRecorder = { record(span: Span): void };
+/**
+ * Where finished spans go: the span writer, or the provenance gate in front of it, which says whether answers
+ * are read for their tool calls (only while provenance is on, ADR 1603).
+ */
+type SpanRecorder = { record(span: Span): void; readonly recordsToolCalls?: boolean };
 
 export class CallMeter {
   readonly #writer: SpanRecorder;
@@ -174,6 +180,11 @@ export class MeteredCall implements CallTimings {
 
   get finished(): boolean {
     return this.#finished !== null;
+  }
+
+  /** Whether the answer is to be read for its tool calls: provenance is on (ADR 1603). */
+  get recordsToolCalls(): boolean {
+    return this.#writer.recordsToolCalls === true;
   }
 
   /** The span recorded when the call finished, or null before. */
@@ -304,7 +315,7 @@ export class MeteredCall implements CallTimings {
     // Charged what the span says it cost, whatever its status: an aborted stream still cost what it used.
     if (span.userId !== null && span.costUsd > 0) this.#spend?.charge(span.userId, span.costUsd, Date.now());
     const unpriced = usage !== null && !cost.priced && cost.failure === undefined;
-    logCall(this.#logger, span, unpriced ? (cost.problem ?? `no price for ${span.provider} model ${span.model}`) : null, this.#upstream.endpoint);
+    logCall(this.#logger, span, unpriced ? (cost.problem ?? `no price for ${span.provider} model ${span.model}`) : null, this.#upstream.endpoint, end.toolCalls?.dropped ?? 0);
     this.#notify(span, cost.model ?? null);
     return span;
   }
@@ -363,6 +374,7 @@ export class MeteredCall implements CallTimings {
       statusCode: end.statusCode,
       error,
       startTime: new Date(this.#startTime).toISOString(),
+      toolCalls: end.toolCalls?.calls,
     };
   }
 
@@ -432,8 +444,11 @@ function withRequestUnits(end: CallEnd, units: BilledUnits | undefined): TokenUs
   return { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, totalTokens: 0, units: { ...units } };
 }
 
-/** The `llm call` line, one per call; `unpriced` says why its cost is 0, `endpoint` which of its route's endpoints answered (ADR 0008). */
-function logCall(logger: Logger, span: Span, unpriced: string | null, endpoint: string | undefined): void {
+/**
+ * The `llm call` line, one per call; `unpriced` says why its cost is 0, `endpoint` which of its route's endpoints
+ * answered (ADR 0008), `toolCallsDropped` how many tool calls past the span's bound were not recorded (ADR 1603).
+ */
+function logCall(logger: Logger, span: Span, unpriced: string | null, endpoint: string | undefined, toolCallsDropped: number): void {
   const level = span.status === 'ok' ? 'info' : 'warn';
   logger[level](
     {
@@ -459,6 +474,7 @@ function logCall(logger: Logger, span: Span, unpriced: string | null, endpoint: 
       latency_ms: span.durationMs,
       ...(span.error ? { error: span.error } : {}),
       ...(unpriced !== null ? { pricing: `${unpriced}: cost recorded as 0` } : {}),
+      ...(toolCallsDropped > 0 ? { tool_calls_dropped: toolCallsDropped } : {}),
     },
     'llm call',
   );

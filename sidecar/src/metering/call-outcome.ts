@@ -9,6 +9,7 @@ import type { SpanStatus } from '../spans/span.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 import type { UsageExtractor } from '../usage/extractor.ts';
 import { estimateUsage } from '../usage/usage-estimate.ts';
+import type { AnswerToolCalls } from '../tool-calls/tool-call-collector.ts';
 import type { MeteredCall } from './call-meter.ts';
 
 /** How the relay read the upstream on after the caller left (ADR 1305). */
@@ -39,6 +40,8 @@ export function finishRelayedCall(opts: {
   afterLeaving?: ReadAfterLeaving | undefined;
   /** Input tokens the request stands for, asked only for an estimate. */
   estimateInput?: (() => number) | undefined;
+  /** The tool calls the caller received, read while provenance is on (ADR 1603). */
+  toolCalls?: AnswerToolCalls | undefined;
 }): void {
   const leaving = opts.status === 'client_aborted' ? opts.afterLeaving : undefined;
   if (leaving !== undefined) return finishAfterCallerLeft(opts, leaving);
@@ -55,6 +58,7 @@ export function finishRelayedCall(opts: {
     status,
     statusCode: opts.upstream.statusCode,
     error: error ? `upstream_stream_error: ${error}` : null,
+    toolCalls: opts.toolCalls,
   });
 }
 
@@ -86,6 +90,7 @@ function finishAfterCallerLeft(opts: Parameters<typeof finishRelayedCall>[0], le
     status: whole ? 'ok' : 'client_aborted',
     statusCode: opts.upstream.statusCode,
     error,
+    toolCalls: opts.toolCalls,
   });
 }
 

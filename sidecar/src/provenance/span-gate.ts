@@ -45,6 +45,11 @@ export class SpanGate implements SpanRecorder {
     this.#windowMs = windowMs;
   }
 
+  /** Answers are read for their tool calls while provenance is on (ADR 1603). */
+  get recordsToolCalls(): boolean {
+    return this.#tracker !== null;
+  }
+
   get held(): number {
     return this.#held.size;
   }
@@ -57,9 +62,13 @@ export class SpanGate implements SpanRecorder {
   record(span: Span): void {
     const tracker = this.#tracker;
     if (tracker === null) {
+      // A call whose answer was read while provenance was still on: off now, the span says nothing of it.
+      if (span.toolCalls !== undefined) span.toolCalls = undefined;
       this.#inner.record(span);
       return;
     }
+    // With provenance on every span says what tool calls its answer asked for, none included (ADR 1603).
+    span.toolCalls ??= [];
     const state = tracker.connectionOf(span.requestId);
     if (state?.process || state === undefined || this.#windowMs === 0 || this.#held.size >= MAX_HELD_SPANS) {
       if (state !== undefined && state.process === null && this.#windowMs > 0) this.#overflow++;
