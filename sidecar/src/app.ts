@@ -124,7 +124,7 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
   // A warehouse that is down is not this pod's fault: it shows in /_local/api/health, not in the probes (ADR 0402).
   const health = healthCheck({ lifecycle, writer, writeFailuresAreUnhealthy: !opened.remote });
   app.register(healthRoutes, { lifecycle, writer, check: health });
-  app.register(managementRoutes, { store, spans, writer, budgets, configOwner: opts.budgets ? 'operator' : 'config' });
+  app.register(managementRoutes, { store, spans, writer, budgets, trail: provenance, configOwner: opts.budgets ? 'operator' : 'config' });
   app.register(managementUiRoutes);
   const local = config.local.enabled ? new LocalRuntime({ store, logger, ...(opts.env ? { env: opts.env } : {}) }) : null;
   app.register(localRuntimeRoutes, { runtime: local, lifecycle });
@@ -312,6 +312,7 @@ function watchEngineMetrics(parts: EngineParts, opened: OpenedSpanStore, followe
     },
     otlp: () => otlp.stats(),
     provenanceBypass: () => parts.provenance.counters().bypass,
+    provenanceTrailDrops: () => parts.provenance.trailDrops(),
     authFailures: () => identity.failures.total,
     tokeninfoThrottled: () => identity.authenticator?.accessTokens?.throttled ?? 0,
     budgets: (nearest) => budgets.standing(Date.now(), nearest),

@@ -98,6 +98,9 @@ export interface TcpConnectSpec {
   dport: number;
   /** Event time, epoch ms (default now). */
   atMs?: number;
+  /** The process's and its parent's exec_id (default derived from the time and pid). */
+  execId?: string;
+  parentExecId?: string;
 }
 
 /**
@@ -106,8 +109,8 @@ export interface TcpConnectSpec {
  */
 export function tcpConnectEvent(spec: TcpConnectSpec): Buffer {
   const at = spec.atMs ?? Date.now();
-  const execId = Buffer.from(`node-a:${at}:${spec.pid}`).toString('base64');
-  const parentExecId = Buffer.from(`node-a:1:${spec.pid - 1}`).toString('base64');
+  const execId = spec.execId ?? Buffer.from(`node-a:${at}:${spec.pid}`).toString('base64');
+  const parentExecId = spec.parentExecId ?? Buffer.from(`node-a:1:${spec.pid - 1}`).toString('base64');
   const process = {
     exec_id: execId,
     pid: { value: spec.pid },
@@ -158,6 +161,103 @@ export function tcpConnectEvent(spec: TcpConnectSpec): Buffer {
     node_name: 'node-a',
     time: { seconds: Math.floor(at / 1000), nanos: (at % 1000) * 1e6 },
   });
+}
+
+/** Tetragon's exec_id: base64 of "<node>:<ktime>:<pid>" (provenance.md §1.1). */
+export function tetragonExecId(pid: number, ktime: number, node = 'node-a'): string {
+  return Buffer.from(`${node}:${ktime}:${pid}`).toString('base64');
+}
+
+/** One process of a trail event: who, with its own and its parent's exec_id. */
+export interface TrailProcessSpec {
+  namespace: string;
+  pod: string;
+  container?: string;
+  pid: number;
+  execId: string;
+  parentExecId: string;
+  binary: string;
+  /** Tetragon's argv[1:], space-joined. */
+  arguments?: string;
+  parentPid?: number;
+  parentBinary?: string;
+  /** What the agent sends with --enable-ancestors: the grandparent and up, nearest first. */
+  ancestors?: { pid: number; execId: string; binary: string }[];
+  /** Event time, epoch ms (default now). */
+  atMs?: number;
+}
+
+export type TrailEventSpec =
+  | (TrailProcessSpec & { type: 'process_exec' })
+  | (TrailProcessSpec & { type: 'process_exit'; status: number; signal?: string })
+  | (TrailProcessSpec & { type: 'tcp_connect'; daddr: string; dport: number; saddr?: string; sport?: number })
+  /** A file-monitoring kprobe: security_file_permission(file, mask) with mask 2 (MAY_WRITE) for a write, 4 for a read. */
+  | (TrailProcessSpec & { type: 'file'; path: string; mask?: number; functionName?: string });
+
+function trailProcess(spec: TrailProcessSpec, at: number) {
+  const pod = {
+    namespace: spec.namespace,
+    name: spec.pod,
+    container: {
+      id: 'containerd://551e161c47d8ff0eb665438a7bcd5b4',
+      name: spec.container ?? 'app',
+      image: { id: 'registry.invalid/app@sha256:00', name: 'registry.invalid/app:1' },
+    },
+  };
+  return {
+    exec_id: spec.execId,
+    pid: { value: spec.pid },
+    uid: { value: 1000 },
+    cwd: '/app',
+    binary: spec.binary,
+    arguments: spec.arguments ?? '',
+    flags: 'execve clone',
+    start_time: { seconds: Math.floor(at / 1000), nanos: (at % 1000) * 1e6 },
+    auid: { value: 4294967295 },
+    pod,
+    docker: '551e161c47d8ff0eb665438a7bcd5b4',
+    parent_exec_id: spec.parentExecId,
+    refcnt: 1,
+  };
+}
+
+/**
+ * A process_exec, process_exit or process_kprobe (tcp_connect, or a file kprobe) in Tetragon's shape
+ * (provenance.md §1.2, §1.3), for a process with chosen pid, exec_id and parent: what the causal trail reads.
+ */
+export function trailEvent(spec: TrailEventSpec): Buffer {
+  const at = spec.atMs ?? Date.now();
+  const process = trailProcess(spec, at);
+  const parent = { exec_id: spec.parentExecId, pid: { value: spec.parentPid ?? spec.pid - 1 }, binary: spec.parentBinary ?? '/bin/sh', pod: process.pod };
+  const ancestors = (spec.ancestors ?? []).map((a) => ({ exec_id: a.execId, pid: { value: a.pid }, binary: a.binary, pod: process.pod }));
+  const kprobe = (functionName: string, args: Record<string, unknown>[]) => ({
+    process,
+    parent,
+    function_name: functionName,
+    args,
+    action: 'KPROBE_ACTION_POST',
+    policy_name: 'tollgate-trail',
+    ancestors,
+  });
+  let body: Record<string, unknown>;
+  if (spec.type === 'process_exec') body = { process_exec: { process, parent, ancestors } };
+  else if (spec.type === 'process_exit') body = { process_exit: { process, parent, signal: spec.signal ?? '', status: spec.status } };
+  else if (spec.type === 'tcp_connect') {
+    const sock = {
+      family: 'AF_INET',
+      type: 'SOCK_STREAM',
+      protocol: 'IPPROTO_TCP',
+      saddr: spec.saddr ?? '10.0.0.5',
+      daddr: spec.daddr,
+      sport: spec.sport ?? 41_000,
+      dport: spec.dport,
+      state: 'TCP_SYN_SENT',
+    };
+    body = { process_kprobe: kprobe('tcp_connect', [{ sock_arg: sock }]) };
+  } else {
+    body = { process_kprobe: kprobe(spec.functionName ?? 'security_file_permission', [{ file_arg: { mount: '', path: spec.path, flags: '' } }, { int_arg: spec.mask ?? 2 }]) };
+  }
+  return encodeEvent({ ...body, node_name: 'node-a', time: { seconds: Math.floor(at / 1000), nanos: (at % 1000) * 1e6 } });
 }
 
 /** The events of a mixed stream: every type, for each pod, in turn. */

@@ -22,6 +22,7 @@ import { parseSpendQuery, SPEND_PARAMETERS, SpendQueryError } from '../spans/spe
 import { settlesWithin, type SpanWriter } from '../spans/span-writer.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
 import { budgetRoutes } from './budgets.ts';
+import { type TrailSource, trailRoutes } from './trail.ts';
 
 export interface ManagementOptions {
   store: ConfigStore;
@@ -29,6 +30,8 @@ export interface ManagementOptions {
   writer: SpanWriter;
   /** /_local/api/budgets; absent: no budget endpoints. */
   budgets?: BudgetEnforcer;
+  /** /_local/api/trail/<trace-id>; absent: no trail endpoint. */
+  trail?: TrailSource;
   /**
    * Who owns this engine's routes, upstreams and budget policies: its own config (local proxy, server) or the
    * operator (a sidecar, whose app can reach this API and must not re-point its credentials).
@@ -100,6 +103,7 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
   });
 
   if (opts.budgets) await app.register(budgetRoutes, { budgets: opts.budgets });
+  if (opts.trail) await app.register(trailRoutes, { trail: opts.trail });
 
   app.get('/_local/api/config', async () => configView(opts.store.current()));
 

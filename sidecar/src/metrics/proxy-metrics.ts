@@ -61,6 +61,8 @@ export interface ProxyMetricSources {
   audit?: () => AuditSinkCounters[];
   /** Connections from the pod to a provider that did not come from the sidecar, per provider (ADR 1601). */
   provenanceBypass?: () => ReadonlyMap<string, number>;
+  /** What the causal trail's bounds pushed out, by bound (ADR 1604). */
+  provenanceTrailDrops?: () => ReadonlyMap<string, number>;
   /** Spans handed to the OTLP exporter and what became of them. */
   otlp?: () => { exported: number; dropped: number; failed: number };
   /** Requests refused by inbound authentication (central server). */
@@ -370,6 +372,16 @@ export class ProxyMetrics implements CallObserver {
       () => {
         bypass.clear();
         for (const [provider, count] of this.#sources.provenanceBypass?.() ?? []) bypass.series(provider).value = count;
+      },
+    );
+    const trailDropped: CounterFamily = new CounterFamily(
+      r,
+      'tollgate_provenance_trail_dropped_total',
+      'Causal trail entries pushed out by a bound: trace (oldest trace forgotten), action (a trace full), process (exec tree full), pending (an unlinked action waiting for its call).',
+      ['reason'],
+      () => {
+        trailDropped.clear();
+        for (const [reason, count] of this.#sources.provenanceTrailDrops?.() ?? []) trailDropped.series(reason).value = count;
       },
     );
     this.#budgetMetrics(r);

@@ -6,6 +6,7 @@
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import type { ProvenanceConfig } from '../../../contracts/provenance-config.ts';
 import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import type { AuditPlacement } from '../audit/audit-placement.ts';
 import type { TetragonEvent } from '../audit/tetragon-protocol.ts';
@@ -15,7 +16,12 @@ import { ArgumentPolicy, splitTetragonArguments } from './argument-redaction.ts'
 import { type ConnectionState, ConnectionTracker } from './connection-tracker.ts';
 import type { ProvenanceHealth, ProvenanceRuntime } from './provenance-runtime.ts';
 import { SpanGate, type SpanRecorder } from './span-gate.ts';
+import { TrailKeeper, type TrailSettings } from './trail-keeper.ts';
+import { type TrailJson, trailJson } from './trail-view.ts';
 import type { TcpConnect } from './tcp-connect-event.ts';
+
+/** How much longer than the attribution window an action waits for its call's span (delivery lag). */
+const TRAIL_HOLD_SLACK_MS = 5_000;
 
 /** Requests that record spans: the /proxy routes and the /v1 gateway. */
 function metered(url: string): boolean {
@@ -36,13 +42,20 @@ export class ProvenanceController {
   #procfs = false;
   #policy = new ArgumentPolicy('none', []);
   #runtime: ProvenanceRuntime | undefined;
+  #trail: TrailKeeper | null = null;
   #applied = 'null';
   #chain: Promise<void> = Promise.resolve();
   #unsubscribe: () => void;
   #closed = false;
 
   constructor(opts: { store: ConfigStore; spans: SpanRecorder; placement: AuditPlacement; logger: Logger }) {
-    this.gate = new SpanGate(opts.spans);
+    // A span reaches the causal trail when the gate lets it go: only then does it name its caller.
+    this.gate = new SpanGate({
+      record: (span) => {
+        this.#trail?.onCall(span);
+        opts.spans.record(span);
+      },
+    });
     this.#placement = opts.placement;
     this.#logger = opts.logger.child({ component: 'provenance' });
     this.#apply(opts.store.get());
@@ -79,6 +92,32 @@ export class ProvenanceController {
     return { bypass: this.#runtime?.bypassCounts() ?? new Map() };
   }
 
+  /** The causal trail of a trace (ADR 1604); null when none is kept or the trail is off. */
+  trail(traceId: string): TrailJson | null {
+    const calls = this.#trail?.calls(traceId);
+    return calls && this.#trail ? trailJson(traceId, this.#trail.windowMs, calls) : null;
+  }
+
+  /** What the trail's bounds pushed out, by bound. */
+  trailDrops(): ReadonlyMap<string, number> {
+    return this.#trail?.drops() ?? new Map();
+  }
+
+  /** Kept across config changes while it stays on, like the tracker. */
+  #trailFor(config: RuntimeConfig, wanted: ProvenanceConfig): TrailKeeper | null {
+    if (!wanted.trail.enabled) return null;
+    const settings: TrailSettings = {
+      windowMs: wanted.trail.windowMs,
+      maxTraces: wanted.trail.maxTraces,
+      // An action can arrive before its call's span, which waits up to the attribution window.
+      holdMs: wanted.attributionWindowMs + TRAIL_HOLD_SLACK_MS,
+      sidecarPorts: new Set([config.server.port, config.local.lmstudioPort].filter((p) => p > 0)),
+    };
+    if (this.#trail === null) return new TrailKeeper({ settings, logger: this.#logger });
+    this.#trail.configure(settings);
+    return this.#trail;
+  }
+
   /** Resolves once every config change seen so far has been applied. */
   settled(): Promise<void> {
     return this.#chain;
@@ -94,6 +133,7 @@ export class ProvenanceController {
       if (this.#closed) return;
       if (!wanted) {
         this.#tracker = null;
+        this.#trail = null;
         this.gate.follow(null, 0);
         await this.#runtime?.stop();
         this.#runtime = undefined;
@@ -108,7 +148,10 @@ export class ProvenanceController {
         // Loaded on the first provenance section only (ADR 0003).
         const { ProvenanceRuntime } = await import('./provenance-runtime.ts');
         this.#runtime ??= new ProvenanceRuntime(this.#placement, this.#logger);
+        const trail = this.#trailFor(config, wanted);
+        this.#runtime.followTrail(trail);
         await this.#runtime.configure(config, wanted, tracker, policy);
+        this.#trail = trail;
         this.#tracker = tracker;
         this.#procfs = wanted.procfs;
         this.gate.follow(tracker, wanted.attributionWindowMs);

@@ -17,6 +17,8 @@ import type { ConnectionState, ConnectionTracker } from './connection-tracker.ts
 import { lookupProcfs } from './procfs-lookup.ts';
 import { ProviderEndpoints, providerHosts } from './provider-endpoints.ts';
 import { readTcpConnect } from './tcp-connect-event.ts';
+import { readTrailAction } from './trail-event.ts';
+import type { TrailKeeper } from './trail-keeper.ts';
 
 function escapeRegex(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -30,10 +32,11 @@ export function agentAddress(config: ProvenanceConfig, placement: AuditPlacement
   return `127.0.0.1:${TETRAGON_PORT}`;
 }
 
-/** Only the pod's own kprobe events, when the sidecar knows its pod. */
-export function provenanceRequest(placement: AuditPlacement): GetEventsRequest {
-  if (placement.podName === undefined || placement.podNamespace === undefined) return { allow_list: [{ event_set: ['PROCESS_KPROBE'] }] };
-  return { allow_list: [{ namespace: [placement.podNamespace], pod_regex: [`^${escapeRegex(placement.podName)}$`], event_set: ['PROCESS_KPROBE'] }] };
+/** Only the pod's own kprobe events, when the sidecar knows its pod; its execs and exits too for the causal trail (ADR 1604). */
+export function provenanceRequest(placement: AuditPlacement, trail = false): GetEventsRequest {
+  const eventSet = trail ? ['PROCESS_EXEC', 'PROCESS_EXIT', 'PROCESS_KPROBE'] : ['PROCESS_KPROBE'];
+  if (placement.podName === undefined || placement.podNamespace === undefined) return { allow_list: [{ event_set: eventSet }] };
+  return { allow_list: [{ namespace: [placement.podNamespace], pod_regex: [`^${escapeRegex(placement.podName)}$`], event_set: eventSet }] };
 }
 
 export interface ProvenanceHealth {
@@ -57,6 +60,7 @@ export class ProvenanceRuntime {
   #source: TetragonSource | null = null;
   #sourceKey = '';
   #resolveTimer: NodeJS.Timeout | null = null;
+  #trail: TrailKeeper | null = null;
 
   constructor(placement: AuditPlacement, logger: Logger) {
     this.#placement = placement;
@@ -90,7 +94,8 @@ export class ProvenanceRuntime {
   async #followStream(config: RuntimeConfig, provenance: ProvenanceConfig): Promise<void> {
     const auditOn = config.audit?.enabled === true;
     const address = agentAddress(provenance, this.#placement);
-    const key = auditOn ? 'audit' : address;
+    // The trail widens the filter, so turning it on or off opens the stream again.
+    const key = auditOn ? 'audit' : `${address} trail=${this.#trail !== null}`;
     if (key === this.#sourceKey) return;
     this.#sourceKey = key;
     await this.#source?.stop();
@@ -99,16 +104,25 @@ export class ProvenanceRuntime {
       this.#logger.info('provenance reads the audit fan-out stream');
       return;
     }
-    const request = provenanceRequest(this.#placement);
+    const request = provenanceRequest(this.#placement, this.#trail !== null);
     this.#source = new TetragonSource({ address, request, onEvent: (event) => this.deliver(event), logger: this.#logger });
     this.#logger.info({ address, filter: request }, 'provenance stream starting');
     this.#source.start();
   }
 
-  /** Every event of the stream; only tcp_connect kprobes of this pod are read further. */
+  /** The causal trail this runtime feeds, or null; set before configure(), which picks the stream's filter. */
+  followTrail(trail: TrailKeeper | null): void {
+    this.#trail = trail;
+  }
+
+  /** Every event of the stream; only this pod's are read further: tcp_connect kprobes, and the trail's actions. */
   deliver(event: TetragonEvent): void {
     const { podName, podNamespace } = this.#placement;
     if (podName !== undefined && (event.info.podName !== podName || event.info.podNamespace !== podNamespace)) return;
+    if (this.#trail !== null && this.#policy !== null) {
+      const action = readTrailAction(event, this.#policy);
+      if (action !== null) this.#trail.onAction(action);
+    }
     const connect = readTcpConnect(event);
     if (connect === null) return;
     if (this.#ports.has(connect.dport)) this.#tracker?.onConnect(connect);
