@@ -86,6 +86,30 @@ export interface AliasHealthReportMessage {
   aliases: AliasHealthMessage[];
 }
 
+/** One process's connects to a provider around the sidecar (proto BypassEntry, ADR 1605). */
+export interface BypassEntryMessage {
+  provider: string;
+  pid: number;
+  binary: string;
+  container: string;
+  /** host:port as seen ([v6]:port). */
+  destination: string;
+  connects: number;
+  firstSeenUnixMs: Int64;
+  lastSeenUnixMs: Int64;
+}
+
+export interface BypassReportMessage {
+  entries: BypassEntryMessage[];
+}
+
+/**
+ * What one bypass report may carry (ADR 1605): a sidecar sends at most this many entries, each string cut to its
+ * bound; the operator refuses a report beyond them whole. A path may be PATH_MAX (4096) long; an Event's note
+ * holds 1024 characters, so a longer binary would not show anyway.
+ */
+export const BYPASS_REPORT_LIMITS = { entries: 64, binary: 512, container: 63, provider: 63, destination: 64 } as const;
+
 export interface SidecarMessage {
   hello?: Hello;
   ack?: { version: string };
@@ -93,7 +117,8 @@ export interface SidecarMessage {
   auditReport?: AuditReport;
   spendReport?: SpendReportMessage;
   aliasHealthReport?: AliasHealthReportMessage;
-  message?: 'hello' | 'ack' | 'nack' | 'auditReport' | 'spendReport' | 'aliasHealthReport';
+  bypassReport?: BypassReportMessage;
+  message?: 'hello' | 'ack' | 'nack' | 'auditReport' | 'spendReport' | 'aliasHealthReport' | 'bypassReport';
 }
 
 export interface SnapshotMessage {

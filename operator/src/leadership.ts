@@ -16,6 +16,7 @@ import { ProxyConfigController } from './controller/proxy-config-controller.ts';
 import type { LeaderEndpoint } from './kube/leader-endpoint.ts';
 import type { OperatorCaches } from './operator-caches.ts';
 import type { OperatorOptions } from './operator.ts';
+import { BypassEvents } from './push/bypass-events.ts';
 import { type PushServer, startPushServer } from './push/push-server.ts';
 import type { CaPublication } from './tls/ca-publication.ts';
 import { loadServingCertificate } from './tls/serving-certificate.ts';
@@ -119,6 +120,7 @@ export class Leadership {
       tls,
       budgets: budgets.streams(),
       pods: (key) => caches.pods.get(key),
+      bypass: new BypassEvents({ recorder, logger: opts.logger.child({ component: 'bypass' }), metrics: opts.metrics }),
     });
     const { leaderEndpoint } = this.#context;
     if (leaderEndpoint) {

@@ -313,6 +313,7 @@ function watchEngineMetrics(parts: EngineParts, opened: OpenedSpanStore, followe
     otlp: () => otlp.stats(),
     provenanceBypass: () => parts.provenance.counters().bypass,
     provenanceTrailDrops: () => parts.provenance.trailDrops(),
+    provenanceBypassReportsDropped: () => parts.provenance.counters().bypassReportsDropped,
     authFailures: () => identity.failures.total,
     tokeninfoThrottled: () => identity.authenticator?.accessTokens?.throttled ?? 0,
     budgets: (nearest) => budgets.standing(Date.now(), nearest),

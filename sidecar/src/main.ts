@@ -123,6 +123,7 @@ async function startProxy(args: ProxyArgs, env: NodeJS.ProcessEnv, logger: pino.
   const engine = await openEngine(store, logger, link);
   link?.reportAudit(engine.audit);
   link?.reportAliasHealth(engine);
+  link?.reportBypass(engine.provenance.bypassReports);
   await budgetsLoaded(engine, store, link);
   const { host, port } = store.get().server;
   await engine.app.listen({ host, port });

@@ -11,7 +11,7 @@
 // not pods).
 
 import type { Logger } from 'pino';
-import type { AliasHealthReportMessage, AuditReport } from '../../contracts/push-protocol.ts';
+import type { AliasHealthReportMessage, AuditReport, BypassEntryMessage } from '../../contracts/push-protocol.ts';
 import { PROXY_ENV, SIDECAR_OPERATOR_CA_FILE, SIDECAR_STATE_DIR, SIDECAR_TOKEN_FILE } from '../../contracts/sidecar-env.ts';
 import { AuditReporter } from './audit/audit-report.ts';
 import type { AuditController } from './audit/audit-controller.ts';
@@ -21,6 +21,7 @@ import { DEFAULT_REDIS_KEY_PREFIX } from '../../contracts/budget-config.ts';
 import type { ConfigStore } from './config/config-store.ts';
 import type { PushClient } from './config/push-client.ts';
 import { type AliasHealthSource, aliasHealthMessage } from './fallback/alias-health-message.ts';
+import type { BypassReportQueue } from './provenance/bypass-reports.ts';
 
 export class OperatorLink {
   /** The operator's budgets, for a sidecar; undefined in server mode. */
@@ -28,6 +29,7 @@ export class OperatorLink {
   #client: PushClient | undefined;
   #auditReporter: AuditReporter | undefined;
   #aliases: AliasHealthSource | undefined;
+  #bypass: BypassReportQueue | undefined;
 
   private constructor(budgets: ClusterBudgets | undefined) {
     this.budgets = budgets;
@@ -53,6 +55,7 @@ export class OperatorLink {
       logger,
       auditReport: () => link.#auditReport(),
       aliasHealthReport: () => link.#aliasHealthReport(),
+      bypassReports: { take: (max) => link.#takeBypassEntries(max) },
       ...(link.budgets ? { budgets: link.budgets } : {}),
       ...(podName ? { podName } : {}),
       ...(podNamespace ? { podNamespace } : {}),
@@ -71,8 +74,18 @@ export class OperatorLink {
     this.#aliases = engine;
   }
 
+  /** From now on the operator hears of provider calls around the sidecar, and records them as Events (ADR 1605). */
+  reportBypass(queue: BypassReportQueue): void {
+    this.#bypass = queue;
+    queue.open();
+  }
+
   async stop(): Promise<void> {
     await this.#client?.stop();
+  }
+
+  #takeBypassEntries(max: number): BypassEntryMessage[] {
+    return this.#bypass?.take(max) ?? [];
   }
 
   #auditReport(): AuditReport | undefined {

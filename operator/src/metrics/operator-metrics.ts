@@ -6,6 +6,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Regist
 import { MetricsExposition } from '../../../contracts/metrics-exposition.ts';
 
 import type { WorkQueueObserver } from '../kube/work-queue.ts';
+import type { BypassEntryOutcome, BypassEventCounter } from '../push/bypass-events.ts';
 import type { SnapshotCounter } from '../push/sidecar-registry.ts';
 
 export type ReconcileOutcome = 'success' | 'error' | 'requeue_after';
@@ -19,7 +20,7 @@ export interface OperatorMetricSources {
 
 const QUEUE_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60];
 
-export class OperatorMetrics implements WorkQueueObserver, SnapshotCounter {
+export class OperatorMetrics implements WorkQueueObserver, SnapshotCounter, BypassEventCounter {
   readonly registry: Registry<RegistryContentType> = new Registry();
   readonly exposition = new MetricsExposition(this.registry);
   #sources: OperatorMetricSources = {};
@@ -30,6 +31,7 @@ export class OperatorMetrics implements WorkQueueObserver, SnapshotCounter {
   readonly #pushed: Counter;
   readonly #acked: Counter;
   readonly #nacked: Counter;
+  readonly #bypass: Counter<'outcome'>;
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -56,6 +58,13 @@ export class OperatorMetrics implements WorkQueueObserver, SnapshotCounter {
     this.#pushed = new Counter({ name: 'tollgate_operator_snapshots_pushed_total', help: 'Config snapshots sent to sidecars (one per sidecar and version).', registers });
     this.#acked = new Counter({ name: 'tollgate_operator_snapshots_acked_total', help: 'Config snapshots sidecars applied and acknowledged.', registers });
     this.#nacked = new Counter({ name: 'tollgate_operator_snapshots_nacked_total', help: 'Config snapshots sidecars rejected.', registers });
+    this.#bypass = new Counter({
+      name: 'tollgate_operator_bypass_events_total',
+      help: 'Bypass entries sidecars reported, by what became of them: recorded (a ProviderBypass Event on the pod), rate_limited, refused (the report exceeded the bounds).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    for (const outcome of ['recorded', 'rate_limited', 'refused']) this.#bypass.inc({ outcome }, 0);
     const gauge = (name: string, help: string, read: () => number | undefined) =>
       new Gauge({
         name,
@@ -98,5 +107,9 @@ export class OperatorMetrics implements WorkQueueObserver, SnapshotCounter {
 
   snapshotNacked(): void {
     this.#nacked.inc();
+  }
+
+  bypassEntries(outcome: BypassEntryOutcome, count: number): void {
+    this.#bypass.inc({ outcome }, count);
   }
 }

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import {
+  type AuditReport,
   AUTHORIZATION,
   configPushService,
   MAX_SNAPSHOT_BYTES,
@@ -16,6 +17,7 @@ import {
   type SpendReportMessage,
 } from '../../../contracts/push-protocol.ts';
 import type { BudgetSidecar } from '../budgets/budget-distributor.ts';
+import type { BypassEvents } from './bypass-events.ts';
 import type { SpendSource } from '../budgets/cluster-ledger.ts';
 import { isStatus, type KubeApi } from '../../../kube-client/api-client.ts';
 import { PROXY_CONFIG_ANNOTATION } from './config-selection.ts';
@@ -38,6 +40,8 @@ export interface PushServerOptions {
   budgets?: BudgetStreams;
   /** The pods' metadata as the informer holds it (`namespace/name`); a pod it does not hold yet is read. */
   pods?: (key: string) => PodMetadata | undefined;
+  /** ProviderBypass Events from sidecars' bypass reports (ADR 1605). */
+  bypass?: Pick<BypassEvents, 'report'>;
 }
 
 export interface BudgetStreams {
@@ -146,18 +150,13 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
     } else if (message.nack) {
       registry.nack(id, message.nack.version, message.nack.reason.slice(0, 1024));
     } else if (message.auditReport) {
-      // The report ends up in the ProxyConfig's status: bounded, whatever a sidecar sends.
-      const report = message.auditReport;
-      registry.auditReport(id, {
-        streamConnected: report.streamConnected === true,
-        streamDisconnects: String(report.streamDisconnects ?? 0),
-        sinks: (report.sinks ?? [])
-          .slice(0, 16)
-          .map((s) => ({ ...s, name: String(s.name).slice(0, 63), kind: String(s.kind).slice(0, 16), lastError: String(s.lastError ?? '').slice(0, 512) })),
-      });
+      registry.auditReport(id, boundedAuditReport(message.auditReport));
     } else if (message.aliasHealthReport) {
       // Only the aliases and targets of the sidecar's own config are kept (alias-reports.ts).
       registry.aliasHealthReport(id, message.aliasHealthReport);
+    } else if (message.bypassReport && source) {
+      // The pod is the token's, whatever the report says (ADR 1605).
+      opts.bypass?.report(source, message.bypassReport);
     } else if (message.spendReport && source) {
       const report = message.spendReport;
       if ((report.entries ?? []).length <= MAX_REPORT_ENTRIES) opts.budgets?.spendReport(source, report);
@@ -235,6 +234,17 @@ async function handleStream(call: Call, opts: PushServerOptions): Promise<void> 
     },
   });
   logger.debug({ pod: `${identity.namespace}/${identity.podName}`, runs: greeting.currentVersion, source: bound }, 'push stream registered');
+}
+
+/** The report ends up in the ProxyConfig's status: bounded, whatever a sidecar sends. */
+function boundedAuditReport(report: AuditReport): AuditReport {
+  return {
+    streamConnected: report.streamConnected === true,
+    streamDisconnects: String(report.streamDisconnects ?? 0),
+    sinks: (report.sinks ?? [])
+      .slice(0, 16)
+      .map((s) => ({ ...s, name: String(s.name).slice(0, 63), kind: String(s.kind).slice(0, 16), lastError: String(s.lastError ?? '').slice(0, 512) })),
+  };
 }
 
 function bearerToken(values: grpc.MetadataValue[]): string | undefined {

@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createCertificateAuthority, issueCertificate } from '../../../contracts/pki.ts';
 import { ConfigStore } from './config-store.ts';
 import { type PushClientOptions, startPushClient } from './push-client.ts';
+import { BypassReportQueue } from '../provenance/bypass-reports.ts';
 import { type AliasHealthReportMessage, configPushService, type OperatorMessage, type SidecarMessage } from '../../../contracts/push-protocol.ts';
 import { waitFor } from '../../../test/support/wait-for.ts';
 
@@ -157,6 +158,42 @@ describe('startPushClient', () => {
       expect(new Set(reportsOn(first).map((r) => JSON.stringify(r))).size).toBe(1);
       await client.stop();
     });
+  });
+
+  it('sends bypass entries only on a stream the operator registered, 64 a report, and keeps them while it is away (ADR 1605)', async () => {
+    const queue = new BypassReportQueue(pino({ level: 'silent' }));
+    queue.open();
+    for (let pid = 1; pid <= 70; pid++) {
+      queue.add({ provider: 'openai', pid, binary: '/usr/bin/curl', container: 'app', destination: '162.159.140.245:443', connects: 1, firstSeenUnixMs: 1, lastSeenUnixMs: 2 });
+    }
+    const { client } = start(new ConfigStore(), { bypassReports: queue, bypassReportIntervalMs: 10 });
+    const first = await waitFor('the first stream', () => calls[0], 10_000);
+    await waitFor('the Hello', () => first.received.find((m) => m.hello), 10_000);
+    // no snapshot yet: the operator has not registered the stream, the entries stay queued
+    first.call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'operator going away' });
+    const second = await waitFor('the second stream', () => calls[1], 10_000);
+    expect(queue.size).toBe(70);
+    expect(first.received.filter((m) => m.bypassReport)).toEqual([]);
+
+    second.call.write({ snapshot: { version: 'v1', configJson: '{}', credentials: {}, source: 'ns/default' } });
+    const reports = await waitFor('both reports', () => {
+      const sent = second.received.filter((m) => m.bypassReport).map((m) => m.bypassReport!);
+      return sent.length === 2 && sent;
+    });
+    expect(reports.map((r) => r.entries.length)).toEqual([64, 6]);
+    // int64 arrives as a decimal string
+    expect(reports[1]!.entries[5]).toEqual({
+      provider: 'openai',
+      pid: 70,
+      binary: '/usr/bin/curl',
+      container: 'app',
+      destination: '162.159.140.245:443',
+      connects: 1,
+      firstSeenUnixMs: '1',
+      lastSeenUnixMs: '2',
+    });
+    expect(queue.size).toBe(0);
+    await client.stop();
   });
 
   it('gives up a connect that hangs and dials again, so an address nobody answers cannot stall config for minutes', async () => {

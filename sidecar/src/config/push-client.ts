@@ -14,6 +14,8 @@ import {
   type AliasHealthReportMessage,
   type AuditReport,
   AUTHORIZATION,
+  BYPASS_REPORT_LIMITS,
+  type BypassEntryMessage,
   configPushService,
   MAX_SNAPSHOT_BYTES,
   type OperatorMessage,
@@ -47,6 +49,12 @@ export interface PushClientOptions {
   aliasHealthReport?: () => AliasHealthReportMessage | undefined;
   aliasReportIntervalMs?: number;
   aliasReportRefreshMs?: number;
+  /**
+   * Bypass entries waiting for the operator (ADR 1605): taken, at most BYPASS_REPORT_LIMITS.entries at a time, every
+   * bypassReportIntervalMs (default 5 s) while the stream is registered; left in their queue while it is not.
+   */
+  bypassReports?: { take(max: number): BypassEntryMessage[] };
+  bypassReportIntervalMs?: number;
   /** Reconnect delays (DEFAULT_RECONNECT): doubling from baseMs to maxMs, to refusedMaxMs after the operator refused the stream. */
   reconnect?: ReconnectPolicy;
   /** How long a connect to the operator may take before it is given up and tried again (default 20 s). */
@@ -294,6 +302,7 @@ function openStream(connection: Connection, client: grpc.Client, token: string, 
       opts.aliasReportIntervalMs ?? 5_000,
       opts.aliasReportRefreshMs ?? 60_000,
     ),
+    sendBypassReports(connection, call, reply),
   ];
   const stopReports = () => reportTimers.forEach((timer) => clearInterval(timer));
   // 'status' comes exactly once per call, whatever ended it; 'error' only needs a listener.
@@ -356,6 +365,18 @@ function ended(connection: Connection, outcome: grpc.StatusObject, delivered: bo
   } else if (!delivered) {
     snapshots.status.lastError = 'stream closed before any snapshot';
   }
+}
+
+/** Sends what the bypass queue holds, while the stream is registered and writable: nothing is taken for a dead stream. */
+function sendBypassReports(connection: Connection, call: Stream, reply: Reply): NodeJS.Timeout | undefined {
+  const { opts, snapshots } = connection;
+  const queue = opts.bypassReports;
+  if (!queue) return undefined;
+  return setInterval(() => {
+    if (!snapshots.status.connected || call.writableEnded || call.destroyed) return;
+    const entries = queue.take(BYPASS_REPORT_LIMITS.entries);
+    if (entries.length > 0) reply({ bypassReport: { entries } });
+  }, opts.bypassReportIntervalMs ?? 5_000);
 }
 
 /**

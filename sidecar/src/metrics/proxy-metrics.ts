@@ -63,6 +63,8 @@ export interface ProxyMetricSources {
   provenanceBypass?: () => ReadonlyMap<string, number>;
   /** What the causal trail's bounds pushed out, by bound (ADR 1604). */
   provenanceTrailDrops?: () => ReadonlyMap<string, number>;
+  /** Of those, the entries the queue to the operator had no room for (ADR 1605). */
+  provenanceBypassReportsDropped?: () => number;
   /** Spans handed to the OTLP exporter and what became of them. */
   otlp?: () => { exported: number; dropped: number; failed: number };
   /** Requests refused by inbound authentication (central server). */
@@ -276,6 +278,11 @@ export class ProxyMetrics implements CallObserver {
         () => this.#sources.leavingReads?.().refused,
       ],
       ['tollgate_otlp_spans_exported_total', 'Spans the OTLP exporter delivered to the collector.', () => this.#sources.otlp?.().exported],
+      [
+        'tollgate_provenance_bypass_reports_dropped_total',
+        'Bypass entries not sent to the operator (no ProviderBypass Event): the queue to it was full.',
+        () => this.#sources.provenanceBypassReportsDropped?.(),
+      ],
     ];
     for (const [name, help, read] of mirrored) mirror(name, help, read);
     const otlpDropped = new CounterFamily(

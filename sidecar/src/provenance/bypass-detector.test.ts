@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ConfigStore } from '../config/config-store.ts';
 import { BypassDetector } from './bypass-detector.ts';
+import { BypassReportQueue } from './bypass-reports.ts';
 import { ProviderEndpoints, providerHosts } from './provider-endpoints.ts';
 import type { TcpConnect } from './tcp-connect-event.ts';
 
@@ -90,5 +91,62 @@ describe('bypass detector', () => {
       [4242, '/usr/bin/curl', 1],
     ]);
     expect(bypassLines[0]).toMatchObject({ provider: 'openai', container: 'app', pod: 'team-a/web-1', destination: '10.0.0.7:8080' });
+  });
+
+  it('queues an entry for the operator with each log line: the connects it stands for and when they were seen (ADR 1605)', async () => {
+    const endpoints = new ProviderEndpoints();
+    await endpoints.refresh([
+      { host: '10.0.0.7', port: 8080, provider: 'openai' },
+      { host: '2001:db8::7', port: 443, provider: 'anthropic' },
+    ]);
+    let now = 1_764_410_400_000;
+    const reports = new BypassReportQueue(captured().logger);
+    reports.open();
+    const detector = new BypassDetector({ endpoints, sidecarContainer: 'tollgate-proxy', ownPid: 1, logger: captured().logger, counts: new Map(), reports, now: () => now });
+
+    detector.onConnect(connect({}));
+    now += 10_000;
+    detector.onConnect(connect({ sport: 40_001 }));
+    now += 20_000;
+    detector.onConnect(connect({ sport: 40_002 }));
+    detector.onConnect(connect({ containerName: 'tollgate-proxy', pid: 77 }));
+    now += 30_000;
+    detector.onConnect(connect({ sport: 40_003 }));
+    detector.onConnect(connect({ pid: 5000, binary: '/usr/bin/python3', containerName: null, daddr: '2001:db8::7', dport: 443 }));
+
+    expect(reports.take(64)).toEqual([
+      // the first connect of curl
+      {
+        provider: 'openai',
+        pid: 4242,
+        binary: '/usr/bin/curl',
+        container: 'app',
+        destination: '10.0.0.7:8080',
+        connects: 1,
+        firstSeenUnixMs: 1_764_410_400_000,
+        lastSeenUnixMs: 1_764_410_400_000,
+      },
+      // a minute later: this connect and the two held back since 10 s
+      {
+        provider: 'openai',
+        pid: 4242,
+        binary: '/usr/bin/curl',
+        container: 'app',
+        destination: '10.0.0.7:8080',
+        connects: 3,
+        firstSeenUnixMs: 1_764_410_410_000,
+        lastSeenUnixMs: 1_764_410_460_000,
+      },
+      {
+        provider: 'anthropic',
+        pid: 5000,
+        binary: '/usr/bin/python3',
+        container: '',
+        destination: '[2001:db8::7]:443',
+        connects: 1,
+        firstSeenUnixMs: 1_764_410_460_000,
+        lastSeenUnixMs: 1_764_410_460_000,
+      },
+    ]);
   });
 });

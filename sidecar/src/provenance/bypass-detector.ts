@@ -3,9 +3,11 @@
 // probing. Each one is counted per provider (tollgate_provenance_bypass_total) and logged as
 // `provider call bypassed the sidecar`, naming pid, binary and destination; the line is rate-limited per process
 // (one per interval, with how many it stands for). The sidecar's own connects are told apart by container name,
-// and by pid where the sidecar shares the PID namespace it is seen in.
+// and by pid where the sidecar shares the PID namespace it is seen in. Each log line also queues an entry for the
+// operator, which records it as a ProviderBypass Event on the pod (ADR 1605).
 
 import type { Logger } from 'pino';
+import type { BypassReportQueue } from './bypass-reports.ts';
 import type { ProviderEndpoints } from './provider-endpoints.ts';
 import { plainAddress } from './connect-ring.ts';
 import type { TcpConnect } from './tcp-connect-event.ts';
@@ -22,13 +24,16 @@ export interface BypassDetectorOptions {
   logger: Logger;
   /** Counts per provider, kept across config changes (a counter never goes back). */
   counts: Map<string, number>;
+  /** Where each logged bypass goes on to the operator (in a pod with an operator). */
+  reports?: BypassReportQueue;
   now?: () => number;
 }
 
 export class BypassDetector {
   readonly #opts: BypassDetectorOptions;
   readonly #counts: Map<string, number>;
-  readonly #lastLog = new Map<string, { at: number; suppressed: number }>();
+  /** Per process: its last line, and the connects since then (the first of them at `since`). */
+  readonly #lastLog = new Map<string, { at: number; suppressed: number; since: number }>();
 
   constructor(opts: BypassDetectorOptions) {
     this.#opts = opts;
@@ -51,12 +56,24 @@ export class BypassDetector {
     const key = `${event.pid}|${event.binary}`;
     const last = this.#lastLog.get(key);
     if (last && now - last.at < BYPASS_LOG_INTERVAL_MS) {
+      if (last.suppressed === 0) last.since = now;
       last.suppressed++;
       return;
     }
     if (!last && this.#lastLog.size >= MAX_REMEMBERED_PROCESSES) this.#lastLog.delete(this.#lastLog.keys().next().value!);
     this.#lastLog.delete(key);
-    this.#lastLog.set(key, { at: now, suppressed: 0 });
+    this.#lastLog.set(key, { at: now, suppressed: 0, since: now });
+    const destination = `${event.daddr.includes(':') ? `[${event.daddr}]` : event.daddr}:${event.dport}`;
+    this.#opts.reports?.add({
+      provider,
+      pid: event.pid ?? 0,
+      binary: event.binary,
+      container: event.containerName ?? '',
+      destination,
+      connects: 1 + (last?.suppressed ?? 0),
+      firstSeenUnixMs: last?.suppressed ? last.since : now,
+      lastSeenUnixMs: now,
+    });
     this.#opts.logger.warn(
       {
         provider,

@@ -13,6 +13,7 @@ import type { TetragonEvent } from '../audit/tetragon-protocol.ts';
 import type { ConfigStore } from '../config/config-store.ts';
 import type { SpanProcess } from '../spans/span.ts';
 import { ArgumentPolicy, splitTetragonArguments } from './argument-redaction.ts';
+import { BypassReportQueue } from './bypass-reports.ts';
 import { type ConnectionState, ConnectionTracker } from './connection-tracker.ts';
 import type { ProvenanceHealth, ProvenanceRuntime } from './provenance-runtime.ts';
 import { SpanGate, type SpanRecorder } from './span-gate.ts';
@@ -30,12 +31,16 @@ function metered(url: string): boolean {
 
 export interface ProvenanceCounters {
   bypass: ReadonlyMap<string, number>;
+  /** Bypass entries the queue to the operator had no room for (ADR 1605). */
+  bypassReportsDropped: number;
 }
 
 export class ProvenanceController {
   readonly gate: SpanGate;
   /** Where the audit fan-out hands every event it reads. */
   readonly tap = { deliver: (event: TetragonEvent): void => this.#runtime?.deliver(event) };
+  /** Bypasses on their way to the operator (ADR 1605); kept across config changes, read by the operator link. */
+  readonly bypassReports: BypassReportQueue;
   readonly #placement: AuditPlacement;
   readonly #logger: Logger;
   #tracker: ConnectionTracker | null = null;
@@ -58,6 +63,7 @@ export class ProvenanceController {
     });
     this.#placement = opts.placement;
     this.#logger = opts.logger.child({ component: 'provenance' });
+    this.bypassReports = new BypassReportQueue(this.#logger);
     this.#apply(opts.store.get());
     this.#unsubscribe = opts.store.subscribe((snapshot) => this.#apply(snapshot.config));
   }
@@ -89,7 +95,7 @@ export class ProvenanceController {
   }
 
   counters(): ProvenanceCounters {
-    return { bypass: this.#runtime?.bypassCounts() ?? new Map() };
+    return { bypass: this.#runtime?.bypassCounts() ?? new Map(), bypassReportsDropped: this.bypassReports.dropped };
   }
 
   /** The causal trail of a trace (ADR 1604); null when none is kept or the trail is off. */
@@ -147,7 +153,7 @@ export class ProvenanceController {
         tracker.aheadMs = wanted.attributionWindowMs;
         // Loaded on the first provenance section only (ADR 0003).
         const { ProvenanceRuntime } = await import('./provenance-runtime.ts');
-        this.#runtime ??= new ProvenanceRuntime(this.#placement, this.#logger);
+        this.#runtime ??= new ProvenanceRuntime(this.#placement, this.#logger, this.bypassReports);
         const trail = this.#trailFor(config, wanted);
         this.#runtime.followTrail(trail);
         await this.#runtime.configure(config, wanted, tracker, policy);

@@ -13,6 +13,7 @@ import { type SourceStatus, TetragonSource } from '../audit/tetragon-source.ts';
 import type { SpanProcess } from '../spans/span.ts';
 import type { ArgumentPolicy } from './argument-redaction.ts';
 import { BypassDetector } from './bypass-detector.ts';
+import type { BypassReportQueue } from './bypass-reports.ts';
 import type { ConnectionState, ConnectionTracker } from './connection-tracker.ts';
 import { lookupProcfs } from './procfs-lookup.ts';
 import { ProviderEndpoints, providerHosts } from './provider-endpoints.ts';
@@ -62,9 +63,13 @@ export class ProvenanceRuntime {
   #resolveTimer: NodeJS.Timeout | null = null;
   #trail: TrailKeeper | null = null;
 
-  constructor(placement: AuditPlacement, logger: Logger) {
+  readonly #reports: BypassReportQueue | undefined;
+
+  /** `reports`: where bypasses go on to the operator (ADR 1605). */
+  constructor(placement: AuditPlacement, logger: Logger, reports?: BypassReportQueue) {
     this.#placement = placement;
     this.#logger = logger;
+    this.#reports = reports;
   }
 
   /** Applies a config (provenance on): ports, provider endpoints, the bypass detector and which stream to read. */
@@ -75,7 +80,14 @@ export class ProvenanceRuntime {
     // In a pod the agent prints host PIDs, which the sidecar's own PID says nothing about: its container name does.
     const ownPid = this.#placement.podName === undefined ? process.pid : -1;
     this.#bypass = provenance.bypass.enabled
-      ? new BypassDetector({ endpoints: this.#endpoints, sidecarContainer: provenance.sidecarContainer, ownPid, logger: this.#logger, counts: this.#bypassCounts })
+      ? new BypassDetector({
+          endpoints: this.#endpoints,
+          sidecarContainer: provenance.sidecarContainer,
+          ownPid,
+          logger: this.#logger,
+          counts: this.#bypassCounts,
+          ...(this.#reports ? { reports: this.#reports } : {}),
+        })
       : null;
     if (this.#resolveTimer) clearInterval(this.#resolveTimer);
     this.#resolveTimer = null;
