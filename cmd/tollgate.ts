@@ -8,6 +8,7 @@ const USAGE = `usage: tollgate <command> [options]
 commands:
   proxy      run the LLM proxy (local proxy, sidecar or central server)   tollgate proxy --help
   spend      spend per user, model, project or provider from the span store  tollgate spend --help
+  trail      what a call's process tree did after the answer (a running proxy's causal trail)  tollgate trail --help
   operator   run the operator (ProxyConfig reconciler and config push)    tollgate operator --help
   webhook    run the sidecar injection webhook                            tollgate webhook --help
   selftest   check injection, config push and metering from an injected pod (the chart's hooks and helm test)
@@ -32,6 +33,8 @@ async function run(argv: string[]): Promise<number> {
       return (await load(command, () => import('../sidecar/src/main.ts'))).main(rest);
     case 'spend':
       return (await load(command, () => import('../sidecar/src/spend-cli.ts'))).main(rest);
+    case 'trail':
+      return (await load(command, () => import('../sidecar/src/trail-cli.ts'))).main(rest);
     case 'operator':
       return (await load(command, () => import('../operator/src/main.ts'))).main(rest);
     case 'webhook':
