@@ -99,7 +99,9 @@ export async function buildTollgateImages(log: (line: string) => void): Promise<
   // The test image's context holds only what it copies, so both builders see the same files.
   const context = mkdtempSync(join(tollgateCache(), 'test-tools-context-'));
   try {
-    for (const path of ['test/fakes', 'test/kind/in-pod']) cpSync(join(ROOT, path), join(context, path), { recursive: true, filter: (src) => !src.endsWith('.test.ts') });
+    // The Tetragon wire format the fake agents speak comes from the sidecar's own reader of it (two files, npm deps only).
+    const paths = ['test/fakes', 'test/kind/in-pod', 'sidecar/src/audit/tetragon-protocol.ts', 'sidecar/src/audit/protojson.ts'];
+    for (const path of paths) cpSync(join(ROOT, path), join(context, path), { recursive: true, filter: (src) => !src.endsWith('.test.ts') });
     writeFileSync(join(context, 'Dockerfile'), readFileSync(join(import.meta.dirname, 'test-tools.Dockerfile')));
     await run('docker', ['build', '--build-arg', `TOLLGATE_IMAGE=${refs.tollgate}`, '-t', TEST_TOOLS_IMAGE, context], { env });
   } finally {

@@ -6,7 +6,10 @@
 //   client.ts traces [LIMIT]                the sidecar's latest spans (GET /_local/api/traces)
 //   client.ts load REQUESTS CONCURRENCY     a short load, every other call streamed; prints counts by status
 //                                           and the elapsed time
-//   client.ts connect HOST PORT             a TCP connection attempt; prints ok or the error code
+//   client.ts connect HOST PORT [HOLD_MS]   a TCP connection attempt, held open HOLD_MS (default 0); prints ok and
+//                                           the local port, or the error code
+//   client.ts kept-alive COUNT [USER]       COUNT chat completions one after another on one kept-alive connection;
+//                                           prints each call's status and span id, and the local ports used
 //   client.ts steady INTERVAL_MS USER       one call after another (every other streamed), a new one every
 //                                           INTERVAL_MS at most, until stdin closes; prints the counts by
 //                                           status and the first failures
@@ -107,8 +110,14 @@ if (command === 'call') {
   const result = await new Promise<Record<string, unknown>>((resolve) => {
     const socket = connect({ host: args[0]!, port: Number(args[1]), timeout: 5_000 });
     socket.once('connect', () => {
-      socket.destroy();
-      resolve({ ok: true });
+      socket.setTimeout(0);
+      setTimeout(
+        () => {
+          socket.destroy();
+          resolve({ ok: true, localPort: socket.localPort });
+        },
+        Number(args[2] ?? 0),
+      );
     });
     socket.once('timeout', () => {
       socket.destroy();
@@ -117,6 +126,25 @@ if (command === 'call') {
     socket.once('error', (err: NodeJS.ErrnoException) => resolve({ ok: false, error: err.code }));
   });
   console.log(JSON.stringify(result));
+} else if (command === 'kept-alive') {
+  const { Agent, request } = await import('node:http');
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const ports = new Set<number>();
+  const calls: Array<{ status: number; spanId: string | null }> = [];
+  for (let n = 0; n < Number(args[0] ?? 3); n++) {
+    calls.push(
+      await new Promise((resolve, reject) => {
+        const req = request(chatUrl, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'x-tollgate-user': args[1] ?? 'kept-alive' } }, (res) => {
+          res.resume().once('end', () => resolve({ status: res.statusCode ?? 0, spanId: (res.headers['x-proxy-span-id'] as string | undefined) ?? null }));
+        });
+        req.once('socket', (socket) => (socket.localPort ? ports.add(socket.localPort) : socket.once('connect', () => ports.add(socket.localPort!))));
+        req.once('error', reject);
+        req.end(JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello from a kept-alive connection' }] }));
+      }),
+    );
+  }
+  agent.destroy();
+  console.log(JSON.stringify({ calls, localPorts: [...ports] }));
 } else if (command === 'steady') {
   const user = args[1] ?? 'steady';
   const statuses: Record<string, number> = {};
@@ -164,6 +192,6 @@ if (command === 'call') {
   const res = await fetch(`${sidecar}/_local/api/health`, { signal: AbortSignal.timeout(10_000) });
   console.log(JSON.stringify({ status: res.status, body: await res.json() }));
 } else {
-  console.error(`client: unknown command ${command} (call, traces, load, connect, steady, calls, spend, health)`);
+  console.error(`client: unknown command ${command} (call, traces, load, connect, kept-alive, steady, calls, spend, health)`);
   process.exit(2);
 }
