@@ -3,15 +3,18 @@
 // each find their own pid and binary on their call's span; a caller whose connect the agent never reports gets
 // `unattributed` once the window has passed; a process that connects to the provider directly raises the
 // bypass log line and metric, while the sidecar's own connect to the provider does not. With `audit` on as
-// well, one stream serves both.
+// well, one stream serves both. The causal trail: a call whose answer asks for a tool, then a child of the caller
+// that execs, connects, writes a file and exits, beside an unrelated process's exec: the trail API and
+// `tollgate trail` show the child's chain under the call and leave the other process out.
 
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeTetragonAgent, startFakeTetragonAgent, tcpConnectEvent } from '../fakes/tetragon-agent.ts';
+import { type FakeTetragonAgent, startFakeTetragonAgent, tcpConnectEvent, tetragonExecId, trailEvent } from '../fakes/tetragon-agent.ts';
 import { sampleValue } from '../support/prometheus-text.ts';
 import { findSpan } from '../support/spans.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -52,7 +55,7 @@ async function startCaller(url: string, path: string, key?: string, protocol: 'h
   };
 }
 
-function connectOf(caller: { pid: number; sport: number }, dport: number, over: { binary?: string; arguments?: string; container?: string } = {}): Buffer {
+function connectOf(caller: { pid: number; sport: number }, dport: number, over: { binary?: string; arguments?: string; container?: string; execId?: string } = {}): Buffer {
   return tcpConnectEvent({ ...POD, pid: caller.pid, sport: caller.sport, dport, binary: over.binary ?? process.execPath, arguments: over.arguments ?? CALLER, ...over });
 }
 
@@ -89,18 +92,18 @@ provenance:
     await agent?.stop();
   });
 
-  it('asks the agent for the pod’s own kprobe events only', () => {
-    expect(agent.requests).toEqual([{ allow_list: [{ namespace: ['team-a'], pod_regex: ['^web-1$'], event_set: ['PROCESS_KPROBE'] }] }]);
+  it('asks the agent for the pod’s own events only: kprobes, and execs and exits for the causal trail', () => {
+    expect(agent.requests).toEqual([{ allow_list: [{ namespace: ['team-a'], pod_regex: ['^web-1$'], event_set: ['PROCESS_EXEC', 'PROCESS_EXIT', 'PROCESS_KPROBE'] }] }]);
   });
 
   it('names each of two concurrent callers on its own span: pid, binary, container, parent; no arguments by default', async () => {
     const [a, b] = await Promise.all([startCaller(proxy.url, CHAT), startCaller(proxy.url, CHAT)]);
     expect(a.sport).not.toBe(b.sport);
     // b's connect is reported before the call, a's only after both calls were answered (a late event)
-    agent.emit([connectOf(b, proxy.port, { binary: '/usr/bin/python3', arguments: 'agent.py --api-key=sk-abcdefghijkl' })]);
+    agent.emit([connectOf(b, proxy.port, { binary: '/usr/bin/python3', arguments: 'agent.py --api-key=sk-abcdefghijkl', execId: 'bm9kZS1hOjE6Yg==' })]);
     const [answerA, answerB] = await Promise.all([a.call(), b.call()]);
     expect([answerA.status, answerB.status]).toEqual([200, 200]);
-    agent.emit([connectOf(a, proxy.port)]);
+    agent.emit([connectOf(a, proxy.port, { execId: 'bm9kZS1hOjE6YQ==' })]);
     const [spanA, spanB] = await Promise.all([findSpan(proxy.url, { spanId: answerA.spanId }), findSpan(proxy.url, { spanId: answerB.spanId })]);
     expect(spanA.process).toEqual({
       attribution: 'tetragon',
@@ -109,6 +112,7 @@ provenance:
       command_args: null,
       parent_executables: ['/bin/sh'],
       container_name: 'app',
+      exec_id: 'bm9kZS1hOjE6YQ==',
     });
     expect(spanB.process).toEqual({
       attribution: 'tetragon',
@@ -117,6 +121,7 @@ provenance:
       command_args: null,
       parent_executables: ['/bin/sh'],
       container_name: 'app',
+      exec_id: 'bm9kZS1hOjE6Yg==',
     });
   });
 
@@ -136,7 +141,7 @@ provenance:
     const answer = await c.call();
     expect(answer.status).toBe(200);
     const span = await findSpan(proxy.url, { spanId: answer.spanId });
-    expect(span.process).toEqual({ attribution: 'unattributed', pid: null, executable_path: null, command_args: null, parent_executables: [], container_name: null });
+    expect(span.process).toEqual({ attribution: 'unattributed', pid: null, executable_path: null, command_args: null, parent_executables: [], container_name: null, exec_id: null });
   });
 
   it('logs and counts a process that calls the provider directly, and not the sidecar’s own connect', async () => {
@@ -202,6 +207,8 @@ provenance: { address: "${agent.address}", procfs: true, arguments: all }
       command_args: [process.execPath, CALLER, proxy.url, CHAT],
       parent_executables: expect.arrayContaining([realpathSync(process.execPath)]) as unknown,
       container_name: null,
+      // /proc knows no exec_id: that is Tetragon's
+      exec_id: null,
     });
     expect(span.process?.parent_executables[0]).toBe(realpathSync(process.execPath));
   });
@@ -249,3 +256,117 @@ provenance: { attributionWindowMs: 1000 }
     expect(audited).toContain(`"sport":${a.sport}`);
   });
 });
+
+const CLI = fileURLToPath(new URL('../../cmd/tollgate.ts', import.meta.url));
+
+describe('the causal trail: what the caller’s process tree did after the answer', { timeout: 60_000 }, () => {
+  let agent: FakeTetragonAgent;
+  let bed: UpstreamBed;
+  let proxy: ProxyProcess;
+
+  beforeAll(async () => {
+    agent = await startFakeTetragonAgent();
+    bed = await startUpstreamBed();
+    proxy = await startProxyProcess({
+      configYaml: bed.configYaml(`
+provenance:
+  address: "${agent.address}"
+  attributionWindowMs: 1000
+  arguments: redacted
+  trail: { windowMs: 5000 }
+`),
+      env: { ...bed.env, ...POD_ENV },
+    });
+    await agent.waitForSubscribers(1);
+  });
+
+  afterAll(async () => {
+    await proxy?.stop();
+    await bed?.close();
+    await agent?.stop();
+  });
+
+  it('links the child’s exec, connect, file write and exit to the call, not an unrelated process; the API and the CLI show it', async () => {
+    bed.openai.behave({ toolCall: { name: 'run_shell', arguments: { command: 'curl -sS https://example.com -o /tmp/out.txt' } } });
+    const a = await startCaller(proxy.url, CHAT);
+    const agentExec = tetragonExecId(a.pid, 7_000_000);
+    agent.emit([tcpConnectEvent({ ...POD, pid: a.pid, sport: a.sport, dport: proxy.port, binary: '/usr/bin/python3', execId: agentExec })]);
+    const answer = await a.call();
+    expect(answer.status).toBe(200);
+    const span = await findSpan(proxy.url, { spanId: answer.spanId });
+    const traceId = span.trace_id;
+    const trailUrl = `${proxy.url}/_local/api/trail/${traceId}`;
+    // the call is kept with its caller before anything happened after it
+    const before = (await (await fetch(trailUrl)).json()) as TrailBody;
+    expect(before.calls).toHaveLength(1);
+    expect(before.calls[0]).toMatchObject({ span_id: answer.spanId, route: 'beta', process: { pid: a.pid, exec_id: agentExec, executable_path: '/usr/bin/python3' }, actions: [] });
+    const ended = Date.parse(before.calls[0]!.ended);
+
+    const sh = { ...POD, pid: a.pid + 1, execId: tetragonExecId(a.pid + 1, 7_000_100), parentExecId: agentExec, binary: '/bin/sh', parentBinary: '/usr/bin/python3' };
+    const stranger = { ...POD, pid: 61_000, execId: tetragonExecId(61_000, 7_000_120), parentExecId: tetragonExecId(60_999, 1), binary: '/usr/bin/env' };
+    agent.emit([
+      trailEvent({ ...sh, type: 'process_exec', arguments: '-c "curl -sS https://example.com --token=abc123"', atMs: ended + 100 }),
+      trailEvent({ ...stranger, type: 'process_exec', atMs: ended + 120 }),
+      trailEvent({ ...sh, type: 'tcp_connect', daddr: '93.184.216.34', dport: 443, atMs: ended + 150 }),
+      trailEvent({ ...sh, type: 'file', path: '/tmp/out.txt', mask: 2, atMs: ended + 160 }),
+      trailEvent({ ...sh, type: 'process_exit', status: 0, atMs: ended + 300 }),
+    ]);
+    const trail = await waitFor('the exit in the trail', async () => {
+      const body = (await (await fetch(trailUrl)).json()) as TrailBody;
+      return body.calls[0]?.actions[0]?.children.some((c) => c.kind === 'exit') === true && body;
+    });
+    const at = (ms: number) => new Date(ended + ms).toISOString();
+    const own = { pid: sh.pid, exec_id: sh.execId, parent_exec_id: agentExec, binary: '/bin/sh' };
+    expect(trail).toMatchObject({ trace_id: traceId, window_ms: 5000 });
+    expect(trail.calls[0]!.actions).toEqual([
+      {
+        kind: 'exec',
+        time: at(100),
+        ...own,
+        arguments: ['/bin/sh', '-c', 'curl -sS https://example.com --[redacted]'],
+        children: [
+          { kind: 'connect', time: at(150), ...own, destination: '93.184.216.34:443', children: [] },
+          { kind: 'file', time: at(160), ...own, path: '/tmp/out.txt', children: [] },
+          { kind: 'exit', time: at(300), ...own, exit_code: 0, children: [] },
+        ],
+      },
+    ]);
+
+    const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'trail', traceId, '--url', proxy.url]);
+    expect(stdout).toContain(`trace ${traceId} (actions up to 5s after each answer)`);
+    expect(stdout).toContain(`  caller pid ${a.pid} /usr/bin/python3 (container app)`);
+    expect(stdout).toContain(
+      [
+        '  then:',
+        `    +0.100s exec pid ${sh.pid} /bin/sh -c "curl -sS https://example.com --[redacted]"`,
+        `      +0.150s connect pid ${sh.pid} /bin/sh -> 93.184.216.34:443`,
+        `      +0.160s file pid ${sh.pid} /bin/sh wrote /tmp/out.txt`,
+        `      +0.300s exit pid ${sh.pid} /bin/sh exit code 0`,
+      ].join('\n'),
+    );
+    expect(stdout).not.toContain('/usr/bin/env');
+  });
+
+  it('answers 404 trail_not_found for a trace it keeps nothing of, 400 for a malformed id', async () => {
+    const unknown = await fetch(`${proxy.url}/_local/api/trail/${'ab'.repeat(16)}`);
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('trail_not_found');
+    const malformed = await fetch(`${proxy.url}/_local/api/trail/not-a-trace-id`);
+    expect(malformed.status).toBe(400);
+    expect(((await malformed.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: 'invalid_request',
+      message: expect.stringContaining('trace id must be 32 hex digits') as unknown,
+    });
+  });
+});
+
+interface TrailActionBody {
+  kind: string;
+  children: TrailActionBody[];
+}
+
+interface TrailBody {
+  trace_id: string;
+  window_ms: number;
+  calls: { span_id: string; ended: string; actions: TrailActionBody[] }[];
+}
