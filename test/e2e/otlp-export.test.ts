@@ -129,8 +129,8 @@ describe('OTLP export of billed units other than tokens (ADR 0910)', () => {
   });
 });
 
-describe('OTLP export of the calling process (ADR 1600)', () => {
-  it('carries process.pid, process.executable.path, process.command_args and container.name when provenance found them', async () => {
+describe('OTLP export of the calling process (ADR 1600) and the tool calls (ADR 1603)', () => {
+  it('carries process.pid, process.executable.path, process.command_args, container.name, the exec_id and the tool calls when provenance found them', async () => {
     const settings = resolveOtlpSettings({ endpoint: collector.httpEndpoint, protocol: 'http/protobuf', scheduledDelayMs: 50 }, {})!;
     const exporter = new OtlpSpanExport({ settings, logger: silent });
     const attributed = sampleSpan({
@@ -141,11 +141,17 @@ describe('OTLP export of the calling process (ADR 1600)', () => {
         commandArgs: ['/usr/bin/python3', 'agent.py'],
         parentExecutables: ['/bin/sh'],
         containerName: 'app',
+        execId: 'OjEyMzQ1Njc4OTo1MjY5OQ==',
       },
+      toolCalls: [
+        { id: 'call_mszuSIzqtI65i1wAUOE8w5H4', name: 'get_weather', argumentsSha256: '6e1e312d537bc71b5410b0599f5a508142149e13174c6ee0d1671658845bc67d' },
+        { id: null, name: 'probe', argumentsSha256: 'ecf9e98ec0641e23113ff3ce8bdc78d0ddd249886517fd4a7f68cc83d4e65667' },
+      ],
     });
     const unattributed = sampleSpan({
       traceId: attributed.traceId,
       process: { attribution: 'unattributed', pid: null, executablePath: null, commandArgs: null, parentExecutables: [], containerName: null },
+      toolCalls: [],
     });
     const off = sampleSpan({ traceId: attributed.traceId });
     const before = collector.spans.length;
@@ -160,10 +166,21 @@ describe('OTLP export of the calling process (ADR 1600)', () => {
       'process.command_args': ['/usr/bin/python3', 'agent.py'],
       'tollgate.process.parent_executables': ['/bin/sh'],
       'container.name': 'app',
+      'tollgate.process.exec_id': 'OjEyMzQ1Njc4OTo1MjY5OQ==',
+      // ADR 1603: three parallel arrays, a call without an id as "".
+      'tollgate.tool_calls.names': ['get_weather', 'probe'],
+      'tollgate.tool_calls.ids': ['call_mszuSIzqtI65i1wAUOE8w5H4', ''],
+      'tollgate.tool_calls.arguments_sha256': [
+        '6e1e312d537bc71b5410b0599f5a508142149e13174c6ee0d1671658845bc67d',
+        'ecf9e98ec0641e23113ff3ce8bdc78d0ddd249886517fd4a7f68cc83d4e65667',
+      ],
     });
     expect(attributes(unattributed.spanId)['tollgate.process.attribution']).toBe('unattributed');
     expect(attributes(unattributed.spanId)).not.toHaveProperty('process.pid');
+    expect(attributes(unattributed.spanId)).not.toHaveProperty('tollgate.process.exec_id');
+    expect(attributes(unattributed.spanId)['tollgate.tool_calls.names']).toEqual([]);
     expect(attributes(off.spanId)).not.toHaveProperty('tollgate.process.attribution');
+    expect(attributes(off.spanId)).not.toHaveProperty('tollgate.tool_calls.names');
   });
 });
 

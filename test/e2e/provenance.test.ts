@@ -141,7 +141,15 @@ provenance:
     const answer = await c.call();
     expect(answer.status).toBe(200);
     const span = await findSpan(proxy.url, { spanId: answer.spanId });
-    expect(span.process).toEqual({ attribution: 'unattributed', pid: null, executable_path: null, command_args: null, parent_executables: [], container_name: null, exec_id: null });
+    expect(span.process).toEqual({
+      attribution: 'unattributed',
+      pid: null,
+      executable_path: null,
+      command_args: null,
+      parent_executables: [],
+      container_name: null,
+      exec_id: null,
+    });
   });
 
   it('logs and counts a process that calls the provider directly, and not the sidecar’s own connect', async () => {

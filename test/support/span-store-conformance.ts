@@ -24,6 +24,20 @@ export function describeSpanStoreConformance(name: string, openEmpty: OpenEmptyS
           images: 2,
           audioSeconds: 61.5,
           characters: 1234,
+          // The calling process with its exec_id and the answer's tool calls (schema v7, ADR 1603).
+          process: {
+            attribution: 'tetragon',
+            pid: 4242,
+            executablePath: '/usr/bin/python3',
+            commandArgs: null,
+            parentExecutables: ['/bin/sh'],
+            containerName: 'app',
+            execId: 'OjEyMzQ1Njc4OTo0MjQy',
+          },
+          toolCalls: [
+            { id: 'call_mszuSIzqtI65i1wAUOE8w5H4', name: 'get_weather', argumentsSha256: '6e1e312d537bc71b5410b0599f5a508142149e13174c6ee0d1671658845bc67d' },
+            { id: null, name: 'probe', argumentsSha256: 'ecf9e98ec0641e23113ff3ce8bdc78d0ddd249886517fd4a7f68cc83d4e65667' },
+          ],
         });
         const failed = sampleSpan({
           status: 'error',

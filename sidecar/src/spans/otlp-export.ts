@@ -13,7 +13,7 @@ import { defaultResource, detectResources, envDetector, resourceFromAttributes, 
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
 import { isRouteName, ROUTES } from '../../../contracts/routes.ts';
-import type { Span, SpanProcess } from './span.ts';
+import type { Span, SpanProcess, SpanToolCall } from './span.ts';
 import type { OtlpSettings, OtlpStats } from './otlp-settings.ts';
 
 /**
@@ -35,6 +35,17 @@ function addProcessAttributes(attributes: Attributes, process: SpanProcess): voi
   if (process.commandArgs !== null) attributes['process.command_args'] = process.commandArgs;
   if (process.containerName !== null) attributes['container.name'] = process.containerName;
   if (process.parentExecutables.length > 0) attributes['tollgate.process.parent_executables'] = process.parentExecutables;
+  if (process.execId) attributes['tollgate.process.exec_id'] = process.execId;
+}
+
+/**
+ * The answer's tool calls as three parallel arrays of the same length and order (ADR 1603): gen_ai.tool.name
+ * names one tool, and a span can ask for several. A call without an id has "" in `ids`.
+ */
+function addToolCallAttributes(attributes: Attributes, calls: readonly SpanToolCall[]): void {
+  attributes['tollgate.tool_calls.names'] = calls.map((c) => c.name);
+  attributes['tollgate.tool_calls.ids'] = calls.map((c) => c.id ?? '');
+  attributes['tollgate.tool_calls.arguments_sha256'] = calls.map((c) => c.argumentsSha256);
 }
 
 function hrTime(epochMs: number): HrTime {
@@ -129,6 +140,7 @@ class ExportedSpan implements ReadableSpan {
     if (span.userId !== null) attributes['enduser.id'] = span.userId;
     if (span.projectId !== null) attributes['tollgate.project_id'] = span.projectId;
     if (span.process) addProcessAttributes(attributes, span.process);
+    if (span.toolCalls) addToolCallAttributes(attributes, span.toolCalls);
     return attributes;
   }
 }

@@ -6,7 +6,9 @@
 // every reader fills a missing or null value with the column's `missing` value, so rows written by an older
 // version read back whole.
 
-import type { Span, SpanProcess, SpanStatus } from './span.ts';
+import { isRecord } from '../../../contracts/json-record.ts';
+import type { Span, SpanProcess, SpanStatus, SpanToolCall } from './span.ts';
+import { toolCallsToJson } from './span-json.ts';
 
 export type ColumnType = 'string' | 'int' | 'float' | 'bool' | 'timestamp';
 
@@ -25,13 +27,13 @@ export interface SpanColumn {
 }
 
 /** The schema version of SPAN_COLUMNS (SQLite keeps it in PRAGMA user_version). */
-export const SPAN_SCHEMA_VERSION = 6;
+export const SPAN_SCHEMA_VERSION = 7;
 
 // Version 1 had the identity, timing, outcome, model and the basic token and cost columns; version 2 added
 // project and request ids, the response model, cache and reasoning tokens and `priced`; version 3 added
 // `usage_estimated`; version 4 added `alias` and `attempt` (model aliases and fallback) and `unmetered`;
 // version 5 added the billed units other than tokens: images, seconds of audio, characters (ADR 0910); version 6
-// added the calling process (ADR 1600).
+// added the calling process (ADR 1600); version 7 added the answer's tool calls and the process's exec_id (ADR 1603).
 export const SPAN_COLUMNS: readonly SpanColumn[] = [
   { name: 'span_id', type: 'string', nullable: false, since: 1 },
   { name: 'trace_id', type: 'string', nullable: false, since: 1 },
@@ -79,6 +81,10 @@ export const SPAN_COLUMNS: readonly SpanColumn[] = [
   { name: 'process_command_args', type: 'string', nullable: true, since: 6 },
   { name: 'process_parent_executables', type: 'string', nullable: true, since: 6 },
   { name: 'container_name', type: 'string', nullable: true, since: 6 },
+  // A JSON array of {id, name, arguments_sha256}, `[]` for an answer without tool calls; null when provenance was off.
+  { name: 'tool_calls', type: 'string', nullable: true, since: 7 },
+  // Tetragon's exec_id of the calling process; null from /proc, unattributed, or provenance off.
+  { name: 'process_exec_id', type: 'string', nullable: true, since: 7 },
 ];
 
 export const SPAN_COLUMN_NAMES: readonly string[] = SPAN_COLUMNS.map((c) => c.name);
@@ -123,6 +129,8 @@ export interface SpanRecord {
   process_command_args: string | null;
   process_parent_executables: string | null;
   container_name: string | null;
+  tool_calls: string | null;
+  process_exec_id: string | null;
 }
 
 export function spanToRecord(s: Span): SpanRecord {
@@ -165,7 +173,26 @@ export function spanToRecord(s: Span): SpanRecord {
     process_command_args: s.process?.commandArgs ? JSON.stringify(s.process.commandArgs) : null,
     process_parent_executables: s.process ? JSON.stringify(s.process.parentExecutables) : null,
     container_name: s.process?.containerName ?? null,
+    tool_calls: s.toolCalls ? JSON.stringify(toolCallsToJson(s.toolCalls)) : null,
+    process_exec_id: s.process?.execId ?? null,
   };
+}
+
+/** The tool calls of a stored row, or undefined for a row written with provenance off (or before v7). */
+function recordToToolCalls(text: unknown): SpanToolCall[] | undefined {
+  if (typeof text !== 'string') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(parsed)) return undefined;
+  return parsed.filter(isRecord).map((c) => ({
+    id: typeof c.id === 'string' ? c.id : null,
+    name: typeof c.name === 'string' ? c.name : '',
+    argumentsSha256: typeof c.arguments_sha256 === 'string' ? c.arguments_sha256 : '',
+  }));
 }
 
 function stringList(text: unknown): string[] | null {
@@ -194,6 +221,8 @@ function recordToProcess(row: Readonly<Record<string, unknown>>): SpanProcess | 
     commandArgs: stringList(row.process_command_args),
     parentExecutables: stringList(row.process_parent_executables) ?? [],
     containerName: text('container_name'),
+    // Only a known exec_id is set: a span recorded without one reads back as it was written.
+    ...(text('process_exec_id') !== null ? { execId: text('process_exec_id') } : {}),
   };
 }
 
@@ -221,8 +250,10 @@ export function recordToSpan(row: Readonly<Record<string, unknown>>): Span {
     return v === true || (v !== false && Number(v) !== 0);
   };
   const process = recordToProcess(row);
+  const toolCalls = recordToToolCalls(row.tool_calls);
   return {
     ...(process ? { process } : {}),
+    ...(toolCalls ? { toolCalls } : {}),
     spanId: text('span_id'),
     traceId: text('trace_id'),
     parentSpanId: nullableText('parent_span_id'),

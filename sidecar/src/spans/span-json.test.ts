@@ -39,4 +39,18 @@ describe('spanToJson', () => {
       timestamp: '2026-01-15T10:00:00.000Z',
     });
   });
+
+  it('shows the process exec_id and the tool calls when provenance is on, and neither key when it is off (ADR 1603)', () => {
+    const span = sampleSpan({
+      process: { attribution: 'procfs', pid: 31, executablePath: '/usr/bin/node', commandArgs: null, parentExecutables: [], containerName: null },
+      toolCalls: [{ id: null, name: 'probe', argumentsSha256: 'ecf9e98ec0641e23113ff3ce8bdc78d0ddd249886517fd4a7f68cc83d4e65667' }],
+    });
+    const json = spanToJson(span);
+    expect(json.process?.exec_id).toBeNull();
+    expect(json.tool_calls).toEqual([{ id: null, name: 'probe', arguments_sha256: 'ecf9e98ec0641e23113ff3ce8bdc78d0ddd249886517fd4a7f68cc83d4e65667' }]);
+    expect(spanToJson(sampleSpan({ process: { ...span.process!, execId: 'OjEy' }, toolCalls: [] }))).toMatchObject({ process: { exec_id: 'OjEy' }, tool_calls: [] });
+    const off = spanToJson(sampleSpan());
+    expect(off).not.toHaveProperty('tool_calls');
+    expect(off).not.toHaveProperty('process');
+  });
 });

@@ -1,6 +1,6 @@
 // The span as the HTTP API shows it (GET /_local/api/traces): snake_case keys, short usage names.
 
-import type { Span, SpanProcess, SpanStatus } from './span.ts';
+import type { Span, SpanProcess, SpanStatus, SpanToolCall } from './span.ts';
 
 export interface SpanJson {
   span_id: string;
@@ -42,6 +42,14 @@ export interface SpanJson {
   timestamp: string;
   /** The process that opened the call's connection (docs/provenance.md); absent when provenance is off. */
   process?: SpanProcessJson;
+  /** The tool calls the answer asked for, in answer order (docs/provenance.md); absent when provenance is off. */
+  tool_calls?: SpanToolCallJson[];
+}
+
+export interface SpanToolCallJson {
+  id: string | null;
+  name: string;
+  arguments_sha256: string;
 }
 
 export interface SpanProcessJson {
@@ -51,6 +59,8 @@ export interface SpanProcessJson {
   command_args: string[] | null;
   parent_executables: string[];
   container_name: string | null;
+  /** Tetragon's exec_id of the process; null when not known (from /proc, unattributed). */
+  exec_id: string | null;
 }
 
 export function spanToJson(span: Span): SpanJson {
@@ -87,7 +97,13 @@ export function spanToJson(span: Span): SpanJson {
     error: span.error,
     timestamp: span.startTime,
     ...(span.process ? { process: processToJson(span.process) } : {}),
+    ...(span.toolCalls ? { tool_calls: toolCallsToJson(span.toolCalls) } : {}),
   };
+}
+
+/** Tool calls under their snake_case names: the API's shape and the span stores' `tool_calls` column (ADR 1603). */
+export function toolCallsToJson(calls: readonly SpanToolCall[]): SpanToolCallJson[] {
+  return calls.map((c) => ({ id: c.id, name: c.name, arguments_sha256: c.argumentsSha256 }));
 }
 
 function processToJson(p: SpanProcess): SpanProcessJson {
@@ -98,5 +114,6 @@ function processToJson(p: SpanProcess): SpanProcessJson {
     command_args: p.commandArgs,
     parent_executables: p.parentExecutables,
     container_name: p.containerName,
+    exec_id: p.execId ?? null,
   };
 }

@@ -80,6 +80,8 @@ export interface SpanRow {
   process_command_args: string | null;
   process_parent_executables: string | null;
   container_name: string | null;
+  tool_calls: string | null;
+  process_exec_id: string | null;
 }
 
 /**

@@ -115,6 +115,8 @@ describe('SQLite span store file', () => {
           'process_command_args',
           'process_parent_executables',
           'container_name',
+          'tool_calls',
+          'process_exec_id',
         ].sort(),
       );
       const row = db.prepare('SELECT user_id, gen_ai_cost_usd, gen_ai_total_tokens, start_time, gen_ai_provider_name FROM spans').get();
@@ -217,6 +219,52 @@ describe('SQLite span store file', () => {
 
     const db = new Database(path, { readonly: true });
     expect(db.pragma('user_version', { simple: true })).toBe(SPAN_SCHEMA_VERSION);
+    db.close();
+  });
+
+  it('upgrades a version 6 file to 7: tool_calls and process_exec_id added, a v6 row reads back without them', async () => {
+    const path = join(dir, 'v6.db');
+    const process = { attribution: 'tetragon' as const, pid: 4242, executablePath: '/usr/bin/python3', commandArgs: null, parentExecutables: ['/bin/sh'], containerName: 'app' };
+    const old = sampleSpan({ spanId: '00f067aa0ba902b7', startTime: '2025-06-01T08:00:00.000Z', process });
+    const first = openStore(path);
+    await first.insertBatch([old]);
+    await first.close();
+    open.splice(open.indexOf(first), 1);
+    // The file as version 6 left it: the same table without the two columns version 7 adds.
+    const v6 = new Database(path);
+    v6.exec('ALTER TABLE spans DROP COLUMN tool_calls');
+    v6.exec('ALTER TABLE spans DROP COLUMN process_exec_id');
+    v6.pragma('user_version = 6');
+    v6.close();
+
+    const store = openStore(path);
+    expect(store.recent(10)).toEqual([old]);
+    expect(store.recent(10)[0]!.toolCalls).toBeUndefined();
+    const fresh = sampleSpan({
+      process: { ...process, execId: 'OjEyMzQ1Njc4OTo0MjQy' },
+      toolCalls: [
+        { id: 'call_mszuSIzqtI65i1wAUOE8w5H4', name: 'get_weather', argumentsSha256: '6e1e312d537bc71b5410b0599f5a508142149e13174c6ee0d1671658845bc67d' },
+        { id: null, name: 'probe', argumentsSha256: 'ecf9e98ec0641e23113ff3ce8bdc78d0ddd249886517fd4a7f68cc83d4e65667' },
+      ],
+    });
+    const none = sampleSpan({ spanId: 'aaaaaaaaaaaaaaaa', startTime: '2025-06-01T07:00:00.000Z', process, toolCalls: [] });
+    await store.insertBatch([fresh, none]);
+    expect(store.recent(10)).toEqual([fresh, old, none]);
+    await store.close();
+
+    const db = new Database(path, { readonly: true });
+    expect(db.pragma('user_version', { simple: true })).toBe(7);
+    // What an analyst's query sees: the calls as JSON text, [] for none, null where provenance was off.
+    const rows = db.prepare('SELECT tool_calls, process_exec_id FROM spans ORDER BY start_time DESC').all();
+    expect(rows).toEqual([
+      {
+        tool_calls:
+          '[{"id":"call_mszuSIzqtI65i1wAUOE8w5H4","name":"get_weather","arguments_sha256":"6e1e312d537bc71b5410b0599f5a508142149e13174c6ee0d1671658845bc67d"},{"id":null,"name":"probe","arguments_sha256":"ecf9e98ec0641e23113ff3ce8bdc78d0ddd249886517fd4a7f68cc83d4e65667"}]',
+        process_exec_id: 'OjEyMzQ1Njc4OTo0MjQy',
+      },
+      { tool_calls: null, process_exec_id: null },
+      { tool_calls: '[]', process_exec_id: null },
+    ]);
     db.close();
   });
 
