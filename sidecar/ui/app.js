@@ -29,7 +29,13 @@ const SPAN_FIELDS = [
   ['status', 'Status'],
   ['status_code', 'Upstream status'],
   ['error', 'Error'],
+  ['tool_calls', 'Tool calls'],
 ];
+/** How a field that is not a plain value reads in the detail panel. */
+const SPAN_FIELD_TEXT = {
+  // Each tool call the answer asked for: its name and the start of its arguments' SHA-256 (ADR 1603).
+  tool_calls: (calls) => (calls.length === 0 ? 'none' : calls.map((call) => `${call.name} ${call.arguments_sha256.slice(0, 12)}`).join(', ')),
+};
 const PALETTE = ['#0a58ca', '#d63384', '#198754', '#fd7e14', '#6f42c1', '#20c997', '#6c757d'];
 
 // ---- small helpers ----
@@ -223,7 +229,7 @@ function tracesView() {
     $('dl', panel).replaceChildren(
       ...SPAN_FIELDS.flatMap(([key, label]) => [
         el('dt', { text: label }),
-        el('dd', { 'data-field': key, text: span[key] === null || span[key] === undefined ? '—' : String(span[key]) }),
+        el('dd', { 'data-field': key, text: span[key] === null || span[key] === undefined ? '—' : (SPAN_FIELD_TEXT[key] ?? String)(span[key]) }),
       ]),
     );
     panel.hidden = false;
