@@ -234,6 +234,37 @@ function tracesView() {
     );
     panel.hidden = false;
     $('#span-detail-title').focus();
+    showTrail(span);
+  }
+
+  /** The call's causal trail (docs/provenance.md): what the caller's process tree did after the answer, as text. */
+  async function showTrail(span) {
+    const traceId = span.trace_id;
+    const status = $('#span-trail-status');
+    const tree = $('#span-trail');
+    tree.textContent = '';
+    tree.dataset.traceId = traceId;
+    // Only a caller Tetragon named has a trail: nothing to ask for the others.
+    if (!span.process || span.process.attribution !== 'tetragon') {
+      status.textContent = 'No trail: the process that made this call was not named by Tetragon (provenance).';
+      return;
+    }
+    status.textContent = 'Loading the trail…';
+    let lines;
+    try {
+      lines = trailLines(await api(`trail/${encodeURIComponent(traceId)}`));
+    } catch (error) {
+      if (tree.dataset.traceId !== traceId) return;
+      status.textContent =
+        error instanceof ApiError && error.code === 'trail_not_found'
+          ? 'No trail for this call: its caller was not named by Tetragon, the trail was forgotten (memory only), or provenance.trail is off.'
+          : `The trail could not be read: ${error.message}`;
+      return;
+    }
+    // Another call's details may have been opened meanwhile.
+    if (tree.dataset.traceId !== traceId) return;
+    status.textContent = '';
+    tree.textContent = lines.join('\n');
   }
 
   $('#span-detail-close').addEventListener('click', () => {
@@ -246,6 +277,30 @@ function tracesView() {
   });
   form.addEventListener('submit', (event) => event.preventDefault());
   return { show: () => poller.start(), hide: () => poller.stop() };
+}
+
+/** The trail as indented lines: call, caller, tool calls, then each action, times after the answer. */
+function trailLines(trail) {
+  const seconds = (endedMs, iso) => `+${((Date.parse(iso) - endedMs) / 1000).toFixed(3)}s`;
+  const command = (binary, args) => (args && args.length > 0 ? args.map((a) => (/\s/.test(a) || a === '' ? `"${a}"` : a)).join(' ') : binary);
+  const what = (action) => {
+    if (action.kind === 'exec') return command(action.binary, action.arguments);
+    if (action.kind === 'connect') return `${action.binary} -> ${action.destination}`;
+    if (action.kind === 'file') return `${action.binary} wrote ${action.path}`;
+    return `${action.binary} exit code ${action.exit_code}${action.signal ? ` (${action.signal})` : ''}`;
+  };
+  const actions = (list, endedMs, indent) =>
+    list.flatMap((a) => [`${indent}${seconds(endedMs, a.time)} ${a.kind} pid ${a.pid ?? '?'} ${what(a)}`, ...actions(a.children, endedMs, `${indent}  `)]);
+  return trail.calls.flatMap((call) => {
+    const endedMs = Date.parse(call.ended);
+    return [
+      `call ${call.span_id}: ${call.model} on ${call.route}, answered ${call.ended}`,
+      `  caller pid ${call.process.pid ?? '?'} ${command(call.process.executable_path ?? '?', call.process.command_args)}`,
+      `  answer: ${call.tool_calls.length} tool call(s)`,
+      ...call.tool_calls.map((tool) => `    tool call ${tool.name}${tool.id ? ` ${tool.id}` : ''}`),
+      ...(call.actions.length === 0 ? [`  then: nothing seen within ${trail.window_ms / 1000}s`] : ['  then:', ...actions(call.actions, endedMs, '    ')]),
+    ];
+  });
 }
 
 // ---- spend ----
