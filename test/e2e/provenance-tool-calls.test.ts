@@ -1,7 +1,8 @@
 // Tool calls on the span (ADR 1603), end to end: a real `tollgate proxy` process with provenance on, the fake
 // Tetragon agent, and the fake providers answering with a tool call. Each span from /_local/api/traces names
 // the call the caller received (its id, the one the caller's tool result will echo), streamed and not, on the
-// OpenAI route, the Anthropic route and /v1 translated from Anthropic; without provenance no span has them.
+// OpenAI route, the Anthropic route and /v1 translated from Anthropic and from Gemini; without provenance no span
+// has them.
 
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
@@ -58,6 +59,7 @@ describe('tool calls on the span, provenance on', { timeout: 60_000 }, () => {
       configYaml: bed.configYaml(`
 gateway:
   anthropicRoute: gamma-direct
+  googleRoute: alpha
 provenance:
   address: "${agent.address}"
   attributionWindowMs: 50
@@ -115,6 +117,23 @@ provenance:
     const streamed = await v1.chat.completions.create({ model: 'claude-sonnet-4', messages: [question], tools: [weatherTool], stream: true }).withResponse();
     const streamedId = await streamedCallId(streamed.data);
     expect(streamedId).not.toBe('');
+    expect((await findSpan(proxy.url, { spanId: streamed.response.headers.get('x-proxy-span-id') })).tool_calls).toEqual([
+      { id: streamedId, name: 'get_weather', arguments_sha256: PARIS },
+    ]);
+  });
+
+  it('/v1 translated from Gemini: the id the translation made up for the caller, though Gemini sent none', async () => {
+    bed.vertex.behave({ toolCall: TOOL_CALL });
+    const { data, response } = await v1.chat.completions.create({ model: 'gemini-2.5-flash', messages: [question], tools: [weatherTool] }).withResponse();
+    const id = data.choices[0]!.message.tool_calls![0]!.id;
+    expect(id).toMatch(/^call_/);
+    const span = await findSpan(proxy.url, { spanId: response.headers.get('x-proxy-span-id') });
+    expect(span.route).toBe('alpha');
+    expect(span.tool_calls).toEqual([{ id, name: 'get_weather', arguments_sha256: PARIS }]);
+
+    const streamed = await v1.chat.completions.create({ model: 'gemini-2.5-flash', messages: [question], tools: [weatherTool], stream: true }).withResponse();
+    const streamedId = await streamedCallId(streamed.data);
+    expect(streamedId).toMatch(/^call_/);
     expect((await findSpan(proxy.url, { spanId: streamed.response.headers.get('x-proxy-span-id') })).tool_calls).toEqual([
       { id: streamedId, name: 'get_weather', arguments_sha256: PARIS },
     ]);
