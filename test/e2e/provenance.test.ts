@@ -326,6 +326,10 @@ provenance:
     const at = (ms: number) => new Date(ended + ms).toISOString();
     const own = { pid: sh.pid, exec_id: sh.execId, parent_exec_id: agentExec, binary: '/bin/sh' };
     expect(trail).toMatchObject({ trace_id: traceId, window_ms: 5000 });
+    // SHA-256 of the arguments as canonical JSON: {"command":"curl -sS https://example.com -o /tmp/out.txt"}
+    expect(trail.calls[0]!.tool_calls).toEqual([
+      { id: expect.stringMatching(/^call_/) as unknown, name: 'run_shell', arguments_sha256: 'b533806b16cee0c56b7ed875566d9fd894df71f6df8cdaadaf67ec541de7420a' },
+    ]);
     expect(trail.calls[0]!.actions).toEqual([
       {
         kind: 'exec',
@@ -343,6 +347,7 @@ provenance:
     const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'trail', traceId, '--url', proxy.url]);
     expect(stdout).toContain(`trace ${traceId} (actions up to 5s after each answer)`);
     expect(stdout).toContain(`  caller pid ${a.pid} /usr/bin/python3 (container app)`);
+    expect(stdout).toMatch(/\n  answer: 1 tool call\n    tool call run_shell call_\w+ arguments sha256 b533806b16ce\n/);
     expect(stdout).toContain(
       [
         '  then:',
@@ -376,5 +381,5 @@ interface TrailActionBody {
 interface TrailBody {
   trace_id: string;
   window_ms: number;
-  calls: { span_id: string; ended: string; actions: TrailActionBody[] }[];
+  calls: { span_id: string; ended: string; tool_calls: { id: string | null; name: string; arguments_sha256: string }[]; actions: TrailActionBody[] }[];
 }
