@@ -139,6 +139,25 @@ provenance:
     ]);
   });
 
+  it('/v1/responses translated from Anthropic: the function_call item by its call_id, whole and streamed', async () => {
+    bed.anthropic.behave({ toolCall: TOOL_CALL });
+    const fn = { type: 'function' as const, name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false };
+    const { data, response } = await v1.responses.create({ model: 'claude-sonnet-4', input: [question], tools: [fn] }).withResponse();
+    const item = data.output.find((o) => o.type === 'function_call');
+    if (item?.type !== 'function_call') throw new Error('no function call in the answer');
+    expect((await findSpan(proxy.url, { spanId: response.headers.get('x-proxy-span-id') })).tool_calls).toEqual([
+      { id: item.call_id, name: 'get_weather', arguments_sha256: PARIS },
+    ]);
+
+    const streamed = await v1.responses.create({ model: 'claude-sonnet-4', input: [question], tools: [fn], stream: true }).withResponse();
+    let callId = '';
+    for await (const event of streamed.data) if (event.type === 'response.output_item.done' && event.item.type === 'function_call') callId = event.item.call_id;
+    expect(callId).not.toBe('');
+    expect((await findSpan(proxy.url, { spanId: streamed.response.headers.get('x-proxy-span-id') })).tool_calls).toEqual([
+      { id: callId, name: 'get_weather', arguments_sha256: PARIS },
+    ]);
+  });
+
   it('an answer without tool calls has an empty list', async () => {
     bed.openai.behave({ text: 'Sunny.' });
     const { response } = await openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [question] }).withResponse();
