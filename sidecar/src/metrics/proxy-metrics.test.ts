@@ -227,6 +227,21 @@ describe('ProxyMetrics: state read at scrape time', () => {
   });
 });
 
+describe('ProxyMetrics: provenance', () => {
+  it('counts what the causal trail’s bounds pushed out, by bound', async () => {
+    const metrics = new ProxyMetrics({ defaultMetrics: false });
+    const drops = new Map([
+      ['trace', 3],
+      ['pending', 1],
+    ]);
+    metrics.watch({ provenanceTrailDrops: () => drops });
+    const body = await scrape(metrics);
+    expect(sampleValue(body, 'tollgate_provenance_trail_dropped_total', { reason: 'trace' })).toBe(3);
+    expect(sampleValue(body, 'tollgate_provenance_trail_dropped_total', { reason: 'pending' })).toBe(1);
+    expect(sampleValue(body, 'tollgate_provenance_trail_dropped_total', { reason: 'action' })).toBeUndefined();
+  });
+});
+
 describe('ProxyMetrics: exposition', () => {
   it('serves OpenMetrics when asked, and the text format keeps its _total names after it', async () => {
     const metrics = new ProxyMetrics();

@@ -371,6 +371,13 @@ export class ProxyMetrics implements CallObserver {
         for (const sink of audit()) queue.set({ sink: sink.name, kind: sink.kind }, sink.queueDepth);
       },
     });
+    this.#provenanceMetrics(r);
+    this.#budgetMetrics(r);
+    if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: r });
+  }
+
+  /** Provenance's counters, read from its own sources at scrape time (ADR 1601, ADR 1604). */
+  #provenanceMetrics(r: Registry<RegistryContentType>): void {
     const bypass: CounterFamily = new CounterFamily(
       r,
       'tollgate_provenance_bypass_total',
@@ -391,8 +398,6 @@ export class ProxyMetrics implements CallObserver {
         for (const [reason, count] of this.#sources.provenanceTrailDrops?.() ?? []) trailDropped.series(reason).value = count;
       },
     );
-    this.#budgetMetrics(r);
-    if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: r });
   }
 
   #budgetMetrics(r: Registry<RegistryContentType>): void {
