@@ -34,6 +34,9 @@ export interface TrailAction {
 
 type Obj = Record<string, unknown>;
 
+/** An exec's arguments kept at most (Tetragon's own limit is larger): the trail holds thousands of them. */
+const MAX_ARGUMENTS_CHARS = 1024;
+
 /** The kernel's MAY_WRITE bit in security_file_permission's mask: a policy that also posts reads gets them skipped. */
 const MAY_WRITE = 0x2;
 
@@ -86,7 +89,8 @@ export function readTrailAction(event: TetragonEvent, policy: ArgumentPolicy): T
   let action: TrailAction | null;
   if (type === 'process_exec') {
     const process = (body.process as Obj | undefined) ?? {};
-    action = { ...base('exec', atMs, body), arguments: policy.commandArgs(str(process.binary), splitTetragonArguments(str(process.arguments))) };
+    const args = splitTetragonArguments(str(process.arguments).slice(0, MAX_ARGUMENTS_CHARS));
+    action = { ...base('exec', atMs, body), arguments: policy.commandArgs(str(process.binary), args) };
   } else if (type === 'process_exit') {
     action = { ...base('exit', atMs, body), exitCode: Number(body.status ?? 0), ...(str(body.signal) ? { signal: str(body.signal) } : {}) };
   } else {

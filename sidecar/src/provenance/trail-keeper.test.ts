@@ -240,6 +240,20 @@ describe('the trail’s bounds', () => {
     expect(lines[1]).toMatchObject({ dropped: 3, byReason: { action: 4 } });
   });
 
+  it('forgets the oldest traces when all traces together hold maxActions, so memory stays bounded', () => {
+    const k = keeper({ limits: { maxActions: 3 } });
+    const first = '1'.repeat(32);
+    const second = '2'.repeat(32);
+    k.onCall(span({ traceId: first, startMs: T0 }));
+    for (let i = 0; i < 3; i++) feed(k, { ...child(4300 + i, AGENT, ENDED + 100 + i), type: 'process_exec' });
+    // a later call of another agent (ended at T0 + 2000): its first action needs room, the first trace goes
+    k.onCall(span({ traceId: second, execId: OTHER_AGENT, startMs: T0 + 1_000 }));
+    feed(k, { ...child(5200, OTHER_AGENT, T0 + 2_100), type: 'process_exec' });
+    expect(k.calls(first)).toBeUndefined();
+    expect(outline(chain(k, second)!.calls[0]!.actions)).toEqual(['exec 5200']);
+    expect(Object.fromEntries(k.drops())).toEqual({ trace: 1 });
+  });
+
   it('counts an unlinked action pushed out of a full pending buffer, and a process pushed out of the exec tree', () => {
     const k = keeper({ limits: { maxPending: 2, maxProcesses: 2 } });
     for (let i = 0; i < 3; i++) feed(k, { ...child(4300 + i, AGENT, ENDED + 100 + i), type: 'process_exec' });

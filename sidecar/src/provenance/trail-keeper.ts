@@ -14,6 +14,8 @@ export type TrailDropReason = 'trace' | 'action' | 'process' | 'pending';
 export interface TrailLimits {
   /** Actions linked to the calls of one trace. */
   maxActionsPerTrace: number;
+  /** Actions linked in all: past it the oldest traces are forgotten, so memory stays bounded whatever maxTraces is. */
+  maxActions: number;
   /** exec_id -> parent exec_id entries, to find a descendant whose events carry only its parent. */
   maxProcesses: number;
   /** Actions waiting for a call that may still arrive. */
@@ -22,7 +24,7 @@ export interface TrailLimits {
   callsPerProcess: number;
 }
 
-export const TRAIL_LIMITS: TrailLimits = { maxActionsPerTrace: 500, maxProcesses: 8_192, maxPending: 2_048, callsPerProcess: 32 };
+export const TRAIL_LIMITS: TrailLimits = { maxActionsPerTrace: 500, maxActions: 20_000, maxProcesses: 8_192, maxPending: 2_048, callsPerProcess: 32 };
 
 export interface TrailCall {
   traceId: string;
@@ -72,6 +74,8 @@ export class TrailKeeper {
   readonly #pending: Pending[] = [];
   readonly #drops = new Map<TrailDropReason, number>();
   #settings: TrailSettings;
+  /** Actions linked to the traces kept. */
+  #linked = 0;
   #lastDropLogMs = -Infinity;
   #droppedSinceLog = 0;
 
@@ -182,7 +186,13 @@ export class TrailKeeper {
       this.#drop('action');
       return false;
     }
+    while (this.#linked >= this.#limits.maxActions && this.#traces.keys().next().value !== call.traceId) this.#forgetOldestTrace();
+    if (this.#linked >= this.#limits.maxActions) {
+      this.#drop('action');
+      return false;
+    }
     trace.actions++;
+    this.#linked++;
     call.actions.push(action);
     return true;
   }
@@ -192,7 +202,9 @@ export class TrailKeeper {
     if (at === -1) return;
     call.actions.splice(at, 1);
     const trace = this.#traces.get(call.traceId);
-    if (trace) trace.actions--;
+    if (!trace) return;
+    trace.actions--;
+    this.#linked--;
   }
 
   /** A call just arrived: held actions of its tree in its window move to it when it ended later than their call. */
@@ -235,6 +247,7 @@ export class TrailKeeper {
   #forgetOldestTrace(): void {
     const [traceId, trace] = this.#traces.entries().next().value!;
     this.#traces.delete(traceId);
+    this.#linked -= trace.actions;
     for (const call of trace.calls) {
       const ofExec = this.#callsByExec.get(call.execId);
       if (!ofExec) continue;
