@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runCli } from '../../test/support/cli-run.ts';
 import { SnapshotCache } from './config/snapshot-cache.ts';
 import { main } from './spend-cli.ts';
 import { openDuckDbSpanStore } from './spans/duckdb-span-store.ts';
@@ -20,15 +20,8 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function spend(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  let stdout = '';
-  let stderr = '';
-  out.on('data', (c: Buffer) => (stdout += c.toString()));
-  err.on('data', (c: Buffer) => (stderr += c.toString()));
-  const code = await main(args, out, err);
-  return { code, stdout, stderr };
+function spend(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return runCli(main, args);
 }
 
 const window = ['--since', SAMPLE_SINCE.toISOString(), '--until', SAMPLE_UNTIL.toISOString()];

@@ -1,9 +1,9 @@
 // `tollgate trail` against the management API's trail route on a real fastify listener, fed by a stand-in
 // source that answers one known trail (the e2e test asks a real proxy).
 
-import { PassThrough } from 'node:stream';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../test/support/cli-run.ts';
 import { trailRoutes } from './http/trail.ts';
 import type { TrailJson } from './provenance/trail-view.ts';
 import { main } from './trail-cli.ts';
@@ -63,15 +63,8 @@ afterAll(async () => {
   await app.close();
 });
 
-async function trail(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  let stdout = '';
-  let stderr = '';
-  out.on('data', (c: Buffer) => (stdout += c.toString()));
-  err.on('data', (c: Buffer) => (stderr += c.toString()));
-  const code = await main(args, out, err);
-  return { code, stdout, stderr };
+function trail(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return runCli(main, args);
 }
 
 describe('tollgate trail', () => {
