@@ -3,7 +3,7 @@
 // events, whichever provider or caller API they come in.
 //
 // Whole answers: OpenAI chat `choices[].message.tool_calls[]`, OpenAI Responses `output[]` items
-// (`function_call`, `local_shell_call`), Anthropic Messages `content[]` `tool_use` blocks, Gemini
+// (`function_call`, `local_shell_call`, `shell_call`), Anthropic Messages `content[]` `tool_use` blocks, Gemini
 // `candidates[].content.parts[].functionCall`, Bedrock Converse `output.message.content[].toolUse`.
 // Streams: chat `delta.tool_calls[]` by index, Responses `response.output_item.*` and argument deltas, Anthropic
 // `content_block_start` + `input_json_delta`, Gemini chunks (each a whole call), ConverseStream
@@ -58,6 +58,11 @@ export function readAnswerDocument(document: Record<string, unknown>, calls: Too
   }
 }
 
+/** The tool a Responses shell item calls: `local_shell_call` and `shell_call` carry no name of their own. */
+function shellToolName(type: 'local_shell_call' | 'shell_call'): string {
+  return type === 'local_shell_call' ? 'local_shell' : 'shell';
+}
+
 /** A Responses output item that is a tool call; `key` set when it closes a streamed one. */
 function readResponsesItem(item: Record<string, unknown>, calls: ToolCallCollector, key: string | null): void {
   // The caller's tool output echoes call_id, not the item's id.
@@ -67,8 +72,8 @@ function readResponsesItem(item: Record<string, unknown>, calls: ToolCallCollect
   if (item.type === 'function_call') {
     name = text(item.name);
     args = text(item.arguments);
-  } else if (item.type === 'local_shell_call') {
-    name = 'local_shell';
+  } else if (item.type === 'local_shell_call' || item.type === 'shell_call') {
+    name = shellToolName(item.type);
     args = item.action;
   } else return;
   if (key === null) calls.whole(id, name, args);
@@ -118,8 +123,8 @@ export class ToolCallStreamReader {
       }
       case 'response.output_item.added': {
         const item = event.item;
-        if (isRecord(item) && (item.type === 'function_call' || item.type === 'local_shell_call')) {
-          calls.start(`r${indexOf(event.output_index)}`, idOf(item.call_id) ?? idOf(item.id), item.type === 'local_shell_call' ? 'local_shell' : text(item.name));
+        if (isRecord(item) && (item.type === 'function_call' || item.type === 'local_shell_call' || item.type === 'shell_call')) {
+          calls.start(`r${indexOf(event.output_index)}`, idOf(item.call_id) ?? idOf(item.id), item.type === 'function_call' ? text(item.name) : shellToolName(item.type));
         }
         return;
       }

@@ -9,6 +9,8 @@ const A1_BX = 'ecf9e98ec0641e23113ff3ce8bdc78d0ddd249886517fd4a7f68cc83d4e65667'
 const PARIS = '6e1e312d537bc71b5410b0599f5a508142149e13174c6ee0d1671658845bc67d';
 // printf '%s' '{"command":["ls","-l"],"type":"exec"}' | sha256sum
 const LS_L = '3b400bfb7eb1dfe9aeee8e364ae8043ee337db0d2bc3720a6f3c1c1f20acfe1c';
+// printf '%s' '{"commands":["ls -l"],"max_output_length":4096,"timeout_ms":120000}' | sha256sum
+const SHELL_LS_L = '55b5b10c27793d93f8f250c7c3ab107e9a01926d72eb11aef2b202211c366a6f';
 // printf '%s' '{}' | sha256sum
 const EMPTY_OBJECT = '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a';
 // printf '%s' '{"a":1,"b":' | sha256sum: a stream cut mid-arguments hashes the text that came
@@ -129,6 +131,27 @@ describe('OpenAI Responses', () => {
       { id: 'call_unLAR8MvFNptuiZK6K6HCy5k', name: 'probe', argumentsSha256: A1_BX },
       { id: 'call_shell', name: 'local_shell', argumentsSha256: LS_L },
     ]);
+  });
+
+  // The shell tool's call (provenance.md §8.1 FunctionShellCall): the commands the caller runs, most worth a span.
+  const functionShellCall = {
+    type: 'shell_call',
+    id: 'sh_1',
+    call_id: 'call_sh',
+    action: { timeout_ms: 120000, commands: ['ls -l'], max_output_length: 4096 },
+    status: 'completed',
+  };
+
+  it('records a shell_call as shell with its action as the arguments, whole and streamed', () => {
+    const answer = { id: 'resp_2', object: 'response', status: 'completed', output: [functionShellCall] };
+    expect(tap('application/json', [JSON.stringify(answer)]).calls).toEqual([{ id: 'call_sh', name: 'shell', argumentsSha256: SHELL_LS_L }]);
+    const body = namedSse(
+      { type: 'response.output_item.added', output_index: 0, item: { ...functionShellCall, action: { commands: [] }, status: 'in_progress' } },
+      { type: 'response.shell_call_command.delta', output_index: 0, command_index: 0, delta: 'ls -l' },
+      { type: 'response.output_item.done', output_index: 0, item: functionShellCall },
+      { type: 'response.completed', response: { id: 'resp_2', output: [functionShellCall] } },
+    );
+    expect(tap('text/event-stream', pieces(body, 64)).calls).toEqual([{ id: 'call_sh', name: 'shell', argumentsSha256: SHELL_LS_L }]);
   });
 });
 
