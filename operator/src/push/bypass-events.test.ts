@@ -87,4 +87,25 @@ describe('ProviderBypass Events', () => {
     events.report(POD, { entries: [entry({ binary: '/tmp/evil\nWarning: all is well' })] });
     expect(recorded[0]!.note).toBe('process /tmp/evil?Warning: all is well (pid 4242, container app) connected to openai at 162.159.140.245:443 without the sidecar (1 connect)');
   });
+
+  it('logs the refused reports of a pod once a minute, counting those it did not log, however fast they come', () => {
+    const lines: Record<string, unknown>[] = [];
+    let now = 1_764_410_400_000;
+    const events = new BypassEvents({
+      recorder: { record: async () => undefined },
+      logger: pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) }),
+      now: () => now,
+    });
+    const oversize = { entries: Array.from({ length: 65 }, () => entry()) };
+    for (let i = 0; i < 1000; i++) events.report(POD, oversize);
+    // another pod's refusal is its own line
+    events.report({ ...POD, pod: 'web-2', podUid: 'other-uid' }, oversize);
+    now += 60_000;
+    events.report(POD, oversize);
+    expect(lines.map((l) => [l.msg, l.pod, l.suppressed])).toEqual([
+      ['bypass report refused: 65 entries, more than 64', 'team-a/web-1', 0],
+      ['bypass report refused: 65 entries, more than 64', 'team-a/web-2', 0],
+      ['bypass report refused: 65 entries, more than 64', 'team-a/web-1', 999],
+    ]);
+  });
 });

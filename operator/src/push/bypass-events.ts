@@ -1,7 +1,7 @@
 // A sidecar's bypass report (proto BypassReport, ADR 1605) as Kubernetes Events: a Warning `ProviderBypass` on the
 // sidecar's own Pod, named by the push stream's token review, never by the report. What one sidecar can make the
 // operator write is bounded whatever it sends: a report beyond BYPASS_REPORT_LIMITS is refused whole (with a log
-// line), one Event a minute per pod, binary and provider (the connects held back are counted in the next one), and
+// line at most once a minute per pod), one Event a minute per pod, binary and provider (the connects held back are counted in the next one), and
 // at most EVENTS_PER_POD_PER_MINUTE per pod. The recorder writes one Event object per call (no series), so
 // a repeat within the minute writes nothing.
 
@@ -46,6 +46,8 @@ export class BypassEvents {
   readonly #keys = new Map<string, KeyState>();
   /** Per pod uid: when its current minute started and the Events recorded in it. */
   readonly #pods = new Map<string, { since: number; events: number }>();
+  /** Per pod uid: when its last refusal was logged and the refused reports since, not logged. */
+  readonly #refusalLogs = new Map<string, { at: number; suppressed: number }>();
 
   constructor(opts: BypassEventsOptions) {
     this.#opts = opts;
@@ -57,10 +59,24 @@ export class BypassEvents {
     if (problem !== undefined) {
       const count = Array.isArray(entries) ? entries.length : 0;
       this.#opts.metrics?.bypassEntries('refused', count);
-      this.#opts.logger.warn({ pod: `${pod.namespace}/${pod.pod}`, entries: count, problem }, `bypass report refused: ${problem}`);
+      this.#logRefusal(pod, count, problem);
       return;
     }
     for (const entry of entries as BypassEntryMessage[]) this.#entry(pod, entry);
+  }
+
+  /** A stream can send refused reports as fast as it likes: one line a minute per pod, counting the others. */
+  #logRefusal(pod: BypassPod, entries: number, problem: string): void {
+    const now = (this.#opts.now ?? Date.now)();
+    const last = this.#refusalLogs.get(pod.podUid);
+    if (last && now - last.at < BYPASS_EVENT_INTERVAL_MS) {
+      last.suppressed++;
+      return;
+    }
+    this.#refusalLogs.delete(pod.podUid);
+    if (this.#refusalLogs.size >= MAX_KEYS) this.#refusalLogs.delete(this.#refusalLogs.keys().next().value!);
+    this.#refusalLogs.set(pod.podUid, { at: now, suppressed: 0 });
+    this.#opts.logger.warn({ pod: `${pod.namespace}/${pod.pod}`, entries, problem, suppressed: last?.suppressed ?? 0 }, `bypass report refused: ${problem}`);
   }
 
   #entry(pod: BypassPod, entry: BypassEntryMessage): void {
