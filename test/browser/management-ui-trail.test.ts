@@ -38,6 +38,7 @@ storage: { kind: sqlite, path: spans.db }
 provenance:
   address: "${agent.address}"
   attributionWindowMs: 500
+  arguments: redacted
   bypass: { enabled: false }
   trail: { windowMs: 5000 }
 `,
