@@ -35,6 +35,18 @@ describe('tool call collector', () => {
     expect(calls.result().calls[0]!.name).toBe('n'.repeat(MAX_TOOL_NAME_CHARS));
   });
 
+  it('cuts a long id to 256 characters, whole, streamed and completed, so an answer cannot fill a span row with ids', () => {
+    const calls = new ToolCallCollector();
+    const id = (c: string) => c.repeat(4 * 1024 * 1024);
+    calls.whole(id('w'), 'probe', '{}');
+    calls.start('c0', id('s'), 'probe');
+    calls.start('c1', null, 'probe');
+    calls.start('c1', id('t'), '');
+    calls.start('r0', null, 'probe');
+    calls.complete('r0', id('d'), 'probe', '{}');
+    expect(calls.result().calls.map((c) => c.id)).toEqual(['w', 's', 't', 'd'].map((c) => c.repeat(256)));
+  });
+
   it('hashes the raw text of arguments past 1 MiB as they stream, without keeping them', () => {
     const calls = new ToolCallCollector();
     calls.start('c0', 'call_big', 'write_file');

@@ -10,6 +10,11 @@ import type { SpanToolCall } from '../spans/span.ts';
 export const MAX_TOOL_CALLS = 128;
 /** A longer name is cut to this many characters. */
 export const MAX_TOOL_NAME_CHARS = 256;
+/**
+ * A longer id is cut to this many characters: providers' ids are tens of characters, and an id goes whole into
+ * every span store and the export, so one answer's 128 ids of megabytes each must not.
+ */
+const MAX_TOOL_ID_CHARS = 256;
 /** Argument text kept per call to canonicalize at the end; past it, the call's raw text is hashed as it comes. */
 export const MAX_KEPT_ARGUMENT_BYTES = 1024 * 1024;
 /** Argument text kept over all the calls of one answer, under the same rule. */
@@ -55,7 +60,7 @@ export class ToolCallCollector {
   start(key: string, id: string | null, name: string, empty?: unknown): void {
     const known = this.#byKey.get(key);
     if (known !== undefined) {
-      known.id ??= id;
+      known.id ??= cutId(id);
       if (known.name === '' && name !== '') known.name = cutName(name);
       return;
     }
@@ -79,7 +84,7 @@ export class ToolCallCollector {
       return;
     }
     this.#byKey.delete(key);
-    call.id = id ?? call.id;
+    call.id = cutId(id) ?? call.id;
     if (name !== '') call.name = cutName(name);
     this.#release(call);
     call.pieces = [];
@@ -97,7 +102,7 @@ export class ToolCallCollector {
       this.#dropped++;
       return null;
     }
-    const call: PendingCall = { id, name: cutName(name), pieces: [], keptBytes: 0, hash: null, value, empty: NO_VALUE };
+    const call: PendingCall = { id: cutId(id), name: cutName(name), pieces: [], keptBytes: 0, hash: null, value, empty: NO_VALUE };
     this.#calls.push(call);
     return call;
   }
@@ -131,6 +136,10 @@ export class ToolCallCollector {
 
 function cutName(name: string): string {
   return name.length > MAX_TOOL_NAME_CHARS ? name.slice(0, MAX_TOOL_NAME_CHARS) : name;
+}
+
+function cutId(id: string | null): string | null {
+  return id !== null && id.length > MAX_TOOL_ID_CHARS ? id.slice(0, MAX_TOOL_ID_CHARS) : id;
 }
 
 function finish(call: PendingCall): SpanToolCall {
