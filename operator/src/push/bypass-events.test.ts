@@ -86,6 +86,10 @@ describe('ProviderBypass Events', () => {
 
     events.report(POD, { entries: [entry({ binary: '/tmp/evil\nWarning: all is well' })] });
     expect(recorded[0]!.note).toBe('process /tmp/evil?Warning: all is well (pid 4242, container app) connected to openai at 162.159.140.245:443 without the sidecar (1 connect)');
+
+    // C1 controls (U+009B is a terminal's CSI, U+0085 a next line) and Unicode's line and paragraph separators too
+    events.report(POD, { entries: [entry({ binary: '/tmp/x\u009b2J\u0085y\u2028z\u2029w', container: 'a\u009bpp' })] });
+    expect(recorded[1]!.note).toBe('process /tmp/x?2J?y?z?w (pid 4242, container a?pp) connected to openai at 162.159.140.245:443 without the sidecar (1 connect)');
   });
 
   it('logs the refused reports of a pod once a minute, counting those it did not log, however fast they come', () => {

@@ -130,9 +130,12 @@ export function bypassNote(entry: BypassEntryMessage, connects: number): string 
   );
 }
 
-/** A file name may hold a line break, which must not start a line of its own in `kubectl describe`. */
+/**
+ * A file name may hold a line break, which must not start a line of its own in `kubectl describe`, or a C1 control
+ * (U+009B is a terminal's CSI) that a terminal would act on.
+ */
 function printable(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f]/g, '?');
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '?');
 }
 
 const STRING_FIELDS = ['provider', 'binary', 'container', 'destination'] as const;
