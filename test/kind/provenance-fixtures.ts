@@ -7,7 +7,7 @@ import { APP_NAMESPACE, FAKE_BASE_URL, MODEL } from './tollgate-fixtures.ts';
 
 export const AGENT_NAMESPACE = 'node-agents';
 /** Tetragon's gRPC port (sidecar/src/audit/audit-placement.ts): the node agent and Tetragon both listen there. */
-export const AGENT_PORT = 54321;
+const AGENT_PORT = 54321;
 /** The fake provider's Service as `bypass.extraHosts` names it (the beta route's upstream too). */
 export const FAKE_PROVIDER_HOST = new URL(FAKE_BASE_URL).host;
 /** The price of a call in the app namespace (the fake bills one million input tokens). */
@@ -160,11 +160,10 @@ export function tetragonManifests(image: string): string {
 
 /**
  * The app namespace's ProxyConfig: beta to the fake provider with the Secret's key, and provenance with full
- * command lines (so a span names the exact command), the agent at the node's address (a sidecar without audit
- * is not given the node's IP by the webhook, so the address is spelled out), and the fake's Service among the
- * provider endpoints.
+ * command lines (so a span names the exact command) and the fake's Service among the provider endpoints. No
+ * `address`: the sidecar finds the agent at its node's IP, which the webhook gives it because provenance is on.
  */
-export function provenanceProxyConfig(nodeIp: string): string {
+export function provenanceProxyConfig(): string {
   return stringify({
     apiVersion: 'tollgate.dev/v1alpha1',
     kind: 'ProxyConfig',
@@ -174,7 +173,6 @@ export function provenanceProxyConfig(nodeIp: string): string {
       upstreams: { beta: { baseUrl: FAKE_BASE_URL } },
       credentials: { openaiApiKey: { secretName: 'llm-keys', key: 'openai' } },
       provenance: {
-        address: `${nodeIp}:${AGENT_PORT}`,
         arguments: 'all',
         attributionWindowMs: 5_000,
         bypass: { enabled: true, extraHosts: [FAKE_PROVIDER_HOST], resolveIntervalMs: 5_000 },

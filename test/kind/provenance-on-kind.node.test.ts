@@ -109,7 +109,7 @@ describe.skipIf(skipReason !== '')('Provenance on a one-node kind cluster: a nod
     }
   }, 300_000);
 
-  it('installs Tollgate, the node agent and an app whose sidecar reads the agent on the node address', async () => {
+  it('installs Tollgate, the node agent and an app whose sidecar finds the agent at its node’s address, with provenance on and audit off', async () => {
     const installed = await helmInstall(node, ['--wait', '--timeout', '5m']);
     expect(installed.code, `${installed.stderr}\n${await node.describe()}`).toBe(0);
     await apply(nodeAgentManifests(images.testTools.ref));
@@ -119,11 +119,17 @@ describe.skipIf(skipReason !== '')('Provenance on a one-node kind cluster: a nod
 
     await apply(fakeUpstreamManifests(images.testTools.ref));
     await apply(appNamespaceManifests());
-    await apply(provenanceProxyConfig(nodeIp));
+    await apply(provenanceProxyConfig());
     await apply(appDeployment(images.testTools.ref));
     await rollout(APP_NAMESPACE, 'deployment/chat');
     await rollout(FAKES_NAMESPACE, 'deployment/fake-openai');
     pod = (await kubectl(['get', 'pods', '-n', APP_NAMESPACE, '-l', 'app=chat', '-o', 'jsonpath={.items[0].metadata.name}'])).trim();
+    // The webhook gave the sidecar its node's IP because the ProxyConfig turns provenance on (audit is off).
+    const sidecarEnv = JSON.parse(await kubectl(['get', 'pod', '-n', APP_NAMESPACE, pod, '-o', 'jsonpath={.spec.initContainers[?(@.name=="tollgate-proxy")].env}'])) as Array<{
+      name: string;
+      valueFrom?: unknown;
+    }>;
+    expect(sidecarEnv).toContainEqual({ name: 'TOLLGATE_HOST_IP', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.hostIP' } } });
 
     // The snapshot with provenance reaches the sidecar after the pod starts: its stream to the agent opens then.
     const provenance = await waitFor(
@@ -155,9 +161,10 @@ describe.skipIf(skipReason !== '')('Provenance on a one-node kind cluster: a nod
       },
       { timeoutMs: 30_000, intervalMs: 500 },
     );
+    const agentSaw = await agentLog('tetragon-node-agent');
     for (const span of written) {
       expect(span.cost_usd).toBe(PROVENANCE_CALL_USD);
-      expect(span.process).toMatchObject({
+      expect(span.process, `what the node agent sent:\n${agentSaw}`).toMatchObject({
         attribution: 'tetragon',
         executable_path: NODE_BINARY,
         // argv[0] and then argv[1:] as Tetragon sends them (arguments: all)
@@ -169,7 +176,7 @@ describe.skipIf(skipReason !== '')('Provenance on a one-node kind cluster: a nod
     // The three calls came from one process.
     expect(new Set(written.map((s) => s.process!.pid)).size).toBe(1);
     // The agent saw the connection, not a script: its line names the port the client's kernel chose.
-    expect(await agentLog('tetragon-node-agent')).toContain(`:${keptAlive.localPorts[0]} -> 127.0.0.1:8181`);
+    expect(agentSaw).toContain(`:${keptAlive.localPorts[0]} -> 127.0.0.1:8181`);
   });
 
   it('a process that connects to the provider itself raises the bypass metric, the log line and a ProviderBypass Event; the sidecar’s own connects do not', async () => {

@@ -18,6 +18,8 @@ import { namespaceSockets, socketHolders } from './proc-tcp.ts';
 
 /** How long a connection whose container the pod list does not show yet waits for it. */
 const PENDING_MS = 10_000;
+/** Polls a new socket is looked at again while no holder is found (its process may have started after the poll listed /proc). */
+const HOLDER_TRIES = 20;
 
 interface Pending {
   seen: Omit<ObservedConnect, 'container'>;
@@ -36,6 +38,8 @@ export class ConnectionObserver {
   /** Per network namespace, the socket inodes seen at the previous poll. */
   #seen = new Map<string, Set<number>>();
   #pending: Pending[] = [];
+  /** Per `netns|inode`, the polls that found no holder for a new socket so far. */
+  #unowned = new Map<string, number>();
   #ownNetns = '';
   #primed = false;
 
@@ -54,9 +58,11 @@ export class ConnectionObserver {
     this.#ownNetns ||= await readlink('/proc/self/ns/net');
     const byNetns = await this.#podNamespaces();
     const seenNow = new Map<string, Set<number>>();
+    const present = new Set<string>();
     for (const [netns, pids] of byNetns) {
       const { owned, listening } = await namespaceSockets(pids[0]!);
       seenNow.set(netns, new Set(owned.keys()));
+      for (const inode of owned.keys()) present.add(`${netns}|${inode}`);
       const before = this.#seen.get(netns);
       if (!this.#primed) continue;
       const fresh = [...owned.values()].filter((s) => !before?.has(s.inode) && !listening.has(s.localPort));
@@ -65,13 +71,26 @@ export class ConnectionObserver {
       for (const socket of fresh) {
         const pid = holders.get(socket.inode);
         const process = pid === undefined ? null : await readProcess(pid);
-        if (process === null) continue;
+        if (process === null) {
+          this.#retryLater(netns, socket.inode, seenNow.get(netns)!);
+          continue;
+        }
+        this.#unowned.delete(`${netns}|${socket.inode}`);
         this.#pending.push({ seen: { atMs: now, socket, process, parentBinary: await readBinary(process.ppid) }, until: now + PENDING_MS });
       }
     }
+    for (const key of this.#unowned.keys()) if (!present.has(key)) this.#unowned.delete(key);
     this.#seen = seenNow;
     this.#primed = true;
     this.#deliver(now);
+  }
+
+  /** A new socket whose holder was not found stays new for the next polls, a bounded number of them. */
+  #retryLater(netns: string, inode: number, seen: Set<number>): void {
+    const key = `${netns}|${inode}`;
+    const tries = (this.#unowned.get(key) ?? 0) + 1;
+    this.#unowned.set(key, tries);
+    if (tries < HOLDER_TRIES) seen.delete(inode);
   }
 
   #deliver(now: number): void {
