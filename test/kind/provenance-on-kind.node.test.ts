@@ -187,7 +187,7 @@ describe.skipIf(skipReason !== '')('Provenance on a one-node kind cluster: a nod
     expect(await bypassCount()).toBe(0);
 
     const [host, port] = FAKE_PROVIDER_HOST.split(':');
-    const direct = await appClient<{ ok: boolean; localPort: number }>(node, ['connect', host!, port!, '2000']);
+    const direct = await appClient<{ ok: boolean }>(node, ['connect', host!, port!, '2000']);
     expect(direct.ok).toBe(true);
     await waitFor('the bypass counted', async () => (await bypassCount()) === 1 || undefined, { timeoutMs: 30_000, intervalMs: 500 });
 

@@ -6,8 +6,8 @@
 //   client.ts traces [LIMIT]                the sidecar's latest spans (GET /_local/api/traces)
 //   client.ts load REQUESTS CONCURRENCY     a short load, every other call streamed; prints counts by status
 //                                           and the elapsed time
-//   client.ts connect HOST PORT [HOLD_MS]   a TCP connection attempt, held open HOLD_MS (default 0); prints ok and
-//                                           the local port, or the error code
+//   client.ts connect HOST PORT [HOLD_MS]   a TCP connection attempt, held open HOLD_MS (default 0); prints ok or
+//                                           the error code
 //   client.ts kept-alive COUNT [USER]       COUNT chat completions one after another on one kept-alive connection;
 //                                           prints each call's status and span id, and the local ports used
 //   client.ts steady INTERVAL_MS USER       one call after another (every other streamed), a new one every
@@ -114,7 +114,7 @@ if (command === 'call') {
       setTimeout(
         () => {
           socket.destroy();
-          resolve({ ok: true, localPort: socket.localPort });
+          resolve({ ok: true });
         },
         Number(args[2] ?? 0),
       );
