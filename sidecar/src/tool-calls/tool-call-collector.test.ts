@@ -19,6 +19,14 @@ describe('tool call collector', () => {
     expect(recorded.map((c) => c.argumentsSha256)).toEqual([A1_BX, NESTED, NOT_JSON]);
   });
 
+  it('sorts keys by UTF-16 code units and leaves non-ASCII unescaped (RFC 8785), hashing the UTF-8 bytes', () => {
+    // printf '%s' '{"é":"ü","😀":2,"ｚ":1}' | sha256sum: U+1F600 is the surrogate pair D83D DE00, so it sorts
+    // before U+FF5A though its code point is greater
+    const calls = new ToolCallCollector();
+    calls.whole('call_1', 'probe', '{"ｚ": 1, "😀": 2, "é": "\\u00fc"}');
+    expect(calls.result().calls[0]!.argumentsSha256).toBe('00ce55389c7f945b1a4a9240116083e8271dfd387951828f9b65fbaf127b49fc');
+  });
+
   it('records at most 128 calls and counts the rest', () => {
     const calls = new ToolCallCollector();
     for (let i = 0; i < MAX_TOOL_CALLS + 5; i++) calls.start(`c${i}`, `call_${i}`, 'probe');
