@@ -59,7 +59,7 @@ export async function admitPod(request: AdmissionRequest, deps: PodAdmissionDeps
     try {
       if (await deps.auditEnabled(namespace, proxyConfig)) audit = deps.auditHostSocketDir ? { hostSocketDir: deps.auditHostSocketDir } : {};
     } catch (error) {
-      deps.logger.warn({ namespace, proxyConfig, err: (error as Error).message }, 'cannot read the ProxyConfig for audit; injecting without Tetragon access');
+      deps.logger.warn({ namespace, proxyConfig, err: (error as Error).message }, 'cannot read the ProxyConfig for audit or provenance; injecting without Tetragon access');
     }
   }
   const decision = planInjection({
