@@ -254,6 +254,19 @@ describe('the trail’s bounds', () => {
     expect(Object.fromEntries(k.drops())).toEqual({ trace: 1 });
   });
 
+  it('keeps at most maxCallsPerTrace calls of one trace (an agent that sends one trace id for a whole session), forgetting the oldest with its actions', () => {
+    const k = keeper({ limits: { maxCallsPerTrace: 2 } });
+    // three calls of one trace, a second apart; each is followed by one exec of the caller's child
+    for (let i = 0; i < 3; i++) {
+      k.onCall(span({ spanId: `00f067aa0ba902b${i}`, startMs: T0 + i * 1_000 }));
+      feed(k, { ...child(4300 + i, AGENT, ENDED + i * 1_000 + 100), type: 'process_exec' });
+    }
+    const calls = chain(k)!.calls;
+    expect(calls.map((c) => c.span_id)).toEqual(['00f067aa0ba902b1', '00f067aa0ba902b2']);
+    expect(calls.map((c) => outline(c.actions))).toEqual([['exec 4301'], ['exec 4302']]);
+    expect(Object.fromEntries(k.drops())).toEqual({ call: 1 });
+  });
+
   it('counts an unlinked action pushed out of a full pending buffer, and a process pushed out of the exec tree', () => {
     const k = keeper({ limits: { maxPending: 2, maxProcesses: 2 } });
     for (let i = 0; i < 3; i++) feed(k, { ...child(4300 + i, AGENT, ENDED + 100 + i), type: 'process_exec' });

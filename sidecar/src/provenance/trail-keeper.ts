@@ -9,9 +9,11 @@ import type { Logger } from 'pino';
 import type { Span, SpanProcess, SpanToolCall } from '../spans/span.ts';
 import type { TrailAction } from './trail-event.ts';
 
-export type TrailDropReason = 'trace' | 'action' | 'process' | 'pending';
+export type TrailDropReason = 'trace' | 'call' | 'action' | 'process' | 'pending';
 
 export interface TrailLimits {
+  /** Calls kept of one trace: an agent may send one trace id for a whole session of calls. */
+  maxCallsPerTrace: number;
   /** Actions linked to the calls of one trace. */
   maxActionsPerTrace: number;
   /** Actions linked in all: past it the oldest traces are forgotten, so memory stays bounded whatever maxTraces is. */
@@ -24,7 +26,7 @@ export interface TrailLimits {
   callsPerProcess: number;
 }
 
-export const TRAIL_LIMITS: TrailLimits = { maxActionsPerTrace: 500, maxActions: 20_000, maxProcesses: 8_192, maxPending: 2_048, callsPerProcess: 32 };
+export const TRAIL_LIMITS: TrailLimits = { maxCallsPerTrace: 256, maxActionsPerTrace: 500, maxActions: 20_000, maxProcesses: 8_192, maxPending: 2_048, callsPerProcess: 32 };
 
 export interface TrailCall {
   traceId: string;
@@ -128,6 +130,7 @@ export class TrailKeeper {
       trace = { calls: [], actions: 0 };
       this.#traces.set(call.traceId, trace);
     }
+    if (trace.calls.length >= this.#limits.maxCallsPerTrace) this.#forgetCall(trace, trace.calls[0]!);
     trace.calls.push(call);
     const ofExec = this.#callsByExec.get(execId) ?? [];
     ofExec.push(call);
@@ -248,15 +251,28 @@ export class TrailKeeper {
     const [traceId, trace] = this.#traces.entries().next().value!;
     this.#traces.delete(traceId);
     this.#linked -= trace.actions;
-    for (const call of trace.calls) {
-      const ofExec = this.#callsByExec.get(call.execId);
-      if (!ofExec) continue;
+    for (const call of trace.calls) this.#unindex(call);
+    this.#drop('trace');
+  }
+
+  /** The oldest call of a trace that holds maxCallsPerTrace, with its actions. */
+  #forgetCall(trace: TrailTrace, call: TrailCall): void {
+    trace.calls.shift();
+    trace.actions -= call.actions.length;
+    this.#linked -= call.actions.length;
+    this.#unindex(call);
+    this.#drop('call');
+  }
+
+  /** A forgotten call is no longer found for linking, and held actions linked to it are free again. */
+  #unindex(call: TrailCall): void {
+    const ofExec = this.#callsByExec.get(call.execId);
+    if (ofExec) {
       const left = ofExec.filter((c) => c !== call);
       if (left.length > 0) this.#callsByExec.set(call.execId, left);
       else this.#callsByExec.delete(call.execId);
     }
-    for (const held of this.#pending) if (held.call !== null && held.call.traceId === traceId) held.call = null;
-    this.#drop('trace');
+    for (const held of this.#pending) if (held.call === call) held.call = null;
   }
 
   #drop(reason: TrailDropReason): void {
