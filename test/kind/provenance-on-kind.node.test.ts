@@ -45,9 +45,17 @@ interface CoreEvent {
   involvedObject: { kind: string; name: string; namespace: string };
 }
 
-/** Why the real-Tetragon step cannot run here, or '' when it can: the image (pulled or pre-loaded) and BTF. */
+/**
+ * Why the real-Tetragon step cannot run here, or '' when it can: a kernel with BTF and kprobes (kind's node runs on
+ * the host's kernel), and the image (pulled or pre-loaded). The kernel is asked first: without kprobes no image helps.
+ */
 function tetragonUnavailable(): string {
   if (!existsSync('/sys/kernel/btf/vmlinux')) return 'the kernel has no BTF (/sys/kernel/btf/vmlinux), which Tetragon needs';
+  // The kprobe PMU is there when the kernel has CONFIG_KPROBES (and kprobe events): Tetragon's base sensor and the
+  // tcp_connect policy both attach kprobes. Without it the agent exits at start ("creating tracefs event").
+  if (!existsSync('/sys/bus/event_source/devices/kprobe')) {
+    return 'the kernel has no kprobes (no /sys/bus/event_source/devices/kprobe: CONFIG_KPROBES is not set), so Tetragon cannot attach its base sensor or a tcp_connect kprobe, in Docker or on kind (ADR 1606)';
+  }
   try {
     execFileSync('docker', ['image', 'inspect', TETRAGON_IMAGE], { stdio: 'ignore' });
     return '';
