@@ -136,9 +136,11 @@ describe("an operator one release behind: the previous release's operator pushes
   });
 
   it('keeps the stream while the sidecar sends alias health reports it does not know', async () => {
+    // Counted from here: a first connect can fail while the operator is still opening its push port.
+    const { connects } = client.status();
     const before = aliasReports;
     await eventually('twenty more alias reports', () => (aliasReports >= before + 20 ? true : undefined), 30_000);
-    expect(client.status()).toMatchObject({ connected: true, connects: 1 });
+    expect(client.status()).toMatchObject({ connected: true, connects });
     expect(client.status().lastError).toBeUndefined();
     expect(operator.hasExited()).toBe(false);
   });

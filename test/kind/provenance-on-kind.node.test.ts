@@ -156,7 +156,7 @@ describe.skipIf(skipReason !== '')('Provenance on a one-node kind cluster: a nod
   });
 
   it("names the calling process on a kept-alive connection's spans: tetragon, its binary and command, container app", async () => {
-    const keptAlive = await appClient<KeptAlive>(node, ['kept-alive', '3', 'prov-a']);
+    const keptAlive = await appClient<KeptAlive>(node, ['kept-alive', '3', 'prov-a', '3000']);
     expect(keptAlive.calls.map((c) => c.status)).toEqual([200, 200, 200]);
     expect(keptAlive.localPorts).toHaveLength(1); // one connection for the three calls
     const ids = keptAlive.calls.map((c) => c.spanId!);
@@ -176,7 +176,7 @@ describe.skipIf(skipReason !== '')('Provenance on a one-node kind cluster: a nod
         attribution: 'tetragon',
         executable_path: NODE_BINARY,
         // argv[0] and then argv[1:] as Tetragon sends them (arguments: all)
-        command_args: [NODE_BINARY, 'test/kind/in-pod/client.ts', 'kept-alive', '3', 'prov-a'],
+        command_args: [NODE_BINARY, 'test/kind/in-pod/client.ts', 'kept-alive', '3', 'prov-a', '3000'],
         container_name: 'app',
       });
       expect(span.process!.pid).toBeGreaterThan(1);
@@ -237,7 +237,7 @@ describe.skipIf(skipReason !== '')('Provenance on a one-node kind cluster: a nod
         undefined,
       { timeoutMs: 120_000, intervalMs: 1_000 },
     );
-    const calls = await appClient<KeptAlive>(node, ['kept-alive', '2', 'prov-tetragon']);
+    const calls = await appClient<KeptAlive>(node, ['kept-alive', '2', 'prov-tetragon', '3000']);
     const ids = calls.calls.map((c) => c.spanId!);
     const written = await waitFor('the spans', async () => {
       const found = (await spans()).filter((s) => ids.includes(s.span_id));

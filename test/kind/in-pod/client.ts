@@ -8,7 +8,7 @@
 //                                           and the elapsed time
 //   client.ts connect HOST PORT [HOLD_MS]   a TCP connection attempt, held open HOLD_MS (default 0); prints ok or
 //                                           the error code
-//   client.ts kept-alive COUNT [USER]       COUNT chat completions one after another on one kept-alive connection;
+//   client.ts kept-alive COUNT [USER] [HOLD_MS]  COUNT chat completions one after another on one kept-alive connection, then held open HOLD_MS;
 //                                           prints each call's status and span id, and the local ports used
 //   client.ts steady INTERVAL_MS USER       one call after another (every other streamed), a new one every
 //                                           INTERVAL_MS at most, until stdin closes; prints the counts by
@@ -143,6 +143,9 @@ if (command === 'call') {
       }),
     );
   }
+  // Held open like an agent's connection between turns: an observer that polls (the kind node agent) sees a
+  // connection only if it outlives a poll.
+  await new Promise((resolve) => setTimeout(resolve, Number(args[2] ?? 0)));
   agent.destroy();
   console.log(JSON.stringify({ calls, localPorts: [...ports] }));
 } else if (command === 'steady') {
