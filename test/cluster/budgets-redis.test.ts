@@ -124,6 +124,18 @@ spec:
   expect(applied.code, applied.stderr).toBe(0);
   const caFile = await operatorCaFile(api, dir.path);
   sidecars.push(await startSidecar('till-a', caFile), await startSidecar('till-b', caFile));
+  // The warm-up is counted only by a sidecar that has the policy: one that connected before the leader had
+  // reconciled it serves calls unbudgeted until it arrives (docs/known-limitations.md). Wait for it here, so
+  // the test measures the ledger through its failures, not that start-up window.
+  await Promise.all(
+    sidecars.map((s) =>
+      eventually(
+        `sidecar ${s.pod} to have the BudgetPolicy`,
+        async () => ((await (await fetch(`${s.url}/_local/api/health`)).json()) as { budgets?: { policies?: number } }).budgets?.policies === 1,
+        60_000,
+      ),
+    ),
+  );
   await Promise.all(sidecars.map((s) => eventually(`sidecar ${s.pod} to serve with the pushed key`, async () => (await call(s.url, 'warm-up')) === 200, 60_000)));
 }, 180_000);
 
@@ -208,7 +220,11 @@ describe('budgets.store redis: the operator keeps the cluster ledger in Redis', 
       'the status to show the final spend',
       async () => {
         const bp = await api.get<BudgetPolicy>(path);
-        if (bp.status?.spentUsd !== '0.027') throw new Error(`status.spentUsd is ${bp.status?.spentUsd}, want 0.027 (0.022 in spans and dave's 0.005 from before)`);
+        if (bp.status?.spentUsd !== '0.027') {
+          throw new Error(
+            `status.spentUsd is ${bp.status?.spentUsd}, want 0.027 (0.022 in spans and dave's 0.005 from before); top spenders ${JSON.stringify(bp.status?.topSpenders)}`,
+          );
+        }
         return bp.status;
       },
       30_000,
