@@ -43,12 +43,26 @@ export function timeMs(time: unknown): number {
 }
 
 let responseType: protobuf.Type | undefined;
+const decoded = new WeakMap<TetragonEvent, Obj>();
+
+/**
+ * The event's whole message, decoded once however many readers look at it (the connect reader and the causal
+ * trail's both read a tcp_connect kprobe).
+ */
+export function decodedEvent(event: TetragonEvent): Obj {
+  let message = decoded.get(event);
+  if (message === undefined) {
+    responseType ??= tetragonRoot().lookupType('tetragon.GetEventsResponse');
+    message = responseType.decode(event.raw) as unknown as Obj;
+    decoded.set(event, message);
+  }
+  return message;
+}
 
 /** The connect in `event`, or null for any event that is not a tcp_connect kprobe with a socket argument. */
 export function readTcpConnect(event: TetragonEvent): TcpConnect | null {
   if (event.info.type !== 'process_kprobe') return null;
-  responseType ??= tetragonRoot().lookupType('tetragon.GetEventsResponse');
-  const message = responseType.decode(event.raw) as unknown as Obj;
+  const message = decodedEvent(event);
   const kprobe = message.process_kprobe as Obj | undefined;
   if (kprobe?.function_name !== 'tcp_connect') return null;
   const sock = ((kprobe.args as Obj[] | undefined) ?? []).map((a) => a.sock_arg as Obj | undefined).find((s) => s !== undefined);

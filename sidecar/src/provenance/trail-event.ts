@@ -3,10 +3,9 @@
 // security_file_permission). What it keeps is what the trail shows and joins on: the process's exec_id, its
 // parent's, and the ancestors' when the agent runs with --enable-ancestors (provenance.md §1.2, §6).
 
-import type protobuf from 'protobufjs';
-import { type TetragonEvent, tetragonRoot } from '../audit/tetragon-protocol.ts';
+import type { TetragonEvent } from '../audit/tetragon-protocol.ts';
 import { type ArgumentPolicy, splitTetragonArguments } from './argument-redaction.ts';
-import { timeMs, wrapped } from './tcp-connect-event.ts';
+import { decodedEvent, timeMs, wrapped } from './tcp-connect-event.ts';
 
 export type TrailActionKind = 'exec' | 'exit' | 'connect' | 'file';
 
@@ -39,8 +38,6 @@ const MAX_ARGUMENTS_CHARS = 1024;
 
 /** The kernel's MAY_WRITE bit in security_file_permission's mask: a policy that also posts reads gets them skipped. */
 const MAY_WRITE = 0x2;
-
-let responseType: protobuf.Type | undefined;
 
 function str(value: unknown): string {
   return typeof value === 'string' ? value : '';
@@ -81,8 +78,7 @@ function kprobeAction(atMs: number, kprobe: Obj): TrailAction | null {
 export function readTrailAction(event: TetragonEvent, policy: ArgumentPolicy): TrailAction | null {
   const type = event.info.type;
   if (type !== 'process_exec' && type !== 'process_exit' && type !== 'process_kprobe') return null;
-  responseType ??= tetragonRoot().lookupType('tetragon.GetEventsResponse');
-  const message = responseType.decode(event.raw) as unknown as Obj;
+  const message = decodedEvent(event);
   const body = message[type] as Obj | undefined;
   if (!body) return null;
   const atMs = timeMs(message.time);
