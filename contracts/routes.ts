@@ -17,6 +17,29 @@ import type { BuiltInCredentialId } from './credential-kinds.ts';
 /** Response wire format: decides which usage extractor reads the response. */
 export type WireFormat = 'gemini' | 'openai' | 'anthropic' | 'bedrock';
 
+/** What a built-in provider's calls cost and how /v1 finds its models (ADR 1700). */
+export interface ProviderFacts {
+  /** The wire format whose cost formula prices its calls, or `free`: nothing bills them (the local runtime). */
+  readonly pricing: WireFormat | 'free';
+  /** When several providers price one model id, /v1 takes the lowest rank's entry; configured routes' providers come after. */
+  readonly v1Rank: number;
+  /** `gen_ai.provider.name` of its /v1 spans: `tollgate` where the gateway answers through its translation. */
+  readonly genAiOnV1: string;
+}
+
+/** One line per provider: tsc refuses a provider of PROVIDERS without its facts. */
+export const PROVIDER_FACTS = {
+  google: { pricing: 'gemini', v1Rank: 2, genAiOnV1: 'tollgate' },
+  openai: { pricing: 'openai', v1Rank: 0, genAiOnV1: 'tollgate' },
+  anthropic: { pricing: 'anthropic', v1Rank: 1, genAiOnV1: 'tollgate' },
+  // A local model is free, and its runtime answers /v1 in OpenAI's format itself.
+  local: { pricing: 'free', v1Rank: 3, genAiOnV1: 'local' },
+} as const satisfies Record<Provider, ProviderFacts>;
+
+export function isBuiltInProvider(value: string): value is Provider {
+  return Object.hasOwn(PROVIDER_FACTS, value);
+}
+
 /** Which upstream settings a format's routes take besides the base URL: Vertex AI's project and location, AWS's region. */
 export type UpstreamShape = 'vertex' | 'aws' | 'direct';
 

@@ -29,7 +29,7 @@ import type { SpanStatus } from './spans/span.ts';
 import { scrubbingExtractor } from './upstream/credential-scrub.ts';
 import type { UpstreamResponse } from './upstream/upstream-client.ts';
 import { ToolCallTap } from './tool-calls/tool-call-tap.ts';
-import { createUsageExtractor, type UsageExtractor } from './usage/extractor.ts';
+import { createUsageExtractor, type UsageExtractor } from './wire-formats/extractor.ts';
 
 /** Rewrites the bytes the caller receives. A failure it meets ends the caller's stream with its own last words. */
 export interface StreamTransform {

@@ -23,6 +23,7 @@ import type { BudgetPolicyConfig } from '../../../contracts/budget-config.ts';
 import { isGroupKey, type RateLevel } from '../../../contracts/budget-policies.ts';
 import type { MeteredCall } from '../metering/call-meter.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
+import { costsNothing } from '../pricing/provider-pricing.ts';
 import { estimateInputTokens } from '../usage/usage-estimate.ts';
 import type { TokenUsage } from '../usage/usage.ts';
 import type { ErrorShape } from '../routes/error-shape.ts';
@@ -96,7 +97,7 @@ export function reserveForCall(
   if (budgets === undefined || userId === null) return null;
   const reserved = reservedUserRefusal(userId);
   if (reserved !== null) return reserved;
-  if (provider === 'local') return null;
+  if (costsNothing(provider)) return null;
   const levels = budgets.rateLevels?.(userId);
   const windows = budgets.rateWindows;
   const usage = levels === undefined ? null : reservationUsage(body);

@@ -16,7 +16,7 @@ import type { PriceTable } from '../pricing/price-table.ts';
 import { relayStream, responseExtractor } from '../relay.ts';
 import { toolCallsOfAnswer } from '../tool-calls/tool-call-tap.ts';
 import { speechExtractor } from '../usage/speech-estimate.ts';
-import type { UsageExtractor } from '../usage/extractor.ts';
+import type { UsageExtractor } from '../usage/usage-extractor.ts';
 import type { GatewayPlan } from '../routes/v1-plan.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
 import type { ResponseShaping } from '../translate/chat-responses.ts';

@@ -20,6 +20,7 @@ import { mayReachStoredObjects } from '../inbound/identity/identity-hook.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall } from '../metering/call-outcome.ts';
+import { costsNothing } from '../pricing/provider-pricing.ts';
 import { formatTraceparent, startSpanContext } from '../spans/trace-context.ts';
 import { GatewayError } from '../translate/openai-error.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
@@ -504,7 +505,7 @@ async function aliasGatewayCall(g: GatewayCall, name: string, alias: ModelAlias,
       } else call.retarget(callTarget(g, planned));
       // One budget check and reservation per call, at its first target that costs anything: a fallback from a
       // local model to a paid one is checked there, a fallback between paid ones keeps the reservation (ADR 1308).
-      if (!budgeted && planned.provider !== 'local') {
+      if (!budgeted && !costsNothing(planned.provider)) {
         budgeted = true;
         if (await refusedOverBudget(g, call, planned)) throw new AliasCallEnded();
       }

@@ -4,6 +4,7 @@
 
 import type { Logger } from 'pino';
 import type { PriceTable } from '../pricing/price-table.ts';
+import { costsNothing } from '../pricing/provider-pricing.ts';
 import type { Span, SpanStatus } from '../spans/span.ts';
 import { newSpanId, type TraceContext } from '../spans/trace-context.ts';
 import { implausibleUsage } from '../usage/usage-bounds.ts';
@@ -396,7 +397,7 @@ export class MeteredCall implements CallTimings {
     if (provider === 'unknown') return { costUsd: 0, priced: false };
     try {
       if (!usage) {
-        if (provider === 'local') return { costUsd: 0, priced: true };
+        if (costsNothing(provider)) return { costUsd: 0, priced: true };
         const entry = end.prices.resolve(provider, call.model);
         return { costUsd: 0, priced: entry !== undefined, model: entry?.model };
       }

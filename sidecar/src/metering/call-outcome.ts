@@ -7,7 +7,7 @@ import type { ProxyError } from '../errors.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import type { SpanStatus } from '../spans/span.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
-import type { UsageExtractor } from '../usage/extractor.ts';
+import type { UsageExtractor } from '../usage/usage-extractor.ts';
 import { estimateUsage } from '../usage/usage-estimate.ts';
 import type { AnswerToolCalls } from '../tool-calls/tool-call-collector.ts';
 import type { MeteredCall } from './call-meter.ts';

@@ -87,4 +87,21 @@ describe('cost formulas', () => {
     // A model is priced on its own provider's routes only.
     expect(table.cost('openai', 'gemini-2.5-flash', usage({ inputTokens: 1000 }))).toEqual({ costUsd: 0, priced: false });
   });
+
+  it("costs a configured route's provider by its route's wire format, openai's when it has none", () => {
+    const kimi = { provider: 'kimi', model: 'kimi-k2', input_per_million: 1, output_per_million: 4, cached_input_per_million: 0.1, cache_write_per_million: 1.25 };
+    const u = usage({ inputTokens: 1000, cacheReadTokens: 200, cacheWriteTokens: 300, outputTokens: 100 });
+    // Anthropic's formula: 500 uncached × 1 + 300 written × 1.25 + 200 read × 0.1 + 100 × 4 = 500 + 375 + 20 + 400 = 1295 µ$
+    const anthropicWire = new PriceTable([...DEFAULT_PRICES, kimi], { ...DEFAULT_CACHE_SETTINGS }, new Map([['kimi', 'anthropic']]));
+    expect(anthropicWire.cost('kimi', 'kimi-k2', u).costUsd).toBe(0.001295);
+    // OpenAI's (no cache writes): (1000 − 200) × 1 + 200 × 0.1 + 100 × 4 = 800 + 20 + 400 = 1220 µ$
+    const noWire = new PriceTable([...DEFAULT_PRICES, kimi], { ...DEFAULT_CACHE_SETTINGS });
+    expect(noWire.cost('kimi', 'kimi-k2', u).costUsd).toBe(0.00122);
+  });
+
+  it('costs provider local at 0 even with a price entry and a wire format of its own', () => {
+    const priced = { provider: 'local', model: 'llama-3.1-8b-instruct', input_per_million: 5, output_per_million: 5 };
+    const local = new PriceTable([...DEFAULT_PRICES, priced], { ...DEFAULT_CACHE_SETTINGS }, new Map([['local', 'anthropic']]));
+    expect(local.cost('local', 'llama-3.1-8b-instruct', usage({ inputTokens: 1000, outputTokens: 1000 }))).toEqual({ costUsd: 0, priced: true });
+  });
 });

@@ -1,4 +1,6 @@
-// Cost formulas per provider (docs/spans-and-pricing.md, "Cost formulas"), on the normalised TokenUsage.
+// A call's cost (docs/spans-and-pricing.md, "Cost formulas") on the normalised TokenUsage: its tokens by the
+// formula of the wire format that prices its provider (provider-pricing.ts, each formula in
+// wire-formats/<wire>/cost.ts), plus its billed units (images, audio, characters).
 //
 // Arithmetic is exact: a price per million tokens is a price in micro-dollars per token, which is turned
 // into an integer count of pico-dollars (10⁻¹² USD) per token; products and sums are BigInt; the result is
@@ -8,34 +10,12 @@
 import type { WireFormat } from '../../../contracts/routes.ts';
 import type { TokenUsage } from '../usage/usage.ts';
 import type { CacheSettings, PriceEntry } from '../../../contracts/price-entry.ts';
-
-/**
- * Pico-dollars per token for a price in USD per million tokens (sub-pico fractions are rounded). Prices are
- * bounded where they enter (MAX_PRICE_PER_MILLION); one that is not still fails here with a message that
- * names it, not with BigInt's RangeError about Infinity.
- */
-function picoPerToken(perMillion: number, multiplier = 1): bigint {
-  const pico = Math.round(perMillion * multiplier * 1e6);
-  if (!Number.isSafeInteger(pico) || pico < 0) {
-    throw new RangeError(`price of ${perMillion} USD per million tokens is outside the range costs are computed in`);
-  }
-  return BigInt(pico);
-}
-
-function tokens(count: number): bigint {
-  return BigInt(count > 0 && Number.isFinite(count) ? Math.trunc(count) : 0);
-}
-
-interface Rates {
-  input: bigint;
-  cachedRead: bigint;
-  cacheWrite5m: bigint;
-  cacheWrite1h: bigint;
-  output: bigint;
-}
+import { picoPerToken, tokens, type TokenRates } from '../wire-formats/token-rates.ts';
+import { WIRE_ADAPTERS } from '../wire-formats/wire-adapters.ts';
+import { pricingOf } from './provider-pricing.ts';
 
 /** The rates that apply to one request: the long-context tier applies to the whole request past its threshold. */
-function ratesFor(entry: PriceEntry, promptTokens: number, cache: CacheSettings): Rates {
+function ratesFor(entry: PriceEntry, promptTokens: number, cache: CacheSettings): TokenRates {
   const tier = entry.long_context !== undefined && promptTokens > entry.long_context.threshold_tokens ? entry.long_context : undefined;
   const input = tier?.input_per_million ?? entry.input_per_million;
   const output = tier?.output_per_million ?? entry.output_per_million;
@@ -50,61 +30,6 @@ function ratesFor(entry: PriceEntry, promptTokens: number, cache: CacheSettings)
     cacheWrite1h: picoPerToken(write1h),
     output: picoPerToken(output),
   };
-}
-
-/** Gemini: uncached prompt × input + cached × cached price + (candidates + thoughts) × output. */
-function geminiPico(usage: TokenUsage, rates: Rates): bigint {
-  const input = tokens(usage.inputTokens);
-  const cached = tokens(Math.min(usage.cacheReadTokens, usage.inputTokens));
-  return (input - cached) * rates.input + cached * rates.cachedRead + tokens(usage.outputTokens) * rates.output;
-}
-
-/**
- * OpenAI: (prompt − cached − image input) × input + cached × cached price + image input × image input price
- * + completion (reasoning included) × output. Image input tokens (gpt-image-*) are 0 on every other call.
- */
-function openAiPico(usage: TokenUsage, rates: Rates, entry: PriceEntry): bigint {
-  const prompt = tokens(usage.inputTokens);
-  const cached = tokens(Math.min(usage.cacheReadTokens, usage.inputTokens));
-  let images = tokens(usage.units?.imageInputTokens ?? 0);
-  if (images > prompt - cached) images = prompt - cached;
-  const imageRate = entry.image_input_per_million !== undefined ? picoPerToken(entry.image_input_per_million) : rates.input;
-  return (prompt - cached - images) * rates.input + images * imageRate + cached * rates.cachedRead + tokens(usage.outputTokens) * rates.output;
-}
-
-/**
- * Anthropic: uncached input × input + 5-minute writes × write price + 1-hour writes × 1-hour price
- * + cache reads × read price + output × output. inputTokens holds all three input kinds; split them back.
- */
-function anthropicPico(usage: TokenUsage, rates: Rates): bigint {
-  const read = tokens(usage.cacheReadTokens);
-  const write = tokens(usage.cacheWriteTokens);
-  const write1h = tokens(Math.min(usage.cacheWrite1hTokens, usage.cacheWriteTokens));
-  let uncached = tokens(usage.inputTokens) - read - write;
-  if (uncached < 0n) uncached = 0n;
-  return uncached * rates.input + (write - write1h) * rates.cacheWrite5m + write1h * rates.cacheWrite1h + read * rates.cachedRead + tokens(usage.outputTokens) * rates.output;
-}
-
-/** The formula of a built-in provider; a configured route's provider is costed by its wire format's. */
-const BUILT_IN_FORMULA: Readonly<Record<string, WireFormat | 'free'>> = { google: 'gemini', openai: 'openai', anthropic: 'anthropic', local: 'free' };
-
-/**
- * Cost in pico-dollars of one call priced by `entry`. `wire` is the usage format of a configured route's
- * provider (its cached and cache-write tokens are counted as that format counts them); default openai.
- */
-function costPico(provider: string, entry: PriceEntry, usage: TokenUsage, cache: CacheSettings, wire?: WireFormat): bigint {
-  const formula = BUILT_IN_FORMULA[provider] ?? wire ?? 'openai';
-  if (formula === 'free') return 0n;
-  const rates = ratesFor(entry, usage.inputTokens, cache);
-  switch (formula) {
-    case 'gemini':
-      return geminiPico(usage, rates);
-    case 'openai':
-      return openAiPico(usage, rates, entry);
-    case 'anthropic':
-    case 'bedrock':
-      return anthropicPico(usage, rates);
-  }
 }
 
 /** Pico-dollars to USD, rounded half up to 10⁻¹⁰ USD. */
@@ -155,10 +80,15 @@ function unitsPico(entry: PriceEntry, usage: TokenUsage): bigint | { problem: st
   return pico;
 }
 
-/** A call's cost in USD, tokens and billed units together; or why it has no price (it is then recorded unpriced). */
+/**
+ * A call's cost in USD, tokens and billed units together; or why it has no price (it is then recorded unpriced).
+ * `wire` is the usage format of a configured route's provider (its cached and cache-write tokens are counted as
+ * that format counts them); default openai.
+ */
 export function costUsd(provider: string, entry: PriceEntry, usage: TokenUsage, cache: CacheSettings, wire?: WireFormat): { usd: number } | { problem: string } {
-  const token = costPico(provider, entry, usage, cache, wire);
-  if (BUILT_IN_FORMULA[provider] === 'free') return { usd: 0 };
+  const formula = pricingOf(provider, wire);
+  if (formula === 'free') return { usd: 0 };
+  const token = WIRE_ADAPTERS[formula].tokenPico(usage, ratesFor(entry, usage.inputTokens, cache), entry);
   const units = unitsPico(entry, usage);
   if (typeof units !== 'bigint') return units;
   return { usd: picoToUsd(token + units) };

@@ -3,6 +3,7 @@
 // half-applied update.
 
 import type { Provider, WireFormat } from '../../../contracts/routes.ts';
+import { costsNothing } from './provider-pricing.ts';
 import type { TokenUsage } from '../usage/usage.ts';
 import { costUsd } from './cost.ts';
 import { DEFAULT_CACHE_SETTINGS } from './default-cache.ts';
@@ -118,13 +119,13 @@ export class PriceTable {
     return entry === undefined || entry.disabled === true ? undefined : entry;
   }
 
-  /** Cost of one call. Provider `local` is free and counts as priced; an unknown model costs 0, unpriced. */
+  /** Cost of one call. A free provider's (costsNothing) counts as priced; an unknown model costs 0, unpriced. */
   /**
    * `model` is the entry's canonical id when one priced the call (the metrics' bounded model label); `problem`
    * says why a model with an entry is still unpriced (an image size it has no price for, ADR 0910).
    */
   cost(provider: string, model: string, usage: TokenUsage): { costUsd: number; priced: boolean; model?: string; problem?: string } {
-    if (provider === 'local') return { costUsd: 0, priced: true };
+    if (costsNothing(provider)) return { costUsd: 0, priced: true };
     const entry = this.resolve(provider, model);
     if (entry === undefined) return { costUsd: 0, priced: false };
     const cache = this.#cache[provider as Provider] ?? DEFAULT_CACHE_SETTINGS[provider as Provider] ?? NO_CACHE_DISCOUNT;

@@ -4,7 +4,7 @@
 
 import { isRecord } from '../../../contracts/json-record.ts';
 import { ProxyError } from '../errors.ts';
-import { anthropicBatchLine, openAiBatchLine, type ResultLineReader } from '../usage/batch-results.ts';
+import { anthropicBatchLine, openAiBatchLine, type ResultLineReader } from '../wire-formats/batch-results.ts';
 import type { UpstreamRequestPlan } from './route-module.ts';
 
 /** How long a background response holds its reservation when nothing reads it: OpenAI names no expiry. */

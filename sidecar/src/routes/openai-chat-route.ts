@@ -2,7 +2,7 @@
 // and the user, and a streamed chat completion gets stream_options.include_usage added so its usage can be metered; on
 // /v1 the chat request passes through with only its model replaced.
 
-import { bytesAskingForUsage, injectStreamUsage, requestNeedsInjectedUsage } from '../usage/extractor.ts';
+import { bytesAskingForUsage, injectStreamUsage, requestNeedsInjectedUsage } from '../wire-formats/extractor.ts';
 import { bodyModel, forwardedAsIs, parseRouteJson, withStoredObjects } from './native-request.ts';
 import { openAiStoredObjects } from './stored-objects.ts';
 import { isFileUpload, openAiDeferred, withDeferred, withOpenAiDeferred } from './deferred-plan.ts';

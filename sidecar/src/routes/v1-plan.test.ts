@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { defaultRuntimeConfig, ConfigStore } from '../config/config-store.ts';
+import { DEFAULT_CACHE_SETTINGS } from '../pricing/default-cache.ts';
+import { PriceTable } from '../pricing/price-table.ts';
 import { GatewayError } from '../translate/openai-error.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
 import { ROUTE_MODULES } from './route-modules.ts';
@@ -45,6 +47,17 @@ describe('the model id a route receives', () => {
     expect(findModel(prices, 'google/gemini-2.5-pro')?.provider).toBe('google');
     expect(findModel(prices, 'anthropic.claude-haiku-4-5-20251001-v1:0')?.entry.model).toBe('claude-haiku-4-5');
     expect(findModel(prices, 'llama-3-70b')).toBeUndefined();
+  });
+
+  it('finds an id several providers price on openai first, then anthropic, google, local, then configured providers in their order', () => {
+    const entry = (provider: string) => ({ provider, model: 'shared-model', input_per_million: 1, output_per_million: 1 });
+    const all = ['local', 'google', 'anthropic', 'openai', 'mistral'];
+    const table = (providers: string[]) => new PriceTable(providers.map(entry), { ...DEFAULT_CACHE_SETTINGS });
+    expect(findModel(table(all), 'shared-model', ['mistral'])?.provider).toBe('openai');
+    expect(findModel(table(['local', 'google', 'anthropic', 'mistral']), 'shared-model', ['mistral'])?.provider).toBe('anthropic');
+    expect(findModel(table(['local', 'google', 'mistral']), 'shared-model', ['mistral'])?.provider).toBe('google');
+    expect(findModel(table(['local', 'mistral']), 'shared-model', ['mistral'])?.provider).toBe('local');
+    expect(findModel(table(['mistral', 'deepseek']), 'shared-model', ['deepseek', 'mistral'])?.provider).toBe('deepseek');
   });
 });
 

@@ -4,7 +4,7 @@
 // the same routes (sidecar/src/gateway-apis/).
 
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
-import { defaultV1Route, PROVIDERS, v1Routes, type Provider } from '../../../contracts/routes.ts';
+import { defaultV1Route, PROVIDER_FACTS, PROVIDERS, v1Routes, type Provider } from '../../../contracts/routes.ts';
 import { GATEWAY_ROUTE_SETTINGS, type GatewayConfig, type RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { GatewayError } from '../translate/openai-error.ts';
@@ -28,12 +28,12 @@ export interface GatewayPlan extends V1RoutePlan {
   extensions?: ChatExtensions | undefined;
 }
 
-/** Which provider's entry answers first when several have the same id; configured routes' providers come after. */
-const PROVIDER_ORDER: readonly Provider[] = ['openai', 'anthropic', 'google', 'local'];
+/** Which provider's entry answers first when several have the same id (their facts' v1Rank); configured routes' providers come after. */
+const BY_V1_RANK: readonly Provider[] = PROVIDERS.toSorted((a, b) => PROVIDER_FACTS[a].v1Rank - PROVIDER_FACTS[b].v1Rank);
 
 /** The enabled price entry for a requested model id, on whichever provider has it (built-in ones first, then `others`). */
 export function findModel(prices: PriceTable, model: string, others: Iterable<string> = []): { entry: PriceEntry; provider: string } | undefined {
-  for (const provider of PROVIDER_ORDER) {
+  for (const provider of BY_V1_RANK) {
     const entry = prices.resolve(provider, model);
     if (entry) return { entry, provider };
   }

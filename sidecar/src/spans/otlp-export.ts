@@ -12,17 +12,16 @@ import { OTLPTraceExporter as HttpProtobufTraceExporter } from '@opentelemetry/e
 import { defaultResource, detectResources, envDetector, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
-import { isRouteName, ROUTES } from '../../../contracts/routes.ts';
+import { isBuiltInProvider, isRouteName, PROVIDER_FACTS, ROUTES } from '../../../contracts/routes.ts';
 import type { Span, SpanProcess, SpanToolCall } from './span.ts';
 import type { OtlpSettings, OtlpStats } from './otlp-settings.ts';
 
 /**
  * gen_ai.provider.name: the service that runs the model (the route table's `genAiProvider`). A /v1 call is
- * answered through Tollgate's translation, except a local model's; the local runtime is not a listed value.
+ * answered through Tollgate's translation, except where its provider's facts say otherwise (a local model's).
  */
 function genAiProviderName(span: Span): string {
-  if (span.provider === 'local') return 'local';
-  if (span.route === 'v1') return 'tollgate';
+  if (span.route === 'v1') return isBuiltInProvider(span.provider) ? PROVIDER_FACTS[span.provider].genAiOnV1 : 'tollgate';
   // a configured route's service is its provider
   return isRouteName(span.route) ? ROUTES[span.route].genAiProvider : span.provider;
 }

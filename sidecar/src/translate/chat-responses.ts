@@ -2,7 +2,7 @@
 // which a route module names for its /v1 calls. A streamed answer is handed to an encoder that writes the
 // caller's events (OpenAI chat SSE by default; the Responses or Messages events for their callers).
 
-import { bedrockHeaderUsage, type ResponseHeaders } from '../usage/bedrock.ts';
+import { bedrockHeaderUsage, type ResponseHeaders } from '../wire-formats/bedrock/usage.ts';
 import {
   anthropicSseChatStream,
   bedrockChatStream,

@@ -2,7 +2,7 @@
 // the route adds its envelope). Pure functions and one stateful stream translator fed decoded events.
 // Field mappings: the parameter table in docs/openai-gateway.md.
 
-import { AnthropicStreamUsage, normaliseAnthropicUsage } from '../usage/anthropic.ts';
+import { AnthropicStreamUsage, normaliseAnthropicUsage } from '../wire-formats/anthropic/usage.ts';
 import { isRecord } from '../../../contracts/json-record.ts';
 import type { TokenUsage } from '../usage/usage.ts';
 import { checkChatParameters } from './chat-parameters.ts';

@@ -4,7 +4,7 @@
 // - Cohere Embed v3 (cohere.embed-english-v3, cohere.embed-multilingual-v3): `{texts, input_type}` →
 //   `{embeddings, id, response_type, texts}`, the token count only in the X-Amzn-Bedrock-Input-Token-Count header.
 
-import { bedrockHeaderUsage } from '../usage/bedrock.ts';
+import { bedrockHeaderUsage } from '../wire-formats/bedrock/usage.ts';
 import { tokenCount } from '../usage/token-count.ts';
 import { checkDimensions, checkTextCount, recordOf, vectorOf, type EmbeddingsReader, type EmbeddingsRequest } from './openai-embeddings.ts';
 

@@ -5,7 +5,7 @@
 // (`reasoning_content`, or Ollama's `reasoning`): OpenAI itself returns none in chat completions.
 
 import { isRecord } from '../../../contracts/json-record.ts';
-import { normaliseOpenAiUsage } from '../usage/openai.ts';
+import { normaliseOpenAiUsage } from '../wire-formats/openai/usage.ts';
 import { chatUsage, type ChatChunk, type ChatCompletion, type ChatUsage } from './openai-chat.ts';
 import type { StreamStep } from './openai-anthropic.ts';
 

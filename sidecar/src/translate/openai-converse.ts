@@ -4,7 +4,7 @@
 // Field mappings: the parameter table in docs/openai-gateway.md.
 
 import { isRecord } from '../../../contracts/json-record.ts';
-import { normaliseConverseUsage } from '../usage/bedrock.ts';
+import { normaliseConverseUsage } from '../wire-formats/bedrock/usage.ts';
 import { checkChatParameters } from './chat-parameters.ts';
 import {
   chatMessages,

@@ -2,7 +2,7 @@
 // translator fed the decoded SSE chunks of :streamGenerateContent?alt=sse.
 // Field mappings: the parameter table in docs/openai-gateway.md; ADR 0900 for the JSON Schema fields.
 
-import { normaliseGeminiUsage } from '../usage/gemini.ts';
+import { normaliseGeminiUsage } from '../wire-formats/gemini/usage.ts';
 import { isRecord } from '../../../contracts/json-record.ts';
 import { checkChatParameters } from './chat-parameters.ts';
 import {

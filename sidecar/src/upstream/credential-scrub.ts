@@ -10,7 +10,7 @@
 // an SSE event ending in `\n\n` is never held. Each occurrence is replaced by a marker of the same length, so
 // a declared Content-Length stays true and JSON stays JSON.
 
-import type { UsageExtractor } from '../usage/extractor.ts';
+import type { UsageExtractor } from '../usage/usage-extractor.ts';
 import { REDACTED } from './credential-echo.ts';
 
 const NO_BYTES = Buffer.alloc(0);

@@ -1,7 +1,7 @@
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { describe, expect, it } from 'vitest';
-import { createUsageExtractor, type UsageExtractor } from './extractor.ts';
-import type { UsageResult } from './usage.ts';
+import { createUsageExtractor, type UsageExtractor } from '../extractor.ts';
+import type { UsageResult } from '../../usage/usage.ts';
 
 const codec = new EventStreamCodec(
   (bytes) => Buffer.from(bytes).toString('utf8'),

@@ -1,19 +1,17 @@
 // Entry point of usage extraction: picks the extractor for a response from the route's wire format and the
-// response's Content-Type. Each format's reading lives in its own file (gemini, openai, anthropic, bedrock).
+// response's Content-Type. Each format's reading lives in its own folder (wire-adapters.ts lists them).
 
 import type { Logger } from 'pino';
 import type { WireFormat } from '../../../contracts/routes.ts';
-import { anthropicJsonExtractor, anthropicSseExtractor } from './anthropic.ts';
-import { bedrockEventStreamExtractor, bedrockJsonExtractor, type ResponseHeaders } from './bedrock.ts';
-import { bodyKindOf, sniffBodyKind, type BodyKind } from './body-kind.ts';
-import { geminiJsonExtractor, geminiSseExtractor } from './gemini.ts';
+import type { ResponseHeaders } from './bedrock/usage.ts';
+import { bodyKindOf, sniffBodyKind, type BodyKind } from '../usage/body-kind.ts';
 import { ImageAnswerExtractor } from './image-answer.ts';
-import { openAiJsonExtractor, openAiSseExtractor } from './openai.ts';
-import { NO_BYTES, NoUsageExtractor, type UsageExtractor } from './usage-extractor.ts';
-import type { UsageResult } from './usage.ts';
+import { WIRE_ADAPTERS } from './wire-adapters.ts';
+import { NO_BYTES, NoUsageExtractor, type UsageExtractor } from '../usage/usage-extractor.ts';
+import type { UsageResult } from '../usage/usage.ts';
 
-export type { UsageExtractor } from './usage-extractor.ts';
-export { bytesAskingForUsage, injectStreamUsage, requestNeedsInjectedUsage } from './stream-options.ts';
+export type { UsageExtractor } from '../usage/usage-extractor.ts';
+export { bytesAskingForUsage, injectStreamUsage, requestNeedsInjectedUsage } from '../usage/stream-options.ts';
 
 export interface UsageExtractorOptions {
   format: WireFormat;
@@ -38,32 +36,19 @@ export interface UsageExtractorOptions {
 /** The operations of OpenAI's image API (routes/openai-images.ts), whose answers are read by image-answer.ts. */
 const IMAGE_OPERATIONS: ReadonlySet<string> = new Set(['image_generation', 'image_edit']);
 
-/** Where each format's image answer lists its images (ADR 0915): Imagen's :predict, Bedrock's image models' InvokeModel. */
-const IMAGE_LISTS: Readonly<Record<WireFormat, string>> = { openai: 'data', gemini: 'predictions', bedrock: 'images', anthropic: 'data' };
-
 export function createUsageExtractor(options: UsageExtractorOptions): UsageExtractor {
   if (options.statusCode !== undefined && options.statusCode >= 400) return new NoUsageExtractor();
   const kind = bodyKindOf(options.contentType);
   // An image answer is JSON (a streamed one is not metered): read as one whatever its Content-Type says.
-  if ((kind === 'json' || kind === 'unknown') && IMAGE_OPERATIONS.has(options.operation ?? '')) return new ImageAnswerExtractor(IMAGE_LISTS[options.format]);
+  if ((kind === 'json' || kind === 'unknown') && IMAGE_OPERATIONS.has(options.operation ?? '')) return new ImageAnswerExtractor(WIRE_ADAPTERS[options.format].imageList);
   if (kind === 'unknown') return new SniffingUsageExtractor(options);
   if (kind === 'audio') return new NoUsageExtractor();
   return extractorFor(kind, options);
 }
 
 function extractorFor(kind: Exclude<BodyKind, 'unknown' | 'audio'>, options: UsageExtractorOptions): UsageExtractor {
-  const logger = options.logger ? { logger: options.logger } : {};
-  switch (options.format) {
-    case 'openai':
-      return kind === 'sse' ? openAiSseExtractor({ stripInjectedUsage: options.stripInjectedUsage === true, ...logger }) : openAiJsonExtractor();
-    case 'gemini':
-      return kind === 'sse' ? geminiSseExtractor(logger) : geminiJsonExtractor(logger);
-    case 'anthropic':
-      return kind === 'sse' ? anthropicSseExtractor(logger) : anthropicJsonExtractor();
-    case 'bedrock':
-      if (kind === 'aws-eventstream') return bedrockEventStreamExtractor(options.headers);
-      return kind === 'sse' ? anthropicSseExtractor(logger) : bedrockJsonExtractor(options.headers);
-  }
+  const settings = { headers: options.headers, stripInjectedUsage: options.stripInjectedUsage === true };
+  return WIRE_ADAPTERS[options.format].extractor(kind, options.logger ? { ...settings, logger: options.logger } : settings);
 }
 
 /** A response without Content-Type: the first significant byte decides, then the chosen extractor does the rest. */

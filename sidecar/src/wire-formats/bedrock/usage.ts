@@ -7,15 +7,15 @@
 //   message_stop event's amazon-bedrock-invocationMetrics and then the headers are the fallbacks. A ConverseStream
 //   ends with a `metadata` member holding the usage.
 
-import { BedrockStreamDecoder } from '../formats/bedrock-stream.ts';
-import { isRecord } from '../../../contracts/json-record.ts';
+import { BedrockStreamDecoder } from '../../formats/bedrock-stream.ts';
+import { isRecord } from '../../../../contracts/json-record.ts';
 // Converse puts `usage` after `output` as InvokeModel's Claude puts it after `content`: the same fields to keep.
-import { ANTHROPIC_BODY_FIELDS, AnthropicStreamUsage, bedrockCounts, readAnthropicBody, type BedrockCountNames } from './anthropic.ts';
-import { JsonUsageExtractor } from './json-extractor.ts';
-import type { UsageExtractor } from './usage-extractor.ts';
-import { NO_BYTES, withStreamError } from './usage-extractor.ts';
-import { headerTokenCount, tokenCount } from './token-count.ts';
-import type { TokenUsage, UsageResult } from './usage.ts';
+import { ANTHROPIC_BODY_FIELDS, AnthropicStreamUsage, bedrockCounts, readAnthropicBody, type BedrockCountNames } from '../anthropic/usage.ts';
+import { JsonUsageExtractor } from '../../usage/json-extractor.ts';
+import type { UsageExtractor } from '../../usage/usage-extractor.ts';
+import { NO_BYTES, withStreamError } from '../../usage/usage-extractor.ts';
+import { headerTokenCount, tokenCount } from '../../usage/token-count.ts';
+import type { TokenUsage, UsageResult } from '../../usage/usage.ts';
 
 export type ResponseHeaders = Record<string, string | string[] | undefined>;
 

@@ -6,10 +6,10 @@
 
 import { isRecord } from '../../../contracts/json-record.ts';
 import { JsonLines, type JsonLine } from '../formats/json-lines.ts';
-import { normaliseAnthropicUsage } from './anthropic.ts';
-import { normaliseOpenAiUsage } from './openai.ts';
-import { NO_BYTES, type UsageExtractor } from './usage-extractor.ts';
-import type { TokenUsage, UsageResult } from './usage.ts';
+import { normaliseAnthropicUsage } from './anthropic/usage.ts';
+import { normaliseOpenAiUsage } from './openai/usage.ts';
+import { NO_BYTES, type UsageExtractor } from '../usage/usage-extractor.ts';
+import type { TokenUsage, UsageResult } from '../usage/usage.ts';
 
 /** A result line longer than this is not read (its usage is lost, and said so on the span). */
 export const MAX_RESULT_LINE_BYTES = 16 * 1024 * 1024;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { anthropicBatchLine, batchResultsExtractor } from './batch-results.ts';
-import type { TokenUsage } from './usage.ts';
+import type { TokenUsage } from '../usage/usage.ts';
 
 const line = (id: string, model: string, input: number, output: number) =>
   JSON.stringify({ custom_id: id, result: { type: 'succeeded', message: { model, usage: { input_tokens: input, output_tokens: output } } } });

@@ -7,10 +7,10 @@
 // in `predictions` and Bedrock's image models in `images` (ADR 0915): the same scan counts that list instead.
 
 import { isRecord } from '../../../contracts/json-record.ts';
-import { normaliseOpenAiUsage } from './openai.ts';
-import { tokenCount } from './token-count.ts';
-import { NO_BYTES, type UsageExtractor } from './usage-extractor.ts';
-import type { BilledUnits, TokenUsage, UsageResult } from './usage.ts';
+import { normaliseOpenAiUsage } from './openai/usage.ts';
+import { tokenCount } from '../usage/token-count.ts';
+import { NO_BYTES, type UsageExtractor } from '../usage/usage-extractor.ts';
+import type { BilledUnits, TokenUsage, UsageResult } from '../usage/usage.ts';
 
 const KEPT = new Set(['usage', 'size', 'quality', 'model']);
 /** A kept value longer than this is not one of these fields as OpenAI writes them: it is dropped, not held. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createUsageExtractor, type UsageExtractor } from './extractor.ts';
-import type { UsageResult } from './usage.ts';
+import { createUsageExtractor, type UsageExtractor } from '../extractor.ts';
+import type { UsageResult } from '../../usage/usage.ts';
 
 function pump(extractor: UsageExtractor, chunks: Buffer[]): { out: Buffer; result: UsageResult; streamEvents: number | undefined } {
   const out: Buffer[] = [];

@@ -10,16 +10,16 @@
 // statistics.token_count is summed as the body passes (prediction-tokens.ts).
 
 import type { Logger } from 'pino';
-import { JsonArrayStreamParser } from '../formats/json-array-stream.ts';
-import { JsonUsageExtractor } from './json-extractor.ts';
-import { errorText } from './error-text.ts';
-import { SseUsageExtractor, type SseUsageReader } from './sse-extractor.ts';
-import type { UsageExtractor } from './usage-extractor.ts';
-import { NO_BYTES, withStreamError } from './usage-extractor.ts';
-import { tokenCount } from './token-count.ts';
-import { PredictionTokenCounter } from './prediction-tokens.ts';
-import { isRecord } from '../../../contracts/json-record.ts';
-import type { TokenUsage, UsageResult } from './usage.ts';
+import { JsonArrayStreamParser } from '../../formats/json-array-stream.ts';
+import { JsonUsageExtractor } from '../../usage/json-extractor.ts';
+import { errorText } from '../../usage/error-text.ts';
+import { SseUsageExtractor, type SseUsageReader } from '../../usage/sse-extractor.ts';
+import type { UsageExtractor } from '../../usage/usage-extractor.ts';
+import { NO_BYTES, withStreamError } from '../../usage/usage-extractor.ts';
+import { tokenCount } from '../../usage/token-count.ts';
+import { PredictionTokenCounter } from '../../usage/prediction-tokens.ts';
+import { isRecord } from '../../../../contracts/json-record.ts';
+import type { TokenUsage, UsageResult } from '../../usage/usage.ts';
 
 export function normaliseGeminiUsage(metadata: unknown): TokenUsage | null {
   if (!isRecord(metadata)) return null;

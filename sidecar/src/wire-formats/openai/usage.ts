@@ -9,13 +9,13 @@
 // dropped so the caller gets exactly the stream it asked for.
 
 import type { Logger } from 'pino';
-import { JsonUsageExtractor } from './json-extractor.ts';
-import { SseUsageExtractor, type SseUsageReader } from './sse-extractor.ts';
-import type { UsageExtractor } from './usage-extractor.ts';
-import { errorText } from './error-text.ts';
-import { tokenCount } from './token-count.ts';
-import { isRecord } from '../../../contracts/json-record.ts';
-import type { TokenUsage, UsageResult } from './usage.ts';
+import { JsonUsageExtractor } from '../../usage/json-extractor.ts';
+import { SseUsageExtractor, type SseUsageReader } from '../../usage/sse-extractor.ts';
+import type { UsageExtractor } from '../../usage/usage-extractor.ts';
+import { errorText } from '../../usage/error-text.ts';
+import { tokenCount } from '../../usage/token-count.ts';
+import { isRecord } from '../../../../contracts/json-record.ts';
+import type { TokenUsage, UsageResult } from '../../usage/usage.ts';
 
 export function normaliseOpenAiUsage(usage: unknown): TokenUsage | null {
   if (!isRecord(usage)) return null;

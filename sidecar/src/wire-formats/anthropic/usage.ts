@@ -7,14 +7,14 @@
 // adds. On Bedrock, message_stop also carries amazon-bedrock-invocationMetrics, used when no usage came.
 
 import type { Logger } from 'pino';
-import { leadingEventType } from '../formats/bedrock-stream.ts';
-import { JsonUsageExtractor } from './json-extractor.ts';
-import { errorText } from './error-text.ts';
-import { SseUsageExtractor, type SseUsageReader } from './sse-extractor.ts';
-import type { UsageExtractor } from './usage-extractor.ts';
-import { tokenCount } from './token-count.ts';
-import { isRecord } from '../../../contracts/json-record.ts';
-import type { TokenUsage, UsageResult } from './usage.ts';
+import { leadingEventType } from '../../formats/bedrock-stream.ts';
+import { JsonUsageExtractor } from '../../usage/json-extractor.ts';
+import { errorText } from '../../usage/error-text.ts';
+import { SseUsageExtractor, type SseUsageReader } from '../../usage/sse-extractor.ts';
+import type { UsageExtractor } from '../../usage/usage-extractor.ts';
+import { tokenCount } from '../../usage/token-count.ts';
+import { isRecord } from '../../../../contracts/json-record.ts';
+import type { TokenUsage, UsageResult } from '../../usage/usage.ts';
 
 export function normaliseAnthropicUsage(usage: unknown): TokenUsage | null {
   if (!isRecord(usage)) return null;
