@@ -22,7 +22,7 @@ import { SqliteLedger } from '../sidecar/src/budgets/sqlite-ledger.ts';
 import { unitsFromCostUsd } from '../contracts/money.ts';
 import { MemoryRateWindows } from '../sidecar/src/budgets/memory-rate-windows.ts';
 import { reserveForCall } from '../sidecar/src/http/budget-refusal.ts';
-import { setRateLimitHeaders } from '../sidecar/src/http/rate-limit-answer.ts';
+import { setRateLimitHeaders } from '../sidecar/src/pipeline/rate-limit-answer.ts';
 import type { MeteredCall } from '../sidecar/src/metering/call-meter.ts';
 import { DEFAULT_CACHE_SETTINGS } from '../sidecar/src/pricing/default-cache.ts';
 import { PriceTable } from '../sidecar/src/pricing/price-table.ts';

@@ -20,7 +20,7 @@ import type { RedisRateWindows } from './budgets/redis-rate-windows.ts';
 import { DEFAULT_REDIS_KEY_PREFIX } from '../../contracts/budget-config.ts';
 import type { ConfigStore } from './config/config-store.ts';
 import type { PushClient } from './config/push-client.ts';
-import { type AliasHealthSource, aliasHealthMessage } from './fallback/alias-health-message.ts';
+import { type AliasHealthSource, aliasHealthMessage } from './config/alias-health-message.ts';
 import type { BypassReportQueue } from './provenance/bypass-reports.ts';
 
 export class OperatorLink {

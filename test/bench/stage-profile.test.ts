@@ -13,7 +13,7 @@ const profile = {
   nodes: [
     frame(1, '(root)', '', [2, 3, 6, 8, 10, 12, 13, 14]),
     frame(2, '(idle)', ''),
-    frame(3, '#complete', `${APP}/relay.js`, [4]),
+    frame(3, '#complete', `${APP}/pipeline/relay.js`, [4]),
     frame(4, 'write', 'node:_http_outgoing', [5]),
     frame(5, 'writev', ''),
     frame(6, 'request', `${MODULES}/undici/lib/api/api-request.js`, [7]),

@@ -6,7 +6,8 @@
 // images written back as OpenAI's `data` (ADR 0915); edits are OpenAI's and compatible routes' only.
 
 import type { FormPart } from '../formats/multipart-form.ts';
-import { ImageRequestError, OPENAI_IMAGE_PATHS, readImageEdit, readImageGeneration, DEFAULT_IMAGE_MODEL, type ImageOperation, type ImageRequest } from '../routes/openai-images.ts';
+import { OPENAI_IMAGE_PATHS, readImageEdit, readImageGeneration, DEFAULT_IMAGE_MODEL, type ImageOperation, type ImageRequest } from '../routes/openai-images.ts';
+import { ImageRequestError } from '../translate/image-request-error.ts';
 import { openAiRequestUser } from '../routes/request-user.ts';
 import { nativePlan, type V1RoutePlan, type V1Surface } from '../routes/route-module.ts';
 import { upstreamOf } from '../routes/upstream-base-url.ts';

@@ -4,7 +4,7 @@
 // pivot and answer as a `message` or the Messages event stream. Errors in Anthropic's shape, so the
 // Anthropic SDKs raise their typed exceptions.
 
-import { randomId } from '../http/gateway-ids.ts';
+import { randomId } from './gateway-ids.ts';
 import { anthropicRequestUser } from '../routes/request-user.ts';
 import type { MessagesOperation } from '../routes/route-module.ts';
 import { v1Surface } from '../routes/v1-plan.ts';

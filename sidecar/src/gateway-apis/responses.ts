@@ -3,7 +3,7 @@
 // through the chat pivot, its answer written as a `response` or the Responses event stream, and kept in the
 // response store for previous_response_id unless the caller said store: false.
 
-import { randomId } from '../http/gateway-ids.ts';
+import { randomId } from './gateway-ids.ts';
 import type { ResponseStore } from '../responses/response-store.ts';
 import { openAiRequestUser } from '../routes/request-user.ts';
 import { nativePlan } from '../routes/route-module.ts';
@@ -16,7 +16,7 @@ import { includesEncryptedReasoning, inputItems, isTollgateReasoning, responsesT
 import { ResponsesStreamEncoder } from '../translate/responses-stream.ts';
 import { OPENAI_API_ERRORS, type ApiCall, type CallerAnswer, type GatewayApi, passedThroughAnswer } from './gateway-api.ts';
 import { planThroughChat } from './through-chat.ts';
-import { MAX_TRANSLATED_BODY_BYTES } from '../http/gateway-relay.ts';
+import { MAX_TRANSLATED_BODY_BYTES } from '../pipeline/answer-bounds.ts';
 
 /** Chat parameter names as a Responses caller knows them. */
 const NAMES: Readonly<Record<string, string>> = { max_completion_tokens: 'max_output_tokens', response_format: 'text.format', tools: 'tools', tool_choice: 'tool_choice' };

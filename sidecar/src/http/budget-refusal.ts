@@ -29,7 +29,7 @@ import type { TokenUsage } from '../usage/usage.ts';
 import type { ErrorShape } from '../routes/error-shape.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
 import { sendJson } from './json-answer.ts';
-import { isRateRefusal, RATE_LIMIT_EXCEEDED, RATE_LIMITED, type RateRefusal, rateRefusalMessage, setRateLimitHeaders } from './rate-limit-answer.ts';
+import { isRateRefusal, RATE_LIMIT_EXCEEDED, RATE_LIMITED, type RateRefusal, rateRefusalMessage, setRateLimitHeaders } from '../pipeline/rate-limit-answer.ts';
 
 export const BUDGET_EXCEEDED = 'budget_exceeded';
 const RESERVED_USER_ID = 'reserved_user_id';

@@ -10,7 +10,7 @@ import type { DeferredCharges, DeferredSubmission } from '../metering/deferred-c
 import { EXPIRY_GRACE_MS } from '../metering/deferred-charges.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { costsNothing } from '../pricing/provider-pricing.ts';
-import type { StreamTransform } from '../relay.ts';
+import type { StreamTransform } from '../pipeline/relay.ts';
 import type { DeferredPlan } from '../routes/deferred-plan.ts';
 import type { Span } from '../spans/span.ts';
 import { batchResultsExtractor, MAX_RESULT_LINE_BYTES, nothingCharged, type BatchResultsExtractor } from '../wire-formats/batch-results.ts';

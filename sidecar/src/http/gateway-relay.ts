@@ -4,7 +4,7 @@
 // reads the UPSTREAM bytes with the same usage extractor as the native routes, so the span's tokens and cost
 // are the ones a native call would record, and every path ends the call's span exactly once.
 
-import { answerClosed } from './caller-connection.ts';
+import { answerClosed } from '../pipeline/caller-connection.ts';
 import type { Logger } from 'pino';
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
@@ -13,7 +13,8 @@ import { isRecord } from '../../../contracts/json-record.ts';
 import { ProxyError } from '../errors.ts';
 import type { MeteredCall } from '../metering/call-meter.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
-import { relayStream, responseExtractor } from '../relay.ts';
+import { relayStream, responseExtractor } from '../pipeline/relay.ts';
+import { MAX_ERROR_BODY_BYTES, MAX_TRANSLATED_BODY_BYTES } from '../pipeline/answer-bounds.ts';
 import { toolCallsOfAnswer } from '../tool-calls/tool-call-tap.ts';
 import { speechExtractor } from '../usage/speech-estimate.ts';
 import type { UsageExtractor } from '../usage/usage-extractor.ts';
@@ -24,13 +25,9 @@ import type { ChatStreamTranslator } from '../translate/chat-stream.ts';
 import { nowSeconds } from '../translate/openai-chat.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 import type { CallerAnswer } from '../gateway-apis/gateway-api.ts';
-import { randomId } from './gateway-ids.ts';
+import { randomId } from '../gateway-apis/gateway-ids.ts';
 import { sendJson, spanHeaders } from './json-answer.ts';
 import { downstreamResponseHeaders } from './proxy-headers.ts';
-
-/** Largest upstream body read whole (a non-streamed completion, an error): beyond it the call fails with 502. */
-export const MAX_TRANSLATED_BODY_BYTES = 32 * 1024 * 1024;
-const MAX_ERROR_BODY_BYTES = 1024 * 1024;
 
 export interface RelayContext {
   /** How the route's answers are framed, for the usage extractor. */

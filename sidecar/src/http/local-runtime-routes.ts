@@ -5,7 +5,7 @@
 import { pipeline } from 'node:stream/promises';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { JSON_MEDIA_TYPE, notJsonMessage } from '../inbound/json-content-type.ts';
-import { answerFinished } from './caller-connection.ts';
+import { answerFinished } from '../pipeline/caller-connection.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import type { LocalRuntime } from '../local/local-runtime.ts';
 import { RuntimeAnswerError } from '../local/ollama-api.ts';

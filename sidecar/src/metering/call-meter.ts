@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { costsNothing } from '../pricing/provider-pricing.ts';
 import type { Span, SpanStatus } from '../spans/span.ts';
+import type { CallObserver, CallTimings } from '../spans/call-observer.ts';
 import { newSpanId, type TraceContext } from '../spans/trace-context.ts';
 import { implausibleUsage } from '../usage/usage-bounds.ts';
 import type { BilledUnits, CallCharge, TokenUsage } from '../usage/usage.ts';
@@ -66,28 +67,6 @@ export interface MeteringStats {
   meteringErrors: number;
   /** The upstream reported token counts no call can have: recorded without usage, `usage_implausible`. */
   implausibleUsage: number;
-}
-
-/** When a call's phases happened (performance.now()); NaN for a phase that never happened. */
-export interface CallTimings {
-  /** The call started (request received). */
-  readonly start: number;
-  /** The request left for the upstream. */
-  readonly upstreamStart: number;
-  /** The upstream's response headers arrived. */
-  readonly upstreamHeaders: number;
-  /** The upstream's response ended (or failed). */
-  readonly upstreamEnd: number;
-}
-
-/**
- * Told about every finished call, after its span is recorded (the metrics, the OTLP export). `model` is the
- * price table's canonical id when an entry priced the call, else null. Must not throw and must not wait.
- */
-export interface CallObserver {
-  callFinished(span: Span, model: string | null, timings: CallTimings, sampled: boolean): void;
-  /** One attempt of a call that fell back (a child of the call's span, no usage); for exporters of spans. */
-  attemptFinished?(span: Span, sampled: boolean): void;
 }
 
 /** Where finished calls' costs are charged (sidecar/src/budgets): never throws. */

@@ -9,9 +9,10 @@
 import type { ResponseStoreStats } from '../responses/response-store.ts';
 import { collectDefaultMetrics, Gauge, Registry, type RegistryContentType } from 'prom-client';
 import { MetricsExposition } from '../../../contracts/metrics-exposition.ts';
-import type { CallObserver, CallTimings, MeteringStats } from '../metering/call-meter.ts';
+import type { MeteringStats } from '../metering/call-meter.ts';
+import type { CallObserver, CallTimings } from '../spans/call-observer.ts';
 
-export type { CallTimings } from '../metering/call-meter.ts';
+export type { CallTimings } from '../spans/call-observer.ts';
 import { isRouteName, ROUTES } from '../../../contracts/routes.ts';
 import type { Span, SpanStatus } from '../spans/span.ts';
 import type { SpanWriterStats } from '../spans/span-writer.ts';

@@ -4,7 +4,7 @@
 // bounded; past the bound a span goes on unattributed at once, counted. With provenance off a span passes
 // straight through.
 
-import type { CallObserver, CallTimings } from '../metering/call-meter.ts';
+import type { CallObserver, CallTimings } from '../spans/call-observer.ts';
 import type { Span, SpanProcess } from '../spans/span.ts';
 import type { ConnectionTracker } from './connection-tracker.ts';
 

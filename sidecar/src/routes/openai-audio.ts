@@ -9,7 +9,7 @@ import { wavSeconds } from '../formats/wav-header.ts';
 import { forwardedAsIs, parseRouteJson } from './native-request.ts';
 import { openAiRequestUser } from './request-user.ts';
 import type { AudioFacts, NativeCall, UpstreamRequestPlan } from './route-module.ts';
-import { speechTokens } from '../usage/speech-estimate.ts';
+import { speechTokens, type SpeechAnswer } from '../usage/speech-estimate.ts';
 import type { BilledUnits, TokenUsage } from '../usage/usage.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
 
@@ -119,14 +119,6 @@ export function readAudioUpload(body: Buffer | null, contentType: string | undef
     upload.unmeteredField = 'stream';
   }
   return upload;
-}
-
-/** What a speech answer's usage is estimated from, for a model that bills tokens (usage/speech-estimate.ts). */
-export interface SpeechAnswer {
-  /** Characters of `input` (Unicode code points), what tts-1 bills. */
-  characters: number;
-  /** The answer's audio format (mp3 unless the request names another). */
-  format: string;
 }
 
 /** What a speech request is, for metering and its budget reservation. */

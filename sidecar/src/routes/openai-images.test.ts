@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { IMAGE_EDIT_LIMIT_BYTES, ImageRequestError, readImageEdit, readImageGeneration } from './openai-images.ts';
+import { IMAGE_EDIT_LIMIT_BYTES, readImageEdit, readImageGeneration } from './openai-images.ts';
+import { ImageRequestError } from '../translate/image-request-error.ts';
 
 const BOUNDARY = 'tollgate-test-boundary';
 const CONTENT_TYPE = `multipart/form-data; boundary=${BOUNDARY}`;

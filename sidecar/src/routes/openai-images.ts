@@ -9,6 +9,7 @@ import type { BilledUnits, TokenUsage } from '../usage/usage.ts';
 import { forwardedAsIs, parseRouteJson } from './native-request.ts';
 import { openAiRequestUser } from './request-user.ts';
 import type { NativeCall, UpstreamRequestPlan } from './route-module.ts';
+import { ImageRequestError } from '../translate/image-request-error.ts';
 
 export type ImageOperation = 'image_generation' | 'image_edit';
 
@@ -98,15 +99,6 @@ const MOST_OUTPUT_TOKENS_PER_IMAGE = 6240;
 
 /** Input tokens held for each input image of an edit (a 1024×1024 image is 765 at high detail; held at about twice that). */
 const RESERVED_TOKENS_PER_INPUT_IMAGE = 1600;
-
-/** A request the image API cannot take, or that the proxy cannot meter: what is wrong, and the field. */
-export class ImageRequestError extends Error {
-  readonly param: string | null;
-  constructor(message: string, param: string | null) {
-    super(message);
-    this.param = param;
-  }
-}
 
 /** What an image request is, for planning, metering and its budget reservation. */
 export interface ImageRequest {

@@ -17,7 +17,8 @@ import type { ChatStreamTranslator } from '../translate/chat-stream.ts';
 import type { EmbeddingsTranslation } from '../translate/openai-embeddings.ts';
 import type { ErrorShape } from './error-shape.ts';
 import type { ImageOperation } from './openai-images.ts';
-import type { AudioOperation, SpeechAnswer } from './openai-audio.ts';
+import type { AudioOperation } from './openai-audio.ts';
+import type { SpeechAnswer } from '../usage/speech-estimate.ts';
 import type { ProviderImagesReader } from '../translate/provider-images.ts';
 
 /**
@@ -140,14 +141,6 @@ export type V1PassThroughOperation = 'completions';
 export interface V1EmbeddingsPlan extends V1RoutePlan {
   /** How the route's answer reads as OpenAI's; absent: the upstream answers in OpenAI's format. */
   embeddings?: EmbeddingsTranslation;
-}
-
-/** An image generation in a provider's own image API (ADR 0915): its body, the units it bills, its answer's reader. */
-export interface V1ImagesFacts {
-  body: Record<string, unknown>;
-  units: BilledUnits;
-  reservation: TokenUsage;
-  read: ProviderImagesReader;
 }
 
 /** A /v1/images/generations call translated for a route whose upstream has its own image API. */

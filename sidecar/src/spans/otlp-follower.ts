@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { Attributes } from '@opentelemetry/api';
 import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
 import type { ConfigStore } from '../config/config-store.ts';
-import type { CallObserver, CallTimings } from '../metering/call-meter.ts';
+import type { CallObserver, CallTimings } from './call-observer.ts';
 import type { OtlpSpanExport } from './otlp-export.ts';
 import { resolveOtlpSettings, type OtlpSettings, type OtlpStats } from './otlp-settings.ts';
 import type { Span } from './span.ts';

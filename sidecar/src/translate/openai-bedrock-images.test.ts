@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ImageRequestError } from '../routes/openai-images.ts';
+import { ImageRequestError } from './image-request-error.ts';
 import { bedrockImageRequest, bedrockImageUnits, readBedrockImages } from './openai-bedrock-images.ts';
 
 const nova = 'amazon.nova-canvas-v1:0';

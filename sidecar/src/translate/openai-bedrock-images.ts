@@ -5,10 +5,10 @@
 // tier its pixels fall in, which is the size its units name.
 
 import { isRecord } from '../../../contracts/json-record.ts';
-import { ImageRequestError } from '../routes/openai-images.ts';
+import { ImageRequestError } from './image-request-error.ts';
 import type { BilledUnits } from '../usage/usage.ts';
 import { imagesReservation, readProviderImageRequest, type ProviderImagesReader } from './provider-images.ts';
-import type { V1ImagesFacts } from '../routes/route-module.ts';
+import type { V1ImagesFacts } from './provider-images.ts';
 
 interface BedrockImageModel {
   /** Whether it renders a width and height (each model's rules). */

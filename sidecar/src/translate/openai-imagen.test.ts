@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ImageRequestError } from '../routes/openai-images.ts';
+import { ImageRequestError } from './image-request-error.ts';
 import { imagenRequest, isImagenModel, readImagenImages } from './openai-imagen.ts';
 import { openAiImageAnswer } from './provider-images.ts';
 

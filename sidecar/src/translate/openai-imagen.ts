@@ -3,10 +3,10 @@
 // [{"bytesBase64Encoded", "mimeType"}]}`. Imagen takes aspect ratios, not sizes: a size is taken only where it is
 // exactly the size Imagen renders for a ratio, since an image of another size than asked would be a surprise.
 
-import { ImageRequestError } from '../routes/openai-images.ts';
+import { ImageRequestError } from './image-request-error.ts';
 import type { BilledUnits } from '../usage/usage.ts';
 import { imagesReservation, readProviderImageRequest, type ProviderImagesReader } from './provider-images.ts';
-import type { V1ImagesFacts } from '../routes/route-module.ts';
+import type { V1ImagesFacts } from './provider-images.ts';
 
 /** The sizes Imagen renders (its 1K outputs, Vertex AI's model pages), by the aspect ratio that makes each. */
 const IMAGEN_SIZES: Readonly<Record<string, string>> = {

@@ -2,7 +2,7 @@
 // Bedrock's Nova Canvas and Titan Image Generator): the fields every one of them reads alike, checked before
 // anything is sent, and their base64 images written back as OpenAI's `{created, data: [{b64_json}]}`.
 
-import { ImageRequestError } from '../routes/openai-images.ts';
+import { ImageRequestError } from './image-request-error.ts';
 import type { BilledUnits, TokenUsage } from '../usage/usage.ts';
 
 /** OpenAI's generation fields these providers can honour; any other is refused, not silently dropped. */
@@ -59,4 +59,12 @@ export type ProviderImagesReader = (document: Record<string, unknown>) => string
 /** OpenAI's image answer for the images a provider returned. */
 export function openAiImageAnswer(images: readonly string[], created: number): Record<string, unknown> {
   return { created, data: images.map((b64_json) => ({ b64_json })) };
+}
+
+/** An image generation in a provider's own image API (ADR 0915): its body, the units it bills, its answer's reader. */
+export interface V1ImagesFacts {
+  body: Record<string, unknown>;
+  units: BilledUnits;
+  reservation: TokenUsage;
+  read: ProviderImagesReader;
 }

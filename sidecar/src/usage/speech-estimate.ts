@@ -11,9 +11,16 @@
 import { mp3Stream } from '../formats/mp3-frame.ts';
 import { wavLayout } from '../formats/wav-header.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
-import type { SpeechAnswer } from '../routes/openai-audio.ts';
 import type { TokenUsage, UsageResult } from './usage.ts';
 import { NO_BYTES, type UsageExtractor } from './usage-extractor.ts';
+
+/** What a speech answer's usage is estimated from, for a model that bills tokens. */
+export interface SpeechAnswer {
+  /** Characters of `input` (Unicode code points), what tts-1 bills. */
+  characters: number;
+  /** The answer's audio format (mp3 unless the request names another). */
+  format: string;
+}
 
 const CHARACTERS_PER_TOKEN = 4;
 const AUDIO_TOKENS_PER_MINUTE = 1_250;

@@ -7,7 +7,7 @@ import { GEMINI_CHAT_RESPONSE } from '../../translate/chat-responses.ts';
 import { toGeminiRequest } from '../../translate/openai-gemini.ts';
 import { notAnEmbeddingModel, readEmbeddingsRequest } from '../../translate/openai-embeddings.ts';
 import { IMAGEN_NATIVE_RESERVATION, imagenRequest, isImagenModel } from '../../translate/openai-imagen.ts';
-import { ImageRequestError } from '../openai-images.ts';
+import { ImageRequestError } from '../../translate/image-request-error.ts';
 import { readVertexEmbeddings, vertexEmbedder, vertexEmbeddingsBody } from '../../translate/openai-vertex-embeddings.ts';
 import { GOOGLE_ERRORS } from '../error-shape.ts';
 import { forwardedAsIs, withStoredObjects } from '../native-request.ts';

@@ -4,10 +4,10 @@
 // limit: aliases past MAX_ALIAS_REPORT_BYTES are left out (the operator shows them as unknown).
 
 import { type AliasHealthReportMessage, MAX_ALIAS_REPORT_BYTES } from '../../../contracts/push-protocol.ts';
-import type { ConfigStore } from '../config/config-store.ts';
+import type { ConfigStore } from './config-store.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
-import { configuredAliases } from './configured-aliases.ts';
-import type { TargetHealth } from './target-health.ts';
+import { configuredAliases } from '../fallback/configured-aliases.ts';
+import type { TargetHealth } from '../fallback/target-health.ts';
 
 export interface AliasHealthSource {
   store: ConfigStore;

@@ -15,21 +15,22 @@
 // READ_AFTER_LEAVING_BYTES; if the usage has not come by then, the call is charged an estimate (ADR 1305). Such
 // reads hold upstream connections, so they are bounded per caller and in all (metering/leaving-reads.ts).
 
-import { answerFinished, callerGone } from './http/caller-connection.ts';
-import { keepOwnRateLimitHeaders } from './http/rate-limit-answer.ts';
+import { answerFinished, callerGone } from './caller-connection.ts';
+import { keepOwnRateLimitHeaders } from './rate-limit-answer.ts';
+import { READ_AFTER_LEAVING_BYTES, READ_AFTER_LEAVING_MS } from './answer-bounds.ts';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { WireFormat } from '../../contracts/routes.ts';
-import { headerValue } from '../../contracts/header-value.ts';
-import type { MeteredCall } from './metering/call-meter.ts';
-import { finishRelayedCall, type ReadAfterLeaving } from './metering/call-outcome.ts';
-import { LEAVING_READS } from './metering/leaving-reads.ts';
-import type { PriceTable } from './pricing/price-table.ts';
-import type { SpanStatus } from './spans/span.ts';
-import { scrubbingExtractor } from './upstream/credential-scrub.ts';
-import type { UpstreamResponse } from './upstream/upstream-client.ts';
-import { ToolCallTap } from './tool-calls/tool-call-tap.ts';
-import { createUsageExtractor, type UsageExtractor } from './wire-formats/extractor.ts';
+import type { WireFormat } from '../../../contracts/routes.ts';
+import { headerValue } from '../../../contracts/header-value.ts';
+import type { MeteredCall } from '../metering/call-meter.ts';
+import { finishRelayedCall, type ReadAfterLeaving } from './call-outcome.ts';
+import { LEAVING_READS } from '../metering/leaving-reads.ts';
+import type { PriceTable } from '../pricing/price-table.ts';
+import type { SpanStatus } from '../spans/span.ts';
+import { scrubbingExtractor } from '../upstream/credential-scrub.ts';
+import type { UpstreamResponse } from '../upstream/upstream-client.ts';
+import { ToolCallTap } from '../tool-calls/tool-call-tap.ts';
+import { createUsageExtractor, type UsageExtractor } from '../wire-formats/extractor.ts';
 
 /** Rewrites the bytes the caller receives. A failure it meets ends the caller's stream with its own last words. */
 export interface StreamTransform {
@@ -56,10 +57,6 @@ export interface RelayOptions {
    */
   estimateInput: (() => number) | undefined;
 }
-
-/** How long and how far the upstream is read after the caller left, for the usage it owes (ADR 1305). */
-export const READ_AFTER_LEAVING_MS = 10_000;
-export const READ_AFTER_LEAVING_BYTES = 2 * 1024 * 1024;
 
 /** What picks a response's extractor beside its wire format and Content-Type. */
 export interface ExtractorChoice {

@@ -1,7 +1,7 @@
 // How a metered call ends, shared by the native /proxy routes and the /v1 gateway so both record the same
 // span for the same outcome and settle the upstream's breaker the same way.
 
-import { callerGone } from '../http/caller-connection.ts';
+import { callerGone } from './caller-connection.ts';
 import type { ServerResponse } from 'node:http';
 import type { ProxyError } from '../errors.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
@@ -10,7 +10,7 @@ import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 import type { UsageExtractor } from '../usage/usage-extractor.ts';
 import { estimateUsage } from '../usage/usage-estimate.ts';
 import type { AnswerToolCalls } from '../tool-calls/tool-call-collector.ts';
-import type { MeteredCall } from './call-meter.ts';
+import type { MeteredCall } from '../metering/call-meter.ts';
 
 /** How the relay read the upstream on after the caller left (ADR 1305). */
 export interface ReadAfterLeaving {

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { withAliasDefaults } from '../../../contracts/model-aliases.ts';
 import { MAX_ALIAS_REPORT_BYTES } from '../../../contracts/push-protocol.ts';
 import { parseRuntimeConfigPatch } from '../../../contracts/config-schema.ts';
-import { ConfigStore } from '../config/config-store.ts';
+import { ConfigStore } from './config-store.ts';
 import { aliasHealthMessage } from './alias-health-message.ts';
-import { TargetHealth } from './target-health.ts';
+import { TargetHealth } from '../fallback/target-health.ts';
 
 const NOW = Date.parse('2026-11-29T10:00:00.000Z');
 

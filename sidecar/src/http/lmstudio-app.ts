@@ -5,11 +5,11 @@
 // exactly like one on the proxy port. Only /v1/* is served.
 
 import type { TargetHealth } from '../fallback/target-health.ts';
-import type { FallbackObserver } from '../http/gateway.ts';
+import type { FallbackObserver } from './gateway.ts';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { ConfigStore } from '../config/config-store.ts';
-import { gatewayRoutes } from '../http/gateway.ts';
-import { listenerOptions } from '../http/listener-options.ts';
+import { gatewayRoutes } from './gateway.ts';
+import { listenerOptions } from './listener-options.ts';
 import type { HttpRefusalOptions } from '../inbound/http-refusals.ts';
 import { installIdentityHook, type IdentityGate } from '../inbound/identity/identity-hook.ts';
 import { installRequestGuard } from '../inbound/request-guard.ts';
@@ -17,7 +17,7 @@ import type { Lifecycle } from '../lifecycle.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
 import { GatewayError } from '../translate/openai-error.ts';
-import type { LocalModelCatalog } from './local-models.ts';
+import type { LocalModelCatalog } from '../local/local-models.ts';
 import type { ResponseStore } from '../responses/response-store.ts';
 
 export interface LmStudioAppOptions {

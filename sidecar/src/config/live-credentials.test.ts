@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../../../test/fakes/llm-upstream.ts';
-import { ConfigStore } from '../config/config-store.ts';
+import { ConfigStore } from './config-store.ts';
 import { UpstreamClient } from '../upstream/upstream-client.ts';
-import { createCredentialProviders } from './credential-provider.ts';
+import { createCredentialProviders } from '../auth/credential-provider.ts';
 import { followCredentialSettings } from './live-credentials.ts';
 import { CallAbort } from '../upstream/call-abort.ts';
 

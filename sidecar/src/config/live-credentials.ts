@@ -4,11 +4,11 @@
 // survive the push.
 
 import type { Logger } from 'pino';
-import type { ConfigStore } from '../config/config-store.ts';
+import type { ConfigStore } from './config-store.ts';
 import type { CredentialsConfig } from '../../../contracts/runtime-config.ts';
 import { BUILT_IN_CREDENTIAL_IDS, type BuiltInCredentialId } from '../../../contracts/credential-kinds.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
-import { builtInSettings, createCredentialProviders, type CredentialProvider } from './credential-provider.ts';
+import { builtInSettings, createCredentialProviders, type CredentialProvider } from '../auth/credential-provider.ts';
 
 /** Replaces the client's credential providers whose settings change in the store; returns the unsubscribe. */
 export function followCredentialSettings(opts: { store: ConfigStore; client: UpstreamClient; logger: Logger; env: NodeJS.ProcessEnv }): () => void {
