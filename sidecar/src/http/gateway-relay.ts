@@ -14,7 +14,9 @@ import { ProxyError } from '../errors.ts';
 import type { MeteredCall } from '../metering/call-meter.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { relayStream, responseExtractor } from '../pipeline/relay.ts';
-import { MAX_ERROR_BODY_BYTES, MAX_TRANSLATED_BODY_BYTES } from '../pipeline/answer-bounds.ts';
+import { MAX_ERROR_BODY_BYTES } from '../pipeline/answer-bounds.ts';
+import { finishRelayedCall } from '../pipeline/call-outcome.ts';
+import { readWholeAnswer, type WholeAnswer } from '../pipeline/whole-answer.ts';
 import { toolCallsOfAnswer } from '../tool-calls/tool-call-tap.ts';
 import { speechExtractor } from '../usage/speech-estimate.ts';
 import type { UsageExtractor } from '../usage/usage-extractor.ts';
@@ -103,8 +105,8 @@ function extractorFor(ctx: RelayContext) {
   );
 }
 
-/** Reads a whole upstream body, bounded; `onChunk` sees every chunk first and returns the bytes to keep. */
-function readBody(body: Readable, limit: number, onChunk: (chunk: Buffer) => Buffer): Promise<Buffer> {
+/** Reads a whole upstream error body, bounded. */
+function readBody(body: Readable, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -112,10 +114,10 @@ function readBody(body: Readable, limit: number, onChunk: (chunk: Buffer) => Buf
       size += chunk.length;
       if (size > limit) {
         body.destroy();
-        reject(new ProxyError('upstream_stream_error', `upstream response exceeds ${limit} bytes, the most the gateway translates`));
+        reject(new ProxyError('upstream_stream_error', `upstream error body exceeds ${limit} bytes`));
         return;
       }
-      chunks.push(onChunk(chunk));
+      chunks.push(chunk);
     });
     body.once('end', () => resolve(Buffer.concat(chunks)));
     body.once('error', reject);
@@ -126,7 +128,7 @@ async function relayUpstreamError(ctx: RelayContext): Promise<void> {
   const { upstream, plan, call } = ctx;
   let body: Buffer;
   try {
-    body = await readBody(upstream.body, MAX_ERROR_BODY_BYTES, (chunk) => chunk);
+    body = await readBody(upstream.body, MAX_ERROR_BODY_BYTES);
   } catch {
     body = Buffer.alloc(0);
   }
@@ -140,14 +142,29 @@ async function relayUpstreamError(ctx: RelayContext): Promise<void> {
 async function relayTranslatedJson(ctx: RelayContext): Promise<void> {
   const { upstream, plan, call } = ctx;
   const extractor = extractorFor(ctx);
-  let raw: Buffer;
+  let read: WholeAnswer;
   try {
     // What the extractor forwards is what is translated: the proxy's credential is already scrubbed from it.
-    raw = await readBody(upstream.body, MAX_TRANSLATED_BODY_BYTES, (chunk) => extractor.write(chunk));
+    read = await readWholeAnswer({ body: upstream.body, res: ctx.res, call, extractor });
   } catch (error) {
     upstream.settle(answerClosed(ctx.res) ? 'abandoned' : 'failure');
     throw error;
   }
+  if (read.kind === 'cut') {
+    // The caller left and the usage did not come within the bounds: charged an estimate, as a stream is (ADR 1305).
+    finishRelayedCall({
+      call,
+      upstream,
+      extractor,
+      prices: ctx.prices,
+      status: 'client_aborted',
+      streamError: read.why,
+      afterLeaving: read.afterLeaving,
+      estimateInput: ctx.estimateInput,
+    });
+    return;
+  }
+  let raw = read.body;
   const held = extractor.flush();
   if (held.length > 0) raw = Buffer.concat([raw, held]);
   const result = extractor.end();
@@ -177,8 +194,8 @@ async function relayTranslatedJson(ctx: RelayContext): Promise<void> {
     failedAnswer(ctx, result, `${failure.code}: ${failure.message}`);
     throw failure;
   }
-  // Read whole even when the caller left meanwhile: the provider billed it (ADR 1305).
-  const status = answerClosed(ctx.res) ? 'client_aborted' : 'ok';
+  // Read whole when the caller left meanwhile and the answer came within the bounds: the provider billed it (ADR 1305).
+  const status = read.callerLeft || answerClosed(ctx.res) ? 'client_aborted' : 'ok';
   // The tool calls of the answer in the caller's API: their ids are the ones the caller echoes (ADR 1603).
   const toolCalls = call.recordsToolCalls ? toolCallsOfAnswer(answer) : undefined;
   call.finish({ prices: ctx.prices, usage: result.usage, responseModel: result.responseModel, status, statusCode: upstream.statusCode, toolCalls });

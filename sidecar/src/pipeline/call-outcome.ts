@@ -18,6 +18,8 @@ export interface ReadAfterLeaving {
   bytes: number;
   /** The response was read to its end (its body's end, or its last event): nothing was cut. */
   complete: boolean;
+  /** The caller gets the answer only once it is whole (a translated JSON answer): one who left had none of it. */
+  answerWithheld?: boolean;
 }
 
 /**
@@ -69,7 +71,7 @@ function finishAfterCallerLeft(opts: Parameters<typeof finishRelayedCall>[0], le
   const reported = result.streamError === undefined && result.usage !== null;
   // A caller that stops reading at the stream's last event (SDKs do, at `data: [DONE]`) has had the whole
   // answer: nothing came after it left, so the call is complete, not aborted.
-  const whole = reported && leaving.bytes === 0;
+  const whole = reported && leaving.bytes === 0 && leaving.answerWithheld !== true;
   // Estimated only when the proxy stopped reading before the response's end: one that ended without usage is
   // recorded as it would be had the caller stayed.
   const estimated = !reported && !leaving.complete && opts.upstream.statusCode < 400 && opts.estimateInput !== undefined;
