@@ -52,6 +52,11 @@ export class JsonArrayStreamParser {
   #elementBytes = 0;
   #oversized = false;
   #offset = 0;
+  /** Where the element being read starts in the chunk being pushed (0: it started in an earlier one). */
+  #start = -1;
+  // Next quote and backslash positions in the chunk being pushed, so string contents are skipped with indexOf.
+  #nextQuote = -1;
+  #nextBackslash = -1;
 
   constructor(onElement: JsonElementHandler, options: { maxElementBytes?: number } = {}) {
     this.#onElement = onElement;
@@ -66,95 +71,103 @@ export class JsonArrayStreamParser {
   push(chunk: Buffer): void {
     const length = chunk.length;
     let pos = 0;
-    let start = this.#state === IN_ELEMENT ? 0 : -1;
-    // Next quote and backslash positions, cached so string contents are skipped with indexOf, not byte by byte.
-    let nextQuote = -1;
-    let nextBackslash = -1;
+    this.#start = this.#state === IN_ELEMENT ? 0 : -1;
+    this.#nextQuote = -1;
+    this.#nextBackslash = -1;
     while (pos < length && this.#state !== FAILED) {
-      if (this.#state === IN_ELEMENT && this.#inString) {
-        if (this.#escaped) {
-          this.#escaped = false;
-          pos++;
-          continue;
-        }
-        if (nextQuote < pos) {
-          nextQuote = chunk.indexOf(QUOTE, pos);
-          if (nextQuote === -1) nextQuote = length;
-        }
-        if (nextBackslash < pos) {
-          nextBackslash = chunk.indexOf(BACKSLASH, pos);
-          if (nextBackslash === -1) nextBackslash = length;
-        }
-        pos = nextQuote < nextBackslash ? nextQuote : nextBackslash;
-        if (pos >= length) break;
-        if (pos === nextBackslash) {
-          this.#escaped = true;
-        } else {
-          this.#inString = false;
-          if (this.#depth === 0) {
-            this.#emit(chunk, start, pos + 1);
-            start = -1;
-          }
-        }
-        pos++;
-        continue;
-      }
-      const byte = chunk[pos]!;
-      switch (this.#state) {
-        case IN_ELEMENT:
-          if (this.#scalar) {
-            if (isDelimiter(byte)) {
-              this.#emit(chunk, start, pos);
-              start = -1;
-              continue; // the delimiter is read in AFTER_ELEMENT
-            }
-          } else if (byte === QUOTE) {
-            this.#inString = true;
-          } else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
-            this.#depth++;
-          } else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) {
-            this.#depth--;
-            if (this.#depth === 0) {
-              this.#emit(chunk, start, pos + 1);
-              start = -1;
-            }
-          }
-          break;
-        case BEFORE_ARRAY:
-          if (byte === OPEN_BRACKET) this.#state = EXPECT_FIRST;
-          else if (!isWhitespace(byte)) this.#fail(`expected '[' at byte ${this.#offset + pos}`);
-          break;
-        case EXPECT_FIRST:
-        case EXPECT_ELEMENT:
-          if (isWhitespace(byte)) break;
-          if (byte === CLOSE_BRACKET && this.#state === EXPECT_FIRST) {
-            this.#state = DONE;
-            break;
-          }
-          if (byte === COMMA || byte === CLOSE_BRACKET) {
-            this.#fail(`unexpected '${String.fromCharCode(byte)}' at byte ${this.#offset + pos}`);
-            break;
-          }
-          this.#state = IN_ELEMENT;
-          start = pos;
-          this.#elementBytes = 0;
-          this.#inString = byte === QUOTE;
-          this.#scalar = byte !== QUOTE && byte !== OPEN_BRACE && byte !== OPEN_BRACKET;
-          this.#depth = byte === OPEN_BRACE || byte === OPEN_BRACKET ? 1 : 0;
-          break;
-        case AFTER_ELEMENT:
-          if (byte === COMMA) this.#state = EXPECT_ELEMENT;
-          else if (byte === CLOSE_BRACKET) this.#state = DONE;
-          else if (!isWhitespace(byte)) this.#fail(`expected ',' or ']' at byte ${this.#offset + pos}`);
-          break;
-        case DONE:
-          if (!isWhitespace(byte)) this.#fail(`unexpected data after the closing ']' at byte ${this.#offset + pos}`);
-          break;
-      }
-      pos++;
+      pos = this.#state === IN_ELEMENT && this.#inString ? this.#inStringAt(chunk, pos) : this.#byteAt(chunk, pos);
     }
-    if (this.#state === IN_ELEMENT && start !== -1) this.#keep(chunk, start, length);
+    if (this.#state === IN_ELEMENT && this.#start !== -1) this.#keep(chunk, this.#start, length);
     this.#offset += length;
+  }
+
+  /** Inside a string: skips to its next quote or backslash with indexOf; returns where to read on. */
+  #inStringAt(chunk: Buffer, from: number): number {
+    if (this.#escaped) {
+      this.#escaped = false;
+      return from + 1;
+    }
+    const length = chunk.length;
+    if (this.#nextQuote < from) {
+      this.#nextQuote = chunk.indexOf(QUOTE, from);
+      if (this.#nextQuote === -1) this.#nextQuote = length;
+    }
+    if (this.#nextBackslash < from) {
+      this.#nextBackslash = chunk.indexOf(BACKSLASH, from);
+      if (this.#nextBackslash === -1) this.#nextBackslash = length;
+    }
+    const pos = this.#nextQuote < this.#nextBackslash ? this.#nextQuote : this.#nextBackslash;
+    if (pos >= length) return length;
+    if (pos === this.#nextBackslash) {
+      this.#escaped = true;
+    } else {
+      this.#inString = false;
+      if (this.#depth === 0) this.#emit(chunk, this.#start, pos + 1);
+    }
+    return pos + 1;
+  }
+
+  /** One byte outside a string; returns where to read on. */
+  #byteAt(chunk: Buffer, pos: number): number {
+    const byte = chunk[pos]!;
+    switch (this.#state) {
+      case IN_ELEMENT:
+        return this.#elementByte(chunk, pos, byte);
+      case BEFORE_ARRAY:
+        if (byte === OPEN_BRACKET) this.#state = EXPECT_FIRST;
+        else if (!isWhitespace(byte)) this.#fail(`expected '[' at byte ${this.#offset + pos}`);
+        break;
+      case EXPECT_FIRST:
+      case EXPECT_ELEMENT:
+        this.#elementStart(byte, pos);
+        break;
+      case AFTER_ELEMENT:
+        if (byte === COMMA) this.#state = EXPECT_ELEMENT;
+        else if (byte === CLOSE_BRACKET) this.#state = DONE;
+        else if (!isWhitespace(byte)) this.#fail(`expected ',' or ']' at byte ${this.#offset + pos}`);
+        break;
+      case DONE:
+        if (!isWhitespace(byte)) this.#fail(`unexpected data after the closing ']' at byte ${this.#offset + pos}`);
+        break;
+    }
+    return pos + 1;
+  }
+
+  /** A byte of an element outside its strings: nesting, a string's start, a scalar's end. */
+  #elementByte(chunk: Buffer, pos: number, byte: number): number {
+    if (this.#scalar) {
+      if (isDelimiter(byte)) {
+        this.#emit(chunk, this.#start, pos);
+        return pos; // the delimiter is read in AFTER_ELEMENT
+      }
+    } else if (byte === QUOTE) {
+      this.#inString = true;
+    } else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
+      this.#depth++;
+    } else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) {
+      this.#depth--;
+      if (this.#depth === 0) this.#emit(chunk, this.#start, pos + 1);
+    }
+    return pos + 1;
+  }
+
+  /** Where an element (or the array's end) is expected. */
+  #elementStart(byte: number, pos: number): void {
+    if (isWhitespace(byte)) return;
+    if (byte === CLOSE_BRACKET && this.#state === EXPECT_FIRST) {
+      this.#state = DONE;
+      return;
+    }
+    if (byte === COMMA || byte === CLOSE_BRACKET) {
+      this.#fail(`unexpected '${String.fromCharCode(byte)}' at byte ${this.#offset + pos}`);
+      return;
+    }
+    this.#state = IN_ELEMENT;
+    this.#start = pos;
+    this.#elementBytes = 0;
+    this.#inString = byte === QUOTE;
+    this.#scalar = byte !== QUOTE && byte !== OPEN_BRACE && byte !== OPEN_BRACKET;
+    this.#depth = byte === OPEN_BRACE || byte === OPEN_BRACKET ? 1 : 0;
   }
 
   /** Called at end of input. Returns an error text when the array was not complete. */

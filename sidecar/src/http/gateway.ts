@@ -227,6 +227,13 @@ function parseRequest(body: Buffer): Record<string, unknown> {
   );
 }
 
+/** What a /v1 call has come to, for the span of one that fails: its call once started, its plan, the model asked for. */
+interface CallProgress {
+  call: MeteredCall | null;
+  plan: GatewayPlan | null;
+  requestedModel: string | null;
+}
+
 async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, opts: GatewayRoutesOptions, api: GatewayApi): Promise<void> {
   reply.hijack();
   const res = reply.raw;
@@ -240,37 +247,10 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
   }
   // One config snapshot for the whole call: a config push mid-call changes nothing for this call.
   const snapshot = opts.store.current();
-  const config = snapshot.config;
-  const callerUser = spanUserId(request, config.mode, null);
-  const projectHeader = headerValue(request.headers, 'x-tollgate-project') ?? null;
-  let call: MeteredCall | null = null;
-  let plan: GatewayPlan | null = null;
-  let requestedModel: string | null = null;
-  // The span of a call refused before it reached a route: its answer's X-Proxy-Span-Id can still be looked up.
-  const refusedCall = () =>
-    opts.meter.start({
-      route: 'v1',
-      provider: 'unknown',
-      model: requestedModel ?? 'unknown',
-      operation: api.operation,
-      userId: callerUser,
-      projectId: projectHeader,
-      requestId: request.id,
-      trace,
-    });
+  const progress: CallProgress = { call: null, plan: null, requestedModel: null };
   const done = opts.lifecycle.track();
   try {
-    if (!hasBody(request.raw)) throw new GatewayError(400, 'the request needs a JSON body', { code: 'invalid_json' });
-    const contentType = headerValue(request.headers, 'content-type');
-    if (api.readForm === undefined && !isJsonContentType(contentType)) throw new GatewayError(415, notJsonMessage(contentType), { code: 'unsupported_media_type' });
-    const body = await readBoundedBody(request.raw, config.server.bodyLimitBytes, config.server.requestTimeoutMs);
-    const chat = api.readForm === undefined ? parseRequest(body) : api.readForm(body, contentType);
-    const requested = chat.model === undefined ? api.defaultModel : chat.model;
-    if (typeof requested === 'string' && requested !== '') requestedModel = requested;
-    if (typeof requested !== 'string' || requested === '') {
-      throw new GatewayError(400, 'you must provide a model parameter', { param: 'model', code: 'missing_required_parameter' });
-    }
-    const alias = aliasOf(config, requested);
+    const { body, contentType, chat, requested } = await readGatewayRequest(request, api, snapshot.config, progress);
     const gateway: GatewayCall = {
       request,
       res,
@@ -281,59 +261,104 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
       body,
       contentType,
       trace,
-      projectHeader,
-      callerUser: spanUserId(request, config.mode, api.requestUser(chat)),
+      projectHeader: headerValue(request.headers, 'x-tollgate-project') ?? null,
+      callerUser: spanUserId(request, snapshot.config.mode, api.requestUser(chat)),
     };
-    if (alias !== undefined) {
-      // The call is known here as soon as it starts, so a failure thrown past it still finishes it (and
-      // releases its budget reservation) rather than a span of its own.
-      call = await aliasGatewayCall(gateway, requested, alias, (started) => (call = started));
-      return;
-    }
-    const found = await resolveModel(opts, snapshot, requested);
-    let planned: ApiPlan;
-    try {
-      planned = planFor(gateway, found);
-      plan = planned;
-    } catch (error) {
-      call = refusedPlan(gateway, found, requested, error);
-      throw error;
-    }
-    call = startCall(gateway, planned);
-    const refused = refusedOverBudget(gateway, call, planned);
-    // Awaited only when the rate windows are shared (ADR 1311): the in-memory answer costs no turn.
-    if (typeof refused === 'boolean' ? refused : await refused) return;
-    const abort = new CallAbort();
-    // Once the answer is being relayed, a caller who leaves no longer ends the exchange: the relay reads on
-    // for the usage the provider bills (ADR 1305).
-    let relaying = false;
-    res.once('close', () => {
-      if (!answerFinished(res) && !relaying) abort.abort(callerLeft());
-    });
-    // A caller who left while a shared store answered: nothing goes upstream, the call ends (and settles) now.
-    if (res.destroyed && !answerFinished(res)) abort.abort(callerLeft());
-    const upstream = await sendPlanned(gateway, planned, abort);
-    call.attachUpstream(upstream.timing);
-    relaying = true;
-    await relayPlanned(gateway, call, planned, upstream);
+    await runGatewayCall(gateway, requested, progress);
   } catch (error) {
-    if (error instanceof GatewayError) {
-      // Refused before the model named a provider (no body, bad JSON, unknown model): still one span, so the
-      // answer's X-Proxy-Span-Id can be looked up.
-      call ??= refusedCall();
-      if (!call.finished)
-        call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${error.code ?? 'invalid_request'}: ${error.message}` });
-      if (!answerClosed(res)) sendJson(res, error.statusCode, api.errors.refusal(error), trace);
-      request.raw.resume();
-      return;
-    }
-    const proxyError = error instanceof ProxyError ? error : toProxyError(plan?.route ?? 'v1', error);
-    call ??= refusedCall();
-    finishFailedCall(call, snapshot.prices, proxyError, res);
-    sendFailure(res, proxyError, api.errors.failure(proxyError), trace);
+    failGatewayCall(request, res, { opts, api, snapshot, trace }, progress, error);
   } finally {
     done();
   }
+}
+
+/** The request's body, read, parsed and checked, and the model it asks for. Throws GatewayError for a bad one. */
+async function readGatewayRequest(
+  request: FastifyRequest,
+  api: GatewayApi,
+  config: RuntimeConfig,
+  progress: CallProgress,
+): Promise<{ body: Buffer; contentType: string | undefined; chat: Record<string, unknown>; requested: string }> {
+  if (!hasBody(request.raw)) throw new GatewayError(400, 'the request needs a JSON body', { code: 'invalid_json' });
+  const contentType = headerValue(request.headers, 'content-type');
+  if (api.readForm === undefined && !isJsonContentType(contentType)) throw new GatewayError(415, notJsonMessage(contentType), { code: 'unsupported_media_type' });
+  const body = await readBoundedBody(request.raw, config.server.bodyLimitBytes, config.server.requestTimeoutMs);
+  const chat = api.readForm === undefined ? parseRequest(body) : api.readForm(body, contentType);
+  const requested = chat.model === undefined ? api.defaultModel : chat.model;
+  if (typeof requested !== 'string' || requested === '') {
+    throw new GatewayError(400, 'you must provide a model parameter', { param: 'model', code: 'missing_required_parameter' });
+  }
+  progress.requestedModel = requested;
+  return { body, contentType, chat, requested };
+}
+
+/** A call to its model's target (or its alias's targets): plan, budget, upstream, relay. */
+async function runGatewayCall(gateway: GatewayCall, requested: string, progress: CallProgress): Promise<void> {
+  const { opts, snapshot, res } = gateway;
+  const alias = aliasOf(snapshot.config, requested);
+  if (alias !== undefined) {
+    // The call is known here as soon as it starts, so a failure thrown past it still finishes it (and
+    // releases its budget reservation) rather than a span of its own.
+    progress.call = await aliasGatewayCall(gateway, requested, alias, (started) => (progress.call = started));
+    return;
+  }
+  const found = await resolveModel(opts, snapshot, requested);
+  let planned: ApiPlan;
+  try {
+    planned = planFor(gateway, found);
+    progress.plan = planned;
+  } catch (error) {
+    progress.call = refusedPlan(gateway, found, requested, error);
+    throw error;
+  }
+  const call = startCall(gateway, planned);
+  progress.call = call;
+  const refused = refusedOverBudget(gateway, call, planned);
+  // Awaited only when the rate windows are shared (ADR 1311): the in-memory answer costs no turn.
+  if (typeof refused === 'boolean' ? refused : await refused) return;
+  const abort = new CallAbort();
+  // Once the answer is being relayed, a caller who leaves no longer ends the exchange: the relay reads on
+  // for the usage the provider bills (ADR 1305).
+  let relaying = false;
+  res.once('close', () => {
+    if (!answerFinished(res) && !relaying) abort.abort(callerLeft());
+  });
+  // A caller who left while a shared store answered: nothing goes upstream, the call ends (and settles) now.
+  if (res.destroyed && !answerFinished(res)) abort.abort(callerLeft());
+  const upstream = await sendPlanned(gateway, planned, abort);
+  call.attachUpstream(upstream.timing);
+  relaying = true;
+  await relayPlanned(gateway, call, planned, upstream);
+}
+
+/** A /v1 call that failed or was refused: its span (one even when no route was reached) and its answer. */
+function failGatewayCall(request: FastifyRequest, res: ServerResponse, g: Pick<GatewayCall, 'opts' | 'api' | 'snapshot' | 'trace'>, progress: CallProgress, error: unknown): void {
+  const { opts, api, snapshot, trace } = g;
+  // The span of a call refused before it reached a route: its answer's X-Proxy-Span-Id can still be looked up.
+  const refusedCall = () =>
+    opts.meter.start({
+      route: 'v1',
+      provider: 'unknown',
+      model: progress.requestedModel ?? 'unknown',
+      operation: api.operation,
+      userId: spanUserId(request, snapshot.config.mode, null),
+      projectId: headerValue(request.headers, 'x-tollgate-project') ?? null,
+      requestId: request.id,
+      trace,
+    });
+  if (error instanceof GatewayError) {
+    // Refused before the model named a provider (no body, bad JSON, unknown model): still one span, so the
+    // answer's X-Proxy-Span-Id can be looked up.
+    const call = progress.call ?? refusedCall();
+    if (!call.finished) call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${error.code ?? 'invalid_request'}: ${error.message}` });
+    if (!answerClosed(res)) sendJson(res, error.statusCode, api.errors.refusal(error), trace);
+    request.raw.resume();
+    return;
+  }
+  const proxyError = error instanceof ProxyError ? error : toProxyError(progress.plan?.route ?? 'v1', error);
+  const call = progress.call ?? refusedCall();
+  finishFailedCall(call, snapshot.prices, proxyError, res);
+  sendFailure(res, proxyError, api.errors.failure(proxyError), trace);
 }
 
 /** One /v1 call and what its steps share. */

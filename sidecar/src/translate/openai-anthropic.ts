@@ -63,6 +63,21 @@ const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp
 export function toAnthropicRequest(request: Record<string, unknown>, opts: AnthropicRequestOptions): AnthropicRequest {
   checkChatParameters(request, 'anthropic', 'Anthropic');
   const thinking = thinkingBudget(opts.extensions);
+  const { system, turns } = anthropicTurns(request, opts, thinking);
+  // max_tokens counts the thinking too: a default leaves the usual room for the answer beside the budget.
+  const max = maxTokens(request) ?? DEFAULT_ANTHROPIC_MAX_TOKENS + (thinking ?? 0);
+  const body: Record<string, unknown> = { max_tokens: max, messages: turns };
+  if (thinking !== undefined) body.thinking = { type: 'enabled', budget_tokens: thinkingTokens(thinking, max) };
+  if (system.length > 0) body.system = system;
+  addSampling(request, body);
+  const jsonMode = addTools(request, opts, thinking, body);
+  const stream = request.stream === true;
+  if (stream) body.stream = true;
+  return { body, stream, includeUsage: includeUsage(request), jsonMode };
+}
+
+/** The chat messages as Anthropic's system blocks and alternating turns. */
+function anthropicTurns(request: Record<string, unknown>, opts: AnthropicRequestOptions, thinking: number | undefined): { system: Block[]; turns: Turn[] } {
   const system: Block[] = [];
   const turns: Turn[] = [];
   const push = (role: Turn['role'], blocks: Block[]) => {
@@ -82,19 +97,7 @@ export function toAnthropicRequest(request: Record<string, unknown>, opts: Anthr
       case 'user':
         push(
           'user',
-          userParts(message).map((part): Block => {
-            if (part.type === 'text') return { type: 'text', text: part.text };
-            if (part.source.kind === 'url') {
-              if (!opts.imageUrls) {
-                throw unsupportedParameter(part.param, `${part.param}: route ${opts.route} takes images only as base64 data: URLs, not by URL`);
-              }
-              return { type: 'image', source: { type: 'url', url: part.source.url } };
-            }
-            if (!IMAGE_TYPES.has(part.source.mediaType)) {
-              throw unsupportedParameter(part.param, `${part.param}: Claude accepts image/jpeg, image/png, image/gif and image/webp, not ${part.source.mediaType}`);
-            }
-            return { type: 'image', source: { type: 'base64', media_type: part.source.mediaType, data: part.source.data } };
-          }),
+          userParts(message).map((part) => userBlock(part, opts)),
         );
         break;
       case 'assistant': {
@@ -110,21 +113,38 @@ export function toAnthropicRequest(request: Record<string, unknown>, opts: Anthr
         break;
     }
   }
+  return { system, turns };
+}
 
-  // max_tokens counts the thinking too: a default leaves the usual room for the answer beside the budget.
-  const max = maxTokens(request) ?? DEFAULT_ANTHROPIC_MAX_TOKENS + (thinking ?? 0);
-  const body: Record<string, unknown> = { max_tokens: max, messages: turns };
-  if (thinking !== undefined) {
-    const budget = Math.min(thinking, max - 1);
-    if (budget < MIN_THINKING_BUDGET) {
-      throw invalidParameter(
-        'max_output_tokens',
-        `max_output_tokens ${max} leaves no room for Claude's thinking, which needs at least ${MIN_THINKING_BUDGET} tokens below the limit`,
-      );
+/** One part of a user message as Anthropic's block: text, or an image by URL (where the route takes one) or base64. */
+function userBlock(part: ReturnType<typeof userParts>[number], opts: AnthropicRequestOptions): Block {
+  if (part.type === 'text') return { type: 'text', text: part.text };
+  if (part.source.kind === 'url') {
+    if (!opts.imageUrls) {
+      throw unsupportedParameter(part.param, `${part.param}: route ${opts.route} takes images only as base64 data: URLs, not by URL`);
     }
-    body.thinking = { type: 'enabled', budget_tokens: budget };
+    return { type: 'image', source: { type: 'url', url: part.source.url } };
   }
-  if (system.length > 0) body.system = system;
+  if (!IMAGE_TYPES.has(part.source.mediaType)) {
+    throw unsupportedParameter(part.param, `${part.param}: Claude accepts image/jpeg, image/png, image/gif and image/webp, not ${part.source.mediaType}`);
+  }
+  return { type: 'image', source: { type: 'base64', media_type: part.source.mediaType, data: part.source.data } };
+}
+
+/** The thinking budget that fits below max_tokens; refused when less than Anthropic's minimum is left. */
+function thinkingTokens(thinking: number, max: number): number {
+  const budget = Math.min(thinking, max - 1);
+  if (budget < MIN_THINKING_BUDGET) {
+    throw invalidParameter(
+      'max_output_tokens',
+      `max_output_tokens ${max} leaves no room for Claude's thinking, which needs at least ${MIN_THINKING_BUDGET} tokens below the limit`,
+    );
+  }
+  return budget;
+}
+
+/** Stop sequences, temperature (Anthropic's 0 to 1), top_p and the end user. */
+function addSampling(request: Record<string, unknown>, body: Record<string, unknown>): void {
   const stop = stopSequences(request);
   if (stop) body.stop_sequences = stop;
   const temperature = numberParam(request, 'temperature', 0, 2);
@@ -135,12 +155,14 @@ export function toAnthropicRequest(request: Record<string, unknown>, opts: Anthr
   const topP = numberParam(request, 'top_p', 0, 1);
   if (topP !== undefined) body.top_p = topP;
   if (typeof request.user === 'string' && request.user !== '') body.metadata = { user_id: request.user };
+}
 
+/** Tools and tool_choice, or the forced JSON tool for a JSON response_format; whether the answer is that tool's input. */
+function addTools(request: Record<string, unknown>, opts: AnthropicRequestOptions, thinking: number | undefined, body: Record<string, unknown>): boolean {
   const tools = functionTools(request);
   const choice = toolChoice(request, tools);
   const format = responseFormat(request);
-  const jsonMode = format.kind !== 'text';
-  if (jsonMode) {
+  if (format.kind !== 'text') {
     if (thinking !== undefined) {
       throw unsupportedParameter('reasoning', 'Claude cannot think and answer in JSON at once: its JSON answer is a forced tool call, which extended thinking refuses');
     }
@@ -149,7 +171,9 @@ export function toAnthropicRequest(request: Record<string, unknown>, opts: Anthr
     }
     body.tools = [jsonTool(format)];
     body.tool_choice = { type: 'tool', name: JSON_RESPONSE_TOOL };
-  } else if (tools.length > 0) {
+    return true;
+  }
+  if (tools.length > 0) {
     body.tools = tools.map((t) => ({
       name: t.name,
       ...(t.description !== undefined ? { description: t.description } : {}),
@@ -165,9 +189,7 @@ export function toAnthropicRequest(request: Record<string, unknown>, opts: Anthr
   } else if (choice !== undefined && choice.kind !== 'none') {
     throw invalidParameter('tool_choice', 'tool_choice needs tools');
   }
-  const stream = request.stream === true;
-  if (stream) body.stream = true;
-  return { body, stream, includeUsage: includeUsage(request), jsonMode };
+  return false;
 }
 
 /** Claude's thinking budget for what the caller asked, or undefined for no thinking. */
@@ -313,60 +335,15 @@ export class AnthropicChunkTranslator {
     this.#usage.event(kind, json);
     const chunks: ChatChunk[] = [];
     switch (kind) {
-      case 'message_start': {
-        const message = isRecord(event.message) ? event.message : {};
-        if (typeof message.id === 'string') this.#identity.id = message.id;
-        if (typeof message.model === 'string') this.#identity.model = message.model;
-        chunks.push(this.#roleChunk());
+      case 'message_start':
+        this.#messageStart(event, chunks);
         break;
-      }
-      case 'content_block_start': {
-        const block = isRecord(event.content_block) ? event.content_block : {};
-        const index = typeof event.index === 'number' ? event.index : 0;
-        if (!this.#started) chunks.push(this.#roleChunk());
-        if (block.type === 'tool_use') {
-          if (this.#jsonMode && block.name === JSON_RESPONSE_TOOL) {
-            this.#toolIndex.set(index, -1);
-          } else {
-            const toolIndex = this.#tools++;
-            this.#toolIndex.set(index, toolIndex);
-            chunks.push(
-              chunk(this.#identity, 0, {
-                tool_calls: [{ index: toolIndex, id: String(block.id), type: 'function', function: { name: String(block.name), arguments: '' } }],
-              }),
-            );
-          }
-        } else if (block.type === 'text' && typeof block.text === 'string' && block.text !== '') {
-          chunks.push(chunk(this.#identity, 0, { content: block.text }));
-        } else if (this.#reasoning && block.type === 'thinking' && typeof block.thinking === 'string' && block.thinking !== '') {
-          chunks.push(chunk(this.#identity, 0, { thinking: { block: index, text: block.thinking } }));
-        } else if (this.#reasoning && block.type === 'redacted_thinking' && typeof block.data === 'string') {
-          chunks.push(chunk(this.#identity, 0, { thinking: { block: index, redacted: block.data } }));
-        }
+      case 'content_block_start':
+        this.#blockStart(event, chunks);
         break;
-      }
-      case 'content_block_delta': {
-        const delta = isRecord(event.delta) ? event.delta : {};
-        const index = typeof event.index === 'number' ? event.index : 0;
-        if (delta.type === 'text_delta' && typeof delta.text === 'string') {
-          chunks.push(chunk(this.#identity, 0, { content: delta.text }));
-        } else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
-          const toolIndex = this.#toolIndex.get(index);
-          if (toolIndex === -1) {
-            this.#toolArgs.add(-1);
-            chunks.push(chunk(this.#identity, 0, { content: delta.partial_json }));
-          } else if (toolIndex !== undefined) {
-            this.#toolArgs.add(toolIndex);
-            chunks.push(chunk(this.#identity, 0, { tool_calls: [{ index: toolIndex, function: { arguments: delta.partial_json } }] }));
-          }
-        } else if (this.#reasoning && delta.type === 'thinking_delta' && typeof delta.thinking === 'string') {
-          chunks.push(chunk(this.#identity, 0, { thinking: { block: index, text: delta.thinking } }));
-        } else if (this.#reasoning && delta.type === 'signature_delta' && typeof delta.signature === 'string') {
-          chunks.push(chunk(this.#identity, 0, { thinking: { block: index, signature: delta.signature } }));
-        }
-        // otherwise thinking stays hidden, as OpenAI hides its reasoning
+      case 'content_block_delta':
+        this.#blockDelta(event, chunks);
         break;
-      }
       case 'message_delta': {
         const delta = isRecord(event.delta) ? event.delta : {};
         if (delta.stop_reason !== undefined && delta.stop_reason !== null && !this.#finished) {
@@ -375,15 +352,9 @@ export class AnthropicChunkTranslator {
         }
         break;
       }
-      case 'content_block_stop': {
-        // A tool called without arguments streams no JSON at all; callers parse the arguments, so send `{}`.
-        const toolIndex = this.#toolIndex.get(typeof event.index === 'number' ? event.index : 0);
-        if (toolIndex !== undefined && !this.#toolArgs.has(toolIndex)) {
-          this.#toolArgs.add(toolIndex);
-          chunks.push(chunk(this.#identity, 0, toolIndex === -1 ? { content: '{}' } : { tool_calls: [{ index: toolIndex, function: { arguments: '{}' } }] }));
-        }
+      case 'content_block_stop':
+        this.#blockStop(event, chunks);
         break;
-      }
       case 'message_stop':
         this.#stopped = true;
         break;
@@ -401,6 +372,69 @@ export class AnthropicChunkTranslator {
         break; // ping
     }
     return { chunks };
+  }
+
+  #messageStart(event: Record<string, unknown>, chunks: ChatChunk[]): void {
+    const message = isRecord(event.message) ? event.message : {};
+    if (typeof message.id === 'string') this.#identity.id = message.id;
+    if (typeof message.model === 'string') this.#identity.model = message.model;
+    chunks.push(this.#roleChunk());
+  }
+
+  #blockStart(event: Record<string, unknown>, chunks: ChatChunk[]): void {
+    const block = isRecord(event.content_block) ? event.content_block : {};
+    const index = typeof event.index === 'number' ? event.index : 0;
+    if (!this.#started) chunks.push(this.#roleChunk());
+    if (block.type === 'tool_use') {
+      if (this.#jsonMode && block.name === JSON_RESPONSE_TOOL) {
+        this.#toolIndex.set(index, -1);
+      } else {
+        const toolIndex = this.#tools++;
+        this.#toolIndex.set(index, toolIndex);
+        chunks.push(
+          chunk(this.#identity, 0, {
+            tool_calls: [{ index: toolIndex, id: String(block.id), type: 'function', function: { name: String(block.name), arguments: '' } }],
+          }),
+        );
+      }
+    } else if (block.type === 'text' && typeof block.text === 'string' && block.text !== '') {
+      chunks.push(chunk(this.#identity, 0, { content: block.text }));
+    } else if (this.#reasoning && block.type === 'thinking' && typeof block.thinking === 'string' && block.thinking !== '') {
+      chunks.push(chunk(this.#identity, 0, { thinking: { block: index, text: block.thinking } }));
+    } else if (this.#reasoning && block.type === 'redacted_thinking' && typeof block.data === 'string') {
+      chunks.push(chunk(this.#identity, 0, { thinking: { block: index, redacted: block.data } }));
+    }
+  }
+
+  #blockDelta(event: Record<string, unknown>, chunks: ChatChunk[]): void {
+    const delta = isRecord(event.delta) ? event.delta : {};
+    const index = typeof event.index === 'number' ? event.index : 0;
+    if (delta.type === 'text_delta' && typeof delta.text === 'string') {
+      chunks.push(chunk(this.#identity, 0, { content: delta.text }));
+    } else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
+      const toolIndex = this.#toolIndex.get(index);
+      if (toolIndex === -1) {
+        this.#toolArgs.add(-1);
+        chunks.push(chunk(this.#identity, 0, { content: delta.partial_json }));
+      } else if (toolIndex !== undefined) {
+        this.#toolArgs.add(toolIndex);
+        chunks.push(chunk(this.#identity, 0, { tool_calls: [{ index: toolIndex, function: { arguments: delta.partial_json } }] }));
+      }
+    } else if (this.#reasoning && delta.type === 'thinking_delta' && typeof delta.thinking === 'string') {
+      chunks.push(chunk(this.#identity, 0, { thinking: { block: index, text: delta.thinking } }));
+    } else if (this.#reasoning && delta.type === 'signature_delta' && typeof delta.signature === 'string') {
+      chunks.push(chunk(this.#identity, 0, { thinking: { block: index, signature: delta.signature } }));
+    }
+    // otherwise thinking stays hidden, as OpenAI hides its reasoning
+  }
+
+  #blockStop(event: Record<string, unknown>, chunks: ChatChunk[]): void {
+    // A tool called without arguments streams no JSON at all; callers parse the arguments, so send `{}`.
+    const toolIndex = this.#toolIndex.get(typeof event.index === 'number' ? event.index : 0);
+    if (toolIndex !== undefined && !this.#toolArgs.has(toolIndex)) {
+      this.#toolArgs.add(toolIndex);
+      chunks.push(chunk(this.#identity, 0, toolIndex === -1 ? { content: '{}' } : { tool_calls: [{ index: toolIndex, function: { arguments: '{}' } }] }));
+    }
   }
 
   /**

@@ -68,6 +68,18 @@ function imageMimeType(url: string): string | undefined {
 
 export function toGeminiRequest(request: Record<string, unknown>, extensions?: ChatExtensions): GeminiRequest {
   checkChatParameters(request, 'gemini', 'Gemini');
+  const { system, contents } = geminiContents(request);
+  if (contents.length === 0) throw invalidParameter('messages', 'messages must hold at least one user, assistant or tool message');
+  const body: Record<string, unknown> = { contents };
+  if (system.length > 0) body.systemInstruction = { parts: system };
+  const config = generationConfig(request, extensions);
+  if (Object.keys(config).length > 0) body.generationConfig = config;
+  addTools(request, body);
+  return { body, stream: request.stream === true, includeUsage: includeUsage(request) };
+}
+
+/** The chat messages as Gemini's system instruction parts and contents (user and model turns, merged when consecutive). */
+function geminiContents(request: Record<string, unknown>): { system: Part[]; contents: Content[] } {
   const system: Part[] = [];
   const contents: Content[] = [];
   // Gemini's functionResponse names the function; chat completions names only the call id.
@@ -86,21 +98,7 @@ export function toGeminiRequest(request: Record<string, unknown>, extensions?: C
         break;
       }
       case 'user':
-        push(
-          'user',
-          userParts(message).map((part): Part => {
-            if (part.type === 'text') return { text: part.text };
-            if (part.source.kind === 'base64') return { inlineData: { mimeType: part.source.mediaType, data: part.source.data } };
-            const mimeType = imageMimeType(part.source.url);
-            if (mimeType === undefined) {
-              throw unsupportedParameter(
-                part.param,
-                `${part.param}: Gemini needs the image type; use a URL ending in .png, .jpg, .jpeg, .webp, .gif, .heic or .heif, or a data: URL`,
-              );
-            }
-            return { fileData: { mimeType, fileUri: part.source.url } };
-          }),
-        );
+        push('user', userParts(message).map(userPart));
         break;
       case 'assistant': {
         const parts: Part[] = [];
@@ -127,10 +125,45 @@ export function toGeminiRequest(request: Record<string, unknown>, extensions?: C
       }
     }
   }
-  if (contents.length === 0) throw invalidParameter('messages', 'messages must hold at least one user, assistant or tool message');
+  return { system, contents };
+}
 
-  const body: Record<string, unknown> = { contents };
-  if (system.length > 0) body.systemInstruction = { parts: system };
+/** One part of a user message as Gemini's: text, inline base64 data, or a file by URL of a type its extension names. */
+function userPart(part: ReturnType<typeof userParts>[number]): Part {
+  if (part.type === 'text') return { text: part.text };
+  if (part.source.kind === 'base64') return { inlineData: { mimeType: part.source.mediaType, data: part.source.data } };
+  const mimeType = imageMimeType(part.source.url);
+  if (mimeType === undefined) {
+    throw unsupportedParameter(part.param, `${part.param}: Gemini needs the image type; use a URL ending in .png, .jpg, .jpeg, .webp, .gif, .heic or .heif, or a data: URL`);
+  }
+  return { fileData: { mimeType, fileUri: part.source.url } };
+}
+
+/** generationConfig: limits and sampling, thinking, and the JSON response format. */
+function generationConfig(request: Record<string, unknown>, extensions: ChatExtensions | undefined): Record<string, unknown> {
+  const config = samplingConfig(request);
+  const effort = request.reasoning_effort;
+  if (effort !== undefined && effort !== null) {
+    const budget = typeof effort === 'string' ? THINKING_BUDGET[effort] : undefined;
+    if (budget === undefined) throw invalidParameter('reasoning_effort', 'reasoning_effort must be one of none, minimal, low, medium, high');
+    config.thinkingConfig = { thinkingBudget: budget };
+  }
+  const reasoning = extensions?.reasoning;
+  if (reasoning !== undefined) {
+    // -1 is Gemini's dynamic thinking; thought summaries come back only when asked for.
+    const budget = reasoning.budget === 'dynamic' ? -1 : reasoning.budget;
+    config.thinkingConfig = { thinkingBudget: budget, ...(reasoning.summaries && budget !== 0 ? { includeThoughts: true } : {}) };
+  }
+  const format = responseFormat(request);
+  if (format.kind !== 'text') {
+    config.responseMimeType = 'application/json';
+    if (format.kind === 'json_schema') config.responseJsonSchema = format.schema;
+  }
+  return config;
+}
+
+/** maxOutputTokens, stop sequences, temperature, topP, candidateCount, the penalties and the seed. */
+function samplingConfig(request: Record<string, unknown>): Record<string, unknown> {
   const config: Record<string, unknown> = {};
   const max = maxTokens(request);
   if (max !== undefined) config.maxOutputTokens = max;
@@ -153,25 +186,11 @@ export function toGeminiRequest(request: Record<string, unknown>, extensions?: C
     if (typeof request.seed !== 'number' || !Number.isInteger(request.seed)) throw invalidParameter('seed', 'seed must be an integer');
     config.seed = request.seed;
   }
-  const effort = request.reasoning_effort;
-  if (effort !== undefined && effort !== null) {
-    const budget = typeof effort === 'string' ? THINKING_BUDGET[effort] : undefined;
-    if (budget === undefined) throw invalidParameter('reasoning_effort', 'reasoning_effort must be one of none, minimal, low, medium, high');
-    config.thinkingConfig = { thinkingBudget: budget };
-  }
-  const reasoning = extensions?.reasoning;
-  if (reasoning !== undefined) {
-    // -1 is Gemini's dynamic thinking; thought summaries come back only when asked for.
-    const budget = reasoning.budget === 'dynamic' ? -1 : reasoning.budget;
-    config.thinkingConfig = { thinkingBudget: budget, ...(reasoning.summaries && budget !== 0 ? { includeThoughts: true } : {}) };
-  }
-  const format = responseFormat(request);
-  if (format.kind !== 'text') {
-    config.responseMimeType = 'application/json';
-    if (format.kind === 'json_schema') config.responseJsonSchema = format.schema;
-  }
-  if (Object.keys(config).length > 0) body.generationConfig = config;
+  return config;
+}
 
+/** Function declarations and the function-calling mode. */
+function addTools(request: Record<string, unknown>, body: Record<string, unknown>): void {
   const tools = functionTools(request);
   const choice = toolChoice(request, tools);
   if (tools.length > 0) {
@@ -191,7 +210,6 @@ export function toGeminiRequest(request: Record<string, unknown>, extensions?: C
   } else if (choice !== undefined && choice.kind !== 'none') {
     throw invalidParameter('tool_choice', 'tool_choice needs tools');
   }
-  return { body, stream: request.stream === true, includeUsage: includeUsage(request) };
 }
 
 /** A tool result as functionResponse.response, which must be an object: a JSON object as is, anything else wrapped. */
