@@ -80,8 +80,9 @@ export function responseExtractor(
     headers: upstream.headers,
     statusCode: upstream.statusCode,
     stripInjectedUsage,
-    ...(logger ? { logger } : {}),
-    ...(operation !== undefined ? { operation } : {}),
+    // Absent options as undefined, not spread in: no objects made for them on every call.
+    logger,
+    operation,
   });
   const extractor = around === undefined ? created : around(created);
   // Every byte the caller gets passes the extractor first: the proxy's credential is scrubbed there.

@@ -28,9 +28,9 @@ export interface UsageExtractorOptions {
   /** Upstream status; 4xx/5xx responses carry no usage and are passed through unread. */
   statusCode?: number;
   /** Told about skipped over-size events. */
-  logger?: Logger;
+  logger?: Logger | undefined;
   /** The call's operation: an image API answer's images are counted as it passes (ADR 0910). */
-  operation?: string;
+  operation?: string | undefined;
 }
 
 /** The operations of OpenAI's image API (routes/openai-images.ts), whose answers are read by image-answer.ts. */
@@ -47,8 +47,7 @@ export function createUsageExtractor(options: UsageExtractorOptions): UsageExtra
 }
 
 function extractorFor(kind: Exclude<BodyKind, 'unknown' | 'audio'>, options: UsageExtractorOptions): UsageExtractor {
-  const settings = { headers: options.headers, stripInjectedUsage: options.stripInjectedUsage === true };
-  return WIRE_ADAPTERS[options.format].extractor(kind, options.logger ? { ...settings, logger: options.logger } : settings);
+  return WIRE_ADAPTERS[options.format].extractor(kind, options);
 }
 
 /** A response without Content-Type: the first significant byte decides, then the chosen extractor does the rest. */

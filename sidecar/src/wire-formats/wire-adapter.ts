@@ -10,14 +10,14 @@ import type { TokenUsage } from '../usage/usage.ts';
 import type { TokenRates } from './token-rates.ts';
 import type { ResponseHeaders } from './bedrock/usage.ts';
 
-/** What an extractor of one answer is told besides its bytes. */
+/** What an extractor of one answer is told besides its bytes (extractor.ts's options, passed as they are: no copy per call). */
 export interface ExtractorSettings {
   /** Response headers (Bedrock's X-Amzn-Bedrock-*-Token-Count). */
   headers: ResponseHeaders;
   /** OpenAI SSE: remove the usage-only chunk the proxy asked for (stream-options.ts). */
-  stripInjectedUsage: boolean;
+  stripInjectedUsage?: boolean;
   /** Told about skipped over-size events. */
-  logger?: Logger;
+  logger?: Logger | undefined;
 }
 
 export interface WireAdapter {

@@ -5,7 +5,7 @@ import { anthropicPico } from './cost.ts';
 import { anthropicJsonExtractor, anthropicSseExtractor } from './usage.ts';
 
 export const anthropicWire: WireAdapter = {
-  extractor: (kind, { logger }) => (kind === 'sse' ? anthropicSseExtractor(logger ? { logger } : {}) : anthropicJsonExtractor()),
+  extractor: (kind, { logger }) => (kind === 'sse' ? anthropicSseExtractor(logger ? { logger } : undefined) : anthropicJsonExtractor()),
   imageList: 'data',
   tokenPico: anthropicPico,
 };

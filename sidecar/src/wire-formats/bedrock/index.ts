@@ -9,7 +9,7 @@ import { bedrockEventStreamExtractor, bedrockJsonExtractor } from './usage.ts';
 export const bedrockWire: WireAdapter = {
   extractor: (kind, { headers, logger }) => {
     if (kind === 'aws-eventstream') return bedrockEventStreamExtractor(headers);
-    return kind === 'sse' ? anthropicSseExtractor(logger ? { logger } : {}) : bedrockJsonExtractor(headers);
+    return kind === 'sse' ? anthropicSseExtractor(logger ? { logger } : undefined) : bedrockJsonExtractor(headers);
   },
   imageList: 'images',
   tokenPico: anthropicPico,

@@ -6,7 +6,10 @@ import { geminiPico } from './cost.ts';
 import { geminiJsonExtractor, geminiSseExtractor } from './usage.ts';
 
 export const geminiWire: WireAdapter = {
-  extractor: (kind, { logger }) => (kind === 'sse' ? geminiSseExtractor(logger ? { logger } : {}) : geminiJsonExtractor(logger ? { logger } : {})),
+  extractor: (kind, { logger }) => {
+    const options = logger ? { logger } : undefined;
+    return kind === 'sse' ? geminiSseExtractor(options) : geminiJsonExtractor(options);
+  },
   imageList: 'predictions',
   tokenPico: geminiPico,
 };

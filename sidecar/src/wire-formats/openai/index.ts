@@ -5,7 +5,8 @@ import { openAiPico } from './cost.ts';
 import { openAiJsonExtractor, openAiSseExtractor } from './usage.ts';
 
 export const openAiWire: WireAdapter = {
-  extractor: (kind, { stripInjectedUsage, logger }) => (kind === 'sse' ? openAiSseExtractor({ stripInjectedUsage, ...(logger ? { logger } : {}) }) : openAiJsonExtractor()),
+  extractor: (kind, { stripInjectedUsage = false, logger }) =>
+    kind !== 'sse' ? openAiJsonExtractor() : openAiSseExtractor(logger ? { stripInjectedUsage, logger } : { stripInjectedUsage }),
   imageList: 'data',
   tokenPico: openAiPico,
 };
