@@ -26,7 +26,7 @@ import { GatewayError } from '../translate/openai-error.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
 import { relay } from './gateway-relay.ts';
-import { answerClosed, answerFinished, closeConnectionAfter } from '../pipeline/caller-connection.ts';
+import { answerClosed, closeConnectionAfter, onCallerLeaving } from '../pipeline/caller-connection.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
 import { sendFailure, sendJson } from './json-answer.ts';
 import { findModel, v1RouteOf, type GatewayPlan, type GatewayTarget } from '../routes/v1-plan.ts';
@@ -320,11 +320,10 @@ async function runGatewayCall(gateway: GatewayCall, requested: string, progress:
   // Once the answer is being relayed, a caller who leaves no longer ends the exchange: the relay reads on
   // for the usage the provider bills (ADR 1305).
   let relaying = false;
-  res.once('close', () => {
-    if (!answerFinished(res) && !relaying) abort.abort(callerLeft());
-  });
   // A caller who left while a shared store answered: nothing goes upstream, the call ends (and settles) now.
-  if (res.destroyed && !answerFinished(res)) abort.abort(callerLeft());
+  onCallerLeaving(res, () => {
+    if (!relaying) abort.abort(callerLeft());
+  });
   const upstream = await sendPlanned(gateway, planned, abort);
   call.attachUpstream(upstream.timing);
   relaying = true;
@@ -537,8 +536,8 @@ async function aliasGatewayCall(g: GatewayCall, name: string, alias: ModelAlias,
       return { plan: planned, upstream: await sendPlanned(g, planned, abort) };
     },
   });
-  res.once('close', () => {
-    if (!answerFinished(res) && !relaying) aliasCall.cancel(callerLeft());
+  onCallerLeaving(res, () => {
+    if (!relaying) aliasCall.cancel(callerLeft());
   });
   let answered: Answered<ApiPlan>;
   try {

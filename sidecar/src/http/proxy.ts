@@ -32,7 +32,7 @@ import { CallAbort } from '../upstream/call-abort.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './proxy-headers.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
 import { sendFailure } from './json-answer.ts';
-import { answerFinished, closeConnectionAfter } from '../pipeline/caller-connection.ts';
+import { closeConnectionAfter, onCallerLeaving } from '../pipeline/caller-connection.ts';
 import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
 import { type CallRefusal, refusalError, reserveForCall, sendBudgetRefusal } from './budget-refusal.ts';
@@ -156,9 +156,8 @@ class CallerEnd {
   relaying = false;
 
   constructor(res: ServerResponse) {
-    res.once('close', () => {
-      if (answerFinished(res) || this.relaying) return;
-      this.end(callerLeft());
+    onCallerLeaving(res, () => {
+      if (!this.relaying) this.end(callerLeft());
     });
   }
 

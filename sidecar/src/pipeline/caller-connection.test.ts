@@ -1,9 +1,9 @@
 import { once } from 'node:events';
-import type { ServerResponse } from 'node:http';
+import { createServer as createHttpServer, request as httpRequest, type ServerResponse } from 'node:http';
 import { connect, constants, createServer, type Http2ServerResponse } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { answerFinished, callerGone } from './caller-connection.ts';
+import { answerFinished, callerGone, onCallerLeaving } from './caller-connection.ts';
 
 const servers: Array<{ close(): void }> = [];
 afterEach(() => {
@@ -63,5 +63,52 @@ describe('the caller connection over HTTP/2', () => {
     await finished;
     expect(answerFinished(last)).toBe(true);
     expect(callerGone(last)).toBe(false);
+  });
+});
+
+describe('noticing a caller who leaves (HTTP/1.1)', () => {
+  /** A caller the test hangs up, or lets read its answer; resolves with how often `left` was called. */
+  async function leaves(whenAsked: 'after the caller left' | 'before an answer is ended'): Promise<number> {
+    let calls = 0;
+    const reached = Promise.withResolvers<void>();
+    const settled = Promise.withResolvers<void>();
+    const server = createHttpServer((req, res) => {
+      if (whenAsked === 'after the caller left') {
+        // Asked only once the connection is gone: its close was emitted before anyone listened.
+        res.once('close', () =>
+          setImmediate(() => {
+            onCallerLeaving(res, () => calls++);
+            settled.resolve();
+          }),
+        );
+        reached.resolve();
+        return;
+      }
+      onCallerLeaving(res, () => calls++);
+      res.once('close', () => setImmediate(settled.resolve));
+      req.resume();
+      res.end('whole answer');
+    });
+    servers.push(server);
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const req = httpRequest({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, path: '/', agent: false });
+    req.on('error', () => undefined);
+    req.on('response', (res) => res.resume());
+    req.end();
+    if (whenAsked === 'after the caller left') {
+      await reached.promise;
+      req.destroy();
+    }
+    await settled.promise;
+    return calls;
+  }
+
+  it('is told at once about a caller already gone, which a close listener added then would never hear', async () => {
+    expect(await leaves('after the caller left')).toBe(1);
+  });
+
+  it('is not told about a caller whose whole answer was handed over', async () => {
+    expect(await leaves('before an answer is ended')).toBe(0);
   });
 });

@@ -27,6 +27,21 @@ export function callerGone(res: ServerResponse): boolean {
   return destroyed && !answerFinished(res);
 }
 
+/**
+ * Calls `left` once when the caller goes away before its answer was handed over: at once when it has gone
+ * already (its connection's close was emitted before anyone listened), else when its connection closes. Every
+ * step of a call asks here, so /proxy, /v1, the relay and a whole answer's read agree on who left (ADR 1700).
+ */
+export function onCallerLeaving(res: ServerResponse, left: () => void): void {
+  if (callerGone(res)) {
+    left();
+    return;
+  }
+  res.once('close', () => {
+    if (!answerFinished(res)) left();
+  });
+}
+
 /** The answer can no longer be written (sent or abandoned). */
 export function answerClosed(res: ServerResponse): boolean {
   const h2 = http2Response(res);

@@ -15,7 +15,7 @@
 // READ_AFTER_LEAVING_BYTES; if the usage has not come by then, the call is charged an estimate (ADR 1305). Such
 // reads hold upstream connections, so they are bounded per caller and in all (metering/leaving-reads.ts).
 
-import { answerFinished, callerGone } from './caller-connection.ts';
+import { callerGone, onCallerLeaving } from './caller-connection.ts';
 import { keepOwnRateLimitHeaders } from './rate-limit-answer.ts';
 import { READ_AFTER_LEAVING_BYTES, READ_AFTER_LEAVING_MS } from './answer-bounds.ts';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
@@ -145,7 +145,7 @@ class StreamRelay {
       if (!this.#ended) this.#complete('');
     });
     body.once('error', (error: Error) => this.#onError(error));
-    res.once('close', () => this.#onCallerClose());
+    onCallerLeaving(res, () => this.#onCallerClose());
   }
 
   #toCaller(bytes: Buffer): Buffer | string {
@@ -246,8 +246,8 @@ class StreamRelay {
   }
 
   #onCallerClose(): void {
-    const { res, extractor, call, upstream } = this.#o;
-    if (answerFinished(res) || this.#ended) return;
+    const { extractor, call, upstream } = this.#o;
+    if (this.#ended) return;
     this.#leftAtBytes = this.#receivedBytes;
     // The answer's last event was read already (the caller stopped at [DONE]), or shutdown cut the
     // connection and waits for this call: nothing to read on for.

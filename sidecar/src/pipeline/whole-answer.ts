@@ -10,7 +10,7 @@ import type { MeteredCall } from '../metering/call-meter.ts';
 import { LEAVING_READS } from '../metering/leaving-reads.ts';
 import type { UsageExtractor } from '../usage/usage-extractor.ts';
 import { MAX_TRANSLATED_BODY_BYTES, READ_AFTER_LEAVING_BYTES, READ_AFTER_LEAVING_MS } from './answer-bounds.ts';
-import { answerFinished, callerGone } from './caller-connection.ts';
+import { onCallerLeaving } from './caller-connection.ts';
 import type { ReadAfterLeaving } from './call-outcome.ts';
 
 /** The body read to its end (`callerLeft`: meanwhile the caller went away), or cut after the caller left. */
@@ -52,8 +52,7 @@ class WholeAnswerRead {
     body.on('data', (chunk: Buffer) => this.#onData(chunk));
     body.once('end', () => this.#settle(() => this.#resolve({ kind: 'read', body: Buffer.concat(this.#chunks), callerLeft: this.#leftAt !== -1 })));
     body.once('error', (error: Error) => this.#settle(() => this.#reject(error)));
-    if (callerGone(res)) this.#onCallerLeft();
-    else res.once('close', () => !answerFinished(res) && this.#onCallerLeft());
+    onCallerLeaving(res, () => this.#onCallerLeft());
   }
 
   #onData(chunk: Buffer): void {
