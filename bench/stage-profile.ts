@@ -72,7 +72,8 @@ const FILE_STAGES: [RegExp, Stage][] = [
   [/\/usage\/|\/wire-formats\//, 'usage extraction'],
   [/\/spans\/|\/metering\/|\/pipeline\/call-outcome\./, 'span write'],
   [/\/metrics\//, 'metrics'],
-  [/\/http\/(proxy-headers|json-answer)\.|\/pipeline\/(caller-connection|relay)\./, 'response writing'],
+  // Before ADR 1700 the relay sat at sidecar/src/relay and caller-connection in http/: builds from then compare.
+  [/\/http\/(proxy-headers|json-answer|caller-connection)\.|\/pipeline\/(caller-connection|relay)\.|\/sidecar\/src\/relay\./, 'response writing'],
   [/\/operator-link\.|\/push-/, 'config push client'],
   [/\/routes\/|\/config\/|\/http\/(listener-options|h2c-server|proxy)\.|\/sidecar\/src\/(app|lifecycle)\./, 'routing and hooks'],
   [/\/bench\/node-relay\./, 'response writing'],
