@@ -28,7 +28,8 @@ import { nowSeconds } from '../translate/openai-chat.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 import type { CallerAnswer } from '../gateway-apis/gateway-api.ts';
 import { randomId } from '../gateway-apis/gateway-ids.ts';
-import { sendJson, spanHeaders } from './json-answer.ts';
+import { sendJson } from './json-answer.ts';
+import { setAnswerTrace } from '../pipeline/trace-headers.ts';
 import { downstreamResponseHeaders } from './proxy-headers.ts';
 
 export interface RelayContext {
@@ -80,7 +81,7 @@ export function relay(ctx: RelayContext): Promise<void> {
     transform === undefined
       ? downstreamResponseHeaders(upstream.headers, plan.stripInjectedUsage)
       : { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' };
-  Object.assign(headers, spanHeaders(ctx.trace));
+  setAnswerTrace(headers, ctx.trace);
   const relayed = relayStream({ res, upstream, call: ctx.call, prices: ctx.prices, extractor: extractorFor(ctx), headers, transform, estimateInput: ctx.estimateInput });
   return transform === undefined ? relayed : relayed.then(() => logTranslationFault(ctx, transform));
 }

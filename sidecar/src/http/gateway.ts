@@ -21,7 +21,7 @@ import type { Lifecycle } from '../lifecycle.ts';
 import type { CallMeter, MeteredCall } from '../metering/call-meter.ts';
 import { finishFailedCall } from '../pipeline/call-outcome.ts';
 import { costsNothing } from '../pricing/provider-pricing.ts';
-import { formatTraceparent, startSpanContext } from '../spans/trace-context.ts';
+import { callTrace, setUpstreamTrace } from '../pipeline/trace-headers.ts';
 import { GatewayError } from '../translate/openai-error.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
@@ -238,7 +238,7 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
   reply.hijack();
   const res = reply.raw;
   res.setHeader('x-proxy-request-id', request.id); // as on /proxy: the id in the proxy's log line and span
-  const trace = startSpanContext(headerValue(request.headers, 'traceparent'), headerValue(request.headers, 'tracestate'));
+  const trace = callTrace(request.headers);
   if (opts.lifecycle.draining) {
     closeConnectionAfter(res);
     sendJson(res, 503, api.errors.failure(new ProxyError('shutting_down', 'the proxy is shutting down; retry on another instance')), trace);
@@ -464,8 +464,7 @@ function sendPlanned(g: GatewayCall, planned: ApiPlan, abort: CallAbort): Promis
   headers['content-type'] = 'application/json';
   // A plan's own Content-Type wins: an audio upload keeps its multipart boundary.
   Object.assign(headers, planned.headers);
-  headers.traceparent = formatTraceparent(g.trace);
-  if (g.trace.tracestate) headers.tracestate = g.trace.tracestate;
+  setUpstreamTrace(headers, g.trace);
   return g.opts.client.send(g.snapshot.config, { route: planned.route, method: 'POST', path: planned.path, headers, body: planned.body, signal: abort });
 }
 

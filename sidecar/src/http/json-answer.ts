@@ -2,21 +2,16 @@
 // the call's span and trace ids so every answer can be looked up.
 
 import { answerClosed, closeConnectionAfter } from '../pipeline/caller-connection.ts';
+import { setAnswerTrace } from '../pipeline/trace-headers.ts';
 import type { ServerResponse } from 'node:http';
 import type { ProxyError } from '../errors.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
 
-export function spanHeaders(trace: TraceContext): Record<string, string> {
-  return { 'x-proxy-span-id': trace.spanId, 'x-proxy-trace-id': trace.traceId };
-}
-
 export function sendJson(res: ServerResponse, statusCode: number, body: unknown, trace: TraceContext): void {
   const text = JSON.stringify(body);
-  res.writeHead(statusCode, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
-    ...spanHeaders(trace),
-  });
+  const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) };
+  setAnswerTrace(headers, trace);
+  res.writeHead(statusCode, headers);
   res.end(text);
 }
 

@@ -24,7 +24,8 @@ import { unpricedSeconds } from '../routes/openai-audio.ts';
 import { relayStream, responseExtractor } from '../pipeline/relay.ts';
 import { spanUserId } from '../inbound/identity/caller-user.ts';
 import { mayReachStoredObjects } from '../inbound/identity/identity-hook.ts';
-import { formatTraceparent, startSpanContext, type TraceContext } from '../spans/trace-context.ts';
+import type { TraceContext } from '../spans/trace-context.ts';
+import { callTrace, setAnswerTrace, setUpstreamTrace } from '../pipeline/trace-headers.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import type { UsageExtractor } from '../usage/usage-extractor.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
@@ -92,7 +93,7 @@ export function sendProxyError(res: ServerResponse, error: ProxyError, trace: Tr
 async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opts: ProxyRoutesOptions): Promise<void> {
   reply.hijack();
   const res = reply.raw;
-  const trace = startSpanContext(headerValue(request.headers, 'traceparent'), headerValue(request.headers, 'tracestate'));
+  const trace = callTrace(request.headers);
   const { route: name, rest, query } = splitUrl(request.raw.url ?? '/');
   // One config snapshot for the whole call: a config push mid-call changes nothing for this call.
   const snapshot = opts.store.current();
@@ -355,8 +356,7 @@ function refuse(call: ProxyCall, metered: MeteredCall, streaming: boolean, refus
 async function forward(call: ProxyCall, metered: MeteredCall, plan: UpstreamRequestPlan, body: CallBody): Promise<void> {
   const { request, route, trace, snapshot } = call;
   const headers = upstreamRequestHeaders(request.headers, plan.body === null && body.stream !== null);
-  headers.traceparent = formatTraceparent(trace);
-  if (trace.tracestate) headers.tracestate = trace.tracestate;
+  setUpstreamTrace(headers, trace);
   if (plan.body !== null && plan.body !== body.bytes) headers['content-type'] = 'application/json';
   const upstream = await call.opts.client.send(snapshot.config, {
     route: route.name,
@@ -371,8 +371,7 @@ async function forward(call: ProxyCall, metered: MeteredCall, plan: UpstreamRequ
   // A batch's status names where its results are: here, so they are read (and charged) through the proxy.
   const transform = deferred?.transform(`${request.protocol}://${request.host}/proxy/${route.name}`, upstream.statusCode);
   const headersOut = downstreamResponseHeaders(upstream.headers, plan.stripInjectedUsage || transform !== undefined);
-  headersOut['x-proxy-span-id'] = trace.spanId;
-  headersOut['x-proxy-trace-id'] = trace.traceId;
+  setAnswerTrace(headersOut, trace);
   headersOut['x-proxy-request-id'] = request.id;
   const submitter = { userId: metered.call.userId, projectId: metered.call.projectId, model: metered.call.model };
   const around = deferred && ((own: UsageExtractor) => deferred.extractor(own, upstream.statusCode, snapshot.prices, route.provider, submitter));

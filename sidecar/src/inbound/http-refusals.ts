@@ -14,6 +14,7 @@ import { ProxyError } from '../errors.ts';
 import type { CallMeter } from '../metering/call-meter.ts';
 import { isRouteName, ROUTES } from '../../../contracts/routes.ts';
 import { startSpanContext, type TraceContext } from '../spans/trace-context.ts';
+import { setAnswerTrace } from '../pipeline/trace-headers.ts';
 import { judgeInbound, refusalBody, type InboundPolicy } from './request-guard.ts';
 
 export interface HttpRefusalOptions {
@@ -79,7 +80,10 @@ function recordRefusal(opts: HttpRefusalOptions, path: string, error: ProxyError
 
 function spanHeaders(trace: TraceContext | null, requestId: string): Record<string, string> {
   if (trace === null) return {};
-  return { 'x-proxy-span-id': trace.spanId, 'x-proxy-trace-id': trace.traceId, 'x-proxy-request-id': requestId };
+  const headers: Record<string, string> = {};
+  setAnswerTrace(headers, trace);
+  headers['x-proxy-request-id'] = requestId;
+  return headers;
 }
 
 /**
