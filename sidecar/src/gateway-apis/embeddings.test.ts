@@ -3,7 +3,7 @@ import { ConfigStore, defaultRuntimeConfig } from '../config/config-store.ts';
 import { findModel } from '../routes/v1-plan.ts';
 import { GatewayError } from '../translate/openai-error.ts';
 import { embeddingsApi } from './embeddings.ts';
-import type { ApiPlan } from './gateway-api.ts';
+import type { ApiAnswer, ApiPlan, CallerAnswer } from './gateway-api.ts';
 import type { ResponseShaping } from '../translate/chat-responses.ts';
 
 const prices = new ConfigStore().current().prices;
@@ -23,6 +23,12 @@ function plan(request: Record<string, unknown>, runtime = config()): ApiPlan {
 }
 
 const sent = (planned: ApiPlan): unknown => JSON.parse(planned.body.toString('utf8'));
+
+/** A translated plan's answer (a pass-through one fails the test). */
+function translated(answer: ApiAnswer): CallerAnswer {
+  if (answer.passedThrough === true) throw new Error(`${answer.what} passes through where the test expects a translation`);
+  return answer;
+}
 const shaping = (model: string, headers: Record<string, string> = {}) => ({ model, headers }) as unknown as ResponseShaping;
 
 describe('/v1/embeddings planned on each provider', () => {
@@ -43,7 +49,7 @@ describe('/v1/embeddings planned on each provider', () => {
     });
     expect(sent(planned)).toEqual({ instances: [{ content: 'a' }, { content: 'b' }], parameters: { autoTruncate: false, outputDimensionality: 256 } });
     // The answer is written as OpenAI's list, in the encoding asked for (float when none was).
-    const answer = planned.answer.json({ predictions: [{ embeddings: { values: [0.5], statistics: { token_count: 2 } } }] }, null, shaping('text-embedding-005'));
+    const answer = translated(planned.answer).json({ predictions: [{ embeddings: { values: [0.5], statistics: { token_count: 2 } } }] }, null, shaping('text-embedding-005'));
     expect(answer).toEqual({
       object: 'list',
       data: [{ object: 'embedding', index: 0, embedding: [0.5] }],
@@ -57,14 +63,14 @@ describe('/v1/embeddings planned on each provider', () => {
     expect(titan).toMatchObject({ route: 'gamma-cloudb', provider: 'anthropic', model: 'amazon.titan-embed-text-v2:0', path: '/model/amazon.titan-embed-text-v2%3A0/invoke' });
     expect(sent(titan)).toEqual({ inputText: 'hello', normalize: true, dimensions: 256 });
     // 1.0 as float32, little-endian: 00 00 80 3f.
-    expect(titan.answer.json({ embedding: [1], inputTextTokenCount: 2 }, null, shaping('amazon.titan-embed-text-v2:0'))).toMatchObject({
+    expect(translated(titan.answer).json({ embedding: [1], inputTextTokenCount: 2 }, null, shaping('amazon.titan-embed-text-v2:0'))).toMatchObject({
       data: [{ object: 'embedding', index: 0, embedding: 'AACAPw==' }],
       usage: { prompt_tokens: 2, total_tokens: 2 },
     });
     const cohere = plan({ model: 'cohere.embed-english-v3', input: ['a', 'b'] });
     expect(cohere).toMatchObject({ route: 'gamma-cloudb', path: '/model/cohere.embed-english-v3/invoke' });
     expect(sent(cohere)).toEqual({ texts: ['a', 'b'], input_type: 'search_document' });
-    expect(cohere.answer.json({ embeddings: [[0.5], [0.25]] }, null, shaping('cohere.embed-english-v3', { 'x-amzn-bedrock-input-token-count': '4' }))).toMatchObject({
+    expect(translated(cohere.answer).json({ embeddings: [[0.5], [0.25]] }, null, shaping('cohere.embed-english-v3', { 'x-amzn-bedrock-input-token-count': '4' }))).toMatchObject({
       usage: { prompt_tokens: 4, total_tokens: 4 },
     });
   });

@@ -13,25 +13,33 @@ import type { ChatResponseTranslation, ResponseShaping } from '../translate/chat
 import type { ChunkEncoder } from '../translate/chat-stream.ts';
 import { proxyErrorBody, upstreamErrorBody, type GatewayError } from '../translate/openai-error.ts';
 
-/** How an answer reaches the caller in its API (http/gateway-relay.ts reads it). */
+/** An upstream's error response in the caller's shape (the status is kept): every answer has one. */
+type UpstreamErrorAnswer = (route: string, statusCode: number, headers: Record<string, string | string[] | undefined>, body: Buffer) => unknown;
+
+/** How a translated answer reaches the caller in its API (http/gateway-relay.ts reads it). */
 export interface CallerAnswer {
+  readonly passedThrough?: false;
   /** A translated route's whole answer, its JSON document, as the caller's body. */
   json(document: Record<string, unknown>, translation: ChatResponseTranslation | null, shaping: ResponseShaping): unknown;
   /** Writes a translated stream's chunks as the caller's events. `model` is named until the upstream names one. */
   encoder(model: string): ChunkEncoder;
-  /** An upstream's error response in the caller's shape (the status is kept). */
-  upstreamError(route: string, statusCode: number, headers: Record<string, string | string[] | undefined>, body: Buffer): unknown;
+  upstreamError: UpstreamErrorAnswer;
 }
 
-/**
- * The answer of an upstream that already speaks the caller's API: its bytes pass through unread, so only its
- * errors are rewritten (to name the route). `what` names the answer in the error a misuse would throw.
- */
-export function passedThroughAnswer(what: string, upstreamError: CallerAnswer['upstreamError'] = upstreamErrorBody): CallerAnswer {
-  const misuse = (): never => {
-    throw new Error(`${what} passes through`);
-  };
-  return { json: misuse, encoder: misuse, upstreamError };
+/** The answer of an upstream that already speaks the caller's API: its bytes pass through unread, only its errors are rewritten. */
+export interface PassedThroughAnswer {
+  readonly passedThrough: true;
+  /** Names the answer (in the failure of a plan that would translate it). */
+  readonly what: string;
+  upstreamError: UpstreamErrorAnswer;
+}
+
+/** How an answer reaches the caller: translated, or passed through (ADR 1700: no method that throws). */
+export type ApiAnswer = CallerAnswer | PassedThroughAnswer;
+
+/** A pass-through answer whose errors are rewritten to name the route. */
+export function passedThroughAnswer(what: string, upstreamError: UpstreamErrorAnswer = upstreamErrorBody): PassedThroughAnswer {
+  return { passedThrough: true, what, upstreamError };
 }
 
 /** How the API's callers read a failure the gateway answers itself. */
@@ -64,7 +72,7 @@ export interface ApiCall {
 }
 
 export interface ApiPlan extends GatewayPlan {
-  answer: CallerAnswer;
+  answer: ApiAnswer;
   /** This call is billed nothing where its API is billed on some routes only (a moderation): as `free` below. */
   free?: boolean;
 }

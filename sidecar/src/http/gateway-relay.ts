@@ -26,7 +26,7 @@ import type { ResponseShaping } from '../translate/chat-responses.ts';
 import type { ChatStreamTranslator } from '../translate/chat-stream.ts';
 import { nowSeconds } from '../translate/openai-chat.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
-import type { CallerAnswer } from '../gateway-apis/gateway-api.ts';
+import type { ApiAnswer, CallerAnswer } from '../gateway-apis/gateway-api.ts';
 import { randomId } from '../gateway-apis/gateway-ids.ts';
 import { sendJson } from './json-answer.ts';
 import { setAnswerTrace } from '../pipeline/trace-headers.ts';
@@ -42,7 +42,7 @@ export interface RelayContext {
   plan: GatewayPlan;
   trace: TraceContext;
   /** How the answer reaches the caller in its API. */
-  answer: CallerAnswer;
+  answer: ApiAnswer;
   /** Told when the usage extractor skips over-size stream events. */
   logger?: Logger;
   /** Input tokens the request stands for, for a stream the caller left before its usage (ADR 1305). */
@@ -69,7 +69,14 @@ function streamTransform(ctx: RelayContext) {
   const { plan } = ctx;
   if (plan.translation === 'passthrough') return plan.reframe?.(plan.route);
   const identity = { id: `chatcmpl-${randomId(24)}`, created: nowSeconds(), model: plan.model, includeUsage: plan.includeUsage };
-  return plan.response?.stream(plan.route, identity, shaping(ctx), ctx.answer.encoder(plan.model));
+  return plan.response?.stream(plan.route, identity, shaping(ctx), translatedAnswer(ctx).encoder(plan.model));
+}
+
+/** The answer of a plan that translates: one that passes through there is the gateway's own mistake. */
+function translatedAnswer(ctx: RelayContext): CallerAnswer {
+  const answer = ctx.answer;
+  if (answer.passedThrough === true) throw new Error(`${answer.what} passes through, but route ${ctx.plan.route}'s plan translates it`);
+  return answer;
 }
 
 export function relay(ctx: RelayContext): Promise<void> {
@@ -183,7 +190,7 @@ async function relayTranslatedJson(ctx: RelayContext): Promise<void> {
   upstream.settle('success');
   let answer: unknown;
   try {
-    answer = ctx.answer.json(document, plan.response, shaping(ctx));
+    answer = translatedAnswer(ctx).json(document, plan.response, shaping(ctx));
   } catch (error) {
     // The provider answered and is paid for; only the caller's API could not carry the answer. An exception's
     // own words describe the gateway's code, not the answer: the caller gets a fixed sentence, the log the rest.
