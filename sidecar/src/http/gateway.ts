@@ -32,7 +32,7 @@ import { sendFailure, sendJson } from './json-answer.ts';
 import { findModel, v1RouteOf, type GatewayPlan, type GatewayTarget } from '../routes/v1-plan.ts';
 import { routeCatalog, wireFormat } from '../routes/route-catalog.ts';
 import { upstreamOf } from '../routes/upstream-base-url.ts';
-import type { LocalModelCatalog } from '../local/local-models.ts';
+import { localModelObject, localTarget, type LocalModelCatalog } from '../local/local-models.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
 import { parseJsonObject } from '../formats/json-object.ts';
 import { upstreamRequestHeaders } from './proxy-headers.ts';
@@ -172,12 +172,7 @@ async function listModels(opts: GatewayRoutesOptions): Promise<ModelObject[]> {
   const priced = [...listed.values()];
   if (!opts.localModels) return priced;
   const ids = new Set(priced.map((model) => model.id.toLowerCase()));
-  const local = (await opts.localModels.listing()).models
-    .filter((model) => !ids.has(model.name.toLowerCase()))
-    .map((model): ModelObject => {
-      const modified = model.modifiedAt === null ? NaN : Date.parse(model.modifiedAt);
-      return { id: model.name, object: 'model', created: Number.isNaN(modified) ? 0 : Math.floor(modified / 1000), owned_by: 'local' };
-    });
+  const local = (await opts.localModels.listing()).models.filter((model) => !ids.has(model.name.toLowerCase())).map(localModelObject);
   return [...priced, ...local];
 }
 
@@ -187,11 +182,6 @@ function modelNotFound(model: string, withLocal: boolean, localProblem: string |
     param: 'model',
     code: 'model_not_found',
   });
-}
-
-/** A local runtime's model without a price entry: provider `local`, free; a price entry of the same name wins (ADR 1402). */
-function localEntry(model: string): PriceEntry {
-  return { provider: 'local', model, input_per_million: 0, output_per_million: 0 };
 }
 
 /** A configured route's model without a price entry: called and metered, costed 0 and logged as unpriced. */
@@ -216,7 +206,7 @@ async function resolveModel(opts: GatewayRoutesOptions, snapshot: ConfigSnapshot
   if (!opts.localModels) throw modelNotFound(requested, false, null);
   const local = await opts.localModels.find(requested);
   if (local.model === undefined) throw modelNotFound(requested, true, local.problem);
-  return { entry: localEntry(requested), provider: 'local', requested };
+  return { ...localTarget(requested), requested };
 }
 
 function parseRequest(body: Buffer): Record<string, unknown> {

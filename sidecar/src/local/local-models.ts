@@ -2,7 +2,26 @@
 // entry. The runtime is asked at most once per `ttlMs` (concurrent callers share one request), so a busy
 // /v1/models or a stream of calls does not become a stream of /api/tags requests; a pull invalidates it.
 
+import type { PriceEntry } from '../../../contracts/price-entry.ts';
+import { ROUTES } from '../../../contracts/routes.ts';
 import type { OllamaApi, RuntimeModel } from './ollama-api.ts';
+
+/** The provider of the local runtime's models: its route's, in the route table. */
+const LOCAL_PROVIDER = ROUTES.local.provider;
+
+/**
+ * Where a /v1 call for a runtime model without a price entry goes: provider `local`, free (its facts in
+ * contracts/routes.ts); a price entry of the same name wins (ADR 1402).
+ */
+export function localTarget(model: string): { entry: PriceEntry; provider: string } {
+  return { entry: { provider: LOCAL_PROVIDER, model, input_per_million: 0, output_per_million: 0 }, provider: LOCAL_PROVIDER };
+}
+
+/** A runtime model as /v1/models lists it: owned by the local runtime, created when the runtime last changed it. */
+export function localModelObject(model: RuntimeModel): { id: string; object: 'model'; created: number; owned_by: string } {
+  const modified = model.modifiedAt === null ? NaN : Date.parse(model.modifiedAt);
+  return { id: model.name, object: 'model', created: Number.isNaN(modified) ? 0 : Math.floor(modified / 1000), owned_by: LOCAL_PROVIDER };
+}
 
 export interface ModelListing {
   /** Empty when the runtime did not answer. */
