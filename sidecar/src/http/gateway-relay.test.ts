@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { defaultRuntimeConfig, ConfigStore } from '../config/config-store.ts';
 import { CHAT_ANSWER } from '../gateway-apis/chat-completions.ts';
 import { CallMeter } from '../metering/call-meter.ts';
+import { LEAVING_READS, MAX_LEAVING_READS_PER_CALLER } from '../metering/leaving-reads.ts';
 import { READ_AFTER_LEAVING_BYTES, READ_AFTER_LEAVING_MS } from '../pipeline/answer-bounds.ts';
 import { findModel, planGatewayCall } from '../routes/v1-plan.ts';
 import type { Span } from '../spans/span.ts';
@@ -36,7 +37,7 @@ afterEach(async () => {
  * A /v1 chat call for claude-haiku-4-5 planned as the gateway plans it (translated from Anthropic, not streamed),
  * whose upstream body the test writes; the caller has sent its request and waits.
  */
-async function translatedCall(): Promise<{ upstream: PassThrough; span: Promise<Span>; leave: () => Promise<void> }> {
+async function translatedCall(userId: string | null = 'erin'): Promise<{ upstream: PassThrough; span: Promise<Span>; leave: () => Promise<void> }> {
   const writer = new SpanWriter(openMemorySpanStore(10), { bufferSize: 10, batchSize: 10, flushIntervalMs: 1000 }, logger);
   const meter = new CallMeter(writer, logger);
   const finished = Promise.withResolvers<Span>();
@@ -57,7 +58,7 @@ async function translatedCall(): Promise<{ upstream: PassThrough; span: Promise<
       timing: { startedAt: performance.now(), headersAt: performance.now(), endedAt: Number.NaN },
     };
     const trace = startSpanContext(undefined, undefined);
-    const call = meter.start({ route: 'v1', provider: 'anthropic', model: plan.model, operation: 'chat', userId: 'erin', projectId: null, requestId: 'r1', trace });
+    const call = meter.start({ route: 'v1', provider: 'anthropic', model: plan.model, operation: 'chat', userId, projectId: null, requestId: 'r1', trace });
     void relay({ wire: 'anthropic', res, upstream, call, prices, plan, trace, answer: CHAT_ANSWER, estimateInput: () => 250 }).catch(() => undefined);
     relaying.resolve();
   });
@@ -112,6 +113,23 @@ describe('a caller who leaves a /v1 answer translated whole', () => {
     expect(upstream.destroyed).toBe(true);
     // Cut just past the bound: 2 MiB and at most one more piece, not the 32 MiB a whole answer may have.
     expect(sent).toBeLessThanOrEqual(READ_AFTER_LEAVING_BYTES + 2 * text.length);
+  });
+
+  it('counts a caller without a user id by its address among the reads after leaving, as a stream does', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    // This address (the test's caller) already has its most reads after leaving: another of its calls is not read on.
+    const taken = Array.from({ length: MAX_LEAVING_READS_PER_CALLER }, () => LEAVING_READS.take('127.0.0.1'));
+    try {
+      const { upstream, span, leave } = await translatedCall(null);
+      await leave();
+      vi.advanceTimersByTime(READ_AFTER_LEAVING_MS);
+      const recorded = await span;
+      expect(recorded).toMatchObject({ status: 'client_aborted', usageEstimated: true, inputTokens: 250, outputTokens: 0 });
+      expect(recorded.error).toContain(`this caller already has ${MAX_LEAVING_READS_PER_CALLER} calls read on after it left`);
+      expect(upstream.destroyed).toBe(true);
+    } finally {
+      for (const slot of taken) if ('release' in slot) slot.release();
+    }
   });
 
   it('is charged the usage the answer reports when it ends within the bounds, not an estimate', async () => {

@@ -40,9 +40,15 @@ class WholeAnswerRead {
   #settled = false;
   #timer: NodeJS.Timeout | undefined;
   #release: (() => void) | undefined;
+  /**
+   * Whose reads after leaving this call counts among: its user, else its address. Taken while the socket is
+   * open: once the caller has gone its socket no longer knows the address, and every such caller would share one.
+   */
+  readonly #caller: string;
 
   constructor(source: WholeAnswerSource, resolve: (answer: WholeAnswer) => void, reject: (error: Error) => void) {
     this.#s = source;
+    this.#caller = source.call.call.userId ?? source.res.socket?.remoteAddress ?? 'unknown';
     this.#resolve = resolve;
     this.#reject = reject;
   }
@@ -72,10 +78,10 @@ class WholeAnswerRead {
   #onCallerLeft(): void {
     if (this.#settled || this.#leftAt !== -1) return;
     this.#leftAt = this.#size;
-    const { call, res } = this.#s;
+    const { call } = this.#s;
     // Shutdown cut the connection and waits for this call: nothing to read on for.
     if (call.cutByShutdown) return this.#cut('client went away');
-    const slot = LEAVING_READS.take(call.call.userId ?? res.socket?.remoteAddress ?? 'unknown');
+    const slot = LEAVING_READS.take(this.#caller);
     if ('refusal' in slot) return this.#cut(`client went away; not read on for its usage: ${slot.refusal}`);
     this.#release = slot.release;
     call.noteCallerLeft();
