@@ -44,27 +44,44 @@ export async function ensureRedisServer(log: (line: string) => void = () => unde
   await installDebianPackages(['redis-server'], `the Redis tests need Debian's redis-server at ${REDIS_SERVER}`, log, ' (or set TOLLGATE_REDIS_SERVER)');
 }
 
+/** A first start whose port another process took between freePort() and the bind gets a new port, this often. */
+const PORT_ATTEMPTS = 5;
+
 export async function startRedisServer(opts: RedisServerOptions = {}): Promise<RedisServer> {
   await ensureRedisServer();
-  const port = await freePort();
+  let port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-redis-'));
   const fsync = opts.fsync ?? 'always';
   const persistence = fsync === 'none' ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', fsync];
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--daemonize', 'no', ...persistence];
+  const args = () => ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--daemonize', 'no', ...persistence];
   let proc: ManagedProcess | null = null;
+  let starts = 0;
   const start = async () => {
-    const started = startManagedProcess({ name: 'redis-server', command: REDIS_SERVER, args, logPath: join(dir, 'redis.log') });
+    // A log per start, so what is read below is this process's own.
+    const logPath = join(dir, `redis-${++starts}.log`);
+    const started = startManagedProcess({ name: 'redis-server', command: REDIS_SERVER, args: args(), logPath });
     proc = started;
     await waitFor(
       'redis-server to listen',
       async () => {
         if (started.hasExited()) throw new Error(`redis-server exited: ${await started.exited}\n${started.logTail()}`);
-        return accepts(port);
+        // Its own log, not a connect alone: a connect may reach whichever process holds the port.
+        return started.logTail().includes('Ready to accept connections') && accepts(port);
       },
       30_000,
     );
   };
-  await start();
+  // freePort() closes the port before redis-server binds it: another test's server may take it in between.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start();
+      break;
+    } catch (error) {
+      const taken = proc !== null && (proc as ManagedProcess).logTail().includes('Address already in use');
+      if (!taken || attempt === PORT_ATTEMPTS) throw error;
+      port = await freePort();
+    }
+  }
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
