@@ -3,9 +3,10 @@
 // events, whichever provider or caller API they come in.
 //
 // Whole answers: OpenAI chat `choices[].message.tool_calls[]`, OpenAI Responses `output[]` items
-// (`function_call`, `local_shell_call`, `shell_call`), Anthropic Messages `content[]` `tool_use` blocks, Gemini
+// (`function_call`, `custom_tool_call`, `local_shell_call`, `shell_call`), Anthropic Messages `content[]` `tool_use` blocks, Gemini
 // `candidates[].content.parts[].functionCall`, Bedrock Converse `output.message.content[].toolUse`.
-// Streams: chat `delta.tool_calls[]` by index, Responses `response.output_item.*` and argument deltas, Anthropic
+// Streams: chat `delta.tool_calls[]` by index, Responses `response.output_item.*` and argument (or custom tool
+// input) deltas, Anthropic
 // `content_block_start` + `input_json_delta`, Gemini chunks (each a whole call), ConverseStream
 // `contentBlockStart` + `contentBlockDelta`.
 
@@ -72,6 +73,10 @@ function readResponsesItem(item: Record<string, unknown>, calls: ToolCallCollect
   if (item.type === 'function_call') {
     name = text(item.name);
     args = text(item.arguments);
+  } else if (item.type === 'custom_tool_call') {
+    // A custom tool's input is free text (a grammar's output, code), hashed as any argument text is.
+    name = text(item.name);
+    args = text(item.input);
   } else if (item.type === 'local_shell_call' || item.type === 'shell_call') {
     name = shellToolName(item.type);
     args = item.action;
@@ -82,7 +87,8 @@ function readResponsesItem(item: Record<string, unknown>, calls: ToolCallCollect
 
 // Events that can carry a tool call: only these are parsed. A quote inside a string value is escaped, so these
 // match keys and type names only.
-const TOOL_EVENT = /"(?:tool_calls|tool_use|input_json_delta|functionCall|toolUse)"|"response\.(?:output_item\.(?:added|done)|function_call_arguments\.delta)"/;
+const TOOL_EVENT =
+  /"(?:tool_calls|tool_use|input_json_delta|functionCall|toolUse)"|"response\.(?:output_item\.(?:added|done)|function_call_arguments\.delta|custom_tool_call_input\.delta)"/;
 
 /** Reads a stream's events (SSE data, a Bedrock chunk's Anthropic event, a ConverseStream member) for tool calls. */
 export class ToolCallStreamReader {
@@ -123,12 +129,15 @@ export class ToolCallStreamReader {
       }
       case 'response.output_item.added': {
         const item = event.item;
-        if (isRecord(item) && (item.type === 'function_call' || item.type === 'local_shell_call' || item.type === 'shell_call')) {
-          calls.start(`r${indexOf(event.output_index)}`, idOf(item.call_id) ?? idOf(item.id), item.type === 'function_call' ? text(item.name) : shellToolName(item.type));
-        }
+        if (!isRecord(item)) return;
+        const key = `r${indexOf(event.output_index)}`;
+        const id = idOf(item.call_id) ?? idOf(item.id);
+        if (item.type === 'function_call' || item.type === 'custom_tool_call') calls.start(key, id, text(item.name));
+        else if (item.type === 'local_shell_call' || item.type === 'shell_call') calls.start(key, id, shellToolName(item.type));
         return;
       }
       case 'response.function_call_arguments.delta':
+      case 'response.custom_tool_call_input.delta':
         calls.piece(`r${indexOf(event.output_index)}`, text(event.delta));
         return;
       case 'response.output_item.done':

@@ -11,6 +11,8 @@ const PARIS = '6e1e312d537bc71b5410b0599f5a508142149e13174c6ee0d1671658845bc67d'
 const LS_L = '3b400bfb7eb1dfe9aeee8e364ae8043ee337db0d2bc3720a6f3c1c1f20acfe1c';
 // printf '%s' '{"commands":["ls -l"],"max_output_length":4096,"timeout_ms":120000}' | sha256sum
 const SHELL_LS_L = '55b5b10c27793d93f8f250c7c3ab107e9a01926d72eb11aef2b202211c366a6f';
+// printf '%s' "print('hi')" | sha256sum: a custom tool's free-text input, hashed as it is
+const PRINT_HI = 'c2d0a5e0790d97a015387a995c0d0b5eb3e88138466586fc980787c9b1731eb8';
 // printf '%s' '{}' | sha256sum
 const EMPTY_OBJECT = '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a';
 // printf '%s' '{"a":1,"b":' | sha256sum: a stream cut mid-arguments hashes the text that came
@@ -152,6 +154,22 @@ describe('OpenAI Responses', () => {
       { type: 'response.completed', response: { id: 'resp_2', output: [functionShellCall] } },
     );
     expect(tap('text/event-stream', pieces(body, 64)).calls).toEqual([{ id: 'call_sh', name: 'shell', argumentsSha256: SHELL_LS_L }]);
+  });
+  // A custom tool (type custom, free-form input): the call carries `input` text, not JSON `arguments`.
+  const customToolCall = { type: 'custom_tool_call', id: 'ctc_1', call_id: 'call_code', name: 'code_exec', input: "print('hi')", status: 'completed' };
+
+  it('records a custom_tool_call by its name, hashing its input text, whole and streamed', () => {
+    const answer = { id: 'resp_3', object: 'response', status: 'completed', output: [customToolCall] };
+    expect(tap('application/json', [JSON.stringify(answer)]).calls).toEqual([{ id: 'call_code', name: 'code_exec', argumentsSha256: PRINT_HI }]);
+    const body = namedSse(
+      { type: 'response.output_item.added', output_index: 0, item: { ...customToolCall, input: '', status: 'in_progress' } },
+      { type: 'response.custom_tool_call_input.delta', output_index: 0, item_id: 'ctc_1', delta: 'print(' },
+      { type: 'response.custom_tool_call_input.delta', output_index: 0, item_id: 'ctc_1', delta: "'hi')" },
+      { type: 'response.custom_tool_call_input.done', output_index: 0, item_id: 'ctc_1', input: "print('hi')" },
+      { type: 'response.completed', response: { id: 'resp_3', output: [customToolCall] } },
+    );
+    // No output_item.done: the call is whole from its deltas alone, as when a stream ends without it.
+    expect(tap('text/event-stream', pieces(body, 40)).calls).toEqual([{ id: 'call_code', name: 'code_exec', argumentsSha256: PRINT_HI }]);
   });
 });
 
