@@ -5,6 +5,7 @@
 import { AnthropicStreamUsage, normaliseAnthropicUsage } from '../wire-formats/anthropic/usage.ts';
 import { isRecord } from '../../../contracts/json-record.ts';
 import type { TokenUsage } from '../usage/usage.ts';
+import type { AnthropicBlock, AnthropicMessagesBody, AnthropicTextBlock, AnthropicTool, AnthropicToolChoice, AnthropicTurn } from './anthropic-request-body.ts';
 import { readChatRequest } from './chat-content.ts';
 import type { ChatContentPart, ChatRequest, JsonMode } from './chat-pivot.ts';
 import { EFFORT_BUDGETS, type ChatExtensions, type ThinkingBlock } from './chat-extensions.ts';
@@ -31,17 +32,11 @@ export interface AnthropicRequestOptions {
 
 export interface AnthropicRequest {
   /** Messages API body, with `stream` when streaming (route envelopes adjust it). */
-  body: Record<string, unknown>;
+  body: AnthropicMessagesBody;
   stream: boolean;
   includeUsage: boolean;
   /** The answer comes back as the forced JSON tool's input, to be turned into message content. */
   jsonMode: boolean;
-}
-
-type Block = Record<string, unknown>;
-interface Turn {
-  role: 'user' | 'assistant';
-  content: Block[];
 }
 
 const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
@@ -53,7 +48,7 @@ export function toAnthropicRequest(json: Record<string, unknown>, opts: Anthropi
   const { system, turns } = anthropicTurns(request, opts, thinking);
   // max_tokens counts the thinking too: a default leaves the usual room for the answer beside the budget.
   const max = request.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS + (thinking ?? 0);
-  const body: Record<string, unknown> = { max_tokens: max, messages: turns };
+  const body: AnthropicMessagesBody = { max_tokens: max, messages: turns };
   if (thinking !== undefined) body.thinking = { type: 'enabled', budget_tokens: thinkingTokens(thinking, max) };
   if (system.length > 0) body.system = system;
   addSampling(request, body);
@@ -63,10 +58,10 @@ export function toAnthropicRequest(json: Record<string, unknown>, opts: Anthropi
 }
 
 /** The chat messages as Anthropic's system blocks and alternating turns. */
-function anthropicTurns(request: ChatRequest, opts: AnthropicRequestOptions, thinking: number | undefined): { system: Block[]; turns: Turn[] } {
-  const system: Block[] = [];
-  const turns: Turn[] = [];
-  const push = (role: Turn['role'], blocks: Block[]) => {
+function anthropicTurns(request: ChatRequest, opts: AnthropicRequestOptions, thinking: number | undefined): { system: AnthropicTextBlock[]; turns: AnthropicTurn[] } {
+  const system: AnthropicTextBlock[] = [];
+  const turns: AnthropicTurn[] = [];
+  const push = (role: AnthropicTurn['role'], blocks: AnthropicBlock[]) => {
     if (blocks.length === 0) return;
     const last = turns[turns.length - 1];
     // Anthropic wants user and assistant turns to alternate: consecutive same-role messages become one turn.
@@ -85,7 +80,7 @@ function anthropicTurns(request: ChatRequest, opts: AnthropicRequestOptions, thi
         );
         break;
       case 'assistant': {
-        const blocks: Block[] = thinking ? (opts.extensions?.thinking?.get(message.index) ?? []).map(thinkingBlock) : [];
+        const blocks: AnthropicBlock[] = thinking ? (opts.extensions?.thinking?.get(message.index) ?? []).map(thinkingBlock) : [];
         if (message.text !== '') blocks.push({ type: 'text', text: message.text });
         for (const call of message.toolCalls) blocks.push({ type: 'tool_use', id: call.id, name: call.name, input: call.input });
         push('assistant', blocks);
@@ -100,7 +95,7 @@ function anthropicTurns(request: ChatRequest, opts: AnthropicRequestOptions, thi
 }
 
 /** One part of a user message as Anthropic's block: text, or an image by URL (where the route takes one) or base64. */
-function userBlock(part: ChatContentPart, opts: AnthropicRequestOptions): Block {
+function userBlock(part: ChatContentPart, opts: AnthropicRequestOptions): AnthropicBlock {
   if (part.type === 'text') return { type: 'text', text: part.text };
   if (part.source.kind === 'url') {
     if (!opts.imageUrls) {
@@ -127,7 +122,7 @@ function thinkingTokens(thinking: number, max: number): number {
 }
 
 /** Stop sequences, temperature (Anthropic's 0 to 1), top_p and the end user. */
-function addSampling(request: ChatRequest, body: Record<string, unknown>): void {
+function addSampling(request: ChatRequest, body: AnthropicMessagesBody): void {
   if (request.stop) body.stop_sequences = request.stop;
   const temperature = request.temperature;
   if (temperature !== undefined) {
@@ -139,7 +134,7 @@ function addSampling(request: ChatRequest, body: Record<string, unknown>): void 
 }
 
 /** Tools and tool_choice, or the forced JSON tool for a JSON response_format; whether the answer is that tool's input. */
-function addTools(request: ChatRequest, opts: AnthropicRequestOptions, thinking: number | undefined, body: Record<string, unknown>): boolean {
+function addTools(request: ChatRequest, opts: AnthropicRequestOptions, thinking: number | undefined, body: AnthropicMessagesBody): boolean {
   const { tools, toolChoice: choice, responseFormat: format } = request;
   if (format.kind !== 'text') {
     if (thinking !== undefined) {
@@ -158,7 +153,7 @@ function addTools(request: ChatRequest, opts: AnthropicRequestOptions, thinking:
       ...(t.description !== undefined ? { description: t.description } : {}),
       input_schema: t.parameters ?? { type: 'object', properties: {} },
     }));
-    const anthropicChoice: Record<string, unknown> | undefined =
+    const anthropicChoice: AnthropicToolChoice | undefined =
       choice === undefined ? undefined : choice.kind === 'function' ? { type: 'tool', name: choice.name } : { type: choice.kind === 'required' ? 'any' : choice.kind };
     if ((!request.parallelToolCalls || opts.extensions?.singleToolCall === true) && choice?.kind !== 'none') {
       body.tool_choice = { ...(anthropicChoice ?? { type: 'auto' }), disable_parallel_tool_use: true };
@@ -178,11 +173,11 @@ function thinkingBudget(extensions: ChatExtensions | undefined): number | undefi
   return reasoning.budget === 'dynamic' ? EFFORT_BUDGETS.medium : Math.max(reasoning.budget, MIN_THINKING_BUDGET);
 }
 
-function thinkingBlock(block: ThinkingBlock): Block {
+function thinkingBlock(block: ThinkingBlock): AnthropicBlock {
   return block.kind === 'thinking' ? { type: 'thinking', thinking: block.thinking, signature: block.signature } : { type: 'redacted_thinking', data: block.data };
 }
 
-function jsonTool(format: Exclude<JsonMode, { kind: 'text' }>): Record<string, unknown> {
+function jsonTool(format: Exclude<JsonMode, { kind: 'text' }>): AnthropicTool {
   if (format.kind === 'json_schema' && format.schema.type !== undefined && format.schema.type !== 'object') {
     throw unsupportedParameter('response_format.json_schema.schema', 'for Anthropic models the JSON schema must describe an object (type: object)');
   }

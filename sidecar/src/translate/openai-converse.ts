@@ -6,6 +6,7 @@
 import { isRecord } from '../../../contracts/json-record.ts';
 import { normaliseConverseUsage } from '../wire-formats/bedrock/usage.ts';
 import { readChatRequest } from './chat-content.ts';
+import type { ConverseBlock, ConverseBody, ConverseText, ConverseInferenceConfig, ConverseToolConfig, ConverseTurn } from './converse-request-body.ts';
 import type { ChatContentPart, ChatRequest } from './chat-pivot.ts';
 import type { ChatExtensions } from './chat-extensions.ts';
 import { chatUsage, chunk, usageChunk, type ChatChunk, type ChatCompletion, type ChatToolCall, type ChunkIdentity, type FinishReason } from './openai-chat.ts';
@@ -14,21 +15,15 @@ import { invalidParameter, unsupportedParameter } from './openai-error.ts';
 
 export interface ConverseRequest {
   /** Converse body: the model and the streaming choice are in the path. */
-  body: Record<string, unknown>;
+  body: ConverseBody;
   stream: boolean;
   includeUsage: boolean;
-}
-
-type Block = Record<string, unknown>;
-interface Turn {
-  role: 'user' | 'assistant';
-  content: Block[];
 }
 
 /** Converse's image formats, by the media type of a data: URL. */
 const IMAGE_FORMATS: Readonly<Record<string, string>> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
 
-function imageBlock(part: Extract<ChatContentPart, { type: 'image' }>, route: string): Block {
+function imageBlock(part: Extract<ChatContentPart, { type: 'image' }>, route: string): ConverseBlock {
   if (part.source.kind === 'url') {
     throw unsupportedParameter(part.param, `${part.param}: Bedrock's Converse API (route ${route}) takes images as bytes, so send them as base64 data: URLs, not by URL`);
   }
@@ -40,17 +35,17 @@ function imageBlock(part: Extract<ChatContentPart, { type: 'image' }>, route: st
 }
 
 interface ConverseMessages {
-  system: Block[];
-  messages: Turn[];
+  system: ConverseText[];
+  messages: ConverseTurn[];
   /** The conversation holds toolUse or toolResult blocks, which Converse reads only with the tools declared. */
   holdsToolBlocks: boolean;
 }
 
 function converseMessages(request: ChatRequest, route: string): ConverseMessages {
-  const system: Block[] = [];
-  const messages: Turn[] = [];
+  const system: ConverseText[] = [];
+  const messages: ConverseTurn[] = [];
   let holdsToolBlocks = false;
-  const push = (role: Turn['role'], blocks: Block[]) => {
+  const push = (role: ConverseTurn['role'], blocks: ConverseBlock[]) => {
     if (blocks.length === 0) return;
     const last = messages[messages.length - 1];
     // Converse wants user and assistant turns to alternate: consecutive same-role messages become one turn.
@@ -69,10 +64,10 @@ function converseMessages(request: ChatRequest, route: string): ConverseMessages
         );
         break;
       case 'assistant': {
-        const blocks: Block[] = [];
+        const blocks: ConverseBlock[] = [];
         if (message.text !== '') blocks.push({ text: message.text });
         for (const call of message.toolCalls) blocks.push({ toolUse: { toolUseId: call.id, name: call.name, input: call.input } });
-        holdsToolBlocks ||= blocks.some((block) => block.toolUse !== undefined);
+        holdsToolBlocks ||= blocks.some((block) => 'toolUse' in block);
         push('assistant', blocks);
         break;
       }
@@ -86,8 +81,8 @@ function converseMessages(request: ChatRequest, route: string): ConverseMessages
   return { system, messages, holdsToolBlocks };
 }
 
-function inferenceConfig(request: ChatRequest): Record<string, unknown> {
-  const config: Record<string, unknown> = {};
+function inferenceConfig(request: ChatRequest): ConverseInferenceConfig {
+  const config: ConverseInferenceConfig = {};
   if (request.maxTokens !== undefined) config.maxTokens = request.maxTokens;
   const temperature = request.temperature;
   if (temperature !== undefined) {
@@ -100,7 +95,7 @@ function inferenceConfig(request: ChatRequest): Record<string, unknown> {
 }
 
 /** `toolConfig`, or undefined when no tools go upstream. */
-function toolConfig(request: ChatRequest, holdsToolBlocks: boolean): Record<string, unknown> | undefined {
+function toolConfig(request: ChatRequest, holdsToolBlocks: boolean): ConverseToolConfig | undefined {
   const { tools, toolChoice: choice } = request;
   if (tools.length === 0) {
     if (choice !== undefined && choice.kind !== 'none') throw invalidParameter('tool_choice', 'tool_choice needs tools');
@@ -119,7 +114,7 @@ function toolConfig(request: ChatRequest, holdsToolBlocks: boolean): Record<stri
     }
     return undefined;
   }
-  const config: Record<string, unknown> = {
+  const config: ConverseToolConfig = {
     tools: tools.map((t) => ({
       toolSpec: {
         name: t.name,
@@ -140,7 +135,7 @@ export function toConverseRequest(json: Record<string, unknown>, opts: { route: 
     throw unsupportedParameter('reasoning', "reasoning is not translated for Bedrock's Converse API: each model family takes its own thinking settings there");
   }
   const { system, messages, holdsToolBlocks } = converseMessages(request, opts.route);
-  const body: Record<string, unknown> = { messages };
+  const body: ConverseBody = { messages };
   if (system.length > 0) body.system = system;
   const config = inferenceConfig(request);
   if (Object.keys(config).length > 0) body.inferenceConfig = config;

@@ -5,6 +5,7 @@
 import { normaliseGeminiUsage } from '../wire-formats/gemini/usage.ts';
 import { isRecord } from '../../../contracts/json-record.ts';
 import { readChatRequest } from './chat-content.ts';
+import type { GeminiContent, GeminiGenerateContentBody, GeminiGenerationConfig, GeminiPart } from './gemini-request-body.ts';
 import type { ChatContentPart, ChatReasoningEffort, ChatRequest } from './chat-pivot.ts';
 import {
   chatUsage,
@@ -23,15 +24,9 @@ import type { ChatExtensions } from './chat-extensions.ts';
 
 export interface GeminiRequest {
   /** generateContent body. */
-  body: Record<string, unknown>;
+  body: GeminiGenerateContentBody;
   stream: boolean;
   includeUsage: boolean;
-}
-
-type Part = Record<string, unknown>;
-interface Content {
-  role: 'user' | 'model';
-  parts: Part[];
 }
 
 // Thinking budgets for reasoning_effort, as Google maps them on its own OpenAI-compatible surface.
@@ -58,7 +53,7 @@ export function toGeminiRequest(json: Record<string, unknown>, extensions?: Chat
   const request = readChatRequest(json, 'gemini', 'Gemini');
   const { system, contents } = geminiContents(request);
   if (contents.length === 0) throw invalidParameter('messages', 'messages must hold at least one user, assistant or tool message');
-  const body: Record<string, unknown> = { contents };
+  const body: GeminiGenerateContentBody = { contents };
   if (system.length > 0) body.systemInstruction = { parts: system };
   const config = generationConfig(request, extensions);
   if (Object.keys(config).length > 0) body.generationConfig = config;
@@ -67,12 +62,12 @@ export function toGeminiRequest(json: Record<string, unknown>, extensions?: Chat
 }
 
 /** The chat messages as Gemini's system instruction parts and contents (user and model turns, merged when consecutive). */
-function geminiContents(request: ChatRequest): { system: Part[]; contents: Content[] } {
-  const system: Part[] = [];
-  const contents: Content[] = [];
+function geminiContents(request: ChatRequest): { system: GeminiPart[]; contents: GeminiContent[] } {
+  const system: GeminiPart[] = [];
+  const contents: GeminiContent[] = [];
   // Gemini's functionResponse names the function; chat completions names only the call id.
   const callNames = new Map<string, string>();
-  const push = (role: Content['role'], parts: Part[]) => {
+  const push = (role: GeminiContent['role'], parts: GeminiPart[]) => {
     if (parts.length === 0) return;
     const last = contents[contents.length - 1];
     if (last && last.role === role) last.parts.push(...parts);
@@ -87,7 +82,7 @@ function geminiContents(request: ChatRequest): { system: Part[]; contents: Conte
         push('user', message.content.map(userPart));
         break;
       case 'assistant': {
-        const parts: Part[] = [];
+        const parts: GeminiPart[] = [];
         if (message.text !== '') parts.push({ text: message.text });
         message.toolCalls.forEach((call, j) => {
           if (!isRecord(call.input)) {
@@ -114,7 +109,7 @@ function geminiContents(request: ChatRequest): { system: Part[]; contents: Conte
 }
 
 /** One part of a user message as Gemini's: text, inline base64 data, or a file by URL of a type its extension names. */
-function userPart(part: ChatContentPart): Part {
+function userPart(part: ChatContentPart): GeminiPart {
   if (part.type === 'text') return { text: part.text };
   if (part.source.kind === 'base64') return { inlineData: { mimeType: part.source.mediaType, data: part.source.data } };
   const mimeType = imageMimeType(part.source.url);
@@ -125,7 +120,7 @@ function userPart(part: ChatContentPart): Part {
 }
 
 /** generationConfig: limits and sampling, thinking, and the JSON response format. */
-function generationConfig(request: ChatRequest, extensions: ChatExtensions | undefined): Record<string, unknown> {
+function generationConfig(request: ChatRequest, extensions: ChatExtensions | undefined): GeminiGenerationConfig {
   const config = samplingConfig(request);
   if (request.reasoningEffort !== undefined) config.thinkingConfig = { thinkingBudget: THINKING_BUDGET[request.reasoningEffort] };
   const reasoning = extensions?.reasoning;
@@ -143,8 +138,8 @@ function generationConfig(request: ChatRequest, extensions: ChatExtensions | und
 }
 
 /** maxOutputTokens, stop sequences, temperature, topP, candidateCount, the penalties and the seed. */
-function samplingConfig(request: ChatRequest): Record<string, unknown> {
-  const config: Record<string, unknown> = {};
+function samplingConfig(request: ChatRequest): GeminiGenerationConfig {
+  const config: GeminiGenerationConfig = {};
   if (request.maxTokens !== undefined) config.maxOutputTokens = request.maxTokens;
   if (request.stop) config.stopSequences = request.stop;
   if (request.temperature !== undefined) config.temperature = request.temperature;
@@ -157,7 +152,7 @@ function samplingConfig(request: ChatRequest): Record<string, unknown> {
 }
 
 /** Function declarations and the function-calling mode. */
-function addTools(request: ChatRequest, body: Record<string, unknown>): void {
+function addTools(request: ChatRequest, body: GeminiGenerateContentBody): void {
   const { tools, toolChoice: choice } = request;
   if (tools.length > 0) {
     body.tools = [
