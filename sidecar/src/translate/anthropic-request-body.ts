@@ -1,6 +1,7 @@
 // The Anthropic Messages API request body a chat request is translated into (openai-anthropic.ts): what the
 // translator writes, and the envelope fields the Claude routes add (`model` on the Anthropic API,
-// `anthropic_version` on Vertex AI and Bedrock). Types of the wire, in Anthropic's field names; a `type` of an
+// `anthropic_version` on Vertex AI and Bedrock). Its content blocks are also those of the `message` the
+// Messages API answers with (messages-output.ts). Types of the wire, in Anthropic's field names; a `type` of an
 // object, so it is still a JSON object to the code that serialises it.
 
 export type AnthropicImageSource = { type: 'url'; url: string } | { type: 'base64'; media_type: string; data: string };
