@@ -19,7 +19,7 @@ import { inCallerTerms } from './through-chat.ts';
 const NAMES: Readonly<Record<string, string>> = { max_completion_tokens: 'max_output_tokens', response_format: 'text.format' };
 
 /** What a Messages token count takes of a Messages request. */
-const COUNTED_FIELDS = ['messages', 'system', 'tools', 'tool_choice', 'thinking'];
+const COUNTED_FIELDS = ['messages', 'system', 'tools', 'tool_choice', 'thinking'] as const;
 
 /** OpenAI answers in its own shape; only its errors name the route. */
 const PASSED_THROUGH = passedThroughAnswer("OpenAI's input token count");

@@ -11,7 +11,7 @@ import { v1Surface } from '../routes/v1-plan.ts';
 import { OPENAI_CHAT_RESPONSE } from '../translate/chat-responses.ts';
 import { GatewayError, invalidParameter, upstreamErrorBody } from '../translate/openai-error.ts';
 import { nowSeconds } from '../translate/openai-chat.ts';
-import { outputItems, responseEcho, responseObject, responseStatus, responsesUsage } from '../translate/responses-output.ts';
+import { outputItems, responseEcho, responseObject, responseStatus, responsesUsage, type ResponseEcho } from '../translate/responses-output.ts';
 import { includesEncryptedReasoning, inputItems, isTollgateReasoning, responsesToChat, type ResponseItem } from '../translate/responses-request.ts';
 import { ResponsesStreamEncoder } from '../translate/responses-stream.ts';
 import { OPENAI_API_ERRORS, type ApiCall, type CallerAnswer, type GatewayApi, passedThroughAnswer } from './gateway-api.ts';
@@ -91,7 +91,7 @@ function storedConversation(store: ResponseStore, call: ApiCall, openAi: boolean
 }
 
 interface AnswerContext {
-  echo: Record<string, unknown>;
+  echo: ResponseEcho;
   /** The conversation before this answer (stored with it). */
   items: ResponseItem[];
   /** Null: store: false. */

@@ -5,12 +5,13 @@
 import type { RouteModule, V1RoutePlan, V1Surface } from '../routes/route-module.ts';
 import { upstreamOf } from '../routes/upstream-base-url.ts';
 import type { ChatExtensions } from '../translate/chat-extensions.ts';
+import type { ChatRequestJson } from '../translate/chat-request-json.ts';
 import { OPENAI_CHAT_RESPONSE } from '../translate/chat-responses.ts';
 import { GatewayError } from '../translate/openai-error.ts';
 import type { ApiCall, ApiPlan, CallerAnswer } from './gateway-api.ts';
 
 export interface TranslatedRequest {
-  chat: Record<string, unknown>;
+  chat: ChatRequestJson;
   extensions: ChatExtensions;
   /** For each chat message, the caller's field it came from. */
   origins: readonly string[];

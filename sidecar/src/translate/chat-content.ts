@@ -1,30 +1,80 @@
-// Reading OpenAI chat messages the same way for every target: the message list, text content (a string or
-// text parts), user content parts (text and images), tool calls and their JSON arguments. Anything a
-// translator cannot carry is refused here with the JSON path of the offending field as `param`.
+// Reading an OpenAI chat-completions request into the typed pivot (chat-pivot.ts) the same way for every target:
+// the message list, text content (a string or text parts), user content parts (text and images), tool calls
+// and their JSON arguments, tools and the other parameters. Anything a translator cannot carry is refused here
+// with the JSON path of the offending field as `param`.
 
 import { isRecord } from '../../../contracts/json-record.ts';
-import type { ChatRole } from './openai-chat.ts';
+import { checkChatParameters, type TranslatedTarget } from './chat-parameters.ts';
+import type { ChatContentPart, ChatMessage, ChatReasoningEffort, ChatRequest, ChatTool, ChatToolCallIn, ChatToolChoice, JsonMode } from './chat-pivot.ts';
 import { GatewayError, invalidParameter, unsupportedParameter } from './openai-error.ts';
 
-export interface ChatMessage {
-  role: Exclude<ChatRole, 'function' | 'developer'> | 'system';
-  /** Position in the request, for error params (`messages[3].content`). */
+/** A message whose role is known, before its content is read. */
+interface RawMessage {
+  role: ChatMessage['role'];
   index: number;
   raw: Record<string, unknown>;
 }
 
-export type UserPart =
-  { type: 'text'; text: string } | { type: 'image'; source: { kind: 'base64'; mediaType: string; data: string } | { kind: 'url'; url: string }; param: string };
+/**
+ * The caller's chat-completions JSON read into the pivot a translator to `target` takes, once: the parameter
+ * table first (a parameter `target` cannot honour is refused, `provider` names it), then each field; a field that
+ * cannot be read is refused with a 400 naming its JSON path.
+ */
+export function readChatRequest(body: Record<string, unknown>, target: TranslatedTarget, provider: string): ChatRequest {
+  checkChatParameters(body, target, provider);
+  const messages = chatMessages(body).map(readMessage);
+  const maxTokens = maxTokensOf(body);
+  const stop = stopSequences(body);
+  const temperature = numberParam(body, 'temperature', 0, 2);
+  const topP = numberParam(body, 'top_p', 0, 1);
+  const n = numberParam(body, 'n', 1, 8);
+  if (n !== undefined && !Number.isInteger(n)) throw invalidParameter('n', 'n must be an integer');
+  const presencePenalty = numberParam(body, 'presence_penalty', -2, 2);
+  const frequencyPenalty = numberParam(body, 'frequency_penalty', -2, 2);
+  const seed = seedOf(body);
+  const reasoningEffort = reasoningEffortOf(body);
+  const tools = functionTools(body);
+  return {
+    messages,
+    tools,
+    toolChoice: toolChoice(body, tools),
+    parallelToolCalls: body.parallel_tool_calls !== false,
+    maxTokens,
+    stop,
+    temperature,
+    topP,
+    n,
+    presencePenalty,
+    frequencyPenalty,
+    seed,
+    reasoningEffort,
+    responseFormat: responseFormat(body),
+    stream: body.stream === true,
+    includeUsage: includeUsage(body),
+    user: typeof body.user === 'string' && body.user !== '' ? body.user : undefined,
+  };
+}
 
-export interface ToolCallIn {
-  id: string;
-  name: string;
-  /** Parsed `function.arguments`. */
-  input: unknown;
+function readMessage(message: RawMessage): ChatMessage {
+  const { role, index } = message;
+  switch (role) {
+    case 'system':
+      return { role, index, text: textContent(message) };
+    case 'user':
+      return { role, index, content: userParts(message) };
+    case 'assistant': {
+      const text = textContent(message);
+      return { role, index, text, toolCalls: toolCalls(message) };
+    }
+    case 'tool': {
+      const toolCallId = toolCallIdOf(message);
+      return { role, index, toolCallId, text: textContent(message) };
+    }
+  }
 }
 
 /** The request's messages, checked for shape; `developer` is read as `system` (OpenAI's newer name for it). */
-export function chatMessages(body: Record<string, unknown>): ChatMessage[] {
+function chatMessages(body: Record<string, unknown>): RawMessage[] {
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) {
     throw new GatewayError(400, "Missing required parameter: 'messages'.", { param: 'messages', code: 'missing_required_parameter' });
@@ -49,7 +99,7 @@ export function chatMessages(body: Record<string, unknown>): ChatMessage[] {
 }
 
 /** Text of a system, assistant or tool message: a string, or an array of text (and refusal) parts. */
-export function textContent(message: ChatMessage): string {
+function textContent(message: RawMessage): string {
   const content = message.raw.content;
   const param = `messages[${message.index}].content`;
   if (content === undefined || content === null) return '';
@@ -67,12 +117,12 @@ export function textContent(message: ChatMessage): string {
 const DATA_URL = /^data:([\w.+-]+\/[\w.+-]+);base64,(.*)$/s;
 
 /** Content of a user message: text parts and images (data URLs decoded, http(s) URLs kept as URLs). */
-export function userParts(message: ChatMessage): UserPart[] {
+function userParts(message: RawMessage): ChatContentPart[] {
   const content = message.raw.content;
   const param = `messages[${message.index}].content`;
   if (typeof content === 'string') return [{ type: 'text', text: content }];
   if (!Array.isArray(content)) throw invalidParameter(param, `${param} must be a string or an array of content parts`);
-  return content.map((part, j): UserPart => {
+  return content.map((part, j): ChatContentPart => {
     const at = `${param}[${j}]`;
     if (!isRecord(part)) throw invalidParameter(at, `${at} must be an object`);
     if (part.type === 'text') {
@@ -97,7 +147,7 @@ export function userParts(message: ChatMessage): UserPart[] {
 }
 
 /** An assistant message's tool calls, arguments parsed. */
-export function toolCalls(message: ChatMessage): ToolCallIn[] {
+function toolCalls(message: RawMessage): ChatToolCallIn[] {
   const calls = message.raw.tool_calls;
   if (calls === undefined || calls === null) return [];
   const param = `messages[${message.index}].tool_calls`;
@@ -121,7 +171,7 @@ export function toolCalls(message: ChatMessage): ToolCallIn[] {
   });
 }
 
-export function toolCallId(message: ChatMessage): string {
+function toolCallIdOf(message: RawMessage): string {
   const id = message.raw.tool_call_id;
   if (typeof id !== 'string' || id === '') {
     throw invalidParameter(`messages[${message.index}].tool_call_id`, `messages[${message.index}].tool_call_id is required for role 'tool'`);
@@ -129,14 +179,8 @@ export function toolCallId(message: ChatMessage): string {
   return id;
 }
 
-export interface FunctionTool {
-  name: string;
-  description: string | undefined;
-  parameters: Record<string, unknown> | undefined;
-}
-
 /** The request's tools; only `function` tools translate. */
-export function functionTools(body: Record<string, unknown>): FunctionTool[] {
+function functionTools(body: Record<string, unknown>): ChatTool[] {
   const tools = body.tools;
   if (tools === undefined || tools === null) return [];
   if (!Array.isArray(tools)) throw invalidParameter('tools', 'tools must be an array');
@@ -156,9 +200,7 @@ export function functionTools(body: Record<string, unknown>): FunctionTool[] {
   });
 }
 
-export type ToolChoice = { kind: 'auto' } | { kind: 'none' } | { kind: 'required' } | { kind: 'function'; name: string };
-
-export function toolChoice(body: Record<string, unknown>, tools: FunctionTool[]): ToolChoice | undefined {
+function toolChoice(body: Record<string, unknown>, tools: readonly ChatTool[]): ChatToolChoice | undefined {
   const choice = body.tool_choice;
   if (choice === undefined || choice === null) return undefined;
   if (choice === 'auto' || choice === 'none' || choice === 'required') return { kind: choice };
@@ -173,7 +215,7 @@ export function toolChoice(body: Record<string, unknown>, tools: FunctionTool[])
 }
 
 /** max_completion_tokens wins over the older max_tokens; both must be positive integers. */
-export function maxTokens(body: Record<string, unknown>): number | undefined {
+function maxTokensOf(body: Record<string, unknown>): number | undefined {
   for (const name of ['max_completion_tokens', 'max_tokens'] as const) {
     const value = body[name];
     if (value === undefined || value === null) continue;
@@ -183,7 +225,7 @@ export function maxTokens(body: Record<string, unknown>): number | undefined {
   return undefined;
 }
 
-export function stopSequences(body: Record<string, unknown>): string[] | undefined {
+function stopSequences(body: Record<string, unknown>): string[] | undefined {
   const stop = body.stop;
   if (stop === undefined || stop === null) return undefined;
   if (typeof stop === 'string') return [stop];
@@ -191,7 +233,7 @@ export function stopSequences(body: Record<string, unknown>): string[] | undefin
   throw invalidParameter('stop', 'stop must be a string or an array of strings');
 }
 
-export function numberParam(body: Record<string, unknown>, name: string, min: number, max: number): number | undefined {
+function numberParam(body: Record<string, unknown>, name: string, min: number, max: number): number | undefined {
   const value = body[name];
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
@@ -200,9 +242,7 @@ export function numberParam(body: Record<string, unknown>, name: string, min: nu
   return value;
 }
 
-export type JsonMode = { kind: 'text' } | { kind: 'json_object' } | { kind: 'json_schema'; name: string; schema: Record<string, unknown> };
-
-export function responseFormat(body: Record<string, unknown>): JsonMode {
+function responseFormat(body: Record<string, unknown>): JsonMode {
   const format = body.response_format;
   if (format === undefined || format === null) return { kind: 'text' };
   if (!isRecord(format)) throw invalidParameter('response_format', 'response_format must be an object');
@@ -218,6 +258,24 @@ export function responseFormat(body: Record<string, unknown>): JsonMode {
   throw unsupportedParameter('response_format.type', `response_format.type ${JSON.stringify(format.type)} is not supported: use text, json_object or json_schema`);
 }
 
-export function includeUsage(body: Record<string, unknown>): boolean {
+function includeUsage(body: Record<string, unknown>): boolean {
   return body.stream === true && isRecord(body.stream_options) && body.stream_options.include_usage === true;
+}
+
+/** Gemini's sampling seed (the parameter table refuses it elsewhere). */
+function seedOf(body: Record<string, unknown>): number | undefined {
+  const seed = body.seed;
+  if (seed === undefined || seed === null) return undefined;
+  if (typeof seed !== 'number' || !Number.isInteger(seed)) throw invalidParameter('seed', 'seed must be an integer');
+  return seed;
+}
+
+const REASONING_EFFORTS: ReadonlySet<unknown> = new Set<ChatReasoningEffort>(['none', 'minimal', 'low', 'medium', 'high']);
+const isReasoningEffort = (value: unknown): value is ChatReasoningEffort => REASONING_EFFORTS.has(value);
+
+function reasoningEffortOf(body: Record<string, unknown>): ChatReasoningEffort | undefined {
+  const effort = body.reasoning_effort;
+  if (effort === undefined || effort === null) return undefined;
+  if (!isReasoningEffort(effort)) throw invalidParameter('reasoning_effort', 'reasoning_effort must be one of none, minimal, low, medium, high');
+  return effort;
 }

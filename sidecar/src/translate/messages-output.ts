@@ -4,6 +4,7 @@
 // block being written: every delta goes out as it comes, written as text without building an object.
 
 import { anthropicStreamErrorEvent } from './anthropic-error.ts';
+import type { AnthropicBlock } from './anthropic-request-body.ts';
 import { ChoiceEncoder } from './choice-encoder.ts';
 import type { ChatCompletion, ChatUsage, ChunkToolCallDelta, FinishReason, ThinkingDelta } from './openai-chat.ts';
 import { ProxyError } from '../errors.ts';
@@ -35,11 +36,23 @@ export function stopReason(finish: FinishReason | null): string {
   }
 }
 
+/** A Messages API `message`, the whole answer; its blocks are those a request sends back. */
+export type AnthropicMessage = {
+  id: string;
+  type: 'message';
+  role: 'assistant';
+  model: string;
+  content: AnthropicBlock[];
+  stop_reason: string;
+  stop_sequence: null;
+  usage: MessagesUsage;
+};
+
 /** A whole chat completion's first choice as a Messages `message`. */
-export function messageFromCompletion(completion: ChatCompletion, id: string): Record<string, unknown> {
+export function messageFromCompletion(completion: ChatCompletion, id: string): AnthropicMessage {
   const choice = completion.choices[0];
   const message = choice?.message;
-  const content: Record<string, unknown>[] = [];
+  const content: AnthropicBlock[] = [];
   for (const block of message?.thinking ?? []) {
     content.push(block.kind === 'thinking' ? { type: 'thinking', thinking: block.thinking, signature: block.signature } : { type: 'redacted_thinking', data: block.data });
   }
@@ -136,7 +149,7 @@ export class MessagesStreamEncoder extends ChoiceEncoder {
     return args === '' ? out : out + this.#delta(`{"type":"input_json_delta","partial_json":${JSON.stringify(args)}}`);
   }
 
-  #begin(open: OpenBlock, block: Record<string, unknown>): string {
+  #begin(open: OpenBlock, block: AnthropicBlock): string {
     this.#open = open;
     this.#blockOpen = true;
     this.#index += 1;

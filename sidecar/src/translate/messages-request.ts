@@ -7,6 +7,8 @@
 import { isRecord } from '../../../contracts/json-record.ts';
 import { checkParameters, ignore, map, reject, type Handling } from './chat-parameters.ts';
 import { EFFORT_BUDGETS, effortForBudget, REASONING_EFFORTS, type ChatExtensions, type ReasoningEffort, type ReasoningRequest } from './chat-extensions.ts';
+import type { ChatContentPartJson, ChatMessageJson, ChatRequestJson, ChatResponseFormatJson, ChatToolChoiceJson, ChatToolJson } from './chat-request-json.ts';
+import type { ChatToolCall } from './openai-chat.ts';
 import { invalidParameter, unsupportedParameter } from './openai-error.ts';
 
 export const MESSAGES_PARAMETERS: Readonly<Record<string, Handling>> = {
@@ -37,7 +39,7 @@ export const MESSAGES_PARAMETERS: Readonly<Record<string, Handling>> = {
 };
 
 export interface MessagesChatRequest {
-  chat: Record<string, unknown>;
+  chat: ChatRequestJson;
   extensions: ChatExtensions;
   /** For each chat message, the request field it came from (`messages[2]`), to name it in a refusal. */
   origins: string[];
@@ -47,9 +49,9 @@ const ANTHROPIC_IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', '
 
 export function messagesToChat(request: Record<string, unknown>): MessagesChatRequest {
   checkParameters(request, (name) => MESSAGES_PARAMETERS[name], 'through this gateway for models other than Claude');
-  const messages: Record<string, unknown>[] = [];
+  const messages: ChatMessageJson[] = [];
   const origins: string[] = [];
-  const push = (message: Record<string, unknown>, origin: string) => {
+  const push = (message: ChatMessageJson, origin: string) => {
     messages.push(message);
     origins.push(origin);
   };
@@ -63,7 +65,7 @@ export function messagesToChat(request: Record<string, unknown>): MessagesChatRe
     else throw invalidParameter(`${at}.role`, `${at}.role: Input should be 'user' or 'assistant'`);
   });
 
-  const chat: Record<string, unknown> = { model: request.model, messages };
+  const chat: ChatRequestJson = { model: request.model, messages };
   const max = request.max_tokens;
   if (typeof max !== 'number' || !Number.isInteger(max) || max < 1) throw invalidParameter('max_tokens', 'max_tokens: a positive integer is required');
   chat.max_completion_tokens = max;
@@ -114,11 +116,11 @@ function blocksOf(content: unknown, at: string): unknown[] {
  * A user turn: its tool_result blocks first, as tool messages (chat wants them right after the assistant's
  * calls), the images some results hold in a user message after them, then the rest of the turn.
  */
-function userTurn(content: unknown, at: string): Record<string, unknown>[] {
+function userTurn(content: unknown, at: string): ChatMessageJson[] {
   if (typeof content === 'string') return [{ role: 'user', content }];
-  const tools: Record<string, unknown>[] = [];
-  const toolImages: Record<string, unknown>[] = [];
-  const parts: Record<string, unknown>[] = [];
+  const tools: ChatMessageJson[] = [];
+  const toolImages: ChatContentPartJson[] = [];
+  const parts: ChatContentPartJson[] = [];
   blocksOf(content, at).forEach((block, j) => {
     const where = `${at}.content[${j}]`;
     if (!isRecord(block)) throw invalidParameter(where, `${where} must be an object`);
@@ -127,7 +129,7 @@ function userTurn(content: unknown, at: string): Record<string, unknown>[] {
       const result = blocksOf(block.content ?? '', where).map((inner, k) => contentPart(inner, `${where}.content[${k}]`));
       const text = result
         .filter((part) => part.type === 'text')
-        .map((part) => String(part.text))
+        .map((part) => part.text)
         .join('');
       toolImages.push(...result.filter((part) => part.type === 'image_url'));
       // Chat has no error flag on a tool result: the model is told in the text.
@@ -136,14 +138,14 @@ function userTurn(content: unknown, at: string): Record<string, unknown>[] {
     }
     parts.push(contentPart(block, where));
   });
-  const out = [...tools];
+  const out: ChatMessageJson[] = [...tools];
   if (toolImages.length > 0) out.push({ role: 'user', content: toolImages });
   if (parts.length > 0) out.push({ role: 'user', content: parts });
   return out;
 }
 
 /** A text or image block as a chat content part. */
-function contentPart(block: unknown, where: string): Record<string, unknown> {
+function contentPart(block: unknown, where: string): ChatContentPartJson {
   if (!isRecord(block)) throw invalidParameter(where, `${where} must be an object`);
   if (block.type === 'text' && typeof block.text === 'string') return { type: 'text', text: block.text };
   if (block.type === 'image') {
@@ -163,9 +165,9 @@ function contentPart(block: unknown, where: string): Record<string, unknown> {
 }
 
 /** An assistant turn: its text and tool calls; thinking of earlier turns is the model's own and not sent back. */
-function assistantTurn(content: unknown, at: string): Record<string, unknown> {
+function assistantTurn(content: unknown, at: string): ChatMessageJson {
   let text = '';
-  const calls: Record<string, unknown>[] = [];
+  const calls: ChatToolCall[] = [];
   blocksOf(content, at).forEach((block, j) => {
     const where = `${at}.content[${j}]`;
     if (!isRecord(block)) throw invalidParameter(where, `${where} must be an object`);
@@ -180,7 +182,7 @@ function assistantTurn(content: unknown, at: string): Record<string, unknown> {
   return { role: 'assistant', content: text === '' && calls.length > 0 ? null : text, ...(calls.length > 0 ? { tool_calls: calls } : {}) };
 }
 
-function functionTools(tools: unknown): Record<string, unknown>[] {
+function functionTools(tools: unknown): ChatToolJson[] {
   if (tools === undefined || tools === null) return [];
   if (!Array.isArray(tools)) throw invalidParameter('tools', 'tools: Input should be a valid list');
   return tools.map((tool, i) => {
@@ -197,7 +199,7 @@ function functionTools(tools: unknown): Record<string, unknown>[] {
   });
 }
 
-function toolChoice(choice: Record<string, unknown>): unknown {
+function toolChoice(choice: Record<string, unknown>): ChatToolChoiceJson {
   switch (choice.type) {
     case 'auto':
       return 'auto';
@@ -213,7 +215,7 @@ function toolChoice(choice: Record<string, unknown>): unknown {
   }
 }
 
-function responseFormat(format: Record<string, unknown>): Record<string, unknown> {
+function responseFormat(format: Record<string, unknown>): ChatResponseFormatJson {
   if (format.type !== 'json_schema' || !isRecord(format.schema)) {
     throw invalidParameter('output_config.format', 'output_config.format must be {"type": "json_schema", "schema": {…}}');
   }

@@ -5,22 +5,9 @@
 import { AnthropicStreamUsage, normaliseAnthropicUsage } from '../wire-formats/anthropic/usage.ts';
 import { isRecord } from '../../../contracts/json-record.ts';
 import type { TokenUsage } from '../usage/usage.ts';
-import { checkChatParameters } from './chat-parameters.ts';
-import {
-  chatMessages,
-  functionTools,
-  includeUsage,
-  maxTokens,
-  numberParam,
-  responseFormat,
-  stopSequences,
-  textContent,
-  toolCallId,
-  toolCalls,
-  toolChoice,
-  userParts,
-  type JsonMode,
-} from './chat-content.ts';
+import type { AnthropicBlock, AnthropicMessagesBody, AnthropicTextBlock, AnthropicTool, AnthropicToolChoice, AnthropicTurn } from './anthropic-request-body.ts';
+import { readChatRequest } from './chat-content.ts';
+import type { ChatContentPart, ChatRequest, JsonMode } from './chat-pivot.ts';
 import { EFFORT_BUDGETS, type ChatExtensions, type ThinkingBlock } from './chat-extensions.ts';
 import { chatUsage, chunk, usageChunk, type ChatChunk, type ChatCompletion, type ChatToolCall, type ChunkIdentity, type FinishReason } from './openai-chat.ts';
 import { invalidParameter, unsupportedParameter } from './openai-error.ts';
@@ -45,71 +32,62 @@ export interface AnthropicRequestOptions {
 
 export interface AnthropicRequest {
   /** Messages API body, with `stream` when streaming (route envelopes adjust it). */
-  body: Record<string, unknown>;
+  body: AnthropicMessagesBody;
   stream: boolean;
   includeUsage: boolean;
   /** The answer comes back as the forced JSON tool's input, to be turned into message content. */
   jsonMode: boolean;
 }
 
-type Block = Record<string, unknown>;
-interface Turn {
-  role: 'user' | 'assistant';
-  content: Block[];
-}
-
 const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
 
-export function toAnthropicRequest(request: Record<string, unknown>, opts: AnthropicRequestOptions): AnthropicRequest {
-  checkChatParameters(request, 'anthropic', 'Anthropic');
+/** The caller's chat-completions JSON as a Messages API body (read into the chat pivot first). */
+export function toAnthropicRequest(json: Record<string, unknown>, opts: AnthropicRequestOptions): AnthropicRequest {
+  const request = readChatRequest(json, 'anthropic', 'Anthropic');
   const thinking = thinkingBudget(opts.extensions);
   const { system, turns } = anthropicTurns(request, opts, thinking);
   // max_tokens counts the thinking too: a default leaves the usual room for the answer beside the budget.
-  const max = maxTokens(request) ?? DEFAULT_ANTHROPIC_MAX_TOKENS + (thinking ?? 0);
-  const body: Record<string, unknown> = { max_tokens: max, messages: turns };
+  const max = request.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS + (thinking ?? 0);
+  const body: AnthropicMessagesBody = { max_tokens: max, messages: turns };
   if (thinking !== undefined) body.thinking = { type: 'enabled', budget_tokens: thinkingTokens(thinking, max) };
   if (system.length > 0) body.system = system;
   addSampling(request, body);
   const jsonMode = addTools(request, opts, thinking, body);
-  const stream = request.stream === true;
-  if (stream) body.stream = true;
-  return { body, stream, includeUsage: includeUsage(request), jsonMode };
+  if (request.stream) body.stream = true;
+  return { body, stream: request.stream, includeUsage: request.includeUsage, jsonMode };
 }
 
 /** The chat messages as Anthropic's system blocks and alternating turns. */
-function anthropicTurns(request: Record<string, unknown>, opts: AnthropicRequestOptions, thinking: number | undefined): { system: Block[]; turns: Turn[] } {
-  const system: Block[] = [];
-  const turns: Turn[] = [];
-  const push = (role: Turn['role'], blocks: Block[]) => {
+function anthropicTurns(request: ChatRequest, opts: AnthropicRequestOptions, thinking: number | undefined): { system: AnthropicTextBlock[]; turns: AnthropicTurn[] } {
+  const system: AnthropicTextBlock[] = [];
+  const turns: AnthropicTurn[] = [];
+  const push = (role: AnthropicTurn['role'], blocks: AnthropicBlock[]) => {
     if (blocks.length === 0) return;
     const last = turns[turns.length - 1];
     // Anthropic wants user and assistant turns to alternate: consecutive same-role messages become one turn.
     if (last && last.role === role) last.content.push(...blocks);
     else turns.push({ role, content: blocks });
   };
-  for (const message of chatMessages(request)) {
+  for (const message of request.messages) {
     switch (message.role) {
-      case 'system': {
-        const text = textContent(message);
-        if (text !== '') system.push({ type: 'text', text });
+      case 'system':
+        if (message.text !== '') system.push({ type: 'text', text: message.text });
         break;
-      }
       case 'user':
         push(
           'user',
-          userParts(message).map((part) => userBlock(part, opts)),
+          message.content.map((part) => userBlock(part, opts)),
         );
         break;
       case 'assistant': {
-        const blocks: Block[] = thinking ? (opts.extensions?.thinking?.get(message.index) ?? []).map(thinkingBlock) : [];
-        const text = textContent(message);
-        if (text !== '') blocks.push({ type: 'text', text });
-        for (const call of toolCalls(message)) blocks.push({ type: 'tool_use', id: call.id, name: call.name, input: call.input });
+        const blocks: AnthropicBlock[] = thinking ? (opts.extensions?.thinking?.get(message.index) ?? []).map(thinkingBlock) : [];
+        if (message.text !== '') blocks.push({ type: 'text', text: message.text });
+        for (const call of message.toolCalls) blocks.push({ type: 'tool_use', id: call.id, name: call.name, input: call.input });
         push('assistant', blocks);
         break;
       }
       case 'tool':
-        push('user', [{ type: 'tool_result', tool_use_id: toolCallId(message), content: textContent(message) }]);
+        push('user', [{ type: 'tool_result', tool_use_id: message.toolCallId, content: message.text }]);
         break;
     }
   }
@@ -117,7 +95,7 @@ function anthropicTurns(request: Record<string, unknown>, opts: AnthropicRequest
 }
 
 /** One part of a user message as Anthropic's block: text, or an image by URL (where the route takes one) or base64. */
-function userBlock(part: ReturnType<typeof userParts>[number], opts: AnthropicRequestOptions): Block {
+function userBlock(part: ChatContentPart, opts: AnthropicRequestOptions): AnthropicBlock {
   if (part.type === 'text') return { type: 'text', text: part.text };
   if (part.source.kind === 'url') {
     if (!opts.imageUrls) {
@@ -144,24 +122,20 @@ function thinkingTokens(thinking: number, max: number): number {
 }
 
 /** Stop sequences, temperature (Anthropic's 0 to 1), top_p and the end user. */
-function addSampling(request: Record<string, unknown>, body: Record<string, unknown>): void {
-  const stop = stopSequences(request);
-  if (stop) body.stop_sequences = stop;
-  const temperature = numberParam(request, 'temperature', 0, 2);
+function addSampling(request: ChatRequest, body: AnthropicMessagesBody): void {
+  if (request.stop) body.stop_sequences = request.stop;
+  const temperature = request.temperature;
   if (temperature !== undefined) {
     if (temperature > 1) throw invalidParameter('temperature', `temperature ${temperature} is out of range for Anthropic models, which accept 0 to 1`);
     body.temperature = temperature;
   }
-  const topP = numberParam(request, 'top_p', 0, 1);
-  if (topP !== undefined) body.top_p = topP;
-  if (typeof request.user === 'string' && request.user !== '') body.metadata = { user_id: request.user };
+  if (request.topP !== undefined) body.top_p = request.topP;
+  if (request.user !== undefined) body.metadata = { user_id: request.user };
 }
 
 /** Tools and tool_choice, or the forced JSON tool for a JSON response_format; whether the answer is that tool's input. */
-function addTools(request: Record<string, unknown>, opts: AnthropicRequestOptions, thinking: number | undefined, body: Record<string, unknown>): boolean {
-  const tools = functionTools(request);
-  const choice = toolChoice(request, tools);
-  const format = responseFormat(request);
+function addTools(request: ChatRequest, opts: AnthropicRequestOptions, thinking: number | undefined, body: AnthropicMessagesBody): boolean {
+  const { tools, toolChoice: choice, responseFormat: format } = request;
   if (format.kind !== 'text') {
     if (thinking !== undefined) {
       throw unsupportedParameter('reasoning', 'Claude cannot think and answer in JSON at once: its JSON answer is a forced tool call, which extended thinking refuses');
@@ -179,9 +153,9 @@ function addTools(request: Record<string, unknown>, opts: AnthropicRequestOption
       ...(t.description !== undefined ? { description: t.description } : {}),
       input_schema: t.parameters ?? { type: 'object', properties: {} },
     }));
-    const anthropicChoice: Record<string, unknown> | undefined =
+    const anthropicChoice: AnthropicToolChoice | undefined =
       choice === undefined ? undefined : choice.kind === 'function' ? { type: 'tool', name: choice.name } : { type: choice.kind === 'required' ? 'any' : choice.kind };
-    if ((request.parallel_tool_calls === false || opts.extensions?.singleToolCall === true) && choice?.kind !== 'none') {
+    if ((!request.parallelToolCalls || opts.extensions?.singleToolCall === true) && choice?.kind !== 'none') {
       body.tool_choice = { ...(anthropicChoice ?? { type: 'auto' }), disable_parallel_tool_use: true };
     } else if (anthropicChoice) {
       body.tool_choice = anthropicChoice;
@@ -199,11 +173,11 @@ function thinkingBudget(extensions: ChatExtensions | undefined): number | undefi
   return reasoning.budget === 'dynamic' ? EFFORT_BUDGETS.medium : Math.max(reasoning.budget, MIN_THINKING_BUDGET);
 }
 
-function thinkingBlock(block: ThinkingBlock): Block {
+function thinkingBlock(block: ThinkingBlock): AnthropicBlock {
   return block.kind === 'thinking' ? { type: 'thinking', thinking: block.thinking, signature: block.signature } : { type: 'redacted_thinking', data: block.data };
 }
 
-function jsonTool(format: Exclude<JsonMode, { kind: 'text' }>): Record<string, unknown> {
+function jsonTool(format: Exclude<JsonMode, { kind: 'text' }>): AnthropicTool {
   if (format.kind === 'json_schema' && format.schema.type !== undefined && format.schema.type !== 'object') {
     throw unsupportedParameter('response_format.json_schema.schema', 'for Anthropic models the JSON schema must describe an object (type: object)');
   }

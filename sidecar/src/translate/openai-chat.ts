@@ -1,11 +1,9 @@
-// The OpenAI chat-completions shapes the translators read and write: the request fields they look at, the
-// response and chunk objects they build, and the usage block. Only what the translators need is typed; a
-// request is validated field by field by the parameter table (chat-parameters.ts), not by these types.
+// The OpenAI chat-completions shapes the translators write: the response and chunk objects they build (the
+// answer side of the chat pivot, what a chat caller reads) and the usage block. The request side of the pivot
+// is chat-pivot.ts.
 
 import type { TokenUsage } from '../usage/usage.ts';
 import type { ThinkingBlock } from './chat-extensions.ts';
-
-export type ChatRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool' | 'function';
 
 export interface ChatToolCall {
   id: string;

@@ -5,21 +5,9 @@
 
 import { isRecord } from '../../../contracts/json-record.ts';
 import { normaliseConverseUsage } from '../wire-formats/bedrock/usage.ts';
-import { checkChatParameters } from './chat-parameters.ts';
-import {
-  chatMessages,
-  functionTools,
-  includeUsage,
-  maxTokens,
-  numberParam,
-  stopSequences,
-  textContent,
-  toolCallId,
-  toolCalls,
-  toolChoice,
-  userParts,
-  type UserPart,
-} from './chat-content.ts';
+import { readChatRequest } from './chat-content.ts';
+import type { ConverseBlock, ConverseBody, ConverseText, ConverseInferenceConfig, ConverseToolConfig, ConverseTurn } from './converse-request-body.ts';
+import type { ChatContentPart, ChatRequest } from './chat-pivot.ts';
 import type { ChatExtensions } from './chat-extensions.ts';
 import { chatUsage, chunk, usageChunk, type ChatChunk, type ChatCompletion, type ChatToolCall, type ChunkIdentity, type FinishReason } from './openai-chat.ts';
 import type { StreamStep } from './openai-anthropic.ts';
@@ -27,21 +15,15 @@ import { invalidParameter, unsupportedParameter } from './openai-error.ts';
 
 export interface ConverseRequest {
   /** Converse body: the model and the streaming choice are in the path. */
-  body: Record<string, unknown>;
+  body: ConverseBody;
   stream: boolean;
   includeUsage: boolean;
-}
-
-type Block = Record<string, unknown>;
-interface Turn {
-  role: 'user' | 'assistant';
-  content: Block[];
 }
 
 /** Converse's image formats, by the media type of a data: URL. */
 const IMAGE_FORMATS: Readonly<Record<string, string>> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
 
-function imageBlock(part: Extract<UserPart, { type: 'image' }>, route: string): Block {
+function imageBlock(part: Extract<ChatContentPart, { type: 'image' }>, route: string): ConverseBlock {
   if (part.source.kind === 'url') {
     throw unsupportedParameter(part.param, `${part.param}: Bedrock's Converse API (route ${route}) takes images as bytes, so send them as base64 data: URLs, not by URL`);
   }
@@ -53,48 +35,45 @@ function imageBlock(part: Extract<UserPart, { type: 'image' }>, route: string): 
 }
 
 interface ConverseMessages {
-  system: Block[];
-  messages: Turn[];
+  system: ConverseText[];
+  messages: ConverseTurn[];
   /** The conversation holds toolUse or toolResult blocks, which Converse reads only with the tools declared. */
   holdsToolBlocks: boolean;
 }
 
-function converseMessages(request: Record<string, unknown>, route: string): ConverseMessages {
-  const system: Block[] = [];
-  const messages: Turn[] = [];
+function converseMessages(request: ChatRequest, route: string): ConverseMessages {
+  const system: ConverseText[] = [];
+  const messages: ConverseTurn[] = [];
   let holdsToolBlocks = false;
-  const push = (role: Turn['role'], blocks: Block[]) => {
+  const push = (role: ConverseTurn['role'], blocks: ConverseBlock[]) => {
     if (blocks.length === 0) return;
     const last = messages[messages.length - 1];
     // Converse wants user and assistant turns to alternate: consecutive same-role messages become one turn.
     if (last && last.role === role) last.content.push(...blocks);
     else messages.push({ role, content: blocks });
   };
-  for (const message of chatMessages(request)) {
+  for (const message of request.messages) {
     switch (message.role) {
-      case 'system': {
-        const text = textContent(message);
-        if (text !== '') system.push({ text });
+      case 'system':
+        if (message.text !== '') system.push({ text: message.text });
         break;
-      }
       case 'user':
         push(
           'user',
-          userParts(message).map((part) => (part.type === 'text' ? { text: part.text } : imageBlock(part, route))),
+          message.content.map((part) => (part.type === 'text' ? { text: part.text } : imageBlock(part, route))),
         );
         break;
       case 'assistant': {
-        const blocks: Block[] = [];
-        const text = textContent(message);
-        if (text !== '') blocks.push({ text });
-        for (const call of toolCalls(message)) blocks.push({ toolUse: { toolUseId: call.id, name: call.name, input: call.input } });
-        holdsToolBlocks ||= blocks.some((block) => block.toolUse !== undefined);
+        const blocks: ConverseBlock[] = [];
+        if (message.text !== '') blocks.push({ text: message.text });
+        for (const call of message.toolCalls) blocks.push({ toolUse: { toolUseId: call.id, name: call.name, input: call.input } });
+        holdsToolBlocks ||= blocks.some((block) => 'toolUse' in block);
         push('assistant', blocks);
         break;
       }
       case 'tool':
         holdsToolBlocks = true;
-        push('user', [{ toolResult: { toolUseId: toolCallId(message), content: [{ text: textContent(message) }] } }]);
+        push('user', [{ toolResult: { toolUseId: message.toolCallId, content: [{ text: message.text }] } }]);
         break;
     }
   }
@@ -102,26 +81,22 @@ function converseMessages(request: Record<string, unknown>, route: string): Conv
   return { system, messages, holdsToolBlocks };
 }
 
-function inferenceConfig(request: Record<string, unknown>): Record<string, unknown> {
-  const config: Record<string, unknown> = {};
-  const max = maxTokens(request);
-  if (max !== undefined) config.maxTokens = max;
-  const temperature = numberParam(request, 'temperature', 0, 2);
+function inferenceConfig(request: ChatRequest): ConverseInferenceConfig {
+  const config: ConverseInferenceConfig = {};
+  if (request.maxTokens !== undefined) config.maxTokens = request.maxTokens;
+  const temperature = request.temperature;
   if (temperature !== undefined) {
     if (temperature > 1) throw invalidParameter('temperature', `temperature ${temperature} is out of range for Bedrock's Converse API, which accepts 0 to 1`);
     config.temperature = temperature;
   }
-  const topP = numberParam(request, 'top_p', 0, 1);
-  if (topP !== undefined) config.topP = topP;
-  const stop = stopSequences(request);
-  if (stop) config.stopSequences = stop;
+  if (request.topP !== undefined) config.topP = request.topP;
+  if (request.stop) config.stopSequences = request.stop;
   return config;
 }
 
 /** `toolConfig`, or undefined when no tools go upstream. */
-function toolConfig(request: Record<string, unknown>, holdsToolBlocks: boolean): Record<string, unknown> | undefined {
-  const tools = functionTools(request);
-  const choice = toolChoice(request, tools);
+function toolConfig(request: ChatRequest, holdsToolBlocks: boolean): ConverseToolConfig | undefined {
+  const { tools, toolChoice: choice } = request;
   if (tools.length === 0) {
     if (choice !== undefined && choice.kind !== 'none') throw invalidParameter('tool_choice', 'tool_choice needs tools');
     if (holdsToolBlocks) {
@@ -139,7 +114,7 @@ function toolConfig(request: Record<string, unknown>, holdsToolBlocks: boolean):
     }
     return undefined;
   }
-  const config: Record<string, unknown> = {
+  const config: ConverseToolConfig = {
     tools: tools.map((t) => ({
       toolSpec: {
         name: t.name,
@@ -152,21 +127,21 @@ function toolConfig(request: Record<string, unknown>, holdsToolBlocks: boolean):
   return config;
 }
 
-/** A chat request as a Converse body. `route` names the route in refusals. */
-export function toConverseRequest(request: Record<string, unknown>, opts: { route: string; extensions?: ChatExtensions | undefined }): ConverseRequest {
-  checkChatParameters(request, 'converse', "Bedrock's Converse API");
+/** The caller's chat-completions JSON as a Converse body (read into the chat pivot first). `route` names the route in refusals. */
+export function toConverseRequest(json: Record<string, unknown>, opts: { route: string; extensions?: ChatExtensions | undefined }): ConverseRequest {
+  const request = readChatRequest(json, 'converse', "Bedrock's Converse API");
   const reasoning = opts.extensions?.reasoning;
   if (reasoning !== undefined && reasoning.budget !== 0) {
     throw unsupportedParameter('reasoning', "reasoning is not translated for Bedrock's Converse API: each model family takes its own thinking settings there");
   }
   const { system, messages, holdsToolBlocks } = converseMessages(request, opts.route);
-  const body: Record<string, unknown> = { messages };
+  const body: ConverseBody = { messages };
   if (system.length > 0) body.system = system;
   const config = inferenceConfig(request);
   if (Object.keys(config).length > 0) body.inferenceConfig = config;
   const tools = toolConfig(request, holdsToolBlocks);
   if (tools !== undefined) body.toolConfig = tools;
-  return { body, stream: request.stream === true, includeUsage: includeUsage(request) };
+  return { body, stream: request.stream, includeUsage: request.includeUsage };
 }
 
 export function converseFinishReason(stopReason: unknown): FinishReason {

@@ -34,6 +34,8 @@ describe('chat completions → Gemini generateContent request', () => {
     [{ logit_bias: { '50256': -100 } }, 'logit_bias'],
     [{ n: 9 }, 'n'],
     [{ reasoning_effort: 'extreme' }, 'reasoning_effort'],
+    // A name every object has was once read as a budget, and Gemini got an empty thinkingConfig.
+    [{ reasoning_effort: 'constructor' }, 'reasoning_effort'],
     [{ web_search_options: {} }, 'web_search_options'],
     [{ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/chart' } }] }] }, 'messages[0].content[0].image_url.url'],
     [{ messages: [{ role: 'tool', tool_call_id: 'nope', content: 'x' }] }, 'messages[0].tool_call_id'],

@@ -4,21 +4,9 @@
 
 import { normaliseGeminiUsage } from '../wire-formats/gemini/usage.ts';
 import { isRecord } from '../../../contracts/json-record.ts';
-import { checkChatParameters } from './chat-parameters.ts';
-import {
-  chatMessages,
-  functionTools,
-  includeUsage,
-  maxTokens,
-  numberParam,
-  responseFormat,
-  stopSequences,
-  textContent,
-  toolCallId,
-  toolCalls,
-  toolChoice,
-  userParts,
-} from './chat-content.ts';
+import { readChatRequest } from './chat-content.ts';
+import type { GeminiContent, GeminiGenerateContentBody, GeminiGenerationConfig, GeminiPart } from './gemini-request-body.ts';
+import type { ChatContentPart, ChatReasoningEffort, ChatRequest } from './chat-pivot.ts';
 import {
   chatUsage,
   chunk,
@@ -36,19 +24,13 @@ import type { ChatExtensions } from './chat-extensions.ts';
 
 export interface GeminiRequest {
   /** generateContent body. */
-  body: Record<string, unknown>;
+  body: GeminiGenerateContentBody;
   stream: boolean;
   includeUsage: boolean;
 }
 
-type Part = Record<string, unknown>;
-interface Content {
-  role: 'user' | 'model';
-  parts: Part[];
-}
-
 // Thinking budgets for reasoning_effort, as Google maps them on its own OpenAI-compatible surface.
-const THINKING_BUDGET: Record<string, number> = { none: 0, minimal: 0, low: 1024, medium: 8192, high: 24576 };
+const THINKING_BUDGET: Readonly<Record<ChatReasoningEffort, number>> = { none: 0, minimal: 0, low: 1024, medium: 8192, high: 24576 };
 
 const IMAGE_EXTENSIONS: Record<string, string> = {
   png: 'image/png',
@@ -66,45 +48,43 @@ function imageMimeType(url: string): string | undefined {
   return dot === -1 ? undefined : IMAGE_EXTENSIONS[path.slice(dot + 1).toLowerCase()];
 }
 
-export function toGeminiRequest(request: Record<string, unknown>, extensions?: ChatExtensions): GeminiRequest {
-  checkChatParameters(request, 'gemini', 'Gemini');
+/** The caller's chat-completions JSON as a generateContent body (read into the chat pivot first). */
+export function toGeminiRequest(json: Record<string, unknown>, extensions?: ChatExtensions): GeminiRequest {
+  const request = readChatRequest(json, 'gemini', 'Gemini');
   const { system, contents } = geminiContents(request);
   if (contents.length === 0) throw invalidParameter('messages', 'messages must hold at least one user, assistant or tool message');
-  const body: Record<string, unknown> = { contents };
+  const body: GeminiGenerateContentBody = { contents };
   if (system.length > 0) body.systemInstruction = { parts: system };
   const config = generationConfig(request, extensions);
   if (Object.keys(config).length > 0) body.generationConfig = config;
   addTools(request, body);
-  return { body, stream: request.stream === true, includeUsage: includeUsage(request) };
+  return { body, stream: request.stream, includeUsage: request.includeUsage };
 }
 
 /** The chat messages as Gemini's system instruction parts and contents (user and model turns, merged when consecutive). */
-function geminiContents(request: Record<string, unknown>): { system: Part[]; contents: Content[] } {
-  const system: Part[] = [];
-  const contents: Content[] = [];
+function geminiContents(request: ChatRequest): { system: GeminiPart[]; contents: GeminiContent[] } {
+  const system: GeminiPart[] = [];
+  const contents: GeminiContent[] = [];
   // Gemini's functionResponse names the function; chat completions names only the call id.
   const callNames = new Map<string, string>();
-  const push = (role: Content['role'], parts: Part[]) => {
+  const push = (role: GeminiContent['role'], parts: GeminiPart[]) => {
     if (parts.length === 0) return;
     const last = contents[contents.length - 1];
     if (last && last.role === role) last.parts.push(...parts);
     else contents.push({ role, parts });
   };
-  for (const message of chatMessages(request)) {
+  for (const message of request.messages) {
     switch (message.role) {
-      case 'system': {
-        const text = textContent(message);
-        if (text !== '') system.push({ text });
+      case 'system':
+        if (message.text !== '') system.push({ text: message.text });
         break;
-      }
       case 'user':
-        push('user', userParts(message).map(userPart));
+        push('user', message.content.map(userPart));
         break;
       case 'assistant': {
-        const parts: Part[] = [];
-        const text = textContent(message);
-        if (text !== '') parts.push({ text });
-        toolCalls(message).forEach((call, j) => {
+        const parts: GeminiPart[] = [];
+        if (message.text !== '') parts.push({ text: message.text });
+        message.toolCalls.forEach((call, j) => {
           if (!isRecord(call.input)) {
             throw invalidParameter(`messages[${message.index}].tool_calls[${j}].function.arguments`, 'Gemini function call arguments must be a JSON object');
           }
@@ -115,12 +95,12 @@ function geminiContents(request: Record<string, unknown>): { system: Part[]; con
         break;
       }
       case 'tool': {
-        const id = toolCallId(message);
+        const id = message.toolCallId;
         const name = callNames.get(id);
         if (name === undefined) {
           throw invalidParameter(`messages[${message.index}].tool_call_id`, `messages[${message.index}].tool_call_id ${JSON.stringify(id)} answers no earlier assistant tool call`);
         }
-        push('user', [{ functionResponse: { name, response: functionResponse(textContent(message)) } }]);
+        push('user', [{ functionResponse: { name, response: functionResponse(message.text) } }]);
         break;
       }
     }
@@ -129,7 +109,7 @@ function geminiContents(request: Record<string, unknown>): { system: Part[]; con
 }
 
 /** One part of a user message as Gemini's: text, inline base64 data, or a file by URL of a type its extension names. */
-function userPart(part: ReturnType<typeof userParts>[number]): Part {
+function userPart(part: ChatContentPart): GeminiPart {
   if (part.type === 'text') return { text: part.text };
   if (part.source.kind === 'base64') return { inlineData: { mimeType: part.source.mediaType, data: part.source.data } };
   const mimeType = imageMimeType(part.source.url);
@@ -140,21 +120,16 @@ function userPart(part: ReturnType<typeof userParts>[number]): Part {
 }
 
 /** generationConfig: limits and sampling, thinking, and the JSON response format. */
-function generationConfig(request: Record<string, unknown>, extensions: ChatExtensions | undefined): Record<string, unknown> {
+function generationConfig(request: ChatRequest, extensions: ChatExtensions | undefined): GeminiGenerationConfig {
   const config = samplingConfig(request);
-  const effort = request.reasoning_effort;
-  if (effort !== undefined && effort !== null) {
-    const budget = typeof effort === 'string' ? THINKING_BUDGET[effort] : undefined;
-    if (budget === undefined) throw invalidParameter('reasoning_effort', 'reasoning_effort must be one of none, minimal, low, medium, high');
-    config.thinkingConfig = { thinkingBudget: budget };
-  }
+  if (request.reasoningEffort !== undefined) config.thinkingConfig = { thinkingBudget: THINKING_BUDGET[request.reasoningEffort] };
   const reasoning = extensions?.reasoning;
   if (reasoning !== undefined) {
     // -1 is Gemini's dynamic thinking; thought summaries come back only when asked for.
     const budget = reasoning.budget === 'dynamic' ? -1 : reasoning.budget;
     config.thinkingConfig = { thinkingBudget: budget, ...(reasoning.summaries && budget !== 0 ? { includeThoughts: true } : {}) };
   }
-  const format = responseFormat(request);
+  const format = request.responseFormat;
   if (format.kind !== 'text') {
     config.responseMimeType = 'application/json';
     if (format.kind === 'json_schema') config.responseJsonSchema = format.schema;
@@ -163,36 +138,22 @@ function generationConfig(request: Record<string, unknown>, extensions: ChatExte
 }
 
 /** maxOutputTokens, stop sequences, temperature, topP, candidateCount, the penalties and the seed. */
-function samplingConfig(request: Record<string, unknown>): Record<string, unknown> {
-  const config: Record<string, unknown> = {};
-  const max = maxTokens(request);
-  if (max !== undefined) config.maxOutputTokens = max;
-  const stop = stopSequences(request);
-  if (stop) config.stopSequences = stop;
-  const temperature = numberParam(request, 'temperature', 0, 2);
-  if (temperature !== undefined) config.temperature = temperature;
-  const topP = numberParam(request, 'top_p', 0, 1);
-  if (topP !== undefined) config.topP = topP;
-  const n = numberParam(request, 'n', 1, 8);
-  if (n !== undefined) {
-    if (!Number.isInteger(n)) throw invalidParameter('n', 'n must be an integer');
-    if (n !== 1) config.candidateCount = n;
-  }
-  const presence = numberParam(request, 'presence_penalty', -2, 2);
-  if (presence !== undefined) config.presencePenalty = presence;
-  const frequency = numberParam(request, 'frequency_penalty', -2, 2);
-  if (frequency !== undefined) config.frequencyPenalty = frequency;
-  if (request.seed !== undefined && request.seed !== null) {
-    if (typeof request.seed !== 'number' || !Number.isInteger(request.seed)) throw invalidParameter('seed', 'seed must be an integer');
-    config.seed = request.seed;
-  }
+function samplingConfig(request: ChatRequest): GeminiGenerationConfig {
+  const config: GeminiGenerationConfig = {};
+  if (request.maxTokens !== undefined) config.maxOutputTokens = request.maxTokens;
+  if (request.stop) config.stopSequences = request.stop;
+  if (request.temperature !== undefined) config.temperature = request.temperature;
+  if (request.topP !== undefined) config.topP = request.topP;
+  if (request.n !== undefined && request.n !== 1) config.candidateCount = request.n;
+  if (request.presencePenalty !== undefined) config.presencePenalty = request.presencePenalty;
+  if (request.frequencyPenalty !== undefined) config.frequencyPenalty = request.frequencyPenalty;
+  if (request.seed !== undefined) config.seed = request.seed;
   return config;
 }
 
 /** Function declarations and the function-calling mode. */
-function addTools(request: Record<string, unknown>, body: Record<string, unknown>): void {
-  const tools = functionTools(request);
-  const choice = toolChoice(request, tools);
+function addTools(request: ChatRequest, body: GeminiGenerateContentBody): void {
+  const { tools, toolChoice: choice } = request;
   if (tools.length > 0) {
     body.tools = [
       {

@@ -24,8 +24,29 @@ export interface OutputShaping {
   encrypted: boolean;
 }
 
-/** The request's settings as the response repeats them, with OpenAI's defaults. */
-export function responseEcho(request: Record<string, unknown>): Record<string, unknown> {
+/**
+ * The request's settings as the response repeats them, with OpenAI's defaults. The values are the caller's as
+ * sent (the parameter table has refused what cannot be honoured), hence unknown.
+ */
+export type ResponseEcho = {
+  instructions: unknown;
+  max_output_tokens: unknown;
+  metadata: unknown;
+  parallel_tool_calls: unknown;
+  previous_response_id: unknown;
+  reasoning: { effort: unknown; summary: unknown };
+  service_tier: 'default';
+  store: unknown;
+  temperature: unknown;
+  text: { format: unknown; verbosity: unknown };
+  tool_choice: unknown;
+  tools: unknown;
+  top_p: unknown;
+  truncation: unknown;
+  user: unknown;
+};
+
+export function responseEcho(request: Record<string, unknown>): ResponseEcho {
   const reasoning = isRecord(request.reasoning) ? request.reasoning : {};
   const text = isRecord(request.text) ? request.text : {};
   return {
@@ -51,16 +72,32 @@ export interface ResponseHead {
   id: string;
   createdAt: number;
   model: string;
-  echo: Record<string, unknown>;
+  echo: ResponseEcho;
 }
+
+export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed';
+
+/** The Responses API's `response` object: its head, its output items and usage, then the request's settings. */
+export type ResponseObject = {
+  id: string;
+  object: 'response';
+  created_at: number;
+  status: ResponseStatus;
+  background: false;
+  error: { code: string; message: string } | null;
+  incomplete_details: { reason: string } | null;
+  model: string;
+  output: ResponseItem[];
+  usage: ResponsesUsage | null;
+} & ResponseEcho;
 
 export function responseObject(
   head: ResponseHead,
-  status: 'in_progress' | 'completed' | 'incomplete' | 'failed',
+  status: ResponseStatus,
   output: ResponseItem[],
   usage: ResponsesUsage | null,
   details: { incomplete?: string | undefined; error?: { code: string; message: string } | undefined } = {},
-): Record<string, unknown> {
+): ResponseObject {
   return {
     id: head.id,
     object: 'response',
@@ -108,7 +145,9 @@ export function messageItem(id: string, text: string): ResponseItem {
   return { id, type: 'message', status: 'completed', role: 'assistant', content: [outputText(text)] };
 }
 
-export function outputText(text: string): Record<string, unknown> {
+export type OutputText = { type: 'output_text'; annotations: []; logprobs: []; text: string };
+
+export function outputText(text: string): OutputText {
   return { type: 'output_text', annotations: [], logprobs: [], text };
 }
 

@@ -7,6 +7,7 @@
 import { isRecord } from '../../../contracts/json-record.ts';
 import { checkParameters, ignore, isFalse, isZero, map, reject, type Handling } from './chat-parameters.ts';
 import { EFFORT_BUDGETS, REASONING_EFFORTS, type ChatExtensions, type ReasoningEffort, type ThinkingBlock } from './chat-extensions.ts';
+import type { ChatAssistantJson, ChatContentPartJson, ChatMessageJson, ChatRequestJson, ChatResponseFormatJson, ChatToolChoiceJson, ChatToolJson } from './chat-request-json.ts';
 import { GatewayError, invalidParameter, unsupportedParameter } from './openai-error.ts';
 
 export type ResponseItem = Record<string, unknown>;
@@ -50,7 +51,7 @@ const THINKING_PREFIX = 'tollgate.thinking.v1.';
 
 export interface ResponsesChatRequest {
   /** The chat-completions request. */
-  chat: Record<string, unknown>;
+  chat: ChatRequestJson;
   extensions: ChatExtensions;
   /** The conversation as input items: the stored one, then this request's input (what the store keeps). */
   items: ResponseItem[];
@@ -102,7 +103,7 @@ export function responsesToChat(request: Record<string, unknown>, history: reado
   const instructions = request.instructions;
   if (typeof instructions === 'string' && instructions !== '') conversation.push({ role: 'system', content: instructions }, 'instructions');
   items.forEach((item, i) => conversation.item(item, i < history.length ? HISTORY : `input[${i - history.length}]`));
-  const chat: Record<string, unknown> = { model: request.model, messages: conversation.finish() };
+  const chat: ChatRequestJson = { model: request.model, messages: conversation.finish() };
   if (request.max_output_tokens !== undefined && request.max_output_tokens !== null) chat.max_completion_tokens = request.max_output_tokens;
   for (const name of ['temperature', 'top_p', 'user', 'safety_identifier', 'service_tier'] as const) {
     if (request[name] !== undefined && request[name] !== null) chat[name] = request[name];
@@ -165,7 +166,7 @@ function reasoningRequest(reasoning: unknown): ChatExtensions['reasoning'] {
   return { budget: EFFORT_BUDGETS[typed], effort: typed, summaries: summary !== undefined && summary !== null };
 }
 
-function functionTools(tools: unknown): Record<string, unknown>[] {
+function functionTools(tools: unknown): ChatToolJson[] {
   if (tools === undefined || tools === null) return [];
   if (!Array.isArray(tools)) throw invalidParameter('tools', 'tools must be an array');
   return tools.map((tool, i) => {
@@ -174,7 +175,7 @@ function functionTools(tools: unknown): Record<string, unknown>[] {
       throw unsupportedParameter(`tools[${i}].type`, `tools[${i}].type ${JSON.stringify(tool.type)}: only function tools are translated for models other than OpenAI`);
     }
     if (typeof tool.name !== 'string' || tool.name === '') throw invalidParameter(`tools[${i}].name`, `tools[${i}].name is required`);
-    const fn: Record<string, unknown> = { name: tool.name };
+    const fn: ChatToolJson['function'] = { name: tool.name };
     if (typeof tool.description === 'string') fn.description = tool.description;
     if (tool.parameters !== undefined && tool.parameters !== null) fn.parameters = tool.parameters;
     if (typeof tool.strict === 'boolean') fn.strict = tool.strict;
@@ -182,14 +183,14 @@ function functionTools(tools: unknown): Record<string, unknown>[] {
   });
 }
 
-function toolChoice(choice: unknown): unknown {
+function toolChoice(choice: unknown): ChatToolChoiceJson | undefined {
   if (choice === undefined || choice === null) return undefined;
   if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
   if (isRecord(choice) && choice.type === 'function' && typeof choice.name === 'string') return { type: 'function', function: { name: choice.name } };
   throw unsupportedParameter('tool_choice', 'tool_choice must be "auto", "none", "required" or {"type": "function", "name": …} for models other than OpenAI');
 }
 
-function responseFormat(text: unknown): Record<string, unknown> | undefined {
+function responseFormat(text: unknown): ChatResponseFormatJson | undefined {
   if (text === undefined || text === null) return undefined;
   if (!isRecord(text)) throw invalidParameter('text', 'text must be an object');
   if (text.verbosity !== undefined && text.verbosity !== null && text.verbosity !== 'medium') {
@@ -202,15 +203,16 @@ function responseFormat(text: unknown): Record<string, unknown> | undefined {
   if (format.type === 'json_object') return { type: 'json_object' };
   if (format.type === 'json_schema') {
     if (!isRecord(format.schema)) throw invalidParameter('text.format.schema', 'text.format.schema must be a JSON Schema object');
-    const spec: Record<string, unknown> = { name: typeof format.name === 'string' ? format.name : 'response', schema: format.schema };
+    const spec: Extract<ChatResponseFormatJson, { type: 'json_schema' }>['json_schema'] = {
+      name: typeof format.name === 'string' ? format.name : 'response',
+      schema: format.schema,
+    };
     if (typeof format.description === 'string') spec.description = format.description;
     if (typeof format.strict === 'boolean') spec.strict = format.strict;
     return { type: 'json_schema', json_schema: spec };
   }
   throw unsupportedParameter('text.format.type', `text.format.type ${JSON.stringify(format.type)} is not supported: use text, json_object or json_schema`);
 }
-
-type ChatMessage = Record<string, unknown> & { role: string };
 
 /**
  * Builds the chat messages from items in order. A model turn is the items between two user-side items: its
@@ -219,16 +221,16 @@ type ChatMessage = Record<string, unknown> & { role: string };
  * user message right after the tool messages (chat's tool messages hold text only).
  */
 class Conversation {
-  readonly messages: ChatMessage[] = [];
+  readonly messages: ChatMessageJson[] = [];
   readonly origins: string[] = [];
   readonly thinking = new Map<number, ThinkingBlock[]>();
-  #assistant: ChatMessage | null = null;
+  #assistant: ChatAssistantJson | null = null;
   #assistantOrigin = '';
   #pendingThinking: ThinkingBlock[] = [];
-  #toolImages: Record<string, unknown>[] = [];
+  #toolImages: ChatContentPartJson[] = [];
   #toolImagesOrigin = '';
 
-  push(message: ChatMessage, origin: string): void {
+  push(message: ChatMessageJson, origin: string): void {
     this.messages.push(message);
     this.origins.push(origin);
   }
@@ -258,7 +260,7 @@ class Conversation {
     }
   }
 
-  finish(): ChatMessage[] {
+  finish(): ChatMessageJson[] {
     this.#closeAssistant();
     this.#flushToolImages();
     if (this.messages.length === 0) throw invalidParameter('input', 'input must hold at least one message');
@@ -286,8 +288,11 @@ class Conversation {
     }
     this.#flushToolImages();
     const assistant = this.#assistant ?? this.#openAssistant(at);
-    const calls = (assistant.tool_calls ??= []) as unknown[];
-    calls.push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: typeof item.arguments === 'string' ? item.arguments : '{}' } });
+    (assistant.tool_calls ??= []).push({
+      id: item.call_id,
+      type: 'function',
+      function: { name: item.name, arguments: typeof item.arguments === 'string' ? item.arguments : '{}' },
+    });
   }
 
   #functionOutput(item: ResponseItem, at: string): void {
@@ -300,7 +305,7 @@ class Conversation {
       const parts = userParts(output, `${at}.output`);
       text = parts
         .filter((part) => part.type === 'text')
-        .map((part) => String(part.text))
+        .map((part) => part.text)
         .join('');
       const images = parts.filter((part) => part.type === 'image_url');
       if (images.length > 0) {
@@ -311,7 +316,7 @@ class Conversation {
     this.push({ role: 'tool', tool_call_id: item.call_id, content: text }, at);
   }
 
-  #openAssistant(at: string): ChatMessage {
+  #openAssistant(at: string): ChatAssistantJson {
     this.#closeAssistant();
     this.#assistant = { role: 'assistant', content: null };
     this.#assistantOrigin = at;
@@ -343,13 +348,13 @@ class Conversation {
 }
 
 /** A user message's content: a string, or input_text / input_image parts. */
-function userContent(content: unknown, at: string): unknown {
+function userContent(content: unknown, at: string): string | ChatContentPartJson[] {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) throw invalidParameter(`${at}.content`, `${at}.content must be a string or an array of content parts`);
   return userParts(content, `${at}.content`);
 }
 
-function userParts(parts: unknown[], at: string): Record<string, unknown>[] {
+function userParts(parts: unknown[], at: string): ChatContentPartJson[] {
   return parts.map((part, j) => {
     const where = `${at}[${j}]`;
     if (!isRecord(part)) throw invalidParameter(where, `${where} must be an object`);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { anthropicSseChatStream, geminiSseChatStream } from './chat-stream.ts';
 import { AnthropicChunkTranslator } from './openai-anthropic.ts';
 import { GeminiChunkTranslator } from './openai-gemini.ts';
+import { responseEcho } from './responses-output.ts';
 import type { ResponseItem } from './responses-request.ts';
 import { ResponsesStreamEncoder } from './responses-stream.ts';
 import { testdata } from './testdata/golden-file.ts';
@@ -13,7 +14,7 @@ function encoder(overrides: Partial<ConstructorParameters<typeof ResponsesStream
   let counter = 0;
   const done: { response?: Record<string, unknown>; stored?: ResponseItem[] } = {};
   const encoder = new ResponsesStreamEncoder({
-    head: { id: 'resp_test', createdAt: 1758190360, echo: { store: true } },
+    head: { id: 'resp_test', createdAt: 1758190360, echo: responseEcho({ store: true }) },
     model: 'claude-sonnet-4',
     newId: (prefix) => `${prefix}${++counter}`,
     summaries: true,

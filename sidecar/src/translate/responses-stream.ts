@@ -22,6 +22,7 @@ import {
   signedBlock,
   type OutputShaping,
   type ResponseHead,
+  type ResponseObject,
 } from './responses-output.ts';
 
 export interface ResponsesStreamOptions extends OutputShaping {
@@ -31,7 +32,7 @@ export interface ResponsesStreamOptions extends OutputShaping {
   /** Most output text the encoder keeps for the done events; beyond it the stream fails. */
   maxOutputChars: number;
   /** Told the finished response and the items the store keeps, once the stream ended whole. */
-  onDone(response: Record<string, unknown>, stored: ResponseItem[]): void;
+  onDone(response: ResponseObject, stored: ResponseItem[]): void;
 }
 
 type OpenItem =
