@@ -20,19 +20,21 @@
 // a smaller interval costs the process throughput (each sample walks the stack), never bytes per call. Checked
 // by hand: a process allocating 100,000 arrays of 126 numbers (1,056 bytes each: a 32-byte JSArray and a
 // 1,024-byte backing store) read back 1,055.9 bytes per array at 512, 1,057.7 at 1024 and 1,055.3 at 4096.
-// Only the main thread is profiled: the span writer's worker (sqlite-span-store.ts) has its own heap, not
-// counted here. A site is a function (its name and the line it starts on), not the line that allocates.
+// Worker threads are profiled through the main thread's inspector and counted in one row; stages and sites are
+// the main thread's. (The sidecar's span writer runs inline when its file is on tmpfs, as here and in the pod:
+// no worker; checked by hand that a worker's arrays of 1,056 bytes read back 1,060.8.) A site is a function (its name and the
+// line it starts on), not the line that allocates.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureBenchTools, startBareRelay } from './bare-relay.ts';
-import { connectInspector, inspectFlag } from './inspector.ts';
+import { connectInspector, inspectFlag, type InspectorSession, type ProtocolSession } from './inspector.ts';
 import { startNodeRelay } from './node-relay.ts';
 import { startSidecar } from './sidecar-process.ts';
 import { frameStage, STAGES, type Stage } from './stage-profile.ts';
-import { wrk } from './wrk.ts';
+import { wrk, type WrkResult } from './wrk.ts';
 import { freePort } from '../test/e2e/proxy-process.ts';
 
 const CHAT_BODY = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] });
@@ -96,10 +98,13 @@ interface PathRun {
   calls: number;
   /** Under the profiler, which slows every path. */
   requestsPerSecond: number;
+  /** The main thread's. */
   bytesPerCall: number;
   stageBytesPerCall: Partial<Record<Stage, number>>;
   /** The run's sites by bytes per call, costliest first: [site, stage, bytes per call]. */
   sites: [string, Stage, number][];
+  /** Each worker thread's bytes per call, by its title (the sidecar's span writer). */
+  workerBytesPerCall: Record<string, number>;
 }
 
 interface Started {
@@ -107,29 +112,41 @@ interface Started {
   stop(): Promise<void>;
 }
 
-/** Starts a path with its inspector open, warms it up, and measures what it allocates under wrk. */
+/** Runs `during` with the sampling heap profiler on in every session; returns each session's profile. */
+async function sampled<T>(sessions: ProtocolSession[], interval: number, during: () => Promise<T>): Promise<{ result: T; heads: HeapNode[] }> {
+  for (const session of sessions) {
+    await session.send('HeapProfiler.enable');
+    await session.send('HeapProfiler.startSampling', {
+      samplingInterval: interval,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+  }
+  const result = await during();
+  const heads: HeapNode[] = [];
+  for (const session of sessions) heads.push((await session.send<{ profile: { head: HeapNode } }>('HeapProfiler.stopSampling')).profile.head);
+  return { result, heads };
+}
+
+/** Starts a path with its inspector open, warms it up, and measures what each of its threads allocates under wrk. */
 async function measure(start: (nodeArgs: string[]) => Promise<Started>, path: string, opts: { seconds: number; interval: number }): Promise<PathRun> {
   const port = await freePort();
   const target = await start([inspectFlag(port)]);
   try {
     await wrk(`${target.url}${path}`, { connections: 16, seconds: 3, body: CHAT_BODY });
     const inspector = await connectInspector(port);
-    let head: HeapNode;
-    let run: Awaited<ReturnType<typeof wrk>>;
+    let measured: Awaited<ReturnType<typeof sampled<WrkResult>>>;
+    let workers: Awaited<ReturnType<InspectorSession['workers']>>;
     try {
-      await inspector.send('HeapProfiler.enable');
-      await inspector.send('HeapProfiler.startSampling', {
-        samplingInterval: opts.interval,
-        includeObjectsCollectedByMajorGC: true,
-        includeObjectsCollectedByMinorGC: true,
-      });
-      run = await wrk(`${target.url}${path}`, { connections: 16, seconds: opts.seconds, body: CHAT_BODY });
-      ({ head } = (await inspector.send<{ profile: { head: HeapNode } }>('HeapProfiler.stopSampling')).profile);
+      workers = await inspector.workers();
+      const run = () => wrk(`${target.url}${path}`, { connections: 16, seconds: opts.seconds, body: CHAT_BODY });
+      measured = await sampled([inspector, ...workers.map((w) => w.session)], opts.interval, run);
     } finally {
       inspector.close();
     }
+    const { result: run, heads } = measured;
     if (run.errors > 0) throw new Error(`${target.url}${path}: ${run.errors} failed calls`);
-    const { totalBytes, stages, sites } = allocationsBySite(head);
+    const { totalBytes, stages, sites } = allocationsBySite(heads[0]!);
     const perCall = (bytes: number) => bytes / run.requests;
     return {
       calls: run.requests,
@@ -137,6 +154,7 @@ async function measure(start: (nodeArgs: string[]) => Promise<Started>, path: st
       bytesPerCall: perCall(totalBytes),
       stageBytesPerCall: Object.fromEntries([...stages].map(([stage, bytes]) => [stage, perCall(bytes)])),
       sites: [...sites.values()].sort((a, b) => b.bytes - a.bytes).map(({ site, stage, bytes }) => [site, stage, perCall(bytes)]),
+      workerBytesPerCall: Object.fromEntries(workers.map((w, i) => [w.title, perCall(allocationsBySite(heads[i + 1]!).totalBytes)])),
     };
   } finally {
     await target.stop();
@@ -177,6 +195,7 @@ function summary(list: PathRun[], top: number) {
   return {
     requestsPerSecond: list.reduce((sum, r) => sum + r.requestsPerSecond, 0) / list.length,
     bytesPerCall: weighted((r) => r.bytesPerCall),
+    workerBytesPerCall: weighted((r) => Object.values(r.workerBytesPerCall).reduce((sum, bytes) => sum + bytes, 0)),
     stage: (stage: Stage) => weighted((r) => r.stageBytesPerCall[stage] ?? 0),
     topSites: [...sites.values()]
       .sort((a, b) => b.bytes - a.bytes)
@@ -195,7 +214,9 @@ function report(runs: Record<string, PathRun[]>, header: string[], top: number):
     `| bytes allocated per call | ${names.join(' | ')} |`,
     `|---|${names.map(() => '---|').join('')}`,
     `| req/s under the profiler (wrk, 16 conns) | ${summaries.map((s) => s.requestsPerSecond.toFixed(0)).join(' | ')} |`,
-    `| **all** (main thread) | ${summaries.map((s) => `**${bytes(s.bytesPerCall)}**`).join(' | ')} |`,
+    `| **all threads** | ${summaries.map((s) => `**${bytes(s.bytesPerCall + s.workerBytesPerCall)}**`).join(' | ')} |`,
+    `| worker threads | ${names.map((n, i) => (runs[n]!.some((r) => Object.keys(r.workerBytesPerCall).length > 0) ? bytes(summaries[i]!.workerBytesPerCall) : 'none ran')).join(' | ')} |`,
+    `| **main thread** | ${summaries.map((s) => `**${bytes(s.bytesPerCall)}**`).join(' | ')} |`,
   ];
   for (const stage of STAGES) {
     const cells = summaries.map((s) => s.stage(stage));
@@ -204,7 +225,7 @@ function report(runs: Record<string, PathRun[]>, header: string[], top: number):
   }
   names.forEach((name, i) => {
     const s = summaries[i]!;
-    lines.push('', `${name}: top ${top} allocation sites`, '', '| function file:line | stage | bytes per call | share |', '|---|---|---|---|');
+    lines.push('', `${name}: top ${top} allocation sites of the main thread`, '', '| function file:line | stage | bytes per call | share |', '|---|---|---|---|');
     for (const [site, stage, perCall] of s.topSites) lines.push(`| ${site} | ${stage} | ${bytes(perCall)} | ${((100 * perCall) / s.bytesPerCall).toFixed(1)} % |`);
   });
   return lines.join('\n');
