@@ -11,7 +11,8 @@
 //   options: --seconds N, --rounds N (interleaved runs of every path, each its own processes; default 1),
 //            --dist DIR (a second compiled tree, e.g. a copy of dist/ before a change, measured in the same
 //            rounds as dist/), --interval BYTES (the sampling interval, default 1024), --top N (sites listed
-//            per path, default 20), --json FILE
+//            per path, default 20), --json FILE, --keep-profiles DIR (each run's .heapprofile files, which
+//            Chrome DevTools' Memory tab opens: who called what allocated)
 //
 // Accuracy. V8 samples an allocation on average every `interval` bytes (a Poisson process) and scales each
 // sample up by its chance of being taken, so the total is an unbiased estimate of the bytes allocated; a site's
@@ -25,7 +26,7 @@
 // no worker; checked by hand that a worker's arrays of 1,056 bytes read back 1,060.8.) A site is a function (its name and the
 // line it starts on), not the line that allocates.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -107,13 +108,33 @@ interface PathRun {
   workerBytesPerCall: Record<string, number>;
 }
 
+interface HeapProfile {
+  head: HeapNode;
+}
+
+interface MeasureOptions {
+  seconds: number;
+  interval: number;
+  /** Where to leave each thread's profile, for Chrome DevTools' Memory tab; `name` says whose. */
+  keepProfiles?: { dir: string; name: string };
+}
+
+/** Writes a run's profiles as .heapprofile files: NAME.heapprofile for the main thread, NAME-worker-N for workers. */
+function keep(where: { dir: string; name: string }, profiles: HeapProfile[]): void {
+  mkdirSync(where.dir, { recursive: true });
+  profiles.forEach((profile, i) => {
+    const file = join(where.dir, `${where.name}${i === 0 ? '' : `-worker-${i}`}.heapprofile`);
+    writeFileSync(file, JSON.stringify(profile));
+  });
+}
+
 interface Started {
   url: string;
   stop(): Promise<void>;
 }
 
 /** Runs `during` with the sampling heap profiler on in every session; returns each session's profile. */
-async function sampled<T>(sessions: ProtocolSession[], interval: number, during: () => Promise<T>): Promise<{ result: T; heads: HeapNode[] }> {
+async function sampled<T>(sessions: ProtocolSession[], interval: number, during: () => Promise<T>): Promise<{ result: T; profiles: HeapProfile[] }> {
   for (const session of sessions) {
     await session.send('HeapProfiler.enable');
     await session.send('HeapProfiler.startSampling', {
@@ -123,13 +144,13 @@ async function sampled<T>(sessions: ProtocolSession[], interval: number, during:
     });
   }
   const result = await during();
-  const heads: HeapNode[] = [];
-  for (const session of sessions) heads.push((await session.send<{ profile: { head: HeapNode } }>('HeapProfiler.stopSampling')).profile.head);
-  return { result, heads };
+  const profiles: HeapProfile[] = [];
+  for (const session of sessions) profiles.push((await session.send<{ profile: HeapProfile }>('HeapProfiler.stopSampling')).profile);
+  return { result, profiles };
 }
 
 /** Starts a path with its inspector open, warms it up, and measures what each of its threads allocates under wrk. */
-async function measure(start: (nodeArgs: string[]) => Promise<Started>, path: string, opts: { seconds: number; interval: number }): Promise<PathRun> {
+async function measure(start: (nodeArgs: string[]) => Promise<Started>, path: string, opts: MeasureOptions): Promise<PathRun> {
   const port = await freePort();
   const target = await start([inspectFlag(port)]);
   try {
@@ -144,7 +165,9 @@ async function measure(start: (nodeArgs: string[]) => Promise<Started>, path: st
     } finally {
       inspector.close();
     }
-    const { result: run, heads } = measured;
+    const { result: run, profiles } = measured;
+    if (opts.keepProfiles) keep(opts.keepProfiles, profiles);
+    const heads = profiles.map((profile) => profile.head);
     if (run.errors > 0) throw new Error(`${target.url}${path}: ${run.errors} failed calls`);
     const { totalBytes, stages, sites } = allocationsBySite(heads[0]!);
     const perCall = (bytes: number) => bytes / run.requests;
@@ -240,6 +263,7 @@ if (import.meta.main) {
       interval: { type: 'string', default: '1024' },
       top: { type: 'string', default: '20' },
       json: { type: 'string' },
+      'keep-profiles': { type: 'string' },
     },
   });
   const missing = await ensureBenchTools((line) => process.stderr.write(`${line}\n`));
@@ -254,7 +278,8 @@ if (import.meta.main) {
       for (const [name, path] of Object.entries(paths(dir, nginx.upstreamUrl, values.dist))) {
         process.stderr.write(`round ${round + 1}: ${name}\n`);
         const [start, urlPath] = path(round);
-        (runs[name] ??= []).push(await measure(start, urlPath, opts));
+        const keepProfiles = values['keep-profiles'] ? { dir: resolve(values['keep-profiles']), name: `${name.replace(/\W+/g, '-')}-${round + 1}` } : undefined;
+        (runs[name] ??= []).push(await measure(start, urlPath, { ...opts, ...(keepProfiles ? { keepProfiles } : {}) }));
       }
     }
   } finally {
