@@ -26,19 +26,21 @@ import { GatewayError } from '../translate/openai-error.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
 import { relay } from './gateway-relay.ts';
-import { answerClosed, closeConnectionAfter, onCallerLeaving } from '../pipeline/caller-connection.ts';
+import { answerClosed, onCallerLeaving } from '../pipeline/caller-connection.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
-import { sendFailure, sendJson } from './json-answer.ts';
+import { sendFailure, sendJson } from '../pipeline/json-answer.ts';
 import { findModel, v1RouteOf, type GatewayPlan, type GatewayTarget } from '../routes/v1-plan.ts';
 import { routeCatalog, wireFormat } from '../routes/route-catalog.ts';
-import { upstreamOf } from '../routes/upstream-base-url.ts';
 import { localModelObject, localTarget, type LocalModelCatalog } from '../local/local-models.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
 import { parseJsonObject } from '../formats/json-object.ts';
 import { upstreamRequestHeaders } from './proxy-headers.ts';
-import { callerLeft, hasBody, readBoundedBody } from './request-body.ts';
+import { callerLeft, hasBody, readBoundedBody } from '../pipeline/request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
-import { type CallRefusal, refusalError, reserveForCall, sendBudgetRefusal } from './budget-refusal.ts';
+import { reserveForCall } from '../pipeline/reservation.ts';
+import { refuseCall, whenRefused } from '../pipeline/refusals.ts';
+import { admitCall } from '../pipeline/admission.ts';
+import { type CallOrigin, failedCallSpan, projectOf, rejectCall, startCallSpan } from '../pipeline/call-span.ts';
 import type { ApiPlan, GatewayApi } from '../gateway-apis/gateway-api.ts';
 import { chatCompletionsApi } from '../gateway-apis/chat-completions.ts';
 import { responsesApi } from '../gateway-apis/responses.ts';
@@ -229,34 +231,20 @@ async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, o
   const res = reply.raw;
   res.setHeader('x-proxy-request-id', request.id); // as on /proxy: the id in the proxy's log line and span
   const trace = callTrace(request.headers);
-  if (opts.lifecycle.draining) {
-    closeConnectionAfter(res);
-    sendJson(res, 503, api.errors.failure(new ProxyError('shutting_down', 'the proxy is shutting down; retry on another instance')), trace);
-    request.raw.resume();
-    return;
-  }
+  const done = admitCall(opts.lifecycle, request.raw, res, (error) => sendJson(res, error.statusCode, api.errors.failure(error), trace));
+  if (done === null) return;
   // One config snapshot for the whole call: a config push mid-call changes nothing for this call.
   const snapshot = opts.store.current();
   const progress: CallProgress = { call: null, plan: null, requestedModel: null };
-  const done = opts.lifecycle.track();
+  const projectHeader = headerValue(request.headers, 'x-tollgate-project') ?? null;
   try {
     const { body, contentType, chat, requested } = await readGatewayRequest(request, api, snapshot.config, progress);
-    const gateway: GatewayCall = {
-      request,
-      res,
-      opts,
-      api,
-      snapshot,
-      chat,
-      body,
-      contentType,
-      trace,
-      projectHeader: headerValue(request.headers, 'x-tollgate-project') ?? null,
-      callerUser: spanUserId(request, snapshot.config.mode, api.requestUser(chat)),
-    };
+    const origin: CallOrigin = { requestId: request.id, trace, userId: spanUserId(request, snapshot.config.mode, api.requestUser(chat)), projectHeader };
+    const gateway: GatewayCall = { request, res, opts, api, snapshot, chat, body, contentType, trace, origin };
     await runGatewayCall(gateway, requested, progress);
   } catch (error) {
-    failGatewayCall(request, res, { opts, api, snapshot, trace }, progress, error);
+    const origin: CallOrigin = { requestId: request.id, trace, userId: spanUserId(request, snapshot.config.mode, null), projectHeader };
+    failGatewayCall(request, res, { opts, api, snapshot, trace, origin }, progress, error);
   } finally {
     done();
   }
@@ -321,31 +309,23 @@ async function runGatewayCall(gateway: GatewayCall, requested: string, progress:
 }
 
 /** A /v1 call that failed or was refused: its span (one even when no route was reached) and its answer. */
-function failGatewayCall(request: FastifyRequest, res: ServerResponse, g: Pick<GatewayCall, 'opts' | 'api' | 'snapshot' | 'trace'>, progress: CallProgress, error: unknown): void {
+function failGatewayCall(
+  request: FastifyRequest,
+  res: ServerResponse,
+  g: Pick<GatewayCall, 'opts' | 'api' | 'snapshot' | 'trace' | 'origin'>,
+  progress: CallProgress,
+  error: unknown,
+): void {
   const { opts, api, snapshot, trace } = g;
-  // The span of a call refused before it reached a route: its answer's X-Proxy-Span-Id can still be looked up.
-  const refusedCall = () =>
-    opts.meter.start({
-      route: 'v1',
-      provider: 'unknown',
-      model: progress.requestedModel ?? 'unknown',
-      operation: api.operation,
-      userId: spanUserId(request, snapshot.config.mode, null),
-      projectId: headerValue(request.headers, 'x-tollgate-project') ?? null,
-      requestId: request.id,
-      trace,
-    });
+  // A call refused before it reached a route (no body, bad JSON, unknown model) is named by the model it asked for.
+  const call = failedCallSpan(opts.meter, progress.call, g.origin, { route: 'v1', provider: 'unknown', model: progress.requestedModel ?? 'unknown', operation: api.operation });
   if (error instanceof GatewayError) {
-    // Refused before the model named a provider (no body, bad JSON, unknown model): still one span, so the
-    // answer's X-Proxy-Span-Id can be looked up.
-    const call = progress.call ?? refusedCall();
-    if (!call.finished) call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${error.code ?? 'invalid_request'}: ${error.message}` });
+    rejectCall(call, snapshot.prices, `${error.code ?? 'invalid_request'}: ${error.message}`);
     if (!answerClosed(res)) sendJson(res, error.statusCode, api.errors.refusal(error), trace);
     request.raw.resume();
     return;
   }
   const proxyError = error instanceof ProxyError ? error : toProxyError(progress.plan?.route ?? 'v1', error);
-  const call = progress.call ?? refusedCall();
   finishFailedCall(call, snapshot.prices, proxyError, res);
   sendFailure(res, proxyError, api.errors.failure(proxyError), trace);
 }
@@ -363,9 +343,8 @@ interface GatewayCall {
   body: Buffer;
   contentType: string | undefined;
   trace: TraceContext;
-  projectHeader: string | null;
-  /** The span's user: the identity, the header, else the body's user. */
-  callerUser: string | null;
+  /** Who made the call, for its spans: its user is the identity, the header, else the body's user. */
+  origin: CallOrigin;
 }
 
 function planFor(g: GatewayCall, target: GatewayTarget): ApiPlan {
@@ -378,7 +357,7 @@ function planFor(g: GatewayCall, target: GatewayTarget): ApiPlan {
     config,
     env: g.opts.env ?? process.env,
     headers: g.request.headers,
-    user: g.callerUser,
+    user: g.origin.userId,
     storedObjects: mayReachStoredObjects(g.request.identity, config),
   });
 }
@@ -388,17 +367,14 @@ function refusedPlan(g: GatewayCall, found: GatewayTarget, requested: string, er
   const { config } = g.snapshot;
   const module = routeCatalog(config).get(g.api.routeOf?.(found, config) ?? v1RouteOf(found, config) ?? '');
   const message = error instanceof GatewayError ? `invalid_request: ${error.message}` : error instanceof ProxyError ? `${error.code}: ${error.message}` : String(error);
-  const call = g.opts.meter.start({
+  const call = startCallSpan(g.opts.meter, g.origin, {
     provider: found.provider,
     operation: g.api.operation,
-    userId: g.callerUser,
-    requestId: g.request.id,
-    trace: g.trace,
     route: module?.name ?? 'v1',
     model: requested,
-    projectId: g.projectHeader ?? (module ? (upstreamOf(module, config)?.project ?? null) : null),
+    projectId: projectOf(g.origin, module, config),
   });
-  call.finish({ prices: g.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: message });
+  rejectCall(call, g.snapshot.prices, message);
   return call;
 }
 
@@ -406,16 +382,13 @@ function refusedPlan(g: GatewayCall, found: GatewayTarget, requested: string, er
 function callTarget(g: GatewayCall, planned: ApiPlan): CallTarget {
   const { config } = g.snapshot;
   const module = routeCatalog(config).get(planned.route)!;
-  return { route: planned.route, provider: planned.provider, model: planned.model, projectId: g.projectHeader ?? upstreamOf(module, config)?.project ?? null };
+  return { route: planned.route, provider: planned.provider, model: planned.model, projectId: projectOf(g.origin, module, config) };
 }
 
 function startCall(g: GatewayCall, planned: ApiPlan, alias?: string): MeteredCall {
-  return g.opts.meter.start({
+  return startCallSpan(g.opts.meter, g.origin, {
     ...callTarget(g, planned),
     operation: g.api.operation,
-    userId: g.callerUser,
-    requestId: g.request.id,
-    trace: g.trace,
     ...(alias !== undefined ? { alias } : {}),
     ...(planned.audio?.units !== undefined ? { units: planned.audio.units } : {}),
     ...(planned.units !== undefined ? { units: planned.units } : {}),
@@ -437,15 +410,7 @@ function refusedOverBudget(g: GatewayCall, call: MeteredCall, planned: ApiPlan):
     { bytes: sent, size: sent.length, json: g.chat, usage: planned.reservation ?? planned.audio?.reservation },
     { now: Date.now(), res: g.res },
   );
-  if (refusal instanceof Promise) return refusal.then((answer) => refuse(g, call, answer));
-  return refuse(g, call, refusal);
-}
-
-function refuse(g: GatewayCall, call: MeteredCall, refusal: CallRefusal | null): boolean {
-  if (!refusal) return false;
-  call.finish({ prices: g.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: refusalError(refusal) });
-  sendBudgetRefusal(g.res, g.api.errors.shape, refusal, g.trace);
-  return true;
+  return whenRefused(refusal, (refused) => refuseCall(call, g.snapshot.prices, refused, { res: g.res, errors: g.api.errors.shape, trace: g.trace }));
 }
 
 function sendPlanned(g: GatewayCall, planned: ApiPlan, abort: CallAbort): Promise<UpstreamResponse> {
@@ -564,7 +529,7 @@ function recordAttempts(g: GatewayCall, call: MeteredCall | null, failed: readon
         route: attempt.target.route,
         provider: module?.provider ?? 'unknown',
         model: attempt.target.model,
-        projectId: g.projectHeader ?? (module ? (upstreamOf(module, config)?.project ?? null) : null),
+        projectId: projectOf(g.origin, module, config),
       },
       startedAt: attempt.startedAt,
       startTime: attempt.startTime,

@@ -32,11 +32,14 @@ import { toProxyError } from '../upstream/upstream-client.ts';
 import { CallAbort } from '../upstream/call-abort.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './proxy-headers.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
-import { sendFailure } from './json-answer.ts';
-import { closeConnectionAfter, onCallerLeaving } from '../pipeline/caller-connection.ts';
-import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
+import { sendFailure } from '../pipeline/json-answer.ts';
+import { onCallerLeaving } from '../pipeline/caller-connection.ts';
+import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from '../pipeline/request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
-import { type CallRefusal, refusalError, reserveForCall, sendBudgetRefusal } from './budget-refusal.ts';
+import { reserveForCall } from '../pipeline/reservation.ts';
+import { refuseCall, unmeteredRefusal, whenRefused } from '../pipeline/refusals.ts';
+import { admitCall } from '../pipeline/admission.ts';
+import { type CallOrigin, failedCallSpan, projectOf, startCallSpan } from '../pipeline/call-span.ts';
 import { DeferredCharges } from '../metering/deferred-charges.ts';
 import { DeferredCall } from './deferred-calls.ts';
 
@@ -105,14 +108,18 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     request.raw.resume();
     return;
   }
-  if (opts.lifecycle.draining) {
+  const done = admitCall(opts.lifecycle, request.raw, res, (error) => {
     identifyAnswer(res, request);
-    closeConnectionAfter(res);
-    sendProxyError(res, new ProxyError('shutting_down', 'the proxy is shutting down; retry on another instance'), trace);
-    request.raw.resume();
-    return;
-  }
-  await proxyCall({ request, res, opts, route, rest, query, trace, snapshot, caller: new CallerEnd(res) });
+    sendProxyError(res, error, trace);
+  });
+  if (done === null) return;
+  const origin: CallOrigin = {
+    requestId: request.id,
+    trace,
+    userId: spanUserId(request, snapshot.config.mode, null),
+    projectHeader: headerValue(request.headers, 'x-tollgate-project') ?? null,
+  };
+  await proxyCall({ request, res, opts, route, rest, query, trace, origin, snapshot, caller: new CallerEnd(res) }, done);
 }
 
 /**
@@ -135,6 +142,8 @@ interface ProxyCall {
   rest: string;
   query: string;
   trace: TraceContext;
+  /** Who made the call, for its span; the user the body names is found by planning it. */
+  origin: CallOrigin;
   /** One config snapshot for the whole call: a config push mid-call changes nothing for this call. */
   snapshot: ConfigSnapshot;
   caller: CallerEnd;
@@ -168,11 +177,10 @@ class CallerEnd {
   }
 }
 
-async function proxyCall(call: ProxyCall): Promise<void> {
+async function proxyCall(call: ProxyCall, done: () => void): Promise<void> {
   const { opts, route, request } = call;
   let metered: MeteredCall | null = null;
   let limiter: BodyLimit | null = null;
-  const done = opts.lifecycle.track();
   try {
     const unmetered = refuseUnmetered(call);
     const body = await callBody(call);
@@ -200,7 +208,6 @@ async function proxyCall(call: ProxyCall): Promise<void> {
     // A call the provider does not bill (a token count) has nothing for a budget to hold back (ADR 0912).
     if (call.route.endpoint(request.method, call.rest) !== 'free') {
       const refused = refusedOverBudget(call, metered, body, plan.reservation ?? plan.audio?.reservation);
-      // Awaited only when the rate windows are shared (ADR 1311): the in-memory answer costs no turn.
       if (typeof refused === 'boolean' ? refused : await refused) return;
     }
     // Counted and logged once nothing else refuses it: what is counted went out.
@@ -241,10 +248,7 @@ function refuseUnmetered(call: ProxyCall): boolean {
 function allowUnmetered(call: ProxyCall, why: string): true {
   const { route, rest, request } = call;
   if (upstreamOf(route, call.snapshot.config)?.unmetered === 'allow') return true;
-  throw new ProxyError(
-    'unmetered_endpoint',
-    `${request.method} ${rest} on route ${route.name} is not a call Tollgate can meter (${why}): refused so the proxy's credential is not spent unseen; see docs/routes.md#what-a-route-forwards`,
-  );
+  throw unmeteredRefusal(request.method, rest, route.name, why);
 }
 
 function noteUnmetered(call: ProxyCall): void {
@@ -305,23 +309,16 @@ function startMetering(call: ProxyCall, plan: UpstreamRequestPlan, unmetered = f
   const { config } = snapshot;
   // A deferred result read here is the submitter's call: charged to them, under their project (ADR 0913).
   const submitter = call.deferred?.submitter(Date.now());
-  return call.opts.meter.start({
+  return startCallSpan(call.opts.meter, call.origin, {
     route: route.name,
     provider: route.provider,
     model: plan.model === 'unknown' && submitter !== undefined ? submitter.model : plan.model,
     operation: plan.operation,
     userId: submitter?.userId ?? spanUserId(request, config.mode, plan.bodyUserId),
-    projectId: submitter?.projectId ?? projectOf(call) ?? upstreamOf(route, config)?.project ?? null,
-    requestId: request.id,
-    trace: call.trace,
+    projectId: submitter?.projectId ?? projectOf(call.origin, route, config),
     ...(unmetered ? { unmetered: true } : {}),
     ...(plan.units !== undefined ? { units: plan.units } : {}),
   });
-}
-
-/** The caller's project header, which wins over the route's configured project. */
-function projectOf(call: ProxyCall): string | null {
-  return headerValue(call.request.headers, 'x-tollgate-project') ?? null;
 }
 
 /**
@@ -338,18 +335,12 @@ function refusedOverBudget(call: ProxyCall, metered: MeteredCall, body: CallBody
     deferred === undefined
       ? reserveForCall(call.opts.budgets, metered, call.snapshot.prices, { bytes: body.bytes, size: Number.isFinite(size) ? size : 0, usage }, { now: Date.now(), res: call.res })
       : deferred.reserve(call.opts.budgets, metered.call.userId, metered.call.provider, call.snapshot.prices, Date.now());
-  if (refusal instanceof Promise) return refusal.then((answer) => refuse(call, metered, streaming, answer));
-  return refuse(call, metered, streaming, refusal);
-}
-
-function refuse(call: ProxyCall, metered: MeteredCall, streaming: boolean, refusal: CallRefusal | null): boolean {
-  if (!refusal) return false;
-  metered.finish({ prices: call.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: refusalError(refusal) });
-  if (streaming) call.request.raw.unpipe();
-  call.request.raw.resume();
-  identifyAnswer(call.res, call.request);
-  sendBudgetRefusal(call.res, call.route.errors, refusal, call.trace);
-  return true;
+  return whenRefused(refusal, (refused) => {
+    if (streaming) call.request.raw.unpipe();
+    call.request.raw.resume();
+    identifyAnswer(call.res, call.request);
+    refuseCall(metered, call.snapshot.prices, refused, { res: call.res, errors: call.route.errors, trace: call.trace });
+  });
 }
 
 /** Sends the planned request upstream and relays the answer while its usage is read. */
@@ -396,18 +387,7 @@ async function forward(call: ProxyCall, metered: MeteredCall, plan: UpstreamRequ
 function failCall(call: ProxyCall, metered: MeteredCall | null, error: unknown): void {
   const { request, route, snapshot } = call;
   const proxyError = call.caller.error ?? (error instanceof ProxyError ? error : toProxyError(route.name, error));
-  const failed =
-    metered ??
-    call.opts.meter.start({
-      route: route.name,
-      provider: route.provider,
-      model: 'unknown',
-      operation: 'chat',
-      userId: spanUserId(request, snapshot.config.mode, null),
-      projectId: projectOf(call),
-      requestId: request.id,
-      trace: call.trace,
-    });
+  const failed = failedCallSpan(call.opts.meter, metered, call.origin, { route: route.name, provider: route.provider, model: 'unknown', operation: 'chat' });
   finishFailedCall(failed, snapshot.prices, proxyError, call.res);
   identifyAnswer(call.res, request);
   sendProxyError(call.res, proxyError, call.trace);
