@@ -21,7 +21,7 @@ import { LedgerBudgets } from '../sidecar/src/budgets/ledger-budgets.ts';
 import { SqliteLedger } from '../sidecar/src/budgets/sqlite-ledger.ts';
 import { unitsFromCostUsd } from '../contracts/money.ts';
 import { MemoryRateWindows } from '../sidecar/src/budgets/memory-rate-windows.ts';
-import { reserveForCall } from '../sidecar/src/http/budget-refusal.ts';
+import { reserveForCall } from '../sidecar/src/pipeline/reservation.ts';
 import { setRateLimitHeaders } from '../sidecar/src/pipeline/rate-limit-answer.ts';
 import type { MeteredCall } from '../sidecar/src/metering/call-meter.ts';
 import { DEFAULT_CACHE_SETTINGS } from '../sidecar/src/pricing/default-cache.ts';

@@ -13,7 +13,7 @@ import { PolicySet } from '../contracts/budget-policies.ts';
 import { unitsFromCostUsd } from '../contracts/money.ts';
 import { BudgetBook } from '../sidecar/src/budgets/budget-book.ts';
 import type { RateLimits } from '../sidecar/src/budgets/rate-windows.ts';
-import { reserveForCall } from '../sidecar/src/http/budget-refusal.ts';
+import { reserveForCall } from '../sidecar/src/pipeline/reservation.ts';
 import type { MeteredCall } from '../sidecar/src/metering/call-meter.ts';
 import { DEFAULT_CACHE_SETTINGS } from '../sidecar/src/pricing/default-cache.ts';
 import { PriceTable } from '../sidecar/src/pricing/price-table.ts';

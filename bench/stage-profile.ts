@@ -65,8 +65,8 @@ export type Stage = (typeof STAGES)[number];
 // helpers such as contracts/header-value.ts) are transparent: their time goes to the caller's stage.
 const FILE_STAGES: [RegExp, Stage][] = [
   [/\/inbound\//, 'identity and request guard'],
-  [/\/http\/request-body\./, 'request body'],
-  [/\/http\/budget-refusal\.|\/budgets\//, 'budget check'],
+  [/\/(http|pipeline)\/request-body\./, 'request body'],
+  [/\/http\/budget-refusal\.|\/pipeline\/(reservation|refusals)\.|\/budgets\//, 'budget check'],
   [/\/upstream\/|\/auth\//, 'upstream request'],
   [/\/pricing\/|\/wire-formats\/(.*\/cost|token-rates)\./, 'pricing'],
   [/\/usage\/|\/wire-formats\//, 'usage extraction'],

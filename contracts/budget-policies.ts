@@ -41,7 +41,7 @@ export function compilePolicy(config: BudgetPolicyConfig): CompiledPolicy {
 
 /**
  * Ids of budgets above the user level; user ids of this form are reserved (ADR 1312): a call that names one as
- * its user is refused (budget-refusal.ts), since its budget and rate windows would be the group's.
+ * its user is refused (sidecar/src/pipeline/refusals.ts), since its budget and rate windows would be the group's.
  */
 export function isGroupKey(key: string): boolean {
   return key.startsWith('@team:') || key.startsWith('@workload:') || key.startsWith('@namespace:');

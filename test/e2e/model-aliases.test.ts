@@ -162,6 +162,30 @@ describe('an alias falls back to its next target, and the caller gets one answer
   });
 });
 
+describe('a caller who leaves an alias call', () => {
+  it('while its first target hangs ends the call there: no other target is tried, and the span says the caller left', async () => {
+    // gamma-direct's timeout is 1.5 s: had the call gone on, Bedrock would have answered it after that.
+    bed.anthropic.behave({ delayMs: 5000, forRequests: 1 });
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const caller = new AbortController();
+    const call = fetch(`${proxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-tollgate-user': 'ada', traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+      body: JSON.stringify({ model: 'sonnet-fast', messages: [{ role: 'user', content: 'hi' }] }),
+      signal: caller.signal,
+    }).catch((e: unknown) => e);
+    await waitFor('the first target to be asked', () => bed.anthropic.requests.length === 1);
+    caller.abort();
+    expect(await call).toBeInstanceOf(Error);
+    let spans: SpanJson[] = [];
+    await waitFor('the call span', async () => (spans = await spansOfTrace(traceId)).length > 0);
+    expect(spans).toHaveLength(1);
+    expect(spans[0]).toMatchObject({ alias: 'sonnet-fast', route: 'gamma-direct', status: 'client_aborted', cost_usd: 0, user_id: 'ada', attempt: null });
+    expect(spans[0]!.error).toMatch(/^client_aborted: /);
+    expect(bed.bedrock.requests).toHaveLength(0);
+  });
+});
+
 describe('a target that cannot take the request', () => {
   it('is passed over: n: 2 is refused by the Claude translation and answered by OpenAI', async () => {
     const { data, response } = await openai.chat.completions.create({ model: 'claude-first', n: 2, messages: [{ role: 'user', content: 'hi' }] }).withResponse();

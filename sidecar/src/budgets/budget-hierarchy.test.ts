@@ -206,7 +206,7 @@ describe('rate limits across levels (ADR 1313)', () => {
       { name: 'payments', team: { name: 'payments', users: ['alice'] }, limitUsd: '1.5', rateLimits: { requestsPerMinute: 3 } },
       { name: 'shop', scope: 'Namespace', limitUsd: '2', rateLimits: { concurrent: 4 } },
     ];
-    // Such a call is refused before it is counted (budget-refusal.ts); were it asked, it gets only what a user in
+    // Such a call is refused before it is counted (pipeline/refusals.ts); were it asked, it gets only what a user in
     // no team gets: the namespace's window, once.
     expect(levelsOf(list, '@team:payments')?.map((l) => l.key)).toEqual(['@namespace:shop']);
     expect(levelsOf(list, '@namespace:shop')?.map((l) => l.key)).toEqual(['@namespace:shop']);

@@ -14,7 +14,7 @@ import { PriceTable } from '../pricing/price-table.ts';
 import { openMemorySpanStore } from '../spans/memory-span-store.ts';
 import { SpanWriter } from '../spans/span-writer.ts';
 import { startSpanContext } from '../spans/trace-context.ts';
-import { reserveForCall } from '../http/budget-refusal.ts';
+import { reserveForCall } from '../pipeline/reservation.ts';
 import { ClusterBudgets } from './cluster-budgets.ts';
 import { RedisRateWindows } from './redis-rate-windows.ts';
 

@@ -20,7 +20,8 @@ import { JsonLines } from '../formats/json-lines.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 import { NO_BYTES, NoUsageExtractor, type UsageExtractor } from '../usage/usage-extractor.ts';
 import type { UsageResult } from '../usage/usage.ts';
-import { type CallRefusal, reservationUsd, reservedUserRefusal } from './budget-refusal.ts';
+import { reservationUsd } from '../pipeline/reservation.ts';
+import { type CallRefusal, reservedUserRefusal } from '../pipeline/refusals.ts';
 
 type Submit = Extract<DeferredPlan, { step: 'submit' }>;
 

@@ -28,7 +28,7 @@ import { nowSeconds } from '../translate/openai-chat.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
 import type { ApiAnswer, CallerAnswer } from '../gateway-apis/gateway-api.ts';
 import { randomId } from '../gateway-apis/gateway-ids.ts';
-import { sendJson } from './json-answer.ts';
+import { sendJson } from '../pipeline/json-answer.ts';
 import { setAnswerTrace } from '../pipeline/trace-headers.ts';
 import { downstreamResponseHeaders } from './proxy-headers.ts';
 

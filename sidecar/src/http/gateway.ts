@@ -26,19 +26,22 @@ import { GatewayError } from '../translate/openai-error.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
 import { relay } from './gateway-relay.ts';
-import { answerClosed, closeConnectionAfter, onCallerLeaving } from '../pipeline/caller-connection.ts';
+import { answerClosed } from '../pipeline/caller-connection.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
-import { sendFailure, sendJson } from './json-answer.ts';
-import { findModel, v1RouteOf, type GatewayPlan, type GatewayTarget } from '../routes/v1-plan.ts';
+import { sendFailure, sendJson } from '../pipeline/json-answer.ts';
+import { findModel, v1RouteOf, type GatewayTarget } from '../routes/v1-plan.ts';
 import { routeCatalog, wireFormat } from '../routes/route-catalog.ts';
-import { upstreamOf } from '../routes/upstream-base-url.ts';
 import { localModelObject, localTarget, type LocalModelCatalog } from '../local/local-models.ts';
 import type { PriceEntry } from '../../../contracts/price-entry.ts';
 import { parseJsonObject } from '../formats/json-object.ts';
 import { upstreamRequestHeaders } from './proxy-headers.ts';
-import { callerLeft, hasBody, readBoundedBody } from './request-body.ts';
+import { callerLeft, hasBody, readBoundedBody } from '../pipeline/request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
-import { type CallRefusal, refusalError, reserveForCall, sendBudgetRefusal } from './budget-refusal.ts';
+import { reserveForCall } from '../pipeline/reservation.ts';
+import { refuseCall, whenRefused } from '../pipeline/refusals.ts';
+import { type CallSteps, type Exchange, runCall } from '../pipeline/call-pipeline.ts';
+import { CallerEnd } from '../pipeline/caller-end.ts';
+import { type CallOrigin, failedCallSpan, projectOf, rejectCall, startCallSpan } from '../pipeline/call-span.ts';
 import type { ApiPlan, GatewayApi } from '../gateway-apis/gateway-api.ts';
 import { chatCompletionsApi } from '../gateway-apis/chat-completions.ts';
 import { responsesApi } from '../gateway-apis/responses.ts';
@@ -217,49 +220,13 @@ function parseRequest(body: Buffer): Record<string, unknown> {
   );
 }
 
-/** What a /v1 call has come to, for the span of one that fails: its call once started, its plan, the model asked for. */
-interface CallProgress {
-  call: MeteredCall | null;
-  plan: GatewayPlan | null;
-  requestedModel: string | null;
-}
-
 async function handleGatewayCall(request: FastifyRequest, reply: FastifyReply, opts: GatewayRoutesOptions, api: GatewayApi): Promise<void> {
   reply.hijack();
   const res = reply.raw;
   res.setHeader('x-proxy-request-id', request.id); // as on /proxy: the id in the proxy's log line and span
   const trace = callTrace(request.headers);
-  if (opts.lifecycle.draining) {
-    closeConnectionAfter(res);
-    sendJson(res, 503, api.errors.failure(new ProxyError('shutting_down', 'the proxy is shutting down; retry on another instance')), trace);
-    request.raw.resume();
-    return;
-  }
-  // One config snapshot for the whole call: a config push mid-call changes nothing for this call.
-  const snapshot = opts.store.current();
-  const progress: CallProgress = { call: null, plan: null, requestedModel: null };
-  const done = opts.lifecycle.track();
-  try {
-    const { body, contentType, chat, requested } = await readGatewayRequest(request, api, snapshot.config, progress);
-    const gateway: GatewayCall = {
-      request,
-      res,
-      opts,
-      api,
-      snapshot,
-      chat,
-      body,
-      contentType,
-      trace,
-      projectHeader: headerValue(request.headers, 'x-tollgate-project') ?? null,
-      callerUser: spanUserId(request, snapshot.config.mode, api.requestUser(chat)),
-    };
-    await runGatewayCall(gateway, requested, progress);
-  } catch (error) {
-    failGatewayCall(request, res, { opts, api, snapshot, trace }, progress, error);
-  } finally {
-    done();
-  }
+  const call = new V1Call(request, res, opts, api, trace);
+  await runCall(opts.lifecycle, request.raw, res, call, (error) => sendJson(res, error.statusCode, api.errors.failure(error), trace));
 }
 
 /** The request's body, read, parsed and checked, and the model it asks for. Throws GatewayError for a bad one. */
@@ -267,7 +234,6 @@ async function readGatewayRequest(
   request: FastifyRequest,
   api: GatewayApi,
   config: RuntimeConfig,
-  progress: CallProgress,
 ): Promise<{ body: Buffer; contentType: string | undefined; chat: Record<string, unknown>; requested: string }> {
   if (!hasBody(request.raw)) throw new GatewayError(400, 'the request needs a JSON body', { code: 'invalid_json' });
   const contentType = headerValue(request.headers, 'content-type');
@@ -278,74 +244,106 @@ async function readGatewayRequest(
   if (typeof requested !== 'string' || requested === '') {
     throw new GatewayError(400, 'you must provide a model parameter', { param: 'model', code: 'missing_required_parameter' });
   }
-  progress.requestedModel = requested;
   return { body, contentType, chat, requested };
 }
 
-/** A call to its model's target (or its alias's targets): plan, budget, upstream, relay. */
-async function runGatewayCall(gateway: GatewayCall, requested: string, progress: CallProgress): Promise<void> {
-  const { opts, snapshot, res } = gateway;
-  const alias = aliasOf(snapshot.config, requested);
-  if (alias !== undefined) {
-    // The call is known here as soon as it starts, so a failure thrown past it still finishes it (and
-    // releases its budget reservation) rather than a span of its own.
-    progress.call = await aliasGatewayCall(gateway, requested, alias, (started) => (progress.call = started));
-    return;
+/**
+ * One /v1 call, its steps on the pipeline (pipeline/call-pipeline.ts), and what they share. Planning gives the
+ * model's plan, or null for an alias, whose targets are planned (and budgeted) as they are tried.
+ */
+class V1Call implements GatewayCall, CallSteps<ApiPlan | null, ApiPlan> {
+  /** One config snapshot for the whole call: a config push mid-call changes nothing for this call. */
+  readonly snapshot: ConfigSnapshot;
+  readonly caller: CallerEnd;
+  span: MeteredCall | null = null;
+  /** The plan of a call to one model, for the route its failure names. */
+  planned: ApiPlan | null = null;
+  /** The model asked for, once the body named it. */
+  requested: string | null = null;
+  // What the body says, set by plan() before any later step runs.
+  chat!: Record<string, unknown>;
+  body!: Buffer;
+  contentType: string | undefined;
+  origin!: CallOrigin;
+
+  readonly request: FastifyRequest;
+  readonly res: ServerResponse;
+  readonly opts: GatewayRoutesOptions;
+  readonly api: GatewayApi;
+  readonly trace: TraceContext;
+
+  constructor(request: FastifyRequest, res: ServerResponse, opts: GatewayRoutesOptions, api: GatewayApi, trace: TraceContext) {
+    this.request = request;
+    this.res = res;
+    this.opts = opts;
+    this.api = api;
+    this.trace = trace;
+    this.snapshot = opts.store.current();
+    this.caller = new CallerEnd(res);
   }
-  const found = await resolveModel(opts, snapshot, requested);
-  let planned: ApiPlan;
-  try {
-    planned = planFor(gateway, found);
-    progress.plan = planned;
-  } catch (error) {
-    progress.call = refusedPlan(gateway, found, requested, error);
-    throw error;
+
+  /** Targeting on /v1 is the model: an alias's targets, a configured route's, a price entry's, the local runtime's. */
+  async plan(): Promise<ApiPlan | null> {
+    const { body, contentType, chat, requested } = await readGatewayRequest(this.request, this.api, this.snapshot.config);
+    this.requested = requested;
+    this.body = body;
+    this.contentType = contentType;
+    this.chat = chat;
+    this.origin = {
+      requestId: this.request.id,
+      trace: this.trace,
+      userId: spanUserId(this.request, this.snapshot.config.mode, this.api.requestUser(chat)),
+      projectHeader: projectHeaderOf(this.request),
+    };
+    if (aliasOf(this.snapshot.config, requested) !== undefined) return null;
+    const found = await resolveModel(this.opts, this.snapshot, requested);
+    try {
+      this.planned = planFor(this, found);
+    } catch (error) {
+      this.span = refusedPlan(this, found, requested, error);
+      throw error;
+    }
+    this.span = startCall(this, this.planned);
+    return this.planned;
   }
-  const call = startCall(gateway, planned);
-  progress.call = call;
-  const refused = refusedOverBudget(gateway, call, planned);
-  // Awaited only when the rate windows are shared (ADR 1311): the in-memory answer costs no turn.
-  if (typeof refused === 'boolean' ? refused : await refused) return;
-  const abort = new CallAbort();
-  // Once the answer is being relayed, a caller who leaves no longer ends the exchange: the relay reads on
-  // for the usage the provider bills (ADR 1305).
-  let relaying = false;
-  // A caller who left while a shared store answered: nothing goes upstream, the call ends (and settles) now.
-  onCallerLeaving(res, () => {
-    if (!relaying) abort.abort(callerLeft());
-  });
-  const upstream = await sendPlanned(gateway, planned, abort);
-  call.attachUpstream(upstream.timing);
-  relaying = true;
-  await relayPlanned(gateway, call, planned, upstream);
+
+  budget(planned: ApiPlan | null): boolean | Promise<boolean> {
+    // An alias's budget is checked at its first target that costs anything, as it is tried (send).
+    return planned === null ? false : refusedOverBudget(this, this.span!, planned);
+  }
+
+  async send(planned: ApiPlan | null): Promise<Exchange<ApiPlan> | null> {
+    if (planned !== null) return { plan: planned, upstream: await sendPlanned(this, planned, this.caller.abort) };
+    const name = this.requested!;
+    return aliasExchange(this, name, aliasOf(this.snapshot.config, name)!);
+  }
+
+  relay(exchange: Exchange<ApiPlan>): Promise<void> {
+    return relayPlanned(this, this.span!, exchange.plan, exchange.upstream);
+  }
+
+  fail(error: unknown): void {
+    failGatewayCall(this, error);
+  }
+}
+
+function projectHeaderOf(request: FastifyRequest): string | null {
+  return headerValue(request.headers, 'x-tollgate-project') ?? null;
 }
 
 /** A /v1 call that failed or was refused: its span (one even when no route was reached) and its answer. */
-function failGatewayCall(request: FastifyRequest, res: ServerResponse, g: Pick<GatewayCall, 'opts' | 'api' | 'snapshot' | 'trace'>, progress: CallProgress, error: unknown): void {
-  const { opts, api, snapshot, trace } = g;
-  // The span of a call refused before it reached a route: its answer's X-Proxy-Span-Id can still be looked up.
-  const refusedCall = () =>
-    opts.meter.start({
-      route: 'v1',
-      provider: 'unknown',
-      model: progress.requestedModel ?? 'unknown',
-      operation: api.operation,
-      userId: spanUserId(request, snapshot.config.mode, null),
-      projectId: headerValue(request.headers, 'x-tollgate-project') ?? null,
-      requestId: request.id,
-      trace,
-    });
+function failGatewayCall(g: V1Call, error: unknown): void {
+  const { opts, api, snapshot, trace, request, res } = g;
+  // A call refused before it reached a route (no body, bad JSON, unknown model) is named by the model it asked for.
+  const origin: CallOrigin = { requestId: request.id, trace, userId: spanUserId(request, snapshot.config.mode, null), projectHeader: projectHeaderOf(request) };
+  const call = failedCallSpan(opts.meter, g.span, origin, { route: 'v1', provider: 'unknown', model: g.requested ?? 'unknown', operation: api.operation });
   if (error instanceof GatewayError) {
-    // Refused before the model named a provider (no body, bad JSON, unknown model): still one span, so the
-    // answer's X-Proxy-Span-Id can be looked up.
-    const call = progress.call ?? refusedCall();
-    if (!call.finished) call.finish({ prices: snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: `${error.code ?? 'invalid_request'}: ${error.message}` });
+    rejectCall(call, snapshot.prices, `${error.code ?? 'invalid_request'}: ${error.message}`);
     if (!answerClosed(res)) sendJson(res, error.statusCode, api.errors.refusal(error), trace);
     request.raw.resume();
     return;
   }
-  const proxyError = error instanceof ProxyError ? error : toProxyError(progress.plan?.route ?? 'v1', error);
-  const call = progress.call ?? refusedCall();
+  const proxyError = error instanceof ProxyError ? error : toProxyError(g.planned?.route ?? 'v1', error);
   finishFailedCall(call, snapshot.prices, proxyError, res);
   sendFailure(res, proxyError, api.errors.failure(proxyError), trace);
 }
@@ -363,9 +361,8 @@ interface GatewayCall {
   body: Buffer;
   contentType: string | undefined;
   trace: TraceContext;
-  projectHeader: string | null;
-  /** The span's user: the identity, the header, else the body's user. */
-  callerUser: string | null;
+  /** Who made the call, for its spans: its user is the identity, the header, else the body's user. */
+  origin: CallOrigin;
 }
 
 function planFor(g: GatewayCall, target: GatewayTarget): ApiPlan {
@@ -378,7 +375,7 @@ function planFor(g: GatewayCall, target: GatewayTarget): ApiPlan {
     config,
     env: g.opts.env ?? process.env,
     headers: g.request.headers,
-    user: g.callerUser,
+    user: g.origin.userId,
     storedObjects: mayReachStoredObjects(g.request.identity, config),
   });
 }
@@ -388,17 +385,14 @@ function refusedPlan(g: GatewayCall, found: GatewayTarget, requested: string, er
   const { config } = g.snapshot;
   const module = routeCatalog(config).get(g.api.routeOf?.(found, config) ?? v1RouteOf(found, config) ?? '');
   const message = error instanceof GatewayError ? `invalid_request: ${error.message}` : error instanceof ProxyError ? `${error.code}: ${error.message}` : String(error);
-  const call = g.opts.meter.start({
+  const call = startCallSpan(g.opts.meter, g.origin, {
     provider: found.provider,
     operation: g.api.operation,
-    userId: g.callerUser,
-    requestId: g.request.id,
-    trace: g.trace,
     route: module?.name ?? 'v1',
     model: requested,
-    projectId: g.projectHeader ?? (module ? (upstreamOf(module, config)?.project ?? null) : null),
+    projectId: projectOf(g.origin, module, config),
   });
-  call.finish({ prices: g.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: message });
+  rejectCall(call, g.snapshot.prices, message);
   return call;
 }
 
@@ -406,16 +400,13 @@ function refusedPlan(g: GatewayCall, found: GatewayTarget, requested: string, er
 function callTarget(g: GatewayCall, planned: ApiPlan): CallTarget {
   const { config } = g.snapshot;
   const module = routeCatalog(config).get(planned.route)!;
-  return { route: planned.route, provider: planned.provider, model: planned.model, projectId: g.projectHeader ?? upstreamOf(module, config)?.project ?? null };
+  return { route: planned.route, provider: planned.provider, model: planned.model, projectId: projectOf(g.origin, module, config) };
 }
 
 function startCall(g: GatewayCall, planned: ApiPlan, alias?: string): MeteredCall {
-  return g.opts.meter.start({
+  return startCallSpan(g.opts.meter, g.origin, {
     ...callTarget(g, planned),
     operation: g.api.operation,
-    userId: g.callerUser,
-    requestId: g.request.id,
-    trace: g.trace,
     ...(alias !== undefined ? { alias } : {}),
     ...(planned.audio?.units !== undefined ? { units: planned.audio.units } : {}),
     ...(planned.units !== undefined ? { units: planned.units } : {}),
@@ -437,15 +428,7 @@ function refusedOverBudget(g: GatewayCall, call: MeteredCall, planned: ApiPlan):
     { bytes: sent, size: sent.length, json: g.chat, usage: planned.reservation ?? planned.audio?.reservation },
     { now: Date.now(), res: g.res },
   );
-  if (refusal instanceof Promise) return refusal.then((answer) => refuse(g, call, answer));
-  return refuse(g, call, refusal);
-}
-
-function refuse(g: GatewayCall, call: MeteredCall, refusal: CallRefusal | null): boolean {
-  if (!refusal) return false;
-  call.finish({ prices: g.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: refusalError(refusal) });
-  sendBudgetRefusal(g.res, g.api.errors.shape, refusal, g.trace);
-  return true;
+  return whenRefused(refusal, (refused) => refuseCall(call, g.snapshot.prices, refused, { res: g.res, errors: g.api.errors.shape, trace: g.trace }));
 }
 
 function sendPlanned(g: GatewayCall, planned: ApiPlan, abort: CallAbort): Promise<UpstreamResponse> {
@@ -488,16 +471,14 @@ function aliasTarget(g: GatewayCall, target: AliasTarget): GatewayTarget {
 }
 
 /**
- * A call to a model alias: its targets tried until one answers (fallback/alias-call.ts), then that answer
+ * A call to a model alias: its targets tried until one answers (fallback/alias-call.ts); that answer is then
  * relayed. The call's span names the target that answered; when more than one attempt was made, each has a
- * span of its own, a child of the call's. Returns the call's metered call.
+ * span of its own, a child of the call's. Null when the budget refused the call at its first paid target (answered).
  */
-async function aliasGatewayCall(g: GatewayCall, name: string, alias: ModelAlias, started: (call: MeteredCall) => void): Promise<MeteredCall | null> {
-  const { opts, res } = g;
+async function aliasExchange(g: V1Call, name: string, alias: ModelAlias): Promise<Exchange<ApiPlan> | null> {
+  const { opts } = g;
   const health = opts.targetHealth ?? new TargetHealth();
-  let call: MeteredCall | null = null;
   let budgeted = false;
-  let relaying = false;
   const aliasCall = new AliasCall<ApiPlan>({
     alias: name,
     definition: alias,
@@ -512,39 +493,37 @@ async function aliasGatewayCall(g: GatewayCall, name: string, alias: ModelAlias,
         // This target cannot take the request (a parameter its provider lacks, a route the config lost).
         throw new TargetUnfit(error);
       }
-      if (call === null) {
-        call = startCall(g, planned, name);
-        started(call);
-      } else call.retarget(callTarget(g, planned));
+      // The call is known as soon as it starts, so a failure thrown past it still finishes it (and releases its
+      // budget reservation) rather than a span of its own.
+      if (g.span === null) g.span = startCall(g, planned, name);
+      else g.span.retarget(callTarget(g, planned));
       // One budget check and reservation per call, at its first target that costs anything: a fallback from a
       // local model to a paid one is checked there, a fallback between paid ones keeps the reservation (ADR 1308).
       if (!budgeted && !costsNothing(planned.provider)) {
         budgeted = true;
-        if (await refusedOverBudget(g, call, planned)) throw new AliasCallEnded();
+        if (await refusedOverBudget(g, g.span, planned)) throw new AliasCallEnded();
       }
       return { plan: planned, upstream: await sendPlanned(g, planned, abort) };
     },
   });
-  onCallerLeaving(res, () => {
-    if (!relaying) aliasCall.cancel(callerLeft());
-  });
+  // The caller's leaving (before the answer is relayed) ends the attempt under way, and no other starts.
+  const cancel = () => aliasCall.cancel(g.caller.error ?? callerLeft());
+  if (g.caller.abort.ended) cancel();
+  else g.caller.abort.once('abort', cancel);
   let answered: Answered<ApiPlan>;
   try {
     answered = await aliasCall.run();
   } catch (error) {
-    recordAttempts(g, call, aliasCall.failed, null);
-    if (error instanceof AliasCallEnded) return call;
+    recordAttempts(g, g.span, aliasCall.failed, null);
+    if (error instanceof AliasCallEnded) return null;
     throw error;
   }
-  const metered = call as MeteredCall | null;
+  const metered = g.span;
   if (metered === null) throw new ProxyError('upstream_misconfigured', `model alias ${name} made no attempt`);
   metered.retarget(callTarget(g, answered.plan));
   recordAttempts(g, metered, aliasCall.failed, answered);
   health.served(name, alias, answered.target.priority, Date.now());
-  metered.attachUpstream(answered.upstream.timing);
-  relaying = true;
-  await relayPlanned(g, metered, answered.plan, answered.upstream);
-  return metered;
+  return { plan: answered.plan, upstream: answered.upstream };
 }
 
 /** The budget refused the call before its first attempt: the refusal has been answered. */
@@ -564,7 +543,7 @@ function recordAttempts(g: GatewayCall, call: MeteredCall | null, failed: readon
         route: attempt.target.route,
         provider: module?.provider ?? 'unknown',
         model: attempt.target.model,
-        projectId: g.projectHeader ?? (module ? (upstreamOf(module, config)?.project ?? null) : null),
+        projectId: projectOf(g.origin, module, config),
       },
       startedAt: attempt.startedAt,
       startTime: attempt.startTime,

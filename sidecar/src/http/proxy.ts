@@ -29,14 +29,16 @@ import { callTrace, setAnswerTrace, setUpstreamTrace } from '../pipeline/trace-h
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
 import type { UsageExtractor } from '../usage/usage-extractor.ts';
 import { toProxyError } from '../upstream/upstream-client.ts';
-import { CallAbort } from '../upstream/call-abort.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './proxy-headers.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
-import { sendFailure } from './json-answer.ts';
-import { closeConnectionAfter, onCallerLeaving } from '../pipeline/caller-connection.ts';
-import { BodyLimit, callerLeft, checkDeclaredLength, hasBody, readBoundedBody } from './request-body.ts';
+import { sendFailure } from '../pipeline/json-answer.ts';
+import { BodyLimit, checkDeclaredLength, hasBody, readBoundedBody } from '../pipeline/request-body.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
-import { type CallRefusal, refusalError, reserveForCall, sendBudgetRefusal } from './budget-refusal.ts';
+import { reserveForCall } from '../pipeline/reservation.ts';
+import { refuseCall, unmeteredRefusal, whenRefused } from '../pipeline/refusals.ts';
+import { type CallSteps, type Exchange, runCall } from '../pipeline/call-pipeline.ts';
+import { CallerEnd } from '../pipeline/caller-end.ts';
+import { type CallOrigin, failedCallSpan, projectOf, startCallSpan } from '../pipeline/call-span.ts';
 import { DeferredCharges } from '../metering/deferred-charges.ts';
 import { DeferredCall } from './deferred-calls.ts';
 
@@ -105,14 +107,17 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     request.raw.resume();
     return;
   }
-  if (opts.lifecycle.draining) {
+  const origin: CallOrigin = {
+    requestId: request.id,
+    trace,
+    userId: spanUserId(request, snapshot.config.mode, null),
+    projectHeader: headerValue(request.headers, 'x-tollgate-project') ?? null,
+  };
+  const call = new ProxyCall({ request, res, opts, route, rest, query, trace, origin, snapshot });
+  await runCall(opts.lifecycle, request.raw, res, call, (error) => {
     identifyAnswer(res, request);
-    closeConnectionAfter(res);
-    sendProxyError(res, new ProxyError('shutting_down', 'the proxy is shutting down; retry on another instance'), trace);
-    request.raw.resume();
-    return;
-  }
-  await proxyCall({ request, res, opts, route, rest, query, trace, snapshot, caller: new CallerEnd(res) });
+    sendProxyError(res, error, trace);
+  });
 }
 
 /**
@@ -126,8 +131,8 @@ function identifyAnswer(res: ServerResponse, request: FastifyRequest): void {
   if (!res.headersSent) res.setHeader('x-proxy-request-id', request.id);
 }
 
-/** One call on a known route, and everything its steps share. */
-interface ProxyCall {
+/** What a call on a known route is made of when it arrives. */
+interface ProxyCallStart {
   request: FastifyRequest;
   res: ServerResponse;
   opts: ProxyRoutesOptions;
@@ -135,84 +140,106 @@ interface ProxyCall {
   rest: string;
   query: string;
   trace: TraceContext;
+  /** Who made the call, for its span; the user the body names is found by planning it. */
+  origin: CallOrigin;
   /** One config snapshot for the whole call: a config push mid-call changes nothing for this call. */
   snapshot: ConfigSnapshot;
-  caller: CallerEnd;
+}
+
+/** A planned /proxy call: the route's plan, the body as read or streamed, and whether it goes unmetered. */
+interface ProxyPlan {
+  upstream: UpstreamRequestPlan;
+  body: CallBody;
+  unmetered: boolean;
+}
+
+/** One call on a known route, its steps on the pipeline (pipeline/call-pipeline.ts), and everything they share. */
+class ProxyCall implements ProxyCallStart, CallSteps<ProxyPlan> {
+  readonly request: FastifyRequest;
+  readonly res: ServerResponse;
+  readonly opts: ProxyRoutesOptions;
+  readonly route: RouteModule;
+  readonly rest: string;
+  readonly query: string;
+  readonly trace: TraceContext;
+  readonly origin: CallOrigin;
+  readonly snapshot: ConfigSnapshot;
+  readonly caller: CallerEnd;
+  span: MeteredCall | null = null;
+  limiter: BodyLimit | null = null;
   /** Set when the call submits or reads a result billed when it is known (ADR 0913). */
   deferred?: DeferredCall;
-}
 
-/**
- * How the caller ended the call early, if it did (a body over the limit or too slow, leaving): it names the
- * span's error, since the upstream request then fails only because the proxy aborted it.
- */
-class CallerEnd {
-  /** Aborts the upstream request when the caller goes away or its streamed body passes the limit or the deadline. */
-  readonly abort = new CallAbort();
-  error: ProxyError | null = null;
-  /**
-   * Set once the answer is being relayed: a caller who leaves then no longer ends the exchange, since the relay
-   * reads on for the usage the provider bills (ADR 1305).
-   */
-  relaying = false;
-
-  constructor(res: ServerResponse) {
-    onCallerLeaving(res, () => {
-      if (!this.relaying) this.end(callerLeft());
-    });
+  constructor(start: ProxyCallStart) {
+    this.request = start.request;
+    this.res = start.res;
+    this.opts = start.opts;
+    this.route = start.route;
+    this.rest = start.rest;
+    this.query = start.query;
+    this.trace = start.trace;
+    this.origin = start.origin;
+    this.snapshot = start.snapshot;
+    this.caller = new CallerEnd(start.res);
   }
 
-  end(error: ProxyError): void {
-    this.error ??= error;
-    this.abort.abort(this.error);
+  plan(): Promise<ProxyPlan> {
+    return planProxyCall(this);
   }
-}
 
-async function proxyCall(call: ProxyCall): Promise<void> {
-  const { opts, route, request } = call;
-  let metered: MeteredCall | null = null;
-  let limiter: BodyLimit | null = null;
-  const done = opts.lifecycle.track();
-  try {
-    const unmetered = refuseUnmetered(call);
-    const body = await callBody(call);
-    limiter = body.limiter;
-    const plan = planUpstreamRequest(route, {
-      method: request.method,
-      rest: call.rest,
-      query: call.query,
-      body: body.bytes,
-      contentType: headerValue(request.headers, 'content-type'),
-      upstream: upstreamOf(route, call.snapshot.config),
-      env: opts.env ?? process.env,
-    });
-    startDeferred(call, plan);
-    const unmeteredWhy = plan.unmeteredBecause ?? (plan.audio && unpricedSeconds(plan.audio, plan.model, call.snapshot.prices.resolve(route.provider, plan.model)));
-    const unmeteredBody = unmeteredWhy !== undefined && allowUnmetered(call, unmeteredWhy);
-    metered = startMetering(call, plan, unmetered || unmeteredBody);
-    if (plan.storedObjects !== undefined && !mayReachStoredObjects(request.identity, call.snapshot.config)) {
-      throw new ProxyError(
-        'stored_objects_admin_only',
-        `${request.method} ${call.rest} reaches ${plan.storedObjects}, which every user of this server shares through its key: only server.auth.admins may; continue conversations through /v1/responses, which keeps them per user`,
-      );
-    }
-    await readDeferredInput(call, metered);
+  budget(planned: ProxyPlan): boolean | Promise<boolean> {
     // A call the provider does not bill (a token count) has nothing for a budget to hold back (ADR 0912).
-    if (call.route.endpoint(request.method, call.rest) !== 'free') {
-      const refused = refusedOverBudget(call, metered, body, plan.reservation ?? plan.audio?.reservation);
-      // Awaited only when the rate windows are shared (ADR 1311): the in-memory answer costs no turn.
-      if (typeof refused === 'boolean' ? refused : await refused) return;
-    }
-    // Counted and logged once nothing else refuses it: what is counted went out.
-    if (unmetered || unmeteredBody) noteUnmetered(call);
-    await forward(call, metered, plan, body);
-  } catch (error) {
-    failCall(call, metered, error);
-  } finally {
-    call.deferred?.finished(metered?.span ?? null, Date.now());
-    limiter?.stopDeadline();
-    done();
+    if (this.route.endpoint(this.request.method, this.rest) === 'free') return false;
+    return refusedOverBudget(this, this.span!, planned.body, planned.upstream.reservation ?? planned.upstream.audio?.reservation);
   }
+
+  send(planned: ProxyPlan): Promise<Exchange<ProxyPlan>> {
+    // Counted and logged once nothing else refuses it: what is counted went out.
+    if (planned.unmetered) noteUnmetered(this);
+    return sendUpstream(this, planned);
+  }
+
+  relay(exchange: Exchange<ProxyPlan>): Promise<void> {
+    return relayAnswer(this, this.span!, exchange);
+  }
+
+  fail(error: unknown): void {
+    failCall(this, this.span, error);
+  }
+
+  ended(): void {
+    this.deferred?.finished(this.span?.span ?? null, Date.now());
+    this.limiter?.stopDeadline();
+  }
+}
+
+/** Targeting on /proxy is the path's prefix: the route's module plans the rest, and the call's span starts. */
+async function planProxyCall(call: ProxyCall): Promise<ProxyPlan> {
+  const { opts, route, request } = call;
+  const unmetered = refuseUnmetered(call);
+  const body = await callBody(call);
+  call.limiter = body.limiter;
+  const plan = planUpstreamRequest(route, {
+    method: request.method,
+    rest: call.rest,
+    query: call.query,
+    body: body.bytes,
+    contentType: headerValue(request.headers, 'content-type'),
+    upstream: upstreamOf(route, call.snapshot.config),
+    env: opts.env ?? process.env,
+  });
+  startDeferred(call, plan);
+  const unmeteredWhy = plan.unmeteredBecause ?? (plan.audio && unpricedSeconds(plan.audio, plan.model, call.snapshot.prices.resolve(route.provider, plan.model)));
+  const unmeteredBody = unmeteredWhy !== undefined && allowUnmetered(call, unmeteredWhy);
+  const metered = (call.span = startMetering(call, plan, unmetered || unmeteredBody));
+  if (plan.storedObjects !== undefined && !mayReachStoredObjects(request.identity, call.snapshot.config)) {
+    throw new ProxyError(
+      'stored_objects_admin_only',
+      `${request.method} ${call.rest} reaches ${plan.storedObjects}, which every user of this server shares through its key: only server.auth.admins may; continue conversations through /v1/responses, which keeps them per user`,
+    );
+  }
+  await readDeferredInput(call, metered);
+  return { upstream: plan, body, unmetered: unmetered || unmeteredBody };
 }
 
 interface CallBody {
@@ -241,10 +268,7 @@ function refuseUnmetered(call: ProxyCall): boolean {
 function allowUnmetered(call: ProxyCall, why: string): true {
   const { route, rest, request } = call;
   if (upstreamOf(route, call.snapshot.config)?.unmetered === 'allow') return true;
-  throw new ProxyError(
-    'unmetered_endpoint',
-    `${request.method} ${rest} on route ${route.name} is not a call Tollgate can meter (${why}): refused so the proxy's credential is not spent unseen; see docs/routes.md#what-a-route-forwards`,
-  );
+  throw unmeteredRefusal(request.method, rest, route.name, why);
 }
 
 function noteUnmetered(call: ProxyCall): void {
@@ -305,23 +329,16 @@ function startMetering(call: ProxyCall, plan: UpstreamRequestPlan, unmetered = f
   const { config } = snapshot;
   // A deferred result read here is the submitter's call: charged to them, under their project (ADR 0913).
   const submitter = call.deferred?.submitter(Date.now());
-  return call.opts.meter.start({
+  return startCallSpan(call.opts.meter, call.origin, {
     route: route.name,
     provider: route.provider,
     model: plan.model === 'unknown' && submitter !== undefined ? submitter.model : plan.model,
     operation: plan.operation,
     userId: submitter?.userId ?? spanUserId(request, config.mode, plan.bodyUserId),
-    projectId: submitter?.projectId ?? projectOf(call) ?? upstreamOf(route, config)?.project ?? null,
-    requestId: request.id,
-    trace: call.trace,
+    projectId: submitter?.projectId ?? projectOf(call.origin, route, config),
     ...(unmetered ? { unmetered: true } : {}),
     ...(plan.units !== undefined ? { units: plan.units } : {}),
   });
-}
-
-/** The caller's project header, which wins over the route's configured project. */
-function projectOf(call: ProxyCall): string | null {
-  return headerValue(call.request.headers, 'x-tollgate-project') ?? null;
 }
 
 /**
@@ -338,23 +355,18 @@ function refusedOverBudget(call: ProxyCall, metered: MeteredCall, body: CallBody
     deferred === undefined
       ? reserveForCall(call.opts.budgets, metered, call.snapshot.prices, { bytes: body.bytes, size: Number.isFinite(size) ? size : 0, usage }, { now: Date.now(), res: call.res })
       : deferred.reserve(call.opts.budgets, metered.call.userId, metered.call.provider, call.snapshot.prices, Date.now());
-  if (refusal instanceof Promise) return refusal.then((answer) => refuse(call, metered, streaming, answer));
-  return refuse(call, metered, streaming, refusal);
+  return whenRefused(refusal, (refused) => {
+    if (streaming) call.request.raw.unpipe();
+    call.request.raw.resume();
+    identifyAnswer(call.res, call.request);
+    refuseCall(metered, call.snapshot.prices, refused, { res: call.res, errors: call.route.errors, trace: call.trace });
+  });
 }
 
-function refuse(call: ProxyCall, metered: MeteredCall, streaming: boolean, refusal: CallRefusal | null): boolean {
-  if (!refusal) return false;
-  metered.finish({ prices: call.snapshot.prices, usage: null, status: 'rejected', statusCode: null, error: refusalError(refusal) });
-  if (streaming) call.request.raw.unpipe();
-  call.request.raw.resume();
-  identifyAnswer(call.res, call.request);
-  sendBudgetRefusal(call.res, call.route.errors, refusal, call.trace);
-  return true;
-}
-
-/** Sends the planned request upstream and relays the answer while its usage is read. */
-async function forward(call: ProxyCall, metered: MeteredCall, plan: UpstreamRequestPlan, body: CallBody): Promise<void> {
+/** Sends the planned request upstream. */
+async function sendUpstream(call: ProxyCall, planned: ProxyPlan): Promise<Exchange<ProxyPlan>> {
   const { request, route, trace, snapshot } = call;
+  const { upstream: plan, body } = planned;
   const headers = upstreamRequestHeaders(request.headers, plan.body === null && body.stream !== null);
   setUpstreamTrace(headers, trace);
   if (plan.body !== null && plan.body !== body.bytes) headers['content-type'] = 'application/json';
@@ -366,7 +378,14 @@ async function forward(call: ProxyCall, metered: MeteredCall, plan: UpstreamRequ
     body: plan.body ?? body.stream,
     signal: call.caller.abort,
   });
-  metered.attachUpstream(upstream.timing);
+  return { plan: planned, upstream };
+}
+
+/** Relays the answer while its usage is read. */
+async function relayAnswer(call: ProxyCall, metered: MeteredCall, exchange: Exchange<ProxyPlan>): Promise<void> {
+  const { request, route, trace, snapshot } = call;
+  const { upstream } = exchange;
+  const { upstream: plan, body } = exchange.plan;
   const { deferred } = call;
   // A batch's status names where its results are: here, so they are read (and charged) through the proxy.
   const transform = deferred?.transform(`${request.protocol}://${request.host}/proxy/${route.name}`, upstream.statusCode);
@@ -381,7 +400,6 @@ async function forward(call: ProxyCall, metered: MeteredCall, plan: UpstreamRequ
     snapshot.prices.resolve(route.provider, plan.model),
     upstream.statusCode,
   );
-  call.caller.relaying = true;
   const sent = plan.body ?? body.bytes;
   // A deferred result's submission is charged when its result is read (or by its own stream's usage): an
   // estimate charged here when its caller left would be charged again by that read (ADR 0913).
@@ -396,18 +414,7 @@ async function forward(call: ProxyCall, metered: MeteredCall, plan: UpstreamRequ
 function failCall(call: ProxyCall, metered: MeteredCall | null, error: unknown): void {
   const { request, route, snapshot } = call;
   const proxyError = call.caller.error ?? (error instanceof ProxyError ? error : toProxyError(route.name, error));
-  const failed =
-    metered ??
-    call.opts.meter.start({
-      route: route.name,
-      provider: route.provider,
-      model: 'unknown',
-      operation: 'chat',
-      userId: spanUserId(request, snapshot.config.mode, null),
-      projectId: projectOf(call),
-      requestId: request.id,
-      trace: call.trace,
-    });
+  const failed = failedCallSpan(call.opts.meter, metered, call.origin, { route: route.name, provider: route.provider, model: 'unknown', operation: 'chat' });
   finishFailedCall(failed, snapshot.prices, proxyError, call.res);
   identifyAnswer(call.res, request);
   sendProxyError(call.res, proxyError, call.trace);

@@ -1,10 +1,5 @@
-// The answer to a call refused because its user's budget is spent (ADR 1300): HTTP 429 before any upstream
-// is contacted, `Retry-After` in seconds until the period ends, and a body in the error shape the route's
-// callers' SDKs read (the route module's ErrorShape: OpenAI's with code `budget_exceeded` on /v1 and the
-// OpenAI-format routes, Anthropic's on the Claude routes, Google's on Gemini). `x-should-retry: false` tells
-// the OpenAI and Anthropic SDKs not to retry a refusal that will not lift for hours; they retry every 429
-// otherwise. With budgets.unreachable closed, a budgeted call while the shared ledger cannot be reached past
-// the grace is answered 503 `budget_ledger_unavailable` instead (ADR 1310): it lifts when the ledger is back.
+// The budget step of the pipeline (ADR 1700): whether a call may go upstream, decided from memory before
+// anything is sent (ADRs 1300, 1308); its refusal is answered by refusals.ts.
 //
 // A call that is admitted holds its estimated cost against the budget until it finishes (ADR 1308): the input
 // estimated from the request body (estimateInputTokens) and the request's max output tokens (else
@@ -20,24 +15,14 @@ import type { BudgetRefusal } from '../budgets/budget-book.ts';
 import type { BudgetEnforcer } from '../budgets/budget-enforcer.ts';
 import { type RateAdmission, RateStoreUnreachable, type RateWindows } from '../budgets/rate-windows.ts';
 import type { BudgetPolicyConfig } from '../../../contracts/budget-config.ts';
-import { isGroupKey, type RateLevel } from '../../../contracts/budget-policies.ts';
+import type { RateLevel } from '../../../contracts/budget-policies.ts';
 import type { MeteredCall } from '../metering/call-meter.ts';
 import type { PriceTable } from '../pricing/price-table.ts';
 import { costsNothing } from '../pricing/provider-pricing.ts';
 import { estimateInputTokens } from '../usage/usage-estimate.ts';
 import type { TokenUsage } from '../usage/usage.ts';
-import type { ErrorShape } from '../routes/error-shape.ts';
-import type { TraceContext } from '../spans/trace-context.ts';
-import { sendJson } from './json-answer.ts';
-import { isRateRefusal, RATE_LIMIT_EXCEEDED, RATE_LIMITED, type RateRefusal, rateRefusalMessage, setRateLimitHeaders } from '../pipeline/rate-limit-answer.ts';
-
-export const BUDGET_EXCEEDED = 'budget_exceeded';
-const RESERVED_USER_ID = 'reserved_user_id';
-const LEDGER_UNAVAILABLE = 'budget_ledger_unavailable';
-/** A refusal for an unreachable ledger lifts when the ledger is back: the SDKs may retry it soon. */
-const UNREACHABLE_RETRY_AFTER_SECONDS = 5;
-
-const PERIOD_WORD: Record<string, string> = { day: 'daily', week: 'weekly', month: 'monthly' };
+import { RATE_LIMITED, type RateRefusal, setRateLimitHeaders } from './rate-limit-answer.ts';
+import { type CallRefusal, reservedUserRefusal } from './refusals.ts';
 
 /** Output tokens held for a call whose request names no maximum (ADR 1308). */
 export const RESERVED_OUTPUT_TOKENS = 4096;
@@ -51,31 +36,6 @@ export interface ReservationBody {
   json?: unknown;
   /** The usage the request stands for when its bytes do not say it (an audio call's seconds or characters, ADR 0911). */
   usage?: TokenUsage | undefined;
-}
-
-/**
- * A call whose user id has the form of a budget above the user (`@team:eng`, ADR 1312): under that id it would
- * spend the group's budget and rate windows as its own, so it is refused 400 whoever wrote the id.
- */
-interface ReservedUserRefusal {
-  readonly userId: string;
-  readonly reservedUserId: true;
-}
-
-/** Why a call is refused before it goes upstream: its budget, its rate limits, or a user id that is not one. */
-export type CallRefusal = BudgetRefusal | RateRefusal | ReservedUserRefusal;
-
-/** The refusal of a user id that names a budget above the user, or null for any other. Budgets on only. */
-export function reservedUserRefusal(userId: string): ReservedUserRefusal | null {
-  return isGroupKey(userId) ? { userId, reservedUserId: true } : null;
-}
-
-function isReservedUserRefusal(refusal: CallRefusal): refusal is ReservedUserRefusal {
-  return 'reservedUserId' in refusal;
-}
-
-function reservedUserMessage(refusal: ReservedUserRefusal): string {
-  return `user id ${JSON.stringify(refusal.userId)} is reserved: ids starting with @team:, @workload: or @namespace: name the budgets above the user; the credential, x-tollgate-user or the request's user must name a user`;
 }
 
 /**
@@ -208,54 +168,4 @@ function parsed(bytes: Buffer | string | null): unknown {
   } catch {
     return null;
   }
-}
-
-/** Whose budget it is: the user's own, or the team's or namespace's the user's call falls under (ADR 1312). */
-function budgetHolder(refusal: BudgetRefusal): string {
-  const user = `user ${JSON.stringify(refusal.userId)}`;
-  if (refusal.group === undefined) return user;
-  if (refusal.group.startsWith('@team:')) return `the team ${JSON.stringify(refusal.group.slice('@team:'.length))} (of ${user})`;
-  return `the ${refusal.group.startsWith('@workload:') ? 'workload' : 'namespace'} budget (over ${user})`;
-}
-
-/** Names the user, the limit and when it renews; the same text is the span's error. */
-export function budgetRefusalMessage(refusal: BudgetRefusal): string {
-  const renews = new Date(refusal.periodEnd).toISOString();
-  if (refusal.unreachable) {
-    const { ledger, since } = refusal.unreachable;
-    return `the budget ledger (${ledger}) has not been reachable since ${new Date(since).toISOString()} and budgets.unreachable is closed: calls of user ${JSON.stringify(refusal.userId)} under policy ${JSON.stringify(refusal.policy)} are refused until it is back`;
-  }
-  if (refusal.short) {
-    const { leftUsd, reserveUsd } = refusal.short;
-    return `${budgetHolder(refusal)} has ${leftUsd} USD left of the ${refusal.limitUsd} USD ${PERIOD_WORD[refusal.period] ?? refusal.period} budget of policy ${JSON.stringify(refusal.policy)} beyond the calls in flight, and this call may cost up to ${reserveUsd} USD (its input and its max output tokens); it renews at ${renews}`;
-  }
-  return `${budgetHolder(refusal)} has spent the ${refusal.limitUsd} USD ${PERIOD_WORD[refusal.period] ?? refusal.period} budget of policy ${JSON.stringify(refusal.policy)}; it renews at ${renews}`;
-}
-
-/** The span's error of a refused call: the stable code, then the message. */
-export function refusalError(refusal: CallRefusal): string {
-  if (isReservedUserRefusal(refusal)) return `${RESERVED_USER_ID}: ${reservedUserMessage(refusal)}`;
-  return isRateRefusal(refusal) ? `${RATE_LIMIT_EXCEEDED}: ${rateRefusalMessage(refusal)}` : `${BUDGET_EXCEEDED}: ${budgetRefusalMessage(refusal)}`;
-}
-
-export function sendBudgetRefusal(res: ServerResponse, errors: ErrorShape, refusal: CallRefusal, trace: TraceContext): void {
-  if (res.headersSent || res.destroyed) return;
-  if (isReservedUserRefusal(refusal)) {
-    sendJson(res, 400, errors.body(400, RESERVED_USER_ID, reservedUserMessage(refusal)), trace);
-    return;
-  }
-  if (isRateRefusal(refusal)) {
-    // A rate limit lifts within the minute: the SDKs' own retry after Retry-After is what the caller wants.
-    res.setHeader('retry-after', String(refusal.retryAfterSeconds));
-    sendJson(res, 429, errors.body(429, RATE_LIMIT_EXCEEDED, rateRefusalMessage(refusal)), trace);
-    return;
-  }
-  if (refusal.unreachable) {
-    res.setHeader('retry-after', String(UNREACHABLE_RETRY_AFTER_SECONDS));
-    sendJson(res, 503, errors.body(503, LEDGER_UNAVAILABLE, budgetRefusalMessage(refusal)), trace);
-    return;
-  }
-  res.setHeader('retry-after', String(refusal.retryAfterSeconds));
-  res.setHeader('x-should-retry', 'false');
-  sendJson(res, 429, errors.body(429, BUDGET_EXCEEDED, budgetRefusalMessage(refusal)), trace);
 }

@@ -1,8 +1,8 @@
 // The one way the engine answers with its own JSON (an error, a translated completion): a fixed length, and
 // the call's span and trace ids so every answer can be looked up.
 
-import { answerClosed, closeConnectionAfter } from '../pipeline/caller-connection.ts';
-import { setAnswerTrace } from '../pipeline/trace-headers.ts';
+import { answerClosed, closeConnectionAfter } from './caller-connection.ts';
+import { setAnswerTrace } from './trace-headers.ts';
 import type { ServerResponse } from 'node:http';
 import type { ProxyError } from '../errors.ts';
 import type { TraceContext } from '../spans/trace-context.ts';
