@@ -29,6 +29,7 @@ import type { PriceTable } from '../pricing/price-table.ts';
 import type { SpanStatus } from '../spans/span.ts';
 import { scrubbingExtractor } from '../upstream/credential-scrub.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
+import type { AnswerReader } from '../upstream/answer-body.ts';
 import { ToolCallTap } from '../tool-calls/tool-call-tap.ts';
 import { createUsageExtractor, type UsageExtractor } from '../wire-formats/extractor.ts';
 
@@ -99,8 +100,11 @@ export function relayStream(options: RelayOptions): Promise<void> {
   return new Promise<void>((resolve) => new StreamRelay(options, resolve).start());
 }
 
-/** One answer relayed: the upstream's events drive it, and `done` is called once the call is finished. */
-class StreamRelay {
+/**
+ * One answer relayed: the upstream's bytes drive it, handed over by undici's parser (upstream/answer-body.ts),
+ * and `done` is called once the call is finished.
+ */
+class StreamRelay implements AnswerReader {
   readonly #o: RelayOptions;
   readonly #done: () => void;
   readonly #expectedBytes: number;
@@ -125,6 +129,10 @@ class StreamRelay {
     this.#corked = false;
     if (!this.#o.res.writableEnded) this.#o.res.uncork();
   };
+  /** The caller drained what it was sent: the upstream is read again. */
+  readonly #drained = (): void => {
+    this.#o.upstream.body.resume();
+  };
 
   constructor(options: RelayOptions, done: () => void) {
     this.#o = options;
@@ -139,13 +147,13 @@ class StreamRelay {
     const { res, upstream } = this.#o;
     keepOwnRateLimitHeaders(res, this.#o.headers);
     res.writeHead(upstream.statusCode, this.#o.headers);
-    const body = upstream.body;
-    body.on('data', (chunk: Buffer) => this.#onData(chunk));
-    body.once('end', () => {
-      if (!this.#ended) this.#complete('');
-    });
-    body.once('error', (error: Error) => this.#onError(error));
     onCallerLeaving(res, () => this.#onCallerClose());
+    // Last: what the upstream sent meanwhile is handed over at once.
+    upstream.body.read(this);
+  }
+
+  onAnswerEnd(): void {
+    if (!this.#ended) this.#complete('');
   }
 
   #toCaller(bytes: Buffer): Buffer | string {
@@ -190,7 +198,7 @@ class StreamRelay {
     else res.end();
   }
 
-  #onData(chunk: Buffer): void {
+  onAnswerData(chunk: Buffer): void {
     if (this.#ended) return;
     const { res, extractor, transform, upstream } = this.#o;
     if (this.#leftAtBytes !== -1) return this.#readOn(chunk);
@@ -215,7 +223,7 @@ class StreamRelay {
     }
     if (!res.write(out)) {
       upstream.body.pause();
-      res.once('drain', () => upstream.body.resume());
+      res.once('drain', this.#drained);
     }
   }
 
@@ -229,7 +237,7 @@ class StreamRelay {
     }
   }
 
-  #onError(error: Error): void {
+  onAnswerError(error: Error): void {
     if (this.#ended) return;
     const { res, transform } = this.#o;
     if (this.#leftAtBytes !== -1 || callerGone(res)) {
