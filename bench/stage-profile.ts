@@ -41,7 +41,7 @@ interface CpuProfile {
 }
 
 /** The stages of a call, in the order a call meets them. */
-const STAGES = [
+export const STAGES = [
   'routing and hooks',
   'identity and request guard',
   'request body',
@@ -59,7 +59,7 @@ const STAGES = [
   'V8 and native code outside JS functions',
   'other',
 ] as const;
-type Stage = (typeof STAGES)[number];
+export type Stage = (typeof STAGES)[number];
 
 // A Tollgate file's stage; functions of proxy.ts are split by what they do. Files not named here (shared
 // helpers such as contracts/header-value.ts) are transparent: their time goes to the caller's stage.
@@ -97,7 +97,7 @@ const PACKAGE_STAGES: [RegExp, Stage][] = [
 ];
 
 /** The stage one frame names, or null when it is transparent (Node's internals, natives, unnamed helpers). */
-function frameStage(frame: { functionName: string; url: string }): Stage | null {
+export function frameStage(frame: { functionName: string; url: string }): Stage | null {
   const { url, functionName } = frame;
   if (url === '' || url.startsWith('node:')) return null;
   const pkg = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
