@@ -18,7 +18,7 @@
 import { callerGone, onCallerLeaving } from './caller-connection.ts';
 import { keepOwnRateLimitHeaders } from './rate-limit-answer.ts';
 import { READ_AFTER_LEAVING_BYTES, READ_AFTER_LEAVING_MS } from './answer-bounds.ts';
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { ServerResponse, type OutgoingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import type { WireFormat } from '../../../contracts/routes.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
@@ -96,6 +96,11 @@ function declaredLength(headers: UpstreamResponse['headers']): number {
   return value !== undefined && /^\d{1,15}$/.test(value) ? Number(value) : -1;
 }
 
+/** What says 'drain' once the caller has taken what it was sent: an HTTP/1.1 caller's socket, an h2c stream's response. */
+function drainSource(res: ServerResponse): NodeJS.EventEmitter {
+  return res instanceof ServerResponse && res.socket !== null ? res.socket : res;
+}
+
 export function relayStream(options: RelayOptions): Promise<void> {
   return new Promise<void>((resolve) => new StreamRelay(options, resolve).start());
 }
@@ -126,6 +131,8 @@ class StreamRelay implements AnswerReader {
   // lost the corked writes (the /v1 error event after a stream's first chunks did not reach the caller).
   #corked = false;
   readonly #uncork = (): void => {
+    // Once per cork: a second uncork would leave Node's count below zero, and every later write held.
+    if (!this.#corked) return;
     this.#corked = false;
     if (!this.#o.res.writableEnded) this.#o.res.uncork();
   };
@@ -221,10 +228,14 @@ class StreamRelay implements AnswerReader {
       res.cork();
       process.nextTick(this.#uncork);
     }
-    if (!res.write(out)) {
-      upstream.body.pause();
-      res.once('drain', this.#drained);
-    }
+    if (res.write(out) && res.writableLength < res.writableHighWaterMark) return;
+    // A write while corked says true whatever the connection holds (Node counts only the turn's bytes against
+    // the mark, and emits no 'drain' after a true): a caller that stopped reading had the whole answer queued
+    // for it. The connection's own length decides, once the turn's bytes are on it, and its own 'drain' resumes.
+    if (this.#corked) this.#uncork();
+    if (res.writableLength < res.writableHighWaterMark) return;
+    upstream.body.pause();
+    drainSource(res).once('drain', this.#drained);
   }
 
   /** After the caller left: nobody to answer, only the usage is read, within READ_AFTER_LEAVING_BYTES. */

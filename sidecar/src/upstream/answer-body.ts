@@ -95,7 +95,8 @@ export class AnswerBody implements Dispatcher.DispatchHandler {
 
   resume(): void {
     this.#paused = false;
-    if (this.#reader !== null) this.#controller?.resume();
+    // Never after the end: the connection may be serving another exchange, whose parser this would resume.
+    if (this.#reader !== null && !this.#done && !this.#destroyed) this.#controller?.resume();
   }
 
   /** Drops the answer: the exchange is aborted (its connection closed) and the reader hears nothing more. */
