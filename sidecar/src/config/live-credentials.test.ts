@@ -9,6 +9,7 @@ import { UpstreamClient } from '../upstream/upstream-client.ts';
 import { createCredentialProviders } from '../auth/credential-provider.ts';
 import { followCredentialSettings } from './live-credentials.ts';
 import { CallAbort } from '../upstream/call-abort.ts';
+import { readAnswerWhole } from '../upstream/answer-body.ts';
 
 const logger = pino({ level: 'silent' });
 let upstream: FakeUpstream | undefined;
@@ -29,9 +30,7 @@ async function chat(store: ConfigStore): Promise<number> {
       body: Buffer.from(JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })),
       signal: new CallAbort(),
     });
-    for await (const _chunk of res.body) {
-      // drain
-    }
+    await readAnswerWhole(res.body, Number.MAX_SAFE_INTEGER);
     res.settle('success');
     return res.statusCode;
   } catch {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { withAliasDefaults, type AliasTarget } from '../../../contracts/model-aliases.ts';
 import { ProxyError } from '../errors.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
+import { answerBodyFrom } from '../../../test/support/answer-bodies.ts';
 import { AliasCall, TargetUnfit } from './alias-call.ts';
 import { attemptOrder } from './attempt-order.ts';
 import { TargetHealth } from './target-health.ts';
@@ -24,7 +25,7 @@ function answer(statusCode: number, headers: Record<string, string> = {}): Upstr
   return {
     statusCode,
     headers,
-    body,
+    body: answerBodyFrom(body),
     settle: (outcome) => settled.push(outcome),
     timing: { startedAt: 0, headersAt: 0, endedAt: Number.NaN },
     settled,

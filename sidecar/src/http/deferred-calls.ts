@@ -18,6 +18,7 @@ import { isRecord } from '../../../contracts/json-record.ts';
 import { ProxyError } from '../errors.ts';
 import { JsonLines } from '../formats/json-lines.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
+import { readAnswerChunks } from '../upstream/answer-body.ts';
 import { NO_BYTES, NoUsageExtractor, type UsageExtractor } from '../usage/usage-extractor.ts';
 import type { UsageResult } from '../usage/usage.ts';
 import { reservationUsd } from '../pipeline/reservation.ts';
@@ -63,7 +64,7 @@ export class DeferredCall {
     if (deferred.step !== 'submit' || deferred.inputFile === undefined) return undefined;
     const input = await fetchFile(deferred.inputFile.path);
     if (input.statusCode >= 400) {
-      input.body.resume();
+      input.body.discard();
       input.settle('success');
       throw new ProxyError(
         'invalid_request',
@@ -80,7 +81,7 @@ export class DeferredCall {
       usd += reservationUsd(prices, provider, body.model, { bytes, size: Buffer.byteLength(bytes), json: body }) * deferred.discount;
     });
     try {
-      for await (const chunk of input.body) lines.write(chunk as Buffer);
+      await readAnswerChunks(input.body, (chunk) => lines.write(chunk));
     } catch (error) {
       input.settle('failure');
       throw error;

@@ -18,6 +18,7 @@ import { openMemorySpanStore } from '../spans/memory-span-store.ts';
 import { SpanWriter } from '../spans/span-writer.ts';
 import { startSpanContext } from '../spans/trace-context.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
+import { answerBodyFrom } from '../../../test/support/answer-bodies.ts';
 import { relay } from './gateway-relay.ts';
 
 const logger = pino({ level: 'silent' });
@@ -53,7 +54,7 @@ async function translatedCall(userId: string | null = 'erin'): Promise<{ upstrea
     const upstream: UpstreamResponse = {
       statusCode: 200,
       headers: { 'content-type': 'application/json' },
-      body,
+      body: answerBodyFrom(body),
       settle() {},
       timing: { startedAt: performance.now(), headersAt: performance.now(), endedAt: Number.NaN },
     };

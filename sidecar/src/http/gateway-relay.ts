@@ -7,7 +7,6 @@
 import { answerClosed } from '../pipeline/caller-connection.ts';
 import type { Logger } from 'pino';
 import type { ServerResponse } from 'node:http';
-import type { Readable } from 'node:stream';
 import type { WireFormat } from '../../../contracts/routes.ts';
 import { isRecord } from '../../../contracts/json-record.ts';
 import { ProxyError } from '../errors.ts';
@@ -26,6 +25,7 @@ import type { ResponseShaping } from '../translate/chat-responses.ts';
 import type { ChatStreamTranslator } from '../translate/chat-stream.ts';
 import { nowSeconds } from '../translate/openai-chat.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
+import { readAnswerWhole } from '../upstream/answer-body.ts';
 import type { ApiAnswer, CallerAnswer } from '../gateway-apis/gateway-api.ts';
 import { randomId } from '../gateway-apis/gateway-ids.ts';
 import { sendJson } from '../pipeline/json-answer.ts';
@@ -113,30 +113,13 @@ function extractorFor(ctx: RelayContext) {
   );
 }
 
-/** Reads a whole upstream error body, bounded. */
-function readBody(body: Readable, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    body.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        body.destroy();
-        reject(new ProxyError('upstream_stream_error', `upstream error body exceeds ${limit} bytes`));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    body.once('end', () => resolve(Buffer.concat(chunks)));
-    body.once('error', reject);
-  });
-}
-
 async function relayUpstreamError(ctx: RelayContext): Promise<void> {
   const { upstream, plan, call } = ctx;
   let body: Buffer;
   try {
-    body = await readBody(upstream.body, MAX_ERROR_BODY_BYTES);
+    // An error body past the bound is not the provider's words: answered without it.
+    const read = await readAnswerWhole(upstream.body, MAX_ERROR_BODY_BYTES);
+    body = read.cut ? Buffer.alloc(0) : read.bytes;
   } catch {
     body = Buffer.alloc(0);
   }

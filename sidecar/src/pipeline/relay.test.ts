@@ -17,6 +17,7 @@ import { openMemorySpanStore } from '../spans/memory-span-store.ts';
 import { SpanWriter } from '../spans/span-writer.ts';
 import { startSpanContext } from '../spans/trace-context.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
+import { answerBodyFrom } from '../../../test/support/answer-bodies.ts';
 
 const logger = pino({ level: 'silent' });
 const prices = new PriceTable([...DEFAULT_PRICES], { ...DEFAULT_CACHE_SETTINGS });
@@ -70,7 +71,7 @@ async function relayServer(chunks: Buffer[], headers: Record<string, string>): P
     const upstream: UpstreamResponse = {
       statusCode: 200,
       headers,
-      body: Readable.from(chunks, { objectMode: false }),
+      body: answerBodyFrom(Readable.from(chunks, { objectMode: false })),
       settle() {},
       timing: { startedAt: performance.now(), headersAt: performance.now(), endedAt: Number.NaN },
     };
@@ -139,7 +140,7 @@ describe('a caller who leaves before the usage arrives', () => {
       const upstream: UpstreamResponse = {
         statusCode: 200,
         headers: { 'content-type': 'text/event-stream' },
-        body,
+        body: answerBodyFrom(body),
         settle() {},
         timing: { startedAt: performance.now(), headersAt: performance.now(), endedAt: Number.NaN },
       };

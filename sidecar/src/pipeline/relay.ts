@@ -18,7 +18,7 @@
 import { callerGone, onCallerLeaving } from './caller-connection.ts';
 import { keepOwnRateLimitHeaders } from './rate-limit-answer.ts';
 import { READ_AFTER_LEAVING_BYTES, READ_AFTER_LEAVING_MS } from './answer-bounds.ts';
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { ServerResponse, type OutgoingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import type { WireFormat } from '../../../contracts/routes.ts';
 import { headerValue } from '../../../contracts/header-value.ts';
@@ -29,6 +29,7 @@ import type { PriceTable } from '../pricing/price-table.ts';
 import type { SpanStatus } from '../spans/span.ts';
 import { scrubbingExtractor } from '../upstream/credential-scrub.ts';
 import type { UpstreamResponse } from '../upstream/upstream-client.ts';
+import type { AnswerReader } from '../upstream/answer-body.ts';
 import { ToolCallTap } from '../tool-calls/tool-call-tap.ts';
 import { createUsageExtractor, type UsageExtractor } from '../wire-formats/extractor.ts';
 
@@ -95,12 +96,20 @@ function declaredLength(headers: UpstreamResponse['headers']): number {
   return value !== undefined && /^\d{1,15}$/.test(value) ? Number(value) : -1;
 }
 
+/** What says 'drain' once the caller has taken what it was sent: an HTTP/1.1 caller's socket, an h2c stream's response. */
+function drainSource(res: ServerResponse): NodeJS.EventEmitter {
+  return res instanceof ServerResponse && res.socket !== null ? res.socket : res;
+}
+
 export function relayStream(options: RelayOptions): Promise<void> {
   return new Promise<void>((resolve) => new StreamRelay(options, resolve).start());
 }
 
-/** One answer relayed: the upstream's events drive it, and `done` is called once the call is finished. */
-class StreamRelay {
+/**
+ * One answer relayed: the upstream's bytes drive it, handed over by undici's parser (upstream/answer-body.ts),
+ * and `done` is called once the call is finished.
+ */
+class StreamRelay implements AnswerReader {
   readonly #o: RelayOptions;
   readonly #done: () => void;
   readonly #expectedBytes: number;
@@ -122,8 +131,14 @@ class StreamRelay {
   // lost the corked writes (the /v1 error event after a stream's first chunks did not reach the caller).
   #corked = false;
   readonly #uncork = (): void => {
+    // Once per cork: a second uncork would leave Node's count below zero, and every later write held.
+    if (!this.#corked) return;
     this.#corked = false;
     if (!this.#o.res.writableEnded) this.#o.res.uncork();
+  };
+  /** The caller drained what it was sent: the upstream is read again. */
+  readonly #drained = (): void => {
+    this.#o.upstream.body.resume();
   };
 
   constructor(options: RelayOptions, done: () => void) {
@@ -139,13 +154,13 @@ class StreamRelay {
     const { res, upstream } = this.#o;
     keepOwnRateLimitHeaders(res, this.#o.headers);
     res.writeHead(upstream.statusCode, this.#o.headers);
-    const body = upstream.body;
-    body.on('data', (chunk: Buffer) => this.#onData(chunk));
-    body.once('end', () => {
-      if (!this.#ended) this.#complete('');
-    });
-    body.once('error', (error: Error) => this.#onError(error));
     onCallerLeaving(res, () => this.#onCallerClose());
+    // Last: what the upstream sent meanwhile is handed over at once.
+    upstream.body.read(this);
+  }
+
+  onAnswerEnd(): void {
+    if (!this.#ended) this.#complete('');
   }
 
   #toCaller(bytes: Buffer): Buffer | string {
@@ -190,7 +205,7 @@ class StreamRelay {
     else res.end();
   }
 
-  #onData(chunk: Buffer): void {
+  onAnswerData(chunk: Buffer): void {
     if (this.#ended) return;
     const { res, extractor, transform, upstream } = this.#o;
     if (this.#leftAtBytes !== -1) return this.#readOn(chunk);
@@ -213,10 +228,14 @@ class StreamRelay {
       res.cork();
       process.nextTick(this.#uncork);
     }
-    if (!res.write(out)) {
-      upstream.body.pause();
-      res.once('drain', () => upstream.body.resume());
-    }
+    if (res.write(out) && res.writableLength < res.writableHighWaterMark) return;
+    // A write while corked says true whatever the connection holds (Node counts only the turn's bytes against
+    // the mark, and emits no 'drain' after a true): a caller that stopped reading had the whole answer queued
+    // for it. The connection's own length decides, once the turn's bytes are on it, and its own 'drain' resumes.
+    if (this.#corked) this.#uncork();
+    if (res.writableLength < res.writableHighWaterMark) return;
+    upstream.body.pause();
+    drainSource(res).once('drain', this.#drained);
   }
 
   /** After the caller left: nobody to answer, only the usage is read, within READ_AFTER_LEAVING_BYTES. */
@@ -229,7 +248,7 @@ class StreamRelay {
     }
   }
 
-  #onError(error: Error): void {
+  onAnswerError(error: Error): void {
     if (this.#ended) return;
     const { res, transform } = this.#o;
     if (this.#leftAtBytes !== -1 || callerGone(res)) {

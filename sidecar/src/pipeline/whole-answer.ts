@@ -4,10 +4,10 @@
 // more, and a place among LEAVING_READS. Before ADR 1700 such an answer was read to its end however long it took.
 
 import type { ServerResponse } from 'node:http';
-import type { Readable } from 'node:stream';
 import { ProxyError } from '../errors.ts';
 import type { MeteredCall } from '../metering/call-meter.ts';
 import { LEAVING_READS } from '../metering/leaving-reads.ts';
+import type { AnswerBody, AnswerReader } from '../upstream/answer-body.ts';
 import type { UsageExtractor } from '../usage/usage-extractor.ts';
 import { MAX_TRANSLATED_BODY_BYTES, READ_AFTER_LEAVING_BYTES, READ_AFTER_LEAVING_MS } from './answer-bounds.ts';
 import { onCallerLeaving } from './caller-connection.ts';
@@ -17,7 +17,7 @@ import type { ReadAfterLeaving } from './call-outcome.ts';
 export type WholeAnswer = { kind: 'read'; body: Buffer; callerLeft: boolean } | { kind: 'cut'; why: string; afterLeaving: ReadAfterLeaving };
 
 export interface WholeAnswerSource {
-  body: Readable;
+  body: AnswerBody;
   res: ServerResponse;
   call: MeteredCall;
   /** Sees every chunk first (its usage, the credential scrubbed) and returns the bytes to keep. */
@@ -29,7 +29,7 @@ export function readWholeAnswer(source: WholeAnswerSource): Promise<WholeAnswer>
   return new Promise((resolve, reject) => new WholeAnswerRead(source, resolve, reject).start());
 }
 
-class WholeAnswerRead {
+class WholeAnswerRead implements AnswerReader {
   readonly #s: WholeAnswerSource;
   readonly #resolve: (answer: WholeAnswer) => void;
   readonly #reject: (error: Error) => void;
@@ -54,14 +54,20 @@ class WholeAnswerRead {
   }
 
   start(): void {
-    const { body, res } = this.#s;
-    body.on('data', (chunk: Buffer) => this.#onData(chunk));
-    body.once('end', () => this.#settle(() => this.#resolve({ kind: 'read', body: Buffer.concat(this.#chunks), callerLeft: this.#leftAt !== -1 })));
-    body.once('error', (error: Error) => this.#settle(() => this.#reject(error)));
-    onCallerLeaving(res, () => this.#onCallerLeft());
+    onCallerLeaving(this.#s.res, () => this.#onCallerLeft());
+    // Last: what the upstream sent meanwhile is handed over at once.
+    this.#s.body.read(this);
   }
 
-  #onData(chunk: Buffer): void {
+  onAnswerEnd(): void {
+    this.#settle(() => this.#resolve({ kind: 'read', body: Buffer.concat(this.#chunks), callerLeft: this.#leftAt !== -1 }));
+  }
+
+  onAnswerError(error: Error): void {
+    this.#settle(() => this.#reject(error));
+  }
+
+  onAnswerData(chunk: Buffer): void {
     if (this.#settled) return;
     this.#size += chunk.length;
     if (this.#size > MAX_TRANSLATED_BODY_BYTES) {

@@ -13,8 +13,37 @@ const MIN_SECRET_LENGTH = 8;
 const SIGV4_KEY_ID = /Credential=([A-Za-z0-9]+)\//;
 export const REDACTED = '[redacted by tollgate]';
 
-/** The secrets in the headers a credential provider set on an outgoing request. */
-export function credentialSecrets(headers: Readonly<Record<string, string>>): string[] {
+const NO_SECRETS: readonly string[] = [];
+/**
+ * The secrets of recent credentials, by the one credential header value that carried them: a route's key is the
+ * same on every call, and working its secrets out again cost a filter, a sort and their arrays per call. A SigV4
+ * signature differs on every call and is not kept; nor is anything when the cache is full (it starts over).
+ */
+const SECRETS_OF = new Map<string, readonly string[]>();
+const SECRETS_REMEMBERED = 32;
+
+/** The secrets in the headers a credential provider set on an outgoing request (shared: never changed). */
+export function credentialSecrets(headers: Readonly<Record<string, string>>): readonly string[] {
+  let only: string | undefined;
+  let count = 0;
+  for (const name of CREDENTIAL_HEADERS) {
+    const value = headers[name];
+    if (value === undefined) continue;
+    only = value;
+    count++;
+  }
+  if (count === 0) return NO_SECRETS;
+  if (count > 1 || only!.startsWith('AWS4-')) return secretsIn(headers);
+  let secrets = SECRETS_OF.get(only!);
+  if (secrets === undefined) {
+    secrets = secretsIn(headers);
+    if (SECRETS_OF.size >= SECRETS_REMEMBERED) SECRETS_OF.clear();
+    SECRETS_OF.set(only!, secrets);
+  }
+  return secrets;
+}
+
+function secretsIn(headers: Readonly<Record<string, string>>): readonly string[] {
   const secrets: string[] = [];
   for (const name of CREDENTIAL_HEADERS) {
     const value = headers[name];

@@ -40,4 +40,16 @@ describe('CredentialScrub', () => {
     expect(scrubFor({ 'content-type': 'application/json' })).toBeUndefined();
     expect(scrubFor({ 'x-api-key': 'short' })).toBeUndefined();
   });
+
+  it('scrubs a rotated key, and each of two calls its own, though the secrets of a key are worked out once', () => {
+    const next = 'sk-live-zyxwvutsrqponmlkjihg'; // 28 bytes, as KEY
+    const first = scrubFor({ authorization: `Bearer ${KEY}` })!;
+    const rotated = scrubFor({ authorization: `Bearer ${next}` })!;
+    const again = scrubFor({ authorization: `Bearer ${KEY}` })!;
+    expect(credentialSecrets({ authorization: `Bearer ${KEY}` })).toBe(credentialSecrets({ authorization: `Bearer ${KEY}` }));
+    expect(run(rotated, [`${KEY} ${next}`])).toEqual([`${KEY} ${MARKER}`, '']);
+    // A key split over reads is held back by one call's scrub only: the other's bytes are not held.
+    expect(run(first, ['key: sk-li'])).toEqual(['key: ', 'sk-li']);
+    expect(run(again, [`${KEY}.`])).toEqual([`${MARKER}.`, '']);
+  });
 });

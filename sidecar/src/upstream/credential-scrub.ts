@@ -25,6 +25,9 @@ function markerFor(length: number): Buffer {
   return Buffer.from((length >= REDACTED.length ? REDACTED : '').padEnd(length, '*'));
 }
 
+/** The needles of a credential's secrets, by the (shared) array credentialSecrets gave: built once per credential. */
+const NEEDLES_OF = new WeakMap<readonly string[], readonly Needle[]>();
+
 /** True when `data` from `at` to its end is the beginning of `needle`. */
 function beginsNeedle(data: Buffer, at: number, needle: Buffer): boolean {
   for (let i = at + 1, j = 1; i < data.length; i++, j++) if (data[i] !== needle[j]) return false;
@@ -38,16 +41,22 @@ export class CredentialScrub {
 
   /** The scrub for the secrets of the credential headers the proxy sent (credentialSecrets); undefined for none. */
   static of(secrets: readonly string[]): CredentialScrub | undefined {
-    // `Bearer <token>` holds `<token>`: finding the token is enough, and it is replaced wherever it appears.
-    const needles = secrets.filter((secret) => !secrets.some((other) => other !== secret && secret.includes(other)));
+    let needles = NEEDLES_OF.get(secrets);
+    if (needles === undefined) {
+      // `Bearer <token>` holds `<token>`: finding the token is enough, and it is replaced wherever it appears.
+      needles = secrets
+        .filter((secret) => !secrets.some((other) => other !== secret && secret.includes(other)))
+        .map((secret) => {
+          const bytes = Buffer.from(secret);
+          return { bytes, marker: markerFor(bytes.length) };
+        });
+      NEEDLES_OF.set(secrets, needles);
+    }
     return needles.length === 0 ? undefined : new CredentialScrub(needles);
   }
 
-  constructor(secrets: readonly string[]) {
-    this.#needles = secrets.map((secret) => {
-      const bytes = Buffer.from(secret);
-      return { bytes, marker: markerFor(bytes.length) };
-    });
+  private constructor(needles: readonly Needle[]) {
+    this.#needles = needles;
   }
 
   /** The chunk to pass on: the same Buffer when it holds no secret and ends in nothing that could begin one. */

@@ -4,8 +4,9 @@
 // (ADR 0008) shares its calls among them, and a call whose body can be sent again goes on to the next endpoint
 // when one fails before any byte of its answer was relayed.
 
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
 import type { CredentialProvider } from '../auth/credential-provider.ts';
 import { CredentialError } from '../auth/credential-provider.ts';
 import type { BreakerConfig, RuntimeConfig } from '../../../contracts/runtime-config.ts';
@@ -21,7 +22,8 @@ import { CredentialScrub } from './credential-scrub.ts';
 import { anyAvailable, chooseEndpoint } from './endpoint-chooser.ts';
 import { EndpointPool, type EndpointHealth, type ResolvedEndpoint, type ResolvedRoute } from './endpoint-pool.ts';
 import { coolDownUntil } from './retry-after.ts';
-import { Agent, request, undiciErrors } from './undici-agent.ts';
+import { Agent, undiciErrors } from './undici-agent.ts';
+import { AnswerBody, readAnswerWhole } from './answer-body.ts';
 import type { CallAbort } from './call-abort.ts';
 
 export interface UpstreamSend {
@@ -40,7 +42,8 @@ export interface UpstreamSend {
 export interface UpstreamResponse {
   statusCode: number;
   headers: Record<string, string | string[] | undefined>;
-  body: Readable;
+  /** Fed by undici's parser as the bytes come (answer-body.ts); one reader reads it. */
+  body: AnswerBody;
   /** Report how the response ended, so the breaker counts it (a stream that dies mid-way is a failure). */
   settle(outcome: 'success' | 'failure' | 'abandoned'): void;
   timing: UpstreamTiming;
@@ -283,16 +286,19 @@ export class UpstreamClient {
       if (req.signal.ended) throw req.signal.reason;
       if (Number.isNaN(timing.startedAt)) timing.startedAt = performance.now();
       timing.endpoint = endpoint.name;
-      const response = await request(this.#agent, {
-        origin: endpoint.origin,
-        path: outgoing.url.pathname + outgoing.url.search,
-        method: req.method,
-        headers: req.headers,
-        body: req.body,
-        signal: req.signal,
-        headersTimeout,
-        bodyTimeout: endpoint.timeoutMs,
-      });
+      const response = await exchange(
+        this.#agent,
+        {
+          origin: endpoint.origin,
+          path: outgoing.url.pathname + outgoing.url.search,
+          method: req.method,
+          headers: req.headers,
+          body: req.body,
+          headersTimeout,
+          bodyTimeout: endpoint.timeoutMs,
+        },
+        req.signal,
+      );
       timing.headersAt = performance.now();
       // A 5xx is counted against the breaker at once; the exchange still ends when its body does.
       if (response.statusCode >= 500) {
@@ -305,7 +311,7 @@ export class UpstreamClient {
       if (response.statusCode >= 400 && secrets.length > 0) {
         return { statusCode: response.statusCode, ...(await withoutCredentialEcho(response, secrets)), settle, timing };
       }
-      return { statusCode: response.statusCode, headers: scrubHeaders(response.headers, secrets), body: response.body, settle, timing, scrub: CredentialScrub.of(secrets) };
+      return { statusCode: response.statusCode, headers: scrubHeaders(response.headers, secrets), body: response, settle, timing, scrub: CredentialScrub.of(secrets) };
     } catch (error) {
       // Aborted by the caller's side (it went away, or its body passed the limit): no verdict on the
       // upstream. Checked first, because undici rejects with the abort reason, which may be a ProxyError.
@@ -364,24 +370,23 @@ export function toProxyError(route: string, error: unknown): ProxyError {
 /** Error bodies read whole to scrub them; past this an error body is cut (no provider sends one this large). */
 const MAX_ERROR_BODY_BYTES = 1024 * 1024;
 
+/**
+ * One exchange dispatched to the agent with its answer's body as the handler (answer-body.ts), as undici's
+ * stream() does: resolves once the headers arrived, rejects with undici's error (or the signal's reason) when
+ * the exchange fails before them.
+ */
+function exchange(agent: Agent, options: Omit<Dispatcher.DispatchOptions, 'body'> & { body: Buffer | Readable | null }, signal: CallAbort): Promise<AnswerBody> {
+  return new Promise((resolve, reject) => {
+    agent.dispatch(options, new AnswerBody(signal, resolve, reject));
+  });
+}
+
 /** An error answer with the proxy's credential taken out of its headers and body (credential-echo.ts). */
-async function withoutCredentialEcho(
-  response: { headers: UpstreamResponse['headers']; body: Readable },
-  secrets: readonly string[],
-): Promise<Pick<UpstreamResponse, 'headers' | 'body'>> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of response.body as AsyncIterable<Buffer>) {
-    chunks.push(chunk);
-    size += chunk.length;
-    if (size >= MAX_ERROR_BODY_BYTES) {
-      response.body.destroy();
-      break;
-    }
-  }
-  const body = scrubBody(Buffer.concat(chunks, size).subarray(0, MAX_ERROR_BODY_BYTES), secrets);
+async function withoutCredentialEcho(response: AnswerBody, secrets: readonly string[]): Promise<Pick<UpstreamResponse, 'headers' | 'body'>> {
+  const read = await readAnswerWhole(response, MAX_ERROR_BODY_BYTES);
+  const body = scrubBody(read.bytes, secrets);
   const headers = scrubHeaders({ ...response.headers }, secrets);
   headers['content-length'] = String(body.length);
   delete headers['transfer-encoding'];
-  return { headers, body: Readable.from([body]) };
+  return { headers, body: AnswerBody.of(body) };
 }
