@@ -56,6 +56,11 @@ describe('provider endpoints', () => {
     expect(hosts.find((h) => h.port === 11434)).toBeUndefined();
   });
 
+  it('leave out the local runtime wherever it runs: it bills nothing, so a straight connection loses no charge', () => {
+    const config = new ConfigStore({ upstreams: { local: { baseUrl: 'http://10.0.0.9:11434' } } }).get();
+    expect(providerHosts(config, [], {}).find((h) => h.host === '10.0.0.9')).toBeUndefined();
+  });
+
   it('resolve an IP address as itself', async () => {
     const endpoints = new ProviderEndpoints();
     await endpoints.refresh([{ host: '10.0.0.7', port: 8080, provider: 'openai' }]);

@@ -7,6 +7,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { RuntimeConfig } from '../../../contracts/runtime-config.ts';
+import { costsNothing } from '../pricing/provider-pricing.ts';
 import { routeCatalog } from '../routes/route-catalog.ts';
 import { routeBaseUrl, upstreamOf } from '../routes/upstream-base-url.ts';
 
@@ -37,7 +38,8 @@ export function providerHosts(config: RuntimeConfig, extraHosts: readonly string
     if (h && found.size < MAX_PROVIDER_HOSTS && !found.has(`${h.host}|${h.port}`)) found.set(`${h.host}|${h.port}`, h);
   };
   for (const route of routeCatalog(config).all()) {
-    if (route.provider === 'local') continue;
+    // A runtime that bills nothing (the local one) has nothing a straight connection would leave unmetered.
+    if (costsNothing(route.provider)) continue;
     const upstream = hostOf(routeBaseUrl(route, config, env), route.provider);
     // A default on loopback (a local runtime such as Ollama) is the pod's own business; one configured is not.
     if (upstream && !upstreamOf(route, config)?.baseUrl && LOOPBACK.test(upstream.host)) continue;
