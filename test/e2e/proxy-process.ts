@@ -32,29 +32,40 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function startProxyProcess(
-  opts: {
-    configYaml?: string;
-    env?: NodeJS.ProcessEnv;
-    args?: string[];
-    cli?: string;
-    nodeArgs?: string[];
-    /** Run in this folder (a restart over the files of an earlier run) and leave it in place on stop(). */
-    dir?: string;
-    /** Headers for the readiness wait on /healthz (a server whose health needs a token). */
-    readyHeaders?: Record<string, string>;
-    /** Replaces the readiness check (default: GET /healthz answers 2xx). */
-    ready?: (url: string) => Promise<boolean>;
-  } = {},
-): Promise<ProxyProcess> {
+interface ProxyOptions {
+  configYaml?: string;
+  env?: NodeJS.ProcessEnv;
+  args?: string[];
+  cli?: string;
+  nodeArgs?: string[];
+  /** Run in this folder (a restart over the files of an earlier run) and leave it in place on stop(). */
+  dir?: string;
+  /** Headers for the readiness wait on /healthz (a server whose health needs a token). */
+  readyHeaders?: Record<string, string>;
+  /** Replaces the readiness check (default: GET /healthz answers 2xx). */
+  ready?: (url: string) => Promise<boolean>;
+}
+
+/** A first listen whose port another test's process took between freePort() and the bind gets a new port, this often. */
+const PORT_ATTEMPTS = 5;
+
+class PortTaken extends Error {}
+
+export async function startProxyProcess(opts: ProxyOptions = {}): Promise<ProxyProcess> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'tollgate-proxy-'));
-  const port = await freePort();
-  const args = [...(opts.nodeArgs ?? []), opts.cli ?? CLI, 'proxy', '--port', String(port)];
-  if (opts.configYaml !== undefined) {
-    const configPath = join(dir, 'tollgate.yaml');
-    writeFileSync(configPath, opts.configYaml);
-    args.push('--config', configPath);
+  if (opts.configYaml !== undefined) writeFileSync(join(dir, 'tollgate.yaml'), opts.configYaml);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launch(opts, dir, await freePort());
+    } catch (error) {
+      if (!(error instanceof PortTaken) || attempt === PORT_ATTEMPTS) throw error;
+    }
   }
+}
+
+async function launch(opts: ProxyOptions, dir: string, port: number): Promise<ProxyProcess> {
+  const args = [...(opts.nodeArgs ?? []), opts.cli ?? CLI, 'proxy', '--port', String(port)];
+  if (opts.configYaml !== undefined) args.push('--config', join(dir, 'tollgate.yaml'));
   args.push(...(opts.args ?? []));
   const child = spawn(process.execPath, args, {
     cwd: dir,
@@ -88,7 +99,10 @@ export async function startProxyProcess(
     const ready = opts.ready ?? (async () => (await fetch(`${url}/healthz`, { headers: opts.readyHeaders ?? {} })).ok);
     await waitFor('tollgate proxy to answer /healthz', () => ready(url), { timeoutMs: 20_000, signal: gone.signal });
   } catch (error) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`tollgate proxy exited with ${child.exitCode ?? child.signalCode}: ${stderr}`);
+    if (child.exitCode !== null || child.signalCode !== null) {
+      const message = `tollgate proxy exited with ${child.exitCode ?? child.signalCode}: ${stderr}`;
+      throw stderr.includes(`EADDRINUSE: address already in use 127.0.0.1:${port}`) ? new PortTaken(message) : new Error(message);
+    }
     child.kill('SIGKILL');
     throw new Error(`tollgate proxy did not become healthy: ${stderr}`, { cause: error });
   }
