@@ -238,7 +238,8 @@ async function planProxyCall(call: ProxyCall): Promise<ProxyPlan> {
       `${request.method} ${call.rest} reaches ${plan.storedObjects}, which every user of this server shares through its key: only server.auth.admins may; continue conversations through /v1/responses, which keeps them per user`,
     );
   }
-  await readDeferredInput(call, metered);
+  // Most calls submit or read no deferred result: no closure, promise or turn spent on one.
+  if (call.deferred !== undefined) await readDeferredInput(call, call.deferred, metered);
   return { upstream: plan, body, unmetered: unmetered || unmeteredBody };
 }
 
@@ -317,10 +318,10 @@ function startDeferred(call: ProxyCall, plan: UpstreamRequestPlan): void {
  * An OpenAI batch's requests are in its input file: read from the provider, once nothing else refuses the
  * call, to reserve for them; the call's span then names their model.
  */
-async function readDeferredInput(call: ProxyCall, metered: MeteredCall): Promise<void> {
+async function readDeferredInput(call: ProxyCall, deferred: DeferredCall, metered: MeteredCall): Promise<void> {
   const { opts, route, snapshot } = call;
   const fetchFile = (path: string) => opts.client.send(snapshot.config, { route: route.name, method: 'GET', path, headers: {}, body: null, signal: call.caller.abort });
-  const model = await call.deferred?.readInput(fetchFile, snapshot.prices, route.provider);
+  const model = await deferred.readInput(fetchFile, snapshot.prices, route.provider);
   if (model !== undefined) metered.retarget({ route: route.name, provider: route.provider, model, projectId: metered.call.projectId });
 }
 
