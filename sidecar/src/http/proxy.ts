@@ -245,10 +245,10 @@ async function planProxyCall(call: ProxyCall): Promise<ProxyPlan> {
 
 interface CallBody {
   /** The body read whole, for a route that reads or parses it. */
-  bytes: Buffer | null;
+  readonly bytes: Buffer | null;
   /** The body streamed through its limit, for a route that passes it on unread. */
-  stream: Readable | null;
-  limiter: BodyLimit | null;
+  readonly stream: Readable | null;
+  readonly limiter: BodyLimit | null;
 }
 
 /**
@@ -278,12 +278,21 @@ function noteUnmetered(call: ProxyCall): void {
   request.log.warn({ route: route.name, method: request.method, path: rest, request_id: request.id }, 'unmetered call forwarded: the route allows calls its format cannot meter');
 }
 
-/** Reads the body, or streams it through its size and time limits, as the route's module asks (`body`). */
-async function callBody(call: ProxyCall): Promise<CallBody> {
+const NO_BODY: CallBody = { bytes: null, stream: null, limiter: null };
+
+function readBody(bytes: Buffer): CallBody {
+  return { bytes, stream: null, limiter: null };
+}
+
+/**
+ * Reads the body, or streams it through its size and time limits, as the route's module asks (`body`). Not an
+ * async function: a body read whole is the read's own promise, with no second promise and frame around it.
+ */
+function callBody(call: ProxyCall): CallBody | Promise<CallBody> {
   const { request, caller } = call;
   const { server } = call.snapshot.config;
   const module = call.route;
-  if (!hasBody(request.raw)) return { bytes: null, stream: null, limiter: null };
+  if (!hasBody(request.raw)) return NO_BODY;
   const contentType = headerValue(request.headers, 'content-type');
   // An upload the route plans from its form fields is read whole like JSON (ADR 0911); any other body of a
   // `json` route must be JSON.
@@ -291,7 +300,7 @@ async function callBody(call: ProxyCall): Promise<CallBody> {
   if (module.body === 'json' && !upload && !isJsonContentType(contentType)) {
     throw new ProxyError('unsupported_media_type', notJsonMessage(contentType));
   }
-  if (module.body !== 'stream') return { bytes: await readBoundedBody(request.raw, server.bodyLimitBytes, server.requestTimeoutMs), stream: null, limiter: null };
+  if (module.body !== 'stream') return readBoundedBody(request.raw, server.bodyLimitBytes, server.requestTimeoutMs).then(readBody);
   checkDeclaredLength(request.raw, server.bodyLimitBytes);
   const limiter = new BodyLimit(server.bodyLimitBytes, server.requestTimeoutMs);
   // The limit can be passed before undici listens to the stream (credentials still loading): an 'error' nobody
