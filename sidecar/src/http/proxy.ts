@@ -391,8 +391,8 @@ async function sendUpstream(call: ProxyCall, planned: ProxyPlan): Promise<Exchan
   return { plan: planned, upstream };
 }
 
-/** Relays the answer while its usage is read. */
-async function relayAnswer(call: ProxyCall, metered: MeteredCall, exchange: Exchange<ProxyPlan>): Promise<void> {
+/** Relays the answer while its usage is read; the relay's own promise, with no async frame around it. */
+function relayAnswer(call: ProxyCall, metered: MeteredCall, exchange: Exchange<ProxyPlan>): Promise<void> {
   const { request, route, trace, snapshot } = call;
   const { upstream } = exchange;
   const { upstream: plan, body } = exchange.plan;
@@ -414,7 +414,7 @@ async function relayAnswer(call: ProxyCall, metered: MeteredCall, exchange: Exch
   // A deferred result's submission is charged when its result is read (or by its own stream's usage): an
   // estimate charged here when its caller left would be charged again by that read (ADR 0913).
   const estimateInput = deferred?.plan.step === 'submit' ? undefined : () => estimateInputTokens(sent, sent === null ? (body.limiter?.bytes ?? 0) : sent.length);
-  await relayStream({ res: call.res, upstream, call: metered, prices: snapshot.prices, extractor, headers: headersOut, estimateInput, transform });
+  return relayStream({ res: call.res, upstream, call: metered, prices: snapshot.prices, extractor, headers: headersOut, estimateInput, transform });
 }
 
 /**
