@@ -92,7 +92,8 @@ export function sendProxyError(res: ServerResponse, error: ProxyError, trace: Tr
   sendFailure(res, error, error.toJSON(), trace);
 }
 
-async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opts: ProxyRoutesOptions): Promise<void> {
+/** Not an async function: a call is the pipeline's own promise, with no frame of this function's kept around it. */
+function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opts: ProxyRoutesOptions): Promise<void> | undefined {
   reply.hijack();
   const res = reply.raw;
   const trace = callTrace(request.headers);
@@ -114,7 +115,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     projectHeader: headerValue(request.headers, 'x-tollgate-project') ?? null,
   };
   const call = new ProxyCall({ request, res, opts, route, rest, query, trace, origin, snapshot });
-  await runCall(opts.lifecycle, request.raw, res, call, (error) => {
+  return runCall(opts.lifecycle, request.raw, res, call, (error) => {
     identifyAnswer(res, request);
     sendProxyError(res, error, trace);
   });
