@@ -92,7 +92,8 @@ export function sendProxyError(res: ServerResponse, error: ProxyError, trace: Tr
   sendFailure(res, error, error.toJSON(), trace);
 }
 
-async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opts: ProxyRoutesOptions): Promise<void> {
+/** Not an async function: a call is the pipeline's own promise, with no frame of this function's kept around it. */
+function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opts: ProxyRoutesOptions): Promise<void> | undefined {
   reply.hijack();
   const res = reply.raw;
   const trace = callTrace(request.headers);
@@ -114,7 +115,7 @@ async function handleProxyCall(request: FastifyRequest, reply: FastifyReply, opt
     projectHeader: headerValue(request.headers, 'x-tollgate-project') ?? null,
   };
   const call = new ProxyCall({ request, res, opts, route, rest, query, trace, origin, snapshot });
-  await runCall(opts.lifecycle, request.raw, res, call, (error) => {
+  return runCall(opts.lifecycle, request.raw, res, call, (error) => {
     identifyAnswer(res, request);
     sendProxyError(res, error, trace);
   });
@@ -238,16 +239,17 @@ async function planProxyCall(call: ProxyCall): Promise<ProxyPlan> {
       `${request.method} ${call.rest} reaches ${plan.storedObjects}, which every user of this server shares through its key: only server.auth.admins may; continue conversations through /v1/responses, which keeps them per user`,
     );
   }
-  await readDeferredInput(call, metered);
+  // Most calls submit or read no deferred result: no closure, promise or turn spent on one.
+  if (call.deferred !== undefined) await readDeferredInput(call, call.deferred, metered);
   return { upstream: plan, body, unmetered: unmetered || unmeteredBody };
 }
 
 interface CallBody {
   /** The body read whole, for a route that reads or parses it. */
-  bytes: Buffer | null;
+  readonly bytes: Buffer | null;
   /** The body streamed through its limit, for a route that passes it on unread. */
-  stream: Readable | null;
-  limiter: BodyLimit | null;
+  readonly stream: Readable | null;
+  readonly limiter: BodyLimit | null;
 }
 
 /**
@@ -277,12 +279,21 @@ function noteUnmetered(call: ProxyCall): void {
   request.log.warn({ route: route.name, method: request.method, path: rest, request_id: request.id }, 'unmetered call forwarded: the route allows calls its format cannot meter');
 }
 
-/** Reads the body, or streams it through its size and time limits, as the route's module asks (`body`). */
-async function callBody(call: ProxyCall): Promise<CallBody> {
+const NO_BODY: CallBody = { bytes: null, stream: null, limiter: null };
+
+function readBody(bytes: Buffer): CallBody {
+  return { bytes, stream: null, limiter: null };
+}
+
+/**
+ * Reads the body, or streams it through its size and time limits, as the route's module asks (`body`). Not an
+ * async function: a body read whole is the read's own promise, with no second promise and frame around it.
+ */
+function callBody(call: ProxyCall): CallBody | Promise<CallBody> {
   const { request, caller } = call;
   const { server } = call.snapshot.config;
   const module = call.route;
-  if (!hasBody(request.raw)) return { bytes: null, stream: null, limiter: null };
+  if (!hasBody(request.raw)) return NO_BODY;
   const contentType = headerValue(request.headers, 'content-type');
   // An upload the route plans from its form fields is read whole like JSON (ADR 0911); any other body of a
   // `json` route must be JSON.
@@ -290,7 +301,7 @@ async function callBody(call: ProxyCall): Promise<CallBody> {
   if (module.body === 'json' && !upload && !isJsonContentType(contentType)) {
     throw new ProxyError('unsupported_media_type', notJsonMessage(contentType));
   }
-  if (module.body !== 'stream') return { bytes: await readBoundedBody(request.raw, server.bodyLimitBytes, server.requestTimeoutMs), stream: null, limiter: null };
+  if (module.body !== 'stream') return readBoundedBody(request.raw, server.bodyLimitBytes, server.requestTimeoutMs).then(readBody);
   checkDeclaredLength(request.raw, server.bodyLimitBytes);
   const limiter = new BodyLimit(server.bodyLimitBytes, server.requestTimeoutMs);
   // The limit can be passed before undici listens to the stream (credentials still loading): an 'error' nobody
@@ -317,10 +328,10 @@ function startDeferred(call: ProxyCall, plan: UpstreamRequestPlan): void {
  * An OpenAI batch's requests are in its input file: read from the provider, once nothing else refuses the
  * call, to reserve for them; the call's span then names their model.
  */
-async function readDeferredInput(call: ProxyCall, metered: MeteredCall): Promise<void> {
+async function readDeferredInput(call: ProxyCall, deferred: DeferredCall, metered: MeteredCall): Promise<void> {
   const { opts, route, snapshot } = call;
   const fetchFile = (path: string) => opts.client.send(snapshot.config, { route: route.name, method: 'GET', path, headers: {}, body: null, signal: call.caller.abort });
-  const model = await call.deferred?.readInput(fetchFile, snapshot.prices, route.provider);
+  const model = await deferred.readInput(fetchFile, snapshot.prices, route.provider);
   if (model !== undefined) metered.retarget({ route: route.name, provider: route.provider, model, projectId: metered.call.projectId });
 }
 
@@ -381,8 +392,8 @@ async function sendUpstream(call: ProxyCall, planned: ProxyPlan): Promise<Exchan
   return { plan: planned, upstream };
 }
 
-/** Relays the answer while its usage is read. */
-async function relayAnswer(call: ProxyCall, metered: MeteredCall, exchange: Exchange<ProxyPlan>): Promise<void> {
+/** Relays the answer while its usage is read; the relay's own promise, with no async frame around it. */
+function relayAnswer(call: ProxyCall, metered: MeteredCall, exchange: Exchange<ProxyPlan>): Promise<void> {
   const { request, route, trace, snapshot } = call;
   const { upstream } = exchange;
   const { upstream: plan, body } = exchange.plan;
@@ -404,7 +415,7 @@ async function relayAnswer(call: ProxyCall, metered: MeteredCall, exchange: Exch
   // A deferred result's submission is charged when its result is read (or by its own stream's usage): an
   // estimate charged here when its caller left would be charged again by that read (ADR 0913).
   const estimateInput = deferred?.plan.step === 'submit' ? undefined : () => estimateInputTokens(sent, sent === null ? (body.limiter?.bytes ?? 0) : sent.length);
-  await relayStream({ res: call.res, upstream, call: metered, prices: snapshot.prices, extractor, headers: headersOut, estimateInput, transform });
+  return relayStream({ res: call.res, upstream, call: metered, prices: snapshot.prices, extractor, headers: headersOut, estimateInput, transform });
 }
 
 /**

@@ -69,10 +69,11 @@ export function readBoundedBody(req: IncomingMessage, limit: number, timeoutMs: 
       req.pause();
       settle(bodyTimeout(timeoutMs));
     }, timeoutMs).unref();
+    // `on`, not `once`: settle takes all four off, and `once` wraps each listener in objects of its own per call.
     req.on('data', onData);
-    req.once('end', onEnd);
-    req.once('close', onClose);
-    req.once('error', onClose);
+    req.on('end', onEnd);
+    req.on('close', onClose);
+    req.on('error', onClose);
   });
 }
 
