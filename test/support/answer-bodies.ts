@@ -5,6 +5,7 @@
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { AnswerBody } from '../../sidecar/src/upstream/answer-body.ts';
+import type { UpstreamResponse } from '../../sidecar/src/upstream/upstream-client.ts';
 
 export function answerBodyFrom(stream: Readable, statusCode = 200, headers: AnswerBody['headers'] = {}): AnswerBody {
   const body = new AnswerBody(null, noop, noop);
@@ -26,6 +27,12 @@ export function answerBodyFrom(stream: Readable, statusCode = 200, headers: Answ
   stream.once('end', () => body.onResponseEnd());
   stream.once('error', (error: Error) => body.onResponseError(controller, error));
   return body;
+}
+
+/** A 200 answer whose body the test writes to `stream`, as the upstream client hands one to the relay. */
+export function upstreamAnswerFrom(stream: Readable, headers: UpstreamResponse['headers']): UpstreamResponse {
+  const now = performance.now();
+  return { statusCode: 200, headers, body: answerBodyFrom(stream), settle: noop, timing: { startedAt: now, headersAt: now, endedAt: Number.NaN } };
 }
 
 function noop(): void {}

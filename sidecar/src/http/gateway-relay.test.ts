@@ -17,8 +17,7 @@ import type { Span } from '../spans/span.ts';
 import { openMemorySpanStore } from '../spans/memory-span-store.ts';
 import { SpanWriter } from '../spans/span-writer.ts';
 import { startSpanContext } from '../spans/trace-context.ts';
-import type { UpstreamResponse } from '../upstream/upstream-client.ts';
-import { answerBodyFrom } from '../../../test/support/answer-bodies.ts';
+import { upstreamAnswerFrom } from '../../../test/support/answer-bodies.ts';
 import { relay } from './gateway-relay.ts';
 
 const logger = pino({ level: 'silent' });
@@ -51,13 +50,7 @@ async function translatedCall(userId: string | null = 'erin'): Promise<{ upstrea
   expect(plan).toMatchObject({ route: 'gamma-direct', stream: false, translation: 'anthropic' });
   const server = createServer((_req, res) => {
     res.once('close', () => setImmediate(left.resolve));
-    const upstream: UpstreamResponse = {
-      statusCode: 200,
-      headers: { 'content-type': 'application/json' },
-      body: answerBodyFrom(body),
-      settle() {},
-      timing: { startedAt: performance.now(), headersAt: performance.now(), endedAt: Number.NaN },
-    };
+    const upstream = upstreamAnswerFrom(body, { 'content-type': 'application/json' });
     const trace = startSpanContext(undefined, undefined);
     const call = meter.start({ route: 'v1', provider: 'anthropic', model: plan.model, operation: 'chat', userId, projectId: null, requestId: 'r1', trace });
     void relay({ wire: 'anthropic', res, upstream, call, prices, plan, trace, answer: CHAT_ANSWER, estimateInput: () => 250 }).catch(() => undefined);

@@ -16,8 +16,7 @@ import type { Span } from '../spans/span.ts';
 import { openMemorySpanStore } from '../spans/memory-span-store.ts';
 import { SpanWriter } from '../spans/span-writer.ts';
 import { startSpanContext } from '../spans/trace-context.ts';
-import type { UpstreamResponse } from '../upstream/upstream-client.ts';
-import { answerBodyFrom } from '../../../test/support/answer-bodies.ts';
+import { upstreamAnswerFrom } from '../../../test/support/answer-bodies.ts';
 
 const logger = pino({ level: 'silent' });
 const prices = new PriceTable([...DEFAULT_PRICES], { ...DEFAULT_CACHE_SETTINGS });
@@ -68,13 +67,7 @@ async function relayServer(chunks: Buffer[], headers: Record<string, string>): P
       if (chunk !== undefined && typeof chunk !== 'function') watched.sent += Buffer.byteLength(chunk);
       return end(chunk);
     }) as typeof res.end;
-    const upstream: UpstreamResponse = {
-      statusCode: 200,
-      headers,
-      body: answerBodyFrom(Readable.from(chunks, { objectMode: false })),
-      settle() {},
-      timing: { startedAt: performance.now(), headersAt: performance.now(), endedAt: Number.NaN },
-    };
+    const upstream = upstreamAnswerFrom(Readable.from(chunks, { objectMode: false }), headers);
     const call = meter.start({
       route: 'beta',
       provider: 'openai',
@@ -137,13 +130,7 @@ describe('a caller who leaves before the usage arrives', () => {
     const left = Promise.withResolvers<void>();
     const server = createServer((_req, res) => {
       res.once('close', () => setImmediate(left.resolve));
-      const upstream: UpstreamResponse = {
-        statusCode: 200,
-        headers: { 'content-type': 'text/event-stream' },
-        body: answerBodyFrom(body),
-        settle() {},
-        timing: { startedAt: performance.now(), headersAt: performance.now(), endedAt: Number.NaN },
-      };
+      const upstream = upstreamAnswerFrom(body, { 'content-type': 'text/event-stream' });
       const call = meter.start({
         route: 'beta',
         provider: 'openai',
